@@ -1,0 +1,31 @@
+# wikilog: `make serve` to try it, `make test` to check it.
+SWIFT ?= swift
+DB ?=
+
+.PHONY: bootstrap build test serve bench clean
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	$(SWIFT) build
+
+test: bootstrap
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+# Until the HTTP server lands, `serve` seeds a demo log in the default data directory (or DB=dir)
+# and follows it like `tail -f`: append from another terminal with `wikilog append` to watch.
+serve: bootstrap
+	$(SWIFT) build --product wikilog
+	@bin=$$($(SWIFT) build --show-bin-path)/wikilog; \
+	  $$bin demo $(if $(DB),--db $(DB)); \
+	  echo "following the log; in another terminal: echo hi | $$bin append --type note $(if $(DB),--db $(DB))" >&2; \
+	  $$bin tail --since 0 --follow --format text $(if $(DB),--db $(DB))
+
+bench:
+	WIKILOG_BENCHMARKS=1 scripts/bootstrap
+	WIKILOG_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark
+
+clean:
+	rm -rf .build .build-bench

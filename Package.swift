@@ -1,0 +1,70 @@
+// swift-tools-version: 6.2
+import Foundation
+import PackageDescription
+
+/// Settings every target shares (hummingbird's Package.swift does the same): explicit imports,
+/// `any` spelled out, and members visible only through imports.
+let swiftSettings: [SwiftSetting] = [
+  .enableUpcomingFeature("InternalImportsByDefault"),
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+  name: "wikilog",
+  platforms: [.macOS(.v15)],
+  products: [
+    .library(name: "Log", targets: ["Log"]),
+    .library(name: "RevTree", targets: ["RevTree"]),
+    .executable(name: "wikilog", targets: ["wikilog"]),
+  ],
+  dependencies: [
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CLMDB",
+      pkgConfig: "lmdb",
+      providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+    ),
+    .target(
+      name: "Log",
+      dependencies: ["CLMDB"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    .target(name: "RevTree", swiftSettings: swiftSettings),
+    .executableTarget(
+      name: "wikilog",
+      dependencies: ["Log", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+      swiftSettings: swiftSettings
+    ),
+    // A child process for the crash-safety and cross-process tests; not a product.
+    .executableTarget(
+      name: "LogTestWorker", dependencies: ["Log"], path: "Tests/LogTestWorker",
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "LogTests", dependencies: ["Log", "LogTestWorker"], swiftSettings: swiftSettings),
+    .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
+  ]
+)
+
+// Benchmarks build only when asked for (`WIKILOG_BENCHMARKS=1`, which `make bench` sets), so
+// `make test` and CI never fetch or compile the benchmark harness.
+if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
+  package.dependencies.append(
+    .package(
+      url: "https://github.com/ordo-one/benchmark",
+      from: "1.38.1",
+      traits: ["MallocInterposer"]
+    )
+  )
+  package.targets.append(
+    .executableTarget(
+      name: "LogBenchmarks",
+      dependencies: ["Log", .product(name: "Benchmark", package: "benchmark")],
+      path: "Benchmarks/LogBenchmarks",
+      swiftSettings: swiftSettings,
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+  )
+}

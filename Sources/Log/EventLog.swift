@@ -1,0 +1,527 @@
+import Dispatch
+import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// An append-only event log stored in LMDB.
+///
+/// Every event gets a dense global position (1, 2, 3, ... with no gaps, ever), a timestamp, a
+/// type, a stream, an actor and payload bytes. Appends are atomic and, by default, durable when
+/// they return. Readers see consistent snapshots and never block the writer.
+///
+/// ```swift
+/// let log = try EventLog(directory: "/var/lib/wikilog/main")
+/// let recorded = try log.append([
+///   NewEvent(type: "page.created", stream: "wiki1:Home", actor: "alice", payload: Array("# Home".utf8))
+/// ])
+/// for try await item in log.subscribe(after: .start) {
+///   if case .event(let e) = item { print(e.position, e.type) }
+/// }
+/// ```
+///
+/// One process may have a given directory open once; other processes may open it too (a
+/// `wikilog tail` next to a server), and subscriptions see their appends.
+///
+/// ## Durability
+/// - ``Durability/synced`` (default): every commit is flushed to disk before the call returns.
+/// - ``Durability/groupCommit``: concurrent `async` appends share one synced transaction; each
+///   caller resumes once its events are on disk.
+/// - ``Durability/unsynced``: commits are not flushed (bulk loads); call ``sync()`` to make
+///   everything committed so far durable. A process crash loses nothing; an OS crash or power
+///   loss may lose what came after the last ``sync()``.
+public final class EventLog: Sendable {
+  /// How to open a log.
+  public struct Options: Sendable {
+    /// The initial size of the memory map; it doubles whenever a write needs more, up to
+    /// ``maxMapSize``. Rounded up to the page size.
+    public var mapSize: Int = 64 << 20
+    /// The largest the map may grow to; past it appends fail with ``LogError/mapFull(mapSize:limit:)``.
+    public var maxMapSize: Int = 1 << 40
+    public var durability: Durability = .synced
+    /// Open for reading only (auditors): appends fail with ``LogError/readOnly(path:)``, and the
+    /// directory must already hold a log.
+    public var readOnly = false
+    /// Concurrent read transactions across all processes using the directory.
+    public var maxReaders: UInt32 = 510
+    /// Named databases, the log's own four included.
+    public var maxDatabases: UInt32 = 128
+    /// How often a waiting subscription checks for events appended by another process.
+    public var pollInterval: Duration = .milliseconds(50)
+    /// The most `async` writes one group commit combines.
+    public var maxGroupSize = 4096
+
+    public init() {}
+
+    public init(durability: Durability, readOnly: Bool = false) {
+      self.durability = durability
+      self.readOnly = readOnly
+    }
+  }
+
+  /// When a commit reaches the disk.
+  public enum Durability: Sendable, Hashable {
+    case synced, groupCommit, unsynced
+  }
+
+  /// The on-disk format this build reads and writes.
+  public static let formatVersion: UInt32 = 1
+
+  /// The directory holding `data.mdb` and `lock.mdb`.
+  public let path: String
+  public let options: Options
+  let env: Environment
+  let dbs: LogDatabases
+  let maxKeySize: Int
+  /// Serialises this process's write transactions.
+  let writeMutex = PThreadMutex()
+  let writer = WriterState()
+  let state: Mutex<SharedState>
+  let notifier: Notifier
+  let groupWriter = GroupWriter()
+
+  struct SharedState {
+    var closed = false
+    var durability: Durability
+    var durablePosition: LogPosition = .start
+    var databases: [String: Database] = [:]
+  }
+
+  struct LogDatabases {
+    var events: UInt32 = 0
+    var streams: UInt32 = 0
+    var idempotency: UInt32 = 0
+    var meta: UInt32 = 0
+  }
+
+  static let reservedPrefix = "log."
+  static let formatKey = Array("format".utf8)
+
+  // MARK: Opening and closing
+
+  /// Opens the log in `directory`, creating the directory and an empty log if needed (unless
+  /// ``Options/readOnly``).
+  ///
+  /// - Throws: ``LogError/alreadyOpen(path:)`` if this process has it open,
+  ///   ``LogError/versionMismatch(found:supported:)`` for a log in another format,
+  ///   ``LogError/notALog(path:reason:)`` for a read-only open of a directory with no log.
+  public init(directory: String, options: Options = Options()) throws(LogError) {
+    if !options.readOnly {
+      do {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+      } catch {
+        throw LogError.permissionDenied(path: directory)
+      }
+    } else if !FileManager.default.fileExists(atPath: directory + "/data.mdb") {
+      throw LogError.notALog(path: directory, reason: "no data.mdb in it")
+    }
+    let canonical = Self.canonicalPath(directory)
+    guard OpenPaths.claim(canonical) else { throw LogError.alreadyOpen(path: canonical) }
+    self.path = canonical
+    self.options = options
+    let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+    let mapSize = max(page, (options.mapSize + page - 1) / page * page)
+    do {
+      env = try Environment(
+        path: canonical,
+        configuration: .init(
+          mapSize: mapSize, maxReaders: options.maxReaders, maxDatabases: options.maxDatabases,
+          readOnly: options.readOnly, noSync: options.durability == .unsynced))
+    } catch {
+      OpenPaths.release(canonical)
+      throw Self.openError(error, path: canonical)
+    }
+    maxKeySize = env.maxKeySize
+    state = Mutex(SharedState(durability: options.durability))
+    notifier = Notifier(pollInterval: options.pollInterval)
+    do {
+      dbs = try Self.openInternalDatabases(env: env, readOnly: options.readOnly, path: canonical)
+    } catch {
+      env.close()
+      OpenPaths.release(canonical)
+      throw error
+    }
+    let last = (try? committedPosition) ?? .start
+    state.withLock { $0.durablePosition = last }
+    notifier.attach(self)
+  }
+
+  deinit {
+    close()
+  }
+
+  /// Closes the log. Pending `async` writes finish first; later calls throw ``LogError/closed``
+  /// and open subscriptions end.
+  public func close() {
+    groupWriter.flush()
+    writeMutex.withLock {
+      env.mapLock.withExclusive {
+        let wasOpen = state.withLock { s -> Bool in
+          defer { s.closed = true }
+          return !s.closed
+        }
+        guard wasOpen else { return }
+        env.close()
+        OpenPaths.release(path)
+      }
+    }
+    notifier.close()
+  }
+
+  public var isClosed: Bool { state.withLock { $0.closed } }
+
+  private static func canonicalPath(_ directory: String) -> String {
+    let url = URL(fileURLWithPath: directory).standardizedFileURL.resolvingSymlinksInPath()
+    return url.path
+  }
+
+  private static func openError(_ error: LMDBError, path: String) -> LogError {
+    switch error.code {
+    case LMDBError.versionMismatch, LMDBError.invalid:
+      return .notALog(path: path, reason: "LMDB does not recognise the files: \(error)")
+    case EACCES, EPERM, EROFS:
+      return .permissionDenied(path: path)
+    case ENOENT:
+      return .notALog(path: path, reason: "missing files")
+    default:
+      return LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
+    }
+  }
+
+  private static func openInternalDatabases(env: Environment, readOnly: Bool, path: String) throws(LogError)
+    -> LogDatabases
+  {
+    var dbs = LogDatabases()
+    var found: UInt32?
+    var hasEvents = false
+    let result: Result<Void, LMDBError> = env.mapLock.withShared {
+      do throws(LMDBError) {
+        let raw = readOnly ? try env.beginRead() : try env.beginWrite()
+        let txn = raw
+        do throws(LMDBError) {
+          func open(_ name: String) throws(LMDBError) -> UInt32 {
+            try env.openDatabase(named: reservedPrefix + name, create: !readOnly, txn: txn)
+          }
+          dbs.meta = try open("meta")
+          dbs.events = try open("events")
+          dbs.streams = try open("streams")
+          dbs.idempotency = try open("idempotency")
+          hasEvents = try raw.count(dbs.events) > 0
+          if let stored = try raw.get(dbs.meta, formatKey), stored.count == 4 {
+            found = stored.reduce(0) { $0 << 8 | UInt32($1) }
+          } else if !readOnly && !hasEvents {
+            let v = formatVersion
+            try raw.put(dbs.meta, formatKey, [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
+            found = v
+          }
+          try raw.commit()
+        } catch {
+          raw.abort()
+          throw error
+        }
+        return .success(())
+      } catch {
+        return .failure(error)
+      }
+    }
+    if case .failure(let error) = result {
+      if readOnly && error.code == LMDBError.notFound {
+        throw LogError.notALog(path: path, reason: "it has no log databases")
+      }
+      throw LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
+    }
+    guard let found else {
+      throw hasEvents
+        ? LogError.notALog(path: path, reason: "events without a recorded format version")
+        : LogError.notALog(path: path, reason: "no recorded format version")
+    }
+    guard found == formatVersion else { throw LogError.versionMismatch(found: found, supported: formatVersion) }
+    return dbs
+  }
+
+  // MARK: Positions and durability
+
+  /// The position of the last committed event, by any process (``LogPosition/start`` if empty).
+  public var committedPosition: LogPosition {
+    get throws(LogError) { try readLog { txn throws(LogError) in try txn.lastPosition } }
+  }
+
+  /// The position up to which events are known to be on disk. Equal to ``committedPosition`` in
+  /// the synced modes; in ``Durability/unsynced`` mode it moves at each ``sync()``.
+  public var durablePosition: LogPosition {
+    state.withLock { $0.durablePosition }
+  }
+
+  public var durability: Durability { state.withLock { $0.durability } }
+
+  /// Flushes everything committed so far to disk and advances ``durablePosition``.
+  public func sync() throws(LogError) {
+    let committed = try committedPosition
+    do {
+      try env.mapLock.withShared { () throws in
+        guard !isClosed else { return }
+        try env.sync()
+      }
+    } catch {
+      throw logError(error)
+    }
+    state.withLock { $0.durablePosition = max($0.durablePosition, committed) }
+  }
+
+  /// Changes the durability mode; leaving ``Durability/unsynced`` syncs first.
+  public func setDurability(_ durability: Durability) throws(LogError) {
+    guard !options.readOnly else { throw LogError.readOnly(path: path) }
+    let old = self.durability
+    if old == .unsynced && durability != .unsynced { try sync() }
+    do {
+      try writeMutex.withLock { () throws in try env.setNoSync(durability == .unsynced) }
+    } catch {
+      throw logError(error)
+    }
+    state.withLock { $0.durability = durability }
+  }
+
+  // MARK: Databases
+
+  /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
+  public func database(named name: String) throws(LogError) -> Database {
+    guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
+      throw LogError.invalidArgument("database names must be non-empty and not start with '\(Self.reservedPrefix)'")
+    }
+    if let known = state.withLock({ $0.databases[name] }) { return known }
+    let handle: UInt32
+    if options.readOnly {
+      // lmdb.h: a handle opened in a read-only transaction becomes shared when it ends.
+      do {
+        handle = try env.mapLock.withShared {
+          guard !isClosed else { throw LogError.closed }
+          return try env.openDatabaseReadOnly(named: name)
+        }
+      } catch let error as LMDBError where error.code == LMDBError.notFound {
+        throw LogError.invalidArgument("the log has no database named '\(name)'")
+      } catch {
+        throw logError(error)
+      }
+    } else {
+      handle = try writeLog { txn throws(LogError) in
+        try txn.performWrite { try env.openDatabase(named: name, create: true, txn: txn.raw) }
+      }
+    }
+    let database = Database(name: name, handle: handle)
+    state.withLock { $0.databases[name] = database }
+    return database
+  }
+
+  // MARK: Transactions
+
+  /// Runs `body` in a read-only snapshot of the log and every database.
+  ///
+  /// The transaction is valid only inside `body`. Keep `body` short: a long-lived reader keeps
+  /// old pages from being reused.
+  public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+    while true {
+      let outcome: ReadOutcome<T> = try env.mapLock.withShared {
+        guard !isClosed else { throw LogError.closed }
+        let raw: RawTransaction
+        do throws(LMDBError) {
+          raw = try env.beginRead()
+        } catch where error.code == LMDBError.mapResized {
+          return .mapResized
+        } catch {
+          throw logError(error)
+        }
+        let txn = ReadTransaction(log: self, raw: raw)
+        defer {
+          txn.isLive = false
+          env.endRead(raw)
+        }
+        return .done(try body(txn))
+      }
+      switch outcome {
+      case .done(let value): return value
+      // Another process grew the map: adopt its size (lmdb.h: "If the mapsize is increased by
+      // another process ... mdb_txn_begin() will return MDB_MAP_RESIZED ... call
+      // mdb_env_set_mapsize() with a size of zero to adopt the new size").
+      case .mapResized: try adoptMapSize()
+      }
+    }
+  }
+
+  enum ReadOutcome<T> {
+    case done(T)
+    case mapResized
+  }
+
+  /// ``read(_:)`` for bodies that throw only ``LogError``.
+  func readLog<T>(_ body: (ReadTransaction) throws(LogError) -> T) throws(LogError) -> T {
+    do {
+      return try read { txn in try body(txn) }
+    } catch {
+      throw logError(error)
+    }
+  }
+
+  /// Runs `body` in a write transaction on the calling thread and commits it (durably, unless
+  /// the log is ``Durability/unsynced``). If `body` throws, nothing it wrote is kept.
+  ///
+  /// `body` may run more than once when the map has to grow; see ``WriteTransaction``.
+  public func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    try writeMutex.withLock {
+      try commitWrite(body)
+    }
+  }
+
+  /// ``write(_:)`` for bodies that throw only ``LogError``.
+  func writeLog<T>(_ body: (WriteTransaction) throws(LogError) -> T) throws(LogError) -> T {
+    do {
+      return try write { txn in try body(txn) }
+    } catch {
+      throw logError(error)
+    }
+  }
+
+  /// The write loop; the caller holds ``writeMutex``.
+  func commitWrite<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    guard !options.readOnly else { throw LogError.readOnly(path: path) }
+    while true {
+      let outcome: WriteOutcome<T> = try env.mapLock.withShared {
+        guard !isClosed else { throw LogError.closed }
+        let raw: RawTransaction
+        do throws(LMDBError) {
+          raw = try env.beginWrite()
+        } catch where error.code == LMDBError.mapResized {
+          return .mapResized
+        } catch {
+          throw logError(error)
+        }
+        let txn = WriteTransaction(log: self, raw: raw, writer: writer)
+        do {
+          try prepareWriter(raw)
+        } catch {
+          raw.abort()
+          writer.cacheValid = false
+          throw error
+        }
+        let value: T
+        do {
+          value = try body(txn)
+        } catch {
+          txn.isLive = false
+          raw.abort()
+          writer.cacheValid = false
+          if txn.sawMapFull { return .mapFull }
+          throw error
+        }
+        txn.isLive = false
+        let id = raw.id
+        do throws(LMDBError) {
+          try raw.commit()
+        } catch {
+          writer.cacheValid = false
+          if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull { return .mapFull }
+          throw logError(error)
+        }
+        writer.lastTransactionID = id
+        if writer.streamCache.count > WriterState.streamCacheLimit { writer.streamCache.removeAll() }
+        let last = LogPosition(writer.nextPosition - 1)
+        if state.withLock({ $0.durability }) != .unsynced {
+          state.withLock { $0.durablePosition = max($0.durablePosition, last) }
+        }
+        if txn.appendedCount > 0 { notifier.bump() }
+        return .committed(value)
+      }
+      switch outcome {
+      case .committed(let value): return value
+      case .mapFull: try growMap()
+      case .mapResized: try adoptMapSize()
+      }
+    }
+  }
+
+  enum WriteOutcome<T> {
+    case committed(T)
+    case mapFull
+    case mapResized
+  }
+
+  /// Loads the next position and last timestamp unless this process made the last commit.
+  private func prepareWriter(_ raw: RawTransaction) throws(LogError) {
+    if writer.cacheValid && writer.lastTransactionID == raw.id - 1 { return }
+    do {
+      let last = try raw.lastEvent(dbs.events)
+      writer.nextPosition = (last?.position ?? 0) + 1
+      writer.lastTimestamp = last?.timestamp ?? 0
+      writer.streamCache.removeAll()
+      writer.cacheValid = true
+    } catch {
+      throw logError(error)
+    }
+  }
+
+  /// Doubles the map, up to the limit. Holds the map lock exclusively: no transaction is active.
+  private func growMap() throws(LogError) {
+    let current = env.mapSize
+    guard current < options.maxMapSize else {
+      throw LogError.mapFull(mapSize: current, limit: options.maxMapSize)
+    }
+    let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+    let target = min(options.maxMapSize / page * page, current * 2)
+    guard target > current else { throw LogError.mapFull(mapSize: current, limit: options.maxMapSize) }
+    do {
+      try env.mapLock.withExclusive { () throws in
+        env.drainReaderPool()
+        try env.setMapSize(target)
+      }
+    } catch {
+      throw logError(error)
+    }
+  }
+
+  private func adoptMapSize() throws(LogError) {
+    do {
+      try env.mapLock.withExclusive { () throws in
+        env.drainReaderPool()
+        try env.setMapSize(0)
+      }
+    } catch {
+      throw logError(error)
+    }
+  }
+
+  // MARK: Errors
+
+  func logError(_ error: any Error) -> LogError {
+    switch error {
+    case let error as LogError: error
+    case let error as LMDBError:
+      LogError.from(
+        error, path: path, maxReaders: options.maxReaders, mapSize: env.mapSize, limit: options.maxMapSize)
+    case let failure as RecordFailure:
+      .corruptRecord(position: LogPosition(failure.position), reason: failure.reason)
+    default: .storage(code: -1, operation: "log", message: "\(error)")
+    }
+  }
+}
+
+extension LogError {
+  static func from(_ error: LMDBError, path: String, maxReaders: UInt32, mapSize: Int, limit: Int) -> LogError {
+    switch error.code {
+    case LMDBError.mapFull: .mapFull(mapSize: mapSize, limit: limit)
+    case LMDBError.txnFull: .transactionTooLarge
+    case LMDBError.readersFull: .readersFull(maxReaders: maxReaders)
+    case LMDBError.corrupted, LMDBError.pageNotFound, LMDBError.panic:
+      .corruptDatabase(path: path, reason: "\(error)")
+    case ENOSPC, EDQUOT: .diskFull(path: path)
+    case EACCES, EPERM, EROFS: .permissionDenied(path: path)
+    default: .storage(code: error.code, operation: "\(error.operation)", message: "\(error)")
+    }
+  }
+}

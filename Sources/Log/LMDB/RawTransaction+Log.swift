@@ -1,0 +1,162 @@
+import CLMDB
+
+/// A stored event that failed to decode.
+struct RecordFailure: Error {
+  let position: UInt64
+  let reason: String
+}
+
+/// The log's own reads and writes over raw pages; everything returned is copied out of the map.
+extension RawTransaction {
+  // MARK: Events
+
+  /// The last event's position and timestamp, or nil for an empty log.
+  func lastEvent(_ events: UInt32) throws -> (position: UInt64, timestamp: Int64)? {
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    guard let entry = try unsafe cursor.get(.last) else { return nil }
+    let position = unsafe Keys.position(entry.key)
+    do {
+      return (position, try unsafe EventRecord.timestamp(of: entry.value))
+    } catch {
+      throw RecordFailure(position: position, reason: error.reason)
+    }
+  }
+
+  /// Appends an encoded record under the next position (`MDB_APPEND`: no key comparisons).
+  func appendRecord(_ events: UInt32, position: UInt64, record: [UInt8]) throws(LMDBError) {
+    var key = position.bigEndian
+    var failure: LMDBError?
+    unsafe withUnsafeBytes(of: &key) { k in
+      unsafe record.withUnsafeBytes { v in
+        do throws(LMDBError) { try unsafe put(events, k, v, flags: UInt32(MDB_APPEND)) } catch { failure = error }
+      }
+    }
+    if let failure { throw failure }
+  }
+
+  func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
+    var key = position.bigEndian
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    guard let bytes = unsafe found else { return nil }
+    do {
+      return try unsafe EventRecord.decode(position: position, bytes: bytes)
+    } catch {
+      throw RecordFailure(position: position, reason: error.reason)
+    }
+  }
+
+  func timestamp(_ events: UInt32, at position: UInt64) throws -> Int64? {
+    var key = position.bigEndian
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    guard let bytes = unsafe found else { return nil }
+    do {
+      return try unsafe EventRecord.timestamp(of: bytes)
+    } catch {
+      throw RecordFailure(position: position, reason: error.reason)
+    }
+  }
+
+  /// Calls `body` with each event from `position` on (inclusive), forwards or backwards, until it
+  /// returns false or the log ends.
+  func forEachEvent(
+    _ events: UInt32, from position: UInt64, forward: Bool, _ body: (RecordedEvent) throws -> Bool
+  ) throws {
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    var key = position.bigEndian
+    var entry = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
+      try unsafe cursor.get(.atOrAfter, key: k)
+    }
+    if !forward {
+      if let e = unsafe entry {
+        if unsafe Keys.position(e.key) != position { unsafe entry = try unsafe cursor.get(.previous) }
+      } else {
+        unsafe entry = try unsafe cursor.get(.last)
+      }
+    }
+    while let e = unsafe entry {
+      let p = unsafe Keys.position(e.key)
+      let event: RecordedEvent
+      do {
+        event = try unsafe EventRecord.decode(position: p, bytes: e.value)
+      } catch {
+        throw RecordFailure(position: p, reason: error.reason)
+      }
+      guard try body(event) else { return }
+      unsafe entry = try unsafe cursor.get(forward ? .next : .previous)
+    }
+  }
+
+  /// Walks the raw records (for verification): key bytes and the decoding outcome.
+  func forEachRecord(_ events: UInt32, _ body: (_ key: [UInt8], _ event: Result<RecordedEvent, RecordFailure>) throws -> Void) throws {
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    var entry = try unsafe cursor.get(.first)
+    while let e = unsafe entry {
+      let key = unsafe Array(e.key)
+      if key.count != 8 {
+        try body(key, .failure(RecordFailure(position: 0, reason: "key of \(key.count) bytes")))
+      } else {
+        let p = unsafe Keys.position(e.key)
+        do {
+          try body(key, .success(try unsafe EventRecord.decode(position: p, bytes: e.value)))
+        } catch let failure as EventRecord.DecodingError {
+          try body(key, .failure(RecordFailure(position: p, reason: failure.reason)))
+        }
+      }
+      unsafe entry = try unsafe cursor.get(.next)
+    }
+  }
+
+  // MARK: Streams
+
+  /// The version of the stream whose index keys start with `prefix`: the version in its last key.
+  func streamVersion(_ streams: UInt32, prefix: [UInt8]) throws(LMDBError) -> UInt64 {
+    let cursor = try openCursor(streams)
+    defer { cursor.close() }
+    let upper = prefix + [UInt8](repeating: 0xFF, count: 8)
+    var entry = try unsafe cursor.get(.atOrAfter, key: upper)
+    unsafe entry = try unsafe (entry == nil ? cursor.get(.last) : cursor.get(.previous))
+    guard let e = unsafe entry, unsafe e.key.count == prefix.count + 8,
+      unsafe e.key.starts(with: prefix)
+    else { return 0 }
+    return unsafe UInt64(bigEndian: e.key.loadUnaligned(fromByteOffset: prefix.count, as: UInt64.self))
+  }
+
+  // MARK: Generic databases
+
+  /// Calls `body` with copies of each entry from `start` (inclusive; nil = the first, or with
+  /// `reverse` the last), in key order or reversed, until it returns false.
+  func scan(
+    _ dbi: UInt32, from start: [UInt8]?, reverse: Bool, _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool
+  ) throws {
+    let cursor = try openCursor(dbi)
+    defer { cursor.close() }
+    var entry: RawCursor.Entry?
+    if let start {
+      unsafe entry = try unsafe cursor.get(.atOrAfter, key: start)
+      if reverse {
+        if let e = unsafe entry {
+          if unsafe !e.key.elementsEqual(start) { unsafe entry = try unsafe cursor.get(.previous) }
+        } else {
+          unsafe entry = try unsafe cursor.get(.last)
+        }
+      }
+    } else {
+      unsafe entry = try unsafe cursor.get(reverse ? .last : .first)
+    }
+    while let e = unsafe entry {
+      guard try unsafe body(Array(e.key), Array(e.value)) else { return }
+      unsafe entry = try unsafe cursor.get(reverse ? .previous : .next)
+    }
+  }
+}
+
+/// Key encodings shared by the log's databases.
+enum Keys {
+  @inline(__always)
+  static func position(_ key: UnsafeRawBufferPointer) -> UInt64 {
+    unsafe UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+  }
+}

@@ -1,0 +1,158 @@
+import CLMDB
+
+/// A raw LMDB transaction handle with the byte-level operations the log needs.
+///
+/// Values returned as `UnsafeRawBufferPointer` point into the memory map and are valid only until
+/// the transaction ends: lmdb.h, mdb_get: "The memory pointed to by the returned values is owned
+/// by the database. ... Values returned from the database are valid only until a subsequent
+/// update operation, or the end of the transaction." Everything that leaves this folder is copied.
+@safe struct RawTransaction {
+  let pointer: OpaquePointer
+
+  // MARK: Point operations
+
+  func get(_ dbi: UInt32, _ key: UnsafeRawBufferPointer) throws(LMDBError) -> UnsafeRawBufferPointer? {
+    var k = unsafe MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    var v = unsafe MDB_val()
+    let rc = unsafe mdb_get(pointer, dbi, &k, &v)
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_get")
+    return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+  }
+
+  func get(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> [UInt8]? {
+    var result: [UInt8]?
+    var failure: LMDBError?
+    unsafe key.withUnsafeBytes { k in
+      do throws(LMDBError) {
+        if let v = try unsafe get(dbi, k) { result = unsafe Array(v) }
+      } catch { failure = error }
+    }
+    if let failure { throw failure }
+    return result
+  }
+
+  /// Puts a value; with `MDB_APPEND` the key must sort after every key in the database.
+  func put(_ dbi: UInt32, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32 = 0)
+    throws(LMDBError)
+  {
+    var k = unsafe MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    var v = unsafe MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+    try check(unsafe mdb_put(pointer, dbi, &k, &v, flags), "mdb_put")
+  }
+
+  func put(_ dbi: UInt32, _ key: [UInt8], _ value: [UInt8], flags: UInt32 = 0) throws(LMDBError) {
+    var failure: LMDBError?
+    unsafe key.withUnsafeBytes { k in
+      unsafe value.withUnsafeBytes { v in
+        do throws(LMDBError) { try unsafe put(dbi, k, v, flags: flags) } catch { failure = error }
+      }
+    }
+    if let failure { throw failure }
+  }
+
+  /// Deletes a key; false if it was not there.
+  @discardableResult
+  func delete(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> Bool {
+    var rc: Int32 = 0
+    unsafe key.withUnsafeBytes { k in
+      var kv = unsafe MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+      rc = unsafe mdb_del(pointer, dbi, &kv, nil)
+    }
+    if rc == MDB_NOTFOUND { return false }
+    try check(rc, "mdb_del")
+    return true
+  }
+
+  /// Number of entries in a database.
+  func count(_ dbi: UInt32) throws(LMDBError) -> Int {
+    var stat = MDB_stat()
+    try check(unsafe mdb_stat(pointer, dbi, &stat), "mdb_stat")
+    return stat.ms_entries
+  }
+
+  /// Deletes every entry of a database, keeping the database.
+  func clear(_ dbi: UInt32) throws(LMDBError) {
+    unsafe try check(mdb_drop(pointer, dbi, 0), "mdb_drop")
+  }
+
+  func openCursor(_ dbi: UInt32) throws(LMDBError) -> RawCursor {
+    var cursor: OpaquePointer?
+    try check(unsafe mdb_cursor_open(pointer, dbi, &cursor), "mdb_cursor_open")
+    return unsafe RawCursor(pointer: unsafe cursor.unsafelyUnwrapped)
+  }
+
+  func commit() throws(LMDBError) {
+    unsafe try check(mdb_txn_commit(pointer), "mdb_txn_commit")
+  }
+
+  func abort() {
+    unsafe mdb_txn_abort(pointer)
+  }
+}
+
+/// A raw LMDB cursor. Closed with ``close()`` before its transaction ends.
+@safe struct RawCursor {
+  let pointer: OpaquePointer
+
+  enum Position {
+    case first, last, next, previous, current
+    /// The first key greater than or equal to the given one.
+    case atOrAfter
+    /// Exactly the given key.
+    case exactly
+  }
+
+  typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
+
+  /// Moves the cursor; `nil` when there is no such entry (`MDB_NOTFOUND`).
+  func get(_ position: Position, key: UnsafeRawBufferPointer? = nil) throws(LMDBError) -> Entry? {
+    var k = unsafe MDB_val()
+    var v = unsafe MDB_val()
+    if let key = unsafe key {
+      unsafe k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    }
+    let op: MDB_cursor_op
+    switch position {
+    case .first: op = MDB_FIRST
+    case .last: op = MDB_LAST
+    case .next: op = MDB_NEXT
+    case .previous: op = MDB_PREV
+    case .current: op = MDB_GET_CURRENT
+    case .atOrAfter: op = MDB_SET_RANGE
+    case .exactly: op = MDB_SET_KEY
+    }
+    let rc = unsafe mdb_cursor_get(pointer, &k, &v, op)
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_cursor_get")
+    return unsafe (
+      UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
+      UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    )
+  }
+
+  /// Positions at `key` or the entry after it, given as bytes.
+  func get(_ position: Position, key: [UInt8]) throws(LMDBError) -> Entry? {
+    var result: Entry?
+    var failure: LMDBError?
+    unsafe key.withUnsafeBytes { k in
+      do throws(LMDBError) { unsafe result = try unsafe get(position, key: k) } catch { failure = error }
+    }
+    if let failure { throw failure }
+    return unsafe result
+  }
+
+  /// Deletes the entry under the cursor.
+  func deleteCurrent() throws(LMDBError) {
+    unsafe try check(mdb_cursor_del(pointer, 0), "mdb_cursor_del")
+  }
+
+  func close() {
+    unsafe mdb_cursor_close(pointer)
+  }
+}
+
+extension RawTransaction {
+  /// The transaction's id; a write transaction's is the last committed id plus one.
+  var id: Int { unsafe mdb_txn_id(pointer) }
+}

@@ -1,0 +1,151 @@
+/// A consistent, read-only snapshot of the log and its databases.
+///
+/// Valid only inside the closure it is passed to (``EventLog/read(_:)``, or as the base class of
+/// ``WriteTransaction``). Readers never block the writer and see nothing committed after they
+/// began.
+///
+/// ```swift
+/// let (last, value) = try log.read { txn in
+///   (txn.lastPosition, try txn.get(Array("checkpoint".utf8), in: projectionDB))
+/// }
+/// ```
+public class ReadTransaction {
+  let log: EventLog
+  let raw: RawTransaction
+  var isLive = true
+
+  init(log: EventLog, raw: RawTransaction) {
+    self.log = log
+    self.raw = raw
+  }
+
+  @inline(__always)
+  func ensureLive() {
+    precondition(isLive, "a log transaction was used after its closure returned")
+  }
+
+  /// Runs an LMDB operation, turning its failures into ``LogError``.
+  @inline(__always)
+  func perform<T>(_ operation: () throws -> T) throws(LogError) -> T {
+    ensureLive()
+    do {
+      return try operation()
+    } catch {
+      throw log.logError(error)
+    }
+  }
+
+  // MARK: The log
+
+  /// The position of the last event in this snapshot (``LogPosition/start`` when empty).
+  public var lastPosition: LogPosition {
+    get throws(LogError) {
+      try perform { LogPosition(try raw.lastEvent(log.dbs.events)?.position ?? 0) }
+    }
+  }
+
+  /// The event at `position`, or nil if there is none.
+  public func event(at position: LogPosition) throws(LogError) -> RecordedEvent? {
+    try perform { try raw.event(log.dbs.events, at: position.rawValue) }
+  }
+
+  /// Calls `body` with each event from `position` (inclusive) in `direction` until it returns
+  /// false or the log ends.
+  public func forEachEvent(
+    from position: LogPosition, direction: ReadDirection = .forward,
+    _ body: (RecordedEvent) throws -> Bool
+  ) throws {
+    ensureLive()
+    do {
+      try raw.forEachEvent(log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
+    } catch let error as LogError {
+      throw error
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    } catch let error as RecordFailure {
+      throw log.logError(error)
+    }
+  }
+
+  /// The number of events in `stream` (0 if it does not exist).
+  public func streamVersion(of stream: String) throws(LogError) -> UInt64 {
+    try perform { try raw.streamVersion(log.dbs.streams, prefix: StreamKey.prefix(stream)) }
+  }
+
+  /// Calls `body` with the events of `stream` from `version` (1-based, inclusive) in `direction`
+  /// until it returns false.
+  public func forEachEvent(
+    inStream stream: String, fromVersion version: UInt64, direction: ReadDirection = .forward,
+    _ body: (RecordedEvent) throws -> Bool
+  ) throws {
+    ensureLive()
+    let prefix = StreamKey.prefix(stream)
+    let start = StreamKey.key(prefix: prefix, version: version)
+    let events = log.dbs.events
+    do {
+      try raw.scan(log.dbs.streams, from: start, reverse: direction == .backward) { key, value in
+        guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
+        guard let position = UInt64(bigEndianBytes: value), let event = try raw.event(events, at: position) else {
+          throw LogError.corruptDatabase(path: log.path, reason: "stream index entry for '\(stream)' points nowhere")
+        }
+        guard event.stream == stream else { return true }  // a hashed long name shared by another stream
+        return try body(event)
+      }
+    } catch let error as LogError {
+      throw error
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    } catch let error as RecordFailure {
+      throw log.logError(error)
+    }
+  }
+
+  /// The first position whose event was committed at or after `microseconds` since 1970, or nil
+  /// if every event is older. Timestamps never decrease along the log, so this is a binary search.
+  public func firstPosition(atOrAfterMicroseconds microseconds: Int64) throws(LogError) -> LogPosition? {
+    try perform {
+      guard let last = try raw.lastEvent(log.dbs.events), last.timestamp >= microseconds else { return nil }
+      var low: UInt64 = 1
+      var high = last.position
+      while low < high {
+        let mid = low + (high - low) / 2
+        guard let t = try raw.timestamp(log.dbs.events, at: mid) else {
+          throw LogError.corruptDatabase(path: log.path, reason: "position \(mid) is missing")
+        }
+        if t < microseconds { low = mid + 1 } else { high = mid }
+      }
+      return LogPosition(low)
+    }
+  }
+
+  // MARK: Caller-owned databases
+
+  /// The value stored under `key`, or nil.
+  public func get(_ key: [UInt8], in database: Database) throws(LogError) -> [UInt8]? {
+    try perform { try raw.get(database.handle, key) }
+  }
+
+  /// Calls `body` with each entry from `start` (inclusive; nil = from the first entry, or the
+  /// last one when `direction` is `.backward`) until it returns false.
+  public func scan(
+    _ database: Database, from start: [UInt8]? = nil, direction: ReadDirection = .forward,
+    _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool
+  ) throws {
+    ensureLive()
+    do {
+      try raw.scan(database.handle, from: start, reverse: direction == .backward, body)
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    }
+  }
+
+  /// The number of entries in `database`.
+  public func count(of database: Database) throws(LogError) -> Int {
+    try perform { try raw.count(database.handle) }
+  }
+}
+
+/// Which way a read walks.
+public enum ReadDirection: Sendable, Hashable {
+  case forward, backward
+}

@@ -1,0 +1,60 @@
+/// How a stream name becomes the prefix of its keys in the stream index.
+///
+/// Keys are `LEB128(utf8 length) ++ utf8 bytes ++ big-endian version`. The length prefix keeps
+/// one stream's keys from running into another's ("a" vs "a\u{0}..."). LMDB keys are limited to
+/// 511 bytes, so a name longer than ``maxInlineBytes`` keeps its first bytes and a 128-bit hash of
+/// the whole name; readers compare the stored event's stream name, so a hash collision can never
+/// mix two streams' events.
+enum StreamKey {
+  static let maxInlineBytes = 400
+  static let keptPrefixBytes = 384
+
+  static func prefix(_ stream: String) -> [UInt8] {
+    let utf8 = Array(stream.utf8)
+    var key: [UInt8] = []
+    key.reserveCapacity(min(utf8.count, maxInlineBytes) + 10 + 8)
+    EventRecord.appendVarint(UInt64(utf8.count), to: &key)
+    if utf8.count <= maxInlineBytes {
+      key.append(contentsOf: utf8)
+    } else {
+      key.append(contentsOf: utf8[0..<keptPrefixBytes])
+      for seed: UInt64 in [0xCBF2_9CE4_8422_2325, 0x84222325_CBF29CE4] {
+        var h = seed
+        for b in utf8 { h = (h ^ UInt64(b)) &* 0x0000_0100_0000_01B3 }
+        key.appendBigEndian(h)
+      }
+    }
+    return key
+  }
+
+  static func key(prefix: [UInt8], version: UInt64) -> [UInt8] {
+    var key = prefix
+    key.appendBigEndian(version)
+    return key
+  }
+
+  /// The same scheme for idempotency keys, which are also user strings of any length.
+  static func idempotency(_ key: String) -> [UInt8] { prefix(key) }
+}
+
+extension UInt64 {
+  /// Eight big-endian bytes.
+  var bigEndianBytes: [UInt8] {
+    var bytes: [UInt8] = []
+    bytes.appendBigEndian(self)
+    return bytes
+  }
+
+  init?(bigEndianBytes bytes: some Collection<UInt8>) {
+    guard bytes.count >= 8 else { return nil }
+    var v: UInt64 = 0
+    for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
+    self = v
+  }
+}
+
+extension [UInt8] {
+  mutating func appendBigEndian(_ value: UInt64) {
+    for shift in stride(from: 56, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+  }
+}

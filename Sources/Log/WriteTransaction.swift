@@ -1,0 +1,261 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A write transaction: appends events and writes caller-owned databases atomically.
+///
+/// Everything done through one `WriteTransaction` commits together or not at all. This is how an
+/// inline projection stays exactly in step with the log: append the event and update the
+/// projection's databases in the same transaction.
+///
+/// ```swift
+/// let pages = try log.database(named: "pages")
+/// try log.write { txn in
+///   let event = try txn.append(NewEvent(type: "page.saved", stream: "wiki1:Home", payload: body))
+///   try txn.put(event.position.rawValue.bigEndianBytes, forKey: Array("wiki1:Home".utf8), in: pages)
+/// }
+/// ```
+///
+/// A write transaction can do every read a ``ReadTransaction`` can and sees its own writes.
+///
+/// ## LMDB limitations
+/// The body may run more than once: when the map is full, the transaction is aborted, the map
+/// grows and the body runs again. Keep side effects outside the transaction out of it.
+public final class WriteTransaction: ReadTransaction {
+  let writer: WriterState
+  /// Events appended by this transaction (and committed savepoints inside it).
+  var appendedCount = 0
+  /// Set when LMDB reported that the map or the transaction is full: the caller grows and retries.
+  var sawMapFull = false
+
+  init(log: EventLog, raw: RawTransaction, writer: WriterState) {
+    self.writer = writer
+    super.init(log: log, raw: raw)
+  }
+
+  @inline(__always)
+  func performWrite<T>(_ operation: () throws -> T) throws(LogError) -> T {
+    ensureLive()
+    do {
+      return try operation()
+    } catch let error as LMDBError where error.code == LMDBError.mapFull || error.code == LMDBError.txnFull {
+      sawMapFull = true
+      throw log.logError(error)
+    } catch {
+      throw log.logError(error)
+    }
+  }
+
+  // MARK: Appending
+
+  /// Appends one event and returns it as recorded.
+  ///
+  /// - Throws: ``LogError/wrongExpectedVersion(stream:expected:actual:)`` when the event's
+  ///   expected version does not hold (nothing is written).
+  @discardableResult
+  public func append(_ event: NewEvent) throws(LogError) -> RecordedEvent {
+    try append(contentsOf: [event]).events[0]
+  }
+
+  /// Appends a batch of events atomically and returns them as recorded.
+  ///
+  /// Every event's expected version is checked first, in order (a later event of the same stream
+  /// sees the earlier ones), and nothing is written if one fails.
+  ///
+  /// - Parameters:
+  ///   - events: the events, in the order they get positions.
+  ///   - idempotencyKey: when given and already used by an earlier append of the same events, the
+  ///     earlier events are returned and nothing is written (``AppendResult/isDuplicate``).
+  /// - Throws: ``LogError/wrongExpectedVersion(stream:expected:actual:)``,
+  ///   ``LogError/idempotencyConflict(key:)`` when the key was used for different events.
+  @discardableResult
+  public func append(contentsOf events: [NewEvent], idempotencyKey: String? = nil) throws(LogError)
+    -> AppendResult
+  {
+    try performWrite {
+      var idempotencyEntry: [UInt8]?
+      if let idempotencyKey {
+        let key = StreamKey.idempotency(idempotencyKey)
+        if let stored = try raw.get(log.dbs.idempotency, key) {
+          return AppendResult(events: try replay(stored, of: events, key: idempotencyKey), isDuplicate: true)
+        }
+        idempotencyEntry = key
+      }
+      guard !events.isEmpty else { return AppendResult(events: [], isDuplicate: false) }
+
+      // Check every expectation before writing anything.
+      var versions = [UInt64](repeating: 0, count: events.count)
+      var prefixes = [[UInt8]?](repeating: nil, count: events.count)
+      var pending: [String: UInt64] = [:]
+      for (i, event) in events.enumerated() {
+        guard !event.stream.isEmpty else {
+          guard event.expectedVersion == .any else {
+            throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+          }
+          continue
+        }
+        let prefix = StreamKey.prefix(event.stream)
+        let current: UInt64
+        if let v = pending[event.stream] {
+          current = v
+        } else if let v = writer.streamCache[event.stream] {
+          current = v
+        } else {
+          current = try raw.streamVersion(log.dbs.streams, prefix: prefix)
+        }
+        guard event.expectedVersion.isSatisfied(by: current) else {
+          throw LogError.wrongExpectedVersion(stream: event.stream, expected: event.expectedVersion, actual: current)
+        }
+        versions[i] = current + 1
+        prefixes[i] = prefix
+        pending[event.stream] = current + 1
+      }
+
+      let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
+      let timestamp = max(now, writer.lastTimestamp)
+      let first = writer.nextPosition
+      var recorded: [RecordedEvent] = []
+      recorded.reserveCapacity(events.count)
+      for (i, event) in events.enumerated() {
+        let position = first + UInt64(i)
+        writer.buffer.removeAll(keepingCapacity: true)
+        EventRecord.encode(
+          into: &writer.buffer, position: position, timestamp: timestamp, streamVersion: versions[i],
+          type: event.type, stream: event.stream, actor: event.actor, payload: event.payload)
+        try raw.appendRecord(log.dbs.events, position: position, record: writer.buffer)
+        if let prefix = prefixes[i] {
+          try raw.put(
+            log.dbs.streams, StreamKey.key(prefix: prefix, version: versions[i]), position.bigEndianBytes)
+        }
+        recorded.append(
+          RecordedEvent(
+            position: LogPosition(position), streamVersion: versions[i], timestampMicroseconds: timestamp,
+            type: event.type, stream: event.stream, actor: event.actor, payload: event.payload))
+      }
+      if let idempotencyEntry {
+        try raw.put(
+          log.dbs.idempotency, idempotencyEntry, first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+      }
+      for (stream, version) in pending { writer.streamCache[stream] = version }
+      writer.nextPosition = first + UInt64(events.count)
+      writer.lastTimestamp = timestamp
+      appendedCount += events.count
+      return AppendResult(events: recorded, isDuplicate: false)
+    }
+  }
+
+  /// The events an idempotency key recorded, after checking they are the events being retried.
+  private func replay(_ stored: [UInt8], of events: [NewEvent], key: String) throws -> [RecordedEvent] {
+    guard stored.count == 16, let first = UInt64(bigEndianBytes: stored),
+      let count = UInt64(bigEndianBytes: stored[8...])
+    else {
+      throw LogError.corruptDatabase(path: log.path, reason: "idempotency entry for '\(key)' is malformed")
+    }
+    guard count == UInt64(events.count) else { throw LogError.idempotencyConflict(key: key) }
+    var originals: [RecordedEvent] = []
+    for (i, event) in events.enumerated() {
+      guard let original = try raw.event(log.dbs.events, at: first + UInt64(i)) else {
+        throw LogError.corruptDatabase(path: log.path, reason: "idempotency key '\(key)' points past the log")
+      }
+      guard original.type == event.type, original.stream == event.stream, original.actor == event.actor,
+        original.payload == event.payload
+      else { throw LogError.idempotencyConflict(key: key) }
+      originals.append(original)
+    }
+    return originals
+  }
+
+  // MARK: Caller-owned databases
+
+  /// Stores `value` under `key`, replacing what was there.
+  public func put(_ value: [UInt8], forKey key: [UInt8], in database: Database) throws(LogError) {
+    try checkKey(key)
+    try performWrite { try raw.put(database.handle, key, value) }
+  }
+
+  /// Removes `key`; false if it was not there.
+  @discardableResult
+  public func delete(_ key: [UInt8], in database: Database) throws(LogError) -> Bool {
+    try checkKey(key)
+    return try performWrite { try raw.delete(database.handle, key) }
+  }
+
+  /// Removes every entry of `database` (to rebuild a projection, say).
+  public func removeAll(in database: Database) throws(LogError) {
+    try performWrite { try raw.clear(database.handle) }
+  }
+
+  private func checkKey(_ key: [UInt8]) throws(LogError) {
+    guard !key.isEmpty, key.count <= log.maxKeySize else {
+      throw LogError.invalidArgument("keys must be 1 to \(log.maxKeySize) bytes; this one is \(key.count)")
+    }
+  }
+
+  // MARK: Savepoints
+
+  /// Runs `body` in a nested transaction: if it throws, only its own writes are undone and the
+  /// error is rethrown; this transaction goes on.
+  public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    ensureLive()
+    let childRaw: RawTransaction
+    do throws(LMDBError) {
+      childRaw = try log.env.beginWrite(parent: raw)
+    } catch {
+      throw log.logError(error)
+    }
+    let saved = (writer.nextPosition, writer.lastTimestamp)
+    let child = WriteTransaction(log: log, raw: childRaw, writer: writer)
+    isLive = false
+    defer { isLive = true }
+    let value: T
+    do {
+      value = try body(child)
+    } catch {
+      child.isLive = false
+      childRaw.abort()
+      writer.nextPosition = saved.0
+      writer.lastTimestamp = saved.1
+      writer.streamCache.removeAll()
+      if child.sawMapFull { sawMapFull = true }
+      throw error
+    }
+    child.isLive = false
+    do throws(LMDBError) {
+      try childRaw.commit()
+    } catch {
+      writer.nextPosition = saved.0
+      writer.lastTimestamp = saved.1
+      writer.streamCache.removeAll()
+      if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull { sawMapFull = true }
+      throw log.logError(error)
+    }
+    appendedCount += child.appendedCount
+    return value
+  }
+}
+
+/// What an append produced.
+public struct AppendResult: Sendable, Hashable {
+  /// The events as recorded (for a duplicate, as recorded the first time).
+  public let events: [RecordedEvent]
+  /// True when an idempotency key matched an earlier append and nothing was written.
+  public let isDuplicate: Bool
+}
+
+/// What the one writer of this process knows between transactions. Used only under the write lock.
+final class WriterState: @unchecked Sendable {
+  /// The id of the last transaction this process committed; if the next write transaction's id
+  /// is one more, no other process has written since, and the cached values below still hold.
+  var lastTransactionID = -1
+  var cacheValid = false
+  var nextPosition: UInt64 = 1
+  var lastTimestamp: Int64 = 0
+  /// Stream versions this process has seen; cleared when another process writes.
+  var streamCache: [String: UInt64] = [:]
+  /// The record encoding buffer, reused.
+  var buffer: [UInt8] = []
+
+  static let streamCacheLimit = 100_000
+}

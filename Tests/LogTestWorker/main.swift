@@ -1,0 +1,120 @@
+// A child process for LogTests: appends until killed, or follows a log, printing what it sees.
+//
+//   LogTestWorker append DIR synced|group|unsynced
+//       appends one event at a time (group: 8 concurrent appenders) and prints
+//       "ack POSITION N" once each append has returned, i.e. is durable.
+//   LogTestWorker follow DIR COUNT
+//       subscribes from the start and prints "event POSITION" for each event, "caughtup
+//       POSITION" when live, and exits after COUNT events.
+import Foundation
+import Log
+import Synchronization
+
+/// The payload of the n-th event: its number, then a pattern derived from it, so that a reader
+/// can tell a whole payload from a torn one.
+func payload(_ n: Int) -> [UInt8] {
+  var bytes = Array("n=\(n);".utf8)
+  for i in 0..<(64 + n % 200) { bytes.append(UInt8(truncatingIfNeeded: n &* 31 &+ i)) }
+  return bytes
+}
+
+let output = Mutex<Void>(())
+func emit(_ line: String) {
+  output.withLock { _ in
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+  }
+}
+
+func fail(_ message: String) -> Never {
+  FileHandle.standardError.write(Data(("LogTestWorker: " + message + "\n").utf8))
+  exit(1)
+}
+
+final class Counter: Sendable {
+  let value: Mutex<Int>
+  init(_ start: Int) { value = Mutex(start) }
+  func next() -> Int {
+    value.withLock {
+      $0 += 1
+      return $0
+    }
+  }
+}
+
+/// Eight tasks appending at once, so that group commit combines them.
+func appendConcurrently(_ log: EventLog, from start: Int) async {
+  let counter = Counter(start)
+  await withTaskGroup(of: Void.self) { group in
+    for writer in 0..<8 {
+      group.addTask {
+        while true {
+          let n = counter.next()
+          let event = NewEvent(type: "test.appended", stream: "writer-\(writer)", actor: "worker", payload: payload(n))
+          do {
+            let recorded = try await log.append([event])
+            emit("ack \(recorded[0].position) \(n)")
+          } catch {
+            fail("append failed: \(error)")
+          }
+        }
+      }
+    }
+  }
+}
+
+let args = CommandLine.arguments
+guard args.count >= 3 else { fail("usage: LogTestWorker append|follow DIR ...") }
+let directory = args[2]
+
+switch args[1] {
+case "append":
+  let mode = args.count > 3 ? args[3] : "synced"
+  var options = EventLog.Options()
+  options.mapSize = 1 << 20  // small, so that crashes also land during map growth
+  options.durability = mode == "group" ? .groupCommit : mode == "unsynced" ? .unsynced : .synced
+  let log: EventLog
+  do { log = try EventLog(directory: directory, options: options) } catch { fail("\(error)") }
+  let start = Int((try? log.committedPosition.rawValue) ?? 0)
+  if mode == "group" {
+    await appendConcurrently(log, from: start)
+  } else {
+    var n = start
+    while true {
+      n += 1
+      let batch = (0..<(1 + n % 3)).map { i in
+        NewEvent(type: "test.appended", stream: "stream-\((n + i) % 5)", actor: "worker", payload: payload(n * 10 + i))
+      }
+      do {
+        let recorded = try log.append(batch)
+        for (i, event) in recorded.enumerated() { emit("ack \(event.position) \(n * 10 + i)") }
+      } catch {
+        fail("append failed: \(error)")
+      }
+    }
+  }
+
+case "follow":
+  guard args.count >= 4, let count = Int(args[3]) else { fail("usage: LogTestWorker follow DIR COUNT") }
+  var options = EventLog.Options()
+  options.pollInterval = .milliseconds(20)
+  let log: EventLog
+  do { log = try EventLog(directory: directory, options: options) } catch { fail("\(error)") }
+  var seen = 0
+  do {
+    for try await item in log.subscribe(after: .start) {
+      switch item {
+      case .event(let event):
+        emit("event \(event.position)")
+        seen += 1
+        if seen >= count { exit(0) }
+      case .caughtUp(let position):
+        emit("caughtup \(position)")
+      }
+    }
+  } catch {
+    fail("subscription failed: \(error)")
+  }
+
+default:
+  fail("unknown command \(args[1])")
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+@testable import Log
+
+@Suite struct SubscriptionTests {
+  @Test("a subscription catches up, signals it, then follows live appends")
+  func catchUpThenLive() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try await log.append((1...100).map { event($0) })
+    var iterator = log.subscribe(after: .start, batchSize: 7).makeAsyncIterator()
+    for i in 1...100 {
+      let item = try await iterator.next()
+      guard case .event(let e) = item else { Issue.record("expected event \(i), got \(String(describing: item))"); return }
+      #expect(e.position == LogPosition(UInt64(i)))
+    }
+    #expect(try await iterator.next() == .caughtUp(100))
+    let writer = Task {
+      try await Task.sleep(for: .milliseconds(30))
+      try await log.append([event(101), event(102)])
+    }
+    let live = try await iterator.next()
+    guard case .event(let e) = live else { Issue.record("expected a live event"); return }
+    #expect(e.position == 101)
+    guard case .event(let e2) = try await iterator.next() else { Issue.record("expected 102"); return }
+    #expect(e2.position == 102)
+    try await writer.value
+  }
+
+  @Test("a subscription from a position skips what came before")
+  func fromPosition() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try await log.append((1...10).map { event($0) })
+    var positions: [LogPosition] = []
+    for try await item in log.subscribe(after: 7) {
+      if case .event(let e) = item { positions.append(e.position) } else { break }
+    }
+    #expect(positions == [8, 9, 10])
+  }
+
+  @Test("a cancelled subscription ends")
+  func cancellation() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    let task = Task {
+      var count = 0
+      for try await _ in log.subscribe() { count += 1 }
+      return count
+    }
+    try await Task.sleep(for: .milliseconds(50))
+    task.cancel()
+    #expect(try await task.value == 1)  // only the caught-up signal
+  }
+
+  @Test("many subscribers all see every event")
+  func manySubscribers() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    let tasks = (0..<20).map { _ in
+      Task {
+        var seen = 0
+        for try await item in log.subscribe() {
+          if case .event = item {
+            seen += 1
+            if seen == 50 { break }
+          }
+        }
+        return seen
+      }
+    }
+    for i in 0..<50 { _ = try await log.append([event(i)]) }
+    for task in tasks { #expect(try await task.value == 50) }
+  }
+
+  @Test("a follower in another process sees appends within a second")
+  func followerInAnotherProcess() throws {
+    let dir = TemporaryDirectory()
+    do {
+      let log = try EventLog(directory: dir.path)
+      try log.append([event(1)])
+      log.close()
+    }
+    let follower = try Worker(["follow", dir.path, "4"])
+    defer { follower.kill() }
+    #expect(follower.waitFor(timeout: 10) { $0.contains("caughtup 1") })
+    let log = try EventLog(directory: dir.path)
+    let start = Date()
+    try log.append([event(2), event(3)])
+    try log.append([event(4)])
+    #expect(follower.waitFor(timeout: 5) { $0.contains("event 4") })
+    #expect(Date().timeIntervalSince(start) < 1.0)
+    follower.process.waitUntilExit()
+    #expect(follower.process.terminationStatus == 0)
+    #expect(follower.lines.filter { $0.hasPrefix("event") } == ["event 1", "event 2", "event 3", "event 4"])
+  }
+}
