@@ -1,0 +1,293 @@
+// A compact, versioned binary form of a revision tree, for storage.
+//
+// Format version 1, all integers unsigned LEB128 varints:
+//
+//     version        1 byte, = 1
+//     nodeCount      varint
+//     nodes          nodeCount times, depth-first pre-order (roots in order, a node before its
+//                    children, children by hash):
+//       flags        1 byte: bits 0-1 status (0 missing, 1 available, 2 deleted),
+//                    bit 2 text hash (else a 16-byte digest); other bits 0
+//       childCount   varint
+//       generation   varint, only for a root (a child's is its parent's + 1)
+//       hash         16 raw bytes, or varint length (1...128) + bytes for a text hash
+//       body         varint, only when status is not missing
+//
+// Example: 1-a ── 2-b with 2-b available at body 7 (a, b 16-byte digests) is
+// 01 02 | 00 01 01 <16 bytes a> | 01 00 <16 bytes b> 07   = 39 bytes.
+//
+// Decoding validates everything (sorted siblings and roots, generation bounds, counts, no
+// trailing bytes) and reports the byte offset of the first problem; it never traps.
+
+/// Why stored bytes could not be decoded into a ``RevisionTree``.
+public enum RevTreeDecodingError: Error, Equatable, Sendable, CustomStringConvertible {
+  /// No bytes at all.
+  case empty
+  /// The first byte names a format this code does not know.
+  case unsupportedVersion(UInt8)
+  /// The input ended early.
+  case truncated(offset: Int)
+  /// A varint is longer than 10 bytes or overflows 64 bits.
+  case malformedVarint(offset: Int)
+  /// Flag bits that no version-1 writer sets.
+  case invalidFlags(offset: Int)
+  /// A text hash with an invalid length or byte.
+  case invalidHash(offset: Int)
+  /// A generation of 0 or above ``RevID/maxGeneration``.
+  case generationOutOfRange(offset: Int)
+  /// Children or roots out of order, or child counts that do not add up.
+  case inconsistentStructure(offset: Int)
+  /// Bytes after the last node.
+  case trailingBytes(offset: Int)
+
+  public var description: String {
+    switch self {
+    case .empty: "empty revision tree encoding"
+    case .unsupportedVersion(let v): "unsupported revision tree format version \(v)"
+    case .truncated(let o): "revision tree encoding truncated at byte \(o)"
+    case .malformedVarint(let o): "malformed varint at byte \(o)"
+    case .invalidFlags(let o): "invalid node flags at byte \(o)"
+    case .invalidHash(let o): "invalid revision hash at byte \(o)"
+    case .generationOutOfRange(let o): "generation out of range at byte \(o)"
+    case .inconsistentStructure(let o): "inconsistent tree structure at byte \(o)"
+    case .trailingBytes(let o): "trailing bytes at offset \(o)"
+    }
+  }
+}
+
+extension RevisionTree {
+  /// The current encoding version.
+  public static let encodingVersion: UInt8 = 1
+
+  /// The tree in its binary storage form (see the format at the top of this file).
+  ///
+  /// ```swift
+  /// let bytes = tree.encoded()
+  /// let again = try RevisionTree(decoding: bytes)   // again == tree
+  /// ```
+  public func encoded() -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(2 + count * 20)
+    out.append(RevisionTree.encodingVersion)
+    putVarint(UInt64(count), &out)
+    var stack: [Int32] = roots.reversed()
+    stack.reserveCapacity(max(16, roots.count))
+    while let i = stack.popLast() {
+      let n = nodes[Int(i)]
+      // Push the children reversed so the first child is visited next.
+      let mark = stack.count
+      var c = n.firstChild
+      while c >= 0 {
+        stack.append(c)
+        c = nodes[Int(c)].nextSibling
+      }
+      let childCount = stack.count - mark
+      if childCount > 1 { stack[mark...].reverse() }
+      var flags: UInt8
+      switch n.state {
+      case .available: flags = 1
+      case .deleted: flags = 2
+      default: flags = 0
+      }
+      if case .text = n.hash.storage { flags |= 4 }
+      out.append(flags)
+      putVarint(UInt64(childCount), &out)
+      if n.parent < 0 { putVarint(UInt64(n.pos), &out) }
+      switch n.hash.storage {
+      case .digest(let hi, let lo):
+        withUnsafeBytes(of: (hi.bigEndian, lo.bigEndian)) { out.append(contentsOf: $0) }
+      case .text(let t):
+        putVarint(UInt64(t.count), &out)
+        out.append(contentsOf: t)
+      }
+      if n.state != .missing { putVarint(n.body, &out) }
+    }
+    return out
+  }
+
+  /// Decodes the binary storage form.
+  ///
+  /// ```swift
+  /// let tree = try RevisionTree(decoding: storedBytes)
+  /// ```
+  /// - Throws: ``RevTreeDecodingError`` with the offset of the first problem; never traps on
+  ///   corrupt or truncated input.
+  public init(decoding bytes: some Collection<UInt8>) throws(RevTreeDecodingError) {
+    let r: Result<RevisionTree, RevTreeDecodingError>? = bytes.withContiguousStorageIfAvailable {
+      RevisionTree.decode($0)
+    }
+    if let r {
+      self = try r.get()
+    } else {
+      let copy = Array(bytes)
+      self = try copy.withUnsafeBufferPointer { RevisionTree.decode($0) }.get()
+    }
+  }
+
+  static func decode(_ b: UnsafeBufferPointer<UInt8>) -> Result<RevisionTree, RevTreeDecodingError>
+  {
+    var reader = ByteReader(b)
+    do throws(RevTreeDecodingError) {
+      return .success(try decode(&reader))
+    } catch {
+      return .failure(error)
+    }
+  }
+
+  static func decode(_ r: inout ByteReader) throws(RevTreeDecodingError) -> RevisionTree {
+    guard r.remaining > 0 else { throw .empty }
+    let version = try r.byte()
+    guard version == encodingVersion else { throw .unsupportedVersion(version) }
+    let countOffset = r.offset
+    let total = try r.varint()
+    // Each node takes at least 4 bytes: never reserve more than the input can hold.
+    guard total <= UInt64(r.remaining / 4) else { throw .truncated(offset: countOffset) }
+    var t = RevisionTree()
+    t.nodes.reserveCapacity(Int(total))
+    // Open parents: (index, children still to read, last child read).
+    var stack: [(parent: Int32, left: UInt64, last: Int32)] = []
+    var leafCount = 0
+    var lastRoot: Int32 = -1
+    for _ in 0..<total {
+      let at = r.offset
+      let flags = try r.byte()
+      guard flags & ~0x07 == 0, flags & 0x03 != 3 else { throw .invalidFlags(offset: at) }
+      let children = try r.varint()
+      let parent: Int32 = stack.last?.parent ?? -1
+      var pos: Int
+      if parent >= 0 {
+        pos = t.nodes[Int(parent)].pos + 1
+        guard pos <= RevID.maxGeneration else { throw .generationOutOfRange(offset: at) }
+      } else {
+        let posAt = r.offset
+        let p = try r.varint()
+        guard p >= 1, p <= UInt64(RevID.maxGeneration) else {
+          throw .generationOutOfRange(offset: posAt)
+        }
+        pos = Int(p)
+      }
+      let hashAt = r.offset
+      let hash: RevHash
+      if flags & 4 == 0 {
+        let hi = try r.uint64BigEndian()
+        let lo = try r.uint64BigEndian()
+        hash = RevHash(high: hi, low: lo)
+      } else {
+        let len = try r.varint()
+        guard len >= 1, len <= UInt64(RevHash.maxTextLength) else {
+          throw .invalidHash(offset: hashAt)
+        }
+        let text = try r.bytes(Int(len))
+        guard let h = try? RevHash.parse(text), !h.isDigest else {
+          throw .invalidHash(offset: hashAt)
+        }
+        hash = h
+      }
+      let state: NodeState
+      switch flags & 3 {
+      case 1: state = .available
+      case 2: state = .deleted
+      default: state = .missing
+      }
+      let body: UInt64 = state == .missing ? 0 : try r.varint()
+      let i = Int32(t.nodes.count)
+      guard children <= total - UInt64(i) - 1 else { throw .inconsistentStructure(offset: at) }
+      t.nodes.append(
+        Node(
+          hash: hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: state,
+          body: body))
+      if parent >= 0 {
+        let top = stack.count - 1
+        let last = stack[top].last
+        if last >= 0 {
+          guard RevHash.compare(t.nodes[Int(last)].hash, hash) < 0 else {
+            throw .inconsistentStructure(offset: hashAt)
+          }
+          t.nodes[Int(last)].nextSibling = i
+        } else {
+          t.nodes[Int(parent)].firstChild = i
+        }
+        stack[top].last = i
+        stack[top].left -= 1
+        if stack[top].left == 0 { stack.removeLast() }
+      } else {
+        if lastRoot >= 0 {
+          let x = t.nodes[Int(lastRoot)]
+          guard x.pos < pos || (x.pos == pos && RevHash.compare(x.hash, hash) < 0) else {
+            throw .inconsistentStructure(offset: at)
+          }
+        }
+        lastRoot = i
+        t.roots.append(i)
+      }
+      if children > 0 {
+        stack.append((i, children, -1))
+      } else {
+        leafCount += 1
+      }
+    }
+    guard stack.isEmpty else { throw .truncated(offset: r.offset) }
+    guard r.remaining == 0 else { throw .trailingBytes(offset: r.offset) }
+    t.leafCount = leafCount
+    return t
+  }
+}
+
+@inline(__always)
+func putVarint(_ v: UInt64, _ out: inout [UInt8]) {
+  var v = v
+  while v >= 0x80 {
+    out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+    v >>= 7
+  }
+  out.append(UInt8(v))
+}
+
+/// A bounds-checked cursor over bytes.
+struct ByteReader {
+  let b: UnsafeBufferPointer<UInt8>
+  var offset = 0
+
+  init(_ b: UnsafeBufferPointer<UInt8>) {
+    self.b = b
+  }
+
+  var remaining: Int { b.count - offset }
+
+  @inline(__always)
+  mutating func byte() throws(RevTreeDecodingError) -> UInt8 {
+    guard offset < b.count else { throw .truncated(offset: offset) }
+    defer { offset += 1 }
+    return b[offset]
+  }
+
+  @inline(__always)
+  mutating func varint() throws(RevTreeDecodingError) -> UInt64 {
+    let start = offset
+    var v: UInt64 = 0
+    var shift: UInt64 = 0
+    while true {
+      guard offset < b.count else { throw .truncated(offset: offset) }
+      let c = b[offset]
+      offset += 1
+      if shift == 63 && c > 1 { throw .malformedVarint(offset: start) }
+      v |= UInt64(c & 0x7F) << shift
+      if c & 0x80 == 0 { return v }
+      shift += 7
+      if shift > 63 { throw .malformedVarint(offset: start) }
+    }
+  }
+
+  mutating func uint64BigEndian() throws(RevTreeDecodingError) -> UInt64 {
+    guard remaining >= 8 else { throw .truncated(offset: b.count) }
+    let v = UnsafeRawPointer(b.baseAddress! + offset).loadUnaligned(as: UInt64.self)
+    offset += 8
+    return UInt64(bigEndian: v)
+  }
+
+  mutating func bytes(_ n: Int) throws(RevTreeDecodingError) -> UnsafeBufferPointer<UInt8> {
+    guard remaining >= n else { throw .truncated(offset: b.count) }
+    defer { offset += n }
+    return UnsafeBufferPointer(rebasing: b[offset..<(offset + n)])
+  }
+}

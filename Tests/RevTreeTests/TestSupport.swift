@@ -1,0 +1,62 @@
+import RevTree
+
+/// SplitMix64: a tiny deterministic PRNG so property tests replay exactly from their seed.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+
+  init(seed: UInt64) {
+    state = seed
+  }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
+
+/// A short readable text hash for hand-written cases, ordered by its bytes like CouchDB's keys.
+func h(_ s: String) -> RevHash {
+  try! RevHash(s)
+}
+
+/// `N-s`.
+func rev(_ generation: Int, _ s: String) -> RevID {
+  try! RevID(generation: generation, hash: h(s))
+}
+
+/// A path given root first as short names, starting at `generation` (CouchDB's eunit style
+/// `{1, {"1", "foo", [{"1a", "bar", []}]}}`).
+func path(from generation: Int, _ names: String...) -> RevisionPath {
+  try! RevisionPath(start: generation + names.count - 1, ids: names.reversed().map(h))
+}
+
+extension RevisionTree {
+  /// Merges and checks invariants, returning the outcome.
+  @discardableResult
+  mutating func add(
+    _ p: RevisionPath, deleted: Bool = false, body: UInt64 = 1, limit: Int = 1000
+  ) -> MergeOutcome {
+    let o = try! merge(p, deleted: deleted, body: body, revsLimit: limit)
+    checkInvariants()
+    return o
+  }
+
+  /// Every node as (level, rev) in depth-first order.
+  var shape: [String] {
+    var out: [String] = []
+    forEachRevision { r, level in
+      out.append(String(repeating: " ", count: level) + r.rev.description + ":" + r.status.rawValue)
+    }
+    return out
+  }
+
+  /// The set of revisions held.
+  var revisionSet: Set<RevID> {
+    var s = Set<RevID>()
+    forEachRevision { r, _ in s.insert(r.rev) }
+    return s
+  }
+}
