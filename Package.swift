@@ -58,13 +58,15 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       traits: ["MallocInterposer"]
     )
   )
-  package.targets.append(
-    .executableTarget(
-      name: "LogBenchmarks",
-      dependencies: ["Log", .product(name: "Benchmark", package: "benchmark")],
-      path: "Benchmarks/LogBenchmarks",
-      swiftSettings: swiftSettings,
-      plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+  for (name, module) in [("LogBenchmarks", "Log"), ("RevTreeBenchmarks", "RevTree")] {
+    package.targets.append(
+      .executableTarget(
+        name: name,
+        dependencies: [.target(name: module), .product(name: "Benchmark", package: "benchmark")],
+        path: "Benchmarks/\(name)",
+        swiftSettings: swiftSettings,
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+      )
     )
-  )
+  }
 }

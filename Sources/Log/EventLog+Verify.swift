@@ -18,9 +18,9 @@ public struct VerificationReport: Sendable, Hashable, CustomStringConvertible {
 
 extension EventLog {
   /// Walks the whole log in one snapshot and checks it: positions dense from 1, every record
-  /// decodes and matches its checksum, timestamps never decrease, every event with a stream has
-  /// exactly its index entry with stream versions dense from 1, and every idempotency entry points
-  /// into the log.
+  /// decodes and matches its checksum, timestamps never decrease, each stream's versions run from
+  /// 1 with every record pointing back to the stream's previous event, stream heads and
+  /// checkpoints match the events, and every idempotency entry points into the log.
   public func verify(maxProblems: Int = 100) throws -> VerificationReport {
     try read { txn in
       var report = VerificationReport()
@@ -29,8 +29,8 @@ extension EventLog {
       }
       var expected: UInt64 = 1
       var lastTimestamp = Int64.min
-      var versions: [String: UInt64] = [:]
-      var indexed = 0
+      var heads: [String: StreamHead] = [:]
+      var checkpoints = 0
       try txn.raw.forEachRecord(dbs.events) { key, outcome in
         guard key.count == 8, let position = UInt64(bigEndianBytes: key) else {
           problem("an event key is \(key.count) bytes, not 8")
@@ -43,29 +43,46 @@ extension EventLog {
         switch outcome {
         case .failure(let failure):
           problem("event \(position) is corrupt: \(failure.reason)")
-        case .success(let event):
+        case .success(let (event, previous)):
           if event.timestampMicroseconds < lastTimestamp { problem("event \(position) is older than the one before") }
           lastTimestamp = event.timestampMicroseconds
           guard !event.stream.isEmpty else {
-            if event.streamVersion != 0 { problem("event \(position) has no stream but version \(event.streamVersion)") }
+            if event.streamVersion != 0 || previous != 0 {
+              problem("event \(position) has no stream but stream links")
+            }
             return
           }
-          let version = (versions[event.stream] ?? 0) + 1
-          versions[event.stream] = version
-          if event.streamVersion != version {
-            problem("event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(version)")
+          let head = heads[event.stream] ?? StreamHead(version: 0, last: 0)
+          if event.streamVersion != head.version + 1 {
+            problem("event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(head.version + 1)")
           }
-          let indexKey = StreamKey.key(prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
-          if try txn.raw.get(dbs.streams, indexKey) != position.bigEndianBytes {
-            problem("the stream index does not point to event \(position) for '\(event.stream)' v\(event.streamVersion)")
-          } else {
-            indexed += 1
+          if previous != head.last {
+            problem("event \(position) points back to \(previous), but the previous event of '\(event.stream)' is \(head.last)")
+          }
+          heads[event.stream] = StreamHead(version: head.version + 1, last: position)
+          if event.streamVersion % StreamKey.checkpointInterval == 0 {
+            let key = StreamKey.key(prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
+            if try txn.raw.get(dbs.streamIndex, key) != position.bigEndianBytes {
+              problem("the checkpoint of '\(event.stream)' v\(event.streamVersion) does not point to event \(position)")
+            } else {
+              checkpoints += 1
+            }
           }
         }
       }
-      report.streamCount = versions.count
-      let entries = try txn.raw.count(dbs.streams)
-      if entries != indexed { problem("the stream index has \(entries) entries for \(indexed) indexed events") }
+      report.streamCount = heads.count
+      for (stream, head) in heads {
+        let stored = try txn.raw.streamHead(dbs.streams, prefix: StreamKey.prefix(stream))
+        if stored != head {
+          problem("the head of '\(stream)' is \(stored.map { "v\($0.version)@\($0.last)" } ?? "missing"), the events say v\(head.version)@\(head.last)")
+        }
+      }
+      let storedHeads = try txn.raw.count(dbs.streams)
+      if storedHeads != heads.count { problem("there are \(storedHeads) stream heads for \(heads.count) streams") }
+      let storedCheckpoints = try txn.raw.count(dbs.streamIndex)
+      if storedCheckpoints != checkpoints {
+        problem("there are \(storedCheckpoints) stream checkpoints; the events call for \(checkpoints)")
+      }
       let last = report.lastPosition.rawValue
       try txn.raw.scan(dbs.idempotency, from: nil, reverse: false) { key, value in
         if value.count != 16 {

@@ -98,6 +98,7 @@ public final class EventLog: Sendable {
   struct LogDatabases {
     var events: UInt32 = 0
     var streams: UInt32 = 0
+    var streamIndex: UInt32 = 0
     var idempotency: UInt32 = 0
     var meta: UInt32 = 0
   }
@@ -213,6 +214,7 @@ public final class EventLog: Sendable {
           dbs.meta = try open("meta")
           dbs.events = try open("events")
           dbs.streams = try open("streams")
+          dbs.streamIndex = try open("streamIndex")
           dbs.idempotency = try open("idempotency")
           hasEvents = try raw.count(dbs.events) > 0
           if let stored = try raw.get(dbs.meta, formatKey), stored.count == 4 {

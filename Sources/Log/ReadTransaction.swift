@@ -69,27 +69,51 @@ public class ReadTransaction {
 
   /// The number of events in `stream` (0 if it does not exist).
   public func streamVersion(of stream: String) throws(LogError) -> UInt64 {
-    try perform { try raw.streamVersion(log.dbs.streams, prefix: StreamKey.prefix(stream)) }
+    try perform { try raw.streamHead(log.dbs.streams, prefix: StreamKey.prefix(stream))?.version ?? 0 }
   }
 
   /// Calls `body` with the events of `stream` from `version` (1-based, inclusive) in `direction`
   /// until it returns false.
+  ///
+  /// Each record points to its stream's previous event; the walk starts from the stream's head or
+  /// from the nearest checkpoint at or after where it is going, so it reads at most
+  /// ``StreamKey/checkpointInterval`` records it does not return.
   public func forEachEvent(
     inStream stream: String, fromVersion version: UInt64, direction: ReadDirection = .forward,
     _ body: (RecordedEvent) throws -> Bool
   ) throws {
     ensureLive()
-    let prefix = StreamKey.prefix(stream)
-    let start = StreamKey.key(prefix: prefix, version: version)
-    let events = log.dbs.events
     do {
-      try raw.scan(log.dbs.streams, from: start, reverse: direction == .backward) { key, value in
-        guard key.count == prefix.count + 8, key.starts(with: prefix) else { return false }
-        guard let position = UInt64(bigEndianBytes: value), let event = try raw.event(events, at: position) else {
-          throw LogError.corruptDatabase(path: log.path, reason: "stream index entry for '\(stream)' points nowhere")
+      let prefix = StreamKey.prefix(stream)
+      guard let head = try raw.streamHead(log.dbs.streams, prefix: prefix), head.version > 0 else { return }
+      switch direction {
+      case .forward:
+        var from = max(version, 1)
+        while from <= head.version {
+          let blockEnd = min(head.version, (from - 1) / StreamKey.checkpointInterval * StreamKey.checkpointInterval + StreamKey.checkpointInterval)
+          var block = try walkBack(stream, prefix: prefix, head: head, from: blockEnd, through: from)
+          block.reverse()
+          for event in block {
+            guard try body(event) else { return }
+          }
+          from = blockEnd + 1
         }
-        guard event.stream == stream else { return true }  // a hashed long name shared by another stream
-        return try body(event)
+      case .backward:
+        let start = min(version, head.version)
+        guard start >= 1 else { return }
+        let checkpoint = min(head.version, (start + StreamKey.checkpointInterval - 1) / StreamKey.checkpointInterval * StreamKey.checkpointInterval)
+        var position = try checkpointPosition(prefix: prefix, head: head, version: checkpoint)
+        var current = checkpoint
+        while position != 0 {
+          guard let (event, previous) = try raw.eventWithPrevious(log.dbs.events, at: position),
+            event.streamVersion == current, event.stream == stream
+          else { throw brokenChain(stream, at: position) }
+          if current <= start {
+            guard try body(event) else { return }
+          }
+          position = previous
+          current -= 1
+        }
       }
     } catch let error as LogError {
       throw error
@@ -98,6 +122,40 @@ public class ReadTransaction {
     } catch let error as RecordFailure {
       throw log.logError(error)
     }
+  }
+
+  /// The events of `stream` from version `high` down to `low`, newest first.
+  private func walkBack(_ stream: String, prefix: [UInt8], head: StreamHead, from high: UInt64, through low: UInt64)
+    throws -> [RecordedEvent]
+  {
+    var events: [RecordedEvent] = []
+    events.reserveCapacity(Int(high - low + 1))
+    var position = try checkpointPosition(prefix: prefix, head: head, version: high)
+    var current = high
+    while current >= low {
+      guard position != 0, let (event, previous) = try raw.eventWithPrevious(log.dbs.events, at: position),
+        event.streamVersion == current, event.stream == stream
+      else { throw brokenChain(stream, at: position) }
+      events.append(event)
+      position = previous
+      current -= 1
+    }
+    return events
+  }
+
+  /// The position of version `version` of a stream, which is its head or a checkpoint.
+  private func checkpointPosition(prefix: [UInt8], head: StreamHead, version: UInt64) throws -> UInt64 {
+    if version == head.version { return head.last }
+    guard let value = try raw.get(log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: version)),
+      let position = UInt64(bigEndianBytes: value)
+    else {
+      throw LogError.corruptDatabase(path: log.path, reason: "stream checkpoint \(version) is missing")
+    }
+    return position
+  }
+
+  private func brokenChain(_ stream: String, at position: UInt64) -> LogError {
+    .corruptDatabase(path: log.path, reason: "the chain of stream '\(stream)' breaks at position \(position)")
   }
 
   /// The first position whose event was committed at or after `microseconds` since 1970, or nil

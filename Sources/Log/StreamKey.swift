@@ -1,12 +1,20 @@
-/// How a stream name becomes the prefix of its keys in the stream index.
+/// How a stream name becomes its key in `log.streams` and the prefix of its keys in
+/// `log.streamIndex`.
 ///
-/// Keys are `LEB128(utf8 length) ++ utf8 bytes ++ big-endian version`. The length prefix keeps
+/// Each record points back to its stream's previous event, and `log.streams` holds each stream's
+/// head (version and last position), so an append writes one head per stream and transaction
+/// instead of an index entry per event. `log.streamIndex` holds a checkpoint every
+/// ``checkpointInterval`` versions, `prefix ++ big-endian version`, so a read from any version
+/// walks at most that many back pointers before it reaches what it wants.
+///
+/// Keys are `LEB128(utf8 length) ++ utf8 bytes`, plus the big-endian version in the index. The length prefix keeps
 /// one stream's keys from running into another's ("a" vs "a\u{0}..."). LMDB keys are limited to
 /// 511 bytes, so a name longer than ``maxInlineBytes`` keeps its first bytes and a 128-bit hash of
 /// the whole name; readers compare the stored event's stream name, so a hash collision can never
 /// mix two streams' events.
 enum StreamKey {
   static let maxInlineBytes = 400
+  static let checkpointInterval: UInt64 = 64
   static let keptPrefixBytes = 384
 
   static func prefix(_ stream: String) -> [UInt8] {

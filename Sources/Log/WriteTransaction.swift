@@ -85,65 +85,102 @@ public final class WriteTransaction: ReadTransaction {
       }
       guard !events.isEmpty else { return AppendResult(events: [], isDuplicate: false) }
 
-      // Check every expectation before writing anything.
+      // Check every expectation before writing anything, working on the writer's stream cache
+      // with an undo list, so that a failed check leaves the cache as it was.
+      let first = writer.nextPosition
       var versions = [UInt64](repeating: 0, count: events.count)
-      var prefixes = [[UInt8]?](repeating: nil, count: events.count)
-      var pending: [String: UInt64] = [:]
-      for (i, event) in events.enumerated() {
-        guard !event.stream.isEmpty else {
-          guard event.expectedVersion == .any else {
-            throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+      var previous = [UInt64](repeating: 0, count: events.count)
+      writer.appendCall &+= 1
+      let call = writer.appendCall
+      var touched: [String] = []
+      var undo: [(String, CachedStream?)] = []
+      do {
+        for i in events.indices {
+          let stream = events[i].stream
+          guard !stream.isEmpty else {
+            guard events[i].expectedVersion == .any else {
+              throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+            }
+            continue
           }
-          continue
+          let expected = events[i].expectedVersion
+          let position = first + UInt64(i)
+          try withCachedStream(stream) { entry, wasCached in
+            if entry.call != call {
+              undo.append((stream, wasCached ? entry : nil))
+              touched.append(stream)
+              entry.call = call
+            }
+            guard expected.isSatisfied(by: entry.head.version) else {
+              throw LogError.wrongExpectedVersion(stream: stream, expected: expected, actual: entry.head.version)
+            }
+            versions[i] = entry.head.version + 1
+            previous[i] = entry.head.last
+            entry.head = StreamHead(version: versions[i], last: position)
+          }
         }
-        let prefix = StreamKey.prefix(event.stream)
-        let current: UInt64
-        if let v = pending[event.stream] {
-          current = v
-        } else if let v = writer.streamCache[event.stream] {
-          current = v
-        } else {
-          current = try raw.streamVersion(log.dbs.streams, prefix: prefix)
-        }
-        guard event.expectedVersion.isSatisfied(by: current) else {
-          throw LogError.wrongExpectedVersion(stream: event.stream, expected: event.expectedVersion, actual: current)
-        }
-        versions[i] = current + 1
-        prefixes[i] = prefix
-        pending[event.stream] = current + 1
+      } catch {
+        for (stream, old) in undo.reversed() { writer.streamCache[stream] = old }
+        throw error
       }
 
       let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
       let timestamp = max(now, writer.lastTimestamp)
-      let first = writer.nextPosition
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
-      for (i, event) in events.enumerated() {
+      for i in events.indices {
         let position = first + UInt64(i)
-        writer.buffer.removeAll(keepingCapacity: true)
-        EventRecord.encode(
-          into: &writer.buffer, position: position, timestamp: timestamp, streamVersion: versions[i],
-          type: event.type, stream: event.stream, actor: event.actor, payload: event.payload)
-        try raw.appendRecord(log.dbs.events, position: position, record: writer.buffer)
-        if let prefix = prefixes[i] {
+        try EventRecord.append(
+          .init(position: position, timestamp: timestamp, streamVersion: versions[i], previous: previous[i]),
+          events[i], into: log.dbs.events, of: raw)
+        if versions[i] % StreamKey.checkpointInterval == 0, let prefix = writer.streamCache[events[i].stream]?.prefix {
           try raw.put(
-            log.dbs.streams, StreamKey.key(prefix: prefix, version: versions[i]), position.bigEndianBytes)
+            log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]), position.bigEndianBytes)
         }
         recorded.append(
           RecordedEvent(
             position: LogPosition(position), streamVersion: versions[i], timestampMicroseconds: timestamp,
-            type: event.type, stream: event.stream, actor: event.actor, payload: event.payload))
+            type: events[i].type, stream: events[i].stream, actor: events[i].actor, payload: events[i].payload))
+      }
+      for stream in touched {
+        guard let entry = writer.streamCache[stream] else { continue }
+        try raw.putStreamHead(log.dbs.streams, prefix: entry.prefix, entry.head)
       }
       if let idempotencyEntry {
         try raw.put(
           log.dbs.idempotency, idempotencyEntry, first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
       }
-      for (stream, version) in pending { writer.streamCache[stream] = version }
       writer.nextPosition = first + UInt64(events.count)
       writer.lastTimestamp = timestamp
       appendedCount += events.count
       return AppendResult(events: recorded, isDuplicate: false)
     }
+  }
+
+  /// Runs `body` on the cached head of `stream`, loading it from `log.streams` on a miss: one
+  /// hash lookup when it is cached. `wasCached` tells the body whether the entry existed before.
+  private func withCachedStream(_ stream: String, _ body: (inout CachedStream, _ wasCached: Bool) throws -> Void)
+    throws
+  {
+    var failure: (any Error)?
+    var loadFailed = false
+    modify(&writer.streamCache[stream, default: .placeholder]) { entry in
+      let wasCached = !entry.prefix.isEmpty
+      if !wasCached {
+        do {
+          let prefix = StreamKey.prefix(stream)
+          let head = try raw.streamHead(log.dbs.streams, prefix: prefix) ?? StreamHead(version: 0, last: 0)
+          entry = CachedStream(prefix: prefix, head: head, call: 0)
+        } catch {
+          failure = error
+          loadFailed = true
+          return
+        }
+      }
+      do { try body(&entry, wasCached) } catch { failure = error }
+    }
+    if loadFailed { writer.streamCache[stream] = nil }
+    if let failure { throw failure }
   }
 
   /// The events an idempotency key recorded, after checking they are the events being retried.
@@ -253,9 +290,28 @@ final class WriterState: @unchecked Sendable {
   var nextPosition: UInt64 = 1
   var lastTimestamp: Int64 = 0
   /// Stream versions this process has seen; cleared when another process writes.
-  var streamCache: [String: UInt64] = [:]
-  /// The record encoding buffer, reused.
-  var buffer: [UInt8] = []
+  var streamCache: [String: CachedStream] = [:]
+  /// Counts append calls, to tell the streams one call has touched.
+  var appendCall: UInt64 = 0
 
   static let streamCacheLimit = 100_000
+}
+
+/// What the writer remembers of a stream between appends.
+struct CachedStream {
+  var prefix: [UInt8]
+  var head: StreamHead
+  /// The append call that last touched it.
+  var call: UInt64
+}
+
+extension CachedStream {
+  /// Stands in for a stream not loaded yet (a real prefix is never empty).
+  static let placeholder = CachedStream(prefix: [], head: StreamHead(version: 0, last: 0), call: 0)
+}
+
+/// Applies `body` to `value` in place: with a dictionary's `default:` subscript, one lookup.
+@inline(__always)
+func modify<T>(_ value: inout T, _ body: (inout T) -> Void) {
+  body(&value)
 }

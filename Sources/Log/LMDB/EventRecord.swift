@@ -1,10 +1,13 @@
+import CLMDB
+
 /// The stored form of one event, the value under its big-endian position key in `log.events`.
 ///
 /// ```
 /// offset  size  field
 /// 0       1     record format (1)
 /// 1       8     timestamp, microseconds since 1970, little-endian
-/// 9       var   stream version (LEB128)
+/// 9       var   stream version (LEB128; 0 for an event with no stream)
+///         var   position of the stream's previous event (LEB128; 0 for the first)
 ///         var   type length (LEB128), then UTF-8 bytes
 ///         var   stream length (LEB128), then UTF-8 bytes
 ///         var   actor length (LEB128), then UTF-8 bytes
@@ -12,7 +15,8 @@
 /// n-4     4     CRC-32C, little-endian, of the 8-byte big-endian position followed by bytes 0..<n-4
 /// ```
 ///
-/// The checksum covers the position too, so a record found under the wrong key is detected.
+/// The checksum covers the position too, so a record found under the wrong key is detected. The
+/// back pointer chains each stream's events, so reading a stream needs no index entry per event.
 enum EventRecord {
   static let format: UInt8 = 1
   static let fixedHeaderSize = 9
@@ -22,23 +26,72 @@ enum EventRecord {
     let reason: String
   }
 
-  /// Appends the encoded record for an event to `buffer`.
-  static func encode(
-    into buffer: inout [UInt8], position: UInt64, timestamp: Int64, streamVersion: UInt64,
-    type: String, stream: String, actor: String, payload: [UInt8]
-  ) {
-    let start = buffer.count
-    buffer.append(format)
-    appendLittleEndian(UInt64(bitPattern: timestamp), to: &buffer)
-    appendVarint(streamVersion, to: &buffer)
-    appendString(type, to: &buffer)
-    appendString(stream, to: &buffer)
-    appendString(actor, to: &buffer)
-    buffer.append(contentsOf: payload)
-    var crc = CRC32C.initial
-    crc = CRC32C.update(crc, bigEndian: position)
-    crc = unsafe buffer.withUnsafeBytes { unsafe CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: $0[start...])) }
-    appendLittleEndian32(CRC32C.finalize(crc), to: &buffer)
+  /// The fields the log decides for an event.
+  struct Header {
+    var position: UInt64
+    var timestamp: Int64
+    var streamVersion: UInt64
+    var previous: UInt64
+  }
+
+  /// Puts the record for an event under its position with `MDB_RESERVE | MDB_APPEND` and encodes
+  /// it straight into the reserved page space: no intermediate buffer, no copy.
+  static func append(_ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction)
+    throws(LMDBError)
+  {
+    var failure: LMDBError?
+    unsafe withUTF8(event.type) { t in
+      unsafe withUTF8(event.stream) { s in
+        unsafe withUTF8(event.actor) { a in
+          unsafe event.payload.withUnsafeBytes { p in
+            let size =
+              fixedHeaderSize + varintSize(header.streamVersion) + varintSize(header.previous)
+              + varintSize(UInt64(t.count)) + t.count + varintSize(UInt64(s.count)) + s.count
+              + varintSize(UInt64(a.count)) + a.count + p.count + checksumSize
+            do throws(LMDBError) {
+              let space = try unsafe txn.reserveAppend(events, position: header.position, size: size)
+              unsafe write(header, type: t, stream: s, actor: a, payload: p, into: space)
+            } catch {
+              failure = error
+            }
+          }
+        }
+      }
+    }
+    if let failure { throw failure }
+  }
+
+  /// The UTF-8 bytes of a string without copying it (native Swift strings are contiguous).
+  @inline(__always)
+  static func withUTF8<R>(_ string: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    if let r = unsafe string.utf8.withContiguousStorageIfAvailable({ unsafe body(UnsafeRawBufferPointer($0)) }) {
+      return r
+    }
+    return unsafe Array(string.utf8).withUnsafeBytes { unsafe body($0) }
+  }
+
+  /// Encodes into exactly-sized space.
+  @inline(__always)
+  static func write(_ header: Header, type: UnsafeRawBufferPointer, stream: UnsafeRawBufferPointer,
+    actor: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, into space: UnsafeMutableRawBufferPointer)
+  {
+    let base = unsafe space.baseAddress.unsafelyUnwrapped
+    unsafe base.storeBytes(of: format, as: UInt8.self)
+    unsafe (base + 1).storeBytes(of: UInt64(bitPattern: header.timestamp).littleEndian, toByteOffset: 0, as: UInt64.self)
+    var offset = fixedHeaderSize
+    unsafe putVarint(header.streamVersion, base, &offset)
+    unsafe putVarint(header.previous, base, &offset)
+    unsafe putVarint(UInt64(type.count), base, &offset)
+    unsafe putBytes(type, base, &offset)
+    unsafe putVarint(UInt64(stream.count), base, &offset)
+    unsafe putBytes(stream, base, &offset)
+    unsafe putVarint(UInt64(actor.count), base, &offset)
+    unsafe putBytes(actor, base, &offset)
+    unsafe putBytes(payload, base, &offset)
+    let crc = CRC32C.finalize(
+      unsafe CRC32C.update(CRC32C.update(CRC32C.initial, bigEndian: header.position),
+        UnsafeRawBufferPointer(start: base, count: offset)))
+    unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
   }
 
   /// Reads the timestamp of a record without decoding the rest.
@@ -49,8 +102,16 @@ enum EventRecord {
     return Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
   }
 
-  /// Decodes a record, checking its checksum.
-  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> RecordedEvent {
+  /// Checks a record's checksum and reads its stream version and back pointer.
+  static func links(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> (version: UInt64, previous: UInt64) {
+    let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
+    var offset = fixedHeaderSize
+    let version = try unsafe readVarint(bytes, &offset, end: bodyEnd)
+    let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
+    return (version, previous)
+  }
+
+  private static func checkedBodyEnd(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Int {
     let count = bytes.count
     guard count >= fixedHeaderSize + checksumSize else {
       throw DecodingError(reason: "record of \(count) bytes is shorter than its header")
@@ -61,39 +122,58 @@ enum EventRecord {
     let bodyEnd = count - checksumSize
     var crc = CRC32C.update(CRC32C.initial, bigEndian: position)
     crc = unsafe CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[0..<bodyEnd]))
-    let stored = unsafe UInt32(bytes[bodyEnd]) | UInt32(bytes[bodyEnd + 1]) << 8
-      | UInt32(bytes[bodyEnd + 2]) << 16 | UInt32(bytes[bodyEnd + 3]) << 24
+    let stored = unsafe UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self))
     guard CRC32C.finalize(crc) == stored else { throw DecodingError(reason: "checksum mismatch") }
+    return bodyEnd
+  }
 
+  /// Decodes a record, checking its checksum.
+  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> RecordedEvent {
+    try unsafe decodeWithLinks(position: position, bytes: bytes).event
+  }
+
+  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> (event: RecordedEvent, previous: UInt64)
+  {
+    let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
     let timestamp = Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
     var offset = fixedHeaderSize
     let streamVersion = try unsafe readVarint(bytes, &offset, end: bodyEnd)
+    let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
     let type = try unsafe readString(bytes, &offset, end: bodyEnd)
     let stream = try unsafe readString(bytes, &offset, end: bodyEnd)
     let actor = try unsafe readString(bytes, &offset, end: bodyEnd)
     let payload = unsafe Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<bodyEnd]))
-    return RecordedEvent(
+    let event = RecordedEvent(
       position: LogPosition(position), streamVersion: streamVersion, timestampMicroseconds: timestamp,
       type: type, stream: stream, actor: actor, payload: payload)
+    return (event, previous)
   }
 
   // MARK: Primitives
 
   @inline(__always)
-  static func appendLittleEndian(_ value: UInt64, to buffer: inout [UInt8]) {
-    var v = value
-    for _ in 0..<8 {
-      buffer.append(UInt8(truncatingIfNeeded: v))
-      v >>= 8
-    }
+  static func varintSize(_ value: UInt64) -> Int {
+    value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
   }
 
   @inline(__always)
-  static func appendLittleEndian32(_ value: UInt32, to buffer: inout [UInt8]) {
-    buffer.append(UInt8(truncatingIfNeeded: value))
-    buffer.append(UInt8(truncatingIfNeeded: value >> 8))
-    buffer.append(UInt8(truncatingIfNeeded: value >> 16))
-    buffer.append(UInt8(truncatingIfNeeded: value >> 24))
+  static func putVarint(_ value: UInt64, _ base: UnsafeMutableRawPointer, _ offset: inout Int) {
+    var v = value
+    while v >= 0x80 {
+      unsafe (base + offset).storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
+      offset += 1
+      v >>= 7
+    }
+    unsafe (base + offset).storeBytes(of: UInt8(v), as: UInt8.self)
+    offset += 1
+  }
+
+  @inline(__always)
+  static func putBytes(_ bytes: UnsafeRawBufferPointer, _ base: UnsafeMutableRawPointer, _ offset: inout Int) {
+    guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+    unsafe (base + offset).copyMemory(from: source, byteCount: bytes.count)
+    offset += bytes.count
   }
 
   @inline(__always)
@@ -104,15 +184,6 @@ enum EventRecord {
       v >>= 7
     }
     buffer.append(UInt8(v))
-  }
-
-  @inline(__always)
-  static func appendString(_ string: String, to buffer: inout [UInt8]) {
-    var s = string
-    s.withUTF8 { utf8 in
-      appendVarint(UInt64(utf8.count), to: &buffer)
-      unsafe buffer.append(contentsOf: utf8)
-    }
   }
 
   @inline(__always)
@@ -148,9 +219,11 @@ enum EventRecord {
   }
 }
 
-/// CRC-32C (Castagnoli), slicing-by-8, as used by iSCSI, ext4 and LevelDB.
+/// CRC-32C (Castagnoli), as used by iSCSI, ext4 and LevelDB: the CPU's instruction where there is
+/// one, else slicing-by-8 tables.
 enum CRC32C {
   static let initial: UInt32 = 0xFFFF_FFFF
+  static let hardware = wikilog_crc32c_hardware() != 0
 
   static let tables: [UInt32] = {
     var t = [UInt32](repeating: 0, count: 8 * 256)
@@ -168,12 +241,19 @@ enum CRC32C {
   @inline(__always)
   static func finalize(_ crc: UInt32) -> UInt32 { crc ^ 0xFFFF_FFFF }
 
+  @inline(__always)
   static func update(_ crc: UInt32, bigEndian value: UInt64) -> UInt32 {
     var v = value.bigEndian
     return unsafe withUnsafeBytes(of: &v) { unsafe update(crc, $0) }
   }
 
+  @inline(__always)
   static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    if hardware { return unsafe wikilog_crc32c_update(crc, bytes.baseAddress, bytes.count) }
+    return unsafe software(crc, bytes)
+  }
+
+  static func software(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
     var c = crc
     var i = 0
     let n = bytes.count
@@ -197,8 +277,8 @@ enum CRC32C {
     return c
   }
 
-  /// The checksum of a byte array (for tests and verification).
-  static func checksum(_ bytes: [UInt8]) -> UInt32 {
-    finalize(unsafe bytes.withUnsafeBytes { unsafe update(initial, $0) })
+  /// The checksum of a byte array, with the CPU's instruction or, with `software`, the tables.
+  static func checksum(_ bytes: [UInt8], software useTables: Bool = false) -> UInt32 {
+    finalize(unsafe bytes.withUnsafeBytes { unsafe useTables ? software(initial, $0) : update(initial, $0) })
   }
 }

@@ -9,7 +9,7 @@
   private let lock: UnsafeMutablePointer<pthread_rwlock_t>
 
   init() {
-    unsafe lock = unsafe .allocate(capacity: 1)
+    unsafe lock = .allocate(capacity: 1)
     unsafe lock.initialize(to: pthread_rwlock_t())
     unsafe _ = pthread_rwlock_init(lock, nil)
   }
@@ -39,7 +39,7 @@
   private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
   init() {
-    unsafe mutex = unsafe .allocate(capacity: 1)
+    unsafe mutex = .allocate(capacity: 1)
     unsafe mutex.initialize(to: pthread_mutex_t())
     unsafe _ = pthread_mutex_init(mutex, nil)
   }

@@ -23,18 +23,6 @@ extension RawTransaction {
     }
   }
 
-  /// Appends an encoded record under the next position (`MDB_APPEND`: no key comparisons).
-  func appendRecord(_ events: UInt32, position: UInt64, record: [UInt8]) throws(LMDBError) {
-    var key = position.bigEndian
-    var failure: LMDBError?
-    unsafe withUnsafeBytes(of: &key) { k in
-      unsafe record.withUnsafeBytes { v in
-        do throws(LMDBError) { try unsafe put(events, k, v, flags: UInt32(MDB_APPEND)) } catch { failure = error }
-      }
-    }
-    if let failure { throw failure }
-  }
-
   func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
     var key = position.bigEndian
     let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
@@ -89,7 +77,10 @@ extension RawTransaction {
   }
 
   /// Walks the raw records (for verification): key bytes and the decoding outcome.
-  func forEachRecord(_ events: UInt32, _ body: (_ key: [UInt8], _ event: Result<RecordedEvent, RecordFailure>) throws -> Void) throws {
+  func forEachRecord(
+    _ events: UInt32,
+    _ body: (_ key: [UInt8], _ event: Result<(event: RecordedEvent, previous: UInt64), RecordFailure>) throws -> Void
+  ) throws {
     let cursor = try openCursor(events)
     defer { cursor.close() }
     var entry = try unsafe cursor.get(.first)
@@ -100,7 +91,7 @@ extension RawTransaction {
       } else {
         let p = unsafe Keys.position(e.key)
         do {
-          try body(key, .success(try unsafe EventRecord.decode(position: p, bytes: e.value)))
+          try body(key, .success(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value)))
         } catch let failure as EventRecord.DecodingError {
           try body(key, .failure(RecordFailure(position: p, reason: failure.reason)))
         }
@@ -111,17 +102,35 @@ extension RawTransaction {
 
   // MARK: Streams
 
-  /// The version of the stream whose index keys start with `prefix`: the version in its last key.
-  func streamVersion(_ streams: UInt32, prefix: [UInt8]) throws(LMDBError) -> UInt64 {
-    let cursor = try openCursor(streams)
-    defer { cursor.close() }
-    let upper = prefix + [UInt8](repeating: 0xFF, count: 8)
-    var entry = try unsafe cursor.get(.atOrAfter, key: upper)
-    unsafe entry = try unsafe (entry == nil ? cursor.get(.last) : cursor.get(.previous))
-    guard let e = unsafe entry, unsafe e.key.count == prefix.count + 8,
-      unsafe e.key.starts(with: prefix)
-    else { return 0 }
-    return unsafe UInt64(bigEndian: e.key.loadUnaligned(fromByteOffset: prefix.count, as: UInt64.self))
+  /// The event at `position` and the position of its stream's previous event.
+  func eventWithPrevious(_ events: UInt32, at position: UInt64) throws -> (event: RecordedEvent, previous: UInt64)? {
+    var key = position.bigEndian
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    guard let bytes = unsafe found else { return nil }
+    do {
+      return try unsafe EventRecord.decodeWithLinks(position: position, bytes: bytes)
+    } catch {
+      throw RecordFailure(position: position, reason: error.reason)
+    }
+  }
+
+  /// A stream's head: its version and the position of its last event.
+  func streamHead(_ streams: UInt32, prefix: [UInt8]) throws(LMDBError) -> StreamHead? {
+    guard let value = try get(streams, prefix), value.count == 16,
+      let version = UInt64(bigEndianBytes: value), let last = UInt64(bigEndianBytes: value[8...])
+    else { return nil }
+    return StreamHead(version: version, last: last)
+  }
+
+  func putStreamHead(_ streams: UInt32, prefix: [UInt8], _ head: StreamHead) throws(LMDBError) {
+    var value = (head.version.bigEndian, head.last.bigEndian)
+    var failure: LMDBError?
+    unsafe prefix.withUnsafeBytes { k in
+      unsafe withUnsafeBytes(of: &value) { v in
+        do throws(LMDBError) { try unsafe put(streams, k, v) } catch { failure = error }
+      }
+    }
+    if let failure { throw failure }
   }
 
   // MARK: Generic databases

@@ -156,3 +156,19 @@ extension RawTransaction {
   /// The transaction's id; a write transaction's is the last committed id plus one.
   var id: Int { unsafe mdb_txn_id(pointer) }
 }
+
+extension RawTransaction {
+  /// Reserves `size` bytes for the value under `position` at the end of `dbi` (`MDB_APPEND |
+  /// MDB_RESERVE`). lmdb.h, MDB_RESERVE: "return a pointer to the reserved space, which the
+  /// caller can fill in later - before the next update operation or the transaction ends."
+  func reserveAppend(_ dbi: UInt32, position: UInt64, size: Int) throws(LMDBError) -> UnsafeMutableRawBufferPointer {
+    var key = position.bigEndian
+    var v = unsafe MDB_val(mv_size: size, mv_data: nil)
+    let rc = unsafe withUnsafeMutableBytes(of: &key) { k in
+      var kv = unsafe MDB_val(mv_size: 8, mv_data: k.baseAddress)
+      return unsafe mdb_put(pointer, dbi, &kv, &v, UInt32(MDB_APPEND | MDB_RESERVE))
+    }
+    try check(rc, "mdb_put")
+    return unsafe UnsafeMutableRawBufferPointer(start: v.mv_data, count: size)
+  }
+}
