@@ -16,6 +16,7 @@ let package = Package(
   products: [
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
+    .library(name: "Projections", targets: ["Projections"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
@@ -33,6 +34,7 @@ let package = Package(
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .target(name: "RevTree", swiftSettings: swiftSettings),
+    .target(name: "Projections", dependencies: ["Log", "RevTree"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "wikilog",
       dependencies: ["Log", .product(name: "ArgumentParser", package: "swift-argument-parser")],
@@ -45,6 +47,8 @@ let package = Package(
     .testTarget(
       name: "LogTests", dependencies: ["Log", "LogTestWorker"], swiftSettings: swiftSettings),
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree"], swiftSettings: swiftSettings),
   ]
 )
 

@@ -11,7 +11,9 @@ extension EventLog {
   /// - Throws: ``LogError/wrongExpectedVersion(stream:expected:actual:)`` (nothing written),
   ///   ``LogError/idempotencyConflict(key:)``, and storage errors.
   @discardableResult
-  public func append(_ events: [NewEvent], idempotencyKey: String? = nil) throws(LogError) -> [RecordedEvent] {
+  public func append(_ events: [NewEvent], idempotencyKey: String? = nil) throws(LogError)
+    -> [RecordedEvent]
+  {
     try writeLog { txn throws(LogError) in
       try txn.append(contentsOf: events, idempotencyKey: idempotencyKey).events
     }
@@ -22,8 +24,12 @@ extension EventLog {
   /// In ``Durability/groupCommit`` mode, appends from concurrent tasks share one synced
   /// transaction; this call resumes once its events are durable.
   @discardableResult
-  public func append(_ events: [NewEvent], idempotencyKey: String? = nil) async throws -> [RecordedEvent] {
-    try await write { txn in try txn.append(contentsOf: events, idempotencyKey: idempotencyKey).events }
+  public func append(_ events: [NewEvent], idempotencyKey: String? = nil) async throws
+    -> [RecordedEvent]
+  {
+    try await write { txn in
+      try txn.append(contentsOf: events, idempotencyKey: idempotencyKey).events
+    }
   }
 
   /// Runs `body` in a write transaction on the writer queue and resumes with its result once it
@@ -31,7 +37,9 @@ extension EventLog {
   ///
   /// Once submitted, the write is carried out even if the calling task is cancelled. `body` may
   /// run more than once (see ``WriteTransaction``).
-  public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T) async throws -> T {
+  public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T)
+    async throws -> T
+  {
     guard !options.readOnly else { throw LogError.readOnly(path: path) }
     guard !isClosed else { throw LogError.closed }
     return try await withCheckedThrowingContinuation { continuation in

@@ -15,7 +15,9 @@ extension EventLog {
   /// ```swift
   /// let newest = try log.read(from: log.committedPosition, direction: .backward, limit: 10)
   /// ```
-  public func read(from position: LogPosition, direction: ReadDirection = .forward, limit: Int = .max)
+  public func read(
+    from position: LogPosition, direction: ReadDirection = .forward, limit: Int = .max
+  )
     throws(LogError) -> [RecordedEvent]
   {
     guard limit > 0 else { return [] }
@@ -35,19 +37,23 @@ extension EventLog {
 
   /// Up to `limit` events after `position` (exclusive), forwards: what a subscriber that has seen
   /// `position` reads next.
-  public func read(after position: LogPosition, limit: Int = .max) throws(LogError) -> [RecordedEvent] {
+  public func read(after position: LogPosition, limit: Int = .max) throws(LogError)
+    -> [RecordedEvent]
+  {
     try read(from: position.next, limit: limit)
   }
 
   /// Up to `limit` events of `stream`, from `version` (1-based, inclusive), in `direction`.
   public func read(
-    stream: String, fromVersion version: UInt64 = 1, direction: ReadDirection = .forward, limit: Int = .max
+    stream: String, fromVersion version: UInt64 = 1, direction: ReadDirection = .forward,
+    limit: Int = .max
   ) throws(LogError) -> [RecordedEvent] {
     guard limit > 0 else { return [] }
     return try readLog { txn throws(LogError) in
       var events: [RecordedEvent] = []
       do {
-        try txn.forEachEvent(inStream: stream, fromVersion: version, direction: direction) { event in
+        try txn.forEachEvent(inStream: stream, fromVersion: version, direction: direction) {
+          event in
           events.append(event)
           return events.count < limit
         }
@@ -66,6 +72,8 @@ extension EventLog {
   /// The first position committed at or after `date`, or nil if every event is older.
   public func firstPosition(atOrAfter date: Date) throws(LogError) -> LogPosition? {
     let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.up))
-    return try readLog { txn throws(LogError) in try txn.firstPosition(atOrAfterMicroseconds: micros) }
+    return try readLog { txn throws(LogError) in
+      try txn.firstPosition(atOrAfterMicroseconds: micros)
+    }
   }
 }

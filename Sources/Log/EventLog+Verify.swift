@@ -44,7 +44,9 @@ extension EventLog {
         case .failure(let failure):
           problem("event \(position) is corrupt: \(failure.reason)")
         case .success(let (event, previous)):
-          if event.timestampMicroseconds < lastTimestamp { problem("event \(position) is older than the one before") }
+          if event.timestampMicroseconds < lastTimestamp {
+            problem("event \(position) is older than the one before")
+          }
           lastTimestamp = event.timestampMicroseconds
           guard !event.stream.isEmpty else {
             if event.streamVersion != 0 || previous != 0 {
@@ -54,16 +56,23 @@ extension EventLog {
           }
           let head = heads[event.stream] ?? StreamHead(version: 0, last: 0)
           if event.streamVersion != head.version + 1 {
-            problem("event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(head.version + 1)")
+            problem(
+              "event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(head.version + 1)"
+            )
           }
           if previous != head.last {
-            problem("event \(position) points back to \(previous), but the previous event of '\(event.stream)' is \(head.last)")
+            problem(
+              "event \(position) points back to \(previous), but the previous event of '\(event.stream)' is \(head.last)"
+            )
           }
           heads[event.stream] = StreamHead(version: head.version + 1, last: position)
           if event.streamVersion % StreamKey.checkpointInterval == 0 {
-            let key = StreamKey.key(prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
+            let key = StreamKey.key(
+              prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
             if try txn.raw.get(dbs.streamIndex, key) != position.bigEndianBytes {
-              problem("the checkpoint of '\(event.stream)' v\(event.streamVersion) does not point to event \(position)")
+              problem(
+                "the checkpoint of '\(event.stream)' v\(event.streamVersion) does not point to event \(position)"
+              )
             } else {
               checkpoints += 1
             }
@@ -74,20 +83,26 @@ extension EventLog {
       for (stream, head) in heads {
         let stored = try txn.raw.streamHead(dbs.streams, prefix: StreamKey.prefix(stream))
         if stored != head {
-          problem("the head of '\(stream)' is \(stored.map { "v\($0.version)@\($0.last)" } ?? "missing"), the events say v\(head.version)@\(head.last)")
+          problem(
+            "the head of '\(stream)' is \(stored.map { "v\($0.version)@\($0.last)" } ?? "missing"), the events say v\(head.version)@\(head.last)"
+          )
         }
       }
       let storedHeads = try txn.raw.count(dbs.streams)
-      if storedHeads != heads.count { problem("there are \(storedHeads) stream heads for \(heads.count) streams") }
+      if storedHeads != heads.count {
+        problem("there are \(storedHeads) stream heads for \(heads.count) streams")
+      }
       let storedCheckpoints = try txn.raw.count(dbs.streamIndex)
       if storedCheckpoints != checkpoints {
-        problem("there are \(storedCheckpoints) stream checkpoints; the events call for \(checkpoints)")
+        problem(
+          "there are \(storedCheckpoints) stream checkpoints; the events call for \(checkpoints)")
       }
       let last = report.lastPosition.rawValue
       try txn.raw.scan(dbs.idempotency, from: nil, reverse: false) { key, value in
         if value.count != 16 {
           problem("an idempotency entry is \(value.count) bytes, not 16")
-        } else if let first = UInt64(bigEndianBytes: value), let count = UInt64(bigEndianBytes: value[8...]),
+        } else if let first = UInt64(bigEndianBytes: value),
+          let count = UInt64(bigEndianBytes: value[8...]),
           first < 1 || count < 1 || first + count - 1 > last
         {
           problem("an idempotency entry points to \(first)..<\(first + count), outside the log")

@@ -117,7 +117,8 @@ public final class EventLog: Sendable {
   public init(directory: String, options: Options = Options()) throws(LogError) {
     if !options.readOnly {
       do {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+          atPath: directory, withIntermediateDirectories: true)
       } catch {
         throw LogError.permissionDenied(path: directory)
       }
@@ -197,7 +198,8 @@ public final class EventLog: Sendable {
     }
   }
 
-  private static func openInternalDatabases(env: Environment, readOnly: Bool, path: String) throws(LogError)
+  private static func openInternalDatabases(env: Environment, readOnly: Bool, path: String)
+    throws(LogError)
     -> LogDatabases
   {
     var dbs = LogDatabases()
@@ -221,7 +223,9 @@ public final class EventLog: Sendable {
             found = stored.reduce(0) { $0 << 8 | UInt32($1) }
           } else if !readOnly && !hasEvents {
             let v = formatVersion
-            try raw.put(dbs.meta, formatKey, [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
+            try raw.put(
+              dbs.meta, formatKey,
+              [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)])
             found = v
           }
           try raw.commit()
@@ -245,7 +249,9 @@ public final class EventLog: Sendable {
         ? LogError.notALog(path: path, reason: "events without a recorded format version")
         : LogError.notALog(path: path, reason: "no recorded format version")
     }
-    guard found == formatVersion else { throw LogError.versionMismatch(found: found, supported: formatVersion) }
+    guard found == formatVersion else {
+      throw LogError.versionMismatch(found: found, supported: formatVersion)
+    }
     return dbs
   }
 
@@ -296,7 +302,8 @@ public final class EventLog: Sendable {
   /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
   public func database(named name: String) throws(LogError) -> Database {
     guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
-      throw LogError.invalidArgument("database names must be non-empty and not start with '\(Self.reservedPrefix)'")
+      throw LogError.invalidArgument(
+        "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
     }
     if let known = state.withLock({ $0.databases[name] }) { return known }
     let handle: UInt32
@@ -335,7 +342,7 @@ public final class EventLog: Sendable {
         let raw: RawTransaction
         do throws(LMDBError) {
           raw = try env.beginRead()
-        } catch where error.code == LMDBError.mapResized {
+        } catch  where error.code == LMDBError.mapResized {
           return .mapResized
         } catch {
           throw logError(error)
@@ -399,7 +406,7 @@ public final class EventLog: Sendable {
         let raw: RawTransaction
         do throws(LMDBError) {
           raw = try env.beginWrite()
-        } catch where error.code == LMDBError.mapResized {
+        } catch  where error.code == LMDBError.mapResized {
           return .mapResized
         } catch {
           throw logError(error)
@@ -432,7 +439,9 @@ public final class EventLog: Sendable {
           throw logError(error)
         }
         writer.lastTransactionID = id
-        if writer.streamCache.count > WriterState.streamCacheLimit { writer.streamCache.removeAll() }
+        if writer.streamCache.count > WriterState.streamCacheLimit {
+          writer.streamCache.removeAll()
+        }
         let last = LogPosition(writer.nextPosition - 1)
         if state.withLock({ $0.durability }) != .unsynced {
           state.withLock { $0.durablePosition = max($0.durablePosition, last) }
@@ -476,7 +485,9 @@ public final class EventLog: Sendable {
     }
     let page = Int(sysconf(Int32(_SC_PAGESIZE)))
     let target = min(options.maxMapSize / page * page, current * 2)
-    guard target > current else { throw LogError.mapFull(mapSize: current, limit: options.maxMapSize) }
+    guard target > current else {
+      throw LogError.mapFull(mapSize: current, limit: options.maxMapSize)
+    }
     do {
       try env.mapLock.withExclusive { () throws in
         env.drainReaderPool()
@@ -505,7 +516,8 @@ public final class EventLog: Sendable {
     case let error as LogError: error
     case let error as LMDBError:
       LogError.from(
-        error, path: path, maxReaders: options.maxReaders, mapSize: env.mapSize, limit: options.maxMapSize)
+        error, path: path, maxReaders: options.maxReaders, mapSize: env.mapSize,
+        limit: options.maxMapSize)
     case let failure as RecordFailure:
       .corruptRecord(position: LogPosition(failure.position), reason: failure.reason)
     default: .storage(code: -1, operation: "log", message: "\(error)")
@@ -514,7 +526,9 @@ public final class EventLog: Sendable {
 }
 
 extension LogError {
-  static func from(_ error: LMDBError, path: String, maxReaders: UInt32, mapSize: Int, limit: Int) -> LogError {
+  static func from(_ error: LMDBError, path: String, maxReaders: UInt32, mapSize: Int, limit: Int)
+    -> LogError
+  {
     switch error.code {
     case LMDBError.mapFull: .mapFull(mapSize: mapSize, limit: limit)
     case LMDBError.txnFull: .transactionTooLarge

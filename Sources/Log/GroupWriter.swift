@@ -13,7 +13,10 @@ final class TypedPendingWrite<T: Sendable>: PendingWrite, @unchecked Sendable {
   private let continuation: CheckedContinuation<T, any Error>
   private var result: T?
 
-  init(body: @escaping @Sendable (WriteTransaction) throws -> T, continuation: CheckedContinuation<T, any Error>) {
+  init(
+    body: @escaping @Sendable (WriteTransaction) throws -> T,
+    continuation: CheckedContinuation<T, any Error>
+  ) {
     self.body = body
     self.continuation = continuation
   }
@@ -28,7 +31,8 @@ final class TypedPendingWrite<T: Sendable>: PendingWrite, @unchecked Sendable {
     } else if let result {
       continuation.resume(returning: result)
     } else {
-      continuation.resume(throwing: LogError.storage(code: -1, operation: "write", message: "no result"))
+      continuation.resume(
+        throwing: LogError.storage(code: -1, operation: "write", message: "no result"))
     }
   }
 }

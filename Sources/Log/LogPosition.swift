@@ -7,7 +7,8 @@
 /// ```swift
 /// let events = try log.read(after: .start, limit: 10)   // positions 1...10
 /// ```
-public struct LogPosition: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible,
+public struct LogPosition: RawRepresentable, Hashable, Comparable, Sendable,
+  CustomStringConvertible,
   ExpressibleByIntegerLiteral
 {
   public var rawValue: UInt64

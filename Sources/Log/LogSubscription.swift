@@ -48,7 +48,8 @@ public struct LogSubscription: AsyncSequence, Sendable {
         }
         if Task.isCancelled || log.isClosed { return nil }
         let generation = log.notifier.generation
-        let result = Result { () throws(LogError) in try log.read(after: position, limit: batchSize) }
+        let result = Result { () throws(LogError) in try log.read(after: position, limit: batchSize)
+        }
         switch result {
         case .success(let events): buffer = events
         case .failure(.closed): return nil
@@ -69,7 +70,9 @@ public struct LogSubscription: AsyncSequence, Sendable {
 extension EventLog {
   /// Subscribes to every event after `position` (``LogPosition/start`` for the whole log), then
   /// to live appends.
-  public func subscribe(after position: LogPosition = .start, batchSize: Int = 1024) -> LogSubscription {
+  public func subscribe(after position: LogPosition = .start, batchSize: Int = 1024)
+    -> LogSubscription
+  {
     LogSubscription(log: self, start: position, batchSize: max(1, batchSize))
   }
 }

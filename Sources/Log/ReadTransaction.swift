@@ -57,7 +57,8 @@ public class ReadTransaction {
   ) throws {
     ensureLive()
     do {
-      try raw.forEachEvent(log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
+      try raw.forEachEvent(
+        log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
     } catch let error as LogError {
       throw error
     } catch let error as LMDBError {
@@ -69,7 +70,9 @@ public class ReadTransaction {
 
   /// The number of events in `stream` (0 if it does not exist).
   public func streamVersion(of stream: String) throws(LogError) -> UInt64 {
-    try perform { try raw.streamHead(log.dbs.streams, prefix: StreamKey.prefix(stream))?.version ?? 0 }
+    try perform {
+      try raw.streamHead(log.dbs.streams, prefix: StreamKey.prefix(stream))?.version ?? 0
+    }
   }
 
   /// Calls `body` with the events of `stream` from `version` (1-based, inclusive) in `direction`
@@ -85,13 +88,19 @@ public class ReadTransaction {
     ensureLive()
     do {
       let prefix = StreamKey.prefix(stream)
-      guard let head = try raw.streamHead(log.dbs.streams, prefix: prefix), head.version > 0 else { return }
+      guard let head = try raw.streamHead(log.dbs.streams, prefix: prefix), head.version > 0 else {
+        return
+      }
       switch direction {
       case .forward:
         var from = max(version, 1)
         while from <= head.version {
-          let blockEnd = min(head.version, (from - 1) / StreamKey.checkpointInterval * StreamKey.checkpointInterval + StreamKey.checkpointInterval)
-          var block = try walkBack(stream, prefix: prefix, head: head, from: blockEnd, through: from)
+          let blockEnd = min(
+            head.version,
+            (from - 1) / StreamKey.checkpointInterval * StreamKey.checkpointInterval
+              + StreamKey.checkpointInterval)
+          var block = try walkBack(
+            stream, prefix: prefix, head: head, from: blockEnd, through: from)
           block.reverse()
           for event in block {
             guard try body(event) else { return }
@@ -101,7 +110,10 @@ public class ReadTransaction {
       case .backward:
         let start = min(version, head.version)
         guard start >= 1 else { return }
-        let checkpoint = min(head.version, (start + StreamKey.checkpointInterval - 1) / StreamKey.checkpointInterval * StreamKey.checkpointInterval)
+        let checkpoint = min(
+          head.version,
+          (start + StreamKey.checkpointInterval - 1) / StreamKey.checkpointInterval
+            * StreamKey.checkpointInterval)
         var position = try checkpointPosition(prefix: prefix, head: head, version: checkpoint)
         var current = checkpoint
         while position != 0 {
@@ -125,7 +137,9 @@ public class ReadTransaction {
   }
 
   /// The events of `stream` from version `high` down to `low`, newest first.
-  private func walkBack(_ stream: String, prefix: [UInt8], head: StreamHead, from high: UInt64, through low: UInt64)
+  private func walkBack(
+    _ stream: String, prefix: [UInt8], head: StreamHead, from high: UInt64, through low: UInt64
+  )
     throws -> [RecordedEvent]
   {
     var events: [RecordedEvent] = []
@@ -133,7 +147,8 @@ public class ReadTransaction {
     var position = try checkpointPosition(prefix: prefix, head: head, version: high)
     var current = high
     while current >= low {
-      guard position != 0, let (event, previous) = try raw.eventWithPrevious(log.dbs.events, at: position),
+      guard position != 0,
+        let (event, previous) = try raw.eventWithPrevious(log.dbs.events, at: position),
         event.streamVersion == current, event.stream == stream
       else { throw brokenChain(stream, at: position) }
       events.append(event)
@@ -144,25 +159,34 @@ public class ReadTransaction {
   }
 
   /// The position of version `version` of a stream, which is its head or a checkpoint.
-  private func checkpointPosition(prefix: [UInt8], head: StreamHead, version: UInt64) throws -> UInt64 {
+  private func checkpointPosition(prefix: [UInt8], head: StreamHead, version: UInt64) throws
+    -> UInt64
+  {
     if version == head.version { return head.last }
-    guard let value = try raw.get(log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: version)),
+    guard
+      let value = try raw.get(log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: version)),
       let position = UInt64(bigEndianBytes: value)
     else {
-      throw LogError.corruptDatabase(path: log.path, reason: "stream checkpoint \(version) is missing")
+      throw LogError.corruptDatabase(
+        path: log.path, reason: "stream checkpoint \(version) is missing")
     }
     return position
   }
 
   private func brokenChain(_ stream: String, at position: UInt64) -> LogError {
-    .corruptDatabase(path: log.path, reason: "the chain of stream '\(stream)' breaks at position \(position)")
+    .corruptDatabase(
+      path: log.path, reason: "the chain of stream '\(stream)' breaks at position \(position)")
   }
 
   /// The first position whose event was committed at or after `microseconds` since 1970, or nil
   /// if every event is older. Timestamps never decrease along the log, so this is a binary search.
-  public func firstPosition(atOrAfterMicroseconds microseconds: Int64) throws(LogError) -> LogPosition? {
+  public func firstPosition(atOrAfterMicroseconds microseconds: Int64) throws(LogError)
+    -> LogPosition?
+  {
     try perform {
-      guard let last = try raw.lastEvent(log.dbs.events), last.timestamp >= microseconds else { return nil }
+      guard let last = try raw.lastEvent(log.dbs.events), last.timestamp >= microseconds else {
+        return nil
+      }
       var low: UInt64 = 1
       var high = last.position
       while low < high {

@@ -46,14 +46,15 @@ enum StreamKey {
 }
 
 extension UInt64 {
-  /// Eight big-endian bytes.
-  var bigEndianBytes: [UInt8] {
+  /// Eight big-endian bytes: keys that sort like the numbers (positions, versions, counters).
+  public var bigEndianBytes: [UInt8] {
     var bytes: [UInt8] = []
     bytes.appendBigEndian(self)
     return bytes
   }
 
-  init?(bigEndianBytes bytes: some Collection<UInt8>) {
+  /// Reads eight big-endian bytes; nil when there are fewer.
+  public init?(bigEndianBytes bytes: some Collection<UInt8>) {
     guard bytes.count >= 8 else { return nil }
     var v: UInt64 = 0
     for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
@@ -63,6 +64,8 @@ extension UInt64 {
 
 extension [UInt8] {
   mutating func appendBigEndian(_ value: UInt64) {
-    for shift in stride(from: 56, through: 0, by: -8) { append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+    for shift in stride(from: 56, through: 0, by: -8) {
+      append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+    }
   }
 }

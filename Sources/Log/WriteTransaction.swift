@@ -40,7 +40,9 @@ public final class WriteTransaction: ReadTransaction {
     ensureLive()
     do {
       return try operation()
-    } catch let error as LMDBError where error.code == LMDBError.mapFull || error.code == LMDBError.txnFull {
+    } catch let error as LMDBError
+      where error.code == LMDBError.mapFull || error.code == LMDBError.txnFull
+    {
       sawMapFull = true
       throw log.logError(error)
     } catch {
@@ -49,6 +51,12 @@ public final class WriteTransaction: ReadTransaction {
   }
 
   // MARK: Appending
+
+  /// The position the next appended event will get in this transaction.
+  public var nextPosition: LogPosition {
+    ensureLive()
+    return LogPosition(writer.nextPosition)
+  }
 
   /// Appends one event and returns it as recorded.
   ///
@@ -79,7 +87,8 @@ public final class WriteTransaction: ReadTransaction {
       if let idempotencyKey {
         let key = StreamKey.idempotency(idempotencyKey)
         if let stored = try raw.get(log.dbs.idempotency, key) {
-          return AppendResult(events: try replay(stored, of: events, key: idempotencyKey), isDuplicate: true)
+          return AppendResult(
+            events: try replay(stored, of: events, key: idempotencyKey), isDuplicate: true)
         }
         idempotencyEntry = key
       }
@@ -99,7 +108,8 @@ public final class WriteTransaction: ReadTransaction {
           let stream = events[i].stream
           guard !stream.isEmpty else {
             guard events[i].expectedVersion == .any else {
-              throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+              throw LogError.invalidArgument(
+                "an event with no stream cannot expect a stream version")
             }
             continue
           }
@@ -112,7 +122,8 @@ public final class WriteTransaction: ReadTransaction {
               entry.call = call
             }
             guard expected.isSatisfied(by: entry.head.version) else {
-              throw LogError.wrongExpectedVersion(stream: stream, expected: expected, actual: entry.head.version)
+              throw LogError.wrongExpectedVersion(
+                stream: stream, expected: expected, actual: entry.head.version)
             }
             versions[i] = entry.head.version + 1
             previous[i] = entry.head.last
@@ -131,16 +142,23 @@ public final class WriteTransaction: ReadTransaction {
       for i in events.indices {
         let position = first + UInt64(i)
         try EventRecord.append(
-          .init(position: position, timestamp: timestamp, streamVersion: versions[i], previous: previous[i]),
+          .init(
+            position: position, timestamp: timestamp, streamVersion: versions[i],
+            previous: previous[i]),
           events[i], into: log.dbs.events, of: raw)
-        if versions[i] % StreamKey.checkpointInterval == 0, let prefix = writer.streamCache[events[i].stream]?.prefix {
+        if versions[i] % StreamKey.checkpointInterval == 0,
+          let prefix = writer.streamCache[events[i].stream]?.prefix
+        {
           try raw.put(
-            log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]), position.bigEndianBytes)
+            log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]),
+            position.bigEndianBytes)
         }
         recorded.append(
           RecordedEvent(
-            position: LogPosition(position), streamVersion: versions[i], timestampMicroseconds: timestamp,
-            type: events[i].type, stream: events[i].stream, actor: events[i].actor, payload: events[i].payload))
+            position: LogPosition(position), streamVersion: versions[i],
+            timestampMicroseconds: timestamp,
+            type: events[i].type, stream: events[i].stream, actor: events[i].actor,
+            payload: events[i].payload))
       }
       for stream in touched {
         guard let entry = writer.streamCache[stream] else { continue }
@@ -148,7 +166,8 @@ public final class WriteTransaction: ReadTransaction {
       }
       if let idempotencyEntry {
         try raw.put(
-          log.dbs.idempotency, idempotencyEntry, first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+          log.dbs.idempotency, idempotencyEntry,
+          first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
       }
       writer.nextPosition = first + UInt64(events.count)
       writer.lastTimestamp = timestamp
@@ -159,7 +178,9 @@ public final class WriteTransaction: ReadTransaction {
 
   /// Runs `body` on the cached head of `stream`, loading it from `log.streams` on a miss: one
   /// hash lookup when it is cached. `wasCached` tells the body whether the entry existed before.
-  private func withCachedStream(_ stream: String, _ body: (inout CachedStream, _ wasCached: Bool) throws -> Void)
+  private func withCachedStream(
+    _ stream: String, _ body: (inout CachedStream, _ wasCached: Bool) throws -> Void
+  )
     throws
   {
     var failure: (any Error)?
@@ -169,7 +190,8 @@ public final class WriteTransaction: ReadTransaction {
       if !wasCached {
         do {
           let prefix = StreamKey.prefix(stream)
-          let head = try raw.streamHead(log.dbs.streams, prefix: prefix) ?? StreamHead(version: 0, last: 0)
+          let head =
+            try raw.streamHead(log.dbs.streams, prefix: prefix) ?? StreamHead(version: 0, last: 0)
           entry = CachedStream(prefix: prefix, head: head, call: 0)
         } catch {
           failure = error
@@ -184,19 +206,24 @@ public final class WriteTransaction: ReadTransaction {
   }
 
   /// The events an idempotency key recorded, after checking they are the events being retried.
-  private func replay(_ stored: [UInt8], of events: [NewEvent], key: String) throws -> [RecordedEvent] {
+  private func replay(_ stored: [UInt8], of events: [NewEvent], key: String) throws
+    -> [RecordedEvent]
+  {
     guard stored.count == 16, let first = UInt64(bigEndianBytes: stored),
       let count = UInt64(bigEndianBytes: stored[8...])
     else {
-      throw LogError.corruptDatabase(path: log.path, reason: "idempotency entry for '\(key)' is malformed")
+      throw LogError.corruptDatabase(
+        path: log.path, reason: "idempotency entry for '\(key)' is malformed")
     }
     guard count == UInt64(events.count) else { throw LogError.idempotencyConflict(key: key) }
     var originals: [RecordedEvent] = []
     for (i, event) in events.enumerated() {
       guard let original = try raw.event(log.dbs.events, at: first + UInt64(i)) else {
-        throw LogError.corruptDatabase(path: log.path, reason: "idempotency key '\(key)' points past the log")
+        throw LogError.corruptDatabase(
+          path: log.path, reason: "idempotency key '\(key)' points past the log")
       }
-      guard original.type == event.type, original.stream == event.stream, original.actor == event.actor,
+      guard original.type == event.type, original.stream == event.stream,
+        original.actor == event.actor,
         original.payload == event.payload
       else { throw LogError.idempotencyConflict(key: key) }
       originals.append(original)
@@ -226,7 +253,8 @@ public final class WriteTransaction: ReadTransaction {
 
   private func checkKey(_ key: [UInt8]) throws(LogError) {
     guard !key.isEmpty, key.count <= log.maxKeySize else {
-      throw LogError.invalidArgument("keys must be 1 to \(log.maxKeySize) bytes; this one is \(key.count)")
+      throw LogError.invalidArgument(
+        "keys must be 1 to \(log.maxKeySize) bytes; this one is \(key.count)")
     }
   }
 

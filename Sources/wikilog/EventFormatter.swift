@@ -55,8 +55,11 @@ enum EventFormatter {
 
   /// `2026-11-21T09:00:00.123456Z  #12  alice  page.saved  w1:Home  {"markdown":...`
   static func text(_ e: RecordedEvent, into out: inout OutputBuffer) {
-    let summary = String(decoding: e.payload.prefix(80), as: UTF8.self).replacingOccurrences(of: "\n", with: "⏎")
-    out.append("\(ISO8601.format(microseconds: e.timestampMicroseconds))  #\(e.position)  \(e.actor.isEmpty ? "-" : e.actor)  \(e.type)  \(e.stream.isEmpty ? "-" : e.stream)  \(summary)\n")
+    let summary = String(decoding: e.payload.prefix(80), as: UTF8.self).replacingOccurrences(
+      of: "\n", with: "⏎")
+    out.append(
+      "\(ISO8601.format(microseconds: e.timestampMicroseconds))  #\(e.position)  \(e.actor.isEmpty ? "-" : e.actor)  \(e.type)  \(e.stream.isEmpty ? "-" : e.stream)  \(summary)\n"
+    )
   }
 
   static func escape(_ s: String) -> String {
@@ -89,7 +92,8 @@ enum EventFormatter {
 /// ISO-8601 UTC times with microseconds, without a formatter per call.
 enum ISO8601 {
   static func format(microseconds: Int64) -> String {
-    let seconds = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
+    let seconds =
+      microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
     let micros = Int(microseconds - seconds * 1_000_000)
     var days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
     let secOfDay = Int(seconds - Int64(days) * 86_400)
@@ -107,7 +111,8 @@ enum ISO8601 {
       let s = String(v)
       return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
-    return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(micros, 6))Z"
+    return
+      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(micros, 6))Z"
   }
 
   static func parse(_ text: String) -> Date? {

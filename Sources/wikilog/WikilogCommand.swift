@@ -34,13 +34,16 @@ struct GlobalOptions: ParsableArguments {
     if let db { return db }
     let env = ProcessInfo.processInfo.environment
     if let db = env["WIKILOG_DB"], !db.isEmpty { return db }
-    let base = env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? (NSHomeDirectory() + "/.local/share")
+    let base =
+      env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+      ?? (NSHomeDirectory() + "/.local/share")
     return base + "/wikilog"
   }
 
   func open(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws -> EventLog {
     do {
-      return try EventLog(directory: directory, options: .init(durability: durability, readOnly: readOnly))
+      return try EventLog(
+        directory: directory, options: .init(durability: durability, readOnly: readOnly))
     } catch {
       throw CLIError("\(error)")
     }

@@ -49,7 +49,8 @@ func appendConcurrently(_ log: EventLog, from start: Int) async {
       group.addTask {
         while true {
           let n = counter.next()
-          let event = NewEvent(type: "test.appended", stream: "writer-\(writer)", actor: "worker", payload: payload(n))
+          let event = NewEvent(
+            type: "test.appended", stream: "writer-\(writer)", actor: "worker", payload: payload(n))
           do {
             let recorded = try await log.append([event])
             emit("ack \(recorded[0].position) \(n)")
@@ -82,7 +83,9 @@ case "append":
     while true {
       n += 1
       let batch = (0..<(1 + n % 3)).map { i in
-        NewEvent(type: "test.appended", stream: "stream-\((n + i) % 5)", actor: "worker", payload: payload(n * 10 + i))
+        NewEvent(
+          type: "test.appended", stream: "stream-\((n + i) % 5)", actor: "worker",
+          payload: payload(n * 10 + i))
       }
       do {
         let recorded = try log.append(batch)
@@ -94,7 +97,9 @@ case "append":
   }
 
 case "follow":
-  guard args.count >= 4, let count = Int(args[3]) else { fail("usage: LogTestWorker follow DIR COUNT") }
+  guard args.count >= 4, let count = Int(args[3]) else {
+    fail("usage: LogTestWorker follow DIR COUNT")
+  }
   var options = EventLog.Options()
   options.pollInterval = .milliseconds(20)
   let log: EventLog

@@ -43,7 +43,9 @@ import Testing
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
     try log.append([event(1, stream: "a"), event(2, stream: "b")])
-    let batch = [event(3, stream: "a", expected: .exactly(1)), event(4, stream: "b", expected: .exactly(5))]
+    let batch = [
+      event(3, stream: "a", expected: .exactly(1)), event(4, stream: "b", expected: .exactly(5)),
+    ]
     #expect(throws: LogError.wrongExpectedVersion(stream: "b", expected: .exactly(5), actual: 1)) {
       try log.append(batch)
     }
@@ -51,14 +53,19 @@ import Testing
     #expect(try log.streamVersion(of: "a") == 1)
   }
 
-  @Test("expected versions: noStream, streamExists, exactly, and later events of one batch see earlier ones")
+  @Test(
+    "expected versions: noStream, streamExists, exactly, and later events of one batch see earlier ones"
+  )
   func expectedVersions() throws {
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
-    #expect(throws: LogError.wrongExpectedVersion(stream: "x", expected: .streamExists, actual: 0)) {
+    #expect(throws: LogError.wrongExpectedVersion(stream: "x", expected: .streamExists, actual: 0))
+    {
       try log.append([event(0, stream: "x", expected: .streamExists)])
     }
-    try log.append([event(1, stream: "x", expected: .noStream), event(2, stream: "x", expected: .exactly(1))])
+    try log.append([
+      event(1, stream: "x", expected: .noStream), event(2, stream: "x", expected: .exactly(1)),
+    ])
     #expect(try log.streamVersion(of: "x") == 2)
     #expect(throws: LogError.wrongExpectedVersion(stream: "x", expected: .noStream, actual: 2)) {
       try log.append([event(3, stream: "x", expected: .noStream)])
@@ -82,7 +89,9 @@ import Testing
     await #expect(throws: LogError.idempotencyConflict(key: "request-17")) {
       try await log.append([event(9, stream: "o")], idempotencyKey: "request-17")
     }
-    let outcome = try await log.write { txn in try txn.append(contentsOf: events, idempotencyKey: "request-17") }
+    let outcome = try await log.write { txn in
+      try txn.append(contentsOf: events, idempotencyKey: "request-17")
+    }
     #expect(outcome.isDuplicate)
     let long = String(repeating: "k", count: 2000)
     try await log.append([event(3)], idempotencyKey: long)
@@ -97,7 +106,8 @@ import Testing
     let projection = try log.database(named: "pages")
     try log.write { txn throws in
       let e = try txn.append(event(1, stream: "wiki:Home"))
-      try txn.put(e.position.rawValue.bigEndianBytes, forKey: Array("wiki:Home".utf8), in: projection)
+      try txn.put(
+        e.position.rawValue.bigEndianBytes, forKey: Array("wiki:Home".utf8), in: projection)
     }
     #expect(throws: (any Error).self) {
       try log.write { txn throws in
@@ -113,7 +123,9 @@ import Testing
       #expect(try txn.count(of: projection) == 1)
     }
     #expect(throws: LogError.self) { _ = try log.database(named: "log.events") }
-    #expect(throws: LogError.self) { try log.write { txn in try txn.put([1], forKey: [], in: projection) } }
+    #expect(throws: LogError.self) {
+      try log.write { txn in try txn.put([1], forKey: [], in: projection) }
+    }
   }
 
   @Test("a savepoint undoes only its own writes and positions")
@@ -161,7 +173,8 @@ import Testing
     let results = await withTaskGroup(of: Bool.self) { group in
       for i in 0..<32 {
         group.addTask {
-          let e = i == 7 ? event(i, stream: "taken", expected: .noStream) : event(i, stream: "free\(i)")
+          let e =
+            i == 7 ? event(i, stream: "taken", expected: .noStream) : event(i, stream: "free\(i)")
           return (try? await log.append([e])) != nil
         }
       }

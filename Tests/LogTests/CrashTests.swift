@@ -18,12 +18,15 @@ import Testing
     for trial in 0..<trials {
       let worker = try Worker(["append", dir.path, mode])
       // Wait until it is appending, then kill it at a random moment.
-      #expect(worker.waitFor(timeout: 20) { $0.contains { $0.hasPrefix("ack") } }, "trial \(trial): no ack")
+      #expect(
+        worker.waitFor(timeout: 20) { $0.contains { $0.hasPrefix("ack") } },
+        "trial \(trial): no ack")
       usleep(UInt32.random(in: 0...150_000, using: &generator))
       worker.kill()
       let acks = worker.lines.compactMap { line -> (UInt64, Int)? in
         let parts = line.split(separator: " ")
-        guard parts.count == 3, parts[0] == "ack", let p = UInt64(parts[1]), let n = Int(parts[2]) else { return nil }
+        guard parts.count == 3, parts[0] == "ack", let p = UInt64(parts[1]), let n = Int(parts[2])
+        else { return nil }
         return (p, n)
       }
       totalAcked += acks.count
@@ -32,13 +35,16 @@ import Testing
       #expect(report.isValid, "trial \(trial): \(report)")
       for (position, n) in acks {
         let stored = try log.event(at: LogPosition(position))
-        #expect(stored?.payload == expectedPayload(n), "trial \(trial): acknowledged event \(position) lost or changed")
+        #expect(
+          stored?.payload == expectedPayload(n),
+          "trial \(trial): acknowledged event \(position) lost or changed")
       }
       let last = try log.committedPosition
       #expect(last.rawValue >= acks.map(\.0).max() ?? 0)
       // Every event present is whole: its payload is the worker's pattern for the number it names.
       for e in try log.read(from: 1) {
-        let text = String(decoding: e.payload.prefix(while: { $0 != UInt8(ascii: ";") }), as: UTF8.self)
+        let text = String(
+          decoding: e.payload.prefix(while: { $0 != UInt8(ascii: ";") }), as: UTF8.self)
         guard text.hasPrefix("n="), let n = Int(text.dropFirst(2)) else {
           Issue.record("trial \(trial): event \(e.position) has a foreign payload")
           continue

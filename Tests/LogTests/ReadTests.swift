@@ -14,7 +14,8 @@ import Testing
     #expect(try log.event(at: 0) == nil)
     #expect(try log.read(from: 10, limit: 3).map(\.position) == [10, 11, 12])
     #expect(try log.read(after: 48).map(\.position) == [49, 50])
-    #expect(try log.read(from: 5, direction: .backward, limit: 10).map(\.position) == [5, 4, 3, 2, 1])
+    #expect(
+      try log.read(from: 5, direction: .backward, limit: 10).map(\.position) == [5, 4, 3, 2, 1])
     #expect(try log.read(from: 1000, direction: .backward, limit: 2).map(\.position) == [50, 49])
     #expect(try log.read(from: 1000).isEmpty)
     #expect(try log.read(from: 1, limit: 0).isEmpty)
@@ -27,10 +28,13 @@ import Testing
     try log.append((1...30).map { event($0, stream: $0 % 3 == 0 ? "three" : "other") })
     let three = try log.read(stream: "three")
     #expect(three.map(\.streamVersion) == Array(1...10))
-    #expect(three.map(\.position.rawValue) == stride(from: 3, through: 30, by: 3).map { UInt64($0) })
+    #expect(
+      three.map(\.position.rawValue) == stride(from: 3, through: 30, by: 3).map { UInt64($0) })
     #expect(try log.read(stream: "three", fromVersion: 9).map(\.streamVersion) == [9, 10])
     #expect(
-      try log.read(stream: "three", fromVersion: 3, direction: .backward).map(\.streamVersion) == [3, 2, 1])
+      try log.read(stream: "three", fromVersion: 3, direction: .backward).map(\.streamVersion) == [
+        3, 2, 1,
+      ])
     #expect(try log.read(stream: "missing").isEmpty)
     #expect(try log.streamVersion(of: "three") == 10)
     #expect(try log.read(stream: "thre").isEmpty)
@@ -42,7 +46,9 @@ import Testing
     let log = try EventLog(directory: dir.path)
     let a = String(repeating: "a", count: 5000) + "1"
     let b = String(repeating: "a", count: 5000) + "2"
-    try log.append([event(1, stream: a), event(2, stream: b), event(3, stream: a, expected: .exactly(1))])
+    try log.append([
+      event(1, stream: a), event(2, stream: b), event(3, stream: a, expected: .exactly(1)),
+    ])
     #expect(try log.read(stream: a).map(\.position) == [1, 3])
     #expect(try log.read(stream: b).map(\.position) == [2])
     #expect(try log.verify().isValid)
@@ -72,11 +78,13 @@ import Testing
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
     let payload = (0..<1000).map { UInt8(truncatingIfNeeded: $0 * 7) }
-    let new = NewEvent(type: "doc.updated ✓", stream: "wiki:Page Name", actor: "ålice", payload: payload)
+    let new = NewEvent(
+      type: "doc.updated ✓", stream: "wiki:Page Name", actor: "ålice", payload: payload)
     let recorded = try log.append([new, NewEvent(type: "empty")])
     let read = try log.read(from: 1)
     #expect(read == recorded)
-    #expect(read[0].type == "doc.updated ✓" && read[0].actor == "ålice" && read[0].payload == payload)
+    #expect(
+      read[0].type == "doc.updated ✓" && read[0].actor == "ålice" && read[0].payload == payload)
     #expect(read[1].stream == "" && read[1].payload.isEmpty && read[1].streamVersion == 0)
   }
 

@@ -12,7 +12,10 @@ import Testing
     var iterator = log.subscribe(after: .start, batchSize: 7).makeAsyncIterator()
     for i in 1...100 {
       let item = try await iterator.next()
-      guard case .event(let e) = item else { Issue.record("expected event \(i), got \(String(describing: item))"); return }
+      guard case .event(let e) = item else {
+        Issue.record("expected event \(i), got \(String(describing: item))")
+        return
+      }
       #expect(e.position == LogPosition(UInt64(i)))
     }
     #expect(try await iterator.next() == .caughtUp(100))
@@ -21,9 +24,15 @@ import Testing
       try await log.append([event(101), event(102)])
     }
     let live = try await iterator.next()
-    guard case .event(let e) = live else { Issue.record("expected a live event"); return }
+    guard case .event(let e) = live else {
+      Issue.record("expected a live event")
+      return
+    }
     #expect(e.position == 101)
-    guard case .event(let e2) = try await iterator.next() else { Issue.record("expected 102"); return }
+    guard case .event(let e2) = try await iterator.next() else {
+      Issue.record("expected 102")
+      return
+    }
     #expect(e2.position == 102)
     try await writer.value
   }
@@ -93,6 +102,9 @@ import Testing
     #expect(Date().timeIntervalSince(start) < 1.0)
     follower.process.waitUntilExit()
     #expect(follower.process.terminationStatus == 0)
-    #expect(follower.lines.filter { $0.hasPrefix("event") } == ["event 1", "event 2", "event 3", "event 4"])
+    #expect(
+      follower.lines.filter { $0.hasPrefix("event") } == [
+        "event 1", "event 2", "event 3", "event 4",
+      ])
   }
 }

@@ -19,12 +19,18 @@ final class TemporaryDirectory {
   }
 }
 
-func event(_ n: Int, stream: String = "s", type: String = "test", expected: ExpectedVersion = .any) -> NewEvent {
-  NewEvent(type: type, stream: stream, actor: "tester", payload: Array("payload-\(n)".utf8), expectedVersion: expected)
+func event(_ n: Int, stream: String = "s", type: String = "test", expected: ExpectedVersion = .any)
+  -> NewEvent
+{
+  NewEvent(
+    type: type, stream: stream, actor: "tester", payload: Array("payload-\(n)".utf8),
+    expectedVersion: expected)
 }
 
 /// Checks that positions run 1, 2, 3, ... with nothing missing.
-func expectDense(_ log: EventLog, count: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+func expectDense(_ log: EventLog, count: Int, sourceLocation: SourceLocation = #_sourceLocation)
+  throws
+{
   let events = try log.read(from: 1)
   #expect(events.count == count, sourceLocation: sourceLocation)
   for (i, e) in events.enumerated() {
@@ -35,8 +41,12 @@ func expectDense(_ log: EventLog, count: Int, sourceLocation: SourceLocation = #
 
 /// The LogTestWorker executable, built beside the test bundle.
 var workerPath: String {
-  let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-  return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("LogTestWorker").path
+  let exe =
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    ?? CommandLine.arguments[0]
+  return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(
+    "LogTestWorker"
+  ).path
 }
 
 /// A running LogTestWorker whose stdout lines are collected as they arrive.

@@ -29,7 +29,9 @@ import Testing
     let report = try log.verify()
     #expect(!report.isValid)
     #expect(report.problems.contains { $0.contains("event 2 is corrupt") })
-    #expect(throws: LogError.corruptRecord(position: 2, reason: "checksum mismatch")) { _ = try log.event(at: 2) }
+    #expect(throws: LogError.corruptRecord(position: 2, reason: "checksum mismatch")) {
+      _ = try log.event(at: 2)
+    }
     #expect(try log.event(at: 1) != nil)
   }
 
@@ -41,12 +43,15 @@ import Testing
     try log.append((1...64).map { event($0, stream: "c") })
     try log.write { txn throws in
       try txn.raw.delete(log.dbs.events, UInt64(2).bigEndianBytes)
-      try txn.raw.putStreamHead(log.dbs.streams, prefix: StreamKey.prefix("b"), StreamHead(version: 5, last: 3))
-      try txn.raw.delete(log.dbs.streamIndex, StreamKey.key(prefix: StreamKey.prefix("c"), version: 64))
+      try txn.raw.putStreamHead(
+        log.dbs.streams, prefix: StreamKey.prefix("b"), StreamHead(version: 5, last: 3))
+      try txn.raw.delete(
+        log.dbs.streamIndex, StreamKey.key(prefix: StreamKey.prefix("c"), version: 64))
     }
     let report = try log.verify()
     #expect(report.problems.contains { $0.contains("position 2 is missing") })
-    #expect(report.problems.contains { $0.contains("the head of 'a' is v2@2, the events say v1@1") })
+    #expect(
+      report.problems.contains { $0.contains("the head of 'a' is v2@2, the events say v1@1") })
     #expect(report.problems.contains { $0.contains("the head of 'b' is v5@3") })
     #expect(report.problems.contains { $0.contains("checkpoint of 'c' v64") })
     #expect(throws: LogError.self) { _ = try log.read(stream: "a") }
@@ -57,13 +62,21 @@ import Testing
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
     for chunk in 0..<10 {
-      try log.append((0..<50).map { i in event(chunk * 50 + i, stream: i % 2 == 0 ? "even" : "odd") })
+      try log.append(
+        (0..<50).map { i in event(chunk * 50 + i, stream: i % 2 == 0 ? "even" : "odd") })
     }
     #expect(try log.streamVersion(of: "even") == 250)
     #expect(try log.read(stream: "even").map(\.streamVersion) == Array(1...250))
-    #expect(try log.read(stream: "even", fromVersion: 63, limit: 4).map(\.streamVersion) == [63, 64, 65, 66])
-    #expect(try log.read(stream: "even", fromVersion: 200, direction: .backward, limit: 3).map(\.streamVersion) == [200, 199, 198])
-    #expect(try log.read(stream: "odd", fromVersion: 1000, direction: .backward, limit: 2).map(\.streamVersion) == [250, 249])
+    #expect(
+      try log.read(stream: "even", fromVersion: 63, limit: 4).map(\.streamVersion) == [
+        63, 64, 65, 66,
+      ])
+    #expect(
+      try log.read(stream: "even", fromVersion: 200, direction: .backward, limit: 3).map(
+        \.streamVersion) == [200, 199, 198])
+    #expect(
+      try log.read(stream: "odd", fromVersion: 1000, direction: .backward, limit: 2).map(
+        \.streamVersion) == [250, 249])
     #expect(try log.read(stream: "odd", fromVersion: 128, limit: 1).map(\.position) == [256])
     #expect(try log.read(stream: "odd", fromVersion: 251).isEmpty)
     #expect(try log.verify().isValid)

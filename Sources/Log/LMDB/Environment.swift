@@ -43,7 +43,8 @@ import Synchronization
     guard let env = unsafe env else { throw LMDBError(code: ENOMEM, operation: "mdb_env_create") }
     do {
       unsafe try check(mdb_env_set_mapsize(env, configuration.mapSize), "mdb_env_set_mapsize")
-      unsafe try check(mdb_env_set_maxreaders(env, configuration.maxReaders), "mdb_env_set_maxreaders")
+      unsafe try check(
+        mdb_env_set_maxreaders(env, configuration.maxReaders), "mdb_env_set_maxreaders")
       unsafe try check(mdb_env_set_maxdbs(env, configuration.maxDatabases), "mdb_env_set_maxdbs")
       var flags = UInt32(MDB_NOTLS)
       if configuration.readOnly { flags |= UInt32(MDB_RDONLY) }
@@ -93,7 +94,8 @@ import Synchronization
 
   /// Turns `MDB_NOSYNC` on or off; lmdb.h allows this "at any time".
   func setNoSync(_ on: Bool) throws(LMDBError) {
-    unsafe try check(mdb_env_set_flags(pointer, UInt32(MDB_NOSYNC), on ? 1 : 0), "mdb_env_set_flags")
+    unsafe try check(
+      mdb_env_set_flags(pointer, UInt32(MDB_NOSYNC), on ? 1 : 0), "mdb_env_set_flags")
   }
 
   var maxKeySize: Int { unsafe Int(mdb_env_get_maxkeysize(pointer)) }
@@ -160,7 +162,9 @@ import Synchronization
   }
 
   /// Opens (and with `create`, creates) a named database.
-  func openDatabase(named name: String, create: Bool, txn: RawTransaction) throws(LMDBError) -> UInt32 {
+  func openDatabase(named name: String, create: Bool, txn: RawTransaction) throws(LMDBError)
+    -> UInt32
+  {
     var dbi: MDB_dbi = 0
     try check(
       unsafe mdb_dbi_open(txn.pointer, name, create ? UInt32(MDB_CREATE) : 0, &dbi), "mdb_dbi_open")
@@ -188,4 +192,3 @@ enum OpenPaths {
     _ = paths.withLock { $0.remove(path) }
   }
 }
-

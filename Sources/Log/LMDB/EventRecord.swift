@@ -36,7 +36,9 @@ enum EventRecord {
 
   /// Puts the record for an event under its position with `MDB_RESERVE | MDB_APPEND` and encodes
   /// it straight into the reserved page space: no intermediate buffer, no copy.
-  static func append(_ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction)
+  static func append(
+    _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction
+  )
     throws(LMDBError)
   {
     var failure: LMDBError?
@@ -49,7 +51,8 @@ enum EventRecord {
               + varintSize(UInt64(t.count)) + t.count + varintSize(UInt64(s.count)) + s.count
               + varintSize(UInt64(a.count)) + a.count + p.count + checksumSize
             do throws(LMDBError) {
-              let space = try unsafe txn.reserveAppend(events, position: header.position, size: size)
+              let space = try unsafe txn.reserveAppend(
+                events, position: header.position, size: size)
               unsafe write(header, type: t, stream: s, actor: a, payload: p, into: space)
             } catch {
               failure = error
@@ -64,7 +67,9 @@ enum EventRecord {
   /// The UTF-8 bytes of a string without copying it (native Swift strings are contiguous).
   @inline(__always)
   static func withUTF8<R>(_ string: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    if let r = unsafe string.utf8.withContiguousStorageIfAvailable({ unsafe body(UnsafeRawBufferPointer($0)) }) {
+    if let r = unsafe string.utf8.withContiguousStorageIfAvailable({
+      unsafe body(UnsafeRawBufferPointer($0))
+    }) {
       return r
     }
     return unsafe Array(string.utf8).withUnsafeBytes { unsafe body($0) }
@@ -72,12 +77,15 @@ enum EventRecord {
 
   /// Encodes into exactly-sized space.
   @inline(__always)
-  static func write(_ header: Header, type: UnsafeRawBufferPointer, stream: UnsafeRawBufferPointer,
-    actor: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, into space: UnsafeMutableRawBufferPointer)
-  {
+  static func write(
+    _ header: Header, type: UnsafeRawBufferPointer, stream: UnsafeRawBufferPointer,
+    actor: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
+    into space: UnsafeMutableRawBufferPointer
+  ) {
     let base = unsafe space.baseAddress.unsafelyUnwrapped
     unsafe base.storeBytes(of: format, as: UInt8.self)
-    unsafe (base + 1).storeBytes(of: UInt64(bitPattern: header.timestamp).littleEndian, toByteOffset: 0, as: UInt64.self)
+    unsafe (base + 1).storeBytes(
+      of: UInt64(bitPattern: header.timestamp).littleEndian, toByteOffset: 0, as: UInt64.self)
     var offset = fixedHeaderSize
     unsafe putVarint(header.streamVersion, base, &offset)
     unsafe putVarint(header.previous, base, &offset)
@@ -89,7 +97,8 @@ enum EventRecord {
     unsafe putBytes(actor, base, &offset)
     unsafe putBytes(payload, base, &offset)
     let crc = CRC32C.finalize(
-      unsafe CRC32C.update(CRC32C.update(CRC32C.initial, bigEndian: header.position),
+      unsafe CRC32C.update(
+        CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
   }
@@ -103,7 +112,9 @@ enum EventRecord {
   }
 
   /// Checks a record's checksum and reads its stream version and back pointer.
-  static func links(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> (version: UInt64, previous: UInt64) {
+  static func links(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> (
+    version: UInt64, previous: UInt64
+  ) {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
     var offset = fixedHeaderSize
     let version = try unsafe readVarint(bytes, &offset, end: bodyEnd)
@@ -111,7 +122,9 @@ enum EventRecord {
     return (version, previous)
   }
 
-  private static func checkedBodyEnd(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Int {
+  private static func checkedBodyEnd(position: UInt64, bytes: UnsafeRawBufferPointer)
+    throws(DecodingError) -> Int
+  {
     let count = bytes.count
     guard count >= fixedHeaderSize + checksumSize else {
       throw DecodingError(reason: "record of \(count) bytes is shorter than its header")
@@ -122,13 +135,16 @@ enum EventRecord {
     let bodyEnd = count - checksumSize
     var crc = CRC32C.update(CRC32C.initial, bigEndian: position)
     crc = unsafe CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[0..<bodyEnd]))
-    let stored = unsafe UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self))
+    let stored = unsafe UInt32(
+      littleEndian: bytes.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self))
     guard CRC32C.finalize(crc) == stored else { throw DecodingError(reason: "checksum mismatch") }
     return bodyEnd
   }
 
   /// Decodes a record, checking its checksum.
-  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> RecordedEvent {
+  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> RecordedEvent
+  {
     try unsafe decodeWithLinks(position: position, bytes: bytes).event
   }
 
@@ -145,7 +161,8 @@ enum EventRecord {
     let actor = try unsafe readString(bytes, &offset, end: bodyEnd)
     let payload = unsafe Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<bodyEnd]))
     let event = RecordedEvent(
-      position: LogPosition(position), streamVersion: streamVersion, timestampMicroseconds: timestamp,
+      position: LogPosition(position), streamVersion: streamVersion,
+      timestampMicroseconds: timestamp,
       type: type, stream: stream, actor: actor, payload: payload)
     return (event, previous)
   }
@@ -170,7 +187,9 @@ enum EventRecord {
   }
 
   @inline(__always)
-  static func putBytes(_ bytes: UnsafeRawBufferPointer, _ base: UnsafeMutableRawPointer, _ offset: inout Int) {
+  static func putBytes(
+    _ bytes: UnsafeRawBufferPointer, _ base: UnsafeMutableRawPointer, _ offset: inout Int
+  ) {
     guard let source = bytes.baseAddress, bytes.count > 0 else { return }
     unsafe (base + offset).copyMemory(from: source, byteCount: bytes.count)
     offset += bytes.count
@@ -192,13 +211,16 @@ enum EventRecord {
   }
 
   @inline(__always)
-  static func readVarint(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int) throws(DecodingError)
+  static func readVarint(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
+    throws(DecodingError)
     -> UInt64
   {
     var result: UInt64 = 0
     var shift: UInt64 = 0
     while true {
-      guard offset < end, shift < 64 else { throw DecodingError(reason: "truncated or overlong varint") }
+      guard offset < end, shift < 64 else {
+        throw DecodingError(reason: "truncated or overlong varint")
+      }
       let byte = unsafe bytes[offset]
       offset += 1
       result |= UInt64(byte & 0x7F) << shift
@@ -208,14 +230,18 @@ enum EventRecord {
   }
 
   @inline(__always)
-  static func readString(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int) throws(DecodingError)
+  static func readString(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
+    throws(DecodingError)
     -> String
   {
     let length = try unsafe readVarint(bytes, &offset, end: end)
-    guard length <= UInt64(end - offset) else { throw DecodingError(reason: "string runs past the record") }
+    guard length <= UInt64(end - offset) else {
+      throw DecodingError(reason: "string runs past the record")
+    }
     let stringEnd = offset + Int(length)
     defer { offset = stringEnd }
-    return unsafe String(decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<stringEnd]), as: UTF8.self)
+    return unsafe String(
+      decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<stringEnd]), as: UTF8.self)
   }
 }
 
@@ -233,7 +259,9 @@ enum CRC32C {
       t[i] = c
     }
     for i in 0..<256 {
-      for k in 1..<8 { t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)] }
+      for k in 1..<8 {
+        t[k * 256 + i] = (t[(k - 1) * 256 + i] >> 8) ^ t[Int(t[(k - 1) * 256 + i] & 0xFF)]
+      }
     }
     return t
   }()
@@ -259,7 +287,8 @@ enum CRC32C {
     let n = bytes.count
     unsafe tables.withUnsafeBufferPointer { t in
       while i + 8 <= n {
-        let word = unsafe UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+        let word = unsafe UInt64(
+          littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self))
         let lo = UInt32(truncatingIfNeeded: word) ^ c
         let hi = UInt32(truncatingIfNeeded: word >> 32)
         c =
@@ -279,6 +308,9 @@ enum CRC32C {
 
   /// The checksum of a byte array, with the CPU's instruction or, with `software`, the tables.
   static func checksum(_ bytes: [UInt8], software useTables: Bool = false) -> UInt32 {
-    finalize(unsafe bytes.withUnsafeBytes { unsafe useTables ? software(initial, $0) : update(initial, $0) })
+    finalize(
+      unsafe bytes.withUnsafeBytes {
+        unsafe useTables ? software(initial, $0) : update(initial, $0)
+      })
   }
 }

@@ -25,7 +25,9 @@ extension RawTransaction {
 
   func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
     var key = position.bigEndian
-    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
+      try unsafe get(events, k)
+    }
     guard let bytes = unsafe found else { return nil }
     do {
       return try unsafe EventRecord.decode(position: position, bytes: bytes)
@@ -36,7 +38,9 @@ extension RawTransaction {
 
   func timestamp(_ events: UInt32, at position: UInt64) throws -> Int64? {
     var key = position.bigEndian
-    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
+      try unsafe get(events, k)
+    }
     guard let bytes = unsafe found else { return nil }
     do {
       return try unsafe EventRecord.timestamp(of: bytes)
@@ -58,7 +62,9 @@ extension RawTransaction {
     }
     if !forward {
       if let e = unsafe entry {
-        if unsafe Keys.position(e.key) != position { unsafe entry = try unsafe cursor.get(.previous) }
+        if unsafe Keys.position(e.key) != position {
+          unsafe entry = try unsafe cursor.get(.previous)
+        }
       } else {
         unsafe entry = try unsafe cursor.get(.last)
       }
@@ -79,7 +85,9 @@ extension RawTransaction {
   /// Walks the raw records (for verification): key bytes and the decoding outcome.
   func forEachRecord(
     _ events: UInt32,
-    _ body: (_ key: [UInt8], _ event: Result<(event: RecordedEvent, previous: UInt64), RecordFailure>) throws -> Void
+    _ body: (
+      _ key: [UInt8], _ event: Result<(event: RecordedEvent, previous: UInt64), RecordFailure>
+    ) throws -> Void
   ) throws {
     let cursor = try openCursor(events)
     defer { cursor.close() }
@@ -91,7 +99,8 @@ extension RawTransaction {
       } else {
         let p = unsafe Keys.position(e.key)
         do {
-          try body(key, .success(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value)))
+          try body(
+            key, .success(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value)))
         } catch let failure as EventRecord.DecodingError {
           try body(key, .failure(RecordFailure(position: p, reason: failure.reason)))
         }
@@ -103,9 +112,13 @@ extension RawTransaction {
   // MARK: Streams
 
   /// The event at `position` and the position of its stream's previous event.
-  func eventWithPrevious(_ events: UInt32, at position: UInt64) throws -> (event: RecordedEvent, previous: UInt64)? {
+  func eventWithPrevious(_ events: UInt32, at position: UInt64) throws -> (
+    event: RecordedEvent, previous: UInt64
+  )? {
     var key = position.bigEndian
-    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in try unsafe get(events, k) }
+    let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
+      try unsafe get(events, k)
+    }
     guard let bytes = unsafe found else { return nil }
     do {
       return try unsafe EventRecord.decodeWithLinks(position: position, bytes: bytes)
@@ -138,7 +151,8 @@ extension RawTransaction {
   /// Calls `body` with copies of each entry from `start` (inclusive; nil = the first, or with
   /// `reverse` the last), in key order or reversed, until it returns false.
   func scan(
-    _ dbi: UInt32, from start: [UInt8]?, reverse: Bool, _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool
+    _ dbi: UInt32, from start: [UInt8]?, reverse: Bool,
+    _ body: (_ key: [UInt8], _ value: [UInt8]) throws -> Bool
   ) throws {
     let cursor = try openCursor(dbi)
     defer { cursor.close() }

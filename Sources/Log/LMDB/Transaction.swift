@@ -11,8 +11,11 @@ import CLMDB
 
   // MARK: Point operations
 
-  func get(_ dbi: UInt32, _ key: UnsafeRawBufferPointer) throws(LMDBError) -> UnsafeRawBufferPointer? {
-    var k = unsafe MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+  func get(_ dbi: UInt32, _ key: UnsafeRawBufferPointer) throws(LMDBError)
+    -> UnsafeRawBufferPointer?
+  {
+    var k = unsafe MDB_val(
+      mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
     var v = unsafe MDB_val()
     let rc = unsafe mdb_get(pointer, dbi, &k, &v)
     if rc == MDB_NOTFOUND { return nil }
@@ -33,11 +36,15 @@ import CLMDB
   }
 
   /// Puts a value; with `MDB_APPEND` the key must sort after every key in the database.
-  func put(_ dbi: UInt32, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32 = 0)
+  func put(
+    _ dbi: UInt32, _ key: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, flags: UInt32 = 0
+  )
     throws(LMDBError)
   {
-    var k = unsafe MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
-    var v = unsafe MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+    var k = unsafe MDB_val(
+      mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+    var v = unsafe MDB_val(
+      mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
     try check(unsafe mdb_put(pointer, dbi, &k, &v, flags), "mdb_put")
   }
 
@@ -56,7 +63,8 @@ import CLMDB
   func delete(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> Bool {
     var rc: Int32 = 0
     unsafe key.withUnsafeBytes { k in
-      var kv = unsafe MDB_val(mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+      var kv = unsafe MDB_val(
+        mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
       rc = unsafe mdb_del(pointer, dbi, &kv, nil)
     }
     if rc == MDB_NOTFOUND { return false }
@@ -110,7 +118,8 @@ import CLMDB
     var k = unsafe MDB_val()
     var v = unsafe MDB_val()
     if let key = unsafe key {
-      unsafe k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+      unsafe k = MDB_val(
+        mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
     }
     let op: MDB_cursor_op
     switch position {
@@ -136,7 +145,9 @@ import CLMDB
     var result: Entry?
     var failure: LMDBError?
     unsafe key.withUnsafeBytes { k in
-      do throws(LMDBError) { unsafe result = try unsafe get(position, key: k) } catch { failure = error }
+      do throws(LMDBError) { unsafe result = try unsafe get(position, key: k) } catch {
+        failure = error
+      }
     }
     if let failure { throw failure }
     return unsafe result
@@ -161,7 +172,9 @@ extension RawTransaction {
   /// Reserves `size` bytes for the value under `position` at the end of `dbi` (`MDB_APPEND |
   /// MDB_RESERVE`). lmdb.h, MDB_RESERVE: "return a pointer to the reserved space, which the
   /// caller can fill in later - before the next update operation or the transaction ends."
-  func reserveAppend(_ dbi: UInt32, position: UInt64, size: Int) throws(LMDBError) -> UnsafeMutableRawBufferPointer {
+  func reserveAppend(_ dbi: UInt32, position: UInt64, size: Int) throws(LMDBError)
+    -> UnsafeMutableRawBufferPointer
+  {
     var key = position.bigEndian
     var v = unsafe MDB_val(mv_size: size, mv_data: nil)
     let rc = unsafe withUnsafeMutableBytes(of: &key) { k in

@@ -26,7 +26,9 @@ struct Append: ParsableCommand {
     case "none": expected = .noStream
     case "exists": expected = .streamExists
     case let text?:
-      guard let v = UInt64(text) else { throw ValidationError("--expect takes a number, 'none' or 'exists'") }
+      guard let v = UInt64(text) else {
+        throw ValidationError("--expect takes a number, 'none' or 'exists'")
+      }
       expected = .exactly(v)
     }
     let payload = Array(FileHandle.standardInput.readDataToEndOfFile())
@@ -34,7 +36,10 @@ struct Append: ParsableCommand {
     defer { log.close() }
     do {
       let recorded = try log.append(
-        [NewEvent(type: type, stream: stream, actor: actor, payload: payload, expectedVersion: expected)],
+        [
+          NewEvent(
+            type: type, stream: stream, actor: actor, payload: payload, expectedVersion: expected)
+        ],
         idempotencyKey: idempotencyKey)
       var out = OutputBuffer()
       EventFormatter.json(recorded[0], into: &out)

@@ -18,7 +18,8 @@ struct Tail: AsyncParsableCommand {
   @OptionGroup var global: GlobalOptions
   @Option(help: "0 (everything), now, a position, or an ISO-8601 time.") var since: String = "0"
   @Option(help: "Stop after this many events.") var limit: Int?
-  @Flag(help: "Keep running and print new events as they are appended (by any process).") var follow = false
+  @Flag(help: "Keep running and print new events as they are appended (by any process).")
+  var follow = false
   @Option(help: "json (NDJSON, default) or text.") var format: OutputFormat = .json
   @Option(help: "Only events of this stream.") var stream: String?
   @Option(help: "Only events of this type.") var type: String?
@@ -29,7 +30,9 @@ struct Tail: AsyncParsableCommand {
   func validate() throws {
     if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
     if since != "now" && UInt64(since) == nil && ISO8601.parse(since) == nil {
-      throw ValidationError("--since takes 0, now, a position or an ISO-8601 time like 2026-11-21T09:00:00Z; got '\(since)'")
+      throw ValidationError(
+        "--since takes 0, now, a position or an ISO-8601 time like 2026-11-21T09:00:00Z; got '\(since)'"
+      )
     }
   }
 
@@ -53,7 +56,8 @@ struct Tail: AsyncParsableCommand {
     if remaining == 0 { return }
     let text = format == .text
     func matches(_ e: RecordedEvent) -> Bool {
-      (stream == nil || e.stream == stream) && (type == nil || e.type == type) && (actor == nil || e.actor == actor)
+      (stream == nil || e.stream == stream) && (type == nil || e.type == type)
+        && (actor == nil || e.actor == actor)
     }
     func emit(_ e: RecordedEvent) {
       if text { EventFormatter.text(e, into: &out) } else { EventFormatter.json(e, into: &out) }

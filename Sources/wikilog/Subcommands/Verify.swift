@@ -5,7 +5,8 @@ import Log
 struct Verify: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Check the log: dense positions, checksums, ordered times, stream index.",
-    discussion: "Exits non-zero when a problem is found.\n\nExample:\n  wikilog verify --db /var/lib/wikilog")
+    discussion:
+      "Exits non-zero when a problem is found.\n\nExample:\n  wikilog verify --db /var/lib/wikilog")
 
   @OptionGroup var global: GlobalOptions
 
@@ -30,9 +31,13 @@ struct Stats: ParsableCommand {
     let log = try global.open(readOnly: true)
     defer { log.close() }
     let committed = try log.committedPosition
-    let size = (try? FileManager.default.attributesOfItem(atPath: log.path + "/data.mdb")[.size] as? Int) ?? 0
+    let size =
+      (try? FileManager.default.attributesOfItem(atPath: log.path + "/data.mdb")[.size] as? Int)
+      ?? 0
     if json {
-      print(#"{"path":"\#(EventFormatter.escape(log.path))","events":\#(committed),"committed_position":\#(committed),"durable_position":\#(log.durablePosition),"size_bytes":\#(size)}"#)
+      print(
+        #"{"path":"\#(EventFormatter.escape(log.path))","events":\#(committed),"committed_position":\#(committed),"durable_position":\#(log.durablePosition),"size_bytes":\#(size)}"#
+      )
     } else {
       print("path               \(log.path)")
       print("events             \(committed)")

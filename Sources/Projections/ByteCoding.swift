@@ -1,0 +1,88 @@
+/// Little helpers for the compact binary records Projections stores.
+struct ByteWriter {
+  var bytes: [UInt8] = []
+
+  init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+  mutating func byte(_ b: UInt8) { bytes.append(b) }
+
+  mutating func varint(_ value: UInt64) {
+    var v = value
+    while v >= 0x80 {
+      bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    bytes.append(UInt8(v))
+  }
+
+  mutating func varint(_ value: Int) { varint(UInt64(value)) }
+
+  mutating func string(_ s: String) {
+    let utf8 = s.utf8
+    varint(utf8.count)
+    bytes.append(contentsOf: utf8)
+  }
+
+  mutating func data(_ d: [UInt8]) {
+    varint(d.count)
+    bytes.append(contentsOf: d)
+  }
+
+  mutating func raw(_ d: some Sequence<UInt8>) { bytes.append(contentsOf: d) }
+}
+
+/// Reads what ``ByteWriter`` wrote; every read checks bounds and throws ``Truncated``.
+struct ByteReader {
+  struct Truncated: Error {}
+
+  let bytes: [UInt8]
+  var offset: Int
+
+  init(_ bytes: [UInt8], offset: Int = 0) {
+    self.bytes = bytes
+    self.offset = offset
+  }
+
+  var isAtEnd: Bool { offset >= bytes.count }
+
+  mutating func byte() throws(Truncated) -> UInt8 {
+    guard offset < bytes.count else { throw Truncated() }
+    defer { offset += 1 }
+    return bytes[offset]
+  }
+
+  mutating func varint() throws(Truncated) -> UInt64 {
+    var result: UInt64 = 0
+    var shift: UInt64 = 0
+    while true {
+      guard offset < bytes.count, shift < 64 else { throw Truncated() }
+      let b = bytes[offset]
+      offset += 1
+      result |= UInt64(b & 0x7F) << shift
+      if b < 0x80 { return result }
+      shift += 7
+    }
+  }
+
+  mutating func int() throws(Truncated) -> Int {
+    let v = try varint()
+    guard v <= UInt64(Int.max) else { throw Truncated() }
+    return Int(v)
+  }
+
+  mutating func data() throws(Truncated) -> ArraySlice<UInt8> {
+    let n = try int()
+    guard n <= bytes.count - offset else { throw Truncated() }
+    defer { offset += n }
+    return bytes[offset..<offset + n]
+  }
+
+  mutating func string() throws(Truncated) -> String {
+    String(decoding: try data(), as: UTF8.self)
+  }
+
+  mutating func rest() -> ArraySlice<UInt8> {
+    defer { offset = bytes.count }
+    return bytes[offset...]
+  }
+}

@@ -1,0 +1,151 @@
+public import Log
+public import RevTree
+
+/// What one accepted write to a database records in the log.
+///
+/// Every accepted write is exactly one event. Its log `type` is ``Kind/eventType``, its stream the
+/// document id, its actor who wrote it; the payload is this value, encoded by ``encoded()``:
+///
+/// ```
+/// u8 format (1) · u8 kind · u8 flags (bit 0: deleted)
+/// string doc id · string rev ("" when none)
+/// varint path start · varint path length · string id × length   (the merged `_revisions`)
+/// string origin ("" for a local edit; the peer for a replicated write)
+/// varint revs_limit (for a `db.revs_limit` event, else 0)
+/// the body: a JSON object without the `_`-fields, as bytes (the rest)
+/// ```
+/// (strings are LEB128 length + UTF-8). The body of every revision stays readable forever: a
+/// document's tree points each revision to the position of the event that carried its body.
+public struct DocumentEvent: Sendable, Hashable {
+  public enum Kind: UInt8, Sendable {
+    /// A local edit (`new_edits=true`): a new revision whose parent was a leaf.
+    case edit = 1
+    /// A replicated write (`new_edits=false`): a revision with its history, merged as CouchDB does.
+    case replicated = 2
+    /// A `_local` document written; never replicated, not in the changes feed.
+    case localPut = 3
+    case localDelete = 4
+    /// The database's revs_limit changed.
+    case revsLimit = 5
+
+    public var eventType: String {
+      switch self {
+      case .edit: "doc.edit"
+      case .replicated: "doc.replicated"
+      case .localPut: "local.put"
+      case .localDelete: "local.delete"
+      case .revsLimit: "db.revs_limit"
+      }
+    }
+
+    init?(eventType: String) {
+      switch eventType {
+      case "doc.edit": self = .edit
+      case "doc.replicated": self = .replicated
+      case "local.put": self = .localPut
+      case "local.delete": self = .localDelete
+      case "db.revs_limit": self = .revsLimit
+      default: return nil
+      }
+    }
+  }
+
+  public var kind: Kind
+  public var docID: String
+  /// The new revision (for `_local` documents, CouchDB's `0-N`).
+  public var rev: String
+  /// For document writes: the new revision and its ancestors, newest first.
+  public var path: RevisionPath?
+  public var deleted: Bool
+  public var origin: String
+  public var revsLimit: Int
+  /// The JSON object of the body, without `_id`, `_rev` and the other special fields.
+  public var body: [UInt8]
+
+  public init(
+    kind: Kind, docID: String, rev: String, path: RevisionPath? = nil, deleted: Bool = false,
+    origin: String = "", revsLimit: Int = 0, body: [UInt8] = Array("{}".utf8)
+  ) {
+    self.kind = kind
+    self.docID = docID
+    self.rev = rev
+    self.path = path
+    self.deleted = deleted
+    self.origin = origin
+    self.revsLimit = revsLimit
+    self.body = body
+  }
+
+  static let format: UInt8 = 1
+
+  /// The log stream of a document's events: its id (`_local/...` for local documents).
+  static func stream(for kind: Kind, docID: String) -> String {
+    switch kind {
+    case .localPut, .localDelete: "_local/" + docID
+    case .revsLimit: "_db"
+    default: docID
+    }
+  }
+
+  public func encoded() -> [UInt8] {
+    var w = ByteWriter(capacity: 64 + body.count)
+    w.byte(Self.format)
+    w.byte(kind.rawValue)
+    w.byte(deleted ? 1 : 0)
+    w.string(docID)
+    w.string(rev)
+    if let path {
+      w.varint(path.start)
+      w.varint(path.ids.count)
+      for id in path.ids { w.string(id.description) }
+    } else {
+      w.varint(0)
+      w.varint(0)
+    }
+    w.string(origin)
+    w.varint(revsLimit)
+    w.raw(body)
+    return w.bytes
+  }
+
+  /// Decodes an event's payload; nil for events that are not document events.
+  public init(decoding event: RecordedEvent) throws(StoreError) {
+    guard Kind(eventType: event.type) != nil else {
+      throw StoreError(
+        "internal_server_error", "event \(event.position) is not a document event", status: 500)
+    }
+    try self.init(decoding: event.payload, position: event.position)
+  }
+
+  init(decoding payload: [UInt8], position: LogPosition) throws(StoreError) {
+    var r = ByteReader(payload)
+    do {
+      guard try r.byte() == Self.format, let kind = Kind(rawValue: try r.byte()) else {
+        throw StoreError(
+          "internal_server_error", "event \(position) has an unknown document format", status: 500)
+      }
+      self.kind = kind
+      deleted = try r.byte() & 1 != 0
+      docID = try r.string()
+      rev = try r.string()
+      let start = try r.int()
+      let count = try r.int()
+      if count > 0 {
+        var ids: [String] = []
+        ids.reserveCapacity(count)
+        for _ in 0..<count { ids.append(try r.string()) }
+        path = try RevisionPath(start: start, ids: ids)
+      } else {
+        path = nil
+      }
+      origin = try r.string()
+      revsLimit = try r.int()
+      body = Array(r.rest())
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError(
+        "internal_server_error", "event \(position) is a malformed document event", status: 500)
+    }
+  }
+}

@@ -1,0 +1,128 @@
+public import Log
+import RevTree
+
+/// The document store's projection: revision trees, the by-sequence index that is the changes
+/// feed, `_local` documents and the database's settings and counts.
+///
+/// | database | key | value |
+/// | --- | --- | --- |
+/// | `docs.byId` | document id (UTF-8) | ``DocumentRecord`` |
+/// | `docs.bySeq` | update seq, big-endian | document id: one row per document, at its last change |
+/// | `docs.local` | `_local` id | rev (`0-N`) and body |
+/// | `docs.meta` | `revs_limit`, `doc_count`, `doc_del_count` | big-endian numbers |
+public final class DocumentProjection: Projection {
+  public let name = "docs"
+  public let databaseNames = ["byId", "bySeq", "local", "meta"]
+
+  public init() {}
+
+  static let revsLimitKey = Array("revs_limit".utf8)
+  static let docCountKey = Array("doc_count".utf8)
+  static let deletedCountKey = Array("doc_del_count".utf8)
+  public static let defaultRevsLimit = 1000
+
+  public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
+    throws
+  {
+    guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
+    let e = try DocumentEvent(decoding: event)
+    switch e.kind {
+    case .edit, .replicated:
+      _ = try applyDocument(e, at: event.position.rawValue, storage: storage, txn: txn)
+    case .localPut:
+      var w = ByteWriter()
+      w.string(e.rev)
+      w.raw(e.body)
+      try txn.put(w.bytes, forKey: DocumentKey.key(e.docID), in: storage["local"])
+    case .localDelete:
+      try txn.delete(DocumentKey.key(e.docID), in: storage["local"])
+    case .revsLimit:
+      try txn.put(
+        UInt64(e.revsLimit).bigEndianBytes, forKey: Self.revsLimitKey, in: storage["meta"])
+    }
+  }
+
+  // MARK: Documents
+
+  func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
+    -> DocumentRecord?
+  {
+    guard let bytes = try txn.get(DocumentKey.key(id), in: storage["byId"]) else { return nil }
+    return try DocumentRecord(decoding: bytes)
+  }
+
+  func revsLimit(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
+    guard let bytes = try txn.get(Self.revsLimitKey, in: storage["meta"]),
+      let n = UInt64(bigEndianBytes: bytes)
+    else {
+      return Self.defaultRevsLimit
+    }
+    return Int(n)
+  }
+
+  func counter(_ key: [UInt8], storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
+    guard let bytes = try txn.get(key, in: storage["meta"]), let n = UInt64(bigEndianBytes: bytes)
+    else { return 0 }
+    return Int(n)
+  }
+
+  /// Merges a document event into its tree as CouchDB would. Both the write path (before it
+  /// appends, to learn whether anything changes) and replay use this one function.
+  static func merge(
+    _ e: DocumentEvent, into tree: inout RevisionTree, body position: UInt64, revsLimit: Int
+  ) throws
+    -> MergeOutcome
+  {
+    guard let path = e.path else {
+      throw StoreError.badRequest("document event without a revision path")
+    }
+    switch e.kind {
+    case .edit:
+      let revisions = path.revisions
+      return try tree.applyEdit(
+        newRevision: revisions[0], parent: revisions.count > 1 ? revisions[1] : nil,
+        deleted: e.deleted,
+        body: position, revsLimit: revsLimit)
+    default:
+      return try tree.merge(path, deleted: e.deleted, body: position, revsLimit: revsLimit)
+    }
+  }
+
+  /// Applies a document event at `position`; `merged` is the tree already merged by the write
+  /// path (so the hot path merges once). Returns whether the document changed.
+  @discardableResult
+  func applyDocument(
+    _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
+    record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
+  ) throws -> Bool {
+    var record =
+      try loaded ?? self.record(e.docID, storage: storage, txn: txn)
+      ?? DocumentRecord(docID: e.docID)
+    let wasPresent = !record.tree.isEmpty
+    let wasLive = record.isLive
+    if let merged {
+      record.tree = merged
+    } else {
+      let outcome = try Self.merge(
+        e, into: &record.tree, body: position, revsLimit: try revsLimit(storage: storage, txn: txn))
+      guard outcome.updated else { return false }
+    }
+    if record.updateSeq != 0 {
+      try txn.delete(record.updateSeq.bigEndianBytes, in: storage["bySeq"])
+    }
+    record.updateSeq = position
+    let key = DocumentKey.key(e.docID)
+    try txn.put(record.encoded(), forKey: key, in: storage["byId"])
+    try txn.put(key, forKey: position.bigEndianBytes, in: storage["bySeq"])
+    let isLive = record.isLive
+    if wasLive != isLive || !wasPresent {
+      var live = try counter(Self.docCountKey, storage: storage, txn: txn)
+      var deleted = try counter(Self.deletedCountKey, storage: storage, txn: txn)
+      if wasPresent { if wasLive { live -= 1 } else { deleted -= 1 } }
+      if isLive { live += 1 } else { deleted += 1 }
+      try txn.put(UInt64(live).bigEndianBytes, forKey: Self.docCountKey, in: storage["meta"])
+      try txn.put(UInt64(deleted).bigEndianBytes, forKey: Self.deletedCountKey, in: storage["meta"])
+    }
+    return true
+  }
+}

@@ -1,0 +1,132 @@
+import Log
+public import RevTree
+
+/// Options of `_all_docs`.
+public struct AllDocsOptions: Sendable, Hashable {
+  public var startKey: String?
+  public var endKey: String?
+  public var inclusiveEnd = true
+  /// Look these ids up, in this order, instead of a range (deleted ones included, as CouchDB does).
+  public var keys: [String]?
+  public var limit: Int?
+  public var skip = 0
+  public var descending = false
+  public var includeDocs = false
+  public var conflicts = false
+
+  public init() {}
+}
+
+/// `_all_docs`'s answer.
+public struct AllDocsResult: Sendable, Hashable {
+  public var totalRows: Int
+  public var offset: Int
+  public var rows: [JSONValue]
+
+  public var json: JSONValue {
+    .object(
+      JSONObject([
+        .init(key: "total_rows", value: .number(JSONNumber(Int64(totalRows)))),
+        .init(key: "offset", value: .number(JSONNumber(Int64(offset)))),
+        .init(key: "rows", value: .array(rows)),
+      ]))
+  }
+}
+
+extension DocumentStore {
+  /// `_all_docs`: live documents by id (UTF-8 byte order, like CouchDB's raw id order).
+  public func allDocs(_ options: AllDocsOptions = AllDocsOptions()) throws -> AllDocsResult {
+    try read { txn in
+      let total = try documents.counter(
+        DocumentProjection.docCountKey, storage: documentStorage, txn: txn)
+      var rows: [JSONValue] = []
+      let limit = options.limit ?? .max
+      func row(_ record: DocumentRecord, key: String, includeDeleted: Bool) throws -> JSONValue? {
+        guard let winner = record.tree.winner else { return nil }
+        let deleted = winner.status != .available
+        if deleted && !includeDeleted { return nil }
+        var value: [JSONObject.Member] = [.init(key: "rev", value: .string(winner.rev.description))]
+        if deleted { value.append(.init(key: "deleted", value: .bool(true))) }
+        var members: [JSONObject.Member] = [
+          .init(key: "id", value: .string(record.docID)), .init(key: "key", value: .string(key)),
+          .init(key: "value", value: .object(JSONObject(value))),
+        ]
+        if options.includeDocs {
+          members.append(
+            .init(
+              key: "doc",
+              value: deleted
+                ? .null
+                : try documentJSON(
+                  record, winner, options: GetOptions(conflicts: options.conflicts), txn: txn)))
+        }
+        return .object(JSONObject(members))
+      }
+
+      if let keys = options.keys {
+        var skipped = 0
+        for key in (options.descending ? keys.reversed() : keys) {
+          guard rows.count < limit else { break }
+          let r: JSONValue
+          if let record = try documents.record(key, storage: documentStorage, txn: txn),
+            let found = try row(record, key: key, includeDeleted: true)
+          {
+            r = found
+          } else {
+            r = .object(
+              JSONObject([
+                .init(key: "key", value: .string(key)),
+                .init(key: "error", value: .string("not_found")),
+              ]))
+          }
+          if skipped < options.skip {
+            skipped += 1
+            continue
+          }
+          rows.append(r)
+        }
+        return AllDocsResult(totalRows: total, offset: 0, rows: rows)
+      }
+
+      let start = options.startKey.map { Array($0.utf8) }
+      let end = options.endKey.map { Array($0.utf8) }
+      var skipped = 0
+      var offset = 0
+      try txn.scan(
+        documentStorage["byId"], from: start, direction: options.descending ? .backward : .forward
+      ) { key, value in
+        if let end {
+          let past =
+            options.descending
+            ? key.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(key)
+          if past || (!options.inclusiveEnd && key == end) { return false }
+        }
+        let record = try DocumentRecord(decoding: value)
+        guard let r = try row(record, key: record.docID, includeDeleted: false) else { return true }
+        if skipped < options.skip {
+          skipped += 1
+          return true
+        }
+        rows.append(r)
+        return rows.count < limit
+      }
+      // CouchDB's offset: live documents before the first row in this direction. Without a
+      // start key that is what was skipped; with one it takes a count (O(n); no rank in LMDB).
+      if start == nil {
+        offset = rows.isEmpty ? total : skipped
+      } else if let first = rows.first?.objectValue?["id"]?.stringValue {
+        let firstKey = Array(first.utf8)
+        try txn.scan(
+          documentStorage["byId"], from: nil, direction: options.descending ? .backward : .forward
+        ) { key, value in
+          if key == firstKey { return false }
+          if try DocumentRecord(decoding: value).isLive { offset += 1 }
+          return true
+        }
+      } else {
+        offset = total
+      }
+      return AllDocsResult(totalRows: total, offset: offset, rows: rows)
+    }
+  }
+}

@@ -1,0 +1,278 @@
+public import Log
+public import RevTree
+
+/// Options of `_changes`.
+public struct ChangesOptions: Sendable, Hashable {
+  public enum Style: Sendable, Hashable {
+    /// The winning revision only.
+    case mainOnly
+    /// Every leaf revision, conflicts included.
+    case allDocs
+  }
+
+  /// Rows after this position (exclusive), as CouchDB's `since`.
+  public var since: LogPosition = .start
+  public var limit: Int?
+  /// Newest first; `since` then bounds from above (0 means from the newest).
+  public var descending = false
+  public var style: Style = .mainOnly
+  public var includeDocs = false
+  /// With `includeDocs`: add `_conflicts` to each document.
+  public var conflicts = false
+  /// `filter=_doc_ids`.
+  public var docIDs: Set<String>?
+  /// `filter=_selector`: conditions on top-level fields of the winning body.
+  public var selector: Selector?
+  /// Only the wiki document `wiki` and its pages (`<wiki>:<Page Name>`).
+  public var wiki: String?
+  /// Every revision event in order, not one row per document (an event-log extension).
+  public var history = false
+
+  public init() {}
+
+  var isFiltered: Bool { docIDs != nil || selector != nil || wiki != nil }
+}
+
+/// One row of the changes feed.
+public struct ChangeRow: Sendable, Hashable {
+  public var seq: LogPosition
+  public var id: String
+  public var changes: [String]
+  public var deleted: Bool
+  public var doc: JSONValue?
+  /// History rows: who wrote the revision, when (µs since 1970) and where from.
+  public var actor: String?
+  public var timestampMicroseconds: Int64?
+  public var origin: String?
+
+  /// `{"seq":N,"id":...,"changes":[{"rev":...}],"deleted":true?,"doc":...}`
+  public var json: JSONValue {
+    var members: [JSONObject.Member] = [
+      .init(key: "seq", value: .number(JSONNumber(Int64(seq.rawValue)))),
+      .init(key: "id", value: .string(id)),
+      .init(
+        key: "changes",
+        value: .array(changes.map { .object(JSONObject([.init(key: "rev", value: .string($0))])) })),
+    ]
+    if deleted { members.append(.init(key: "deleted", value: .bool(true))) }
+    if let doc { members.append(.init(key: "doc", value: doc)) }
+    if let actor { members.append(.init(key: "actor", value: .string(actor))) }
+    if let origin, !origin.isEmpty { members.append(.init(key: "origin", value: .string(origin))) }
+    return .object(JSONObject(members))
+  }
+}
+
+/// A page of the changes feed.
+public struct ChangesResult: Sendable, Hashable {
+  public var results: [ChangeRow]
+  /// The position the feed has read up to: pass it as the next `since`. Advances past
+  /// filtered-out rows too, so a consumer can checkpoint while nothing matches.
+  public var lastSeq: LogPosition
+  /// Rows after `lastSeq` (for the unfiltered main feed; filtered feeds count candidates).
+  public var pending: Int
+}
+
+extension DocumentStore {
+  /// The changes feed (`GET /db/_changes`, `feed=normal`).
+  public func changes(_ options: ChangesOptions = ChangesOptions()) throws -> ChangesResult {
+    try read { txn in
+      if options.history { return try historyChanges(options, txn: txn) }
+      let limit = options.limit ?? .max
+      var rows: [ChangeRow] = []
+      let last = try txn.lastPosition
+      var lastSeq = options.descending ? last : options.since
+      let bySeq = documentStorage["bySeq"]
+      var reachedLimit = false
+      if limit > 0 {
+        let from: [UInt8]? =
+          options.descending
+          ? (options.since == .start ? nil : options.since.rawValue.bigEndianBytes)
+          : (options.since.rawValue + 1).bigEndianBytes
+        try txn.scan(bySeq, from: from, direction: options.descending ? .backward : .forward) {
+          key, value in
+          guard let seq = UInt64(bigEndianBytes: key) else { return true }
+          lastSeq = LogPosition(seq)
+          if let row = try changeRow(
+            docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
+          {
+            rows.append(row)
+            if rows.count >= limit {
+              reachedLimit = true
+              return false
+            }
+          }
+          return true
+        }
+      }
+      if !options.descending && !reachedLimit { lastSeq = max(lastSeq, last) }
+      var pending = 0
+      if !options.descending {
+        try txn.scan(bySeq, from: (lastSeq.rawValue + 1).bigEndianBytes) { _, _ in
+          pending += 1
+          return true
+        }
+      }
+      return ChangesResult(results: rows, lastSeq: lastSeq, pending: pending)
+    }
+  }
+
+  /// The row of a document whose latest change is at `seq`, or nil if a filter drops it.
+  func changeRow(docID: String, seq: UInt64, options: ChangesOptions, txn: ReadTransaction) throws
+    -> ChangeRow?
+  {
+    if let ids = options.docIDs, !ids.contains(docID) { return nil }
+    if let wiki = options.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return nil }
+    guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
+      let winner = record.tree.winner
+    else { return nil }
+    var doc: JSONValue?
+    if options.includeDocs || options.selector != nil {
+      doc = try documentJSON(
+        record, winner, options: GetOptions(conflicts: options.conflicts), txn: txn)
+      if let selector = options.selector, !selector.matches(doc!) { return nil }
+    }
+    let changes =
+      options.style == .allDocs
+      ? record.tree.leaves.map(\.rev.description) : [winner.rev.description]
+    return ChangeRow(
+      seq: LogPosition(seq), id: docID, changes: changes, deleted: winner.status != .available,
+      doc: options.includeDocs ? doc : nil)
+  }
+
+  /// Every document revision event after `since`, in log order.
+  func historyChanges(_ options: ChangesOptions, txn: ReadTransaction) throws -> ChangesResult {
+    let limit = options.limit ?? .max
+    var rows: [ChangeRow] = []
+    let last = try txn.lastPosition
+    var lastSeq = options.descending ? last : options.since
+    var reachedLimit = false
+    let start =
+      options.descending
+      ? (options.since == .start ? last : LogPosition(options.since.rawValue - 1))
+      : options.since.next
+    if limit > 0 {
+      try txn.forEachEvent(from: start, direction: options.descending ? .backward : .forward) {
+        event in
+        lastSeq = event.position
+        if let row = try historyRow(event, options: options, txn: txn) {
+          rows.append(row)
+          if rows.count >= limit {
+            reachedLimit = true
+            return false
+          }
+        }
+        return true
+      }
+    }
+    if !options.descending && !reachedLimit { lastSeq = max(lastSeq, last) }
+    return ChangesResult(
+      results: rows, lastSeq: lastSeq,
+      pending: options.descending ? 0 : Int(last.rawValue - min(last.rawValue, lastSeq.rawValue)))
+  }
+
+  /// The history row of a document revision event, or nil (other events, filtered out).
+  func historyRow(_ event: RecordedEvent, options: ChangesOptions, txn: ReadTransaction) throws
+    -> ChangeRow?
+  {
+    guard
+      event.type == DocumentEvent.Kind.edit.eventType
+        || event.type == DocumentEvent.Kind.replicated.eventType
+    else { return nil }
+    let docID = event.stream
+    if let ids = options.docIDs, !ids.contains(docID) { return nil }
+    if let wiki = options.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return nil }
+    let e = try DocumentEvent(decoding: event)
+    var doc: JSONValue?
+    if options.includeDocs || options.selector != nil {
+      var members: [JSONObject.Member] = [
+        .init(key: "_id", value: .string(docID)), .init(key: "_rev", value: .string(e.rev)),
+      ]
+      if let body = try? JSONValue(parsing: e.body).objectValue {
+        members.append(contentsOf: body.members)
+      }
+      if e.deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
+      doc = .object(JSONObject(members))
+      if let selector = options.selector, !selector.matches(doc!) { return nil }
+    }
+    return ChangeRow(
+      seq: event.position, id: docID, changes: [e.rev], deleted: e.deleted,
+      doc: options.includeDocs ? doc : nil,
+      actor: event.actor, timestampMicroseconds: event.timestampMicroseconds, origin: e.origin)
+  }
+
+  /// The live changes feed: rows after `options.since`, then new ones as they commit (from any
+  /// process), as an `AsyncSequence`. See ``LiveChanges``.
+  public func liveChanges(_ options: ChangesOptions = ChangesOptions()) -> LiveChanges {
+    LiveChanges(store: self, options: options)
+  }
+}
+
+/// Follows the changes feed: ``Item/change(_:)`` for each row, ``Item/progress(_:)`` when the
+/// feed has read up to a position without a row to show (filtered feeds, or once caught up), so
+/// a consumer can checkpoint. Ends when its task is cancelled or the store closes.
+public struct LiveChanges: AsyncSequence, Sendable {
+  public enum Item: Sendable, Hashable {
+    case change(ChangeRow)
+    case progress(LogPosition)
+  }
+  public typealias Element = Item
+
+  let store: DocumentStore
+  let options: ChangesOptions
+
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(
+      store: store, options: options,
+      events: store.log.subscribe(after: options.since).makeAsyncIterator())
+  }
+
+  public struct Iterator: AsyncIteratorProtocol {
+    let store: DocumentStore
+    let options: ChangesOptions
+    var events: LogSubscription.Iterator
+    var skippedSince: LogPosition?
+
+    public mutating func next() async throws -> Item? {
+      while let item = try await events.next() {
+        switch item {
+        case .caughtUp(let position):
+          skippedSince = nil
+          return .progress(position)
+        case .event(let event):
+          if let row = try row(for: event) {
+            skippedSince = nil
+            return .change(row)
+          }
+          // Report progress now and then while nothing matches.
+          if let since = skippedSince {
+            if event.position.rawValue - since.rawValue >= 1000 {
+              skippedSince = event.position
+              return .progress(event.position)
+            }
+          } else {
+            skippedSince = event.position
+          }
+        }
+      }
+      return nil
+    }
+
+    func row(for event: RecordedEvent) throws -> ChangeRow? {
+      guard
+        event.type == DocumentEvent.Kind.edit.eventType
+          || event.type == DocumentEvent.Kind.replicated.eventType
+      else { return nil }
+      return try store.read { txn in
+        if options.history { return try store.historyRow(event, options: options, txn: txn) }
+        // Only the document's latest change makes a row, as in CouchDB's feed.
+        guard
+          let record = try store.documents.record(
+            event.stream, storage: store.documentStorage, txn: txn),
+          record.updateSeq == event.position.rawValue
+        else { return nil }
+        return try store.changeRow(
+          docID: event.stream, seq: record.updateSeq, options: options, txn: txn)
+      }
+    }
+  }
+}

@@ -1,0 +1,302 @@
+public import Log
+public import RevTree
+
+/// Options of `GET /db/docid`.
+public struct GetOptions: Sendable, Hashable {
+  public var rev: String?
+  /// `_revisions` (the revision's history, cut to revs_limit).
+  public var revs = false
+  /// `_revs_info` (each revision of the history and whether its body is available).
+  public var revsInfo = false
+  public var conflicts = false
+  public var deletedConflicts = false
+  /// With `rev` or `open_revs`: the leaves that descend from the named revisions instead.
+  public var latest = false
+  public var localSeq = false
+
+  public init(
+    rev: String? = nil, revs: Bool = false, revsInfo: Bool = false, conflicts: Bool = false,
+    deletedConflicts: Bool = false, latest: Bool = false, localSeq: Bool = false
+  ) {
+    self.rev = rev
+    self.revs = revs
+    self.revsInfo = revsInfo
+    self.conflicts = conflicts
+    self.deletedConflicts = deletedConflicts
+    self.latest = latest
+    self.localSeq = localSeq
+  }
+}
+
+/// `open_revs`: every leaf, or the given revisions.
+public enum OpenRevs: Sendable, Hashable {
+  case all
+  case revs([String])
+}
+
+/// Numbers of `GET /db`.
+public struct DatabaseInfo: Sendable, Hashable {
+  public let docCount: Int
+  public let deletedDocCount: Int
+  public let updateSeq: LogPosition
+  public let revsLimit: Int
+}
+
+extension DocumentStore {
+  /// Runs `body` on one consistent snapshot of the store.
+  public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
+    do {
+      return try log.read(body)
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+
+  /// A document's record (revision tree and update seq), or nil.
+  public func record(_ id: String) throws -> DocumentRecord? {
+    try read { try documents.record(id, storage: documentStorage, txn: $0) }
+  }
+
+  public var info: DatabaseInfo {
+    get throws {
+      try read { txn in
+        DatabaseInfo(
+          docCount: try documents.counter(
+            DocumentProjection.docCountKey, storage: documentStorage, txn: txn),
+          deletedDocCount: try documents.counter(
+            DocumentProjection.deletedCountKey, storage: documentStorage, txn: txn),
+          updateSeq: try txn.lastPosition,
+          revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
+      }
+    }
+  }
+
+  public var revsLimit: Int {
+    get throws { try read { try documents.revsLimit(storage: documentStorage, txn: $0) } }
+  }
+
+  // MARK: Documents
+
+  /// A document as `GET /db/docid` returns it.
+  ///
+  /// - Throws: ``StoreError`` `not_found` with reason `missing` (no such document or revision)
+  ///   or `deleted` (the winner is a tombstone and no `rev` was asked for).
+  public func get(_ id: String, options: GetOptions = GetOptions()) throws -> JSONValue {
+    try read { txn in
+      guard let record = try documents.record(id, storage: documentStorage, txn: txn) else {
+        throw StoreError.notFound("missing")
+      }
+      let tree = record.tree
+      var revision: RevisionTree.Revision
+      if let revString = options.rev {
+        let rev: RevID
+        do { rev = try RevID(revString) } catch {
+          throw StoreError.badRequest("Invalid rev format")
+        }
+        guard var found = tree.revision(rev) else { throw StoreError.notFound("missing") }
+        if options.latest {
+          // The leaf below `rev` that would win: live before deleted, then generation, then hash.
+          let leaves = tree.leaves(descendingFrom: rev)
+          if let best = leaves.max(by: {
+            ($0.status == .available ? 1 : 0, $0.rev) < ($1.status == .available ? 1 : 0, $1.rev)
+          }) {
+            found = best
+          }
+        }
+        guard found.status != .missing else { throw StoreError.notFound("missing") }
+        revision = found
+      } else {
+        guard let winner = tree.winner else { throw StoreError.notFound("missing") }
+        guard winner.status == .available else { throw StoreError.notFound("deleted") }
+        revision = winner
+      }
+      return try documentJSON(record, revision, options: options, txn: txn)
+    }
+  }
+
+  /// `GET /db/docid?open_revs=...`: `{"ok": doc}` for each revision found, `{"missing": rev}` for
+  /// the others; with `latest`, each named revision is replaced by the leaves below it.
+  public func openRevs(_ id: String, _ which: OpenRevs, options: GetOptions = GetOptions()) throws
+    -> [JSONValue]
+  {
+    try read { txn in
+      let record = try documents.record(id, storage: documentStorage, txn: txn)
+      switch which {
+      case .all:
+        guard let record else { return [] }
+        return try record.tree.leaves.map { leaf in
+          .object(
+            JSONObject([
+              .init(key: "ok", value: try documentJSON(record, leaf, options: options, txn: txn))
+            ]))
+        }
+      case .revs(let revs):
+        var out: [JSONValue] = []
+        var seen = Set<RevID>()
+        for revString in revs {
+          let rev: RevID
+          do { rev = try RevID(revString) } catch {
+            throw StoreError.badRequest("Invalid rev format")
+          }
+          guard let record, let found = record.tree.revision(rev) else {
+            out.append(.object(JSONObject([.init(key: "missing", value: .string(revString))])))
+            continue
+          }
+          let targets = options.latest ? record.tree.leaves(descendingFrom: rev) : [found]
+          for target in targets where seen.insert(target.rev).inserted {
+            if target.status == .missing {
+              out.append(
+                .object(JSONObject([.init(key: "missing", value: .string(target.rev.description))]))
+              )
+            } else {
+              out.append(
+                .object(
+                  JSONObject([
+                    .init(
+                      key: "ok", value: try documentJSON(record, target, options: options, txn: txn)
+                    )
+                  ])))
+            }
+          }
+        }
+        return out
+      }
+    }
+  }
+
+  /// The body of the revision whose event is at `position`.
+  func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
+    guard let event = try txn.event(at: LogPosition(position)) else {
+      throw StoreError(
+        "internal_server_error", "the body at position \(position) is missing from the log",
+        status: 500)
+    }
+    let e = try DocumentEvent(decoding: event)
+    do {
+      return try JSONValue(parsing: e.body).objectValue ?? JSONObject()
+    } catch {
+      throw StoreError(
+        "internal_server_error", "the body at position \(position) is not JSON", status: 500)
+    }
+  }
+
+  /// A revision as CouchDB renders it: `_id`, `_rev`, the body, `_deleted`, then `_revisions`,
+  /// `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_local_seq` as asked.
+  func documentJSON(
+    _ record: DocumentRecord, _ revision: RevisionTree.Revision, options: GetOptions,
+    txn: ReadTransaction
+  ) throws -> JSONValue {
+    var members: [JSONObject.Member] = [
+      .init(key: "_id", value: .string(record.docID)),
+      .init(key: "_rev", value: .string(revision.rev.description)),
+    ]
+    if let position = revision.body {
+      members.append(contentsOf: try body(at: position, txn: txn).members)
+    }
+    if revision.status == .deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
+    let tree = record.tree
+    if options.revs || options.revsInfo {
+      let limit = try documents.revsLimit(storage: documentStorage, txn: txn)
+      if options.revs, let path = tree.revisions(of: revision.rev, limit: limit) {
+        members.append(
+          .init(
+            key: "_revisions",
+            value: .object(
+              JSONObject([
+                .init(key: "start", value: .number(JSONNumber(Int64(path.start)))),
+                .init(key: "ids", value: .array(path.ids.map { .string($0.description) })),
+              ]))))
+      }
+      if options.revsInfo, let info = tree.revsInfo(of: revision.rev, limit: limit) {
+        members.append(
+          .init(
+            key: "_revs_info",
+            value: .array(
+              info.map {
+                .object(
+                  JSONObject([
+                    .init(key: "rev", value: .string($0.rev.description)),
+                    .init(key: "status", value: .string($0.status.rawValue)),
+                  ]))
+              })))
+      }
+    }
+    if options.conflicts {
+      let conflicts = tree.conflicts.filter { $0 != revision.rev }
+      if !conflicts.isEmpty {
+        members.append(
+          .init(key: "_conflicts", value: .array(conflicts.map { .string($0.description) })))
+      }
+    }
+    if options.deletedConflicts {
+      let deleted = tree.deletedConflicts.filter { $0 != revision.rev }
+      if !deleted.isEmpty {
+        members.append(
+          .init(key: "_deleted_conflicts", value: .array(deleted.map { .string($0.description) })))
+      }
+    }
+    if options.localSeq {
+      members.append(.init(key: "_local_seq", value: .number(JSONNumber(Int64(record.updateSeq)))))
+    }
+    return .object(JSONObject(members))
+  }
+
+  /// `_revs_diff`: for each document, the given revisions the store does not have, and the
+  /// leaves that could be their ancestors. Documents with nothing missing are left out.
+  public func revsDiff(_ request: [(id: String, revs: [String])]) throws -> [(
+    id: String, diff: RevsDiff
+  )] {
+    try read { txn in
+      var out: [(id: String, diff: RevsDiff)] = []
+      for (id, revStrings) in request {
+        var revs: [RevID] = []
+        for s in revStrings {
+          do { revs.append(try RevID(s)) } catch {
+            throw StoreError.badRequest("Invalid rev format: \(s)")
+          }
+        }
+        let tree =
+          try documents.record(id, storage: documentStorage, txn: txn)?.tree ?? RevisionTree()
+        let diff = tree.revsDiff(revs)
+        if !diff.missing.isEmpty { out.append((id, diff)) }
+      }
+      return out
+    }
+  }
+
+  // MARK: _local documents
+
+  func localDocument(_ id: String, txn: ReadTransaction) throws -> (rev: String, body: [UInt8])? {
+    guard let bytes = try txn.get(DocumentKey.key(id), in: documentStorage["local"]) else {
+      return nil
+    }
+    var r = ByteReader(bytes)
+    do {
+      let rev = try r.string()
+      return (rev, Array(r.rest()))
+    } catch {
+      throw StoreError(
+        "internal_server_error", "the _local document '\(id)' is corrupt", status: 500)
+    }
+  }
+
+  /// A `_local` document (`id` without the `_local/` prefix).
+  public func getLocal(_ id: String) throws -> JSONValue {
+    try read { txn in
+      guard let (rev, body) = try localDocument(id, txn: txn) else {
+        throw StoreError.notFound("missing")
+      }
+      let object: JSONObject
+      do { object = try JSONValue(parsing: body).objectValue ?? JSONObject() } catch {
+        object = JSONObject()
+      }
+      return .object(
+        JSONObject(
+          [
+            .init(key: "_id", value: .string("_local/" + id)),
+            .init(key: "_rev", value: .string(rev)),
+          ]
+            + object.members))
+    }
+  }
+}

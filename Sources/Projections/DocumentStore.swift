@@ -1,0 +1,474 @@
+public import Log
+public import RevTree
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// A CouchDB-compatible document database on an event log.
+///
+/// Every accepted write is one event in the log; the documents (revision trees, winners, the
+/// changes feed) are the ``DocumentProjection`` of those events, updated in the same LMDB
+/// transaction as the append, so a reader never sees one without the other. Other projections
+/// (wikis, pages, history) can be added inline and are kept in step the same way.
+///
+/// ```swift
+/// let store = try DocumentStore(directory: "/var/lib/wikilog/db")
+/// let created = try store.put(#"{"_id":"w1:Home","type":"page","markdown":"# Home"}"#, actor: "alice")
+/// let doc = try store.get("w1:Home")                          // {"_id":..., "_rev": "1-...", ...}
+/// try store.put(#"{"_id":"w1:Home","_rev":"\#(created.rev!)","markdown":"# Home v2"}"#, actor: "bob")
+/// ```
+public final class DocumentStore: Sendable {
+  public let log: EventLog
+  let documents = DocumentProjection()
+  let documentStorage: ProjectionStorage
+  /// Inline projections besides the documents, applied to every event in its transaction.
+  let others: [(projection: any Projection, storage: ProjectionStorage)]
+  let checkpoints: Database
+  let ownsLog: Bool
+
+  /// Opens (creating) the database in `directory`.
+  public convenience init(
+    directory: String, options: EventLog.Options = EventLog.Options(),
+    projections: [any Projection] = []
+  ) throws {
+    let log: EventLog
+    do {
+      log = try EventLog(directory: directory, options: options)
+    } catch {
+      throw StoreError.storage(error)
+    }
+    do {
+      try self.init(log: log, projections: projections, ownsLog: true)
+    } catch {
+      log.close()
+      throw error
+    }
+  }
+
+  /// Uses an open log; the projections catch up with it before this returns.
+  public init(log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false) throws {
+    self.log = log
+    self.ownsLog = ownsLog
+    do {
+      documentStorage = try ProjectionStorage.open(for: documents, in: log)
+      others = try projections.map { ($0, try ProjectionStorage.open(for: $0, in: log)) }
+      checkpoints = try log.database(named: "projections")
+    } catch {
+      throw StoreError.from(error)
+    }
+    if !log.options.readOnly { try catchUp() }
+  }
+
+  deinit {
+    if ownsLog { log.close() }
+  }
+
+  public func close() { log.close() }
+
+  var allProjections: [(projection: any Projection, storage: ProjectionStorage)] {
+    [(documents, documentStorage)] + others
+  }
+
+  // MARK: Writing
+
+  /// Runs a write transaction that appends document events, and records every inline
+  /// projection's checkpoint once at its end.
+  func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    do {
+      return try log.write { txn in
+        let first = txn.nextPosition
+        let value = try body(txn)
+        let next = txn.nextPosition
+        if next > first {
+          let checkpoint = (next.rawValue - 1).bigEndianBytes
+          for (projection, _) in allProjections {
+            try txn.put(checkpoint, forKey: Array(projection.name.utf8), in: checkpoints)
+          }
+        }
+        return value
+      }
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+
+  /// Appends one document event and applies the inline projections to it.
+  @discardableResult
+  func append(
+    _ e: DocumentEvent, actor: String, txn: WriteTransaction, record: DocumentRecord? = nil,
+    merged: RevisionTree? = nil
+  ) throws -> RecordedEvent {
+    let event = try txn.append(
+      NewEvent(
+        type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
+        actor: actor,
+        payload: e.encoded()))
+    if e.kind == .edit || e.kind == .replicated {
+      try documents.applyDocument(
+        e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
+        merged: merged)
+    } else {
+      try documents.apply(event, to: documentStorage, in: txn)
+    }
+    for (projection, storage) in others { try projection.apply(event, to: storage, in: txn) }
+    return event
+  }
+
+  /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
+  /// computes the deterministic revision, appends the event and updates the projections.
+  func edit(_ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction)
+    throws -> String
+  {
+    try DocumentKey.validate(id)
+    let requested: RevID?
+    do {
+      requested = try rev.map { try RevID($0) }
+    } catch {
+      throw StoreError.badRequest("Invalid rev format")
+    }
+    let record =
+      try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
+    let parent = try record.tree.editParent(for: requested, deleted: input.deleted)
+    guard (parent?.generation ?? 0) < RevID.maxGeneration else {
+      throw StoreError.badRequest("revision generation overflow")
+    }
+    let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
+    let path = try RevisionPath(
+      start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
+    let e = DocumentEvent(
+      kind: .edit, docID: id, rev: newRev.description, path: path, deleted: input.deleted,
+      body: input.bodyBytes)
+    var tree = record.tree
+    let outcome = try DocumentProjection.merge(
+      e, into: &tree, body: txn.nextPosition.rawValue,
+      revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
+    guard outcome.updated else { throw StoreError.conflict }
+    try append(e, actor: actor, txn: txn, record: record, merged: tree)
+    return newRev.description
+  }
+
+  /// A replicated write (`new_edits=false`) inside a transaction: merges the revision and its
+  /// history; appends nothing when the store already has it.
+  func replicate(
+    _ input: DocumentInput, id: String, actor: String, origin: String, txn: WriteTransaction
+  ) throws {
+    try DocumentKey.validate(id)
+    guard let revString = input.rev else {
+      throw StoreError.badRequest("new_edits=false requires _rev on every document")
+    }
+    let rev: RevID
+    do {
+      rev = try RevID(revString)
+    } catch {
+      throw StoreError.badRequest("Invalid rev format")
+    }
+    let path = input.revisions ?? RevisionPath(rev)
+    guard path.leaf == rev else {
+      throw StoreError.badRequest("_rev \(revString) is not the first revision of _revisions")
+    }
+    let e = DocumentEvent(
+      kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
+      origin: origin,
+      body: input.bodyBytes)
+    let record =
+      try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
+    var tree = record.tree
+    let outcome = try DocumentProjection.merge(
+      e, into: &tree, body: txn.nextPosition.rawValue,
+      revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
+    guard outcome.updated else { return }
+    try append(e, actor: actor, txn: txn, record: record, merged: tree)
+  }
+
+  /// Creates or updates a document (`PUT /db/id`, `POST /db`).
+  ///
+  /// - Parameters:
+  ///   - json: the document; `_id` names it unless `id` is given, `_rev` the leaf it edits
+  ///     unless `rev` is given (they must agree when both are).
+  ///   - actor: who writes, recorded in the event.
+  /// - Returns: the id and the new revision.
+  /// - Throws: ``StoreError`` `conflict` (409) when `_rev` is not a current leaf, `bad_request`
+  ///   (400) for malformed input; nothing is written then.
+  @discardableResult
+  public func put(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String) throws
+    -> DocumentWriteResult
+  {
+    let input = try DocumentInput(json: json)
+    if let id, let bodyID = input.id, bodyID != id {
+      throw StoreError.badRequest("Document id in the body does not match the URL")
+    }
+    if let rev, let bodyRev = input.rev, bodyRev != rev {
+      throw StoreError.badRequest(
+        "Document rev from request body and query string have different values")
+    }
+    let docID = id ?? input.id ?? Self.newID()
+    return try writeDocuments { txn in
+      DocumentWriteResult(
+        id: docID, rev: try edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
+    }
+  }
+
+  /// ``put(_:id:rev:actor:)`` for a JSON string.
+  @discardableResult
+  public func put(_ json: String, id: String? = nil, rev: String? = nil, actor: String) throws
+    -> DocumentWriteResult
+  {
+    try put(Array(json.utf8), id: id, rev: rev, actor: actor)
+  }
+
+  /// Deletes a document: a new tombstone revision on the leaf `rev` (`DELETE /db/id?rev=`).
+  @discardableResult
+  public func delete(_ id: String, rev: String, actor: String) throws -> DocumentWriteResult {
+    let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    return try writeDocuments { txn in
+      DocumentWriteResult(id: id, rev: try edit(input, id: id, rev: rev, actor: actor, txn: txn))
+    }
+  }
+
+  /// `_bulk_docs`: every document on its own, all accepted ones appended in one transaction.
+  ///
+  /// With `newEdits` (the default) each document is a local edit and gets a result with its new
+  /// revision or its error. With `newEdits: false` (replication) revisions are merged with their
+  /// `_revisions` history, and — as CouchDB answers — only failures are listed.
+  public func bulkDocs(
+    _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
+  ) throws -> [DocumentWriteResult] {
+    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
+      Result { () throws(StoreError) in try DocumentInput(doc) }
+    }
+    return try writeDocuments { txn in
+      var results: [DocumentWriteResult] = []
+      for input in inputs {
+        switch input {
+        case .failure(let error):
+          results.append(DocumentWriteResult(id: "", rev: nil, error: error))
+        case .success(let input):
+          let id = input.id ?? (newEdits ? Self.newID() : "")
+          do {
+            try txn.savepoint { txn in
+              if newEdits {
+                results.append(
+                  DocumentWriteResult(
+                    id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+              } else {
+                try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+              }
+            }
+          } catch let error as LogError {
+            throw error
+          } catch {
+            results.append(
+              DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
+          }
+        }
+      }
+      return results
+    }
+  }
+
+  /// Writes a `_local` document: not replicated, not in the changes feed, but an event like
+  /// every write, so replication checkpoints are auditable. Returns its new `0-N` revision.
+  @discardableResult
+  public func putLocal(_ id: String, _ json: [UInt8], actor: String) throws -> DocumentWriteResult {
+    let input = try DocumentInput(json: json)
+    try DocumentKey.validate("_local/" + id, allowLocal: true)
+    return try writeDocuments { txn in
+      let current = try localDocument(id, txn: txn)
+      if let current, let given = input.rev, given != current.rev { throw StoreError.conflict }
+      if current == nil, let given = input.rev, given != "0-0" { throw StoreError.conflict }
+      let n = current.flatMap { Int($0.rev.dropFirst(2)) } ?? 0
+      let rev = "0-\(n + 1)"
+      try append(
+        DocumentEvent(kind: .localPut, docID: id, rev: rev, body: input.bodyBytes), actor: actor,
+        txn: txn)
+      return DocumentWriteResult(id: "_local/" + id, rev: rev)
+    }
+  }
+
+  /// Deletes a `_local` document.
+  @discardableResult
+  public func deleteLocal(_ id: String, rev: String?, actor: String) throws -> DocumentWriteResult {
+    try writeDocuments { txn in
+      guard let current = try localDocument(id, txn: txn) else { throw StoreError.notFound() }
+      if let rev, rev != current.rev { throw StoreError.conflict }
+      try append(DocumentEvent(kind: .localDelete, docID: id, rev: "0-0"), actor: actor, txn: txn)
+      return DocumentWriteResult(id: "_local/" + id, rev: "0-0")
+    }
+  }
+
+  /// Sets how many ancestors each leaf keeps (`PUT /db/_revs_limit`); applies from the next write.
+  public func setRevsLimit(_ limit: Int, actor: String) throws {
+    guard limit >= 1 else { throw StoreError.badRequest("revs_limit must be a positive integer") }
+    _ = try writeDocuments { txn in
+      try append(
+        DocumentEvent(kind: .revsLimit, docID: "_revs_limit", rev: "", revsLimit: limit),
+        actor: actor, txn: txn)
+    }
+  }
+
+  static func newID() -> String {
+    String(UUID().uuidString.lowercased().filter { $0 != "-" })
+  }
+
+  // MARK: Projections
+
+  /// Brings every projection up to the log's end, from its checkpoint.
+  func catchUp() throws {
+    for (projection, storage) in allProjections {
+      try replay(projection, storage: storage, checkpointed: true)
+    }
+  }
+
+  /// Applies every event after the projection's checkpoint, in transactions of `batch` events.
+  func replay(
+    _ projection: any Projection, storage: ProjectionStorage, checkpointed: Bool,
+    batch: Int = 10_000
+  ) throws {
+    let key = Array(projection.name.utf8)
+    while true {
+      let done = try writeDocumentsRaw { txn -> Bool in
+        let start =
+          checkpointed
+          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianBytes: $0) } ?? 0) : 0
+        var last = start
+        var count = 0
+        try txn.forEachEvent(from: LogPosition(start + 1)) { event in
+          try projection.apply(event, to: storage, in: txn)
+          last = event.position.rawValue
+          count += 1
+          return count < batch
+        }
+        if checkpointed && last != start {
+          try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints)
+        }
+        return count < batch
+      }
+      if done { return }
+    }
+  }
+
+  func writeDocumentsRaw<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+    do {
+      return try log.write(body)
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+
+  /// The names of the store's projections, documents first.
+  public var projectionNames: [String] { allProjections.map(\.projection.name) }
+
+  /// Rebuilds a projection from scratch by replaying the whole log into its databases.
+  ///
+  /// Runs in one transaction, so readers see the old state until the new one is complete and
+  /// writers wait; for very large logs this is one large transaction.
+  public func rebuild(_ name: String) throws {
+    guard let (projection, storage) = allProjections.first(where: { $0.projection.name == name })
+    else {
+      throw StoreError.notFound("no projection named '\(name)'")
+    }
+    let key = Array(projection.name.utf8)
+    try writeDocumentsRaw { txn in
+      for db in storage.all { try txn.removeAll(in: db) }
+      var last: UInt64 = 0
+      try txn.forEachEvent(from: 1) { event in
+        try projection.apply(event, to: storage, in: txn)
+        last = event.position.rawValue
+        return true
+      }
+      try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints)
+    }
+  }
+
+  /// Rebuilds a projection into scratch databases and compares them with the live ones, entry
+  /// by entry, in one snapshot. Returns the differences found (empty when they agree); the
+  /// scratch databases are emptied again.
+  public func verify(_ name: String, maxDifferences: Int = 20) throws -> [String] {
+    guard let (projection, storage) = allProjections.first(where: { $0.projection.name == name })
+    else {
+      throw StoreError.notFound("no projection named '\(name)'")
+    }
+    let scratch = try ProjectionStorage.open(for: projection, in: log, suffix: ".verify")
+    return try writeDocumentsRaw { txn in
+      for db in scratch.all { try txn.removeAll(in: db) }
+      try txn.forEachEvent(from: 1) { event in
+        try projection.apply(event, to: scratch, in: txn)
+        return true
+      }
+      var differences: [String] = []
+      for dbName in projection.databaseNames {
+        var live: [([UInt8], [UInt8])] = []
+        try txn.scan(storage[dbName]) { k, v in
+          live.append((k, v))
+          return true
+        }
+        var index = 0
+        try txn.scan(scratch[dbName]) { k, v in
+          defer { index += 1 }
+          guard index < live.count else {
+            differences.append("\(name).\(dbName): rebuilt has extra key \(Self.show(k))")
+            return differences.count < maxDifferences
+          }
+          if live[index].0 != k {
+            differences.append(
+              "\(name).\(dbName): live key \(Self.show(live[index].0)) where rebuilt has \(Self.show(k))"
+            )
+          } else if live[index].1 != v {
+            differences.append(
+              "\(name).\(dbName): value of \(Self.show(k)) differs from the rebuilt one")
+          }
+          return differences.count < maxDifferences
+        }
+        if index < live.count && differences.count < maxDifferences {
+          differences.append(
+            "\(name).\(dbName): live has \(live.count - index) entries the rebuild does not")
+        }
+      }
+      for db in scratch.all { try txn.removeAll(in: db) }
+      return differences
+    }
+  }
+
+  static func show(_ key: [UInt8]) -> String {
+    if let s = String(validating: key, as: UTF8.self),
+      s.allSatisfy({ !$0.isASCII || $0.isLetter || $0.isNumber || $0.isPunctuation || $0 == " " })
+    {
+      return "'\(s)'"
+    }
+    return key.map { String($0, radix: 16) }.joined()
+  }
+}
+
+/// The outcome of one document write: its id and new revision, or why it failed.
+public struct DocumentWriteResult: Sendable, Hashable {
+  public let id: String
+  public let rev: String?
+  public let error: StoreError?
+
+  public init(id: String, rev: String?, error: StoreError? = nil) {
+    self.id = id
+    self.rev = rev
+    self.error = error
+  }
+
+  public var ok: Bool { error == nil }
+
+  /// As CouchDB answers: `{"ok":true,"id":...,"rev":...}` or `{"id":...,"error":...,"reason":...}`.
+  public var json: JSONValue {
+    if let error {
+      var members: [JSONObject.Member] = [.init(key: "id", value: .string(id))]
+      if let rev { members.append(.init(key: "rev", value: .string(rev))) }
+      members.append(.init(key: "error", value: .string(error.error)))
+      members.append(.init(key: "reason", value: .string(error.reason)))
+      return .object(JSONObject(members))
+    }
+    return .object(
+      JSONObject([
+        .init(key: "ok", value: .bool(true)), .init(key: "id", value: .string(id)),
+        .init(key: "rev", value: .string(rev ?? "")),
+      ]))
+  }
+}

@@ -1,0 +1,56 @@
+public import Log
+
+/// A view of the log kept in LMDB databases of its own: applied event by event, in the append
+/// transaction (inline) or catching up from its checkpoint, and rebuildable from the log at any
+/// time.
+///
+/// A projection names its databases; ``ProjectionStorage`` hands it the handles, which are the
+/// live ones or, while ``ProjectionRunner/verify(_:)`` runs, scratch copies. Its checkpoint (the
+/// last position applied) is written in the same transaction as its rows, so a crash can never
+/// leave the two apart.
+///
+/// ```swift
+/// final class TitleIndex: Projection {
+///   let name = "titles"
+///   let databaseNames = ["byTitle"]
+///   func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) throws {
+///     guard event.type == "doc.edit" else { return }
+///     try txn.put(event.position.bigEndianBytes, forKey: Array(event.stream.utf8), in: storage["byTitle"])
+///   }
+/// }
+/// ```
+public protocol Projection: AnyObject, Sendable {
+  /// Unique among the projections of a store; names its databases and checkpoint.
+  var name: String { get }
+  /// The logical names of the databases the projection owns.
+  var databaseNames: [String] { get }
+  /// Applies one event. Must depend only on the event and the projection's own databases, so
+  /// that replaying the log rebuilds exactly the same state.
+  func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) throws
+}
+
+/// The databases of one projection, by logical name.
+public struct ProjectionStorage: Sendable {
+  let databases: [String: Database]
+
+  public subscript(name: String) -> Database {
+    guard let db = databases[name] else {
+      preconditionFailure("projection database '\(name)' was not declared")
+    }
+    return db
+  }
+
+  /// The handles in `databaseNames` order.
+  public var all: [Database] { databases.values.sorted { $0.name < $1.name } }
+
+  /// Opens (creating) `projection`'s databases, with `suffix` for scratch copies.
+  static func open(for projection: any Projection, in log: EventLog, suffix: String = "") throws
+    -> ProjectionStorage
+  {
+    var databases: [String: Database] = [:]
+    for name in projection.databaseNames {
+      databases[name] = try log.database(named: "\(projection.name).\(name)\(suffix)")
+    }
+    return ProjectionStorage(databases: databases)
+  }
+}

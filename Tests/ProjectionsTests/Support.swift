@@ -1,0 +1,41 @@
+import Foundation
+import Log
+import Projections
+import RevTree
+import Testing
+
+/// A store in a directory of its own, removed afterwards.
+final class TestStore {
+  let path: String
+  var store: DocumentStore!
+
+  init(_ name: String = #function, projections: [any Projection] = []) throws {
+    let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
+    path = NSTemporaryDirectory() + "wikilog-projtests-\(safe)-\(UUID().uuidString)"
+    store = try DocumentStore(directory: path, projections: projections)
+  }
+
+  func reopen(projections: [any Projection] = []) throws {
+    store.close()
+    store = nil
+    store = try DocumentStore(directory: path, projections: projections)
+  }
+
+  deinit {
+    store?.close()
+    try? FileManager.default.removeItem(atPath: path)
+  }
+}
+
+func json(_ text: String) -> JSONValue {
+  try! JSONValue(parsing: text)
+}
+
+extension JSONValue {
+  subscript(path key: String) -> JSONValue? { objectValue?[key] }
+  var string: String? { stringValue }
+}
+
+extension DocumentStore {
+  var position: LogPosition { (try? log.committedPosition) ?? .start }
+}
