@@ -62,6 +62,10 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       traits: ["MallocInterposer"]
     )
   )
+  package.targets.append(
+    .executableTarget(
+      name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare", swiftSettings: swiftSettings)
+  )
   for (name, module) in [("LogBenchmarks", "Log"), ("RevTreeBenchmarks", "RevTree")] {
     package.targets.append(
       .executableTarget(

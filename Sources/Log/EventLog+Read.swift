@@ -22,16 +22,9 @@ extension EventLog {
   {
     guard limit > 0 else { return [] }
     return try readLog { txn throws(LogError) in
-      var events: [RecordedEvent] = []
-      do {
-        try txn.forEachEvent(from: position, direction: direction) { event in
-          events.append(event)
-          return events.count < limit
-        }
-      } catch {
-        throw logError(error)
+      try txn.perform {
+        try txn.raw.readEvents(dbs.events, from: position.rawValue, forward: direction == .forward, limit: limit)
       }
-      return events
     }
   }
 

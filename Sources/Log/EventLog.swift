@@ -58,6 +58,9 @@ public final class EventLog: Sendable {
     public var pollInterval: Duration = .milliseconds(50)
     /// The most `async` writes one group commit combines.
     public var maxGroupSize = 4096
+    /// In group commit, how long the writer waits for the callers of the previous group to
+    /// submit again before it commits what it has.
+    public var groupCommitWindow: Duration = .microseconds(100)
 
     public init() {}
 
@@ -93,7 +96,23 @@ public final class EventLog: Sendable {
     var durability: Durability
     var durablePosition: LogPosition = .start
     var databases: [String: Database] = [:]
+    var statistics = Statistics()
   }
+
+  /// Counters since this log was opened in this process.
+  public struct Statistics: Sendable, Hashable {
+    /// Write transactions committed.
+    public var commits = 0
+    /// Events appended.
+    public var appendedEvents = 0
+    /// Batches the writer queue took for `async` writes, and the writes in them: their ratio is
+    /// the mean group size of group commit.
+    public var groups = 0
+    public var groupedWrites = 0
+  }
+
+  /// What this process has written through this log so far.
+  public var statistics: Statistics { state.withLock { $0.statistics } }
 
   struct LogDatabases {
     var events: UInt32 = 0
@@ -443,8 +462,10 @@ public final class EventLog: Sendable {
           writer.streamCache.removeAll()
         }
         let last = LogPosition(writer.nextPosition - 1)
-        if state.withLock({ $0.durability }) != .unsynced {
-          state.withLock { $0.durablePosition = max($0.durablePosition, last) }
+        state.withLock {
+          if $0.durability != .unsynced { $0.durablePosition = max($0.durablePosition, last) }
+          $0.statistics.commits += 1
+          $0.statistics.appendedEvents += txn.appendedCount
         }
         if txn.appendedCount > 0 { notifier.bump() }
         return .committed(value)

@@ -1,8 +1,17 @@
 import Dispatch
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// A write waiting for the writer queue.
 protocol PendingWrite: AnyObject, Sendable {
+  /// False for plain appends, which fail (expected version, idempotency) before they write
+  /// anything and so need no nested transaction of their own.
+  var needsSavepoint: Bool { get }
   func apply(_ txn: WriteTransaction) throws
   func complete(_ error: (any Error)?)
 }
@@ -12,13 +21,15 @@ final class TypedPendingWrite<T: Sendable>: PendingWrite, @unchecked Sendable {
   private let body: @Sendable (WriteTransaction) throws -> T
   private let continuation: CheckedContinuation<T, any Error>
   private var result: T?
+  let needsSavepoint: Bool
 
   init(
     body: @escaping @Sendable (WriteTransaction) throws -> T,
-    continuation: CheckedContinuation<T, any Error>
+    continuation: CheckedContinuation<T, any Error>, needsSavepoint: Bool = true
   ) {
     self.body = body
     self.continuation = continuation
+    self.needsSavepoint = needsSavepoint
   }
 
   func apply(_ txn: WriteTransaction) throws {
@@ -41,6 +52,7 @@ final class TypedPendingWrite<T: Sendable>: PendingWrite, @unchecked Sendable {
 /// ``EventLog/Durability/groupCommit`` and ``EventLog/Durability/unsynced`` modes, commits it in
 /// one transaction — while one group's fsync runs, the next group gathers.
 final class GroupWriter: Sendable {
+
   private let queue = DispatchQueue(label: "wikilog.log.writer", qos: .userInitiated)
   private let pending = Mutex<(requests: [any PendingWrite], scheduled: Bool)>(([], false))
 
@@ -65,7 +77,20 @@ final class GroupWriter: Sendable {
   }
 
   private func drain(_ log: EventLog) {
+    var lastGroup = 0
     while true {
+      if lastGroup > 1 && log.durability == .groupCommit {
+        // The callers the last commit resumed are submitting their next writes: give them a
+        // moment (at most ``EventLog/Options/groupCommitWindow``) to join this group rather
+        // than the next one.
+        let window = log.options.groupCommitWindow.components
+        let deadline =
+          DispatchTime.now().uptimeNanoseconds + UInt64(window.seconds) * 1_000_000_000
+          + UInt64(window.attoseconds / 1_000_000_000)
+        while pending.withLock({ $0.requests.count }) < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
+          usleep(10)
+        }
+      }
       let batch = pending.withLock { p -> [any PendingWrite] in
         if p.requests.isEmpty {
           p.scheduled = false
@@ -76,15 +101,27 @@ final class GroupWriter: Sendable {
         return Array(p.requests.prefix(n))
       }
       if batch.isEmpty { return }
+      lastGroup = batch.count
       log.commitGroup(batch)
     }
   }
 }
 
 extension EventLog {
+  static func failsBeforeWriting(_ error: any Error) -> Bool {
+    switch error as? LogError {
+    case .wrongExpectedVersion, .idempotencyConflict, .invalidArgument: true
+    default: false
+    }
+  }
+
   /// Commits a batch of pending writes: one transaction each in ``Durability/synced`` mode, one
   /// transaction for all of them otherwise, each in a savepoint so one failure fails only itself.
   func commitGroup(_ batch: [any PendingWrite]) {
+    state.withLock {
+      $0.statistics.groups += 1
+      $0.statistics.groupedWrites += batch.count
+    }
     if durability == .synced || batch.count == 1 {
       for request in batch {
         do {
@@ -103,9 +140,16 @@ extension EventLog {
           failures.removeAll()
           for request in batch {
             do {
-              try txn.savepoint { child in try request.apply(child) }
+              if request.needsSavepoint {
+                try txn.savepoint { child in try request.apply(child) }
+              } else {
+                try request.apply(txn)
+              }
             } catch {
               if txn.sawMapFull { throw error }
+              // A plain append fails alone only when it failed its checks (nothing written);
+              // a storage error leaves the transaction unusable and fails the whole group.
+              if !request.needsSavepoint && !Self.failsBeforeWriting(error) { throw error }
               failures[ObjectIdentifier(request)] = error
             }
           }

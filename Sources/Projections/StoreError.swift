@@ -1,5 +1,5 @@
 public import Log
-public import RevTree
+import RevTree
 
 /// Why a document operation failed, in CouchDB's terms: an error name, a reason and the HTTP
 /// status CouchDB answers with. The HTTP layer renders `{"error": name, "reason": reason}`.

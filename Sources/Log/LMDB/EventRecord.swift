@@ -1,5 +1,11 @@
 import CLMDB
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// The stored form of one event, the value under its big-endian position key in `log.events`.
 ///
 /// ```
@@ -151,20 +157,54 @@ enum EventRecord {
   static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
     -> (event: RecordedEvent, previous: UInt64)
   {
+    var strings = RepeatedStrings()
+    return try unsafe decodeWithLinks(position: position, bytes: bytes, strings: &strings)
+  }
+
+  /// Decodes with `strings` remembering the last type and actor: a run of events of one type by
+  /// one actor then builds those strings once.
+  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings)
+    throws(DecodingError) -> (event: RecordedEvent, previous: UInt64)
+  {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
     let timestamp = Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
     var offset = fixedHeaderSize
     let streamVersion = try unsafe readVarint(bytes, &offset, end: bodyEnd)
     let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
-    let type = try unsafe readString(bytes, &offset, end: bodyEnd)
+    let type = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.type)
     let stream = try unsafe readString(bytes, &offset, end: bodyEnd)
-    let actor = try unsafe readString(bytes, &offset, end: bodyEnd)
+    let actor = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.actor)
     let payload = unsafe Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<bodyEnd]))
     let event = RecordedEvent(
       position: LogPosition(position), streamVersion: streamVersion,
       timestampMicroseconds: timestamp,
       type: type, stream: stream, actor: actor, payload: payload)
     return (event, previous)
+  }
+
+  /// The last type and actor decoded, with their bytes.
+  struct RepeatedStrings {
+    var type: ([UInt8], String) = ([], "")
+    var actor: ([UInt8], String) = ([], "")
+  }
+
+  @inline(__always)
+  static func readString(
+    _ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int, reusing last: inout ([UInt8], String)
+  ) throws(DecodingError) -> String {
+    let length = try unsafe readVarint(bytes, &offset, end: end)
+    guard length <= UInt64(end - offset) else { throw DecodingError(reason: "string runs past the record") }
+    let n = Int(length)
+    let start = offset
+    offset += n
+    let same = unsafe last.0.withUnsafeBytes { previous in
+      unsafe previous.count == n && (n == 0 || memcmp(previous.baseAddress!, bytes.baseAddress! + start, n) == 0)
+    }
+    if same { return last.1 }
+    let field = unsafe UnsafeRawBufferPointer(rebasing: bytes[start..<start + n])
+    let string = unsafe String(decoding: field, as: UTF8.self)
+    last = unsafe (Array(field), string)
+    return string
   }
 
   // MARK: Primitives

@@ -56,30 +56,55 @@ extension RawTransaction {
   ) throws {
     let cursor = try openCursor(events)
     defer { cursor.close() }
-    var key = position.bigEndian
-    var entry = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
-      try unsafe cursor.get(.atOrAfter, key: k)
-    }
-    if !forward {
-      if let e = unsafe entry {
-        if unsafe Keys.position(e.key) != position {
-          unsafe entry = try unsafe cursor.get(.previous)
-        }
-      } else {
-        unsafe entry = try unsafe cursor.get(.last)
-      }
-    }
+    var entry = try unsafe start(cursor, at: position, forward: forward)
+    var strings = EventRecord.RepeatedStrings()
     while let e = unsafe entry {
       let p = unsafe Keys.position(e.key)
       let event: RecordedEvent
       do {
-        event = try unsafe EventRecord.decode(position: p, bytes: e.value)
+        event = try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings).event
       } catch {
         throw RecordFailure(position: p, reason: error.reason)
       }
       guard try body(event) else { return }
       unsafe entry = try unsafe cursor.get(forward ? .next : .previous)
     }
+  }
+
+  /// Up to `limit` events from `position` (inclusive), decoded straight from the cursor.
+  func readEvents(_ events: UInt32, from position: UInt64, forward: Bool, limit: Int) throws -> [RecordedEvent] {
+    var out: [RecordedEvent] = []
+    out.reserveCapacity(min(limit, 4096))
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    var entry = try unsafe start(cursor, at: position, forward: forward)
+    var strings = EventRecord.RepeatedStrings()
+    while let e = unsafe entry, out.count < limit {
+      let p = unsafe Keys.position(e.key)
+      do {
+        out.append(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings).event)
+      } catch {
+        throw RecordFailure(position: p, reason: error.reason)
+      }
+      unsafe entry = try unsafe cursor.get(forward ? .next : .previous)
+    }
+    return out
+  }
+
+  /// Positions `cursor` at `position`, or the nearest entry in the walking direction.
+  private func start(_ cursor: RawCursor, at position: UInt64, forward: Bool) throws(LMDBError) -> RawCursor.Entry? {
+    var key = position.bigEndian
+    var entry = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
+      try unsafe cursor.get(.atOrAfter, key: k)
+    }
+    if !forward {
+      if let e = unsafe entry {
+        if unsafe Keys.position(e.key) != position { unsafe entry = try unsafe cursor.get(.previous) }
+      } else {
+        unsafe entry = try unsafe cursor.get(.last)
+      }
+    }
+    return unsafe entry
   }
 
   /// Walks the raw records (for verification): key bytes and the decoding outcome.
