@@ -2,7 +2,7 @@
 SWIFT ?= swift
 DB ?=
 
-.PHONY: bootstrap build test serve bench clean
+.PHONY: bootstrap build test serve bench compare-log clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -26,6 +26,10 @@ serve: bootstrap
 bench:
 	WIKILOG_BENCHMARKS=1 scripts/bootstrap
 	WIKILOG_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark
+
+# The log's workloads on wikilog and on a C program using liblmdb directly, with ratios.
+compare-log:
+	scripts/compare-log
 
 clean:
 	rm -rf .build .build-bench
