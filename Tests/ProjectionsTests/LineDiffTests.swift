@@ -2,26 +2,8 @@ import Foundation
 import Projections
 import Testing
 
-/// Helpers for the text algorithm tests, nested so they cannot clash with other test files of
-/// the target (which has its own `SplitMix64`).
+/// Helpers for the text algorithm tests (the seeded generator is `SplitMix64` in Support.swift).
 enum TextTestSupport {
-  /// SplitMix64: a tiny deterministic PRNG so property tests replay exactly from their seed.
-  struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-      state = seed
-    }
-
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   /// A fresh directory of its own for one test; remove it with `removeDirectory`.
   static func makeDirectory(_ name: String) throws -> URL {
     let url = FileManager.default.temporaryDirectory
@@ -346,7 +328,7 @@ enum TextTestSupport {
 
   @Test("500 random pairs: the edits turn the old text into the new one, minimally")
   func randomEditsApply() throws {
-    var rng = Support.SplitMix64(seed: 0x5EED)
+    var rng = SplitMix64(seed: 0x5EED)
     let vocabulary = ["", "# Title", "text", "more text", "- item", "```", "}", "a", "b", "ü ✓"]
     for round in 0..<500 {
       let small = vocabulary.prefix(Int.random(in: 2...vocabulary.count, using: &rng))
@@ -395,7 +377,7 @@ enum TextTestSupport {
     defer { Support.removeDirectory(directory) }
     let oldURL = directory.appendingPathComponent("old")
     let newURL = directory.appendingPathComponent("new")
-    var rng = Support.SplitMix64(seed: 2024)
+    var rng = SplitMix64(seed: 2024)
     let distinct = (0..<200).map { "line \($0)" }
     let markdown = ["", "", "", "# Title", "text", "- item", "- item", "```", "}", "😀 ✓"]
     var repeatedRounds = 0

@@ -190,7 +190,7 @@ import Testing
   // MARK: - Random cases
 
   /// A base of distinct lines, optionally without a final newline.
-  static func randomBase(_ count: Int, using rng: inout Support.SplitMix64) -> [String] {
+  static func randomBase(_ count: Int, using rng: inout SplitMix64) -> [String] {
     var lines = (0..<count).map { "base \($0)\n" }
     if !lines.isEmpty && Int.random(in: 0..<4, using: &rng) == 0 {
       lines[lines.count - 1].removeLast()
@@ -219,7 +219,7 @@ import Testing
   /// Disjoint random blocks over `base`'s lines, each at least one line from the next. Nothing
   /// is inserted after a last line without newline (that would extend the line instead).
   static func randomBlocks(
-    _ base: [String], tag: String, using rng: inout Support.SplitMix64
+    _ base: [String], tag: String, using rng: inout SplitMix64
   ) -> [Block] {
     let count = base.count
     let end = base.last.map { $0.utf8.last == 0x0A } ?? true ? count : count - 1
@@ -241,7 +241,7 @@ import Testing
 
   @Test("random merges where one side kept the base give the other side")
   func randomOneSided() {
-    var rng = Support.SplitMix64(seed: 77)
+    var rng = SplitMix64(seed: 77)
     for round in 0..<200 {
       let base = Self.randomBase(Int.random(in: 0...15, using: &rng), using: &rng)
       let edited = Self.apply(Self.randomBlocks(base, tag: "e", using: &rng), to: base)
@@ -253,7 +253,7 @@ import Testing
 
   @Test("random edits of disjoint blocks merge cleanly, symmetrically, to both applied")
   func randomDisjointBlocks() {
-    var rng = Support.SplitMix64(seed: 4242)
+    var rng = SplitMix64(seed: 4242)
     for round in 0..<300 {
       let base = Self.randomBase(Int.random(in: 0...25, using: &rng), using: &rng)
       // Deal the blocks to ours, theirs, or both (the same edit).
@@ -290,7 +290,7 @@ import Testing
     }
     let directory = try Support.makeDirectory("git-merge-file")
     defer { Support.removeDirectory(directory) }
-    var rng = Support.SplitMix64(seed: 31337)
+    var rng = SplitMix64(seed: 31337)
     var clean = 0
     var conflicting = 0
     for round in 0..<48 {
