@@ -1,0 +1,128 @@
+public import Log
+import RevTree
+
+#if canImport(FoundationEssentials)
+  public import FoundationEssentials
+#else
+  public import Foundation
+#endif
+
+/// One revision of a document as the history shows it: who wrote it, when, from where, and what
+/// changed in its Markdown.
+public struct RevisionHistoryEntry: Sendable, Hashable {
+  public let seq: LogPosition
+  public let timestampMicroseconds: Int64
+  public let actor: String
+  /// "" for a local edit; the peer for a replicated write.
+  public let origin: String
+  public let rev: String
+  /// The revision it was made on, when known (nil for a first revision or a replicated
+  /// revision sent without history).
+  public let parentRev: String?
+  public let deleted: Bool
+  /// The unified line diff of the `markdown` field against the parent's (empty when unchanged).
+  public let markdownDiff: String
+  public let insertions: Int
+  public let deletions: Int
+
+  public var timestamp: Date { Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000) }
+}
+
+/// What ``DocumentStore/audit(_:)`` looks for.
+public struct AuditQuery: Sendable, Hashable {
+  /// Only this wiki's documents (the wiki document and `<wiki>:<Page>`).
+  public var wiki: String?
+  /// Only writes by this actor.
+  public var actor: String?
+  public var from: Date?
+  public var until: Date?
+  public var limit: Int?
+
+  public init(wiki: String? = nil, actor: String? = nil, from: Date? = nil, until: Date? = nil, limit: Int? = nil) {
+    self.wiki = wiki
+    self.actor = actor
+    self.from = from
+    self.until = until
+    self.limit = limit
+  }
+}
+
+/// One write found by an audit.
+public struct AuditEntry: Sendable, Hashable {
+  public let seq: LogPosition
+  public let timestampMicroseconds: Int64
+  public let actor: String
+  public let type: String
+  public let docID: String
+  public let rev: String
+  public let deleted: Bool
+  public let origin: String
+}
+
+extension DocumentStore {
+  /// Every revision ever written to `id`, oldest first, each with its Markdown diff against the
+  /// revision it was made on. Revisions stemmed out of the tree still appear: the log keeps them.
+  public func history(of id: String) throws -> [RevisionHistoryEntry] {
+    let events: [RecordedEvent]
+    do {
+      events = try log.read(stream: id)
+    } catch {
+      throw StoreError.storage(error)
+    }
+    var markdownByRev: [String: String] = [:]
+    var entries: [RevisionHistoryEntry] = []
+    for event in events {
+      guard event.type == DocumentEvent.Kind.edit.eventType || event.type == DocumentEvent.Kind.replicated.eventType
+      else { continue }
+      let e = try DocumentEvent(decoding: event)
+      let markdown = (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
+      let parent = e.path.flatMap { $0.ids.count > 1 ? $0.revisions[1].description : nil }
+      let old = parent.flatMap { markdownByRev[$0] } ?? ""
+      let diff = LineDiff(old: old, new: markdown)
+      entries.append(
+        RevisionHistoryEntry(
+          seq: event.position, timestampMicroseconds: event.timestampMicroseconds, actor: event.actor, origin: e.origin,
+          rev: e.rev, parentRev: parent, deleted: e.deleted,
+          markdownDiff: diff.hasChanges ? diff.unified(oldLabel: parent ?? "/dev/null", newLabel: e.rev) : "",
+          insertions: diff.insertions, deletions: diff.deletions))
+      markdownByRev[e.rev] = markdown
+    }
+    return entries
+  }
+
+  /// Writes matching `query`, in log order. The time range is found by binary search over the
+  /// log's (non-decreasing) timestamps, so a narrow window reads only its own events.
+  public func audit(_ query: AuditQuery) throws -> [AuditEntry] {
+    do {
+      var start = LogPosition(1)
+      if let from = query.from {
+        guard let first = try log.firstPosition(atOrAfter: from) else { return [] }
+        start = first
+      }
+      let untilMicros = query.until.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
+      let limit = query.limit ?? .max
+      var entries: [AuditEntry] = []
+      guard limit > 0 else { return [] }
+      try log.read { txn in
+        try txn.forEachEvent(from: start) { event in
+          if let untilMicros, event.timestampMicroseconds > untilMicros { return false }
+          guard let kind = DocumentEvent.Kind(eventType: event.type) else { return true }
+          if let actor = query.actor, event.actor != actor { return true }
+          let e = try DocumentEvent(decoding: event)
+          let docID = kind == .localPut || kind == .localDelete ? "_local/" + e.docID : e.docID
+          if let wiki = query.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return true }
+          entries.append(
+            AuditEntry(
+              seq: event.position, timestampMicroseconds: event.timestampMicroseconds, actor: event.actor,
+              type: event.type, docID: docID, rev: e.rev, deleted: e.deleted, origin: e.origin))
+          return entries.count < limit
+        }
+      }
+      return entries
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+}
