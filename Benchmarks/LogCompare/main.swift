@@ -5,7 +5,9 @@
 import Foundation
 import Log
 
-let base = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : NSTemporaryDirectory() + "wikilog-compare"
+let base =
+  CommandLine.arguments.count > 1
+  ? CommandLine.arguments[1] : NSTemporaryDirectory() + "wikilog-compare"
 let count = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 1_000_000 : 1_000_000
 let payload = [UInt8](repeating: 0x61, count: 100)
 
@@ -22,17 +24,19 @@ func report(_ name: String, _ n: Int, _ seconds: Double) {
   fflush(nil)
 }
 
-func batches(streams: Int) -> [[NewEvent]] {
-  (0..<(streams == 0 ? 1 : max(1, 1000 / 1000))).map { _ in
-    (0..<1000).map { i in
-      NewEvent(type: "bench.event", stream: streams == 0 ? "" : "stream-\(i % streams)", actor: "bench", payload: payload)
-    }
+/// One transaction's worth of events: 1000, in `streams` streams (0 = no stream).
+func batch(streams: Int) -> [NewEvent] {
+  (0..<1000).map { i in
+    NewEvent(
+      type: "bench.event", stream: streams == 0 ? "" : "stream-\(i % streams)", actor: "bench",
+      payload: payload)
   }
 }
 
-func appendBatches(_ name: String, durability: EventLog.Durability, streams: Int, total: Int) throws {
+func appendBatches(_ name: String, durability: EventLog.Durability, streams: Int, total: Int) throws
+{
   let (log, dir) = try fresh(name, durability)
-  let batch = batches(streams: streams)[0]
+  let batch = batch(streams: streams)
   let start = Date()
   for _ in 0..<(total / 1000) { try log.append(batch) }
   report(name, total / 1000 * 1000, Date().timeIntervalSince(start))
@@ -62,7 +66,9 @@ do {
   try await withThrowingTaskGroup(of: Void.self) { group in
     for w in 0..<64 {
       group.addTask {
-        let one = [NewEvent(type: "bench.event", stream: "writer-\(w)", actor: "bench", payload: payload)]
+        let one = [
+          NewEvent(type: "bench.event", stream: "writer-\(w)", actor: "bench", payload: payload)
+        ]
         for _ in 0..<perWriter { _ = try await log.append(one) }
       }
     }
@@ -71,14 +77,16 @@ do {
   report("group-commit-64-writers", 64 * perWriter, Date().timeIntervalSince(start))
   let stats = log.statistics
   FileHandle.standardError.write(
-    Data("group commit: \(stats.commits) commits, \(stats.groups) groups of \(Double(stats.groupedWrites) / Double(max(1, stats.groups))) writes on average\n".utf8))
+    Data(
+      "group commit: \(stats.commits) commits, \(stats.groups) groups of \(Double(stats.groupedWrites) / Double(max(1, stats.groups))) writes on average\n"
+        .utf8))
   log.close()
   try? FileManager.default.removeItem(atPath: dir)
 }
 
 do {
   let (log, dir) = try fresh("read", .unsynced)
-  let batch = batches(streams: 1000)[0]
+  let batch = batch(streams: 1000)
   for _ in 0..<(count / 1000) { try log.append(batch) }
   var position = LogPosition.start
   var n = 0

@@ -59,6 +59,8 @@ public final class DocumentStore: Sendable {
     } catch {
       throw StoreError.from(error)
     }
+    allProjections = [(documents, documentStorage)] + others
+    checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
     if !log.options.readOnly { try catchUp() }
   }
 
@@ -68,30 +70,24 @@ public final class DocumentStore: Sendable {
 
   public func close() { log.close() }
 
-  var allProjections: [(projection: any Projection, storage: ProjectionStorage)] {
-    [(documents, documentStorage)] + others
-  }
+  /// The documents first, then the others; with each projection's checkpoint key.
+  let allProjections: [(projection: any Projection, storage: ProjectionStorage)]
+  let checkpointKeys: [[UInt8]]
 
   // MARK: Writing
 
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
   func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-    do {
-      return try log.write { txn in
-        let first = txn.nextPosition
-        let value = try body(txn)
-        let next = txn.nextPosition
-        if next > first {
-          let checkpoint = (next.rawValue - 1).bigEndianBytes
-          for (projection, _) in allProjections {
-            try txn.put(checkpoint, forKey: Array(projection.name.utf8), in: checkpoints)
-          }
-        }
-        return value
+    try writeDocumentsRaw { txn in
+      let first = txn.nextPosition
+      let value = try body(txn)
+      let next = txn.nextPosition
+      if next > first {
+        let checkpoint = (next.rawValue - 1).bigEndianBytes
+        for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
       }
-    } catch {
-      throw StoreError.from(error)
+      return value
     }
   }
 

@@ -117,17 +117,6 @@ enum EventRecord {
     return Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
   }
 
-  /// Checks a record's checksum and reads its stream version and back pointer.
-  static func links(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError) -> (
-    version: UInt64, previous: UInt64
-  ) {
-    let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
-    var offset = fixedHeaderSize
-    let version = try unsafe readVarint(bytes, &offset, end: bodyEnd)
-    let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
-    return (version, previous)
-  }
-
   private static func checkedBodyEnd(position: UInt64, bytes: UnsafeRawBufferPointer)
     throws(DecodingError) -> Int
   {
@@ -163,7 +152,9 @@ enum EventRecord {
 
   /// Decodes with `strings` remembering the last type and actor: a run of events of one type by
   /// one actor then builds those strings once.
-  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings)
+  static func decodeWithLinks(
+    position: UInt64, bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings
+  )
     throws(DecodingError) -> (event: RecordedEvent, previous: UInt64)
   {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
@@ -190,15 +181,19 @@ enum EventRecord {
 
   @inline(__always)
   static func readString(
-    _ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int, reusing last: inout ([UInt8], String)
+    _ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int,
+    reusing last: inout ([UInt8], String)
   ) throws(DecodingError) -> String {
     let length = try unsafe readVarint(bytes, &offset, end: end)
-    guard length <= UInt64(end - offset) else { throw DecodingError(reason: "string runs past the record") }
+    guard length <= UInt64(end - offset) else {
+      throw DecodingError(reason: "string runs past the record")
+    }
     let n = Int(length)
     let start = offset
     offset += n
     let same = unsafe last.0.withUnsafeBytes { previous in
-      unsafe previous.count == n && (n == 0 || memcmp(previous.baseAddress!, bytes.baseAddress! + start, n) == 0)
+      unsafe previous.count == n
+        && (n == 0 || memcmp(previous.baseAddress!, bytes.baseAddress! + start, n) == 0)
     }
     if same { return last.1 }
     let field = unsafe UnsafeRawBufferPointer(rebasing: bytes[start..<start + n])
