@@ -1,0 +1,136 @@
+import Foundation
+public import Log
+import Synchronization
+
+/// A data directory holding several named databases, as a CouchDB node does.
+///
+/// Each database is one ``DocumentStore`` (one LMDB environment and its event log) in a
+/// subdirectory named after the database; `/` in a name is stored as `%2F`, which no valid name
+/// can otherwise contain. Stores are opened once per process and shared: the server and the
+/// command line both go through here.
+///
+/// ```swift
+/// let data = DataDirectory(path: "/var/lib/wikilog")
+/// let wiki = try data.open("wiki", create: true)
+/// print(data.databaseNames())        // ["wiki"]
+/// ```
+public final class DataDirectory: Sendable {
+  /// The directory that holds the databases.
+  public let path: String
+  /// Options for every log opened here.
+  public let options: EventLog.Options
+  let makeProjections: @Sendable () -> [any Projection]
+  let open = Mutex<[String: DocumentStore]>([:])
+
+  /// - Parameters:
+  ///   - projections: the inline projections each database gets besides its documents; by
+  ///     default the wiki projection.
+  public init(
+    path: String, options: EventLog.Options = EventLog.Options(),
+    projections: @escaping @Sendable () -> [any Projection] = { [WikiProjection()] }
+  ) {
+    self.path = path
+    self.options = options
+    self.makeProjections = projections
+  }
+
+  deinit { closeAll() }
+
+  /// The databases present, sorted by name.
+  public func databaseNames() -> [String] {
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    return
+      entries
+      .filter { FileManager.default.fileExists(atPath: "\(path)/\($0)/data.mdb") }
+      .map { $0.replacingOccurrences(of: "%2F", with: "/") }
+      .filter { (try? Self.validate(name: $0)) != nil }
+      .sorted()
+  }
+
+  /// Whether a database of this name exists.
+  public func exists(_ name: String) -> Bool {
+    guard (try? Self.validate(name: name)) != nil else { return false }
+    return FileManager.default.fileExists(atPath: directory(of: name) + "/data.mdb")
+  }
+
+  /// The directory holding database `name`.
+  public func directory(of name: String) -> String {
+    "\(path)/\(name.replacingOccurrences(of: "/", with: "%2F"))"
+  }
+
+  /// Opens database `name`, creating it when `create` is true; a missing database is
+  /// `not_found`. Repeated opens return the same store.
+  public func open(_ name: String, create: Bool = false) throws -> DocumentStore {
+    try Self.validate(name: name)
+    return try open.withLock { stores in
+      if let store = stores[name] { return store }
+      let dir = directory(of: name)
+      if !FileManager.default.fileExists(atPath: dir + "/data.mdb") {
+        guard create, !options.readOnly else {
+          throw StoreError.notFound("Database does not exist.")
+        }
+        do {
+          try FileManager.default.createDirectory(
+            atPath: dir, withIntermediateDirectories: true)
+        } catch {
+          throw StoreError(
+            "internal_server_error", "cannot create \(dir): \(error.localizedDescription)",
+            status: 500)
+        }
+      }
+      let store = try DocumentStore(
+        directory: dir, options: options, projections: makeProjections())
+      stores[name] = store
+      return store
+    }
+  }
+
+  /// Creates database `name`; `file_exists` (412) when it is already there.
+  @discardableResult
+  public func create(_ name: String) throws -> DocumentStore {
+    try Self.validate(name: name)
+    if exists(name) {
+      throw StoreError(
+        "file_exists", "The database could not be created, the file already exists.", status: 412)
+    }
+    return try open(name, create: true)
+  }
+
+  /// Closes and removes database `name` with its whole log; `not_found` when it is absent.
+  public func delete(_ name: String) throws {
+    try Self.validate(name: name)
+    guard exists(name) else { throw StoreError.notFound("Database does not exist.") }
+    open.withLock { stores in
+      stores.removeValue(forKey: name)?.close()
+    }
+    do {
+      try FileManager.default.removeItem(atPath: directory(of: name))
+    } catch {
+      throw StoreError(
+        "internal_server_error", "cannot remove \(name): \(error.localizedDescription)", status: 500
+      )
+    }
+  }
+
+  /// Closes every open database.
+  public func closeAll() {
+    open.withLock { stores in
+      for store in stores.values { store.close() }
+      stores.removeAll()
+    }
+  }
+
+  /// Checks a database name against CouchDB's rule: a lowercase letter, then lowercase letters,
+  /// digits and `_ $ ( ) + - /`; at most 238 characters.
+  public static func validate(name: String) throws {
+    let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789_$()+-/")
+    guard let first = name.first, first.isASCII, first.isLowercase, name.count <= 238,
+      name.allSatisfy({ allowed.contains($0) })
+    else {
+      throw StoreError(
+        "illegal_database_name",
+        "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.",
+        status: 400)
+    }
+  }
+}
