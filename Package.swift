@@ -37,7 +37,10 @@ let package = Package(
     .target(name: "Projections", dependencies: ["Log", "RevTree"], swiftSettings: swiftSettings),
     .executableTarget(
       name: "wikilog",
-      dependencies: ["Log", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+      dependencies: [
+        "Log", "RevTree", "Projections",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+      ],
       swiftSettings: swiftSettings
     ),
     // A child process for the crash-safety and cross-process tests; not a product.
@@ -47,6 +50,8 @@ let package = Package(
     .testTarget(
       name: "LogTests", dependencies: ["Log", "LogTestWorker"], swiftSettings: swiftSettings),
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
+    // Drives the built `wikilog` binary as subprocesses; depends on it so that it is built.
+    .testTarget(name: "CLITests", dependencies: ["wikilog"], swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree"], swiftSettings: swiftSettings),
   ]

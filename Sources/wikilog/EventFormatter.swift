@@ -1,32 +1,6 @@
 import Foundation
 import Log
 
-/// Bytes for standard output, written in large chunks; a closed pipe ends the program quietly.
-struct OutputBuffer {
-  var bytes: [UInt8] = []
-  var count: Int { bytes.count }
-
-  mutating func append(_ string: String) {
-    var s = string
-    s.withUTF8 { bytes.append(contentsOf: $0) }
-  }
-
-  mutating func append(_ byte: UInt8) { bytes.append(byte) }
-
-  mutating func flush() {
-    var offset = 0
-    while offset < bytes.count {
-      let n = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
-      if n < 0 {
-        if errno == EINTR { continue }
-        exit(0)  // the reader went away (EPIPE): stop like tail does
-      }
-      offset += n
-    }
-    bytes.removeAll(keepingCapacity: true)
-  }
-}
-
 enum EventFormatter {
   /// `{"seq":1,"time":"2026-11-21T09:00:00.123456Z","type":...,"stream":...,"actor":...,"stream_version":1,"payload":"..."}`
   static func json(_ e: RecordedEvent, into out: inout OutputBuffer) {

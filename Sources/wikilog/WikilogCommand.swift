@@ -1,57 +1,112 @@
 import ArgumentParser
 import Foundation
 import Log
+import Projections
 
 @main
 struct WikilogCommand: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "wikilog",
-    abstract: "An append-only, auditable event log for a multi-user wiki, stored in LMDB.",
+    abstract: "A CouchDB-compatible document database on an append-only, auditable event log.",
     discussion: """
-      Every edit is an immutable event with a dense sequence number, a time and an actor.
+      A data directory (--db) holds named databases (-d, default 'wiki'). Every write is an
+      immutable event with a dense sequence number, a time and an actor; documents, the changes
+      feed, wikis and pages are projections of the log.
 
       Examples:
-        wikilog demo                         # create a demo log in the default directory
-        wikilog tail --since 0               # every event, as NDJSON
-        wikilog tail --follow --format text  # like tail -f
-        echo '{"markdown":"# Hi"}' | wikilog append --type page.saved --stream 'w1:Home' --actor alice
-        wikilog verify
+        wikilog init
+        echo '{"_id":"w1","type":"wiki","title":"Recipes"}' | wikilog put --actor alice
+        wikilog get w1 --revs-info
+        wikilog tail --since 0 --follow | jq .
+        wikilog history 'w1:Home'
+        wikilog audit --user alice --since 2026-11-01
+        wikilog export > backup.ndjson && wikilog import -d copy < backup.ndjson
+
+      Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails
+      (nothing is written then), 64 for a usage error.
       """,
-    subcommands: [Demo.self, Append.self, Tail.self, Verify.self, Stats.self]
+    subcommands: [
+      Init.self,
+      Put.self,
+      Get.self,
+      Delete.self,
+      BulkDocs.self,
+      RevsDiff.self,
+      AllDocs.self,
+      Local.self,
+      Config.self,
+      Tail.self,
+      History.self,
+      Audit.self,
+      Verify.self,
+      Stats.self,
+      Rebuild.self,
+      Wiki.self,
+      Import.self,
+      Export.self,
+      LogCommand.self,
+      Demo.self,
+    ]
   )
-}
 
-/// Options every command shares.
-struct GlobalOptions: ParsableArguments {
-  @Option(
-    name: .long,
-    help: ArgumentHelp(
-      "The log directory (default: $WIKILOG_DB, else $XDG_DATA_HOME/wikilog or ~/.local/share/wikilog).",
-      valueName: "dir"))
-  var db: String?
+  /// `--db` and `-d` may also come before the subcommand: `wikilog --db DIR -d NAME tail`.
+  @OptionGroup var global: GlobalOptions
 
-  var directory: String {
-    if let db { return db }
-    let env = ProcessInfo.processInfo.environment
-    if let db = env["WIKILOG_DB"], !db.isEmpty { return db }
-    let base =
-      env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-      ?? (NSHomeDirectory() + "/.local/share")
-    return base + "/wikilog"
-  }
-
-  func open(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws -> EventLog {
+  static func main() async {
+    signal(SIGPIPE, SIG_IGN)  // a closed pipe is an EPIPE write error, handled where we write
     do {
-      return try EventLog(
-        directory: directory, options: .init(durability: durability, readOnly: readOnly))
+      var command = try parseAsRoot()
+      if var asyncCommand = command as? any AsyncParsableCommand {
+        try await asyncCommand.run()
+      } else {
+        try command.run()
+      }
     } catch {
-      throw CLIError("\(error)")
+      exit(reporting: error)
     }
   }
-}
 
-/// A failure printed as one line on stderr, with a non-zero exit.
-struct CLIError: Error, CustomStringConvertible {
-  let description: String
-  init(_ description: String) { self.description = description }
+  /// Ends the process for `error`: help and clean exits as ArgumentParser prints them, anything
+  /// else as one line on stderr.
+  static func exit(reporting error: any Error) -> Never {
+    switch error {
+    case let e as CLIError: fail(e.description, code: e.code)
+    case let e as StoreError: fail(e.description)
+    case let e as LogError: fail(e.description)
+    case let e as ExitCode: Foundation.exit(e.rawValue)
+    default:
+      let code = exitCode(for: error)
+      if code == .success { exit(withError: error) }  // --help, --version
+      let message = self.message(for: error)
+      fail("\(message) (see: \(commandPath()) --help)", code: code.rawValue)
+    }
+  }
+
+  static func fail(_ message: String, code: Int32 = 1) -> Never {
+    let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
+    printError("wikilog: error: \(line)")
+    Foundation.exit(code)
+  }
+
+  /// `wikilog` and the subcommand names at the start of the arguments.
+  static func commandPath() -> String {
+    var path = ["wikilog"]
+    var command: any ParsableCommand.Type = WikilogCommand.self
+    var arguments = CommandLine.arguments.dropFirst()[...]
+    while let argument = arguments.popFirst() {
+      if ["--db", "-d", "--database"].contains(argument) {
+        _ = arguments.popFirst()  // the option's value
+        continue
+      }
+      if argument.hasPrefix("-") { continue }
+      guard
+        let sub = command.configuration.subcommands.first(where: {
+          $0._commandName == argument
+        })
+      else { break }
+      path.append(argument)
+      command = sub
+    }
+    return path.joined(separator: " ")
+  }
 }

@@ -1,98 +1,206 @@
 import ArgumentParser
 import Foundation
 import Log
+import Projections
+import RevTree
 
 struct Tail: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
-    abstract: "Print the log's events in order, and with --follow keep printing new ones.",
+    abstract: "Print the changes feed, and with --follow keep printing new changes.",
     discussion: """
-      Output is one JSON object per line (NDJSON), flushed line by line when following, so
-      `wikilog tail --follow | jq` works. --since is exclusive, like CouchDB's: events after it.
+      By default one CouchDB _changes row per line (NDJSON), one row per document at its latest
+      change: {"seq":N,"id":...,"changes":[{"rev":...}],"deleted":true?,"doc":...?}.
+      With --history every revision ever written is a row, with "actor", "time" and "origin".
+      --since is exclusive, as CouchDB's: rows after it. --follow keeps running and prints
+      changes made by any process as they commit, one flushed line each, so
+      `wikilog tail --follow | jq` works; it ends with status 0 on Ctrl-C, SIGTERM or when the
+      reader of its output goes away.
 
       Examples:
         wikilog tail --since 0 --limit 10
         wikilog tail --since now --follow --format text
-        wikilog tail --since 2026-11-21T09:00:00Z --stream 'w1:Home'
+        wikilog tail --since 2026-11-21T09:00:00Z --history --actor alice
+        wikilog tail --wiki w1 --type page --include-docs
+        wikilog tail --doc-id 'w1:Home' --doc-id 'w1:Ideas' --style all_docs
       """)
 
   @OptionGroup var global: GlobalOptions
-  @Option(help: "0 (everything), now, a position, or an ISO-8601 time.") var since: String = "0"
-  @Option(help: "Stop after this many events.") var limit: Int?
-  @Flag(help: "Keep running and print new events as they are appended (by any process).")
+  @Option(help: "0 (everything), now, a sequence number, or an ISO-8601 time.")
+  var since: String = "0"
+  @Option(help: "Stop after this many rows.") var limit: Int?
+  @Option(help: "main_only (the winner) or all_docs (every leaf revision).")
+  var style: Style = .mainOnly
+  @Flag(help: "Add each row's document.") var includeDocs = false
+  @Flag(help: "With --include-docs: add _conflicts.") var conflicts = false
+  @Flag(help: "Keep running and print new changes as they commit (by any process).")
   var follow = false
-  @Option(help: "json (NDJSON, default) or text.") var format: OutputFormat = .json
-  @Option(help: "Only events of this stream.") var stream: String?
-  @Option(help: "Only events of this type.") var type: String?
-  @Option(help: "Only events by this actor.") var actor: String?
+  @Flag(help: "Every revision event (with actor, time and origin), not one row per document.")
+  var history = false
+  @Option(help: "Only this wiki's documents (the wiki and its pages).") var wiki: String?
+  @Option(name: .customLong("doc-id"), help: "Only this document (repeatable).")
+  var docIDs: [String] = []
+  @Option(help: "Only documents whose type field is this.") var type: String?
+  @Option(help: "Only changes written by this actor.") var actor: String?
+  @Option(help: "json (NDJSON rows, default) or text (time, actor, doc, rev, summary).")
+  var format: Format = .json
 
-  enum OutputFormat: String, ExpressibleByArgument { case json, text }
+  enum Style: String, ExpressibleByArgument {
+    case mainOnly = "main_only"
+    case allDocs = "all_docs"
+  }
+
+  enum Format: String, ExpressibleByArgument { case json, text }
 
   func validate() throws {
     if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-    if since != "now" && UInt64(since) == nil && ISO8601.parse(since) == nil {
-      throw ValidationError(
-        "--since takes 0, now, a position or an ISO-8601 time like 2026-11-21T09:00:00Z; got '\(since)'"
-      )
-    }
+    _ = try Since(since)
   }
 
   func run() async throws {
-    signal(SIGPIPE, SIG_IGN)
-    let log = try global.open(readOnly: true)
-    defer { log.close() }
-    let start: LogPosition
-    if since == "now" {
-      start = try log.committedPosition
-    } else if let n = UInt64(since) {
-      start = LogPosition(n)
-    } else if let date = ISO8601.parse(since) {
-      let first = try log.firstPosition(atOrAfter: date)
-      start = try first.map { LogPosition($0.rawValue - 1) } ?? log.committedPosition
-    } else {
-      throw ValidationError("bad --since")
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let store = db.store
+    var options = ChangesOptions()
+    options.since = LogPosition(try Since(since).position(in: store))
+    options.limit = limit
+    options.style = style == .allDocs ? .allDocs : .mainOnly
+    options.includeDocs = includeDocs || format == .text
+    options.conflicts = conflicts
+    options.history = history
+    options.wiki = wiki
+    if !docIDs.isEmpty { options.docIDs = Set(docIDs) }
+    if let type {
+      options.selector = try Selector(J.object(["type": .string(type)]))
     }
-    var out = OutputBuffer()
-    var remaining = limit ?? Int.max
+    let eventInfo = actor != nil || format == .text || history
+    var writer = RowWriter(text: format == .text, includeDocs: includeDocs, history: history)
+    var remaining = limit ?? .max
     if remaining == 0 { return }
-    let text = format == .text
-    func matches(_ e: RecordedEvent) -> Bool {
-      (stream == nil || e.stream == stream) && (type == nil || e.type == type)
-        && (actor == nil || e.actor == actor)
-    }
-    func emit(_ e: RecordedEvent) {
-      if text { EventFormatter.text(e, into: &out) } else { EventFormatter.json(e, into: &out) }
-    }
+    if follow { Self.exitCleanlyOnSignalsAndClosedPipe() }
 
-    if !follow {
-      var position = start
-      while remaining > 0 {
-        let batch = try log.read(after: position, limit: 4096)
-        guard let last = batch.last else { break }
-        for e in batch where matches(e) {
-          emit(e)
-          remaining -= 1
-          if remaining == 0 { break }
-        }
-        position = last.position
-        out.flush()
+    // Everything up to the end of the log, in large chunks.
+    var streamOptions = options
+    streamOptions.limit = nil
+    let last = try store.forEachChange(streamOptions, eventInfo: eventInfo) { row in
+      if let actor, row.actor != actor { return true }
+      writer.write(row)
+      writer.out.flushIfLarge()
+      remaining -= 1
+      return remaining > 0
+    }
+    writer.out.flush()
+    guard follow, remaining > 0 else { return }
+
+    // Then live, one flushed line per row.
+    for try await item in store.log.subscribe(after: last) {
+      guard case .event(let event) = item,
+        let row = try store.changeRow(for: event, options: options, eventInfo: eventInfo)
+      else { continue }
+      if let actor, row.actor != actor { continue }
+      writer.write(row)
+      writer.out.flush()
+      remaining -= 1
+      if remaining == 0 { return }
+    }
+  }
+
+  /// SIGINT and SIGTERM end a following tail with status 0, and so does the reader of its
+  /// output going away even while nothing is being written (a pipe reports POLLERR then).
+  static func exitCleanlyOnSignalsAndClosedPipe() {
+    signal(SIGINT) { _ in _exit(0) }
+    signal(SIGTERM) { _ in _exit(0) }
+    var st = stat()
+    guard fstat(STDOUT_FILENO, &st) == 0,
+      st.st_mode & S_IFMT == S_IFIFO || st.st_mode & S_IFMT == S_IFSOCK
+    else { return }
+    Thread.detachNewThread {
+      var fd = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
+      while true {
+        let n = poll(&fd, 1, -1)
+        if n > 0 && Int32(fd.revents) & (Int32(POLLERR) | Int32(POLLHUP)) != 0 { _exit(0) }
+        if n < 0 && errno != EINTR { return }
       }
-      out.flush()
+    }
+  }
+}
+
+/// Writes feed rows as NDJSON (built byte by byte: millions of rows go through here) or as
+/// one line of text each.
+struct RowWriter {
+  var out = OutputBuffer()
+  let text: Bool
+  let includeDocs: Bool
+  /// Add `actor`, `time` and `origin` (history rows).
+  let history: Bool
+
+  mutating func write(_ row: ChangeRow) {
+    if text {
+      writeText(row)
       return
     }
-
-    var live = false
-    for try await item in log.subscribe(after: start) {
-      switch item {
-      case .caughtUp:
-        live = true
-        out.flush()
-      case .event(let e):
-        guard matches(e) else { continue }
-        emit(e)
-        remaining -= 1
-        if live || out.count > 1 << 16 || remaining == 0 { out.flush() }
-        if remaining == 0 { return }
+    out.append(#"{"seq":"#)
+    out.append(String(row.seq.rawValue))
+    out.append(#","id":"#)
+    EventFormatter.quote(row.id, into: &out)
+    out.append(#","changes":["#)
+    for (i, rev) in row.changes.enumerated() {
+      out.append(i == 0 ? #"{"rev":"# : #",{"rev":"#)
+      EventFormatter.quote(rev, into: &out)
+      out.append(UInt8(ascii: "}"))
+    }
+    out.append(UInt8(ascii: "]"))
+    if row.deleted { out.append(#","deleted":true"#) }
+    if includeDocs, let doc = row.doc {
+      out.append(#","doc":"#)
+      doc.serialize(into: &out.bytes)
+    }
+    // History rows say who, when and from where.
+    if history, let actor = row.actor, let micros = row.timestampMicroseconds {
+      out.append(#","actor":"#)
+      EventFormatter.quote(actor, into: &out)
+      out.append(#","time":""#)
+      out.append(ISO8601.format(microseconds: micros))
+      out.append(UInt8(ascii: "\""))
+      if let origin = row.origin, !origin.isEmpty {
+        out.append(#","origin":"#)
+        EventFormatter.quote(origin, into: &out)
       }
     }
+    out.append("}\n")
+  }
+
+  /// `2026-11-21T09:00:00.123456Z  alice  w1:Home  3-9f1c...  page: # Home`
+  mutating func writeText(_ row: ChangeRow) {
+    let time = row.timestampMicroseconds.map { ISO8601.format(microseconds: $0) } ?? "-"
+    let actor = (row.actor ?? "").isEmpty ? "-" : row.actor!
+    var line = "\(time)  \(actor)  \(row.id)  \(row.changes.first ?? "-")"
+    if row.changes.count > 1 { line += " (+\(row.changes.count - 1) leaves)" }
+    line += "  " + Summary.of(row.doc, deleted: row.deleted)
+    if let origin = row.origin, !origin.isEmpty { line += "  (from \(origin))" }
+    out.line(line)
+  }
+}
+
+/// One-line summaries of documents for people.
+enum Summary {
+  static func of(_ doc: JSONValue?, deleted: Bool) -> String {
+    if deleted { return "deleted" }
+    guard let object = doc?.objectValue else { return "" }
+    let type = object["type"]?.stringValue
+    var text: String
+    if let markdown = object["markdown"]?.stringValue {
+      text =
+        markdown.split(whereSeparator: \.isNewline).first.map {
+          $0.trimmingCharacters(in: .whitespaces)
+        } ?? ""
+      if text.isEmpty { text = "(empty)" }
+    } else if let title = object["title"]?.stringValue {
+      text = title
+    } else {
+      let body = JSONObject(object.members.filter { !$0.key.hasPrefix("_") && $0.key != "type" })
+      text = String(decoding: JSONValue.object(body).serialized(), as: UTF8.self)
+    }
+    if text.count > 72 { text = String(text.prefix(71)) + "…" }
+    return type.map { "\($0): \(text)" } ?? text
   }
 }

@@ -1,0 +1,155 @@
+public import Log
+public import RevTree
+
+// Export and import of whole documents: every revision whose body the log still holds, with
+// the stored path that places it in the tree, so that importing an export rebuilds the same
+// trees (same revisions, statuses, winners and conflicts) and the same bodies.
+//
+// Worked example. A document edited twice and then given a conflicting branch by replication:
+//
+//     1-a ── 2-b ─┬─ 3-c          bodies: 1-a @ 10, 2-b @ 11, 3-c @ 12, 3-d @ 20
+//                 └─ 3-d
+//
+// exports as four revisions in log order, each a CouchDB document with its `_revisions`:
+//
+//     {"_id":"x","_rev":"1-a","_revisions":{"start":1,"ids":["a"]},...}
+//     {"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]},...}
+//     {"_id":"x","_rev":"3-c","_revisions":{"start":3,"ids":["c","b","a"]},...}
+//     {"_id":"x","_rev":"3-d","_revisions":{"start":3,"ids":["d","b","a"]},...}
+//
+// Importing them with `new_edits=false` (``DocumentStore/importRevisions(_:actor:origin:)``)
+// merges each path: every body becomes an event of its own, and the union of the paths is the
+// original tree. Ancestors known only by id (`missing`) come back as ids inside the paths.
+// Revisions stemmed out of a tree are not exported: they are no longer part of the document
+// (``DocumentStore/history(of:)`` still shows them from the log).
+
+extension DocumentStore {
+  /// Every revision of `record` whose body the log holds, in the order they were written, each
+  /// as a CouchDB document with its full stored `_revisions` (and `_deleted` for tombstones).
+  ///
+  /// ```swift
+  /// let revisions = try store.read { txn in try store.exportedRevisions(of: record, txn: txn) }
+  /// ```
+  public func exportedRevisions(of record: DocumentRecord, txn: ReadTransaction) throws
+    -> [JSONValue]
+  {
+    var withBodies: [(position: UInt64, revision: RevisionTree.Revision)] = []
+    record.tree.forEachRevision { revision, _ in
+      if let position = revision.body { withBodies.append((position, revision)) }
+    }
+    withBodies.sort { $0.position < $1.position }
+    return try withBodies.map { position, revision in
+      guard let path = record.tree.storedPath(of: revision.rev) else {
+        throw StoreError("internal_server_error", "a revision vanished from its tree", status: 500)
+      }
+      var members: [JSONObject.Member] = [
+        .init(key: "_id", value: .string(record.docID)),
+        .init(key: "_rev", value: .string(revision.rev.description)),
+        .init(
+          key: "_revisions",
+          value: .object(
+            JSONObject([
+              .init(key: "start", value: .number(JSONNumber(Int64(path.start)))),
+              .init(key: "ids", value: .array(path.ids.map { .string($0.description) })),
+            ]))),
+      ]
+      if revision.status == .deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
+      members.append(contentsOf: try body(at: position, txn: txn).members)
+      return .object(JSONObject(members))
+    }
+  }
+
+  /// Calls `body` with every document record in id order (deleted documents included), reading
+  /// `chunk` records per read transaction, starting after the id `after`.
+  ///
+  /// ```swift
+  /// var conflicted = 0
+  /// try store.forEachRecord { record, _ in
+  ///   if !record.tree.conflicts.isEmpty { conflicted += 1 }
+  ///   return true
+  /// }
+  /// ```
+  /// - Parameter body: gets the record and the chunk's read transaction (valid only during the
+  ///   call); returns false to stop.
+  public func forEachRecord(
+    after: String? = nil, chunk: Int = 4096,
+    _ body: (DocumentRecord, ReadTransaction) throws -> Bool
+  ) throws {
+    var last: [UInt8]? = after.map { DocumentKey.key($0) }
+    let chunk = max(1, chunk)
+    while true {
+      let (count, stopped) = try read { txn -> (Int, Bool) in
+        var count = 0
+        var stopped = false
+        try txn.scan(documentStorage["byId"], from: last) { key, value in
+          if key == last { return true }
+          count += 1
+          last = key
+          if try !body(try DocumentRecord(decoding: value), txn) {
+            stopped = true
+            return false
+          }
+          return count < chunk
+        }
+        return (count, stopped)
+      }
+      if stopped || count < chunk { return }
+    }
+  }
+
+  /// Writes replicated revisions (`new_edits=false`) in one transaction: all of them or, when
+  /// one fails, none.
+  ///
+  /// Each revision is merged with its `_revisions` path as ``bulkDocs(_:newEdits:actor:origin:)``
+  /// would, and one that the store already has appends nothing. Import revisions oldest first
+  /// so that every body becomes an event; give paths no longer than the database's revs_limit,
+  /// or raise it first (``setRevsLimit(_:actor:)``), or they are stemmed.
+  ///
+  /// ```swift
+  /// let inputs = try lines.map { try DocumentInput(json: Array($0.utf8)) }
+  /// let appended = try store.importRevisions(inputs, actor: "import", origin: "backup.ndjson")
+  /// ```
+  /// - Returns: how many events were appended.
+  /// - Throws: ``StoreError`` (`bad_request` for a revision without `_id` or `_rev`); nothing
+  ///   is written then.
+  @discardableResult
+  public func importRevisions(_ revisions: [DocumentInput], actor: String, origin: String = "")
+    throws -> Int
+  {
+    try writeDocuments { txn in
+      let first = txn.nextPosition
+      for input in revisions {
+        guard let id = input.id else {
+          throw StoreError.badRequest("every imported revision needs an _id")
+        }
+        try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+      }
+      return Int(txn.nextPosition.rawValue - first.rawValue)
+    }
+  }
+}
+
+extension DocumentStore {
+  /// Checks, without writing, that `input` can be written with `new_edits=false`: a valid
+  /// document id in `_id`, and a `_rev` that is the newest revision of its `_revisions`.
+  ///
+  /// ```swift
+  /// for input in inputs { try DocumentStore.checkImportable(input) }   // before any write
+  /// ```
+  public static func checkImportable(_ input: DocumentInput) throws(StoreError) {
+    guard let id = input.id else { throw .badRequest("a replicated revision needs an _id") }
+    try DocumentKey.validate(id)
+    guard let revString = input.rev else {
+      throw .badRequest("new_edits=false requires _rev on every document")
+    }
+    let rev: RevID
+    do {
+      rev = try RevID(revString)
+    } catch {
+      throw .badRequest("Invalid rev format: \(revString)")
+    }
+    if let path = input.revisions, path.leaf != rev {
+      throw .badRequest("_rev \(revString) is not the first revision of _revisions")
+    }
+  }
+}

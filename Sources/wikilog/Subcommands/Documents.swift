@@ -1,0 +1,313 @@
+import ArgumentParser
+import Foundation
+import Log
+import Projections
+import RevTree
+
+struct Init: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Create the data directory and the database.",
+    discussion: """
+      Does nothing (and says so) when the database already exists.
+
+      Examples:
+        wikilog init                          # the 'wiki' database in the default directory
+        wikilog init --db /var/lib/wikilog -d team
+      """)
+
+  @OptionGroup var global: GlobalOptions
+
+  func run() throws {
+    do {
+      try DataDirectory.validate(name: global.database)
+    } catch let error as StoreError {
+      throw CLIError(error.reason)
+    }
+    let data = global.dataDirectory()
+    defer { data.closeAll() }
+    if data.exists(global.database) {
+      printText("database '\(global.database)' already exists in \(global.directory)")
+      return
+    }
+    try data.create(global.database)
+    printText("created database '\(global.database)' in \(global.directory)")
+  }
+}
+
+struct Put: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Create or update a document (CouchDB's PUT /db/docid).",
+    discussion: """
+      The document is JSON, given as an argument or on standard input. Its _id names it (or
+      --id; a new UUID when neither is given) and its _rev is the revision it edits (or --rev).
+      With --new-edits=false the revision is stored as given, with its _revisions history, as
+      replication writes it: no new revision id is made and a known revision is a no-op.
+      Prints {"ok":true,"id":...,"rev":...}.
+
+      Examples:
+        wikilog put '{"_id":"w1","type":"wiki","title":"Recipes","owner_id":"ann"}' --actor ann
+        echo '{"title":"Recipes v2"}' | wikilog put --id w1 --rev 1-0c7f...
+        wikilog put --new-edits=false '{"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}}'
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var actor: ActorOptions
+  @Argument(help: "The document as JSON (default: standard input).") var document: String?
+  @Option(help: "The document id.") var id: String?
+  @Option(help: "The revision being edited.") var rev: String?
+  @Option(help: "false: store the revision as given (replication).") var newEdits: Bool = true
+  @Option(help: "With --new-edits=false: where the revision came from.") var origin: String = ""
+
+  func run() throws {
+    let bytes = Input.read(document)
+    let db = try global.openStore()
+    defer { db.close() }
+    if newEdits {
+      let result = try db.store.put(bytes, id: id, rev: rev, actor: actor.name)
+      printJSON(result.json)
+      return
+    }
+    var doc = try Input.object(bytes, what: "document")
+    for (key, value) in [("_id", id), ("_rev", rev)] {
+      guard let value else { continue }
+      if let given = doc[key]?.stringValue, given != value {
+        throw CLIError("the body's \(key) '\(given)' differs from --\(key.dropFirst()) '\(value)'")
+      }
+      if doc[key] == nil { doc.members.append(.init(key: key, value: .string(value))) }
+    }
+    guard let docID = doc["_id"]?.stringValue, let docRev = doc["_rev"]?.stringValue else {
+      throw CLIError("--new-edits=false needs the document's _id and _rev")
+    }
+    let results = try db.store.bulkDocs(
+      [.object(doc)], newEdits: false, actor: actor.name, origin: origin)
+    if let error = results.first?.error { throw error }
+    printJSON(DocumentWriteResult(id: docID, rev: docRev).json)
+  }
+}
+
+struct Get: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Print a document as CouchDB's GET /db/docid does.",
+    discussion: """
+      Examples:
+        wikilog get 'w1:Home'
+        wikilog get 'w1:Home' --rev 2-9a1f... --revs
+        wikilog get 'w1:Home' --conflicts --deleted-conflicts --revs-info
+        wikilog get 'w1:Home' --open-revs all
+        wikilog get 'w1:Home' --open-revs '["2-9a1f...","3-77c0..."]' --latest
+        wikilog get _local/checkpoint
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The document id (_local/... for a local document).") var docID: String
+  @Option(help: "This revision instead of the winner.") var rev: String?
+  @Flag(help: "Add _revisions, the revision's history.") var revs = false
+  @Flag(help: "Add _revs_info, each ancestor and whether its body is available.")
+  var revsInfo = false
+  @Option(
+    help:
+      "'all' leaves, or a JSON array of revisions: print {\"ok\": doc} / {\"missing\": rev} for each."
+  )
+  var openRevs: String?
+  @Flag(help: "Add _conflicts.") var conflicts = false
+  @Flag(help: "Add _deleted_conflicts.") var deletedConflicts = false
+  @Flag(help: "With --rev or --open-revs: the leaves below the named revisions instead.")
+  var latest = false
+  @Flag(help: "Add _local_seq, the document's update sequence.") var localSeq = false
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    if docID.hasPrefix("_local/") {
+      printJSON(try db.store.getLocal(String(docID.dropFirst(7))))
+      return
+    }
+    let options = GetOptions(
+      rev: rev, revs: revs, revsInfo: revsInfo, conflicts: conflicts,
+      deletedConflicts: deletedConflicts, latest: latest, localSeq: localSeq)
+    guard let openRevs else {
+      do {
+        printJSON(try db.store.get(docID, options: options))
+      } catch let error as StoreError where error.status == 404 {
+        let what = rev.map { "revision \($0) of '\(docID)'" } ?? "document '\(docID)'"
+        throw CLIError("not_found: \(what) is \(error.reason) in database '\(global.database)'")
+      }
+      return
+    }
+    let which: OpenRevs
+    if openRevs == "all" {
+      which = .all
+    } else {
+      guard let list = try Input.json(Array(openRevs.utf8), what: "in --open-revs").arrayValue,
+        list.allSatisfy({ $0.stringValue != nil })
+      else {
+        throw CLIError("--open-revs takes 'all' or a JSON array of revision strings")
+      }
+      which = .revs(list.compactMap(\.stringValue))
+    }
+    printJSON(.array(try db.store.openRevs(docID, which, options: options)))
+  }
+}
+
+struct Delete: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Delete a document: a tombstone revision on the leaf --rev.",
+    discussion: """
+      Prints {"ok":true,"id":...,"rev":...} with the tombstone's revision.
+
+      Example:
+        wikilog delete 'w1:Old page' --rev 3-5d2e...
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var actor: ActorOptions
+  @Argument(help: "The document id.") var docID: String
+  @Option(help: "The leaf revision being deleted.") var rev: String
+
+  func run() throws {
+    let db = try global.openStore()
+    defer { db.close() }
+    printJSON(try db.store.delete(docID, rev: rev, actor: actor.name).json)
+  }
+}
+
+struct BulkDocs: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "bulk-docs",
+    abstract: "Write many documents: a CouchDB _bulk_docs body on standard input.",
+    discussion: """
+      The body is {"docs": [...]} with an optional "new_edits": false (replication: revisions
+      stored as given with their _revisions). Each document succeeds or fails on its own, as in
+      CouchDB; the accepted ones are written in one transaction. Prints the results array:
+      {"ok":true,"id":...,"rev":...} or {"id":...,"error":...,"reason":...} per document (with
+      new_edits false, only the failures). Exit status 2 when some documents failed.
+
+      Examples:
+        echo '{"docs":[{"_id":"a"},{"_id":"b","n":1}]}' | wikilog bulk-docs
+        curl -s http://couch/db/_all_docs | ...   # or a replication batch:
+        wikilog bulk-docs --origin http://peer/db < batch-with-new_edits-false.json
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var actor: ActorOptions
+  @Option(help: "With new_edits false: where the revisions came from.") var origin: String = ""
+
+  func run() throws {
+    let body = try Input.object(Input.read(), what: "on standard input (a _bulk_docs body)")
+    guard let docs = body["docs"]?.arrayValue else {
+      throw CLIError(#"the _bulk_docs body needs a "docs" array"#)
+    }
+    var newEdits = true
+    if let value = body["new_edits"] {
+      guard let b = value.boolValue else { throw CLIError("new_edits must be true or false") }
+      newEdits = b
+    }
+    let db = try global.openStore()
+    defer { db.close() }
+    let results = try db.store.bulkDocs(
+      docs, newEdits: newEdits, actor: actor.name, origin: origin)
+    printJSON(.array(results.map(\.json)))
+    let failed = results.filter { !$0.ok }.count
+    if failed > 0 {
+      throw CLIError(
+        "\(failed) of \(docs.count) documents were refused; the others were written", code: 2)
+    }
+  }
+}
+
+struct RevsDiff: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "revs-diff",
+    abstract: "Which revisions the database lacks: CouchDB's _revs_diff.",
+    discussion: """
+      Reads {"docid": ["rev", ...], ...} on standard input and prints
+      {"docid": {"missing": [...], "possible_ancestors": [...]}} for the documents with missing
+      revisions.
+
+      Example:
+        echo '{"w1:Home":["2-9a1f...","3-x"]}' | wikilog revs-diff
+      """)
+
+  @OptionGroup var global: GlobalOptions
+
+  func run() throws {
+    let body = try Input.object(Input.read(), what: "on standard input (a _revs_diff body)")
+    var request: [(id: String, revs: [String])] = []
+    for member in body.members {
+      guard let list = member.value.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+        throw CLIError("the revisions of '\(member.key)' must be an array of strings")
+      }
+      request.append((member.key, list.compactMap(\.stringValue)))
+    }
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let answer = try db.store.revsDiff(request)
+    printJSON(
+      .object(
+        JSONObject(
+          answer.map { id, diff in
+            var members: [JSONObject.Member] = [
+              .init(key: "missing", value: J.strings(diff.missing.map(\.description)))
+            ]
+            if !diff.possibleAncestors.isEmpty {
+              members.append(
+                .init(
+                  key: "possible_ancestors",
+                  value: J.strings(diff.possibleAncestors.map(\.description))))
+            }
+            return .init(key: id, value: .object(JSONObject(members)))
+          })))
+  }
+}
+
+struct AllDocs: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "all-docs",
+    abstract: "List live documents by id: CouchDB's _all_docs.",
+    discussion: """
+      Keys are document ids as plain strings (not JSON-encoded as in CouchDB's query string).
+      Prints {"total_rows":...,"offset":...,"rows":[...]}.
+
+      Examples:
+        wikilog all-docs --limit 10
+        wikilog all-docs --start-key 'w1:' --end-key 'w1:\\uffff' --include-docs
+        wikilog all-docs --keys '["w1:Home","w1:Nope"]'
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Option(help: "The first id.") var startKey: String?
+  @Option(help: "The last id.") var endKey: String?
+  @Option(help: "Whether --end-key itself is included.") var inclusiveEnd: Bool = true
+  @Option(help: "At most this many rows.") var limit: Int?
+  @Option(help: "Skip this many rows first.") var skip: Int = 0
+  @Flag(help: "Newest id first.") var descending = false
+  @Flag(help: "Add each document.") var includeDocs = false
+  @Flag(help: "With --include-docs: add _conflicts.") var conflicts = false
+  @Option(help: "A JSON array of ids to look up instead of a range.") var keys: String?
+
+  func validate() throws {
+    if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+    if skip < 0 { throw ValidationError("--skip must be 0 or more") }
+  }
+
+  func run() throws {
+    var options = AllDocsOptions()
+    options.startKey = startKey
+    options.endKey = endKey
+    options.inclusiveEnd = inclusiveEnd
+    options.limit = limit
+    options.skip = skip
+    options.descending = descending
+    options.includeDocs = includeDocs
+    options.conflicts = conflicts
+    if let keys {
+      guard let list = try Input.json(Array(keys.utf8), what: "in --keys").arrayValue,
+        list.allSatisfy({ $0.stringValue != nil })
+      else { throw CLIError("--keys takes a JSON array of document ids") }
+      options.keys = list.compactMap(\.stringValue)
+    }
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    printJSON(try db.store.allDocs(options).json)
+  }
+}

@@ -1,0 +1,135 @@
+import ArgumentParser
+import Foundation
+import Log
+import Projections
+import RevTree
+
+struct History: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Every revision of a document: who, when, from where, and its Markdown diff.",
+    discussion: """
+      Oldest first. Each revision's diff of the markdown field is against the revision it was
+      made on (unified format). Revisions stemmed out of the revision tree still appear: the log
+      keeps them. --json prints an array of
+      {"seq","time","actor","origin","rev","parent","deleted","insertions","deletions","diff"}.
+
+      Examples:
+        wikilog history 'w1:Home'
+        wikilog history 'w1:Home' --json | jq '.[] | select(.actor == "bob")'
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var output: JSONFlag
+  @Argument(help: "The document id.") var docID: String
+  @Flag(help: "Leave the diffs out.") var noDiff = false
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let entries = try db.store.history(of: docID)
+    guard !entries.isEmpty else {
+      throw CLIError("no document '\(docID)' in database '\(global.database)'")
+    }
+    var out = OutputBuffer()
+    if output.json {
+      out.line(
+        .array(
+          entries.map { e in
+            J.object([
+              "seq": J.int(e.seq.rawValue),
+              "time": .string(ISO8601.format(microseconds: e.timestampMicroseconds)),
+              "actor": .string(e.actor), "origin": .string(e.origin), "rev": .string(e.rev),
+              "parent": e.parentRev.map { .string($0) } ?? .null, "deleted": .bool(e.deleted),
+              "insertions": J.int(e.insertions), "deletions": J.int(e.deletions),
+              "diff": noDiff ? nil : .string(e.markdownDiff),
+            ])
+          }))
+      out.flush()
+      return
+    }
+    for (i, e) in entries.enumerated() {
+      if i > 0 { out.append(0x0A) }
+      out.line("revision \(e.rev)  (seq \(e.seq))")
+      out.line("Date:    \(ISO8601.format(microseconds: e.timestampMicroseconds))")
+      out.line("Author:  \(e.actor.isEmpty ? "-" : e.actor)")
+      if !e.origin.isEmpty { out.line("Origin:  \(e.origin)") }
+      if let parent = e.parentRev { out.line("Parent:  \(parent)") }
+      if e.deleted { out.line("Deleted") }
+      out.line("Changes: +\(e.insertions) -\(e.deletions)")
+      if !noDiff && !e.markdownDiff.isEmpty {
+        out.append(0x0A)
+        out.append(e.markdownDiff)
+        if !e.markdownDiff.hasSuffix("\n") { out.append(0x0A) }
+      }
+      out.flushIfLarge()
+    }
+    out.flush()
+  }
+}
+
+struct Audit: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Every write, filtered by wiki, user and time range: who did what, when.",
+    discussion: """
+      Lists document, _local and settings writes in log order. Times are ISO-8601 (a date alone
+      means its midnight UTC); --since is inclusive, --until inclusive to the microsecond.
+      --json prints an array of {"seq","time","actor","type","id","rev","deleted","origin"}.
+
+      Examples:
+        wikilog audit --user alice
+        wikilog audit --wiki w1 --since 2026-11-01 --until 2026-11-30T23:59:59Z
+        wikilog audit --json --limit 100 | jq -r '.[].id'
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var output: JSONFlag
+  @Option(help: "Only this wiki's documents.") var wiki: String?
+  @Option(help: "Only writes by this user (actor).") var user: String?
+  @Option(help: "From this time on (ISO-8601).") var since: String?
+  @Option(help: "Up to this time (ISO-8601).") var until: String?
+  @Option(help: "At most this many entries.") var limit: Int?
+
+  func validate() throws {
+    for (name, value) in [("--since", since), ("--until", until)] {
+      if let value, Time.parse(value) == nil {
+        throw ValidationError(
+          "\(name) takes an ISO-8601 time like 2026-11-21T09:00:00Z or 2026-11-21; got '\(value)'")
+      }
+    }
+    if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+  }
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let entries = try db.store.audit(
+      AuditQuery(
+        wiki: wiki, actor: user, from: since.flatMap(Time.parse), until: until.flatMap(Time.parse),
+        limit: limit))
+    var out = OutputBuffer()
+    if output.json {
+      out.line(
+        .array(
+          entries.map { e in
+            J.object([
+              "seq": J.int(e.seq.rawValue),
+              "time": .string(ISO8601.format(microseconds: e.timestampMicroseconds)),
+              "actor": .string(e.actor), "type": .string(e.type), "id": .string(e.docID),
+              "rev": .string(e.rev), "deleted": .bool(e.deleted), "origin": .string(e.origin),
+            ])
+          }))
+      out.flush()
+      return
+    }
+    var table = TextTable(header: ["TIME", "SEQ", "ACTOR", "EVENT", "DOCUMENT", "REV", "ORIGIN"])
+    for e in entries {
+      table.add([
+        ISO8601.format(microseconds: e.timestampMicroseconds), String(e.seq.rawValue),
+        e.actor.isEmpty ? "-" : e.actor, e.deleted ? "\(e.type) (deleted)" : e.type,
+        e.docID, e.rev.isEmpty ? "-" : e.rev, e.origin.isEmpty ? "-" : e.origin,
+      ])
+    }
+    out.append(table.text)
+    out.flush()
+  }
+}

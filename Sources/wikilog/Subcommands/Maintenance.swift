@@ -1,0 +1,157 @@
+import ArgumentParser
+import Foundation
+import Log
+import Projections
+import RevTree
+
+struct Verify: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Check the log and every projection.",
+    discussion: """
+      The log: dense positions, checksums, ordered times, the stream index. Each projection
+      (docs, wiki, ...): rebuilt by replaying the log into scratch databases and compared entry
+      by entry with the live one. Exits with status 1 when anything is wrong.
+
+      Examples:
+        wikilog verify
+        wikilog verify --json | jq .ok
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var output: JSONFlag
+
+  func run() throws {
+    let db = try global.openStore()
+    defer { db.close() }
+    let progress = Progress()
+    progress.update("verifying the log…")
+    let report = try db.store.log.verify()
+    var projections: [(String, [String])] = []
+    for name in db.store.projectionNames {
+      progress.update("verifying projection \(name)…")
+      projections.append((name, try db.store.verify(name)))
+    }
+    progress.finish()
+    let problems = report.problems.count + projections.reduce(0) { $0 + $1.1.count }
+    if output.json {
+      printJSON(
+        J.object([
+          "ok": .bool(problems == 0),
+          "log": J.object([
+            "events": J.int(report.eventCount), "streams": J.int(report.streamCount),
+            "last_position": J.int(report.lastPosition.rawValue),
+            "problems": J.strings(report.problems),
+          ]),
+          "projections": .object(
+            JSONObject(projections.map { .init(key: $0.0, value: J.strings($0.1)) })),
+        ]))
+    } else {
+      var text = "log: \(report)\n"
+      for (name, differences) in projections {
+        text += differences.isEmpty ? "projection \(name): ok\n" : "projection \(name):\n"
+        for d in differences { text += "  \(d)\n" }
+      }
+      printText(text)
+    }
+    if problems > 0 { throw CLIError("verification found \(problems) problem(s)") }
+  }
+}
+
+struct Stats: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Show the database's counts, size and positions.",
+    discussion: """
+      Events, documents (live, deleted, with conflicts), size on disk, the committed and durable
+      log positions and each projection's checkpoint.
+
+      Examples:
+        wikilog stats
+        wikilog stats --json | jq .documents
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var output: JSONFlag
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let store = db.store
+    let info = try store.info
+    let committed = try store.log.committedPosition
+    var conflicted = 0
+    try store.forEachRecord { record, _ in
+      if !record.tree.conflicts.isEmpty { conflicted += 1 }
+      return true
+    }
+    let size =
+      (try? FileManager.default.attributesOfItem(atPath: store.log.path + "/data.mdb")[.size]
+        as? Int) ?? 0
+    let checkpoints = try store.projectionCheckpoints()
+    if output.json {
+      printJSON(
+        J.object([
+          "path": .string(store.log.path), "database": .string(global.database),
+          "events": J.int(committed.rawValue), "documents": J.int(info.docCount),
+          "deleted": J.int(info.deletedDocCount), "conflicts": J.int(conflicted),
+          "revs_limit": J.int(info.revsLimit), "size_bytes": J.int(size),
+          "committed_position": J.int(committed.rawValue),
+          "durable_position": J.int(store.log.durablePosition.rawValue),
+          "checkpoints": .object(
+            JSONObject(checkpoints.map { .init(key: $0.name, value: J.int($0.position.rawValue)) })),
+        ]))
+      return
+    }
+    var text = """
+      path                \(store.log.path)
+      database            \(global.database)
+      events              \(committed)
+      documents           \(info.docCount)
+      deleted             \(info.deletedDocCount)
+      with conflicts      \(conflicted)
+      revs limit          \(info.revsLimit)
+      size on disk        \(size) bytes
+      committed position  \(committed)
+      durable position    \(store.log.durablePosition)
+
+      """
+    for (name, position) in checkpoints {
+      text += "checkpoint \(name)".padding(toLength: 20, withPad: " ", startingAt: 0)
+      text += "\(position)\n"
+    }
+    printText(text)
+  }
+}
+
+struct Rebuild: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Rebuild projections from the log.",
+    discussion: """
+      Clears a projection's databases and replays the whole log into them, in one transaction:
+      readers see the old state until the new one is complete. Without a name, every projection.
+
+      Examples:
+        wikilog rebuild
+        wikilog rebuild wiki
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The projection (docs, wiki); all of them when omitted.") var projection: String?
+
+  func run() throws {
+    let db = try global.openStore()
+    defer { db.close() }
+    let names = db.store.projectionNames
+    if let projection, !names.contains(projection) {
+      throw CLIError(
+        "no projection named '\(projection)'; the projections are \(names.joined(separator: ", "))")
+    }
+    let progress = Progress()
+    let events = try db.store.log.committedPosition
+    for name in projection.map({ [$0] }) ?? names {
+      progress.update("rebuilding \(name) from \(events) events…")
+      try db.store.rebuild(name)
+      progress.finish()
+      printText("rebuilt \(name) from \(events) events")
+    }
+  }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Log
+import RevTree
+
+/// Bytes for standard output, written with write(2) in large chunks, or line by line when
+/// following; a closed pipe (EPIPE) ends the program quietly with status 0, as `tail` does.
+struct OutputBuffer {
+  var bytes: [UInt8] = []
+  var count: Int { bytes.count }
+
+  init() { bytes.reserveCapacity(1 << 16) }
+
+  mutating func append(_ string: String) {
+    var s = string
+    s.withUTF8 { bytes.append(contentsOf: $0) }
+  }
+
+  mutating func append(_ byte: UInt8) { bytes.append(byte) }
+
+  mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
+
+  /// Appends `value` as compact JSON and a newline.
+  mutating func line(_ value: JSONValue) {
+    value.serialize(into: &bytes)
+    bytes.append(0x0A)
+  }
+
+  /// Appends `text` and a newline.
+  mutating func line(_ text: String) {
+    append(text)
+    bytes.append(0x0A)
+  }
+
+  /// Writes everything once the buffer holds 64 KiB or more.
+  mutating func flushIfLarge() {
+    if bytes.count >= 1 << 16 { flush() }
+  }
+
+  mutating func flush() {
+    var offset = 0
+    while offset < bytes.count {
+      let n = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR { continue }
+        exit(0)  // the reader went away (EPIPE): stop like tail does
+      }
+      offset += n
+    }
+    bytes.removeAll(keepingCapacity: true)
+  }
+}
+
+/// Prints one JSON value and a newline to standard output.
+func printJSON(_ value: JSONValue) {
+  var out = OutputBuffer()
+  out.line(value)
+  out.flush()
+}
+
+/// Prints text (a newline is added when missing) to standard output.
+func printText(_ text: String) {
+  var out = OutputBuffer()
+  out.append(text)
+  if !text.isEmpty && !text.hasSuffix("\n") { out.append(0x0A) }
+  out.flush()
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+  FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// Building JSON values briefly: `J.object(["ok": true, "id": .string(id)])`; nil members are
+/// left out.
+enum J {
+  static func object(_ pairs: KeyValuePairs<String, JSONValue?>) -> JSONValue {
+    .object(JSONObject(pairs.compactMap { k, v in v.map { JSONObject.Member(key: k, value: $0) } }))
+  }
+
+  static func string(_ s: String?) -> JSONValue? { s.map { .string($0) } }
+
+  static func int(_ n: some BinaryInteger) -> JSONValue { .number(JSONNumber(Int64(n))) }
+
+  static func strings(_ list: [String]) -> JSONValue { .array(list.map { .string($0) }) }
+}
+
+/// A plain text table: columns padded to their widest cell, two spaces apart.
+struct TextTable {
+  var rows: [[String]]
+
+  init(header: [String]) { rows = [header] }
+
+  mutating func add(_ row: [String]) { rows.append(row) }
+
+  var text: String {
+    var widths: [Int] = []
+    for row in rows {
+      for (i, cell) in row.enumerated() {
+        if i >= widths.count { widths.append(0) }
+        widths[i] = max(widths[i], cell.count)
+      }
+    }
+    return rows.map { row in
+      row.enumerated().map { i, cell in
+        i == row.count - 1 ? cell : cell.padding(toLength: widths[i], withPad: " ", startingAt: 0)
+      }.joined(separator: "  ")
+    }.joined(separator: "\n") + "\n"
+  }
+}
+
+/// Progress on standard error for long work, only when standard error is a terminal: one line,
+/// rewritten at most ten times a second.
+final class Progress {
+  let enabled = isatty(STDERR_FILENO) != 0
+  private var last: UInt64 = 0
+  private var shown = false
+
+  func update(_ text: @autoclosure () -> String) {
+    guard enabled else { return }
+    let now = DispatchTime.now().uptimeNanoseconds
+    guard now - last >= 100_000_000 else { return }
+    last = now
+    shown = true
+    FileHandle.standardError.write(Data("\r\u{1B}[K\(text())".utf8))
+  }
+
+  /// Clears the progress line.
+  func finish() {
+    guard enabled, shown else { return }
+    FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    shown = false
+  }
+}

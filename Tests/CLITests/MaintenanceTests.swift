@@ -1,0 +1,54 @@
+import Foundation
+import Testing
+
+@Suite struct MaintenanceTests {
+  @Test("verify checks the log and each projection; stats counts; rebuild replays")
+  func verifyStatsRebuild() throws {
+    let cli = try CLI()
+    try cli.put(#"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann"}"#)
+    let r = try cli.put(#"{"_id":"w1:Home","type":"page","markdown":"[[A]]"}"#)
+    try cli.ok(["delete", "w1:Home", "--rev", r])
+    for leaf in ["b", "c"] {
+      try cli.ok([
+        "put", "--new-edits=false",
+        #"{"_id":"x","_rev":"2-\#(leaf)","_revisions":{"start":2,"ids":["\#(leaf)","a"]}}"#,
+      ])
+    }
+
+    let verify = try cli.ok(["verify", "--json"]).object()
+    #expect(verify["ok"] as? Bool == true)
+    let projections = try #require(verify["projections"] as? [String: [String]])
+    #expect(projections == ["docs": [], "wiki": []])
+    #expect(try cli.ok(["verify"]).stdout.contains("projection wiki: ok"))
+
+    let stats = try cli.ok(["stats", "--json"]).object()
+    #expect(stats["events"] as? Int == 5)
+    #expect(stats["documents"] as? Int == 2)
+    #expect(stats["deleted"] as? Int == 1)
+    #expect(stats["conflicts"] as? Int == 1)
+    #expect(stats["committed_position"] as? Int == 5)
+    #expect(stats["durable_position"] as? Int == 5)
+    #expect((stats["size_bytes"] as? Int ?? 0) > 0)
+    #expect(stats["checkpoints"] as? [String: Int] == ["docs": 5, "wiki": 5])
+    #expect(try cli.ok(["stats"]).stdout.contains("with conflicts      1"))
+
+    #expect(
+      try cli.ok(["rebuild"]).lines == ["rebuilt docs from 5 events", "rebuilt wiki from 5 events"])
+    #expect(try cli.ok(["rebuild", "wiki"]).lines == ["rebuilt wiki from 5 events"])
+    try cli.fails(
+      ["rebuild", "nope"], "no projection named 'nope'; the projections are docs, wiki")
+    #expect(try cli.ok(["verify", "--json"]).object()["ok"] as? Bool == true)
+    #expect(try cli.ok(["get", "x", "--conflicts"]).object()["_conflicts"] as? [String] == ["2-b"])
+  }
+
+  @Test("log tail shows the raw events, _local writes included")
+  func rawLog() throws {
+    let cli = try CLI()
+    try cli.put(#"{"_id":"a"}"#, ["--actor", "ann"])
+    try cli.ok(["local", "put", "cp", "{}"])
+    let rows = try cli.ok(["log", "tail", "--since", "0"]).rows()
+    #expect(rows.map { $0["type"] as? String } == ["doc.edit", "local.put"])
+    #expect(rows.map { $0["stream"] as? String } == ["a", "_local/cp"])
+    #expect(rows.first?["actor"] as? String == "ann")
+  }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import Testing
+
+/// The `wikilog` executable, built beside the test bundle.
+let wikilogPath: String = {
+  let exe =
+    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+    ?? CommandLine.arguments[0]
+  return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("wikilog")
+    .path
+}()
+
+/// What one run of `wikilog` did.
+struct Run {
+  let status: Int32
+  let stdout: String
+  let stderr: String
+
+  var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+
+  /// Standard output as JSON.
+  func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> Any {
+    do {
+      return try JSONSerialization.jsonObject(
+        with: Data(stdout.utf8), options: [.fragmentsAllowed])
+    } catch {
+      Issue.record("not JSON: \(stdout)", sourceLocation: sourceLocation)
+      throw error
+    }
+  }
+
+  func object(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    try #require(try json(sourceLocation: sourceLocation) as? [String: Any])
+  }
+
+  func array(sourceLocation: SourceLocation = #_sourceLocation) throws -> [Any] {
+    try #require(try json(sourceLocation: sourceLocation) as? [Any])
+  }
+
+  /// Each line of standard output as a JSON object (NDJSON).
+  func rows() throws -> [[String: Any]] {
+    try lines.map {
+      try #require(
+        try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any], "\($0)")
+    }
+  }
+}
+
+/// A data directory of its own for one test, removed when it goes away, and a way to run
+/// `wikilog` on it.
+final class CLI {
+  let path: String
+
+  init(_ name: String = #function, initialize: Bool = true) throws {
+    let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
+    path = NSTemporaryDirectory() + "wikilog-cli-\(safe)-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    if initialize { try ok(["init"]) }
+  }
+
+  deinit {
+    try? FileManager.default.removeItem(atPath: path)
+  }
+
+  static var environment: [String: String] {
+    var env = ProcessInfo.processInfo.environment
+    env["WIKILOG_ACTOR"] = nil
+    env["WIKILOG_DB"] = nil
+    env["USER"] = "tester"
+    return env
+  }
+
+  /// Runs `wikilog --db <dir> arguments...` with `stdin` as standard input.
+  func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws
+    -> Run
+  {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: wikilogPath)
+    process.arguments = ["--db", path] + arguments
+    process.environment = Self.environment.merging(environment) { $1 }
+    let input = Pipe()
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let writer = Thread {
+      input.fileHandleForWriting.write(Data(stdin.utf8))
+      try? input.fileHandleForWriting.close()
+    }
+    writer.start()
+    let group = DispatchGroup()
+    nonisolated(unsafe) var errorData = Data()
+    group.enter()
+    DispatchQueue.global().async {
+      errorData = errors.fileHandleForReading.readDataToEndOfFile()
+      group.leave()
+    }
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    group.wait()
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
+      stderr: String(decoding: errorData, as: UTF8.self))
+  }
+
+  /// Runs a command that must succeed.
+  @discardableResult
+  func ok(
+    _ arguments: [String], stdin: String = "", sourceLocation: SourceLocation = #_sourceLocation
+  ) throws -> Run {
+    let r = try run(arguments, stdin: stdin)
+    #expect(
+      r.status == 0, "wikilog \(arguments.joined(separator: " ")): \(r.stderr)",
+      sourceLocation: sourceLocation)
+    return r
+  }
+
+  /// Runs a command that must fail with `status` and one line on stderr containing `message`,
+  /// and nothing on standard output.
+  @discardableResult
+  func fails(
+    _ arguments: [String], stdin: String = "", status: Int32 = 1, _ message: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) throws -> Run {
+    let r = try run(arguments, stdin: stdin)
+    #expect(
+      r.status == status, "status of \(arguments): \(r.stderr)", sourceLocation: sourceLocation)
+    #expect(r.stderr.hasPrefix("wikilog: error: "), "\(r.stderr)", sourceLocation: sourceLocation)
+    #expect(r.stderr.contains(message), "\(r.stderr)", sourceLocation: sourceLocation)
+    #expect(
+      r.stderr.split(separator: "\n").count == 1, "one line: \(r.stderr)",
+      sourceLocation: sourceLocation)
+    return r
+  }
+
+  /// Writes a document and returns its new revision.
+  @discardableResult
+  func put(
+    _ json: String, _ extra: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+  )
+    throws -> String
+  {
+    let r = try ok(["put", json] + extra, sourceLocation: sourceLocation)
+    return try #require(try r.object()["rev"] as? String, sourceLocation: sourceLocation)
+  }
+
+  /// The number of events in the log (to check that a failed command wrote nothing).
+  func eventCount(sourceLocation: SourceLocation = #_sourceLocation) throws -> Int {
+    let r = try ok(["stats", "--json"], sourceLocation: sourceLocation)
+    return try #require(try r.object()["events"] as? Int)
+  }
+}
+
+/// A running `wikilog` whose standard output lines are collected as they arrive.
+final class Background: @unchecked Sendable {
+  let process = Process()
+  let output = Pipe()
+  private let lock = NSLock()
+  private var buffer = Data()
+  private var collected: [String] = []
+
+  init(_ cli: CLI, _ arguments: [String]) throws {
+    process.executableURL = URL(fileURLWithPath: wikilogPath)
+    process.arguments = ["--db", cli.path] + arguments
+    process.environment = CLI.environment
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    process.standardInput = FileHandle.nullDevice
+    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+      let data = handle.availableData
+      guard let self else { return }
+      self.lock.lock()
+      self.buffer.append(data)
+      while let newline = self.buffer.firstIndex(of: UInt8(ascii: "\n")) {
+        self.collected.append(
+          String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self))
+        self.buffer.removeSubrange(self.buffer.startIndex...newline)
+      }
+      self.lock.unlock()
+      if data.isEmpty { handle.readabilityHandler = nil }
+    }
+    try process.run()
+  }
+
+  var lines: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return collected
+  }
+
+  /// Waits until `predicate` holds for the lines so far, up to `timeout` seconds.
+  func waitFor(timeout: Double, _ predicate: ([String]) -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+      if predicate(lines) { return true }
+      usleep(2_000)
+    }
+    return predicate(lines)
+  }
+
+  /// Waits up to `timeout` seconds for the process to end; kills it if it does not.
+  func waitForExit(timeout: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(5_000) }
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+      return false
+    }
+    return true
+  }
+
+  deinit {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+}
