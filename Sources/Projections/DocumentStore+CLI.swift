@@ -67,7 +67,7 @@ extension DocumentStore {
         } else {
           try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
             key, value in
-            guard let seq = UInt64(bigEndianBytes: key) else { return true }
+            guard let seq = Self.position(key) else { return true }
             read += 1
             since = LogPosition(seq)
             if var row = try changeRow(
@@ -116,6 +116,14 @@ extension DocumentStore {
       if eventInfo { try Self.addEventInfo(event, to: &row) }
       return row
     }
+  }
+
+  /// A `bySeq` key as a position. (`UInt64(bigEndianBytes:)` is generic across modules and
+  /// unspecialised, which made it a quarter of the time of streaming a large feed.)
+  @inline(__always)
+  static func position(_ key: [UInt8]) -> UInt64? {
+    guard key.count == 8 else { return nil }
+    return key.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
   }
 
   static func addEventInfo(_ event: RecordedEvent, to row: inout ChangeRow) throws {

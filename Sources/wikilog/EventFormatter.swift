@@ -44,23 +44,36 @@ enum EventFormatter {
 
   static func quote(_ s: String, into out: inout OutputBuffer) {
     out.append(UInt8(ascii: "\""))
-    for b in s.utf8 {
-      switch b {
-      case UInt8(ascii: "\""): out.append("\\\"")
-      case UInt8(ascii: "\\"): out.append("\\\\")
-      case 0x0A: out.append("\\n")
-      case 0x0D: out.append("\\r")
-      case 0x09: out.append("\\t")
-      case 0..<0x20:
-        let hex = Array("0123456789abcdef".utf8)
-        out.append("\\u00")
-        out.append(hex[Int(b >> 4)])
-        out.append(hex[Int(b & 0xF)])
-      default: out.append(b)
+    var s = s
+    s.withUTF8 { utf8 in
+      // Copy runs that need no escaping in one go; most strings are one run.
+      var runStart = 0
+      for (i, b) in utf8.enumerated()
+      where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+        if runStart < i {
+          out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+        }
+        runStart = i + 1
+        switch b {
+        case UInt8(ascii: "\""): out.append("\\\"")
+        case UInt8(ascii: "\\"): out.append("\\\\")
+        case 0x0A: out.append("\\n")
+        case 0x0D: out.append("\\r")
+        case 0x09: out.append("\\t")
+        default:
+          let hex = Array("0123456789abcdef".utf8)
+          out.append("\\u00")
+          out.append(hex[Int(b >> 4)])
+          out.append(hex[Int(b & 0xF)])
+        }
+      }
+      if runStart < utf8.count {
+        out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
       }
     }
     out.append(UInt8(ascii: "\""))
   }
+
 }
 
 /// ISO-8601 UTC times with microseconds, without a formatter per call.

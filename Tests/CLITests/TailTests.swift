@@ -88,6 +88,19 @@ import Testing
     #expect(historyText.first?.contains("repl  c  2-bbb  page: # bbb") == true)
   }
 
+  @Test("ids and revisions that need escaping come out as valid JSON")
+  func escaping() throws {
+    let cli = try CLI()
+    let id = "we\"ird\\ \n\t\u{01} é ✓"
+    let json = try JSONSerialization.data(withJSONObject: ["_id": id, "markdown": "a\nb"])
+    try cli.ok(["put", String(decoding: json, as: UTF8.self)])
+    let rows = try cli.ok(["tail", "--include-docs"]).rows()
+    #expect(rows.first?["id"] as? String == id)
+    #expect((rows.first?["doc"] as? [String: Any])?["_id"] as? String == id)
+    let history = try cli.ok(["tail", "--history"]).rows()
+    #expect(history.first?["id"] as? String == id)
+  }
+
   @Test("bad --since, --limit and --style are usage errors")
   func badOptions() throws {
     let cli = try CLI()

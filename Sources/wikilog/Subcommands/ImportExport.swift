@@ -147,8 +147,9 @@ struct Import: ParsableCommand {
 
   struct Parsed {
     var revisions: [DocumentInput] = []
-    var documents = 0
+    var ids = Set<String>()
     var revsLimit: Int?
+    var documents: Int { ids.count }
   }
 
   static func checked(_ value: JSONValue) -> Result<DocumentInput, StoreError> {
@@ -177,6 +178,7 @@ struct Import: ParsableCommand {
         )
       }
       parsed.revisions.append(input)
+      if let id = input.id { parsed.ids.insert(id) }
     }
 
     // A CouchDB dump is one JSON object with "rows"; find out from its first line.
@@ -191,7 +193,6 @@ struct Import: ParsableCommand {
       for (i, row) in rows.enumerated() {
         guard let doc = row["doc"], doc != .null else { continue }  // deleted or missing rows
         try add(doc, at: "row \(i + 1)")
-        parsed.documents += 1
       }
       return parsed
     }
@@ -231,7 +232,6 @@ struct Import: ParsableCommand {
       } else {
         try add(value, at: place)
       }
-      parsed.documents += 1
       if lineNumber % 10_000 == 0 { progress.update("checked \(lineNumber) lines") }
     }
     return parsed

@@ -76,6 +76,7 @@ struct Tail: AsyncParsableCommand {
     var writer = RowWriter(text: format == .text, includeDocs: includeDocs, history: history)
     var remaining = limit ?? .max
     if remaining == 0 { return }
+    let actor = self.actor  // read the option once, not once per row
     if follow { Self.exitCleanlyOnSignalsAndClosedPipe() }
 
     // Everything up to the end of the log, in large chunks.
@@ -139,7 +140,7 @@ struct RowWriter {
       return
     }
     out.append(#"{"seq":"#)
-    out.append(String(row.seq.rawValue))
+    out.append(decimal: row.seq.rawValue)
     out.append(#","id":"#)
     EventFormatter.quote(row.id, into: &out)
     out.append(#","changes":["#)

@@ -19,6 +19,21 @@ struct OutputBuffer {
 
   mutating func append(_ other: [UInt8]) { bytes.append(contentsOf: other) }
 
+  /// Appends a number's decimal digits without making a String.
+  mutating func append(decimal value: UInt64) {
+    var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes of scratch
+    withUnsafeMutableBytes(of: &digits) { scratch in
+      var v = value
+      var i = scratch.count
+      repeat {
+        i -= 1
+        scratch[i] = UInt8(ascii: "0") + UInt8(v % 10)
+        v /= 10
+      } while v > 0
+      bytes.append(contentsOf: scratch[i...])
+    }
+  }
+
   /// Appends `value` as compact JSON and a newline.
   mutating func line(_ value: JSONValue) {
     value.serialize(into: &bytes)
