@@ -9,8 +9,8 @@ struct WikilogCommand: AsyncParsableCommand {
     commandName: "wikilog",
     abstract: "A CouchDB-compatible document database on an append-only, auditable event log.",
     discussion: """
-      A data directory (--db) holds named databases (-d, default 'wiki'). Every write is an
-      immutable event with a dense sequence number, a time and an actor; documents, the changes
+      A data directory (--db) holds named databases (-d, default 'wiki'). Every write is an \
+      immutable event with a dense sequence number, a time and an actor; documents, the changes \
       feed, wikis and pages are projections of the log.
 
       Examples:
@@ -22,7 +22,7 @@ struct WikilogCommand: AsyncParsableCommand {
         wikilog audit --user alice --since 2026-11-01
         wikilog export > backup.ndjson && wikilog import -d copy < backup.ndjson
 
-      Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails
+      Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails \
       (nothing is written then), 64 for a usage error.
       """,
     subcommands: [

@@ -50,5 +50,6 @@ import Testing
     #expect(rows.map { $0["type"] as? String } == ["doc.edit", "local.put"])
     #expect(rows.map { $0["stream"] as? String } == ["a", "_local/cp"])
     #expect(rows.first?["actor"] as? String == "ann")
+    try cli.fails(["-d", "nope", "log", "tail"], "no database 'nope'")
   }
 }

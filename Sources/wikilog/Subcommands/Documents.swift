@@ -38,10 +38,10 @@ struct Put: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Create or update a document (CouchDB's PUT /db/docid).",
     discussion: """
-      The document is JSON, given as an argument or on standard input. Its _id names it (or
-      --id; a new UUID when neither is given) and its _rev is the revision it edits (or --rev).
-      With --new-edits=false the revision is stored as given, with its _revisions history, as
-      replication writes it: no new revision id is made and a known revision is a no-op.
+      The document is JSON, given as an argument or on standard input. Its _id names it (or \
+      --id; a new UUID when neither is given) and its _rev is the revision it edits (or --rev). \
+      With --new-edits=false the revision is stored as given, with its _revisions history, as \
+      replication writes it: no new revision id is made and a known revision is a no-op. \
       Prints {"ok":true,"id":...,"rev":...}.
 
       Examples:
@@ -176,10 +176,10 @@ struct BulkDocs: ParsableCommand {
     commandName: "bulk-docs",
     abstract: "Write many documents: a CouchDB _bulk_docs body on standard input.",
     discussion: """
-      The body is {"docs": [...]} with an optional "new_edits": false (replication: revisions
-      stored as given with their _revisions). Each document succeeds or fails on its own, as in
+      The body is {"docs": [...]} with an optional "new_edits": false (replication: revisions \
+      stored as given with their _revisions). Each document succeeds or fails on its own, as in \
       CouchDB; the accepted ones are written in one transaction. Prints the results array:
-      {"ok":true,"id":...,"rev":...} or {"id":...,"error":...,"reason":...} per document (with
+      {"ok":true,"id":...,"rev":...} or {"id":...,"error":...,"reason":...} per document (with \
       new_edits false, only the failures). Exit status 2 when some documents failed.
 
       Examples:
@@ -220,8 +220,8 @@ struct RevsDiff: ParsableCommand {
     commandName: "revs-diff",
     abstract: "Which revisions the database lacks: CouchDB's _revs_diff.",
     discussion: """
-      Reads {"docid": ["rev", ...], ...} on standard input and prints
-      {"docid": {"missing": [...], "possible_ancestors": [...]}} for the documents with missing
+      Reads {"docid": ["rev", ...], ...} on standard input and prints \
+      {"docid": {"missing": [...], "possible_ancestors": [...]}} for the documents with missing \
       revisions.
 
       Example:
@@ -265,7 +265,7 @@ struct AllDocs: ParsableCommand {
     commandName: "all-docs",
     abstract: "List live documents by id: CouchDB's _all_docs.",
     discussion: """
-      Keys are document ids as plain strings (not JSON-encoded as in CouchDB's query string).
+      Keys are document ids as plain strings (not JSON-encoded as in CouchDB's query string). \
       Prints {"total_rows":...,"offset":...,"rows":[...]}.
 
       Examples:

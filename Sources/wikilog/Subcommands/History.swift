@@ -8,9 +8,9 @@ struct History: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Every revision of a document: who, when, from where, and its Markdown diff.",
     discussion: """
-      Oldest first. Each revision's diff of the markdown field is against the revision it was
-      made on (unified format). Revisions stemmed out of the revision tree still appear: the log
-      keeps them. --json prints an array of
+      Oldest first. Each revision's diff of the markdown field is against the revision it was \
+      made on (unified format). Revisions stemmed out of the revision tree still appear: the log \
+      keeps them. --json prints an array of \
       {"seq","time","actor","origin","rev","parent","deleted","insertions","deletions","diff"}.
 
       Examples:
@@ -71,8 +71,8 @@ struct Audit: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Every write, filtered by wiki, user and time range: who did what, when.",
     discussion: """
-      Lists document, _local and settings writes in log order. Times are ISO-8601 (a date alone
-      means its midnight UTC); --since is inclusive, --until inclusive to the microsecond.
+      Lists document, _local and settings writes in log order. Times are ISO-8601 (a date alone \
+      means its midnight UTC); --since is inclusive, --until inclusive to the microsecond. \
       --json prints an array of {"seq","time","actor","type","id","rev","deleted","origin"}.
 
       Examples:

@@ -22,11 +22,11 @@ struct Export: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Write every document with its full revision tree and bodies as NDJSON.",
     discussion: """
-      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq",
-      "doc_count"}; then one line per document, {"id","revisions":[...]}, where each revision is
-      a CouchDB document with its _revisions path (as replication sends it), every revision
-      whose body the log holds, oldest first. `wikilog import` of this output rebuilds the same
-      revision trees, winners, conflicts and bodies. The documents come from one snapshot.
+      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq",\
+      "doc_count"}; then one line per document, {"id","revisions":[...]}, where each revision is \
+      a CouchDB document with its _revisions path (as replication sends it), every revision \
+      whose body the log holds, oldest first. `wikilog import` of this output rebuilds the same \
+      revision trees, winners, conflicts and bodies. The documents come from one snapshot. \
       _local documents are not exported.
 
       Examples:
@@ -68,15 +68,19 @@ struct Import: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Load documents with their histories: a wikilog export or a CouchDB dump.",
     discussion: """
-      Reads FILE or standard input:
-        - a `wikilog export` (NDJSON): every revision is written with new_edits=false and its
-          _revisions path, oldest first, so every body is an event and the revision trees come
-          out as they were exported; the database takes the export's revs_limit;
-        - NDJSON of CouchDB documents, one per line, each with _id and _rev (and _revisions);
-        - a CouchDB _all_docs?include_docs=true dump ({"rows":[{"doc":{...}}, ...]}): each
-          document's current revision.
-      Revisions the database already has are skipped; others are merged as replication merges
-      them (conflicts are kept). The whole input is read and checked before anything is
+      Reads FILE or standard input, one of:
+
+      A `wikilog export` (NDJSON): every revision is written with new_edits=false and its \
+      _revisions path, oldest first, so every body is an event and the revision trees come out \
+      as they were exported; the database takes the export's revs_limit.
+
+      NDJSON of CouchDB documents, one per line, each with _id and _rev (and _revisions).
+
+      A CouchDB _all_docs?include_docs=true dump ({"rows":[{"doc":{...}}, ...]}): each \
+      document's current revision.
+
+      Revisions the database already has are skipped; others are merged as replication merges \
+      them (conflicts are kept). The whole input is read and checked before anything is \
       written; it is then written in transactions of --batch-size revisions, synced at the end.
 
       Examples:

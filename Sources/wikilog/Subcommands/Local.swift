@@ -40,7 +40,7 @@ struct LocalPut: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "put", abstract: "Write a _local document (JSON as an argument or on stdin).",
     discussion: """
-      A _rev in the body must be the current one (0-N); without it the document is created or
+      A _rev in the body must be the current one (0-N); without it the document is created or \
       overwritten only if it does not exist yet. Prints {"ok":true,"id":...,"rev":...}.
 
       Example:

@@ -7,8 +7,8 @@ struct LogCommand: ParsableCommand {
     commandName: "log",
     abstract: "The raw event log under a database (every event, as stored).",
     discussion: """
-      Document commands work on documents; these show the events they are made of, including
-      _local writes and settings, with their type, stream, actor and payload. Read-only: raw
+      Document commands work on documents; these show the events they are made of, including \
+      _local writes and settings, with their type, stream, actor and payload. Read-only: raw \
       appends are not offered, since an event the projections cannot read would stop the database.
 
       Example:
@@ -22,7 +22,7 @@ struct LogTail: AsyncParsableCommand {
     commandName: "tail",
     abstract: "Print the log's events in order, and with --follow keep printing new ones.",
     discussion: """
-      Output is one JSON object per line (NDJSON), flushed line by line when following, so
+      Output is one JSON object per line (NDJSON), flushed line by line when following, so \
       `wikilog log tail --follow | jq` works. --since is exclusive, like CouchDB's: events after it.
 
       Examples:

@@ -8,8 +8,8 @@ struct Verify: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Check the log and every projection.",
     discussion: """
-      The log: dense positions, checksums, ordered times, the stream index. Each projection
-      (docs, wiki, ...): rebuilt by replaying the log into scratch databases and compared entry
+      The log: dense positions, checksums, ordered times, the stream index. Each projection \
+      (docs, wiki, ...): rebuilt by replaying the log into scratch databases and compared entry \
       by entry with the live one. Exits with status 1 when anything is wrong.
 
       Examples:
@@ -61,7 +61,7 @@ struct Stats: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Show the database's counts, size and positions.",
     discussion: """
-      Events, documents (live, deleted, with conflicts), size on disk, the committed and durable
+      Events, documents (live, deleted, with conflicts), size on disk, the committed and durable \
       log positions and each projection's checkpoint.
 
       Examples:

@@ -8,12 +8,12 @@ struct Tail: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Print the changes feed, and with --follow keep printing new changes.",
     discussion: """
-      By default one CouchDB _changes row per line (NDJSON), one row per document at its latest
-      change: {"seq":N,"id":...,"changes":[{"rev":...}],"deleted":true?,"doc":...?}.
-      With --history every revision ever written is a row, with "actor", "time" and "origin".
-      --since is exclusive, as CouchDB's: rows after it. --follow keeps running and prints
-      changes made by any process as they commit, one flushed line each, so
-      `wikilog tail --follow | jq` works; it ends with status 0 on Ctrl-C, SIGTERM or when the
+      By default one CouchDB _changes row per line (NDJSON), one row per document at its latest \
+      change: {"seq":N,"id":...,"changes":[{"rev":...}],"deleted":true?,"doc":...?}. \
+      With --history every revision ever written is a row, with "actor", "time" and "origin". \
+      --since is exclusive, as CouchDB's: rows after it. --follow keeps running and prints \
+      changes made by any process as they commit, one flushed line each, so \
+      `wikilog tail --follow | jq` works; it ends with status 0 on Ctrl-C, SIGTERM or when the \
       reader of its output goes away.
 
       Examples:

@@ -8,8 +8,8 @@ struct Wiki: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Wikis and their pages (TouchWiki documents).",
     discussion: """
-      A wiki is a document {"type":"wiki","title","owner_id","members",...}; a page is a
-      document "<wiki id>:<Page Name>" {"type":"page","wiki_id","markdown","created_at",
+      A wiki is a document {"type":"wiki","title","owner_id","members",...}; a page is a \
+      document "<wiki id>:<Page Name>" {"type":"page","wiki_id","markdown","created_at", \
       "updated_at","updated_by"}.
 
       Examples:
@@ -198,9 +198,9 @@ struct WikiEdit: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "edit", abstract: "Create or update a page from Markdown.",
     discussion: """
-      The Markdown is read from standard input, or, when that is a terminal, edited in $VISUAL
-      or $EDITOR (vi by default) starting from the current text. Sets wiki_id, markdown,
-      updated_at and updated_by (the actor), and created_at for a new page; other fields are
+      The Markdown is read from standard input, or, when that is a terminal, edited in $VISUAL \
+      or $EDITOR (vi by default) starting from the current text. Sets wiki_id, markdown, \
+      updated_at and updated_by (the actor), and created_at for a new page; other fields are \
       kept. Writes nothing when the text is unchanged or the editor fails.
 
       Examples:
@@ -307,9 +307,9 @@ struct WikiConflicts: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "conflicts", abstract: "A page's conflicting revisions and how they would merge.",
     discussion: """
-      For each live leaf that lost to the winner, a three-way merge of its Markdown with the
-      winner's against their nearest common ancestor that has a body: the merged text when it is
-      clean, the text with diff3 conflict markers otherwise. Nothing is written. --json prints
+      For each live leaf that lost to the winner, a three-way merge of its Markdown with the \
+      winner's against their nearest common ancestor that has a body: the merged text when it is \
+      clean, the text with diff3 conflict markers otherwise. Nothing is written. --json prints \
       {"id","winner","conflicts":[{"rev","base","clean","regions","merged"}]}.
 
       Example:

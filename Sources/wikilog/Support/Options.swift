@@ -62,11 +62,17 @@ struct GlobalOptions: ParsableArguments {
   func open(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws -> EventLog {
     do {
       try DataDirectory.validate(name: database)
+      if readOnly && !dataDirectory().exists(database) {
+        throw CLIError(
+          "no database '\(database)' in \(directory); create it with: wikilog init -d \(database)")
+      }
       let path = dataDirectory().directory(of: database)
       return try EventLog(
         directory: path, options: .init(durability: durability, readOnly: readOnly))
     } catch let error as StoreError {
       throw CLIError(error.reason)
+    } catch let error as CLIError {
+      throw error
     } catch {
       throw CLIError("\(error)")
     }
