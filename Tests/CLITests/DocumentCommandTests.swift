@@ -172,6 +172,13 @@ import Testing
     let doc = try cli.ok(["local", "get", "cp"]).object()
     #expect(doc["seq"] as? Int == 2 && doc["_rev"] as? String == "0-2")
     #expect(try cli.ok(["get", "_local/cp"]).object()["seq"] as? Int == 2)
+    #expect(
+      try cli.ok(["put", #"{"_id":"_local/cp","_rev":"0-2","seq":3}"#]).object()["rev"] as? String
+        == "0-3")
+    #expect(
+      try cli.ok(["delete", "_local/cp", "--rev", "0-3"]).object()["rev"] as? String == "0-0")
+    try cli.ok(["local", "put", "cp", #"{"seq":1}"#])
+    try cli.ok(["local", "put", "cp", #"{"_rev":"0-1","seq":2}"#])
     try cli.fails(["local", "put", "cp", #"{"_rev":"0-1"}"#], "conflict")
     try cli.fails(["local", "delete", "cp", "--rev", "0-1"], "conflict")
     try cli.ok(["local", "delete", "cp", "--rev", "0-2"])

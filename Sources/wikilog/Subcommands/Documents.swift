@@ -62,6 +62,12 @@ struct Put: ParsableCommand {
     let bytes = Input.read(document)
     let db = try global.openStore()
     defer { db.close() }
+    let localID = (id ?? (try? Input.object(bytes, what: ""))?["_id"]?.stringValue)
+    if let localID, localID.hasPrefix("_local/") {
+      guard newEdits else { throw CLIError("_local documents are never replicated") }
+      printJSON(try db.store.putLocal(Local.bareID(localID), bytes, actor: actor.name).json)
+      return
+    }
     if newEdits {
       let result = try db.store.put(bytes, id: id, rev: rev, actor: actor.name)
       printJSON(result.json)
@@ -167,6 +173,10 @@ struct Delete: ParsableCommand {
   func run() throws {
     let db = try global.openStore()
     defer { db.close() }
+    if docID.hasPrefix("_local/") {
+      printJSON(try db.store.deleteLocal(Local.bareID(docID), rev: rev, actor: actor.name).json)
+      return
+    }
     printJSON(try db.store.delete(docID, rev: rev, actor: actor.name).json)
   }
 }

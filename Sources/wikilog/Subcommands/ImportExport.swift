@@ -101,6 +101,8 @@ struct Import: ParsableCommand {
 
   func run() throws {
     let progress = Progress()
+    let db = try global.openStore(durability: .unsynced)  // fail early on a missing database
+    defer { db.close() }
     let bytes: [UInt8]
     if let file, file != "-" {
       guard let data = FileManager.default.contents(atPath: file) else {
@@ -112,8 +114,6 @@ struct Import: ParsableCommand {
     }
     progress.update("reading \(bytes.count) bytes…")
     let parsed = try Self.parse(bytes, progress: progress)
-    let db = try global.openStore(durability: .unsynced)
-    defer { db.close() }
     let store = db.store
     let source = origin ?? file.map { "file:" + $0 } ?? "import"
 
@@ -125,13 +125,23 @@ struct Import: ParsableCommand {
     var events = 0
     var written = 0
     var start = 0
-    while start < parsed.revisions.count {
-      let end = min(start + batchSize, parsed.revisions.count)
-      events += try store.importRevisions(
-        Array(parsed.revisions[start..<end]), actor: actor.name, origin: source)
-      written = end
-      start = end
-      progress.update("imported \(written) of \(parsed.revisions.count) revisions")
+    do {
+      while start < parsed.revisions.count {
+        let end = min(start + batchSize, parsed.revisions.count)
+        events += try store.importRevisions(
+          Array(parsed.revisions[start..<end]), actor: actor.name, origin: source)
+        written = end
+        start = end
+        progress.update("imported \(written) of \(parsed.revisions.count) revisions")
+      }
+    } catch {
+      // A storage failure part way (disk full, say): what was committed stays, and is synced;
+      // the revs_limit goes back to what it was.
+      progress.finish()
+      if longest > before { try? store.setRevsLimit(before, actor: actor.name) }
+      try? store.log.sync()
+      throw CLIError(
+        "import stopped after \(written) of \(parsed.revisions.count) revisions: \(error)")
     }
     if try store.revsLimit != target { try store.setRevsLimit(target, actor: actor.name) }
     try store.log.sync()
