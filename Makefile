@@ -15,13 +15,13 @@ test: bootstrap
 	$(SWIFT) test --skip-build
 
 # Until the HTTP server lands, `serve` seeds a demo log in the default data directory (or DB=dir)
-# and follows it like `tail -f`: append from another terminal with `wikilog append` to watch.
+# and follows it like `tail -f`: write from another terminal with `wikilog put` to watch.
 serve: bootstrap
 	$(SWIFT) build --product wikilog
 	@bin=$$($(SWIFT) build --show-bin-path)/wikilog; \
 	  $$bin demo $(if $(DB),--db $(DB)); \
-	  echo "following the log; in another terminal: echo hi | $$bin append --type note $(if $(DB),--db $(DB))" >&2; \
-	  $$bin tail --since 0 --follow --format text $(if $(DB),--db $(DB))
+	  echo "following the log; in another terminal: $$bin put '{\"_id\":\"hello\"}' $(if $(DB),--db $(DB))" >&2; \
+	  $$bin log tail --since 0 --follow --format text $(if $(DB),--db $(DB))
 
 bench:
 	WIKILOG_BENCHMARKS=1 scripts/bootstrap
