@@ -47,6 +47,7 @@ enum StreamKey {
 
 extension UInt64 {
   /// Eight big-endian bytes: keys that sort like the numbers (positions, versions, counters).
+  @inlinable
   public var bigEndianBytes: [UInt8] {
     var bytes: [UInt8] = []
     bytes.appendBigEndian(self)
@@ -54,6 +55,7 @@ extension UInt64 {
   }
 
   /// Reads eight big-endian bytes; nil when there are fewer.
+  @inlinable
   public init?(bigEndianBytes bytes: some Collection<UInt8>) {
     guard bytes.count >= 8 else { return nil }
     var v: UInt64 = 0
@@ -63,6 +65,7 @@ extension UInt64 {
 }
 
 extension [UInt8] {
+  @inlinable
   mutating func appendBigEndian(_ value: UInt64) {
     for shift in stride(from: 56, through: 0, by: -8) {
       append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))

@@ -344,22 +344,37 @@ extension LineDiff {
   /// The lines of several texts, each line numbered so that byte-identical lines get the same
   /// number and comparing lines is comparing integers.
   struct LineTable {
-    private var numbers: [ArraySlice<UInt8>: Int] = [:]
+    private var numbers: [LineKey: Int] = [:]
 
     /// The number of distinct lines seen so far.
     var distinctCount: Int { numbers.count }
+
+    /// A line's bytes with a hash computed while cutting the line, so the dictionary hashes one
+    /// word instead of feeding every byte to `Hasher`.
+    struct LineKey: Hashable {
+      let bytes: ArraySlice<UInt8>
+      let fnv: UInt64
+
+      func hash(into hasher: inout Hasher) { hasher.combine(fnv) }
+      static func == (a: LineKey, b: LineKey) -> Bool { a.fnv == b.fnv && a.bytes == b.bytes }
+    }
 
     /// Cuts `text` into lines and numbers them.
     mutating func add(_ text: String) -> (lines: [String], ids: [Int]) {
       let bytes = Array(text.utf8)
       var lines: [String] = []
       var ids: [Int] = []
+      numbers.reserveCapacity(numbers.count + bytes.count / 32)
       var start = 0
       while start < bytes.count {
         var end = start
-        while end < bytes.count && bytes[end] != 0x0A { end += 1 }
+        var fnv: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a
+        while end < bytes.count && bytes[end] != 0x0A {
+          fnv = (fnv ^ UInt64(bytes[end])) &* 0x100_0000_01b3
+          end += 1
+        }
         if end < bytes.count { end += 1 }  // keep the "\n"
-        let line = bytes[start..<end]
+        let line = LineKey(bytes: bytes[start..<end], fnv: fnv)
         let id: Int
         if let known = numbers[line] {
           id = known
@@ -368,7 +383,7 @@ extension LineDiff {
           numbers[line] = id
         }
         ids.append(id)
-        lines.append(String(decoding: line, as: UTF8.self))
+        lines.append(String(decoding: line.bytes, as: UTF8.self))
         start = end
       }
       return (lines, ids)
