@@ -24,10 +24,12 @@ public final class DataDirectory: Sendable {
 
   /// - Parameters:
   ///   - projections: the inline projections each database gets besides its documents; by
-  ///     default the wiki projection.
+  ///     default the wiki and draft projections.
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
-    projections: @escaping @Sendable () -> [any Projection] = { [WikiProjection()] }
+    projections: @escaping @Sendable () -> [any Projection] = {
+      [WikiProjection(), DraftProjection()]
+    }
   ) {
     self.path = path
     self.options = options

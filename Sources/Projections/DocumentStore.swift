@@ -113,6 +113,17 @@ public final class DocumentStore: Sendable {
     return event
   }
 
+  /// Appends an event that is not a document write (a draft event, say) and applies the inline
+  /// projections to it.
+  @discardableResult
+  func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
+    let recorded = try txn.append(event)
+    for (projection, storage) in allProjections {
+      try projection.apply(recorded, to: storage, in: txn)
+    }
+    return recorded
+  }
+
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
   /// computes the deterministic revision, appends the event and updates the projections.
   func edit(_ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction)
