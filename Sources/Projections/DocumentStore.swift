@@ -49,9 +49,21 @@ public final class DocumentStore: Sendable {
   }
 
   /// Uses an open log; the projections catch up with it before this returns.
-  public init(log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false) throws {
+  public convenience init(log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false)
+    throws
+  {
+    try self.init(log: log, projections: projections, ownsLog: ownsLog, scratch: nil)
+  }
+
+  /// A scratch directory (of an as-of view) removed once the store is gone.
+  let scratch: ScratchDirectory?
+
+  init(
+    log: EventLog, projections: [any Projection], ownsLog: Bool, scratch: ScratchDirectory?
+  ) throws {
     self.log = log
     self.ownsLog = ownsLog
+    self.scratch = scratch
     do {
       documentStorage = try ProjectionStorage.open(for: documents, in: log)
       others = try projections.map { ($0, try ProjectionStorage.open(for: $0, in: log)) }
