@@ -183,7 +183,8 @@ extension DocumentStore {
     let store: DocumentStore
     do {
       store = try DocumentStore(
-        log: scratchLog, projections: others.map(\.projection), ownsLog: true, scratch: directory)
+        log: scratchLog, projections: others.map(\.projection), ownsLog: true,
+        validation: validation, scratch: directory)
     } catch {
       scratchLog.close()
       directory.remove()

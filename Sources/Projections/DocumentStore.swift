@@ -28,11 +28,18 @@ public final class DocumentStore: Sendable {
   let others: [(projection: any Projection, storage: ProjectionStorage)]
   let checkpoints: Database
   let ownsLog: Bool
+  /// The rules documents are checked against (CouchDB's own always apply).
+  public let validation: DocumentValidation
 
   /// Opens (creating) the database in `directory`.
+  ///
+  /// - Parameters:
+  ///   - projections: inline projections besides the documents (``WikiProjection``,
+  ///     ``DraftProjection``, your own).
+  ///   - validation: the TouchWiki schema by default; see ``DocumentValidation``.
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
-    projections: [any Projection] = []
+    projections: [any Projection] = [], validation: DocumentValidation = .touchWiki
   ) throws {
     let log: EventLog
     do {
@@ -41,7 +48,7 @@ public final class DocumentStore: Sendable {
       throw StoreError.storage(error)
     }
     do {
-      try self.init(log: log, projections: projections, ownsLog: true)
+      try self.init(log: log, projections: projections, ownsLog: true, validation: validation)
     } catch {
       log.close()
       throw error
@@ -49,20 +56,24 @@ public final class DocumentStore: Sendable {
   }
 
   /// Uses an open log; the projections catch up with it before this returns.
-  public convenience init(log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false)
-    throws
-  {
-    try self.init(log: log, projections: projections, ownsLog: ownsLog, scratch: nil)
+  public convenience init(
+    log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false,
+    validation: DocumentValidation = .touchWiki
+  ) throws {
+    try self.init(
+      log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil)
   }
 
   /// A scratch directory (of an as-of view) removed once the store is gone.
   let scratch: ScratchDirectory?
 
   init(
-    log: EventLog, projections: [any Projection], ownsLog: Bool, scratch: ScratchDirectory?
+    log: EventLog, projections: [any Projection], ownsLog: Bool, validation: DocumentValidation,
+    scratch: ScratchDirectory?
   ) throws {
     self.log = log
     self.ownsLog = ownsLog
+    self.validation = validation
     self.scratch = scratch
     do {
       documentStorage = try ProjectionStorage.open(for: documents, in: log)
@@ -154,12 +165,14 @@ public final class DocumentStore: Sendable {
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
+    try validate(input, id: id, local: true, txn: txn)
+    let body = try Self.checkedBody(input)
     let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     let path = try RevisionPath(
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
     let e = DocumentEvent(
       kind: .edit, docID: id, rev: newRev.description, path: path, deleted: input.deleted,
-      body: input.bodyBytes)
+      body: body)
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
@@ -188,10 +201,10 @@ public final class DocumentStore: Sendable {
     guard path.leaf == rev else {
       throw StoreError.badRequest("_rev \(revString) is not the first revision of _revisions")
     }
+    try validate(input, id: id, local: false, txn: txn)
     let e = DocumentEvent(
       kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
-      origin: origin,
-      body: input.bodyBytes)
+      origin: origin, body: try Self.checkedBody(input))
     let record =
       try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
     var tree = record.tree
@@ -326,6 +339,17 @@ public final class DocumentStore: Sendable {
         DocumentEvent(kind: .revsLimit, docID: "_revs_limit", rev: "", revsLimit: limit),
         actor: actor, txn: txn)
     }
+  }
+
+  /// The body as stored, refused when it passes ``DocumentInput/maxBytes`` (documents that
+  /// arrive parsed, as in ``bulkDocs(_:newEdits:actor:origin:)``, were never measured).
+  static func checkedBody(_ input: DocumentInput) throws(StoreError) -> [UInt8] {
+    let body = input.bodyBytes
+    guard body.count <= DocumentInput.maxBytes else {
+      throw StoreError.tooLarge(
+        "Document body is \(body.count) bytes; the limit is \(DocumentInput.maxBytes)")
+    }
+    return body
   }
 
   static func newID() -> String {

@@ -9,7 +9,7 @@ import Testing
   func createUpdateConflict() throws {
     let t = try TestStore()
     let s = t.store!
-    let r1 = try s.put(#"{"_id":"w1:Home","type":"page","markdown":"Home text"}"#, actor: "alice")
+    let r1 = try s.put(#"{"_id":"w1:Home","type":"note","markdown":"Home text"}"#, actor: "alice")
     #expect(r1.rev?.hasPrefix("1-") == true)
     let doc = try s.get("w1:Home")
     #expect(doc[path: "_id"]?.string == "w1:Home")
