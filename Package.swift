@@ -47,8 +47,13 @@ let package = Package(
     .testTarget(
       name: "LogTests", dependencies: ["Log", "LogTestWorker"], swiftSettings: swiftSettings),
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
+    // A child process for the SIGKILL tests of the document store; not a product.
+    .executableTarget(
+      name: "ProjectionsTestWorker", dependencies: ["Projections", "Log", "RevTree"],
+      path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
-      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree"], swiftSettings: swiftSettings),
+      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker"],
+      swiftSettings: swiftSettings),
   ]
 )
 

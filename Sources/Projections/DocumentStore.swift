@@ -102,16 +102,47 @@ public final class DocumentStore: Sendable {
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
   func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-    try writeDocumentsRaw { txn in
-      let first = txn.nextPosition
-      let value = try body(txn)
-      let next = txn.nextPosition
-      if next > first {
-        let checkpoint = (next.rawValue - 1).bigEndianBytes
-        for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
+    try writeDocumentsRaw { txn in try checkpointed(txn, body) }
+  }
+
+  /// ``writeDocuments(_:)`` through the log's writer queue: in ``EventLog/Durability/groupCommit``
+  /// mode, concurrent writes share one synced commit (each in a nested transaction of its own).
+  ///
+  /// A refusal (``StoreError``, revision tree errors) undoes `body`'s own savepoint and comes
+  /// back as the result, so that it reaches the caller as it was thrown and never fails the
+  /// other writes of the group; storage errors still abort the transaction.
+  func writeDocumentsAsync<T: Sendable>(
+    _ body: @escaping @Sendable (WriteTransaction) throws -> T
+  ) async throws -> T {
+    let outcome: Result<T, StoreError>
+    do {
+      outcome = try await log.write { txn -> Result<T, StoreError> in
+        do {
+          return .success(try txn.savepoint { child in try self.checkpointed(child, body) })
+        } catch let error as LogError {
+          throw error
+        } catch {
+          return .failure(StoreError.from(error))
+        }
       }
-      return value
+    } catch {
+      throw StoreError.from(error)
     }
+    return try outcome.get()
+  }
+
+  /// Runs `body` and, if it appended events, records every projection's checkpoint.
+  func checkpointed<T>(_ txn: WriteTransaction, _ body: (WriteTransaction) throws -> T) throws
+    -> T
+  {
+    let first = txn.nextPosition
+    let value = try body(txn)
+    let next = txn.nextPosition
+    if next > first {
+      let checkpoint = (next.rawValue - 1).bigEndianBytes
+      for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
+    }
+    return value
   }
 
   /// Appends one document event and applies the inline projections to it.
@@ -243,6 +274,29 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// ``put(_:id:rev:actor:)`` through the log's writer queue, for `async` callers: with
+  /// ``EventLog/Durability/groupCommit`` concurrent writes share one synced commit, and each
+  /// caller resumes once its write is durable. Same results and errors as `put`.
+  @discardableResult
+  public func putAsync(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    let input = try DocumentInput(json: json)
+    if let id, let bodyID = input.id, bodyID != id {
+      throw StoreError.badRequest("Document id in the body does not match the URL")
+    }
+    if let rev, let bodyRev = input.rev, bodyRev != rev {
+      throw StoreError.badRequest(
+        "Document rev from request body and query string have different values")
+    }
+    let docID = id ?? input.id ?? Self.newID()
+    return try await writeDocumentsAsync { txn in
+      DocumentWriteResult(
+        id: docID,
+        rev: try self.edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
+    }
+  }
+
   /// ``put(_:id:rev:actor:)`` for a JSON string.
   @discardableResult
   public func put(_ json: String, id: String? = nil, rev: String? = nil, actor: String) throws
@@ -260,6 +314,18 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// ``delete(_:rev:actor:)`` through the log's writer queue (see ``putAsync(_:id:rev:actor:)``).
+  @discardableResult
+  public func deleteAsync(_ id: String, rev: String, actor: String) async throws
+    -> DocumentWriteResult
+  {
+    let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    return try await writeDocumentsAsync { txn in
+      DocumentWriteResult(
+        id: id, rev: try self.edit(input, id: id, rev: rev, actor: actor, txn: txn))
+    }
+  }
+
   /// `_bulk_docs`: every document on its own, all accepted ones appended in one transaction.
   ///
   /// With `newEdits` (the default) each document is a local edit and gets a result with its new
@@ -272,33 +338,54 @@ public final class DocumentStore: Sendable {
       Result { () throws(StoreError) in try DocumentInput(doc) }
     }
     return try writeDocuments { txn in
-      var results: [DocumentWriteResult] = []
-      for input in inputs {
-        switch input {
-        case .failure(let error):
-          results.append(DocumentWriteResult(id: "", rev: nil, error: error))
-        case .success(let input):
-          let id = input.id ?? (newEdits ? Self.newID() : "")
-          do {
-            try txn.savepoint { txn in
-              if newEdits {
-                results.append(
-                  DocumentWriteResult(
-                    id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
-              } else {
-                try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
-              }
+      try bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
+    }
+  }
+
+  /// ``bulkDocs(_:newEdits:actor:origin:)`` through the log's writer queue (see
+  /// ``putAsync(_:id:rev:actor:)``): the accepted documents of the call are still one
+  /// transaction, shared with other callers under group commit.
+  public func bulkDocsAsync(
+    _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
+  ) async throws -> [DocumentWriteResult] {
+    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
+      Result { () throws(StoreError) in try DocumentInput(doc) }
+    }
+    return try await writeDocumentsAsync { txn in
+      try self.bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
+    }
+  }
+
+  func bulkWrite(
+    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
+    txn: WriteTransaction
+  ) throws -> [DocumentWriteResult] {
+    var results: [DocumentWriteResult] = []
+    for input in inputs {
+      switch input {
+      case .failure(let error):
+        results.append(DocumentWriteResult(id: "", rev: nil, error: error))
+      case .success(let input):
+        let id = input.id ?? (newEdits ? Self.newID() : "")
+        do {
+          try txn.savepoint { txn in
+            if newEdits {
+              results.append(
+                DocumentWriteResult(
+                  id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+            } else {
+              try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
             }
-          } catch let error as LogError {
-            throw error
-          } catch {
-            results.append(
-              DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
           }
+        } catch let error as LogError {
+          throw error
+        } catch {
+          results.append(
+            DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
         }
       }
-      return results
     }
+    return results
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like

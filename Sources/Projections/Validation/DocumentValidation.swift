@@ -1,5 +1,5 @@
-public import Log
-public import RevTree
+import Log
+import RevTree
 
 /// Which rules a ``DocumentStore`` checks documents against, besides CouchDB's own (ids,
 /// special fields, JSON objects, the size limit), which always apply.
