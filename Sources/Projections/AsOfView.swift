@@ -220,8 +220,9 @@ extension DocumentStore {
                   "the as-of copy of event \(original.position) landed at \(copy.position)",
                   status: 500)
               }
+              var decoded: DocumentEvent?? = nil
               for (projection, storage) in allProjections {
-                try projection.apply(original, to: storage, in: txn)
+                try projection.apply(original, decoded: &decoded, to: storage, in: txn)
               }
             }
             pending.removeAll(keepingCapacity: true)

@@ -90,7 +90,7 @@ extension DocumentStore {
           : (options.since.rawValue + 1).bigEndianBytes
         try txn.scan(bySeq, from: from, direction: options.descending ? .backward : .forward) {
           key, value in
-          guard let seq = UInt64(bigEndianBytes: key) else { return true }
+          guard let seq = UInt64(bigEndianArray: key) else { return true }
           lastSeq = LogPosition(seq)
           if let row = try changeRow(
             docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)

@@ -161,9 +161,12 @@ public final class DocumentStore: Sendable {
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
     } else {
-      try documents.apply(event, to: documentStorage, in: txn)
+      try documents.apply(e, of: event, to: documentStorage, in: txn)
     }
-    for (projection, storage) in others { try projection.apply(event, to: storage, in: txn) }
+    var decoded: DocumentEvent?? = .some(e)
+    for (projection, storage) in others {
+      try projection.apply(event, decoded: &decoded, to: storage, in: txn)
+    }
     return event
   }
 
@@ -172,8 +175,9 @@ public final class DocumentStore: Sendable {
   @discardableResult
   func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
     let recorded = try txn.append(event)
+    var decoded: DocumentEvent?? = nil
     for (projection, storage) in allProjections {
-      try projection.apply(recorded, to: storage, in: txn)
+      try projection.apply(recorded, decoded: &decoded, to: storage, in: txn)
     }
     return recorded
   }
@@ -462,7 +466,7 @@ public final class DocumentStore: Sendable {
       let done = try writeDocumentsRaw { txn -> Bool in
         let start =
           checkpointed
-          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianBytes: $0) } ?? 0) : 0
+          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianArray: $0) } ?? 0) : 0
         var last = start
         var count = 0
         try txn.forEachEvent(from: LogPosition(start + 1)) { event in
