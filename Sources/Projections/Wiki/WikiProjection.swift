@@ -134,13 +134,8 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: position, revsLimit: try revsLimit(at: position, storage, txn))
     guard outcome.updated else { return }
-    let encoded = tree.encoded()
-    try txn.put(encoded, forKey: treeKey, in: storage["trees"])
-    if Self.hasTiedWinner(tree) {
-      // Two leaves with the winner's rev (an inconsistent peer): which one `winner` returns
-      // depends on node order, which decoding may change. Readers see the decoded tree.
-      tree = try RevisionTree(decoding: encoded)
-    }
+    // (The winner does not depend on node order, so the decoded tree agrees with this one.)
+    try txn.put(tree.encoded(), forKey: treeKey, in: storage["trees"])
 
     var winner: (rev: String, body: JSONValue)? = nil
     if let w = tree.winner, !w.isDeleted, let at = w.body {
@@ -157,12 +152,6 @@ public final class WikiProjection: Projection, DocumentEventProjection {
       let page = winner.map { Self.pageState(rev: $0.rev, $0.body) }
       try updatePage(wiki, title, to: page, event, storage, txn)
     }
-  }
-
-  /// Whether another leaf has the winner's revision and status.
-  static func hasTiedWinner(_ tree: RevisionTree) -> Bool {
-    guard let winner = tree.winner else { return false }
-    return tree.leaves.dropFirst().contains { $0.rev == winner.rev && $0.status == winner.status }
   }
 
   /// The document's tree from its events before `event`, replayed from its stream.
