@@ -105,8 +105,7 @@ public final class AsOfView: Sendable {
     try live.history(of: id).filter { $0.seq <= position }
   }
 
-  /// Runs `body` on one snapshot of the view (for ``WikiQueries`` and ``Drafts`` reads with
-  /// `using:`).
+  /// Runs `body` on one snapshot of the view (for ``WikiQueries`` reads with `using:`).
   public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
     try scratch.read(body)
   }
