@@ -52,8 +52,13 @@ let package = Package(
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
     // Drives the built `wikilog` binary as subprocesses; depends on it so that it is built.
     .testTarget(name: "CLITests", dependencies: ["wikilog"], swiftSettings: swiftSettings),
+    // A child process for the SIGKILL tests of the document store; not a product.
+    .executableTarget(
+      name: "ProjectionsTestWorker", dependencies: ["Projections", "Log", "RevTree"],
+      path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
-      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree"], swiftSettings: swiftSettings),
+      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker"],
+      swiftSettings: swiftSettings),
   ]
 )
 

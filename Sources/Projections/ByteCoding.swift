@@ -86,3 +86,14 @@ struct ByteReader {
     return bytes[offset...]
   }
 }
+
+extension UInt64 {
+  /// Reads eight big-endian bytes from an array; nil when there are fewer. The same as `Log`'s
+  /// generic `init(bigEndianBytes:)`, without its cost on the projections' hot paths.
+  init?(bigEndianArray bytes: [UInt8]) {
+    guard bytes.count >= 8 else { return nil }
+    var v: UInt64 = 0
+    for i in 0..<8 { v = v << 8 | UInt64(bytes[i]) }
+    self = v
+  }
+}

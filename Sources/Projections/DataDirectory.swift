@@ -20,18 +20,25 @@ public final class DataDirectory: Sendable {
   /// Options for every log opened here.
   public let options: EventLog.Options
   let makeProjections: @Sendable () -> [any Projection]
+  /// The rules every database checks documents against.
+  public let validation: DocumentValidation
   let open = Mutex<[String: DocumentStore]>([:])
 
   /// - Parameters:
   ///   - projections: the inline projections each database gets besides its documents; by
-  ///     default the wiki projection.
+  ///     default the wiki and draft projections.
+  ///   - validation: the TouchWiki schema by default; see ``DocumentValidation``.
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
-    projections: @escaping @Sendable () -> [any Projection] = { [WikiProjection()] }
+    projections: @escaping @Sendable () -> [any Projection] = {
+      [WikiProjection(), DraftProjection()]
+    },
+    validation: DocumentValidation = .touchWiki
   ) {
     self.path = path
     self.options = options
     self.makeProjections = projections
+    self.validation = validation
   }
 
   deinit { closeAll() }
@@ -79,7 +86,7 @@ public final class DataDirectory: Sendable {
         }
       }
       let store = try DocumentStore(
-        directory: dir, options: options, projections: makeProjections())
+        directory: dir, options: options, projections: makeProjections(), validation: validation)
       stores[name] = store
       return store
     }

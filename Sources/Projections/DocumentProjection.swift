@@ -10,7 +10,7 @@ import RevTree
 /// | `docs.bySeq` | update seq, big-endian | document id: one row per document, at its last change |
 /// | `docs.local` | `_local` id | rev (`0-N`) and body |
 /// | `docs.meta` | `revs_limit`, `doc_count`, `doc_del_count` | big-endian numbers |
-public final class DocumentProjection: Projection {
+public final class DocumentProjection: Projection, DocumentEventProjection {
   public let name = "docs"
   public let databaseNames = ["byId", "bySeq", "local", "meta"]
 
@@ -25,7 +25,14 @@ public final class DocumentProjection: Projection {
     throws
   {
     guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
-    let e = try DocumentEvent(decoding: event)
+    try apply(try DocumentEvent(decoding: event), of: event, to: storage, in: txn)
+  }
+
+  func apply(
+    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
+    in txn: WriteTransaction
+  ) throws {
+    guard let e = decoded else { return }
     switch e.kind {
     case .edit, .replicated:
       _ = try applyDocument(e, at: event.position.rawValue, storage: storage, txn: txn)
@@ -53,7 +60,7 @@ public final class DocumentProjection: Projection {
 
   func revsLimit(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
     guard let bytes = try txn.get(Self.revsLimitKey, in: storage["meta"]),
-      let n = UInt64(bigEndianBytes: bytes)
+      let n = UInt64(bigEndianArray: bytes)
     else {
       return Self.defaultRevsLimit
     }
@@ -61,7 +68,7 @@ public final class DocumentProjection: Projection {
   }
 
   func counter(_ key: [UInt8], storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
-    guard let bytes = try txn.get(key, in: storage["meta"]), let n = UInt64(bigEndianBytes: bytes)
+    guard let bytes = try txn.get(key, in: storage["meta"]), let n = UInt64(bigEndianArray: bytes)
     else { return 0 }
     return Int(n)
   }

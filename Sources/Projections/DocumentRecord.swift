@@ -60,6 +60,10 @@ enum DocumentKey {
       throw StoreError.badRequest(
         "Document id is \(id.utf8.count) bytes; wikilog accepts ids up to \(maxBytes) bytes")
     }
+    if id.hasPrefix("_local/") && !allowLocal {
+      throw StoreError.badRequest(
+        "_local documents are written with putLocal (PUT /db/_local/id), not as documents")
+    }
     if id.hasPrefix("_") {
       let reserved = id.hasPrefix("_design/") || (allowLocal && id.hasPrefix("_local/"))
       guard reserved, id.count > (id.hasPrefix("_design/") ? 8 : 7) else {

@@ -90,7 +90,7 @@ extension DocumentStore {
           : (options.since.rawValue + 1).bigEndianBytes
         try txn.scan(bySeq, from: from, direction: options.descending ? .backward : .forward) {
           key, value in
-          guard let seq = UInt64(bigEndianBytes: key) else { return true }
+          guard let seq = UInt64(bigEndianArray: key) else { return true }
           lastSeq = LogPosition(seq)
           if let row = try changeRow(
             docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
@@ -139,20 +139,24 @@ extension DocumentStore {
       doc: options.includeDocs ? doc : nil)
   }
 
-  /// Every document revision event after `since`, in log order.
-  func historyChanges(_ options: ChangesOptions, txn: ReadTransaction) throws -> ChangesResult {
+  /// Every document revision event after `since`, in log order; up to `through` (the end of
+  /// the log when nil).
+  func historyChanges(_ options: ChangesOptions, txn: ReadTransaction, through: LogPosition? = nil)
+    throws -> ChangesResult
+  {
     let limit = options.limit ?? .max
     var rows: [ChangeRow] = []
-    let last = try txn.lastPosition
+    let last = try through.map { min($0, try txn.lastPosition) } ?? txn.lastPosition
     var lastSeq = options.descending ? last : options.since
     var reachedLimit = false
     let start =
       options.descending
-      ? (options.since == .start ? last : LogPosition(options.since.rawValue - 1))
+      ? (options.since == .start ? last : min(last, LogPosition(options.since.rawValue - 1)))
       : options.since.next
-    if limit > 0 {
+    if limit > 0 && start.rawValue > 0 {
       try txn.forEachEvent(from: start, direction: options.descending ? .backward : .forward) {
         event in
+        if event.position > last { return false }
         lastSeq = event.position
         if let row = try historyRow(event, options: options, txn: txn) {
           rows.append(row)

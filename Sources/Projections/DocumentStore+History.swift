@@ -25,7 +25,9 @@ public struct RevisionHistoryEntry: Sendable, Hashable {
   public let insertions: Int
   public let deletions: Int
 
-  public var timestamp: Date { Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000) }
+  public var timestamp: Date {
+    Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
+  }
 }
 
 /// What ``DocumentStore/audit(_:)`` looks for.
@@ -38,7 +40,10 @@ public struct AuditQuery: Sendable, Hashable {
   public var until: Date?
   public var limit: Int?
 
-  public init(wiki: String? = nil, actor: String? = nil, from: Date? = nil, until: Date? = nil, limit: Int? = nil) {
+  public init(
+    wiki: String? = nil, actor: String? = nil, from: Date? = nil, until: Date? = nil,
+    limit: Int? = nil
+  ) {
     self.wiki = wiki
     self.actor = actor
     self.from = from
@@ -47,7 +52,9 @@ public struct AuditQuery: Sendable, Hashable {
   }
 }
 
-/// One write found by an audit.
+/// One write found by an audit: a document event, or a draft event (`draft.save`,
+/// `draft.autosave`, `draft.discard`, `draft.publish`) whose `docID` is the page and whose `rev`
+/// is the draft's base revision (for a publish, the revision it wrote).
 public struct AuditEntry: Sendable, Hashable {
   public let seq: LogPosition
   public let timestampMicroseconds: Int64
@@ -72,7 +79,9 @@ extension DocumentStore {
     var markdownByRev: [String: String] = [:]
     var entries: [RevisionHistoryEntry] = []
     for event in events {
-      guard event.type == DocumentEvent.Kind.edit.eventType || event.type == DocumentEvent.Kind.replicated.eventType
+      guard
+        event.type == DocumentEvent.Kind.edit.eventType
+          || event.type == DocumentEvent.Kind.replicated.eventType
       else { continue }
       let e = try DocumentEvent(decoding: event)
       let markdown = (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
@@ -81,9 +90,11 @@ extension DocumentStore {
       let diff = LineDiff(old: old, new: markdown)
       entries.append(
         RevisionHistoryEntry(
-          seq: event.position, timestampMicroseconds: event.timestampMicroseconds, actor: event.actor, origin: e.origin,
+          seq: event.position, timestampMicroseconds: event.timestampMicroseconds,
+          actor: event.actor, origin: e.origin,
           rev: e.rev, parentRev: parent, deleted: e.deleted,
-          markdownDiff: diff.hasChanges ? diff.unified(oldLabel: parent ?? "/dev/null", newLabel: e.rev) : "",
+          markdownDiff: diff.hasChanges
+            ? diff.unified(oldLabel: parent ?? "/dev/null", newLabel: e.rev) : "",
           insertions: diff.insertions, deletions: diff.deletions))
       markdownByRev[e.rev] = markdown
     }
@@ -99,22 +110,40 @@ extension DocumentStore {
         guard let first = try log.firstPosition(atOrAfter: from) else { return [] }
         start = first
       }
-      let untilMicros = query.until.map { Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down)) }
+      let untilMicros = query.until.map {
+        Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down))
+      }
       let limit = query.limit ?? .max
       var entries: [AuditEntry] = []
       guard limit > 0 else { return [] }
       try log.read { txn in
         try txn.forEachEvent(from: start) { event in
           if let untilMicros, event.timestampMicroseconds > untilMicros { return false }
-          guard let kind = DocumentEvent.Kind(eventType: event.type) else { return true }
-          if let actor = query.actor, event.actor != actor { return true }
-          let e = try DocumentEvent(decoding: event)
-          let docID = kind == .localPut || kind == .localDelete ? "_local/" + e.docID : e.docID
+          let docID: String
+          let rev: String
+          var deleted = false
+          var origin = ""
+          if let kind = DocumentEvent.Kind(eventType: event.type) {
+            if let actor = query.actor, event.actor != actor { return true }
+            let e = try DocumentEvent(decoding: event)
+            docID = kind == .localPut || kind == .localDelete ? "_local/" + e.docID : e.docID
+            rev = e.rev
+            deleted = e.deleted
+            origin = e.origin
+          } else if DraftEvent.Kind(eventType: event.type) != nil {
+            if let actor = query.actor, event.actor != actor { return true }
+            let e = try DraftEvent(decoding: event)
+            docID = e.pageID
+            rev = e.kind == .publish ? e.publishedRev : e.baseRev ?? ""
+          } else {
+            return true
+          }
           if let wiki = query.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return true }
           entries.append(
             AuditEntry(
-              seq: event.position, timestampMicroseconds: event.timestampMicroseconds, actor: event.actor,
-              type: event.type, docID: docID, rev: e.rev, deleted: e.deleted, origin: e.origin))
+              seq: event.position, timestampMicroseconds: event.timestampMicroseconds,
+              actor: event.actor,
+              type: event.type, docID: docID, rev: rev, deleted: deleted, origin: origin))
           return entries.count < limit
         }
       }

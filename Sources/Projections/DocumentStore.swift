@@ -28,11 +28,18 @@ public final class DocumentStore: Sendable {
   let others: [(projection: any Projection, storage: ProjectionStorage)]
   let checkpoints: Database
   let ownsLog: Bool
+  /// The rules documents are checked against (CouchDB's own always apply).
+  public let validation: DocumentValidation
 
   /// Opens (creating) the database in `directory`.
+  ///
+  /// - Parameters:
+  ///   - projections: inline projections besides the documents (``WikiProjection``,
+  ///     ``DraftProjection``, your own).
+  ///   - validation: the TouchWiki schema by default; see ``DocumentValidation``.
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
-    projections: [any Projection] = []
+    projections: [any Projection] = [], validation: DocumentValidation = .touchWiki
   ) throws {
     let log: EventLog
     do {
@@ -41,7 +48,7 @@ public final class DocumentStore: Sendable {
       throw StoreError.storage(error)
     }
     do {
-      try self.init(log: log, projections: projections, ownsLog: true)
+      try self.init(log: log, projections: projections, ownsLog: true, validation: validation)
     } catch {
       log.close()
       throw error
@@ -49,9 +56,25 @@ public final class DocumentStore: Sendable {
   }
 
   /// Uses an open log; the projections catch up with it before this returns.
-  public init(log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false) throws {
+  public convenience init(
+    log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false,
+    validation: DocumentValidation = .touchWiki
+  ) throws {
+    try self.init(
+      log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil)
+  }
+
+  /// A scratch directory (of an as-of view) removed once the store is gone.
+  let scratch: ScratchDirectory?
+
+  init(
+    log: EventLog, projections: [any Projection], ownsLog: Bool, validation: DocumentValidation,
+    scratch: ScratchDirectory?
+  ) throws {
     self.log = log
     self.ownsLog = ownsLog
+    self.validation = validation
+    self.scratch = scratch
     do {
       documentStorage = try ProjectionStorage.open(for: documents, in: log)
       others = try projections.map { ($0, try ProjectionStorage.open(for: $0, in: log)) }
@@ -79,16 +102,47 @@ public final class DocumentStore: Sendable {
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
   func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-    try writeDocumentsRaw { txn in
-      let first = txn.nextPosition
-      let value = try body(txn)
-      let next = txn.nextPosition
-      if next > first {
-        let checkpoint = (next.rawValue - 1).bigEndianBytes
-        for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
+    try writeDocumentsRaw { txn in try checkpointed(txn, body) }
+  }
+
+  /// ``writeDocuments(_:)`` through the log's writer queue: in ``EventLog/Durability/groupCommit``
+  /// mode, concurrent writes share one synced commit (each in a nested transaction of its own).
+  ///
+  /// A refusal (``StoreError``, revision tree errors) undoes `body`'s own savepoint and comes
+  /// back as the result, so that it reaches the caller as it was thrown and never fails the
+  /// other writes of the group; storage errors still abort the transaction.
+  func writeDocumentsAsync<T: Sendable>(
+    _ body: @escaping @Sendable (WriteTransaction) throws -> T
+  ) async throws -> T {
+    let outcome: Result<T, StoreError>
+    do {
+      outcome = try await log.write { txn -> Result<T, StoreError> in
+        do {
+          return .success(try txn.savepoint { child in try self.checkpointed(child, body) })
+        } catch let error as LogError {
+          throw error
+        } catch {
+          return .failure(StoreError.from(error))
+        }
       }
-      return value
+    } catch {
+      throw StoreError.from(error)
     }
+    return try outcome.get()
+  }
+
+  /// Runs `body` and, if it appended events, records every projection's checkpoint.
+  func checkpointed<T>(_ txn: WriteTransaction, _ body: (WriteTransaction) throws -> T) throws
+    -> T
+  {
+    let first = txn.nextPosition
+    let value = try body(txn)
+    let next = txn.nextPosition
+    if next > first {
+      let checkpoint = (next.rawValue - 1).bigEndianBytes
+      for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
+    }
+    return value
   }
 
   /// Appends one document event and applies the inline projections to it.
@@ -107,10 +161,25 @@ public final class DocumentStore: Sendable {
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
     } else {
-      try documents.apply(event, to: documentStorage, in: txn)
+      try documents.apply(e, of: event, to: documentStorage, in: txn)
     }
-    for (projection, storage) in others { try projection.apply(event, to: storage, in: txn) }
+    var decoded: DocumentEvent?? = .some(e)
+    for (projection, storage) in others {
+      try projection.apply(event, decoded: &decoded, to: storage, in: txn)
+    }
     return event
+  }
+
+  /// Appends an event that is not a document write (a draft event, say) and applies the inline
+  /// projections to it.
+  @discardableResult
+  func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
+    let recorded = try txn.append(event)
+    var decoded: DocumentEvent?? = nil
+    for (projection, storage) in allProjections {
+      try projection.apply(recorded, decoded: &decoded, to: storage, in: txn)
+    }
+    return recorded
   }
 
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
@@ -131,12 +200,14 @@ public final class DocumentStore: Sendable {
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
+    try validate(input, id: id, local: true, txn: txn)
+    let body = try Self.checkedBody(input)
     let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     let path = try RevisionPath(
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
     let e = DocumentEvent(
       kind: .edit, docID: id, rev: newRev.description, path: path, deleted: input.deleted,
-      body: input.bodyBytes)
+      body: body)
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
@@ -165,10 +236,10 @@ public final class DocumentStore: Sendable {
     guard path.leaf == rev else {
       throw StoreError.badRequest("_rev \(revString) is not the first revision of _revisions")
     }
+    try validate(input, id: id, local: false, txn: txn)
     let e = DocumentEvent(
       kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
-      origin: origin,
-      body: input.bodyBytes)
+      origin: origin, body: try Self.checkedBody(input))
     let record =
       try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
     var tree = record.tree
@@ -207,6 +278,29 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// ``put(_:id:rev:actor:)`` through the log's writer queue, for `async` callers: with
+  /// ``EventLog/Durability/groupCommit`` concurrent writes share one synced commit, and each
+  /// caller resumes once its write is durable. Same results and errors as `put`.
+  @discardableResult
+  public func putAsync(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    let input = try DocumentInput(json: json)
+    if let id, let bodyID = input.id, bodyID != id {
+      throw StoreError.badRequest("Document id in the body does not match the URL")
+    }
+    if let rev, let bodyRev = input.rev, bodyRev != rev {
+      throw StoreError.badRequest(
+        "Document rev from request body and query string have different values")
+    }
+    let docID = id ?? input.id ?? Self.newID()
+    return try await writeDocumentsAsync { txn in
+      DocumentWriteResult(
+        id: docID,
+        rev: try self.edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
+    }
+  }
+
   /// ``put(_:id:rev:actor:)`` for a JSON string.
   @discardableResult
   public func put(_ json: String, id: String? = nil, rev: String? = nil, actor: String) throws
@@ -224,6 +318,18 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// ``delete(_:rev:actor:)`` through the log's writer queue (see ``putAsync(_:id:rev:actor:)``).
+  @discardableResult
+  public func deleteAsync(_ id: String, rev: String, actor: String) async throws
+    -> DocumentWriteResult
+  {
+    let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    return try await writeDocumentsAsync { txn in
+      DocumentWriteResult(
+        id: id, rev: try self.edit(input, id: id, rev: rev, actor: actor, txn: txn))
+    }
+  }
+
   /// `_bulk_docs`: every document on its own, all accepted ones appended in one transaction.
   ///
   /// With `newEdits` (the default) each document is a local edit and gets a result with its new
@@ -236,33 +342,54 @@ public final class DocumentStore: Sendable {
       Result { () throws(StoreError) in try DocumentInput(doc) }
     }
     return try writeDocuments { txn in
-      var results: [DocumentWriteResult] = []
-      for input in inputs {
-        switch input {
-        case .failure(let error):
-          results.append(DocumentWriteResult(id: "", rev: nil, error: error))
-        case .success(let input):
-          let id = input.id ?? (newEdits ? Self.newID() : "")
-          do {
-            try txn.savepoint { txn in
-              if newEdits {
-                results.append(
-                  DocumentWriteResult(
-                    id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
-              } else {
-                try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
-              }
+      try bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
+    }
+  }
+
+  /// ``bulkDocs(_:newEdits:actor:origin:)`` through the log's writer queue (see
+  /// ``putAsync(_:id:rev:actor:)``): the accepted documents of the call are still one
+  /// transaction, shared with other callers under group commit.
+  public func bulkDocsAsync(
+    _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
+  ) async throws -> [DocumentWriteResult] {
+    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
+      Result { () throws(StoreError) in try DocumentInput(doc) }
+    }
+    return try await writeDocumentsAsync { txn in
+      try self.bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
+    }
+  }
+
+  func bulkWrite(
+    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
+    txn: WriteTransaction
+  ) throws -> [DocumentWriteResult] {
+    var results: [DocumentWriteResult] = []
+    for input in inputs {
+      switch input {
+      case .failure(let error):
+        results.append(DocumentWriteResult(id: "", rev: nil, error: error))
+      case .success(let input):
+        let id = input.id ?? (newEdits ? Self.newID() : "")
+        do {
+          try txn.savepoint { txn in
+            if newEdits {
+              results.append(
+                DocumentWriteResult(
+                  id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+            } else {
+              try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
             }
-          } catch let error as LogError {
-            throw error
-          } catch {
-            results.append(
-              DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
           }
+        } catch let error as LogError {
+          throw error
+        } catch {
+          results.append(
+            DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
         }
       }
-      return results
     }
+    return results
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like
@@ -305,6 +432,17 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// The body as stored, refused when it passes ``DocumentInput/maxBytes`` (documents that
+  /// arrive parsed, as in ``bulkDocs(_:newEdits:actor:origin:)``, were never measured).
+  static func checkedBody(_ input: DocumentInput) throws(StoreError) -> [UInt8] {
+    let body = input.bodyBytes
+    guard body.count <= DocumentInput.maxBytes else {
+      throw StoreError.tooLarge(
+        "Document body is \(body.count) bytes; the limit is \(DocumentInput.maxBytes)")
+    }
+    return body
+  }
+
   static func newID() -> String {
     String(UUID().uuidString.lowercased().filter { $0 != "-" })
   }
@@ -328,7 +466,7 @@ public final class DocumentStore: Sendable {
       let done = try writeDocumentsRaw { txn -> Bool in
         let start =
           checkpointed
-          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianBytes: $0) } ?? 0) : 0
+          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianArray: $0) } ?? 0) : 0
         var last = start
         var count = 0
         try txn.forEachEvent(from: LogPosition(start + 1)) { event in

@@ -29,6 +29,34 @@ public protocol Projection: AnyObject, Sendable {
   func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) throws
 }
 
+/// A projection of document events that can take an event its caller already decoded, so that
+/// several projections applied to one event decode it once.
+protocol DocumentEventProjection: Projection {
+  /// Applies `event`, whose document payload is `decoded` (nil when it is not a document
+  /// event).
+  func apply(
+    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
+    in txn: WriteTransaction) throws
+}
+
+extension Projection {
+  /// Applies `event`, handing the decoded document payload to projections that take it.
+  /// `decoded` is filled on first use (`.some(nil)` for events that are not document events).
+  func apply(
+    _ event: RecordedEvent, decoded: inout DocumentEvent??, to storage: ProjectionStorage,
+    in txn: WriteTransaction
+  ) throws {
+    guard let p = self as? any DocumentEventProjection else {
+      return try apply(event, to: storage, in: txn)
+    }
+    if decoded == nil {
+      decoded = .some(
+        DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
+    }
+    try p.apply(decoded!, of: event, to: storage, in: txn)
+  }
+}
+
 /// The databases of one projection, by logical name.
 public struct ProjectionStorage: Sendable {
   let databases: [String: Database]

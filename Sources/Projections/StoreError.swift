@@ -8,11 +8,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
   public let error: String
   public let reason: String
   public let status: Int
+  /// For a draft that cannot be published because its edits overlap changes made since its
+  /// base revision (a 409 `conflict`): the texts a UI needs to show the conflict.
+  public internal(set) var draftConflict: DraftConflict?
 
   public init(_ error: String, _ reason: String, status: Int) {
     self.error = error
     self.reason = reason
     self.status = status
+    self.draftConflict = nil
   }
 
   public var description: String { "\(error): \(reason)" }
@@ -29,6 +33,20 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
   }
   public static func invalidDocument(_ reason: String) -> StoreError {
     StoreError("doc_validation", reason, status: 400)
+  }
+  /// A `forbidden` (403) refusal by document validation, as CouchDB answers when a
+  /// `validate_doc_update` function throws `{forbidden: reason}`.
+  public static func validation(_ reason: String) -> StoreError {
+    StoreError("forbidden", reason, status: 403)
+  }
+  /// A draft that cannot be published (409 `conflict`), carrying the texts.
+  public static func draftConflict(_ conflict: DraftConflict) -> StoreError {
+    var error = StoreError(
+      "conflict",
+      "The draft of '\(conflict.pageID)' overlaps changes made since its base revision.",
+      status: 409)
+    error.draftConflict = conflict
+    return error
   }
   public static func tooLarge(_ reason: String) -> StoreError {
     StoreError("too_large", reason, status: 413)

@@ -10,9 +10,22 @@
 // 2-e even though 3-c is deeper, because a live leaf beats a deleted one. `_conflicts` = [2-d],
 // `_deleted_conflicts` = [3-c]. Only when every leaf is deleted is the document deleted; the
 // winner is then the deepest tombstone.
+//
+// Ties: an inconsistent peer can put one revision id on two branches,
+//
+//     1-a ── 2-x   (body 10)
+//     1-b ── 2-x   (body 20)
+//
+// Both leaves are 2-x, live: CouchDB's key does not separate them, and taking whichever comes
+// first in memory would make the winner (and its body) depend on merge order and on decoding,
+// which lays nodes out afresh. The order goes on along the leaves' ancestries instead, from the
+// parent up, by hash descending (2-x under 1-b wins here), then a longer known ancestry first,
+// then the smaller body reference: a total order on what the tree holds, not on where it is
+// held.
 
 extension RevisionTree {
-  /// Whether leaf `a` sorts before leaf `b` in CouchDB's winner-first order.
+  /// Whether leaf `a` sorts before leaf `b` in CouchDB's winner-first order, ties broken as
+  /// described above.
   @inline(__always)
   func leafPrecedes(_ a: Int32, _ b: Int32) -> Bool {
     let x = nodes[Int(a)]
@@ -21,7 +34,25 @@ extension RevisionTree {
     let yl = y.state == .available
     if xl != yl { return xl }
     if x.pos != y.pos { return x.pos > y.pos }
-    return RevHash.compare(x.hash, y.hash) > 0
+    let c = RevHash.compare(x.hash, y.hash)
+    if c != 0 { return c > 0 }
+    return a != b && tiedLeafPrecedes(a, b)
+  }
+
+  /// For two leaves with the same revision and status: compares their ancestries from the
+  /// parent up (both are at the same generation, so they climb in step), by hash descending;
+  /// a leaf whose known ancestry goes further back comes first; then the smaller body.
+  func tiedLeafPrecedes(_ a: Int32, _ b: Int32) -> Bool {
+    var x = nodes[Int(a)].parent
+    var y = nodes[Int(b)].parent
+    while x >= 0 && y >= 0 && x != y {
+      let c = RevHash.compare(nodes[Int(x)].hash, nodes[Int(y)].hash)
+      if c != 0 { return c > 0 }
+      x = nodes[Int(x)].parent
+      y = nodes[Int(y)].parent
+    }
+    if x != y { return y < 0 }  // exactly one ancestry ended; a's goes on when b's did
+    return nodes[Int(a)].body < nodes[Int(b)].body
   }
 
   func leafIndices() -> [Int32] {

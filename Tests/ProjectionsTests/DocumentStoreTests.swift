@@ -9,7 +9,7 @@ import Testing
   func createUpdateConflict() throws {
     let t = try TestStore()
     let s = t.store!
-    let r1 = try s.put(#"{"_id":"w1:Home","type":"page","markdown":"Home text"}"#, actor: "alice")
+    let r1 = try s.put(#"{"_id":"w1:Home","type":"note","markdown":"Home text"}"#, actor: "alice")
     #expect(r1.rev?.hasPrefix("1-") == true)
     let doc = try s.get("w1:Home")
     #expect(doc[path: "_id"]?.string == "w1:Home")
@@ -149,6 +149,45 @@ import Testing
     #expect(try s.log.read(from: 1).map(\.type) == ["local.put", "local.put"])
     try s.deleteLocal("checkpoint", rev: "0-2", actor: "r")
     #expect(throws: StoreError.notFound("missing")) { _ = try s.getLocal("checkpoint") }
+  }
+}
+
+@Suite struct AsyncWriteTests {
+  @Test("async writes under group commit: concurrent puts share commits, refusals fail alone")
+  func groupCommit() async throws {
+    let t = try TestStore(durability: .groupCommit)
+    let s = t.store!
+    let created = try await s.putAsync(Array(#"{"_id":"a","v":0}"#.utf8), actor: "u")
+    let results = try await withThrowingTaskGroup(of: DocumentWriteResult?.self) { group in
+      for i in 0..<40 {
+        group.addTask {
+          if i % 10 == 0 {
+            // A stale write: refused with the store's own error, without failing the others.
+            do {
+              _ = try await s.putAsync(Array(#"{"_id":"a","v":\#(i)}"#.utf8), actor: "u")
+              Issue.record("a put without _rev on an existing document succeeded")
+            } catch let error as StoreError {
+              #expect(error == .conflict)
+            }
+            return nil
+          }
+          return try await s.putAsync(Array(#"{"_id":"d\#(i)","v":\#(i)}"#.utf8), actor: "u")
+        }
+      }
+      var out: [DocumentWriteResult] = []
+      for try await r in group { if let r { out.append(r) } }
+      return out
+    }
+    #expect(results.count == 36 && results.allSatisfy(\.ok))
+    #expect(try s.info.docCount == 37)
+    let bulk = try await s.bulkDocsAsync(
+      [json(#"{"_id":"b1"}"#), json(#"{"_id":"a","v":9}"#)], actor: "u")
+    #expect(bulk.map(\.ok) == [true, false])
+    try await s.deleteAsync("a", rev: created.rev!, actor: "u")
+    #expect(throws: StoreError.notFound("deleted")) { _ = try s.get("a") }
+    let stats = s.log.statistics
+    #expect(stats.commits < stats.appendedEvents)  // some commits carried several writes
+    #expect(try s.verify("docs").isEmpty)
   }
 }
 

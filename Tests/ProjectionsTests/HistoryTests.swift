@@ -10,7 +10,9 @@ import Testing
     let t = try TestStore()
     let s = t.store!
     let r1 = try s.put(#"{"_id":"w1:Home","markdown":"line one\nline two\n"}"#, actor: "alice")
-    let r2 = try s.put(#"{"_id":"w1:Home","_rev":"\#(r1.rev!)","markdown":"line one\nline 2\nline three\n"}"#, actor: "bob")
+    let r2 = try s.put(
+      #"{"_id":"w1:Home","_rev":"\#(r1.rev!)","markdown":"line one\nline 2\nline three\n"}"#,
+      actor: "bob")
     try s.setRevsLimit(1, actor: "admin")
     let r3 = try s.delete("w1:Home", rev: r2.rev!, actor: "carol")
     let history = try s.history(of: "w1:Home")
@@ -29,7 +31,8 @@ import Testing
   func audit() throws {
     let t = try TestStore()
     let s = t.store!
-    try s.put(#"{"_id":"w1","type":"wiki"}"#, actor: "alice")
+    try s.put(
+      #"{"_id":"w1","type":"wiki","title":"One","owner_id":"alice","members":[]}"#, actor: "alice")
     try s.put(#"{"_id":"w1:A","markdown":"a"}"#, actor: "bob")
     Thread.sleep(forTimeInterval: 0.02)
     let middle = Date()

@@ -88,4 +88,3 @@ final class TypeCounter: Projection {
     #expect(try t.store.verify("typecount").isEmpty)
   }
 }
-

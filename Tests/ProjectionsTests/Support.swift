@@ -9,16 +9,22 @@ final class TestStore {
   let path: String
   var store: DocumentStore!
 
-  init(_ name: String = #function, projections: [any Projection] = []) throws {
+  init(
+    _ name: String = #function, projections: [any Projection] = [],
+    durability: EventLog.Durability = .synced, validation: DocumentValidation = .touchWiki
+  ) throws {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-projtests-\(safe)-\(UUID().uuidString)"
-    store = try DocumentStore(directory: path, projections: projections)
+    store = try DocumentStore(
+      directory: path, options: EventLog.Options(durability: durability), projections: projections,
+      validation: validation)
   }
 
   func reopen(projections: [any Projection] = []) throws {
+    let validation = store.validation
     store.close()
     store = nil
-    store = try DocumentStore(directory: path, projections: projections)
+    store = try DocumentStore(directory: path, projections: projections, validation: validation)
   }
 
   deinit {

@@ -5,6 +5,10 @@ import RevTree
 import Testing
 
 /// A store with the wiki projection, and helpers that write TouchWiki documents.
+///
+/// The projection must follow whatever the log holds (logs written before validation, or by a
+/// store that checks only CouchDB's rules), so these stores do not check the TouchWiki schema
+/// and the tests write pages without wikis and documents of odd shapes.
 private final class WikiStore {
   let t: TestStore
   /// Nil while the store has no wiki projection.
@@ -12,7 +16,8 @@ private final class WikiStore {
   var s: DocumentStore { t.store }
 
   init(_ name: String = #function, projection: Bool = true) throws {
-    t = try TestStore(name, projections: projection ? [WikiProjection()] : [])
+    t = try TestStore(
+      name, projections: projection ? [WikiProjection()] : [], validation: .couchDB)
     if projection { q = try WikiQueries(t.store) }
   }
 

@@ -48,7 +48,7 @@ import RevTree
 /// try wiki.backlinks(to: "Soup", in: "w1")      // ["Home"]
 /// try wiki.canEdit("bob", wiki: "w1")           // true
 /// ```
-public final class WikiProjection: Projection {
+public final class WikiProjection: Projection, DocumentEventProjection {
   public let name = "wiki"
   public let databaseNames = [
     "wikis", "pages", "links", "backlinks", "membership", "trees", "revsLimits",
@@ -64,12 +64,19 @@ public final class WikiProjection: Projection {
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
   {
-    guard let kind = DocumentEvent.Kind(eventType: event.type) else { return }
-    switch kind {
+    guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
+    try apply(try DocumentEvent(decoding: event), of: event, to: storage, in: txn)
+  }
+
+  func apply(
+    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
+    in txn: WriteTransaction
+  ) throws {
+    guard let e = decoded else { return }
+    switch e.kind {
     case .edit, .replicated:
-      try applyDocument(try DocumentEvent(decoding: event), event: event, storage, txn)
+      try applyDocument(e, event: event, storage, txn)
     case .revsLimit:
-      let e = try DocumentEvent(decoding: event)
       try txn.put(
         UInt64(e.revsLimit).bigEndianBytes, forKey: event.position.rawValue.bigEndianBytes,
         in: storage["revsLimits"])
@@ -127,13 +134,8 @@ public final class WikiProjection: Projection {
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: position, revsLimit: try revsLimit(at: position, storage, txn))
     guard outcome.updated else { return }
-    let encoded = tree.encoded()
-    try txn.put(encoded, forKey: treeKey, in: storage["trees"])
-    if Self.hasTiedWinner(tree) {
-      // Two leaves with the winner's rev (an inconsistent peer): which one `winner` returns
-      // depends on node order, which decoding may change. Readers see the decoded tree.
-      tree = try RevisionTree(decoding: encoded)
-    }
+    // (The winner does not depend on node order, so the decoded tree agrees with this one.)
+    try txn.put(tree.encoded(), forKey: treeKey, in: storage["trees"])
 
     var winner: (rev: String, body: JSONValue)? = nil
     if let w = tree.winner, !w.isDeleted, let at = w.body {
@@ -150,12 +152,6 @@ public final class WikiProjection: Projection {
       let page = winner.map { Self.pageState(rev: $0.rev, $0.body) }
       try updatePage(wiki, title, to: page, event, storage, txn)
     }
-  }
-
-  /// Whether another leaf has the winner's revision and status.
-  static func hasTiedWinner(_ tree: RevisionTree) -> Bool {
-    guard let winner = tree.winner else { return false }
-    return tree.leaves.dropFirst().contains { $0.rev == winner.rev && $0.status == winner.status }
   }
 
   /// The document's tree from its events before `event`, replayed from its stream.
@@ -183,7 +179,7 @@ public final class WikiProjection: Projection {
     var limit = DocumentProjection.defaultRevsLimit
     try txn.scan(storage["revsLimits"], from: position.bigEndianBytes, direction: .backward) {
       _, value in
-      if let n = UInt64(bigEndianBytes: value) { limit = Int(n) }
+      if let n = UInt64(bigEndianArray: value) { limit = Int(n) }
       return false
     }
     return limit
@@ -198,8 +194,30 @@ public final class WikiProjection: Projection {
   }
 
   /// The `type` of a JSON body, nil when it has none or does not parse.
+  ///
+  /// Stored bodies are written by ``JSONValue/serialized()``, which escapes only `"`, `\` and
+  /// control characters, so a body with a `type` member holds the bytes `"type"`: bodies
+  /// without them are answered without parsing.
   static func type(of body: [UInt8]) -> String? {
-    (try? JSONValue(parsing: body))?["type"]?.stringValue
+    guard contains(body, typeKey) else { return nil }
+    return (try? JSONValue(parsing: body))?["type"]?.stringValue
+  }
+
+  static let typeKey = Array(#""type""#.utf8)
+
+  static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard let first = needle.first, needle.count <= bytes.count else { return false }
+    var i = 0
+    let end = bytes.count - needle.count
+    while i <= end {
+      if bytes[i] == first {
+        var k = 1
+        while k < needle.count && bytes[i + k] == needle[k] { k += 1 }
+        if k == needle.count { return true }
+      }
+      i += 1
+    }
+    return false
   }
 
   static func wikiState(rev: String, _ body: JSONValue) -> WikiDocState {

@@ -1,0 +1,82 @@
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// ISO-8601 timestamps as TouchWiki writes them (`2024-05-01T10:00:00.123Z`): formatting the
+/// current time, and checking a string's shape.
+enum Timestamp {
+  /// `date` in UTC with milliseconds, like JavaScript's `Date.prototype.toJSON`.
+  static func iso8601(_ date: Date = Date()) -> String {
+    let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    let days = millis >= 0 ? millis / 86_400_000 : (millis - 86_399_999) / 86_400_000
+    let ms = millis - days * 86_400_000
+    let (y, m, d) = civil(fromDays: days)
+    func pad(_ v: Int64, _ width: Int) -> String {
+      let s = String(v)
+      return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+    return
+      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(ms / 3_600_000, 2)):\(pad(ms / 60_000 % 60, 2)):\(pad(ms / 1000 % 60, 2)).\(pad(ms % 1000, 3))Z"
+  }
+
+  /// Year, month, day of a count of days since 1970-01-01 (proleptic Gregorian; Howard
+  /// Hinnant's `civil_from_days`).
+  static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+    let z = days + 719_468
+    let era = (z >= 0 ? z : z - 146_096) / 146_097
+    let doe = z - era * 146_097
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+    let mp = (5 * doy + 2) / 153
+    let d = doy - (153 * mp + 2) / 5 + 1
+    let m = mp < 10 ? mp + 3 : mp - 9
+    return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+  }
+
+  /// Whether `text` is an RFC 3339 / ISO-8601 date-time: `YYYY-MM-DDTHH:MM:SS`, an optional
+  /// fraction of a second, and `Z` or a `±HH:MM` offset (`t`, `z` and a space for the `T` are
+  /// accepted too, as RFC 3339 allows). Field ranges are checked, including the days of
+  /// the month; a leap second (`:60`) is accepted.
+  static func isISO8601(_ text: String) -> Bool {
+    let b = Array(text.utf8)
+    var i = 0
+    func digits(_ n: Int) -> Int? {
+      guard i + n <= b.count else { return nil }
+      var v = 0
+      for k in i..<(i + n) {
+        guard b[k] >= 0x30, b[k] <= 0x39 else { return nil }
+        v = v * 10 + Int(b[k] - 0x30)
+      }
+      i += n
+      return v
+    }
+    func expect(_ chars: String) -> Bool {
+      guard i < b.count, chars.utf8.contains(b[i]) else { return false }
+      i += 1
+      return true
+    }
+    guard let year = digits(4), expect("-"), let month = digits(2), expect("-"),
+      let day = digits(2), expect("Tt "), let hour = digits(2), expect(":"),
+      let minute = digits(2), expect(":"), let second = digits(2)
+    else { return false }
+    guard (1...12).contains(month), hour < 24, minute < 60, second <= 60 else { return false }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+    let monthDays = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    guard day >= 1, day <= monthDays[month - 1] else { return false }
+    if i < b.count, b[i] == UInt8(ascii: ".") {
+      i += 1
+      let start = i
+      while i < b.count, b[i] >= 0x30, b[i] <= 0x39 { i += 1 }
+      guard i > start else { return false }
+    }
+    if i < b.count, b[i] == UInt8(ascii: "Z") || b[i] == UInt8(ascii: "z") {
+      i += 1
+    } else {
+      guard expect("+-"), let h = digits(2), expect(":"), let m = digits(2), h < 24, m < 60
+      else { return false }
+    }
+    return i == b.count
+  }
+}

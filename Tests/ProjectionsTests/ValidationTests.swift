@@ -1,0 +1,196 @@
+import Foundation
+import Log
+import RevTree
+import Testing
+
+@testable import Projections
+
+private let wiki = #"{"_id":"w1","type":"wiki","title":"One","owner_id":"ann","members":["bob"]}"#
+
+/// `fields` spliced into a JSON object after `_id`.
+private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\#(fields)}"# }
+
+@Suite struct ValidationTests {
+  @Test(
+    "wiki documents with a wrong or missing field are forbidden",
+    arguments: [
+      #""type":"wiki","owner_id":"ann","members":[]"#,  // no title
+      #""type":"wiki","title":1,"owner_id":"ann","members":[]"#,
+      #""type":"wiki","title":"T","members":[]"#,  // no owner
+      #""type":"wiki","title":"T","owner_id":"","members":[]"#,
+      #""type":"wiki","title":"T","owner_id":["ann"],"members":[]"#,
+      #""type":"wiki","title":"T","owner_id":"ann""#,  // no members
+      #""type":"wiki","title":"T","owner_id":"ann","members":"bob""#,
+      #""type":"wiki","title":"T","owner_id":"ann","members":["bob",7]"#,
+      #""type":"wiki","title":"T","owner_id":"ann","members":[],"markdown":5"#,
+      #""type":"wiki","title":"T","owner_id":"ann","members":[],"created_at":"yesterday""#,
+      #""type":"wiki","title":"T","owner_id":"ann","members":[],"updated_at":1714557600"#,
+    ])
+  func badWikis(_ fields: String) throws {
+    let t = try TestStore()
+    let error = #expect(throws: StoreError.self) { try t.store.put(doc("w", fields), actor: "a") }
+    #expect(error?.status == 403 && error?.error == "forbidden")
+    #expect(t.store.position == .start)
+  }
+
+  @Test(
+    "page documents with a wrong or missing field, or no wiki, are forbidden",
+    arguments: [
+      ("w1:P", #""type":"page","markdown":"x""#),  // no wiki_id
+      ("w1:P", #""type":"page","wiki_id":"w2","markdown":"x""#),
+      ("w1:P", #""type":"page","wiki_id":1,"markdown":"x""#),
+      ("w1:P", #""type":"page","wiki_id":"w1""#),  // no markdown
+      ("w1:P", #""type":"page","wiki_id":"w1","markdown":["x"]"#),
+      ("w1:P", #""type":"page","wiki_id":"w1","markdown":"x","updated_by":false"#),
+      ("w1:P", #""type":"page","wiki_id":"w1","markdown":"x","created_at":"2024-02-30T00:00:00Z""#),
+      ("w2:P", #""type":"page","wiki_id":"w2","markdown":"x""#),  // no such wiki
+      ("note:P", #""type":"page","wiki_id":"note","markdown":"x""#),  // not a wiki
+      ("w3", #""type":"page","wiki_id":"w3","markdown":"x""#),  // not a page id
+      ("w1:", #""type":"page","wiki_id":"w1","markdown":"x""#),
+      (":P", #""type":"page","wiki_id":"","markdown":"x""#),
+      ("w1:x", #""type":"wiki","title":"T","owner_id":"ann","members":[]"#),  // a wiki id has no colon
+    ])
+  func badPages(_ id: String, _ fields: String) throws {
+    let t = try TestStore()
+    try t.store.put(wiki, actor: "ann")
+    try t.store.put(#"{"_id":"note","type":"note"}"#, actor: "ann")
+    let before = t.store.position
+    let error = #expect(throws: StoreError.self) { try t.store.put(doc(id, fields), actor: "a") }
+    #expect(error?.status == 403 && error?.error == "forbidden")
+    #expect(t.store.position == before)
+  }
+
+  @Test("valid wikis and pages are written; a deleted wiki takes no new pages, deletions pass")
+  func validDocuments() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let w = try s.put(
+      doc(
+        "w1",
+        #""type":"wiki","title":"One","owner_id":"ann","members":[],"markdown":"about","created_at":"2024-05-01T10:00:00.123Z","updated_at":"2024-05-01T12:00:00+02:00""#
+      ), actor: "ann")
+    let p = try s.put(
+      doc(
+        "w1:Home",
+        #""type":"page","wiki_id":"w1","markdown":"Home","updated_by":"ann","updated_at":"2024-05-01T10:00:00Z","extra":{"free":true}"#
+      ), actor: "ann")
+    // Other documents are plain CouchDB documents.
+    try s.put(#"{"_id":"x:y","type":"note","markdown":7}"#, actor: "ann")
+    try s.put(#"{"_id":"plain","title":1}"#, actor: "ann")
+    // Deleting the wiki: its pages can still be deleted, not created or edited.
+    try s.delete("w1", rev: w.rev!, actor: "ann")
+    #expect(throws: StoreError.self) {
+      try s.put(doc("w1:New", #""type":"page","wiki_id":"w1","markdown":"x""#), actor: "ann")
+    }
+    #expect(throws: StoreError.self) {
+      try s.put(
+        doc("w1:Home", #""_rev":"\#(p.rev!)","type":"page","wiki_id":"w1","markdown":"y""#),
+        actor: "ann")
+    }
+    try s.delete("w1:Home", rev: p.rev!, actor: "ann")
+    // A "wiki" whose winner is not of type wiki does not count.
+    try s.put(#"{"_id":"w2","type":"note"}"#, actor: "ann")
+    #expect(throws: StoreError.self) {
+      try s.put(doc("w2:P", #""type":"page","wiki_id":"w2","markdown":"x""#), actor: "ann")
+    }
+  }
+
+  @Test("replicated pages need no wiki, but field types and JSON objects are still checked")
+  func replicatedWrites() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let results = try s.bulkDocs(
+      [
+        json(
+          #"{"_id":"w9:P","_rev":"1-a","type":"page","wiki_id":"w9","markdown":"early page"}"#),
+        json(#"{"_id":"w9:Q","_rev":"1-b","type":"page","wiki_id":"w9","markdown":3}"#),
+        json(#"{"_id":"w9","_rev":"1-c","type":"wiki","title":"T","owner_id":"ann"}"#),
+        json(#"["not","an","object"]"#),
+        json(
+          #"{"_id":"w9:R","_rev":"2-d","_deleted":true,"_revisions":{"start":2,"ids":["d","c"]}}"#),
+      ], newEdits: false, actor: "peer")
+    #expect(results.map(\.id) == ["w9:Q", "w9", ""])
+    #expect(results.map { $0.error?.status } == [403, 403, 400])
+    #expect(try s.get("w9:P")[path: "markdown"]?.string == "early page")
+    #expect(try s.info.docCount == 1 && s.info.deletedDocCount == 1)
+  }
+
+  @Test("a store with CouchDB's rules only takes any shape")
+  func couchDBOnly() throws {
+    let t = try TestStore(validation: .couchDB)
+    try t.store.put(doc("w1:P", #""type":"page","markdown":1"#), actor: "a")
+    try t.store.put(doc("w", #""type":"wiki""#), actor: "a")
+    #expect(try t.store.info.docCount == 2)
+  }
+
+  @Test("document ids: reserved prefixes, the key-length limit, _local ids, body sizes")
+  func idsAndSizes() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let ok = String(repeating: "i", count: 500)
+    try s.put("{}", id: ok, actor: "a")
+    #expect(try s.get(ok)[path: "_id"]?.string == ok)
+    let tooLong = #expect(throws: StoreError.self) {
+      try s.put("{}", id: ok + "i", actor: "a")
+    }
+    #expect(tooLong?.reason.contains("up to 500 bytes") == true)
+    // 4-byte characters: 126 of them are 504 bytes.
+    #expect(throws: StoreError.self) {
+      try s.put("{}", id: String(repeating: "🙂", count: 126), actor: "a")
+    }
+    let local = #expect(throws: StoreError.self) {
+      try s.put(#"{"_id":"_local/x"}"#, actor: "a")
+    }
+    #expect(local?.reason.contains("putLocal") == true)
+    #expect(throws: StoreError.self) { try s.put(#"{"_id":"_design/"}"#, actor: "a") }
+    #expect(throws: StoreError.self) { try s.put(#"{"_id":"_users"}"#, actor: "a") }
+    #expect(throws: StoreError.self) {
+      try s.putLocal(String(repeating: "l", count: 500), Array("{}".utf8), actor: "a")
+    }
+    #expect(throws: StoreError.self) { try s.putLocal("", Array("{}".utf8), actor: "a") }
+    try s.put(#"{"_id":"_design/app"}"#, actor: "a")
+
+    // A body that arrives parsed (bulk docs) is measured too.
+    let big = JSONValue.object(
+      JSONObject([
+        .init(key: "_id", value: .string("big")),
+        .init(key: "x", value: .string(String(repeating: "a", count: DocumentInput.maxBytes))),
+      ]))
+    let before = s.position
+    let results = try s.bulkDocs([big], actor: "a")
+    #expect(results.first?.error?.status == 413 && results.first?.error?.error == "too_large")
+    let replicated = try s.bulkDocs(
+      [
+        .object(
+          JSONObject(
+            big.objectValue!.members + [.init(key: "_rev", value: .string("1-a"))]))
+      ], newEdits: false, actor: "peer")
+    #expect(replicated.first?.error?.status == 413)
+    #expect(s.position == before)
+  }
+
+  @Test(
+    "ISO-8601 date-times",
+    arguments: [
+      ("2024-05-01T10:00:00Z", true), ("2024-05-01T10:00:00.123456Z", true),
+      ("2024-05-01t10:00:00z", true), ("2024-05-01 10:00:00+02:00", true),
+      ("2024-02-29T23:59:60-11:30", true), ("2023-02-29T00:00:00Z", false),
+      ("2024-13-01T00:00:00Z", false), ("2024-05-01T24:00:00Z", false),
+      ("2024-05-01T10:00Z", false), ("2024-05-01T10:00:00", false), ("2024-05-01", false),
+      ("2024-05-01T10:00:00.Z", false), ("2024-05-01T10:00:00+0200", false), ("", false),
+      ("2024-05-01T10:00:00Z ", false), ("２０２４-05-01T10:00:00Z", false),
+    ])
+  func iso8601(_ text: String, _ valid: Bool) {
+    #expect(Timestamp.isISO8601(text) == valid)
+  }
+
+  @Test("the current time formatted as TouchWiki writes it")
+  func formatting() {
+    #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+    #expect(
+      Timestamp.iso8601(Date(timeIntervalSince1970: 1_709_251_199.999))
+        == "2024-02-29T23:59:59.999Z")
+    #expect(Timestamp.iso8601(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59.000Z")
+    #expect(Timestamp.isISO8601(Timestamp.iso8601()))
+  }
+}
