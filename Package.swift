@@ -17,10 +17,19 @@ let package = Package(
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
     .library(name: "Projections", targets: ["Projections"]),
+    .library(name: "Replication", targets: ["Replication"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+    .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+    // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     .systemLibrary(
@@ -35,9 +44,28 @@ let package = Package(
     ),
     .target(name: "RevTree", swiftSettings: swiftSettings),
     .target(name: "Projections", dependencies: ["Log", "RevTree"], swiftSettings: swiftSettings),
+    .target(
+      name: "Replication",
+      dependencies: [
+        "Projections", "RevTree", "Log",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+      ],
+      swiftSettings: swiftSettings
+    ),
     .executableTarget(
       name: "wikilog",
-      dependencies: ["Log", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+      dependencies: [
+        "Log", "Projections", "RevTree", "Replication",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
       swiftSettings: swiftSettings
     ),
     // A child process for the crash-safety and cross-process tests; not a product.
@@ -49,6 +77,19 @@ let package = Package(
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "ReplicationTests",
+      dependencies: [
+        "Replication", "Projections", "RevTree", "Log",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: swiftSettings),
   ]
 )
 

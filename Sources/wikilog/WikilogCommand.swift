@@ -17,7 +17,7 @@ struct WikilogCommand: AsyncParsableCommand {
         echo '{"markdown":"# Hi"}' | wikilog append --type page.saved --stream 'w1:Home' --actor alice
         wikilog verify
       """,
-    subcommands: [Demo.self, Append.self, Tail.self, Verify.self, Stats.self]
+    subcommands: [Demo.self, Append.self, Tail.self, Verify.self, Stats.self, Serve.self]
   )
 }
 
