@@ -27,7 +27,6 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
-    .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
     // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
@@ -54,7 +53,6 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
       ],
       swiftSettings: swiftSettings
     ),

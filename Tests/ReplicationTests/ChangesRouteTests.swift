@@ -212,6 +212,72 @@ import Testing
     }
   }
 
+  @Test("a filtered longpoll ignores other documents and answers when its own changes")
+  func filteredLongpoll() async throws {
+    try await withServer { client, dir in
+      try await client.call(.put, "/db")
+      let store = try dir.data.open("db")
+      let answered = Mutex(false)
+      async let response = {
+        let r = try await client.call(
+          .get,
+          "/db/_changes?feed=longpoll&since=now&filter=_doc_ids&doc_ids=%5B%22x%22%5D&timeout=10000"
+        )
+        answered.withLock { $0 = true }
+        return r
+      }()
+      for i in 0..<3 {
+        try await Task.sleep(for: .milliseconds(50))
+        try store.put(#"{"_id":"y\#(i)"}"#, actor: "test")
+      }
+      try await Task.sleep(for: .milliseconds(200))
+      #expect(answered.withLock { $0 } == false)
+      try store.put(#"{"_id":"x"}"#, actor: "test")
+      let r = try await response
+      #expect(ids(r) == ["x"])
+      #expect(r["last_seq"]?.int == 4)
+    }
+  }
+
+  @Test("deleting a database ends its open feeds")
+  func deletionEndsFeeds() async throws {
+    try await withServer { client, _ in
+      try await Self.seed(client)
+      async let feed = client.call(.get, "/db/_changes?feed=continuous&since=now&heartbeat=50")
+      async let poll = client.call(.get, "/db/_changes?feed=longpoll&since=now")
+      try await Task.sleep(for: .milliseconds(200))
+      #expect(try await client.call(.delete, "/db").code == 200)
+      let lines = try await feed.text.split(separator: "\n")
+      #expect(lines.last.map { json(String($0)) } == json(#"{"last_seq":7,"pending":0}"#))
+      #expect(try await poll["results"] == .array([]))
+    }
+  }
+
+  @Test("the server's graceful shutdown ends open feeds", .timeLimit(.minutes(1)))
+  func shutdownEndsFeeds() async throws {
+    let rest = try await withServer(.live) { client, dir in
+      try dir.data.create("db").put(#"{"_id":"a"}"#, actor: "test")
+      let port = try #require(client.port)
+      var request = HTTPClientRequest(
+        url: "http://127.0.0.1:\(port)/db/_changes?feed=continuous&since=0&heartbeat=50")
+      request.method = .GET
+      let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+      var iterator = response.body.makeAsyncIterator()
+      var text = ""
+      while !text.contains("\"a\""), let chunk = try await iterator.next() {
+        text += String(buffer: chunk)
+      }
+      // Leave the feed open: the server stops when this closure returns.
+      return Task {
+        var text = text
+        while let chunk = try await iterator.next() { text += String(buffer: chunk) }
+        return text
+      }
+    }
+    let text = try await rest.value
+    #expect(text.hasSuffix(#"{"last_seq":1,"pending":0}"# + "\n"))
+  }
+
   @Test("CORS: preflight answered; the Origin echoed on every response, errors included")
   func cors() async throws {
     try await withServer { client, _ in

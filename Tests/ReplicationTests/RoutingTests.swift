@@ -1,4 +1,5 @@
 import Log
+import Projections
 import Testing
 
 @testable import Replication
@@ -38,5 +39,29 @@ import Testing
     #expect(QueryParameters.parseSeq("34-g1AAAA") == LogPosition(34))
     #expect(QueryParameters.parseSeq("x") == nil)
     #expect(PercentDecoding.encode("a b/c:d") == "a%20b%2Fc%3Ad")
+  }
+}
+
+@Suite struct ChangesHubTests {
+  @Test("a document event wakes the unfiltered waiters, and the filtered ones it concerns")
+  func wakeIndex() async throws {
+    let dir = TestDirectory()
+    let store = try dir.data.create("db")
+    let hub = ChangesHub(store: store) {}
+    async let any = hub.wait(after: 0, filter: .any)
+    async let doc = hub.wait(after: 0, filter: .docIDs(["w1:Home", "x"]))
+    async let wiki = hub.wait(after: 0, filter: .wiki("w1"))
+    async let otherWiki = hub.wait(after: 0, filter: .wiki("w10"))
+    async let later = hub.wait(after: 5, filter: .any)
+    try await Task.sleep(for: .milliseconds(100))
+    try store.put(#"{"_id":"w1:Home"}"#, actor: "test")
+    #expect(await any)
+    #expect(await doc)
+    #expect(await wiki)
+    try store.put(#"{"_id":"w10"}"#, actor: "test")
+    #expect(await otherWiki)
+    hub.close()
+    #expect(await later == false)
+    #expect(await hub.wait(after: 0, filter: .any) == false)
   }
 }

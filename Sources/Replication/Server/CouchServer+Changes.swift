@@ -1,4 +1,3 @@
-import AsyncAlgorithms
 import HTTPTypes
 import Hummingbird
 import Log
@@ -6,6 +5,12 @@ import NIOCore
 import Projections
 import RevTree
 import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 /// `feed=` of `_changes`.
 enum ChangesFeed: String, Sendable {
@@ -43,30 +48,35 @@ extension CouchServer {
       if !first.results.isEmpty || parsed.options.descending {
         return changesResponse(first)
       }
-      var waitOptions = parsed.options
-      waitOptions.since = first.lastSeq
-      let wait = waitOptions
-      if let heartbeat = parsed.heartbeat {
+      let hub = hubs.hub(for: store)
+      let hubs = self.hubs
+      if parsed.heartbeat != nil {
         // Stream newlines while waiting, then the answer.
-        let timeout = parsed.timeout
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "must-revalidate"
         return Response(
-          status: .ok,
-          headers: [.contentType: "application/json", .cacheControl: "must-revalidate"],
+          status: .ok, headers: headers,
           body: ResponseBody { writer in
-            _ = try await Self.waitForChange(
-              store, wait, timeout: timeout, heartbeat: heartbeat
-            ) {
-              try await writer.write(ByteBuffer(string: "\n"))
+            let result = try await withGracefulShutdownHandler {
+              try await Self.longpoll(store, hub, parsed, after: first) {
+                try await writer.write(ByteBuffer(string: "\n"))
+              }
+            } onGracefulShutdown: {
+              hubs.shutDown()
             }
-            try await writer.write(
-              ByteBuffer(bytes: Self.changesJSON(try store.changes(wait))))
+            try await writer.write(ByteBuffer(bytes: Self.changesJSON(result)))
             try await writer.finish(nil)
           })
       }
-      _ = try await Self.waitForChange(store, wait, timeout: parsed.timeout, heartbeat: nil) {}
-      return changesResponse(try store.changes(wait))
+      let result = try await withGracefulShutdownHandler {
+        try await Self.longpoll(store, hub, parsed, after: first) {}
+      } onGracefulShutdown: {
+        hubs.shutDown()
+      }
+      return changesResponse(result)
     case .continuous, .eventsource:
-      return streamChanges(store, parsed)
+      return streamChanges(store, hubs.hub(for: store), parsed)
     }
   }
 
@@ -165,7 +175,7 @@ extension CouchServer {
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, row) in result.results.enumerated() {
       bytes.append(contentsOf: (i == 0 ? "\n" : ",\n").utf8)
-      row.json.serialize(into: &bytes)
+      rowJSON(row).serialize(into: &bytes)
     }
     bytes.append(
       contentsOf: "\n],\n\"last_seq\":\(result.lastSeq.rawValue),\"pending\":\(result.pending)}\n"
@@ -173,76 +183,95 @@ extension CouchServer {
     return bytes
   }
 
+  /// A row as CouchDB shapes it; history rows also carry `time`, when the revision was
+  /// committed (ISO-8601, UTC).
+  static func rowJSON(_ row: ChangeRow) -> JSONValue {
+    var json = row.json
+    if let micros = row.timestampMicroseconds, var object = json.objectValue {
+      let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+      object.members.append(
+        .init(
+          key: "time",
+          value: .string(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))))
+      )
+      json = .object(object)
+    }
+    return json
+  }
+
   func changesResponse(_ result: ChangesResult) -> Response {
     CouchResponse.raw(Self.changesJSON(result))
   }
 
-  /// Waits until `options` has a change after `options.since`, or `timeout` passes; calls
-  /// `onHeartbeat` each `heartbeat` meanwhile. Holds no read transaction while waiting.
-  /// Returns whether a change came.
-  static func waitForChange(
-    _ store: DocumentStore, _ options: ChangesOptions, timeout: Duration, heartbeat: Duration?,
-    onHeartbeat: () async throws -> Void
-  ) async throws -> Bool {
-    enum Signal: Sendable { case changed, ended, heartbeat, timeout }
-    // The server's graceful shutdown ends the wait too.
-    let (shutdown, trigger) = AsyncStream<Void>.makeStream()
-    return try await withGracefulShutdownHandler {
-      try await withThrowingTaskGroup(of: Signal.self) { group in
-        group.addTask {
-          for try await item in store.liveChanges(options) {
-            if case .change = item { return .changed }
-          }
-          return .ended
-        }
-        group.addTask {
-          try? await Task.sleep(for: timeout)
-          return .timeout
-        }
-        group.addTask {
-          for await _ in shutdown {}
-          return .ended
-        }
-        if let heartbeat {
-          group.addTask {
-            try? await Task.sleep(for: heartbeat)
-            return .heartbeat
-          }
-        }
-        defer { group.cancelAll() }
-        while let signal = try await group.next() {
-          switch signal {
-          case .changed: return true
-          case .ended, .timeout: return false
-          case .heartbeat:
-            try await onHeartbeat()
-            if let heartbeat {
-              group.addTask {
-                try? await Task.sleep(for: heartbeat)
-                return .heartbeat
-              }
-            }
-          }
-        }
-        return false
+  /// The rest of a longpoll whose first read (`first`) found nothing: waits for a row, calling
+  /// `onHeartbeat` every `heartbeat`, until the timeout; then answers what there is (CouchDB
+  /// answers an empty `results` with the current `last_seq` at the timeout).
+  static func longpoll(
+    _ store: DocumentStore, _ hub: ChangesHub, _ request: ChangesRequest,
+    after first: ChangesResult, onHeartbeat: () async throws -> Void
+  ) async throws -> ChangesResult {
+    let clock = ContinuousClock()
+    let deadline = clock.now + request.timeout
+    var options = request.options
+    options.since = first.lastSeq
+    let filter = ChangesHub.Filter(options)
+    var lastBeat = clock.now
+    while true {
+      var until = deadline
+      if let heartbeat = request.heartbeat { until = min(until, lastBeat + heartbeat) }
+      switch await wait(hub, after: options.since, filter: filter, until: until) {
+      case .changed:
+        let result = try store.changes(options)
+        if !result.results.isEmpty { return result }
+        options.since = result.lastSeq
+      case .timeout:
+        if clock.now >= deadline { return try store.changes(options) }
+        try await onHeartbeat()
+        lastBeat = clock.now
+      case .closed:
+        var result = first
+        result.lastSeq = options.since
+        return result
       }
-    } onGracefulShutdown: {
-      trigger.finish()
+    }
+  }
+
+  enum WaitOutcome: Sendable {
+    case changed, timeout, closed
+  }
+
+  /// Waits on the hub for a change after `after`, until `deadline`.
+  static func wait(
+    _ hub: ChangesHub, after: LogPosition, filter: ChangesHub.Filter,
+    until deadline: ContinuousClock.Instant
+  ) async -> WaitOutcome {
+    await withTaskGroup(of: WaitOutcome.self) { group in
+      group.addTask { await hub.wait(after: after, filter: filter) ? .changed : .closed }
+      group.addTask {
+        do {
+          try await Task.sleep(until: deadline, clock: .continuous)
+        } catch {
+          return .closed
+        }
+        return .timeout
+      }
+      let first = await group.next() ?? .closed
+      group.cancelAll()
+      return first
     }
   }
 
   // MARK: continuous and eventsource
 
-  enum FeedSignal: Sendable {
-    case item(LiveChanges.Item)
-    case ended
-    case tick
-  }
-
-  /// A streamed feed: rows after `since` (read in pages), then each new change as it commits;
-  /// heartbeats after `heartbeat` of silence, or the end after `timeout` without a change.
-  func streamChanges(_ store: DocumentStore, _ request: ChangesRequest) -> Response {
+  /// A streamed feed: rows after `since` in pages (never the whole backlog at once), then, each
+  /// time the hub reports a change, the new rows; a heartbeat after `heartbeat` of silence (the
+  /// feed then stays open), or the end after `timeout` without a change. The server's graceful
+  /// shutdown ends it too, with its `last_seq` line.
+  func streamChanges(_ store: DocumentStore, _ hub: ChangesHub, _ request: ChangesRequest)
+    -> Response
+  {
     let eventSource = request.feed == .eventsource
+    let hubs = self.hubs
     var headers = HTTPFields()
     headers[.contentType] = eventSource ? "text/event-stream" : "application/json"
     headers[.cacheControl] = "no-cache"
@@ -252,102 +281,66 @@ extension CouchServer {
         var options = request.options
         options.descending = false
         let limit = options.limit ?? .max
+        let filter = ChangesHub.Filter(options)
+        let clock = ContinuousClock()
         var written = 0
-        var lastSeq = options.since
+        var lastWrite = clock.now
+        var lastChange = clock.now
 
         func write(_ row: ChangeRow, to writer: inout any ResponseBodyWriter) async throws {
           var bytes: [UInt8] = []
           if eventSource {
             bytes.append(contentsOf: "data: ".utf8)
-            row.json.serialize(into: &bytes)
+            Self.rowJSON(row).serialize(into: &bytes)
             bytes.append(contentsOf: "\nid: \(row.seq.rawValue)\n\n".utf8)
           } else {
-            row.json.serialize(into: &bytes)
+            Self.rowJSON(row).serialize(into: &bytes)
             bytes.append(UInt8(ascii: "\n"))
           }
           try await writer.write(ByteBuffer(bytes: bytes))
         }
 
-        // Catch up in pages, never holding the whole backlog.
-        var page = options
-        while written < limit {
-          page.limit = min(500, limit - written)
-          let result = try store.changes(page)
-          for row in result.results { try await write(row, to: &writer) }
-          written += result.results.count
-          lastSeq = result.lastSeq
-          page.since = result.lastSeq
-          if result.results.count < page.limit! { break }
-        }
-
-        if written < limit {
-          let channel = AsyncChannel<FeedSignal>()
-          var liveOptions = options
-          liveOptions.since = lastSeq
-          let live = liveOptions
-          let tick = Self.tickInterval(heartbeat: request.heartbeat, timeout: request.timeout)
-          // The server's graceful shutdown ends the feed (with its last_seq line).
-          try await withGracefulShutdownHandler {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-              group.addTask {
-                do {
-                  for try await item in store.liveChanges(live) { await channel.send(.item(item)) }
-                } catch {}
-                await channel.send(.ended)
-              }
-              group.addTask {
-                while !Task.isCancelled {
-                  do { try await Task.sleep(for: tick) } catch { return }
-                  await channel.send(.tick)
-                }
-              }
-              let clock = ContinuousClock()
-              var lastWrite = clock.now
-              var lastChange = clock.now
-              feed: for await signal in channel {
-                switch signal {
-                case .item(.change(let row)):
-                  try await write(row, to: &writer)
-                  written += 1
-                  lastSeq = row.seq
-                  lastWrite = clock.now
-                  lastChange = lastWrite
-                  if written >= limit { break feed }
-                case .item(.progress(let position)):
-                  lastSeq = max(lastSeq, position)
-                case .tick:
-                  if let heartbeat = request.heartbeat {
-                    if clock.now - lastWrite >= heartbeat {
-                      try await writer.write(
-                        ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))
-                      lastWrite = clock.now
-                    }
-                  } else if clock.now - lastChange >= request.timeout {
-                    break feed
-                  }
-                case .ended:
-                  break feed
-                }
-              }
-              group.cancelAll()
-              channel.finish()
+        try await withGracefulShutdownHandler {
+          feed: while written < limit {
+            var page = options
+            page.limit = min(500, limit - written)
+            let result: ChangesResult
+            do {
+              result = try store.changes(page)
+            } catch {
+              break feed  // the database closed
             }
-          } onGracefulShutdown: {
-            channel.finish()
+            for row in result.results { try await write(row, to: &writer) }
+            written += result.results.count
+            options.since = result.lastSeq
+            if !result.results.isEmpty {
+              lastWrite = clock.now
+              lastChange = lastWrite
+            }
+            if result.results.count == page.limit { continue }  // more backlog
+            let until = request.heartbeat.map { lastWrite + $0 } ?? (lastChange + request.timeout)
+            switch await Self.wait(hub, after: options.since, filter: filter, until: until) {
+            case .changed:
+              continue
+            case .closed:
+              break feed
+            case .timeout:
+              guard let heartbeat = request.heartbeat else { break feed }
+              if clock.now - lastWrite >= heartbeat {
+                try await writer.write(
+                  ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))
+                lastWrite = clock.now
+              }
+            }
           }
+        } onGracefulShutdown: {
+          hubs.shutDown()
         }
         if !eventSource {
           try await writer.write(
-            ByteBuffer(string: "{\"last_seq\":\(lastSeq.rawValue),\"pending\":0}\n"))
+            ByteBuffer(string: "{\"last_seq\":\(options.since.rawValue),\"pending\":0}\n"))
         }
         try await writer.finish(nil)
       })
-  }
-
-  /// How often a streamed feed checks its heartbeat (or, without one, its timeout): a quarter of
-  /// it, between 5 ms and 1 s.
-  static func tickInterval(heartbeat: Duration?, timeout: Duration) -> Duration {
-    let base = heartbeat ?? timeout
-    return min(max(base / 4, .milliseconds(5)), .seconds(1))
   }
 }

@@ -36,6 +36,8 @@ public struct CouchServer: HTTPResponder {
   let logger: Logger
   /// A stable identity for this data directory (CouchDB's server `uuid`).
   let serverUUID: String
+  /// What waiting feeds wait on, one hub per open database.
+  let hubs = ChangesHubs()
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
