@@ -25,8 +25,6 @@ public struct CORSPolicy: Sendable, Hashable {
     origins.contains("*") ? .anyOrigin : CORSPolicy(allowedOrigins: Set(origins))
   }
 
-  init(allowedOrigins: Set<String>?) { self.allowedOrigins = allowedOrigins }
-
   /// Whether a request from `origin` may read the response.
   public func allows(_ origin: String) -> Bool {
     allowedOrigins?.contains(origin) ?? true
