@@ -1,6 +1,7 @@
 # wikilog: `make serve` to try it, `make test` to check it.
 SWIFT ?= swift
 DB ?=
+PORT ?=
 
 .PHONY: bootstrap build test serve bench compare-log clean
 
@@ -14,14 +15,13 @@ test: bootstrap
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Until the HTTP server lands, `serve` seeds a demo log in the default data directory (or DB=dir)
-# and follows it like `tail -f`: write from another terminal with `wikilog put` to watch.
+# Seeds the demo wiki into the database "wiki" of the default data directory (or DB=dir) when it
+# is empty, then serves every database there over CouchDB's HTTP API (PORT=5984 by default).
 serve: bootstrap
 	$(SWIFT) build --product wikilog
 	@bin=$$($(SWIFT) build --show-bin-path)/wikilog; \
-	  $$bin demo $(if $(DB),--db $(DB)); \
-	  echo "following the log; in another terminal: $$bin put '{\"_id\":\"hello\"}' $(if $(DB),--db $(DB))" >&2; \
-	  $$bin log tail --since 0 --follow --format text $(if $(DB),--db $(DB))
+	  $$bin demo $(if $(DB),--db $(DB)) && \
+	  exec $$bin serve $(if $(DB),--db $(DB)) $(if $(PORT),--port $(PORT))
 
 bench:
 	WIKILOG_BENCHMARKS=1 scripts/bootstrap

@@ -17,10 +17,18 @@ let package = Package(
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
     .library(name: "Projections", targets: ["Projections"]),
+    .library(name: "Replication", targets: ["Replication"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
-    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+    .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+    .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+    // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
+    .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
   targets: [
     .systemLibrary(
@@ -35,11 +43,26 @@ let package = Package(
     ),
     .target(name: "RevTree", swiftSettings: swiftSettings),
     .target(name: "Projections", dependencies: ["Log", "RevTree"], swiftSettings: swiftSettings),
+    .target(
+      name: "Replication",
+      dependencies: [
+        "Projections", "RevTree", "Log",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+      ],
+      swiftSettings: swiftSettings
+    ),
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "Log", "RevTree", "Projections",
+        "Log", "Projections", "RevTree", "Replication",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
       ],
       swiftSettings: swiftSettings
     ),
@@ -58,6 +81,19 @@ let package = Package(
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker"],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "ReplicationTests",
+      dependencies: [
+        "Replication", "Projections", "RevTree", "Log",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
       swiftSettings: swiftSettings),
   ]
 )

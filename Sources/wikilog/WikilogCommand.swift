@@ -46,6 +46,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Export.self,
       LogCommand.self,
       Demo.self,
+      Serve.self,
     ]
   )
 

@@ -1,0 +1,346 @@
+import HTTPTypes
+import Hummingbird
+import Log
+import NIOCore
+import Projections
+import RevTree
+import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// `feed=` of `_changes`.
+enum ChangesFeed: String, Sendable {
+  case normal, longpoll, continuous, eventsource
+}
+
+/// A parsed `_changes` request.
+struct ChangesRequest: Sendable {
+  var feed = ChangesFeed.normal
+  var options = ChangesOptions()
+  /// Send a heartbeat after this long without output; the feed then stays open (CouchDB).
+  var heartbeat: Duration?
+  /// How long `longpoll` waits, and `continuous` stays idle, before ending.
+  var timeout: Duration
+}
+
+extension CouchServer {
+  /// `GET/POST /{db}/_changes`.
+  ///
+  /// Options: `feed` (`normal`, `longpoll`, `continuous`, `eventsource`), `since` (`0`, `now` or
+  /// a seq), `limit`, `descending`, `style` (`main_only`, `all_docs`), `include_docs`,
+  /// `conflicts`, `heartbeat`, `timeout`, `filter=_doc_ids` (`doc_ids` in the query or the
+  /// body), `filter=_selector` (`selector` in the body), `filter=wiki&wiki=ID` (the wiki document
+  /// and its pages) and `history=true` (every revision event, with actor and origin, instead of
+  /// one row per document). Seqs are integers (log positions).
+  func changes(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
+    -> Response
+  {
+    let parsed = try await changesRequest(store, request: request, query: query)
+    switch parsed.feed {
+    case .normal:
+      return changesResponse(try store.changes(parsed.options))
+    case .longpoll:
+      let first = try store.changes(parsed.options)
+      if !first.results.isEmpty || parsed.options.descending {
+        return changesResponse(first)
+      }
+      let hub = hubs.hub(for: store)
+      let hubs = self.hubs
+      if parsed.heartbeat != nil {
+        // Stream newlines while waiting, then the answer.
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.cacheControl] = "must-revalidate"
+        return Response(
+          status: .ok, headers: headers,
+          body: ResponseBody { writer in
+            let result = try await withGracefulShutdownHandler {
+              try await Self.longpoll(store, hub, parsed, after: first) {
+                try await writer.write(ByteBuffer(string: "\n"))
+              }
+            } onGracefulShutdown: {
+              hubs.shutDown()
+            }
+            try await writer.write(ByteBuffer(bytes: Self.changesJSON(result)))
+            try await writer.finish(nil)
+          })
+      }
+      let result = try await withGracefulShutdownHandler {
+        try await Self.longpoll(store, hub, parsed, after: first) {}
+      } onGracefulShutdown: {
+        hubs.shutDown()
+      }
+      return changesResponse(result)
+    case .continuous, .eventsource:
+      return streamChanges(store, hubs.hub(for: store), parsed)
+    }
+  }
+
+  func changesRequest(_ store: DocumentStore, request: Request, query: QueryParameters)
+    async throws -> ChangesRequest
+  {
+    var body: JSONObject?
+    switch request.method {
+    case .get, .head: break
+    case .post:
+      let bytes = try await self.body(of: request)
+      if !bytes.isEmpty {
+        do {
+          guard let object = try JSONValue(parsing: bytes).objectValue else {
+            throw ReplicationError.badRequest("Request body must be a JSON object")
+          }
+          body = object
+        } catch let e as ReplicationError {
+          throw e
+        } catch {
+          throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
+        }
+      }
+    default:
+      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
+    }
+    let maxTimeout = options.maxChangesTimeoutMilliseconds
+    var parsed = ChangesRequest(timeout: .milliseconds(maxTimeout))
+    if let feed = query["feed"] {
+      guard let f = ChangesFeed(rawValue: feed) else {
+        throw ReplicationError.badRequest(
+          "feed must be normal, longpoll, continuous or eventsource, not \"\(feed)\"")
+      }
+      parsed.feed = f
+    }
+    var o = ChangesOptions()
+    o.since = try query.seq("since") { try store.info.updateSeq } ?? .start
+    o.limit = try query.int("limit")
+    o.descending = try query.bool("descending")
+    switch query["style"] {
+    case nil, "main_only": o.style = .mainOnly
+    case "all_docs": o.style = .allDocs
+    case let other?:
+      throw ReplicationError.badRequest("style must be main_only or all_docs, not \"\(other)\"")
+    }
+    o.includeDocs = try query.bool("include_docs")
+    o.conflicts = try query.bool("conflicts")
+    o.history = try query.bool("history")
+    switch query["filter"] {
+    case nil: break
+    case "_doc_ids":
+      let ids: [String]?
+      if let fromBody = body?["doc_ids"] {
+        ids = fromBody.stringArray
+      } else {
+        ids = try query.stringArray("doc_ids")
+      }
+      guard let ids else {
+        throw ReplicationError.badRequest("`doc_ids` filter parameter is not a list of doc ids.")
+      }
+      o.docIDs = Set(ids)
+    case "_selector":
+      guard let selector = body?["selector"] else {
+        throw ReplicationError.badRequest("Selector must be specified in POST payload")
+      }
+      o.selector = try Selector(selector)
+    case "wiki":
+      guard let wiki = query["wiki"] ?? body?["wiki"]?.stringValue, !wiki.isEmpty else {
+        throw ReplicationError.badRequest("filter=wiki requires wiki=<wiki id>")
+      }
+      o.wiki = wiki
+    case let other?:
+      throw ReplicationError.badRequest(
+        "filter \"\(other)\" is not supported by wikilog; use _doc_ids, _selector or wiki")
+    }
+    parsed.options = o
+    if let heartbeat = query["heartbeat"] {
+      if heartbeat == "true" {
+        parsed.heartbeat = .milliseconds(maxTimeout)
+      } else if heartbeat != "false" {
+        guard let ms = Int(heartbeat), ms >= 0 else {
+          throw ReplicationError.badRequest(
+            "heartbeat must be true or milliseconds, not \"\(heartbeat)\"")
+        }
+        parsed.heartbeat = .milliseconds(max(10, min(ms, maxTimeout)))
+      }
+    }
+    if let timeout = try query.int("timeout") {
+      parsed.timeout = .milliseconds(min(timeout, maxTimeout))
+    }
+    return parsed
+  }
+
+  /// `{"results":[...],"last_seq":N,"pending":N}`, one row a line.
+  static func changesJSON(_ result: ChangesResult) -> [UInt8] {
+    var bytes: [UInt8] = Array(#"{"results":["#.utf8)
+    for (i, row) in result.results.enumerated() {
+      bytes.append(contentsOf: (i == 0 ? "\n" : ",\n").utf8)
+      rowJSON(row).serialize(into: &bytes)
+    }
+    bytes.append(
+      contentsOf: "\n],\n\"last_seq\":\(result.lastSeq.rawValue),\"pending\":\(result.pending)}\n"
+        .utf8)
+    return bytes
+  }
+
+  /// A row as CouchDB shapes it; history rows also carry `time`, when the revision was
+  /// committed (ISO-8601, UTC).
+  static func rowJSON(_ row: ChangeRow) -> JSONValue {
+    var json = row.json
+    if let micros = row.timestampMicroseconds, var object = json.objectValue {
+      let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
+      object.members.append(
+        .init(
+          key: "time",
+          value: .string(date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))))
+      )
+      json = .object(object)
+    }
+    return json
+  }
+
+  func changesResponse(_ result: ChangesResult) -> Response {
+    CouchResponse.raw(Self.changesJSON(result))
+  }
+
+  /// The rest of a longpoll whose first read (`first`) found nothing: waits for a row, calling
+  /// `onHeartbeat` every `heartbeat`, until the timeout; then answers what there is (CouchDB
+  /// answers an empty `results` with the current `last_seq` at the timeout).
+  static func longpoll(
+    _ store: DocumentStore, _ hub: ChangesHub, _ request: ChangesRequest,
+    after first: ChangesResult, onHeartbeat: () async throws -> Void
+  ) async throws -> ChangesResult {
+    let clock = ContinuousClock()
+    let deadline = clock.now + request.timeout
+    var options = request.options
+    options.since = first.lastSeq
+    let filter = ChangesHub.Filter(options)
+    var lastBeat = clock.now
+    while true {
+      var until = deadline
+      if let heartbeat = request.heartbeat { until = min(until, lastBeat + heartbeat) }
+      switch await wait(hub, after: options.since, filter: filter, until: until) {
+      case .changed:
+        let result = try store.changes(options)
+        if !result.results.isEmpty { return result }
+        options.since = result.lastSeq
+      case .timeout:
+        if clock.now >= deadline { return try store.changes(options) }
+        try await onHeartbeat()
+        lastBeat = clock.now
+      case .closed:
+        var result = first
+        result.lastSeq = options.since
+        return result
+      }
+    }
+  }
+
+  enum WaitOutcome: Sendable {
+    case changed, timeout, closed
+  }
+
+  /// Waits on the hub for a change after `after`, until `deadline`.
+  static func wait(
+    _ hub: ChangesHub, after: LogPosition, filter: ChangesHub.Filter,
+    until deadline: ContinuousClock.Instant
+  ) async -> WaitOutcome {
+    await withTaskGroup(of: WaitOutcome.self) { group in
+      group.addTask { await hub.wait(after: after, filter: filter) ? .changed : .closed }
+      group.addTask {
+        do {
+          try await Task.sleep(until: deadline, clock: .continuous)
+        } catch {
+          return .closed
+        }
+        return .timeout
+      }
+      let first = await group.next() ?? .closed
+      group.cancelAll()
+      return first
+    }
+  }
+
+  // MARK: continuous and eventsource
+
+  /// A streamed feed: rows after `since` in pages (never the whole backlog at once), then, each
+  /// time the hub reports a change, the new rows; a heartbeat after `heartbeat` of silence (the
+  /// feed then stays open), or the end after `timeout` without a change. The server's graceful
+  /// shutdown ends it too, with its `last_seq` line.
+  func streamChanges(_ store: DocumentStore, _ hub: ChangesHub, _ request: ChangesRequest)
+    -> Response
+  {
+    let eventSource = request.feed == .eventsource
+    let hubs = self.hubs
+    var headers = HTTPFields()
+    headers[.contentType] = eventSource ? "text/event-stream" : "application/json"
+    headers[.cacheControl] = "no-cache"
+    return Response(
+      status: .ok, headers: headers,
+      body: ResponseBody { writer in
+        var options = request.options
+        options.descending = false
+        let limit = options.limit ?? .max
+        let filter = ChangesHub.Filter(options)
+        let clock = ContinuousClock()
+        var written = 0
+        var lastWrite = clock.now
+        var lastChange = clock.now
+
+        func write(_ row: ChangeRow, to writer: inout any ResponseBodyWriter) async throws {
+          var bytes: [UInt8] = []
+          if eventSource {
+            bytes.append(contentsOf: "data: ".utf8)
+            Self.rowJSON(row).serialize(into: &bytes)
+            bytes.append(contentsOf: "\nid: \(row.seq.rawValue)\n\n".utf8)
+          } else {
+            Self.rowJSON(row).serialize(into: &bytes)
+            bytes.append(UInt8(ascii: "\n"))
+          }
+          try await writer.write(ByteBuffer(bytes: bytes))
+        }
+
+        try await withGracefulShutdownHandler {
+          feed: while written < limit {
+            var page = options
+            page.limit = min(500, limit - written)
+            let result: ChangesResult
+            do {
+              result = try store.changes(page)
+            } catch {
+              break feed  // the database closed
+            }
+            for row in result.results { try await write(row, to: &writer) }
+            written += result.results.count
+            options.since = result.lastSeq
+            if !result.results.isEmpty {
+              lastWrite = clock.now
+              lastChange = lastWrite
+            }
+            if result.results.count == page.limit { continue }  // more backlog
+            let until = request.heartbeat.map { lastWrite + $0 } ?? (lastChange + request.timeout)
+            switch await Self.wait(hub, after: options.since, filter: filter, until: until) {
+            case .changed:
+              continue
+            case .closed:
+              break feed
+            case .timeout:
+              guard let heartbeat = request.heartbeat else { break feed }
+              if clock.now - lastWrite >= heartbeat {
+                try await writer.write(
+                  ByteBuffer(string: eventSource ? "event: heartbeat\ndata: \n\n" : "\n"))
+                lastWrite = clock.now
+              }
+            }
+          }
+        } onGracefulShutdown: {
+          hubs.shutDown()
+        }
+        if !eventSource {
+          try await writer.write(
+            ByteBuffer(string: "{\"last_seq\":\(options.since.rawValue),\"pending\":0}\n"))
+        }
+        try await writer.finish(nil)
+      })
+  }
+}

@@ -1,0 +1,146 @@
+import HTTPTypes
+import Hummingbird
+import Log
+import Projections
+import RevTree
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+extension CouchServer {
+  // MARK: Server
+
+  /// `GET /`: CouchDB's welcome.
+  func welcome(head: Bool) -> Response {
+    CouchResponse.json(
+      .object(
+        JSONObject([
+          "couchdb": .string("Welcome"),
+          "version": .string(Self.couchDBVersion),
+          "uuid": .string(serverUUID),
+          "features": .array([]),
+          "vendor": .object(
+            JSONObject(["name": .string("wikilog"), "version": .string(Self.version)])),
+        ])), includeBody: !head)
+  }
+
+  /// `GET /_uuids?count=N`: random 32-hex-digit ids, as CouchDB's `random` algorithm.
+  func uuids(_ query: QueryParameters) throws -> Response {
+    let count = try query.int("count") ?? 1
+    guard count <= options.maxUUIDCount else {
+      throw ReplicationError.badRequest("count parameter too large")
+    }
+    let ids: [JSONValue] = (0..<count).map { _ in
+      .string(String(UUID().uuidString.lowercased().filter { $0 != "-" }))
+    }
+    var headers = HTTPFields()
+    headers[HTTPField.Name("Pragma")!] = "no-cache"
+    headers[HTTPField.Name("Expires")!] = "Fri, 01 Jan 1990 00:00:00 GMT"
+    var response = CouchResponse.json(.object(JSONObject(["uuids": .array(ids)])), headers: headers)
+    response.headers[.cacheControl] = "must-revalidate, no-cache"
+    return response
+  }
+
+  // MARK: Databases
+
+  /// `HEAD/GET/PUT/DELETE/POST /{db}`.
+  func database(
+    _ name: String, request: Request, query: QueryParameters, context: Context
+  ) async throws -> Response {
+    switch request.method {
+    case .head, .get:
+      let store = try open(name)
+      return CouchResponse.json(
+        try databaseInfo(name, store), includeBody: request.method == .get)
+    case .put:
+      try await blocking { _ = try dataDirectory.create(name) }
+      var headers = HTTPFields()
+      headers[.location] = "/" + PercentDecoding.encode(name)
+      return CouchResponse.json(
+        .object(JSONObject(["ok": .bool(true)])), status: .created, headers: headers)
+    case .delete:
+      if query.contains("rev") {
+        throw ReplicationError.badRequest(
+          "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
+        )
+      }
+      try await blocking { try dataDirectory.delete(name) }
+      return CouchResponse.ok()
+    case .post:
+      let store = try open(name)
+      let body = try await self.body(of: request)
+      let actor = options.actor
+      let result = try await blocking { try store.put(body, actor: actor) }
+      return writeResponse(
+        result, location: "/\(PercentDecoding.encode(name))/\(PercentDecoding.encode(result.id))")
+    default:
+      throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "POST", "PUT"])
+    }
+  }
+
+  /// `GET /{db}`'s body.
+  func databaseInfo(_ name: String, _ store: DocumentStore) throws -> JSONValue {
+    let info = try store.info
+    // LMDB does not separate live data from free pages cheaply: every size is the data file's.
+    let file = Self.fileSize(dataDirectory.directory(of: name) + "/data.mdb")
+    let sizes = JSONObject([
+      "file": .int(file), "external": .int(file), "active": .int(file),
+    ])
+    return .object(
+      JSONObject([
+        "db_name": .string(name),
+        "purge_seq": .int(0),
+        "update_seq": .int(info.updateSeq.rawValue),
+        "sizes": .object(sizes),
+        "props": .object(JSONObject()),
+        "doc_del_count": .int(info.deletedDocCount),
+        "doc_count": .int(info.docCount),
+        "disk_format_version": .int(Int(EventLog.formatVersion)),
+        "compact_running": .bool(false),
+        "cluster": .object(JSONObject(["q": .int(1), "n": .int(1), "w": .int(1), "r": .int(1)])),
+        "instance_start_time": .string("0"),
+        "revs_limit": .int(info.revsLimit),
+      ]))
+  }
+
+  static func fileSize(_ path: String) -> Int {
+    let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size]
+    if let n = size as? Int { return n }
+    if let n = size as? UInt64 { return Int(clamping: n) }
+    if let n = size as? Int64 { return Int(clamping: n) }
+    return 0
+  }
+
+  /// `POST /{db}/_ensure_full_commit`: makes every commit so far durable.
+  func ensureFullCommit(_ store: DocumentStore) async throws -> Response {
+    if store.log.durability == .unsynced {
+      try await blocking {
+        do { try store.log.sync() } catch let error as LogError { throw StoreError.storage(error) }
+      }
+    }
+    return CouchResponse.json(
+      .object(JSONObject(["ok": .bool(true), "instance_start_time": .string("0")])),
+      status: .created)
+  }
+
+  /// `GET/PUT /{db}/_revs_limit`.
+  func revsLimit(_ store: DocumentStore, request: Request) async throws -> Response {
+    switch request.method {
+    case .get, .head:
+      return CouchResponse.json(.int(try store.revsLimit), includeBody: request.method == .get)
+    case .put:
+      let value = try await jsonBody(of: request)
+      guard let n = value.numberValue?.int64Value, n > 0, n <= Int64(Int32.max) else {
+        throw ReplicationError.badRequest("revs_limit must be a positive integer")
+      }
+      let actor = options.actor
+      try await blocking { try store.setRevsLimit(Int(n), actor: actor) }
+      return CouchResponse.ok()
+    default:
+      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "PUT"])
+    }
+  }
+}

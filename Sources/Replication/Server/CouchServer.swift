@@ -1,0 +1,226 @@
+import HTTPTypes
+public import Hummingbird
+public import Logging
+import NIOCore
+import NIOPosix
+public import Projections
+import RevTree
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// The CouchDB HTTP API over a ``DataDirectory``: every database of the directory is served at
+/// `/{db}`, with CouchDB's request and response shapes, so CouchDB's replicator, PouchDB and other
+/// CouchDB tools can talk to wikilog unchanged.
+///
+/// The server is a Hummingbird responder; ``buildApplication(dataDirectory:options:configuration:logger:)``
+/// wraps it in an application (used by `wikilog serve` and the tests).
+///
+/// Every response, errors included, carries the CORS headers when the request's `Origin` is
+/// allowed; errors are `{"error","reason"}` with CouchDB's status codes; each request is logged
+/// in one line at `info` (method, path, status, duration).
+///
+/// ```swift
+/// let server = CouchServer(dataDirectory: DataDirectory(path: "/var/lib/wikilog"))
+/// let app = Application(responder: server, configuration: .init(address: .hostname("127.0.0.1", port: 5984)))
+/// try await app.runService()
+/// ```
+public struct CouchServer: HTTPResponder {
+  public typealias Context = CouchRequestContext
+
+  public let dataDirectory: DataDirectory
+  public let options: CouchServerOptions
+  let logger: Logger
+  /// A stable identity for this data directory (CouchDB's server `uuid`).
+  let serverUUID: String
+  /// What waiting feeds wait on, one hub per open database.
+  let hubs = ChangesHubs()
+
+  public init(
+    dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
+    logger: Logger = Logger(label: "wikilog.http")
+  ) {
+    self.dataDirectory = dataDirectory
+    self.options = options
+    self.logger = logger
+    self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
+  }
+
+  /// The CouchDB version whose API this server follows, reported in `GET /`.
+  public static let couchDBVersion = "3.4.2"
+  /// wikilog's own version, reported as the vendor version.
+  public static let version = "0.1.0"
+
+  public func respond(to request: Request, context: Context) async throws -> Response {
+    let start = ContinuousClock.now
+    let origin = request.headers[.origin]
+    var response: Response
+    var failure: ReplicationError?
+    do {
+      if request.method == .options {
+        response = options.cors.preflight(request)
+      } else {
+        response = try await route(request, context: context)
+      }
+    } catch {
+      let e = ReplicationError(error)
+      failure = e
+      response = e.response(includeBody: request.method != .head)
+    }
+    response.headers[.server] = "wikilog/\(Self.version) (CouchDB API \(Self.couchDBVersion))"
+    options.cors.apply(to: &response.headers, origin: origin)
+    let line = "\(request.method) \(request.uri.string)"
+    if response.body.contentLength == nil {
+      // A streamed feed: log once it ends, with its whole duration.
+      let body = response.body
+      let status = response.status.code
+      let logger = self.logger
+      response.body = ResponseBody { writer in
+        do {
+          try await body.write(writer)
+          Self.log(logger, line, status: status, since: start, failure: nil)
+        } catch {
+          Self.log(logger, line, status: status, since: start, failure: ReplicationError(error))
+          throw error
+        }
+      }
+    } else {
+      Self.log(logger, line, status: response.status.code, since: start, failure: failure)
+    }
+    return response
+  }
+
+  static func log(
+    _ logger: Logger, _ line: String, status: Int, since start: ContinuousClock.Instant,
+    failure: ReplicationError?
+  ) {
+    let elapsed = ContinuousClock.now - start
+    let tenths =
+      elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
+    let duration = "\(tenths / 10).\(tenths % 10)ms"
+    if let failure {
+      let message: Logger.Message =
+        "\(line) \(status) \(duration) \(failure.error): \(failure.reason)"
+      if status >= 500 { logger.error(message) } else { logger.info(message) }
+    } else {
+      logger.info("\(line) \(status) \(duration)")
+    }
+  }
+
+  // MARK: Routing
+
+  func route(_ request: Request, context: Context) async throws -> Response {
+    let route = try CouchRoute.parse(request.uri.path)
+    var query = try QueryParameters(request.uri.query)
+    let method = request.method
+    switch route {
+    case .root:
+      try allow(method, [.get, .head])
+      return welcome(head: method == .head)
+    case .allDatabases:
+      try allow(method, [.get, .head])
+      return CouchResponse.json(
+        .array(dataDirectory.databaseNames().map { .string($0) }), includeBody: method != .head)
+    case .up:
+      try allow(method, [.get, .head])
+      return CouchResponse.json(
+        .object(JSONObject(["status": .string("ok")])), includeBody: method != .head)
+    case .uuids:
+      try allow(method, [.get, .head])
+      return try uuids(query)
+    case .database(let name):
+      return try await database(name, request: request, query: query, context: context)
+    case .databaseEndpoint(let db, let endpoint):
+      let store = try open(db)
+      switch endpoint {
+      case .allDocs:
+        query.errorName = "query_parse_error"
+        return try await allDocs(store, request: request, query: query)
+      case .bulkDocs:
+        try allow(method, [.post])
+        return try await bulkDocs(store, request: request, query: query, context: context)
+      case .bulkGet:
+        try allow(method, [.post])
+        return try await bulkGet(store, request: request, query: query)
+      case .revsDiff:
+        try allow(method, [.post])
+        return try await revsDiff(store, request: request)
+      case .changes:
+        return try await changes(store, request: request, query: query)
+      case .ensureFullCommit:
+        try allow(method, [.post])
+        return try await ensureFullCommit(store)
+      case .revsLimit:
+        return try await revsLimit(store, request: request)
+      }
+    case .local(let db, let id):
+      let store = try open(db)
+      return try await local(store, id: id, request: request, query: query)
+    case .document(let db, let id):
+      let store = try open(db)
+      return try await document(store, id: id, request: request, query: query, context: context)
+    case .unsupported(let reason):
+      throw ReplicationError.badRequest(reason)
+    }
+  }
+
+  /// Throws 405 unless `method` is one of `allowed`.
+  func allow(_ method: HTTPRequest.Method, _ allowed: [HTTPRequest.Method]) throws(ReplicationError)
+  {
+    guard allowed.contains(method) else {
+      throw ReplicationError.methodNotAllowed(allowed.map(\.rawValue))
+    }
+  }
+
+  /// The open database `name`; 404 when it does not exist, 400 for an illegal name.
+  func open(_ name: String) throws -> DocumentStore {
+    try dataDirectory.open(name, create: false)
+  }
+
+  /// Reads the whole request body, up to the configured limit.
+  func body(of request: Request) async throws -> [UInt8] {
+    if let length = request.headers[.contentLength].flatMap({ Int($0) }),
+      length > options.maxRequestBytes
+    {
+      throw ReplicationError(
+        "too_large",
+        "the request body is \(length) bytes; the server accepts at most \(options.maxRequestBytes)",
+        status: 413)
+    }
+    let buffer = try await request.body.collect(upTo: options.maxRequestBytes)
+    return Array(buffer.readableBytesView)
+  }
+
+  /// Reads and parses a JSON request body; malformed JSON is `400 bad_request`.
+  func jsonBody(of request: Request) async throws -> JSONValue {
+    let bytes = try await body(of: request)
+    guard !bytes.isEmpty else { throw ReplicationError.badRequest("the request body is empty") }
+    do {
+      return try JSONValue(parsing: bytes)
+    } catch {
+      throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
+  }
+
+  /// Reads a JSON object body.
+  func objectBody(of request: Request) async throws -> JSONObject {
+    guard let object = try await jsonBody(of: request).objectValue else {
+      throw ReplicationError.badRequest("Request body must be a JSON object")
+    }
+    return object
+  }
+
+  /// Runs a blocking store write on NIO's thread pool, so that waits for the LMDB writer lock
+  /// and fsync never occupy the cooperative threads that serve the feeds.
+  func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await NIOThreadPool.singleton.runIfActive(body)
+  }
+
+  /// The origin recorded for writes replicated over HTTP (`new_edits=false`).
+  func replicationOrigin(_ context: Context) -> String {
+    context.peerAddress.map { "http:\($0)" } ?? "http"
+  }
+}

@@ -1,0 +1,91 @@
+import HTTPTypes
+public import Hummingbird
+import NIOCore
+public import Projections
+public import RevTree
+
+/// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.
+///
+/// Every failure the server answers goes through here: ``StoreError``s from the document store
+/// keep their name, reason and status; a body over the size limit is `too_large` (413); anything
+/// unexpected is `internal_server_error` (500).
+///
+/// ```swift
+/// throw ReplicationError.badRequest("Invalid rev format")
+/// // HTTP/1.1 400 Bad Request
+/// // {"error":"bad_request","reason":"Invalid rev format"}
+/// ```
+public struct ReplicationError: Error, Sendable, Hashable, HTTPResponseError {
+  /// CouchDB's error name: `bad_request`, `not_found`, `conflict`, ...
+  public let error: String
+  public let reason: String
+  public let statusCode: Int
+  /// Extra response headers (`Allow` for 405).
+  public var extraHeaders: [(String, String)] = []
+
+  public init(_ error: String, _ reason: String, status: Int) {
+    self.error = error
+    self.reason = reason
+    self.statusCode = status
+  }
+
+  /// Wraps any error the server meets.
+  public init(_ any: any Error) {
+    switch any {
+    case let e as ReplicationError: self = e
+    case let e as StoreError: self.init(e.error, e.reason, status: e.status)
+    case is NIOTooManyBytesError:
+      self.init("too_large", "the request body is larger than the server accepts", status: 413)
+    case let e as JSONParseError: self.init("bad_request", "invalid UTF-8 JSON: \(e)", status: 400)
+    default: self.init("internal_server_error", "\(any)", status: 500)
+    }
+  }
+
+  public static func badRequest(_ reason: String) -> ReplicationError {
+    ReplicationError("bad_request", reason, status: 400)
+  }
+
+  public static func notFound(_ reason: String = "missing") -> ReplicationError {
+    ReplicationError("not_found", reason, status: 404)
+  }
+
+  /// `405 method_not_allowed`, listing the methods the resource takes in `Allow`.
+  public static func methodNotAllowed(_ methods: [String]) -> ReplicationError {
+    var e = ReplicationError(
+      "method_not_allowed", "Only \(methods.joined(separator: ",")) allowed", status: 405)
+    e.extraHeaders = [("Allow", methods.joined(separator: ","))]
+    return e
+  }
+
+  public static func == (a: ReplicationError, b: ReplicationError) -> Bool {
+    a.error == b.error && a.reason == b.reason && a.statusCode == b.statusCode
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(error)
+    hasher.combine(reason)
+    hasher.combine(statusCode)
+  }
+
+  // MARK: HTTPResponseError
+
+  public var status: HTTPResponse.Status { HTTPResponse.Status(code: statusCode) }
+
+  /// The JSON body, `{"error":...,"reason":...}`.
+  public var json: JSONValue {
+    .object(JSONObject(["error": .string(error), "reason": .string(reason)]))
+  }
+
+  public func response(from request: Request, context: some RequestContext) throws -> Response {
+    response(includeBody: request.method != .head)
+  }
+
+  /// The response, with an empty body for `HEAD`.
+  func response(includeBody: Bool) -> Response {
+    var response = CouchResponse.json(json, status: status, includeBody: includeBody)
+    for (name, value) in extraHeaders {
+      if let field = HTTPField.Name(name) { response.headers[field] = value }
+    }
+    return response
+  }
+}

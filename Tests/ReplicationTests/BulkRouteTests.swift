@@ -1,0 +1,167 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Log
+import Projections
+import Replication
+import RevTree
+import Testing
+
+@Suite struct BulkRouteTests {
+  @Test("_bulk_docs: one result per document, errors listed in place")
+  func bulkDocs() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let r = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","v":1},{"_id":"b","v":2},{"v":3}]}"#)
+      #expect(r.code == 201)
+      let results = try #require(r.json?.arrayValue)
+      #expect(results.count == 3)
+      #expect(results[0]["ok"] == .bool(true) && results[0]["id"]?.stringValue == "a")
+      #expect(results[2]["id"]?.stringValue?.count == 32)
+      let again = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","v":1},{"_id":"c"},{"_id":"_x"}]}"#)
+      let second = try #require(again.json?.arrayValue)
+      #expect(second[0]["error"]?.stringValue == "conflict")
+      #expect(second[0]["id"]?.stringValue == "a")
+      #expect(second[1]["ok"] == .bool(true))
+      #expect(second[2]["error"]?.stringValue == "bad_request")
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 4)
+      #expect(try await client.call(.get, "/db/_bulk_docs").code == 405)
+    }
+  }
+
+  @Test("_bulk_docs new_edits=false answers [] and lists only failures")
+  func replicatedBulkDocs() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let docs = (0..<20).map { i in
+        #"{"_id":"d\#(i)","_rev":"2-\#(String(i, radix: 16))aa","_revisions":{"start":2,"ids":["\#(String(i, radix: 16))aa","bb"]},"n":\#(i)}"#
+      }
+      let r = try await client.call(
+        .post, "/db/_bulk_docs", #"{"new_edits":false,"docs":[\#(docs.joined(separator: ","))]}"#)
+      #expect(r.code == 201)
+      #expect(r.json == .array([]))
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 20)
+      #expect(
+        try await client.call(.get, "/db/d3?revs=true")["_revisions"]?["ids"]?.strings == [
+          "3aa", "bb",
+        ])
+      // Sending the same again writes nothing.
+      let seq = try await client.call(.get, "/db")["update_seq"]
+      _ = try await client.call(
+        .post, "/db/_bulk_docs", #"{"new_edits":false,"docs":[\#(docs.joined(separator: ","))]}"#)
+      #expect(try await client.call(.get, "/db")["update_seq"] == seq)
+      let bad = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"new_edits":false,"docs":[{"_id":"x"},{"_id":"y","_rev":"1-ab"}]}"#)
+      #expect(bad.json?.arrayValue?.count == 1)
+      #expect(bad.json?[0]?["id"]?.stringValue == "x")
+      #expect(try await client.call(.get, "/db/y").code == 200)
+      #expect(
+        try await client.call(
+          .post, "/db/_bulk_docs?new_edits=false", #"{"docs":[{"_id":"z","_rev":"1-cd"}]}"#
+        )
+        .json == .array([]))
+      #expect(
+        try await client.call(.post, "/db/_bulk_docs", #"{"docs":[],"new_edits":"no"}"#).code == 400
+      )
+    }
+  }
+
+  @Test("_bulk_get: revisions with history, the winner without rev, errors per revision")
+  func bulkGet() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let rev1 = try #require(try await client.call(.put, "/db/a", #"{"v":1}"#)["rev"]?.stringValue)
+      let rev2 = try #require(
+        try await client.call(.put, "/db/a?rev=\(rev1)", #"{"v":2}"#)["rev"]?.stringValue)
+      let r = try await client.call(
+        .post, "/db/_bulk_get?revs=true",
+        #"{"docs":[{"id":"a","rev":"\#(rev2)"},{"id":"a"},{"id":"missing"},{"id":"a","rev":"9-ff"},{"nope":1}]}"#
+      )
+      #expect(r.code == 200)
+      let results = try #require(r["results"]?.arrayValue)
+      #expect(results.count == 5)
+      let first = try #require(results[0]["docs"]?[0]?["ok"])
+      #expect(first["_rev"]?.stringValue == rev2)
+      #expect(first["_revisions"]?["start"]?.int == 2)
+      #expect(results[1]["docs"]?[0]?["ok"]?["v"]?.int == 2)
+      #expect(results[2]["id"]?.stringValue == "missing")
+      #expect(results[2]["docs"]?[0]?["error"]?["error"]?.stringValue == "not_found")
+      #expect(results[2]["docs"]?[0]?["error"]?["rev"]?.stringValue == "undefined")
+      #expect(results[3]["docs"]?[0]?["error"]?["rev"]?.stringValue == "9-ff")
+      #expect(results[4]["docs"]?[0]?["error"]?["error"]?.stringValue == "bad_request")
+      let latest = try await client.call(
+        .post, "/db/_bulk_get?latest=true", #"{"docs":[{"id":"a","rev":"\#(rev1)"}]}"#)
+      #expect(latest["results"]?[0]?["docs"]?[0]?["ok"]?["_rev"]?.stringValue == rev2)
+      #expect(try await client.call(.post, "/db/_bulk_get", #"{"doc":[]}"#).code == 400)
+    }
+  }
+
+  @Test("_revs_diff: missing revisions and possible ancestors")
+  func revsDiff() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let rev1 = try #require(try await client.call(.put, "/db/a", #"{"v":1}"#)["rev"]?.stringValue)
+      let r = try await client.call(
+        .post, "/db/_revs_diff",
+        #"{"a":["\#(rev1)","2-abc"],"b":["1-def"],"c":[]}"#)
+      #expect(r.code == 200)
+      #expect(r["a"]?["missing"]?.strings == ["2-abc"])
+      #expect(r["a"]?["possible_ancestors"]?.strings == [rev1])
+      #expect(r["b"]?["missing"]?.strings == ["1-def"])
+      #expect(r["c"] == nil)
+      let none = try await client.call(.post, "/db/_revs_diff", #"{"a":["\#(rev1)"]}"#)
+      #expect(none.json == json("{}"))
+      #expect(try await client.call(.post, "/db/_revs_diff", #"{"a":"1-x"}"#).code == 400)
+      #expect(try await client.call(.post, "/db/_revs_diff", #"{"a":["bogus"]}"#).code == 400)
+    }
+  }
+
+  @Test("_all_docs: ranges, keys, paging, docs")
+  func allDocs() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      for id in ["a", "b", "c", "d", "e"] {
+        try await client.call(.put, "/db/\(id)", #"{"name":"\#(id)"}"#)
+      }
+      let deleted = try await client.call(.put, "/db/f", "{}")
+      try await client.call(.delete, "/db/f?rev=\(deleted["rev"]!.stringValue!)")
+      func ids(_ uri: String, _ body: String? = nil) async throws -> [String] {
+        let r = try await client.call(body == nil ? .get : .post, uri, body)
+        return r["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+      }
+      let all = try await client.call(.get, "/db/_all_docs")
+      #expect(all["total_rows"]?.int == 5)
+      #expect(all["offset"]?.int == 0)
+      #expect(all["rows"]?[0]?["value"]?["rev"]?.stringValue?.hasPrefix("1-") == true)
+      #expect(try await ids("/db/_all_docs") == ["a", "b", "c", "d", "e"])
+      #expect(try await ids("/db/_all_docs?startkey=%22b%22&endkey=%22d%22") == ["b", "c", "d"])
+      #expect(
+        try await ids("/db/_all_docs?start_key=%22b%22&end_key=%22d%22&inclusive_end=false") == [
+          "b", "c",
+        ])
+      #expect(try await ids("/db/_all_docs?descending=true&limit=2") == ["e", "d"])
+      #expect(try await ids("/db/_all_docs?skip=1&limit=2") == ["b", "c"])
+      #expect(try await ids("/db/_all_docs?key=%22c%22") == ["c"])
+      #expect(try await ids("/db/_all_docs?endkey=1") == [])
+      #expect(try await ids("/db/_all_docs?startkey=%5B%5D") == [])
+      let keyed = try await client.call(.get, "/db/_all_docs?keys=%5B%22c%22,%22f%22,%22zz%22%5D")
+      let rows = try #require(keyed["rows"]?.arrayValue)
+      #expect(rows[0]["id"]?.stringValue == "c")
+      #expect(rows[1]["value"]?["deleted"] == .bool(true))
+      #expect(rows[2]["error"]?.stringValue == "not_found")
+      #expect(try await ids("/db/_all_docs", #"{"keys":["e","a"]}"#) == ["e", "a"])
+      let docs = try await client.call(.get, "/db/_all_docs?include_docs=true&limit=1")
+      #expect(docs["rows"]?[0]?["doc"]?["name"]?.stringValue == "a")
+      let bad = try await client.call(.get, "/db/_all_docs?startkey=b")
+      #expect(bad.code == 400)
+      #expect(bad.error == "query_parse_error")
+      #expect(try await client.call(.get, "/db/_all_docs?limit=-1").code == 400)
+      #expect(try await client.call(.post, "/db/_all_docs", #"{"keys":"a"}"#).code == 400)
+      #expect(try await client.call(.delete, "/db/_all_docs").code == 405)
+    }
+  }
+}

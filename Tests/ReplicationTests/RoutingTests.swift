@@ -1,0 +1,67 @@
+import Log
+import Projections
+import Testing
+
+@testable import Replication
+
+@Suite struct RoutingTests {
+  @Test("paths: segments decoded one by one; trailing slash ignored; _design ids span two")
+  func routes() throws {
+    #expect(try CouchRoute.parse("/") == .root)
+    #expect(try CouchRoute.parse("/_all_dbs") == .allDatabases)
+    #expect(try CouchRoute.parse("/wiki") == .database("wiki"))
+    #expect(try CouchRoute.parse("/wiki/") == .database("wiki"))
+    #expect(try CouchRoute.parse("/a%2Fb") == .database("a/b"))
+    #expect(try CouchRoute.parse("/wiki/_changes") == .databaseEndpoint("wiki", .changes))
+    #expect(
+      try CouchRoute.parse("/wiki/w1%3AHome%2FSub") == .document(db: "wiki", id: "w1:Home/Sub"))
+    #expect(try CouchRoute.parse("/wiki/_local/x%2Fy") == .local(db: "wiki", id: "x/y"))
+    #expect(try CouchRoute.parse("/wiki/_design/app") == .document(db: "wiki", id: "_design/app"))
+    #expect(try CouchRoute.parse("/wiki/_design%2Fapp") == .document(db: "wiki", id: "_design/app"))
+    if case .unsupported = try CouchRoute.parse("/wiki/doc/att") {
+    } else {
+      Issue.record("attachment")
+    }
+    #expect(throws: ReplicationError.self) { try CouchRoute.parse("/wiki/%E2%28") }
+    #expect(throws: ReplicationError.self) { try CouchRoute.parse("/wiki/%2") }
+  }
+
+  @Test("query strings: percent-decoding, plus as space, first value wins, typed readers")
+  func query() throws {
+    let q = try QueryParameters("a=1&b=x%20y+z&a=2&flag&since=%2212%22&n=-1&t=true")
+    #expect(q["a"] == "1")
+    #expect(q["b"] == "x y z")
+    #expect(q["flag"] == "")
+    #expect(try q.bool("t"))
+    #expect(throws: ReplicationError.self) { try q.bool("a") }
+    #expect(throws: ReplicationError.self) { try q.int("n") }
+    #expect(try q.seq("since") { .start } == LogPosition(12))
+    #expect(QueryParameters.parseSeq("34-g1AAAA") == LogPosition(34))
+    #expect(QueryParameters.parseSeq("x") == nil)
+    #expect(PercentDecoding.encode("a b/c:d") == "a%20b%2Fc%3Ad")
+  }
+}
+
+@Suite struct ChangesHubTests {
+  @Test("a document event wakes the unfiltered waiters, and the filtered ones it concerns")
+  func wakeIndex() async throws {
+    let dir = TestDirectory()
+    let store = try dir.data.create("db")
+    let hub = ChangesHub(store: store) {}
+    async let any = hub.wait(after: 0, filter: .any)
+    async let doc = hub.wait(after: 0, filter: .docIDs(["w1:Home", "x"]))
+    async let wiki = hub.wait(after: 0, filter: .wiki("w1"))
+    async let otherWiki = hub.wait(after: 0, filter: .wiki("w10"))
+    async let later = hub.wait(after: 5, filter: .any)
+    try await Task.sleep(for: .milliseconds(100))
+    try store.put(#"{"_id":"w1:Home"}"#, actor: "test")
+    #expect(await any)
+    #expect(await doc)
+    #expect(await wiki)
+    try store.put(#"{"_id":"w10"}"#, actor: "test")
+    #expect(await otherWiki)
+    hub.close()
+    #expect(await later == false)
+    #expect(await hub.wait(after: 0, filter: .any) == false)
+  }
+}

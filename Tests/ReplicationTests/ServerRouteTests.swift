@@ -1,0 +1,149 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Log
+import Projections
+import Replication
+import RevTree
+import Testing
+
+@Suite struct ServerRouteTests {
+  @Test("GET / is CouchDB's welcome; other methods are 405")
+  func welcome() async throws {
+    try await withServer { client, _ in
+      let r = try await client.call(.get, "/")
+      #expect(r.code == 200)
+      #expect(r["couchdb"]?.stringValue == "Welcome")
+      #expect(r["version"]?.stringValue != nil)
+      #expect(r["vendor"]?["name"]?.stringValue == "wikilog")
+      #expect(r.headers[.contentType] == "application/json")
+      let post = try await client.call(.post, "/", "{}")
+      #expect(post.code == 405)
+      #expect(post.error == "method_not_allowed")
+      #expect(post.headers[.allow] != nil)
+    }
+  }
+
+  @Test("_up, _uuids and _all_dbs")
+  func serverEndpoints() async throws {
+    try await withServer { client, dir in
+      #expect(try await client.call(.get, "/_up")["status"]?.stringValue == "ok")
+      let one = try await client.call(.get, "/_uuids")
+      #expect(one["uuids"]?.strings.count == 1)
+      let many = try await client.call(.get, "/_uuids?count=5")
+      let ids = many["uuids"]?.strings ?? []
+      #expect(ids.count == 5 && Set(ids).count == 5)
+      #expect(ids.allSatisfy { $0.count == 32 && $0.allSatisfy(\.isHexDigit) })
+      #expect(try await client.call(.get, "/_uuids?count=1001").code == 400)
+      #expect(try await client.call(.get, "/_uuids?count=abc").error == "bad_request")
+      #expect(try await client.call(.get, "/_all_dbs").json == .array([]))
+      _ = try dir.data.create("beta")
+      _ = try dir.data.create("alpha")
+      #expect(try await client.call(.get, "/_all_dbs").json?.strings == ["alpha", "beta"])
+    }
+  }
+
+  @Test("databases: create, info, head, delete, and their errors")
+  func databases() async throws {
+    try await withServer { client, _ in
+      let created = try await client.call(.put, "/wiki")
+      #expect(created.code == 201)
+      #expect(created.json == json(#"{"ok":true}"#))
+      #expect(created.headers[.location] == "/wiki")
+      let again = try await client.call(.put, "/wiki")
+      #expect(again.code == 412)
+      #expect(again.error == "file_exists")
+      #expect(try await client.call(.head, "/wiki").code == 200)
+      #expect(try await client.call(.head, "/nothing").code == 404)
+
+      let info = try await client.call(.get, "/wiki")
+      #expect(info.code == 200)
+      #expect(info["db_name"]?.stringValue == "wiki")
+      #expect(info["update_seq"]?.int == 0)
+      #expect(info["doc_count"]?.int == 0)
+      #expect(info["doc_del_count"]?.int == 0)
+      #expect(info["instance_start_time"]?.stringValue == "0")
+      #expect(info["purge_seq"] != nil)
+      #expect((info["sizes"]?["file"]?.int ?? 0) > 0)
+      // `/{db}/` behaves as `/{db}`.
+      #expect(try await client.call(.get, "/wiki/")["db_name"]?.stringValue == "wiki")
+
+      try await client.call(.put, "/wiki/a", #"{"x":1}"#)
+      let after = try await client.call(.get, "/wiki")
+      #expect(after["doc_count"]?.int == 1)
+      #expect(after["update_seq"]?.int == 1)
+
+      let illegal = try await client.call(.put, "/Wiki")
+      #expect(illegal.code == 400)
+      #expect(illegal.error == "illegal_database_name")
+      #expect(try await client.call(.get, "/_nope").error == "illegal_database_name")
+      let missing = try await client.call(.get, "/nothing")
+      #expect(missing.code == 404)
+      #expect(missing.error == "not_found")
+      #expect(try await client.call(.get, "/nothing/doc").code == 404)
+
+      #expect(try await client.call(.delete, "/wiki?rev=1-abc").code == 400)
+      #expect(try await client.call(.delete, "/wiki").json == json(#"{"ok":true}"#))
+      #expect(try await client.call(.get, "/wiki").code == 404)
+      #expect(try await client.call(.delete, "/wiki").code == 404)
+      #expect(try await client.call(.patch, "/wiki").code == 405)
+    }
+  }
+
+  @Test("a database name with a slash arrives percent-encoded")
+  func slashInDatabaseName() async throws {
+    try await withServer { client, _ in
+      let created = try await client.call(.put, "/team%2Fwiki")
+      #expect(created.code == 201)
+      #expect(try await client.call(.get, "/_all_dbs").json?.strings == ["team/wiki"])
+      #expect(try await client.call(.get, "/team%2Fwiki")["db_name"]?.stringValue == "team/wiki")
+      #expect(try await client.call(.put, "/team%2Fwiki/d", "{}").code == 201)
+      #expect(try await client.call(.get, "/team%2Fwiki/d")["_id"]?.stringValue == "d")
+    }
+  }
+
+  @Test("_ensure_full_commit and _revs_limit")
+  func commitAndRevsLimit() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let commit = try await client.call(.post, "/db/_ensure_full_commit", "")
+      #expect(commit.code == 201)
+      #expect(commit.json == json(#"{"ok":true,"instance_start_time":"0"}"#))
+      #expect(try await client.call(.get, "/db/_ensure_full_commit").code == 405)
+      #expect(try await client.call(.get, "/db/_revs_limit").json == json("1000"))
+      #expect(try await client.call(.put, "/db/_revs_limit", "7").json == json(#"{"ok":true}"#))
+      #expect(try await client.call(.get, "/db/_revs_limit").json == json("7"))
+      #expect(try await client.call(.put, "/db/_revs_limit", "0").code == 400)
+      #expect(try await client.call(.put, "/db/_revs_limit", #""x""#).code == 400)
+      #expect(try await client.call(.put, "/db/_revs_limit", "{").error == "bad_request")
+    }
+  }
+
+  @Test("requests larger than the limit are 413 too_large and write nothing")
+  func bodyLimit() async throws {
+    var options = CouchServerOptions()
+    options.maxRequestBytes = 1000
+    try await withServer(options: options) { client, dir in
+      try await client.call(.put, "/db")
+      let big = #"{"text":""# + String(repeating: "x", count: 2000) + #""}"#
+      let r = try await client.call(.put, "/db/big", big)
+      #expect(r.code == 413)
+      #expect(r.error == "too_large")
+      #expect(try dir.data.open("db").info.updateSeq == 0)
+      #expect(try await client.call(.put, "/db/small", #"{"text":"x"}"#).code == 201)
+    }
+  }
+
+  @Test("unsupported paths say why")
+  func unsupported() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let attachment = try await client.call(.get, "/db/doc/file.txt")
+      #expect(attachment.code == 400)
+      #expect(attachment["reason"]?.stringValue?.contains("attachments") == true)
+      #expect(try await client.call(.get, "/db/_design/x/_view/v").code == 400)
+      #expect(try await client.call(.get, "/db/%zz").error == "bad_request")
+    }
+  }
+}

@@ -1,0 +1,121 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Log
+import Logging
+import NIOCore
+import NIOHTTP1
+import Projections
+import Replication
+import RevTree
+import Testing
+
+/// A data directory of its own, removed afterwards.
+final class TestDirectory: Sendable {
+  let path: String
+  let data: DataDirectory
+
+  init(_ name: String = #function) {
+    let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
+    path = NSTemporaryDirectory() + "wikilog-repltests-\(safe)-\(UUID().uuidString)"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    data = DataDirectory(path: path)
+  }
+
+  deinit {
+    data.closeAll()
+    try? FileManager.default.removeItem(atPath: path)
+  }
+}
+
+let quietLogger = Logger(label: "wikilog.tests") { _ in SwiftLogNoOpLogHandler() }
+
+/// Runs `body` against a server on a fresh data directory.
+func withServer<T: Sendable>(
+  _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions(),
+  name: String = #function,
+  _ body: @Sendable (any TestClientProtocol, TestDirectory) async throws -> T
+) async throws -> T {
+  let dir = TestDirectory(name)
+  let app = buildApplication(
+    dataDirectory: dir.data, options: options,
+    configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+    logger: quietLogger)
+  return try await app.test(setup) { client in try await body(client, dir) }
+}
+
+/// A response with its body parsed as JSON.
+struct JSONResponse {
+  let status: HTTPResponse.Status
+  let headers: HTTPFields
+  let text: String
+  let json: JSONValue?
+
+  var code: Int { status.code }
+  subscript(key: String) -> JSONValue? { json?[key] }
+  var error: String? { json?["error"]?.stringValue }
+}
+
+extension TestClientProtocol {
+  /// Sends a request with an optional JSON (or raw) body.
+  @discardableResult
+  func call(
+    _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil,
+    headers: HTTPFields = [:]
+  ) async throws -> JSONResponse {
+    var fields = headers
+    if body != nil { fields[.contentType] = "application/json" }
+    return try await execute(
+      uri: uri, method: method, headers: fields, body: body.map { ByteBuffer(string: $0) }
+    ) { response in
+      let text = String(buffer: response.body)
+      return JSONResponse(
+        status: response.status, headers: response.headers, text: text,
+        json: try? JSONValue(parsing: text))
+    }
+  }
+}
+
+func json(_ text: String) -> JSONValue { try! JSONValue(parsing: text) }
+
+extension JSONValue {
+  var strings: [String] { arrayValue?.compactMap(\.stringValue) ?? [] }
+  var int: Int? { numberValue?.int64Value.map { Int($0) } }
+}
+
+/// A ``CouchTransport`` over AsyncHTTPClient, for the end-to-end tests.
+struct HTTPClientTransport: CouchTransport {
+  let baseURL: String
+
+  func send(_ method: String, _ path: String, body: [UInt8]?) async throws
+    -> CouchTransportResponse
+  {
+    var request = HTTPClientRequest(url: baseURL + path)
+    request.method = .init(rawValue: method)
+    if let body {
+      request.headers.add(name: "Content-Type", value: "application/json")
+      request.body = .bytes(body)
+    }
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(120))
+    let bytes = try await response.body.collect(upTo: 512 << 20)
+    return CouchTransportResponse(
+      status: Int(response.status.code), body: Array(bytes.readableBytesView))
+  }
+}
+
+/// SplitMix64: a small deterministic generator, so seeded workloads replay exactly.
+struct SplitMix64: RandomNumberGenerator {
+  var state: UInt64
+
+  init(seed: UInt64) { state = seed }
+
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+}
