@@ -42,8 +42,9 @@ enum Time {
     Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
   }
 
+  /// The current time as TouchWiki writes it in documents: ISO-8601 UTC with milliseconds.
   static func now() -> String {
-    ISO8601.format(microseconds: Time.microseconds(Date()))
+    ISO8601.format(microseconds: Time.microseconds(Date()), fractionDigits: 3)
   }
 }
 
