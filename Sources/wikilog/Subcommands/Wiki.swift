@@ -19,10 +19,12 @@ struct Wiki: ParsableCommand {
         wikilog wiki show recipes Soup
         wikilog wiki backlinks recipes Soup
         wikilog wiki conflicts recipes Soup
+        echo '# Soup, better' | wikilog wiki draft save recipes Soup --actor ann
+        wikilog wiki draft publish recipes Soup --actor ann
       """,
     subcommands: [
       WikiCreate.self, WikiList.self, WikiPages.self, WikiShow.self, WikiEdit.self,
-      WikiBacklinks.self, WikiConflicts.self,
+      WikiBacklinks.self, WikiConflicts.self, WikiDraft.self,
     ])
 
   static func queries(_ store: DocumentStore) throws -> WikiQueries {
