@@ -20,6 +20,8 @@ struct WikilogCommand: AsyncParsableCommand {
         wikilog tail --since 0 --follow | jq .
         wikilog history 'w1:Home'
         wikilog audit --user alice --since 2026-11-01
+        wikilog replay --as-of 2026-11-20T18:00:00Z --doc 'w1:Home'
+        echo '# Home, reworded' | wikilog wiki draft save w1 Home --actor alice
         wikilog export > backup.ndjson && wikilog import -d copy < backup.ndjson
 
       Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails \
@@ -41,6 +43,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Verify.self,
       Stats.self,
       Rebuild.self,
+      Replay.self,
       Wiki.self,
       Import.self,
       Export.self,

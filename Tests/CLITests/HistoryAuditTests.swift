@@ -83,4 +83,27 @@ import Testing
     try cli.fails(["audit", "--since", "last week"], status: 64, "--since takes an ISO-8601 time")
     try cli.fails(["audit", "--until", "tomorrow"], status: 64, "--until takes an ISO-8601 time")
   }
+
+  @Test("times printed for events bound audit, tail and log tail exactly, to the microsecond")
+  func exactTimes() throws {
+    let cli = try CLI()
+    for id in ["a", "b", "c"] { try cli.put(#"{"_id":"\#(id)"}"#) }
+    let times = try cli.ok(["tail", "--history"]).rows().compactMap { $0["time"] as? String }
+    #expect(times.count == 3)
+    func audit(_ arguments: [String]) throws -> [String] {
+      try (cli.ok(["audit", "--json"] + arguments).array() as? [[String: Any]] ?? []).compactMap {
+        $0["id"] as? String
+      }
+    }
+    // Events in the same microsecond are bounded together.
+    let atOrAfter = times.indices.filter { times[$0] >= times[1] }.map { ["a", "b", "c"][$0] }
+    let atOrBefore = times.indices.filter { times[$0] <= times[1] }.map { ["a", "b", "c"][$0] }
+    #expect(try audit(["--since", times[1]]) == atOrAfter)
+    #expect(try audit(["--until", times[1]]) == atOrBefore)
+    #expect(
+      try cli.ok(["tail", "--since", times[1]]).rows().compactMap { $0["id"] as? String }
+        == atOrAfter)
+    #expect(try cli.ok(["log", "tail", "--since", times[1]]).rows().count == atOrAfter.count)
+    try cli.fails(["audit", "--since", "2026-11-21.5"], status: 64, "--since takes an ISO-8601")
+  }
 }

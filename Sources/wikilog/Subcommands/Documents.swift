@@ -106,52 +106,12 @@ struct Get: ParsableCommand {
 
   @OptionGroup var global: GlobalOptions
   @Argument(help: "The document id (_local/... for a local document).") var docID: String
-  @Option(help: "This revision instead of the winner.") var rev: String?
-  @Flag(help: "Add _revisions, the revision's history.") var revs = false
-  @Flag(help: "Add _revs_info, each ancestor and whether its body is available.")
-  var revsInfo = false
-  @Option(
-    help:
-      "'all' leaves, or a JSON array of revisions: print {\"ok\": doc} / {\"missing\": rev} for each."
-  )
-  var openRevs: String?
-  @Flag(help: "Add _conflicts.") var conflicts = false
-  @Flag(help: "Add _deleted_conflicts.") var deletedConflicts = false
-  @Flag(help: "With --rev or --open-revs: the leaves below the named revisions instead.")
-  var latest = false
-  @Flag(help: "Add _local_seq, the document's update sequence.") var localSeq = false
+  @OptionGroup var read: DocumentReadOptions
 
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
-    if docID.hasPrefix("_local/") {
-      printJSON(try db.store.getLocal(String(docID.dropFirst(7))))
-      return
-    }
-    let options = GetOptions(
-      rev: rev, revs: revs, revsInfo: revsInfo, conflicts: conflicts,
-      deletedConflicts: deletedConflicts, latest: latest, localSeq: localSeq)
-    guard let openRevs else {
-      do {
-        printJSON(try db.store.get(docID, options: options))
-      } catch let error as StoreError where error.status == 404 {
-        let what = rev.map { "revision \($0) of '\(docID)'" } ?? "document '\(docID)'"
-        throw CLIError("not_found: \(what) is \(error.reason) in database '\(global.database)'")
-      }
-      return
-    }
-    let which: OpenRevs
-    if openRevs == "all" {
-      which = .all
-    } else {
-      guard let list = try Input.json(Array(openRevs.utf8), what: "in --open-revs").arrayValue,
-        list.allSatisfy({ $0.stringValue != nil })
-      else {
-        throw CLIError("--open-revs takes 'all' or a JSON array of revision strings")
-      }
-      which = .revs(list.compactMap(\.stringValue))
-    }
-    printJSON(.array(try db.store.openRevs(docID, which, options: options)))
+    try read.print(docID, from: db.store, location: "in database '\(global.database)'")
   }
 }
 

@@ -106,18 +106,24 @@ struct WikiList: ParsableCommand {
     defer { db.close() }
     let wikis = try WikiQueries(db.store).wikis()
     if output.json {
-      printJSON(
-        .array(
-          wikis.map { w in
-            J.object([
-              "id": .string(w.id), "rev": .string(w.rev), "title": .string(w.title),
-              "owner_id": w.owner.map { .string($0) } ?? .null, "members": J.strings(w.members),
-              "pages": J.int(w.pageCount), "last_seq": J.int(w.lastUpdate.rawValue),
-              "updated": .string(ISO8601.format(microseconds: w.lastUpdateMicroseconds)),
-            ])
-          }))
-      return
+      printJSON(.array(wikis.map(Self.json)))
+    } else {
+      printText(Self.table(wikis).text)
     }
+  }
+
+  /// A wiki as `wiki list --json` prints it.
+  static func json(_ w: WikiSummary) -> JSONValue {
+    J.object([
+      "id": .string(w.id), "rev": .string(w.rev), "title": .string(w.title),
+      "owner_id": w.owner.map { .string($0) } ?? .null, "members": J.strings(w.members),
+      "pages": J.int(w.pageCount), "last_seq": J.int(w.lastUpdate.rawValue),
+      "updated": .string(ISO8601.format(microseconds: w.lastUpdateMicroseconds)),
+    ])
+  }
+
+  /// The wikis as `wiki list` prints them.
+  static func table(_ wikis: [WikiSummary]) -> TextTable {
     var table = TextTable(header: ["ID", "TITLE", "OWNER", "MEMBERS", "PAGES", "UPDATED"])
     for w in wikis {
       table.add([
@@ -125,7 +131,7 @@ struct WikiList: ParsableCommand {
         String(w.pageCount), ISO8601.format(microseconds: w.lastUpdateMicroseconds),
       ])
     }
-    printText(table.text)
+    return table
   }
 }
 
@@ -146,7 +152,13 @@ struct WikiPages: ParsableCommand {
     if pages.isEmpty, try queries.wiki(wiki) == nil {
       _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
     }
-    if output.json {
+    Self.print(pages, json: output.json)
+  }
+
+  /// Prints pages as a table, or as a JSON array of {"id","title","rev","updated_by",
+  /// "updated_at","length"}.
+  static func print(_ pages: [WikiPageInfo], json: Bool) {
+    if json {
       printJSON(
         .array(
           pages.map { p in
