@@ -15,7 +15,9 @@ struct WikilogCommand: AsyncParsableCommand {
 
       Examples:
         wikilog init
-        echo '{"_id":"w1","type":"wiki","title":"Recipes"}' | wikilog put --actor alice
+        wikilog wiki create Recipes --id w1 --actor alice
+        echo '# Home' | wikilog wiki edit w1 Home --actor alice
+        echo '{"_id":"note-1","text":"any JSON"}' | wikilog put --actor alice
         wikilog get w1 --revs-info
         wikilog tail --since 0 --follow | jq .
         wikilog history 'w1:Home'

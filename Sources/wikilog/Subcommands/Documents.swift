@@ -42,11 +42,15 @@ struct Put: ParsableCommand {
       --id; a new UUID when neither is given) and its _rev is the revision it edits (or --rev). \
       With --new-edits=false the revision is stored as given, with its _revisions history, as \
       replication writes it: no new revision id is made and a known revision is a no-op. \
-      Prints {"ok":true,"id":...,"rev":...}.
+      Prints {"ok":true,"id":...,"rev":...}. Documents of type "wiki" and "page" must follow \
+      the TouchWiki schema (see `wikilog wiki --help`); a refusal is a one-line forbidden \
+      error.
 
       Examples:
-        wikilog put '{"_id":"w1","type":"wiki","title":"Recipes","owner_id":"ann"}' --actor ann
-        echo '{"title":"Recipes v2"}' | wikilog put --id w1 --rev 1-0c7f...
+        wikilog put '{"_id":"note-1","text":"hello"}' --actor ann
+        echo '{"text":"hello again"}' | wikilog put --id note-1 --rev 1-0c7f...
+        wikilog put '{"_id":"w1","type":"wiki","title":"W","owner_id":"ann","members":[]}'
+        wikilog put '{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"# Home"}'
         wikilog put --new-edits=false '{"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}}'
       """)
 

@@ -10,7 +10,12 @@ struct Wiki: ParsableCommand {
     discussion: """
       A wiki is a document {"type":"wiki","title","owner_id","members",...}; a page is a \
       document "<wiki id>:<Page Name>" {"type":"page","wiki_id","markdown","created_at", \
-      "updated_at","updated_by"}.
+      "updated_at","updated_by"}. Every write of these types is checked (as CouchDB's \
+      validate_doc_update would): a wiki needs a title, a non-empty owner_id and a members \
+      array of user ids, and its id no ':'; a page needs markdown and a wiki_id equal to the \
+      part of its id before ':', and a local edit needs that wiki to exist; created_at and \
+      updated_at, when present, are ISO-8601 times. A refusal is a one-line forbidden error \
+      and writes nothing. Documents of other types are free.
 
       Examples:
         wikilog wiki create "Recipes" --id recipes --owner ann --member bob
