@@ -54,6 +54,12 @@ final class TypedPendingWrite<T: Sendable>: PendingWrite, @unchecked Sendable {
 final class GroupWriter: Sendable {
 
   private let queue = DispatchQueue(label: "wikilog.log.writer", qos: .userInitiated)
+  /// Marks the writer queue, so ``flush()`` knows when it is called on it.
+  private let onQueue = DispatchSpecificKey<Bool>()
+
+  init() {
+    queue.setSpecific(key: onQueue, value: true)
+  }
   private let pending = Mutex<(requests: [any PendingWrite], scheduled: Bool)>(([], false))
 
   func submit(_ request: any PendingWrite, to log: EventLog) {
@@ -72,7 +78,13 @@ final class GroupWriter: Sendable {
   }
 
   /// Waits until every write submitted so far has completed.
+  ///
+  /// On the writer queue itself it returns at once: that happens when a drain held the last
+  /// reference to the log, whose `deinit` closes it after the drain has emptied the queue of
+  /// requests (and no one else can submit to a log being deinitialised). A `sync` there would
+  /// deadlock, which libdispatch traps.
   func flush() {
+    if DispatchQueue.getSpecific(key: onQueue) == true { return }
     queue.sync {}
   }
 
@@ -87,7 +99,9 @@ final class GroupWriter: Sendable {
         let deadline =
           DispatchTime.now().uptimeNanoseconds + UInt64(window.seconds) * 1_000_000_000
           + UInt64(window.attoseconds / 1_000_000_000)
-        while pending.withLock({ $0.requests.count }) < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
+        while pending.withLock({ $0.requests.count }) < lastGroup
+          && DispatchTime.now().uptimeNanoseconds < deadline
+        {
           usleep(10)
         }
       }

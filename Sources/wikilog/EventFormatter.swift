@@ -78,7 +78,9 @@ enum EventFormatter {
 
 /// ISO-8601 UTC times with microseconds, without a formatter per call.
 enum ISO8601 {
-  static func format(microseconds: Int64) -> String {
+  /// `2026-11-21T09:00:00.123456Z`, or with fewer digits of the fraction (3 gives JavaScript's
+  /// `Date.toJSON` form that TouchWiki writes).
+  static func format(microseconds: Int64, fractionDigits: Int = 6) -> String {
     let seconds =
       microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
     let micros = Int(microseconds - seconds * 1_000_000)
@@ -99,7 +101,7 @@ enum ISO8601 {
       return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
     }
     return
-      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(micros, 6))Z"
+      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(micros, 6).prefix(fractionDigits))Z"
   }
 
   static func parse(_ text: String) -> Date? {

@@ -15,11 +15,15 @@ struct WikilogCommand: AsyncParsableCommand {
 
       Examples:
         wikilog init
-        echo '{"_id":"w1","type":"wiki","title":"Recipes"}' | wikilog put --actor alice
+        wikilog wiki create Recipes --id w1 --actor alice
+        echo '# Home' | wikilog wiki edit w1 Home --actor alice
+        echo '{"_id":"note-1","text":"any JSON"}' | wikilog put --actor alice
         wikilog get w1 --revs-info
         wikilog tail --since 0 --follow | jq .
         wikilog history 'w1:Home'
         wikilog audit --user alice --since 2026-11-01
+        wikilog replay --as-of 2026-11-20T18:00:00Z --doc 'w1:Home'
+        echo '# Home, reworded' | wikilog wiki draft save w1 Home --actor alice
         wikilog export > backup.ndjson && wikilog import -d copy < backup.ndjson
 
       Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails \
@@ -41,6 +45,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Verify.self,
       Stats.self,
       Rebuild.self,
+      Replay.self,
       Wiki.self,
       Import.self,
       Export.self,

@@ -5,17 +5,19 @@ import Testing
   @Test("history shows every revision with author, time, origin and the Markdown diff")
   func history() throws {
     let cli = try CLI()
+    try cli.ok(["wiki", "create", "W", "--id", "w1", "--actor", "ann"])
     let r1 = try cli.put(
-      ##"{"_id":"w1:Home","type":"page","markdown":"# Home\nhello\n"}"##, ["--actor", "ann"])
+      ##"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"# Home\nhello\n"}"##,
+      ["--actor", "ann"])
     let r2 = try cli.put(
-      ##"{"_id":"w1:Home","_rev":"\##(r1)","type":"page","markdown":"# Home\nhello world\n"}"##,
+      ##"{"_id":"w1:Home","_rev":"\##(r1)","type":"page","wiki_id":"w1","markdown":"# Home\nhello world\n"}"##,
       ["--actor", "bob"])
     try cli.ok([
       "put", "--new-edits=false", "--origin", "http://peer/db", "--actor", "repl",
-      ##"{"_id":"w1:Home","_rev":"3-abc","_revisions":{"start":3,"ids":["abc","\##(r2.dropFirst(2))","\##(r1.dropFirst(2))"]},"type":"page","markdown":"# Home\nhello world\nfrom afar\n"}"##,
+      ##"{"_id":"w1:Home","_rev":"3-abc","_revisions":{"start":3,"ids":["abc","\##(r2.dropFirst(2))","\##(r1.dropFirst(2))"]},"type":"page","wiki_id":"w1","markdown":"# Home\nhello world\nfrom afar\n"}"##,
     ])
     let text = try cli.ok(["history", "w1:Home"]).stdout
-    #expect(text.contains("revision \(r1)  (seq 1)"))
+    #expect(text.contains("revision \(r1)  (seq 2)"))
     #expect(text.contains("Author:  bob"))
     #expect(text.contains("Origin:  http://peer/db"))
     #expect(text.contains("-hello\n+hello world\n"))
@@ -39,9 +41,16 @@ import Testing
   @Test("audit filters by wiki, user and time range, as a table or JSON")
   func audit() throws {
     let cli = try CLI()
-    try cli.put(#"{"_id":"w1","type":"wiki"}"#, ["--actor", "ann"])
-    try cli.put(#"{"_id":"w1:Home","type":"page"}"#, ["--actor", "bob"])
-    try cli.put(#"{"_id":"w2:Home","type":"page"}"#, ["--actor", "ann"])
+    try cli.put(
+      #"{"_id":"w1","type":"wiki","title":"W","owner_id":"ann","members":["bob"]}"#,
+      ["--actor", "ann"])
+    try cli.put(
+      #"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":""}"#, ["--actor", "bob"])
+    // A replicated page may arrive before its wiki.
+    try cli.ok([
+      "put", "--new-edits=false", "--actor", "ann",
+      #"{"_id":"w2:Home","_rev":"1-abc","type":"page","wiki_id":"w2","markdown":""}"#,
+    ])
     try cli.ok(["local", "put", "cp", "{}", "--actor", "repl"])
 
     func ids(_ arguments: [String]) throws -> [String] {
@@ -73,5 +82,28 @@ import Testing
 
     try cli.fails(["audit", "--since", "last week"], status: 64, "--since takes an ISO-8601 time")
     try cli.fails(["audit", "--until", "tomorrow"], status: 64, "--until takes an ISO-8601 time")
+  }
+
+  @Test("times printed for events bound audit, tail and log tail exactly, to the microsecond")
+  func exactTimes() throws {
+    let cli = try CLI()
+    for id in ["a", "b", "c"] { try cli.put(#"{"_id":"\#(id)"}"#) }
+    let times = try cli.ok(["tail", "--history"]).rows().compactMap { $0["time"] as? String }
+    #expect(times.count == 3)
+    func audit(_ arguments: [String]) throws -> [String] {
+      try (cli.ok(["audit", "--json"] + arguments).array() as? [[String: Any]] ?? []).compactMap {
+        $0["id"] as? String
+      }
+    }
+    // Events in the same microsecond are bounded together.
+    let atOrAfter = times.indices.filter { times[$0] >= times[1] }.map { ["a", "b", "c"][$0] }
+    let atOrBefore = times.indices.filter { times[$0] <= times[1] }.map { ["a", "b", "c"][$0] }
+    #expect(try audit(["--since", times[1]]) == atOrAfter)
+    #expect(try audit(["--until", times[1]]) == atOrBefore)
+    #expect(
+      try cli.ok(["tail", "--since", times[1]]).rows().compactMap { $0["id"] as? String }
+        == atOrAfter)
+    #expect(try cli.ok(["log", "tail", "--since", times[1]]).rows().count == atOrAfter.count)
+    try cli.fails(["audit", "--since", "2026-11-21.5"], status: 64, "--since takes an ISO-8601")
   }
 }

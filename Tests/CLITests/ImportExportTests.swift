@@ -6,19 +6,23 @@ import Testing
   /// deletion, a stemmed tree and a tree longer than the revs limit set later.
   func fixture() throws -> CLI {
     let cli = try CLI()
-    var rev = try cli.put(#"{"_id":"w1:Home","type":"page","markdown":"v1"}"#, ["--actor", "ann"])
+    try cli.ok(["wiki", "create", "Home wiki", "--id", "w1", "--actor", "ann"])
+    var rev = try cli.put(
+      #"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"v1"}"#, ["--actor", "ann"])
     for n in 2...3 {
-      rev = try cli.put(#"{"_id":"w1:Home","_rev":"\#(rev)","type":"page","markdown":"v\#(n)"}"#)
+      rev = try cli.put(
+        #"{"_id":"w1:Home","_rev":"\#(rev)","type":"page","wiki_id":"w1","markdown":"v\#(n)"}"#)
     }
     try cli.ok([
       "put", "--new-edits=false",
-      #"{"_id":"w1:Home","_rev":"4-fff","_revisions":{"start":4,"ids":["fff","eee","\#(rev.dropFirst(2))"]},"type":"page","markdown":"far"}"#,
+      #"{"_id":"w1:Home","_rev":"4-fff","_revisions":{"start":4,"ids":["fff","eee","\#(rev.dropFirst(2))"]},"type":"page","wiki_id":"w1","markdown":"far"}"#,
     ])
     try cli.ok([
       "put", "--new-edits=false",
       #"{"_id":"w1:Home","_rev":"5-zzz","_revisions":{"start":5,"ids":["zzz","yyy","xxx"]},"markdown":"disjoint"}"#,
     ])
-    let loser = try cli.put(#"{"_id":"w1:Home","_rev":"\#(rev)","type":"page","markdown":"v4"}"#)
+    let loser = try cli.put(
+      #"{"_id":"w1:Home","_rev":"\#(rev)","type":"page","wiki_id":"w1","markdown":"v4"}"#)
     try cli.ok(["delete", "w1:Home", "--rev", loser])
     let gone = try cli.put(#"{"_id":"gone","a":1}"#)
     try cli.ok(["delete", "gone", "--rev", gone])
@@ -43,12 +47,12 @@ import Testing
   func roundTrip() throws {
     let cli = try fixture()
     let export = try cli.ok(["export"]).lines
-    #expect(export.count == 5)
+    #expect(export.count == 6)
     let header = try #require(
       try JSONSerialization.jsonObject(with: Data(export[0].utf8)) as? [String: Any])
     #expect(header["wikilog_export"] as? Int == 1 && header["revs_limit"] as? Int == 3)
     let home = try #require(
-      try JSONSerialization.jsonObject(with: Data(export[4].utf8)) as? [String: Any])
+      try JSONSerialization.jsonObject(with: Data(export[5].utf8)) as? [String: Any])
     #expect(home["id"] as? String == "w1:Home")
     #expect((home["revisions"] as? [Any])?.count == 7)
 
@@ -56,11 +60,11 @@ import Testing
     let imported = try cli.ok(
       ["import", "-d", "copy", "--json", "--batch-size", "3"], stdin: export.joined(separator: "\n")
     ).object()
-    #expect(imported["documents"] as? Int == 4)
-    #expect(imported["revisions"] as? Int == 7 + 2 + 6 + 3)
+    #expect(imported["documents"] as? Int == 5)
+    #expect(imported["revisions"] as? Int == 1 + 7 + 2 + 6 + 3)
     let again = try cli.ok(["-d", "copy", "export"]).lines
     #expect(Array(again.dropFirst()) == Array(export.dropFirst()))
-    for id in ["w1:Home", "long", "stemmed"] {
+    for id in ["w1", "w1:Home", "long", "stemmed"] {
       #expect(try state(cli, "copy", id) == state(cli, "wiki", id))
     }
     try cli.fails(["-d", "copy", "get", "gone"], "deleted")

@@ -7,13 +7,16 @@ import Testing
   func fixture() throws -> CLI {
     let cli = try CLI()
     try cli.put(
-      #"{"_id":"w1","type":"wiki","title":"Recipes","owner_id":"ann"}"#, ["--actor", "ann"])
+      #"{"_id":"w1","type":"wiki","title":"Recipes","owner_id":"ann","members":["bob"]}"#,
+      ["--actor", "ann"])
     let home = try cli.put(
-      ##"{"_id":"w1:Home","type":"page","markdown":"# Home\nSee [[Ideas]]"}"##, ["--actor", "ann"])
+      ##"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"# Home\nSee [[Ideas]]"}"##,
+      ["--actor", "ann"])
     let ideas = try cli.put(
-      ##"{"_id":"w1:Ideas","type":"page","markdown":"# Ideas"}"##, ["--actor", "ann"])
+      ##"{"_id":"w1:Ideas","type":"page","wiki_id":"w1","markdown":"# Ideas"}"##,
+      ["--actor", "ann"])
     try cli.put(
-      ##"{"_id":"w1:Home","_rev":"\##(home)","type":"page","markdown":"# Home v2"}"##,
+      ##"{"_id":"w1:Home","_rev":"\##(home)","type":"page","wiki_id":"w1","markdown":"# Home v2"}"##,
       ["--actor", "bob"])
     try cli.ok(["delete", "w1:Ideas", "--rev", ideas, "--actor", "bob"])
     try cli.put(#"{"_id":"note","type":"note","text":"hi"}"#, ["--actor", "carol"])
@@ -69,7 +72,7 @@ import Testing
     for leaf in ["bbb", "ccc"] {
       try cli.ok([
         "put", "--new-edits=false", "--actor", "repl",
-        ##"{"_id":"c","_rev":"2-\##(leaf)","_revisions":{"start":2,"ids":["\##(leaf)","aaa"]},"type":"page","markdown":"# \##(leaf)\nmore"}"##,
+        ##"{"_id":"w:c","_rev":"2-\##(leaf)","_revisions":{"start":2,"ids":["\##(leaf)","aaa"]},"type":"page","wiki_id":"w","markdown":"# \##(leaf)\nmore"}"##,
       ])
     }
     let main = try cli.ok(["tail"]).rows()
@@ -82,10 +85,10 @@ import Testing
 
     let text = try cli.ok(["tail", "--format", "text", "--style", "all_docs"]).lines
     #expect(text.count == 1)
-    #expect(text.first?.contains("  repl  c  2-ccc (+1 leaves)  page: # ccc") == true)
+    #expect(text.first?.contains("  repl  w:c  2-ccc (+1 leaves)  page: # ccc") == true)
     let historyText = try cli.ok(["tail", "--history", "--format", "text"]).lines
     #expect(historyText.count == 2)
-    #expect(historyText.first?.contains("repl  c  2-bbb  page: # bbb") == true)
+    #expect(historyText.first?.contains("repl  w:c  2-bbb  page: # bbb") == true)
   }
 
   @Test("ids and revisions that need escaping come out as valid JSON")

@@ -58,6 +58,51 @@ import Testing
     try cli.fails(["wiki", "backlinks", "nowiki", "P"], "no wiki 'nowiki'")
   }
 
+  @Test(
+    "wiki create and edit write valid TouchWiki documents; invalid ones are refused in one line")
+  func schema() throws {
+    let cli = try CLI()
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann"])
+    let wiki = try cli.ok(["get", "w"]).object()
+    #expect(wiki["owner_id"] as? String == "ann" && wiki["members"] as? [String] == [])
+    try cli.ok(["wiki", "edit", "w", "Home Page", "--actor", "bob"], stdin: "# Home\n")
+    let page = try cli.ok(["get", "w:Home Page"]).object()
+    #expect(page["wiki_id"] as? String == "w" && page["updated_by"] as? String == "bob")
+    let millis = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/#
+    for doc in [wiki, page] {
+      for key in ["created_at", "updated_at"] {
+        let time = try #require(doc[key] as? String)
+        #expect(time.wholeMatch(of: millis) != nil, "\(key): \(time)")
+      }
+    }
+
+    let events = try cli.eventCount()
+    try cli.fails(
+      ["put", #"{"_id":"w:P","type":"page","markdown":"x"}"#],
+      "forbidden: a page needs 'wiki_id', the id of its wiki")
+    try cli.fails(
+      ["put", #"{"_id":"w:P","type":"page","wiki_id":"v","markdown":"x"}"#],
+      "forbidden: a page's 'wiki_id' must be the string 'w'")
+    try cli.fails(
+      ["put", #"{"_id":"nowiki:P","type":"page","wiki_id":"nowiki","markdown":"x"}"#],
+      "forbidden: the wiki 'nowiki' of page 'nowiki:P' does not exist")
+    try cli.fails(
+      ["put", #"{"_id":"v","type":"wiki","title":"V","owner_id":"ann"}"#],
+      "forbidden: a wiki needs 'members'")
+    try cli.fails(
+      [
+        "put",
+        #"{"_id":"v","type":"wiki","title":"V","owner_id":"ann","members":[],"created_at":"today"}"#,
+      ],
+      "forbidden: a wiki's 'created_at' must be an ISO-8601 date-time")
+    try cli.fails(
+      ["wiki", "create", "V", "--id", "v", "--owner", ""], "forbidden: a wiki's 'owner_id'")
+    try cli.fails(["wiki", "edit", "w", ""], stdin: "x", "forbidden: a page's id must be")
+    #expect(try cli.eventCount() == events)
+    // Other document types are plain CouchDB documents.
+    try cli.put(#"{"_id":"w:note","type":"note"}"#)
+  }
+
   @Test("wiki edit --editor runs $EDITOR on the current text, and writes nothing when it fails")
   func editor() throws {
     let cli = try CLI()
@@ -87,13 +132,13 @@ import Testing
     try cli.ok(["wiki", "create", "W", "--id", "w"])
     let base = "# Soup\nonions\nwater\nsalt\n"
     let r1 = try cli.put(
-      #"{"_id":"w:Soup","type":"page","markdown":"\#(base.replacingOccurrences(of: "\n", with: "\\n"))"}"#
+      #"{"_id":"w:Soup","type":"page","wiki_id":"w","markdown":"\#(base.replacingOccurrences(of: "\n", with: "\\n"))"}"#
     )
     let h = r1.dropFirst(2)
     func leaf(_ hash: String, _ markdown: String) throws {
       try cli.ok([
         "put", "--new-edits=false",
-        #"{"_id":"w:Soup","_rev":"2-\#(hash)","_revisions":{"start":2,"ids":["\#(hash)","\#(h)"]},"type":"page","markdown":"\#(markdown.replacingOccurrences(of: "\n", with: "\\n"))"}"#,
+        #"{"_id":"w:Soup","_rev":"2-\#(hash)","_revisions":{"start":2,"ids":["\#(hash)","\#(h)"]},"type":"page","wiki_id":"w","markdown":"\#(markdown.replacingOccurrences(of: "\n", with: "\\n"))"}"#,
       ])
     }
     try leaf("aaa", "# Soup\nred onions\nwater\nsalt\n")

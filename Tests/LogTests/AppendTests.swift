@@ -184,3 +184,31 @@ import Testing
     try expectDense(log, count: 32)
   }
 }
+
+@Suite struct ReleaseTests {
+  /// The writer queue may hold the last reference to a log when its caller lets go right after an
+  /// async write returns; the log's deinit then closes it on that queue, which must not wait for
+  /// the queue itself (libdispatch traps such a deadlock and kills the process).
+  @Test(
+    "a log released while its writer queue still holds it closes cleanly",
+    arguments: [EventLog.Durability.groupCommit, .synced, .unsynced])
+  func releasedDuringDrain(_ durability: EventLog.Durability) async throws {
+    let dir = TemporaryDirectory()
+    for i in 0..<60 {
+      let path = dir.sub("log-\(i)")
+      do {
+        let log = try EventLog(directory: path, options: .init(durability: durability))
+        _ = try await log.append([event(i)])
+      }
+      // Every log was closed however it went: the directory opens again with its event.
+      for _ in 0..<200 {
+        if let reopened = try? EventLog(directory: path) {
+          #expect(try reopened.committedPosition == LogPosition(1))
+          reopened.close()
+          break
+        }
+        try await Task.sleep(for: .milliseconds(5))
+      }
+    }
+  }
+}

@@ -42,11 +42,15 @@ struct Put: ParsableCommand {
       --id; a new UUID when neither is given) and its _rev is the revision it edits (or --rev). \
       With --new-edits=false the revision is stored as given, with its _revisions history, as \
       replication writes it: no new revision id is made and a known revision is a no-op. \
-      Prints {"ok":true,"id":...,"rev":...}.
+      Prints {"ok":true,"id":...,"rev":...}. Documents of type "wiki" and "page" must follow \
+      the TouchWiki schema (see `wikilog wiki --help`); a refusal is a one-line forbidden \
+      error.
 
       Examples:
-        wikilog put '{"_id":"w1","type":"wiki","title":"Recipes","owner_id":"ann"}' --actor ann
-        echo '{"title":"Recipes v2"}' | wikilog put --id w1 --rev 1-0c7f...
+        wikilog put '{"_id":"note-1","text":"hello"}' --actor ann
+        echo '{"text":"hello again"}' | wikilog put --id note-1 --rev 1-0c7f...
+        wikilog put '{"_id":"w1","type":"wiki","title":"W","owner_id":"ann","members":[]}'
+        wikilog put '{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"# Home"}'
         wikilog put --new-edits=false '{"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}}'
       """)
 
@@ -106,52 +110,12 @@ struct Get: ParsableCommand {
 
   @OptionGroup var global: GlobalOptions
   @Argument(help: "The document id (_local/... for a local document).") var docID: String
-  @Option(help: "This revision instead of the winner.") var rev: String?
-  @Flag(help: "Add _revisions, the revision's history.") var revs = false
-  @Flag(help: "Add _revs_info, each ancestor and whether its body is available.")
-  var revsInfo = false
-  @Option(
-    help:
-      "'all' leaves, or a JSON array of revisions: print {\"ok\": doc} / {\"missing\": rev} for each."
-  )
-  var openRevs: String?
-  @Flag(help: "Add _conflicts.") var conflicts = false
-  @Flag(help: "Add _deleted_conflicts.") var deletedConflicts = false
-  @Flag(help: "With --rev or --open-revs: the leaves below the named revisions instead.")
-  var latest = false
-  @Flag(help: "Add _local_seq, the document's update sequence.") var localSeq = false
+  @OptionGroup var read: DocumentReadOptions
 
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
-    if docID.hasPrefix("_local/") {
-      printJSON(try db.store.getLocal(String(docID.dropFirst(7))))
-      return
-    }
-    let options = GetOptions(
-      rev: rev, revs: revs, revsInfo: revsInfo, conflicts: conflicts,
-      deletedConflicts: deletedConflicts, latest: latest, localSeq: localSeq)
-    guard let openRevs else {
-      do {
-        printJSON(try db.store.get(docID, options: options))
-      } catch let error as StoreError where error.status == 404 {
-        let what = rev.map { "revision \($0) of '\(docID)'" } ?? "document '\(docID)'"
-        throw CLIError("not_found: \(what) is \(error.reason) in database '\(global.database)'")
-      }
-      return
-    }
-    let which: OpenRevs
-    if openRevs == "all" {
-      which = .all
-    } else {
-      guard let list = try Input.json(Array(openRevs.utf8), what: "in --open-revs").arrayValue,
-        list.allSatisfy({ $0.stringValue != nil })
-      else {
-        throw CLIError("--open-revs takes 'all' or a JSON array of revision strings")
-      }
-      which = .revs(list.compactMap(\.stringValue))
-    }
-    printJSON(.array(try db.store.openRevs(docID, which, options: options)))
+    try read.print(docID, from: db.store, location: "in database '\(global.database)'")
   }
 }
 

@@ -91,7 +91,7 @@ struct Audit: ParsableCommand {
 
   func validate() throws {
     for (name, value) in [("--since", since), ("--until", until)] {
-      if let value, Time.parse(value) == nil {
+      if let value, !Time.isValid(value) {
         throw ValidationError(
           "\(name) takes an ISO-8601 time like 2026-11-21T09:00:00Z or 2026-11-21; got '\(value)'")
       }
@@ -104,7 +104,9 @@ struct Audit: ParsableCommand {
     defer { db.close() }
     let entries = try db.store.audit(
       AuditQuery(
-        wiki: wiki, actor: user, from: since.flatMap(Time.parse), until: until.flatMap(Time.parse),
+        wiki: wiki, actor: user,
+        from: since.flatMap(Time.microseconds(parsing:)).map(Time.lowerBound),
+        until: until.flatMap(Time.microseconds(parsing:)).map(Time.upperBound),
         limit: limit))
     var out = OutputBuffer()
     if output.json {

@@ -39,28 +39,8 @@ struct Export: ParsableCommand {
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
-    let store = db.store
-    let info = try store.info
     var out = OutputBuffer()
-    out.line(
-      J.object([
-        "wikilog_export": J.int(ExportFormat.version), "database": .string(global.database),
-        "revs_limit": J.int(info.revsLimit), "update_seq": J.int(info.updateSeq.rawValue),
-        "doc_count": J.int(info.docCount),
-      ]))
-    let progress = Progress()
-    var count = 0
-    try store.forEachRecord(chunk: .max) { record, txn in
-      let revisions = try store.exportedRevisions(of: record, txn: txn)
-      guard !revisions.isEmpty else { return true }
-      out.line(J.object(["id": .string(record.docID), "revisions": .array(revisions)]))
-      out.flushIfLarge()
-      count += 1
-      if count % 1000 == 0 { progress.update("exported \(count) documents") }
-      return true
-    }
-    out.flush()
-    progress.finish()
+    try ExportWriter.write(db.store, database: global.database, to: &out, progress: Progress())
   }
 }
 

@@ -45,27 +45,13 @@ struct LogTail: AsyncParsableCommand {
 
   func validate() throws {
     if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
-    if since != "now" && UInt64(since) == nil && ISO8601.parse(since) == nil {
-      throw ValidationError(
-        "--since takes 0, now, a position or an ISO-8601 time like 2026-11-21T09:00:00Z; got '\(since)'"
-      )
-    }
+    _ = try Since(since)
   }
 
   func run() async throws {
     let log = try global.open(readOnly: true)
     defer { log.close() }
-    let start: LogPosition
-    if since == "now" {
-      start = try log.committedPosition
-    } else if let n = UInt64(since) {
-      start = LogPosition(n)
-    } else if let date = ISO8601.parse(since) {
-      let first = try log.firstPosition(atOrAfter: date)
-      start = try first.map { LogPosition($0.rawValue - 1) } ?? log.committedPosition
-    } else {
-      throw ValidationError("bad --since")
-    }
+    let start = LogPosition(try Since(since).position(in: log))
     var out = OutputBuffer()
     var remaining = limit ?? Int.max
     if remaining == 0 { return }

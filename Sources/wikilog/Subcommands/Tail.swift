@@ -61,7 +61,7 @@ struct Tail: AsyncParsableCommand {
     defer { db.close() }
     let store = db.store
     var options = ChangesOptions()
-    options.since = LogPosition(try Since(since).position(in: store))
+    options.since = LogPosition(try Since(since).position(in: store.log))
     options.limit = limit
     options.style = style == .allDocs ? .allDocs : .mainOnly
     options.includeDocs = includeDocs || format == .text

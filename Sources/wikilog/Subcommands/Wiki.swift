@@ -10,7 +10,12 @@ struct Wiki: ParsableCommand {
     discussion: """
       A wiki is a document {"type":"wiki","title","owner_id","members",...}; a page is a \
       document "<wiki id>:<Page Name>" {"type":"page","wiki_id","markdown","created_at", \
-      "updated_at","updated_by"}.
+      "updated_at","updated_by"}. Every write of these types is checked (as CouchDB's \
+      validate_doc_update would): a wiki needs a title, a non-empty owner_id and a members \
+      array of user ids, and its id no ':'; a page needs markdown and a wiki_id equal to the \
+      part of its id before ':', and a local edit needs that wiki to exist; created_at and \
+      updated_at, when present, are ISO-8601 times. A refusal is a one-line forbidden error \
+      and writes nothing. Documents of other types are free.
 
       Examples:
         wikilog wiki create "Recipes" --id recipes --owner ann --member bob
@@ -19,10 +24,12 @@ struct Wiki: ParsableCommand {
         wikilog wiki show recipes Soup
         wikilog wiki backlinks recipes Soup
         wikilog wiki conflicts recipes Soup
+        echo '# Soup, better' | wikilog wiki draft save recipes Soup --actor ann
+        wikilog wiki draft publish recipes Soup --actor ann
       """,
     subcommands: [
       WikiCreate.self, WikiList.self, WikiPages.self, WikiShow.self, WikiEdit.self,
-      WikiBacklinks.self, WikiConflicts.self,
+      WikiBacklinks.self, WikiConflicts.self, WikiDraft.self,
     ])
 
   static func queries(_ store: DocumentStore) throws -> WikiQueries {
@@ -104,18 +111,24 @@ struct WikiList: ParsableCommand {
     defer { db.close() }
     let wikis = try WikiQueries(db.store).wikis()
     if output.json {
-      printJSON(
-        .array(
-          wikis.map { w in
-            J.object([
-              "id": .string(w.id), "rev": .string(w.rev), "title": .string(w.title),
-              "owner_id": w.owner.map { .string($0) } ?? .null, "members": J.strings(w.members),
-              "pages": J.int(w.pageCount), "last_seq": J.int(w.lastUpdate.rawValue),
-              "updated": .string(ISO8601.format(microseconds: w.lastUpdateMicroseconds)),
-            ])
-          }))
-      return
+      printJSON(.array(wikis.map(Self.json)))
+    } else {
+      printText(Self.table(wikis).text)
     }
+  }
+
+  /// A wiki as `wiki list --json` prints it.
+  static func json(_ w: WikiSummary) -> JSONValue {
+    J.object([
+      "id": .string(w.id), "rev": .string(w.rev), "title": .string(w.title),
+      "owner_id": w.owner.map { .string($0) } ?? .null, "members": J.strings(w.members),
+      "pages": J.int(w.pageCount), "last_seq": J.int(w.lastUpdate.rawValue),
+      "updated": .string(ISO8601.format(microseconds: w.lastUpdateMicroseconds)),
+    ])
+  }
+
+  /// The wikis as `wiki list` prints them.
+  static func table(_ wikis: [WikiSummary]) -> TextTable {
     var table = TextTable(header: ["ID", "TITLE", "OWNER", "MEMBERS", "PAGES", "UPDATED"])
     for w in wikis {
       table.add([
@@ -123,7 +136,7 @@ struct WikiList: ParsableCommand {
         String(w.pageCount), ISO8601.format(microseconds: w.lastUpdateMicroseconds),
       ])
     }
-    printText(table.text)
+    return table
   }
 }
 
@@ -144,7 +157,13 @@ struct WikiPages: ParsableCommand {
     if pages.isEmpty, try queries.wiki(wiki) == nil {
       _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
     }
-    if output.json {
+    Self.print(pages, json: output.json)
+  }
+
+  /// Prints pages as a table, or as a JSON array of {"id","title","rev","updated_by",
+  /// "updated_at","length"}.
+  static func print(_ pages: [WikiPageInfo], json: Bool) {
+    if json {
       printJSON(
         .array(
           pages.map { p in

@@ -35,15 +35,51 @@ enum Input {
 }
 
 /// Times on the command line: ISO-8601 with or without fractions, or a date.
+///
+/// Times are kept in whole microseconds, as the log stores them: a fraction's digits are read
+/// exactly (beyond the sixth they are dropped), so the time `tail` or `history` printed for an
+/// event names that event exactly. (A `Date` cannot hold every microsecond of today's times
+/// exactly; Foundation's ISO-8601 formatter keeps milliseconds only.)
 enum Time {
-  static func parse(_ text: String) -> Date? { ISO8601.parse(text) }
+  /// Whole microseconds since 1970 of an ISO-8601 time or date, nil when `text` is neither.
+  static func microseconds(parsing text: String) -> Int64? {
+    var whole = text
+    var fraction: Int64 = 0
+    let dotted = text.contains(".")
+    if let dot = text.firstIndex(of: ".") {
+      let digits = text[text.index(after: dot)...].prefix { $0.isASCII && $0.isNumber }
+      guard !digits.isEmpty else { return nil }
+      let six = String(digits.prefix(6)).padding(toLength: 6, withPad: "0", startingAt: 0)
+      fraction = Int64(six) ?? 0
+      whole = String(text[..<dot]) + String(text[digits.endIndex...])
+    }
+    guard let date = ISO8601.parse(whole) else { return nil }
+    if dotted && !whole.contains(":") { return nil }  // a date has no fraction
+    return Int64(date.timeIntervalSince1970.rounded()) * 1_000_000 + fraction
+  }
+
+  /// Whether `text` is a time `microseconds(parsing:)` reads.
+  static func isValid(_ text: String) -> Bool { microseconds(parsing: text) != nil }
+
+  /// A `Date` for APIs that take one as an inclusive lower bound and round it up to a whole
+  /// microsecond: half a microsecond below `micros`, so that it rounds to exactly `micros`.
+  static func lowerBound(_ micros: Int64) -> Date {
+    Date(timeIntervalSince1970: (Double(micros) - 0.5) / 1_000_000)
+  }
+
+  /// A `Date` for APIs that take one as an inclusive upper bound and round it down to a whole
+  /// microsecond: half a microsecond above `micros`.
+  static func upperBound(_ micros: Int64) -> Date {
+    Date(timeIntervalSince1970: (Double(micros) + 0.5) / 1_000_000)
+  }
 
   static func microseconds(_ date: Date) -> Int64 {
     Int64((date.timeIntervalSince1970 * 1_000_000).rounded(.down))
   }
 
+  /// The current time as TouchWiki writes it in documents: ISO-8601 UTC with milliseconds.
   static func now() -> String {
-    ISO8601.format(microseconds: Time.microseconds(Date()))
+    ISO8601.format(microseconds: Time.microseconds(Date()), fractionDigits: 3)
   }
 }
 
@@ -51,15 +87,16 @@ enum Time {
 enum Since: Equatable {
   case position(UInt64)
   case now
-  case time(Date)
+  /// Microseconds since 1970: events committed at or after it.
+  case time(Int64)
 
   init(_ text: String) throws {
     if text == "now" {
       self = .now
     } else if let n = UInt64(text) {
       self = .position(n)
-    } else if let date = Time.parse(text) {
-      self = .time(date)
+    } else if let micros = Time.microseconds(parsing: text) {
+      self = .time(micros)
     } else {
       throw ValidationError(
         "--since takes 0, now, a position or an ISO-8601 time like 2026-11-21T09:00:00Z; got '\(text)'"
@@ -68,14 +105,13 @@ enum Since: Equatable {
   }
 
   /// The position after which events are shown.
-  func position(in store: DocumentStore) throws -> UInt64 {
+  func position(in log: EventLog) throws -> UInt64 {
     switch self {
     case .position(let n): return n
-    case .now: return try store.log.committedPosition.rawValue
-    case .time(let date):
-      guard let first = try store.log.firstPosition(atOrAfter: date) else {
-        return try store.log.committedPosition.rawValue
-      }
+    case .now: return try log.committedPosition.rawValue
+    case .time(let micros):
+      let first = try log.read { try $0.firstPosition(atOrAfterMicroseconds: micros) }
+      guard let first else { return try log.committedPosition.rawValue }
       return first.rawValue - 1
     }
   }

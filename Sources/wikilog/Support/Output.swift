@@ -7,6 +7,11 @@ import RevTree
 struct OutputBuffer {
   var bytes: [UInt8] = []
   var count: Int { bytes.count }
+  /// Where ``flush()`` writes: standard output, or a file (see ``FileOutput``).
+  var fd: Int32 = STDOUT_FILENO
+  /// The file behind `fd` when it is not standard output: a failed write removes it and ends
+  /// the program with a one-line error.
+  var file: FileOutput?
 
   init() { bytes.reserveCapacity(1 << 16) }
 
@@ -54,14 +59,63 @@ struct OutputBuffer {
   mutating func flush() {
     var offset = 0
     while offset < bytes.count {
-      let n = bytes[offset...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+      let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
       if n < 0 {
         if errno == EINTR { continue }
+        if let file {
+          let reason = String(cString: strerror(errno))
+          file.abandon()
+          WikilogCommand.fail("cannot write \(file.path): \(reason); nothing written")
+        }
         exit(0)  // the reader went away (EPIPE): stop like tail does
       }
       offset += n
     }
     bytes.removeAll(keepingCapacity: true)
+  }
+}
+
+/// A file written through a temporary file beside it, renamed into place by ``commit()`` so
+/// that a failed command leaves no partial file. A path that exists and is not a regular file
+/// (a pipe, a device) is written directly.
+final class FileOutput {
+  let path: String
+  /// The temporary file; nil when writing `path` directly.
+  let temporary: String?
+  let fd: Int32
+
+  /// Creates the temporary file, or fails with a one-line error.
+  init(_ path: String) throws {
+    self.path = path
+    var info = stat()
+    if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+      temporary = nil
+      fd = open(path, O_WRONLY | O_CLOEXEC)
+    } else {
+      let temporary = path + ".wikilog-\(getpid()).partial"
+      self.temporary = temporary
+      fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    }
+    guard fd >= 0 else {
+      throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// Flushes the file to disk and renames it into place.
+  func commit() throws {
+    defer { close(fd) }
+    guard let temporary else { return }
+    guard fsync(fd) == 0, rename(temporary, path) == 0 else {
+      let reason = String(cString: strerror(errno))
+      unlink(temporary)
+      throw CLIError("cannot write \(path): \(reason); nothing written")
+    }
+  }
+
+  /// Closes and removes the temporary file.
+  func abandon() {
+    close(fd)
+    if let temporary { unlink(temporary) }
   }
 }
 
