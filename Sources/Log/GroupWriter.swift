@@ -87,7 +87,9 @@ final class GroupWriter: Sendable {
         let deadline =
           DispatchTime.now().uptimeNanoseconds + UInt64(window.seconds) * 1_000_000_000
           + UInt64(window.attoseconds / 1_000_000_000)
-        while pending.withLock({ $0.requests.count }) < lastGroup && DispatchTime.now().uptimeNanoseconds < deadline {
+        while pending.withLock({ $0.requests.count }) < lastGroup
+          && DispatchTime.now().uptimeNanoseconds < deadline
+        {
           usleep(10)
         }
       }
@@ -115,6 +117,15 @@ extension EventLog {
     }
   }
 
+  /// A write's failure as its caller sees it: LMDB and record failures as ``LogError``, and
+  /// whatever else the caller's body threw unchanged, as the synchronous ``write(_:)`` does.
+  func writeFailure(_ error: any Error) -> any Error {
+    switch error {
+    case is LMDBError, is RecordFailure: logError(error)
+    default: error
+    }
+  }
+
   /// Commits a batch of pending writes: one transaction each in ``Durability/synced`` mode, one
   /// transaction for all of them otherwise, each in a savepoint so one failure fails only itself.
   func commitGroup(_ batch: [any PendingWrite]) {
@@ -128,7 +139,7 @@ extension EventLog {
           try writeMutex.withLock { try commitWrite { txn in try request.apply(txn) } }
           request.complete(nil)
         } catch {
-          request.complete(logError(error))
+          request.complete(writeFailure(error))
         }
       }
       return
@@ -156,7 +167,7 @@ extension EventLog {
         }
       }
     } catch {
-      let failure = logError(error)
+      let failure = writeFailure(error)
       for request in batch { request.complete(failure) }
       return
     }

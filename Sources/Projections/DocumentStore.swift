@@ -192,18 +192,10 @@ public final class DocumentStore: Sendable {
   public func put(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String) throws
     -> DocumentWriteResult
   {
-    let input = try DocumentInput(json: json)
-    if let id, let bodyID = input.id, bodyID != id {
-      throw StoreError.badRequest("Document id in the body does not match the URL")
-    }
-    if let rev, let bodyRev = input.rev, bodyRev != rev {
-      throw StoreError.badRequest(
-        "Document rev from request body and query string have different values")
-    }
-    let docID = id ?? input.id ?? Self.newID()
+    let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
     return try writeDocuments { txn in
       DocumentWriteResult(
-        id: docID, rev: try edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
+        id: docID, rev: try edit(input, id: docID, rev: rev, actor: actor, txn: txn))
     }
   }
 
@@ -232,36 +224,9 @@ public final class DocumentStore: Sendable {
   public func bulkDocs(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) throws -> [DocumentWriteResult] {
-    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
-      Result { () throws(StoreError) in try DocumentInput(doc) }
-    }
+    let inputs = Self.bulkInputs(docs)
     return try writeDocuments { txn in
-      var results: [DocumentWriteResult] = []
-      for input in inputs {
-        switch input {
-        case .failure(let error):
-          results.append(DocumentWriteResult(id: "", rev: nil, error: error))
-        case .success(let input):
-          let id = input.id ?? (newEdits ? Self.newID() : "")
-          do {
-            try txn.savepoint { txn in
-              if newEdits {
-                results.append(
-                  DocumentWriteResult(
-                    id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
-              } else {
-                try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
-              }
-            }
-          } catch let error as LogError {
-            throw error
-          } catch {
-            results.append(
-              DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
-          }
-        }
-      }
-      return results
+      try writeBulk(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
     }
   }
 
