@@ -1,5 +1,6 @@
 public import Log
 public import RevTree
+import Synchronization
 
 /// Writes through the log's writer queue, for `async` callers (the HTTP server).
 ///
@@ -65,8 +66,17 @@ extension DocumentStore {
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) async throws -> [DocumentWriteResult] {
     let inputs = Self.bulkInputs(docs)
-    return try await writeDocumentsQueued { txn in
-      try self.writeBulk(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
+    let attempt = BulkAttempt()
+    do {
+      return try await writeDocumentsQueued { txn in
+        try self.writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+      }
+    } catch  where attempt.needsSavepoints {
+      return try await writeDocumentsQueued { txn in
+        try self.writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+      }
     }
   }
 
@@ -91,32 +101,76 @@ extension DocumentStore {
     docs.map { doc in Result { () throws(StoreError) in try DocumentInput(doc) } }
   }
 
-  /// The documents of one `_bulk_docs` call inside a transaction, each in a savepoint of its
-  /// own so that one refused document leaves the others.
+  /// `_bulk_docs` on the calling thread: first without a savepoint per document (see
+  /// ``writeBulk(_:newEdits:actor:origin:attempt:txn:)``), and again with them if a document
+  /// failed after it had written.
+  func bulkWrite(
+    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String
+  ) throws -> [DocumentWriteResult] {
+    let attempt = BulkAttempt()
+    do {
+      return try writeDocuments { txn in
+        try writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+      }
+    } catch  where attempt.needsSavepoints {
+      return try writeDocuments { txn in
+        try writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+      }
+    }
+  }
+
+  /// The documents of one `_bulk_docs` call inside a transaction; a refused document leaves the
+  /// others.
+  ///
+  /// With an `attempt`, documents run without a savepoint of their own, which LMDB makes costly
+  /// (a nested transaction copies every page it touches). That is safe because a local edit
+  /// and a replicated write refuse a document before they write anything: they read the tree,
+  /// check and merge a copy, and only then append the event and apply the projections. A
+  /// document that fails after its event was appended (the position moved) sets
+  /// `attempt.needsSavepoints` and fails the transaction; the caller then runs the call again
+  /// with `attempt: nil`, a savepoint per document.
   func writeBulk(
     _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
-    txn: WriteTransaction
+    attempt: BulkAttempt?, txn: WriteTransaction
   ) throws -> [DocumentWriteResult] {
     var results: [DocumentWriteResult] = []
+    results.reserveCapacity(inputs.count)
     for input in inputs {
       switch input {
       case .failure(let error):
         results.append(DocumentWriteResult(id: "", rev: nil, error: error))
       case .success(let input):
         let id = input.id ?? (newEdits ? Self.newID() : "")
+        func write(_ txn: WriteTransaction) throws {
+          if newEdits {
+            results.append(
+              DocumentWriteResult(
+                id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+          } else {
+            try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+          }
+        }
         do {
-          try txn.savepoint { txn in
-            if newEdits {
-              results.append(
-                DocumentWriteResult(
-                  id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
-            } else {
-              try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+          if let attempt {
+            let before = txn.nextPosition
+            do {
+              try write(txn)
+            } catch let error as LogError {
+              throw error
+            } catch {
+              // Written something: only a whole new attempt can take it back.
+              if txn.nextPosition != before { attempt.needsSavepoints = true }
+              throw error
             }
+          } else {
+            try txn.savepoint { txn in try write(txn) }
           }
         } catch let error as LogError {
           throw error
         } catch {
+          if attempt?.needsSavepoints == true { throw error }
           results.append(
             DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
         }
@@ -146,5 +200,16 @@ extension DocumentStore {
     } catch {
       throw StoreError.from(error)
     }
+  }
+}
+
+/// Whether a bulk write has to run again with a savepoint per document. Set on the writer's
+/// thread during the write, read by the caller after it failed.
+final class BulkAttempt: Sendable {
+  private let flag = Mutex(false)
+
+  var needsSavepoints: Bool {
+    get { flag.withLock { $0 } }
+    set { flag.withLock { $0 = newValue } }
   }
 }

@@ -224,10 +224,7 @@ public final class DocumentStore: Sendable {
   public func bulkDocs(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) throws -> [DocumentWriteResult] {
-    let inputs = Self.bulkInputs(docs)
-    return try writeDocuments { txn in
-      try writeBulk(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
-    }
+    try bulkWrite(Self.bulkInputs(docs), newEdits: newEdits, actor: actor, origin: origin)
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like
