@@ -38,6 +38,8 @@
  *       busy handler sleeps and retries), with `mutex` they queue on a process mutex around
  *       each transaction, so no time is lost sleeping. Each edit is durable when its commit
  *       returns, as with wikilog's group commit.
+ *   sqlite_store doc-single DB COUNT
+ *       one writer editing one document COUNT times, one synchronous=FULL transaction per edit
  *   sqlite_store changes DB
  *       the changes feed of a database made by doc-create: every document row in seq order
  *       (docs_by_seq), each formatted as wikilog's NDJSON row {"seq":..,"id":..,"changes":[..]}
@@ -324,6 +326,15 @@ int main(int argc, char **argv) {
     n = (long long)threads * edits;
     free(w);
     free(t);
+  } else if (strcmp(mode, "doc-single") == 0 && argc >= 4) {
+    int edits = atoi(argv[3]);
+    Writer w = {path, 1, edits, NULL};
+    Store init = store_open(path, 1);
+    store_close(&init);
+    double t0 = now();
+    writer_main(&w);
+    dt = now() - t0;
+    n = edits;
   } else if (strcmp(mode, "changes") == 0) {
     sqlite3 *db = open_db(path, 0);
     sqlite3_stmt *scan = prepare(db, "SELECT seq, id, rev, deleted FROM docs ORDER BY seq");
