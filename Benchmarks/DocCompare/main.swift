@@ -14,7 +14,7 @@
 //               DIR/docs behind.
 //   rebuild     rebuilds the documents projection, then the wiki one, from DIR/docs's log.
 //   changes     the changes feed of DIR/docs: every row, 10,000 per call, each serialized as an
-//               NDJSON line (what `_changes` sends); also the rows alone.
+//               NDJSON line (ChangeRow.serializeJSON, what `_changes` sends); also the rows alone.
 //   update      --updates documents created untimed, then each updated once by _bulk_docs with
 //               its _rev, 1,000 per call.
 //   replicated  --replicated documents written with new_edits=false, each with a 3-revision
@@ -189,7 +189,7 @@ if enabled("create") || enabled("rebuild") || enabled("changes") {
         if serialize {
           out.removeAll(keepingCapacity: true)
           for row in page.results {
-            row.json.serialize(into: &out)
+            row.serializeJSON(into: &out)
             out.append(0x0A)
           }
           bytes += out.count

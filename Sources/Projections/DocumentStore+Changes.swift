@@ -142,7 +142,7 @@ extension DocumentStore {
     }
     let changes =
       options.style == .allDocs
-      ? record.tree.leaves.map(\.rev.description) : [winner.rev.description]
+      ? record.tree.leaves.map(\.rev.text) : [winner.rev.text]
     return ChangeRow(
       seq: LogPosition(seq), id: docID, changes: changes, deleted: winner.status != .available,
       doc: options.includeDocs ? doc : nil)

@@ -134,8 +134,9 @@ public final class DocumentStore: Sendable {
     let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     let path = try RevisionPath(
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
+    let revText = newRev.text
     let e = DocumentEvent(
-      kind: .edit, docID: id, rev: newRev.description, path: path, deleted: input.deleted,
+      kind: .edit, docID: id, rev: revText, path: path, deleted: input.deleted,
       body: input.bodyBytes)
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
@@ -143,7 +144,7 @@ public final class DocumentStore: Sendable {
       revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
     guard outcome.updated else { throw StoreError.conflict }
     try append(e, actor: actor, txn: txn, record: record, merged: tree)
-    return newRev.description
+    return revText
   }
 
   /// A replicated write (`new_edits=false`) inside a transaction: merges the revision and its

@@ -1,8 +1,9 @@
 import Foundation
 import Log
-import Projections
 import RevTree
 import Testing
+
+@testable import Projections
 
 /// A projection that refuses one document after the store has appended its event.
 final class RefusingProjection: Projection {
@@ -90,6 +91,38 @@ final class RefusingProjection: Projection {
         let expected = all.filter { $0 > page.lastSeq }.count
         #expect(page.pending == expected, "since \(since) limit \(String(describing: limit))")
       }
+    }
+  }
+
+  @Test("ChangeRow.serializeJSON writes the bytes json.serialized() writes")
+  func rowJSON() throws {
+    let rows = [
+      ChangeRow(seq: 0, id: "a", changes: ["1-abc"], deleted: false),
+      ChangeRow(
+        seq: LogPosition(UInt64(Int64.max)), id: "w1:Quote \" back\\slash é \u{1}\n",
+        changes: ["2-x", "2-y"],
+        deleted: true, doc: json(#"{"_id":"x","n":[1,2.50,{"k":null}]}"#), actor: "alice",
+        timestampMicroseconds: 17, origin: "https://peer/db"),
+      ChangeRow(
+        seq: 12_345_678_901, id: "", changes: [], deleted: false, actor: "", origin: ""),
+    ]
+    for row in rows {
+      var out: [UInt8] = [7]
+      row.serializeJSON(into: &out)
+      #expect(out == [7] + row.json.serialized())
+    }
+    let t = try TestStore()
+    let s = t.store!
+    let a = try s.put(#"{"_id":"d","v":1}"#, actor: "a")
+    _ = try s.delete("d", rev: a.rev!, actor: "a")
+    var o = ChangesOptions()
+    o.includeDocs = true
+    o.style = .allDocs
+    for row in try s.changes(o).results + s.changes(ChangesOptions.history()).results {
+      var out: [UInt8] = []
+      row.serializeJSON(into: &out)
+      #expect(out == row.json.serialized())
+      #expect(row.changes.allSatisfy { $0.hasPrefix("1-") || $0.hasPrefix("2-") })
     }
   }
 }
