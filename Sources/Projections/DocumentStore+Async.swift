@@ -187,7 +187,8 @@ extension DocumentStore {
     let keys = checkpointKeys
     let checkpoints = self.checkpoints
     do {
-      return try await log.write { txn in
+      // Local edits and replicated writes check everything before their first write.
+      return try await log.write(failsOnlyBeforeWriting: true) { txn in
         let first = txn.nextPosition
         let value = try body(txn)
         let next = txn.nextPosition
