@@ -13,7 +13,7 @@
 //               see --durability); the request body is parsed inside the timing. Leaves
 //               DIR/docs behind.
 //   rebuild     rebuilds the documents projection, then the wiki one, from DIR/docs's log.
-//   changes     the changes feed of DIR/docs: every row, 10,000 per call, each serialized as an
+//   changes     the changes feed of DIR/docs: every row, 100,000 per call, each serialized as an
 //               NDJSON line (ChangeRow.serializeJSON, what `_changes` sends); also the rows alone.
 //   update      --updates documents created untimed, then each updated once by _bulk_docs with
 //               its _rev, 1,000 per call.
@@ -176,7 +176,7 @@ if enabled("create") || enabled("rebuild") || enabled("changes") {
     // The rows alone, then the rows serialized as the feed sends them.
     for serialize in [false, true] {
       var options = ChangesOptions()
-      options.limit = 10_000
+      options.limit = 100_000
       var rows = 0
       var bytes = 0
       var out: [UInt8] = []
