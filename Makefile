@@ -3,7 +3,7 @@ SWIFT ?= swift
 DB ?=
 PORT ?=
 
-.PHONY: bootstrap build test serve bench compare-log clean
+.PHONY: bootstrap build test serve bench compare compare-log clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -26,6 +26,11 @@ serve: bootstrap
 bench:
 	WIKILOG_BENCHMARKS=1 scripts/bootstrap
 	WIKILOG_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark
+
+# wikilog's log and document workloads, then the same work in C on liblmdb and on SQLite, one
+# after another; prints the table and writes it to docs/benchmarks.md (see there).
+compare:
+	scripts/compare
 
 # The log's workloads on wikilog and on a C program using liblmdb directly, with ratios.
 compare-log:

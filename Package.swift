@@ -108,15 +108,24 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       traits: ["MallocInterposer"]
     )
   )
+  // The wikilog side of `make compare` (scripts/compare): plain executables printing figures.
   package.targets.append(
     .executableTarget(
       name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare", swiftSettings: swiftSettings)
   )
-  for (name, module) in [("LogBenchmarks", "Log"), ("RevTreeBenchmarks", "RevTree")] {
+  package.targets.append(
+    .executableTarget(
+      name: "DocCompare", dependencies: ["Projections", "Log", "RevTree"], path: "Benchmarks/DocCompare",
+      swiftSettings: swiftSettings)
+  )
+  for (name, modules) in [
+    ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["RevTree"]),
+    ("ProjectionsBenchmarks", ["Projections", "Log", "RevTree"]),
+  ] {
     package.targets.append(
       .executableTarget(
         name: name,
-        dependencies: [.target(name: module), .product(name: "Benchmark", package: "benchmark")],
+        dependencies: modules.map { .target(name: $0) } + [.product(name: "Benchmark", package: "benchmark")],
         path: "Benchmarks/\(name)",
         swiftSettings: swiftSettings,
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

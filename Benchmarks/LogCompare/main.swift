@@ -1,7 +1,10 @@
 // The wikilog side of scripts/compare-log: the same workloads as Benchmarks/baselines/lmdb_log.c,
 // printed as "<workload> <count> <seconds> <per_second>" lines.
 //
-//   LogCompare DIR [events]
+//   LogCompare DIR [events] [workload,workload,...]
+//
+// Workloads: append-batch-unsynced, append-streams-unsynced, append-streams-synced,
+// append-single-synced, group-commit-64-writers, read-sequential (all by default).
 import Foundation
 import Log
 
@@ -10,6 +13,10 @@ let base =
   ? CommandLine.arguments[1] : NSTemporaryDirectory() + "wikilog-compare"
 let count = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 1_000_000 : 1_000_000
 let payload = [UInt8](repeating: 0x61, count: 100)
+let only: Set<String>? =
+  CommandLine.arguments.count > 3
+  ? Set(CommandLine.arguments[3].split(separator: ",").map(String.init)) : nil
+func enabled(_ name: String) -> Bool { only?.contains(name) ?? true }
 
 func fresh(_ name: String, _ durability: EventLog.Durability) throws -> (EventLog, String) {
   let dir = base + "/" + name
@@ -44,11 +51,17 @@ func appendBatches(_ name: String, durability: EventLog.Durability, streams: Int
   try? FileManager.default.removeItem(atPath: dir)
 }
 
-try appendBatches("append-batch-unsynced", durability: .unsynced, streams: 0, total: count)
-try appendBatches("append-streams-unsynced", durability: .unsynced, streams: 1000, total: count)
-try appendBatches("append-streams-synced", durability: .synced, streams: 1000, total: count)
+if enabled("append-batch-unsynced") {
+  try appendBatches("append-batch-unsynced", durability: .unsynced, streams: 0, total: count)
+}
+if enabled("append-streams-unsynced") {
+  try appendBatches("append-streams-unsynced", durability: .unsynced, streams: 1000, total: count)
+}
+if enabled("append-streams-synced") {
+  try appendBatches("append-streams-synced", durability: .synced, streams: 1000, total: count)
+}
 
-do {
+if enabled("append-single-synced") {
   let (log, dir) = try fresh("append-single", .synced)
   let one = [NewEvent(type: "bench.event", stream: "stream-1", actor: "bench", payload: payload)]
   let n = 2000
@@ -59,7 +72,7 @@ do {
   try? FileManager.default.removeItem(atPath: dir)
 }
 
-do {
+if enabled("group-commit-64-writers") {
   let (log, dir) = try fresh("group", .groupCommit)
   let perWriter = 300
   let start = Date()
@@ -84,7 +97,7 @@ do {
   try? FileManager.default.removeItem(atPath: dir)
 }
 
-do {
+if enabled("read-sequential") {
   let (log, dir) = try fresh("read", .unsynced)
   let batch = batch(streams: 1000)
   for _ in 0..<(count / 1000) { try log.append(batch) }

@@ -10,7 +10,12 @@
  *       for streams: per transaction one 16-byte head per stream touched (key: LEB128 length +
  *       name) and a checkpoint (name + 8-byte version -> position) every 64th version.
  *   lmdb_log append-single DIR COUNT RECORD_BYTES        (one synced transaction per record)
- *   lmdb_log scan DIR                                     (cursor walk, touching every value)
+ *   lmdb_log scan DIR [DB]                                (cursor walk, touching every value)
+ *       DB defaults to "events" (this program's); "log.events" scans a wikilog log's records.
+ *   lmdb_log scan-changes DIR
+ *       the raw work under a wikilog changes feed, on a wikilog store's own files: a cursor walk
+ *       of docs.bySeq (seq -> document id) and, for each entry, a get of the document's record
+ *       in docs.byId, touching both values; no decoding.
  *
  * Prints one line: "<workload> <count> <seconds> <per_second>".
  */
@@ -46,7 +51,7 @@ static MDB_env *open_env(const char *dir, unsigned flags) {
   mkdir(dir, 0755);
   CHECK(mdb_env_create(&env));
   CHECK(mdb_env_set_mapsize(env, (size_t)8 << 30));
-  CHECK(mdb_env_set_maxdbs(env, 4));
+  CHECK(mdb_env_set_maxdbs(env, 8));
   CHECK(mdb_env_open(env, dir, flags | MDB_NOTLS, 0644));
   return env;
 }
@@ -54,11 +59,31 @@ static MDB_env *open_env(const char *dir, unsigned flags) {
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: see the comment at the top of lmdb_log.c\n"); return 2; }
   const char *mode = argv[1], *dir = argv[2];
+  if (strcmp(mode, "scan-changes") == 0) {
+    MDB_env *env = open_env(dir, MDB_RDONLY);
+    MDB_txn *txn; MDB_dbi by_seq, by_id; MDB_cursor *cur; MDB_val k, v, record;
+    CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
+    CHECK(mdb_dbi_open(txn, "docs.bySeq", 0, &by_seq));
+    CHECK(mdb_dbi_open(txn, "docs.byId", 0, &by_id));
+    CHECK(mdb_cursor_open(txn, by_seq, &cur));
+    double t0 = now();
+    uint64_t n = 0, sum = 0;
+    while (mdb_cursor_get(cur, &k, &v, n == 0 ? MDB_FIRST : MDB_NEXT) == MDB_SUCCESS) {
+      CHECK(mdb_get(txn, by_id, &v, &record));
+      sum += ((unsigned char *)record.mv_data)[0] + ((unsigned char *)record.mv_data)[record.mv_size - 1];
+      n++;
+    }
+    double dt = now() - t0;
+    printf("scan-changes %llu %.6f %.0f\n", (unsigned long long)n, dt, n / dt);
+    fprintf(stderr, "(checksum %llu)\n", (unsigned long long)sum);
+    mdb_cursor_close(cur); mdb_txn_abort(txn); mdb_env_close(env);
+    return 0;
+  }
   if (strcmp(mode, "scan") == 0) {
     MDB_env *env = open_env(dir, MDB_RDONLY);
     MDB_txn *txn; MDB_dbi dbi; MDB_cursor *cur; MDB_val k, v;
     CHECK(mdb_txn_begin(env, NULL, MDB_RDONLY, &txn));
-    CHECK(mdb_dbi_open(txn, "events", 0, &dbi));
+    CHECK(mdb_dbi_open(txn, argc > 3 ? argv[3] : "events", 0, &dbi));
     CHECK(mdb_cursor_open(txn, dbi, &cur));
     double t0 = now();
     uint64_t n = 0, sum = 0;

@@ -27,7 +27,8 @@ extension EventLog {
   public func append(_ events: [NewEvent], idempotencyKey: String? = nil) async throws
     -> [RecordedEvent]
   {
-    try await write { txn in
+    // An append checks expected versions and its idempotency key before it writes anything.
+    try await write(failsOnlyBeforeWriting: true) { txn in
       try txn.append(contentsOf: events, idempotencyKey: idempotencyKey).events
     }
   }
@@ -40,10 +41,27 @@ extension EventLog {
   public func write<T: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> T)
     async throws -> T
   {
+    try await write(failsOnlyBeforeWriting: false, body)
+  }
+
+  /// ``write(_:)`` for a body that makes all its checks before its first write, so that when it
+  /// throws it has (almost always) written nothing.
+  ///
+  /// In a group commit each write normally runs in a savepoint of its own, so that a failing
+  /// one fails alone; LMDB makes savepoints costly (a nested transaction copies every page it
+  /// touches). With `failsOnlyBeforeWriting` the body runs without one: when it throws before
+  /// writing, it fails alone as usual; when it throws after writing, the whole group runs again
+  /// with a savepoint per write, so the outcome is the same either way.
+  public func write<T: Sendable>(
+    failsOnlyBeforeWriting: Bool, _ body: @escaping @Sendable (WriteTransaction) throws -> T
+  ) async throws -> T {
     guard !options.readOnly else { throw LogError.readOnly(path: path) }
     guard !isClosed else { throw LogError.closed }
     return try await withCheckedThrowingContinuation { continuation in
-      groupWriter.submit(TypedPendingWrite(body: body, continuation: continuation), to: self)
+      groupWriter.submit(
+        TypedPendingWrite(
+          body: body, continuation: continuation, needsSavepoint: !failsOnlyBeforeWriting),
+        to: self)
     }
   }
 }

@@ -9,8 +9,8 @@ import Synchronization
 
 /// A write waiting for the writer queue.
 protocol PendingWrite: AnyObject, Sendable {
-  /// False for plain appends, which fail (expected version, idempotency) before they write
-  /// anything and so need no nested transaction of their own.
+  /// False for writes that fail before they write anything (plain appends fail their expected
+  /// version or idempotency checks first), which then need no nested transaction of their own.
   var needsSavepoint: Bool { get }
   func apply(_ txn: WriteTransaction) throws
   func complete(_ error: (any Error)?)
@@ -121,16 +121,23 @@ final class GroupWriter: Sendable {
   }
 }
 
+/// Thrown inside a group commit to run the group again with a savepoint per write.
+struct GroupNeedsSavepoints: Error {}
+
 extension EventLog {
-  static func failsBeforeWriting(_ error: any Error) -> Bool {
-    switch error as? LogError {
-    case .wrongExpectedVersion, .idempotencyConflict, .invalidArgument: true
-    default: false
+  /// A write's failure as its caller sees it: LMDB and record failures as ``LogError``, and
+  /// whatever else the caller's body threw unchanged, as the synchronous ``write(_:)`` does.
+  func writeFailure(_ error: any Error) -> any Error {
+    switch error {
+    case is LMDBError, is RecordFailure: logError(error)
+    default: error
     }
   }
 
   /// Commits a batch of pending writes: one transaction each in ``Durability/synced`` mode, one
-  /// transaction for all of them otherwise, each in a savepoint so one failure fails only itself.
+  /// transaction for all of them otherwise, so that one failure fails only itself: each write
+  /// in a savepoint, except those that fail before writing (``PendingWrite/needsSavepoint``);
+  /// if one of these throws after writing after all, the group runs again with savepoints.
   func commitGroup(_ batch: [any PendingWrite]) {
     state.withLock {
       $0.statistics.groups += 1
@@ -142,37 +149,46 @@ extension EventLog {
           try writeMutex.withLock { try commitWrite { txn in try request.apply(txn) } }
           request.complete(nil)
         } catch {
-          request.complete(logError(error))
+          request.complete(writeFailure(error))
         }
       }
       return
     }
     var failures: [ObjectIdentifier: any Error] = [:]
-    do {
-      try writeMutex.withLock {
-        try commitWrite { txn in
-          failures.removeAll()
-          for request in batch {
-            do {
-              if request.needsSavepoint {
-                try txn.savepoint { child in try request.apply(child) }
-              } else {
-                try request.apply(txn)
+    var allSavepoints = false
+    while true {
+      do {
+        try writeMutex.withLock {
+          try commitWrite { txn in
+            failures.removeAll()
+            for request in batch {
+              let savepoint = request.needsSavepoint || allSavepoints
+              let before = txn.mutationCount
+              do {
+                if savepoint {
+                  try txn.savepoint { child in try request.apply(child) }
+                } else {
+                  try request.apply(txn)
+                }
+              } catch {
+                if txn.sawMapFull { throw error }
+                // A write without a savepoint fails alone only if it wrote nothing; otherwise
+                // the group runs again with a savepoint per write.
+                if !savepoint && txn.mutationCount != before { throw GroupNeedsSavepoints() }
+                failures[ObjectIdentifier(request)] = error
               }
-            } catch {
-              if txn.sawMapFull { throw error }
-              // A plain append fails alone only when it failed its checks (nothing written);
-              // a storage error leaves the transaction unusable and fails the whole group.
-              if !request.needsSavepoint && !Self.failsBeforeWriting(error) { throw error }
-              failures[ObjectIdentifier(request)] = error
             }
           }
         }
+      } catch is GroupNeedsSavepoints where !allSavepoints {
+        allSavepoints = true
+        continue
+      } catch {
+        let failure = writeFailure(error)
+        for request in batch { request.complete(failure) }
+        return
       }
-    } catch {
-      let failure = logError(error)
-      for request in batch { request.complete(failure) }
-      return
+      break
     }
     for request in batch { request.complete(failures[ObjectIdentifier(request)]) }
   }

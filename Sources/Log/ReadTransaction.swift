@@ -225,6 +225,17 @@ public class ReadTransaction {
   public func count(of database: Database) throws(LogError) -> Int {
     try perform { try raw.count(database.handle) }
   }
+
+  /// The number of entries of `database` with keys from `start` (inclusive; nil: from the first)
+  /// and before `end` (exclusive; nil: through the last), in the database's key order.
+  ///
+  /// Walks the entries without copying them: its cost grows with the count, unlike
+  /// ``count(of:)``, which is immediate.
+  public func count(of database: Database, from start: [UInt8]?, before end: [UInt8]? = nil)
+    throws(LogError) -> Int
+  {
+    try perform { try raw.countEntries(database.handle, from: start, before: end) }
+  }
 }
 
 /// Which way a read walks.

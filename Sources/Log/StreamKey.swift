@@ -47,19 +47,25 @@ enum StreamKey {
 
 extension UInt64 {
   /// Eight big-endian bytes: keys that sort like the numbers (positions, versions, counters).
-  @inlinable
-  public var bigEndianBytes: [UInt8] {
-    var bytes: [UInt8] = []
-    bytes.appendBigEndian(self)
-    return bytes
+  @inlinable public var bigEndianBytes: [UInt8] {
+    let v = self
+    return [
+      UInt8(truncatingIfNeeded: v >> 56), UInt8(truncatingIfNeeded: v >> 48),
+      UInt8(truncatingIfNeeded: v >> 40), UInt8(truncatingIfNeeded: v >> 32),
+      UInt8(truncatingIfNeeded: v >> 24), UInt8(truncatingIfNeeded: v >> 16),
+      UInt8(truncatingIfNeeded: v >> 8), UInt8(truncatingIfNeeded: v),
+    ]
   }
 
   /// Reads eight big-endian bytes; nil when there are fewer.
-  @inlinable
-  public init?(bigEndianBytes bytes: some Collection<UInt8>) {
+  @inlinable public init?(bigEndianBytes bytes: some Collection<UInt8>) {
     guard bytes.count >= 8 else { return nil }
     var v: UInt64 = 0
-    for b in bytes.prefix(8) { v = v << 8 | UInt64(b) }
+    var i = bytes.startIndex
+    for _ in 0..<8 {
+      v = v << 8 | UInt64(bytes[i])
+      bytes.formIndex(after: &i)
+    }
     self = v
   }
 }

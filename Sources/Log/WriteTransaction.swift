@@ -27,6 +27,9 @@ public final class WriteTransaction: ReadTransaction {
   let writer: WriterState
   /// Events appended by this transaction (and committed savepoints inside it).
   var appendedCount = 0
+  /// Write operations attempted through this transaction (and committed savepoints inside it):
+  /// tells the group writer whether a failed write left anything behind.
+  var mutationCount = 0
   /// Set when LMDB reported that the map or the transaction is full: the caller grows and retries.
   var sawMapFull = false
 
@@ -38,6 +41,7 @@ public final class WriteTransaction: ReadTransaction {
   @inline(__always)
   func performWrite<T>(_ operation: () throws -> T) throws(LogError) -> T {
     ensureLive()
+    mutationCount &+= 1
     do {
       return try operation()
     } catch let error as LMDBError
@@ -297,6 +301,7 @@ public final class WriteTransaction: ReadTransaction {
       throw log.logError(error)
     }
     appendedCount += child.appendedCount
+    mutationCount &+= child.mutationCount
     return value
   }
 }

@@ -83,6 +83,7 @@ extension DocumentStore {
       var lastSeq = options.descending ? last : options.since
       let bySeq = documentStorage["bySeq"]
       var reachedLimit = false
+      var visited = 0
       if limit > 0 {
         let from: [UInt8]? =
           options.descending
@@ -90,6 +91,7 @@ extension DocumentStore {
           : (options.since.rawValue + 1).bigEndianBytes
         try txn.scan(bySeq, from: from, direction: options.descending ? .backward : .forward) {
           key, value in
+          visited += 1
           guard let seq = UInt64(bigEndianArray: key) else { return true }
           lastSeq = LogPosition(seq)
           if let row = try changeRow(
@@ -106,10 +108,17 @@ extension DocumentStore {
       }
       if !options.descending && !reachedLimit { lastSeq = max(lastSeq, last) }
       var pending = 0
-      if !options.descending {
-        try txn.scan(bySeq, from: (lastSeq.rawValue + 1).bigEndianBytes) { _, _ in
-          pending += 1
-          return true
+      if !options.descending && lastSeq < last {
+        // Rows after lastSeq, counted without copying, on whichever side has fewer rows at
+        // most: seqs are distinct log positions, so at most `last - lastSeq` rows follow
+        // lastSeq and at most `since` rows come before the scanned ones.
+        let after = (lastSeq.rawValue + 1).bigEndianBytes
+        if last.rawValue - lastSeq.rawValue <= options.since.rawValue {
+          pending = try txn.count(of: bySeq, from: after)
+        } else {
+          let before =
+            try txn.count(of: bySeq, from: nil, before: (options.since.rawValue + 1).bigEndianBytes)
+          pending = try txn.count(of: bySeq) - before - visited
         }
       }
       return ChangesResult(results: rows, lastSeq: lastSeq, pending: pending)
@@ -133,7 +142,7 @@ extension DocumentStore {
     }
     let changes =
       options.style == .allDocs
-      ? record.tree.leaves.map(\.rev.description) : [winner.rev.description]
+      ? record.tree.leaves.map(\.rev.text) : [winner.rev.text]
     return ChangeRow(
       seq: LogPosition(seq), id: docID, changes: changes, deleted: winner.status != .available,
       doc: options.includeDocs ? doc : nil)

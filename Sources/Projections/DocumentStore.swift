@@ -105,32 +105,6 @@ public final class DocumentStore: Sendable {
     try writeDocumentsRaw { txn in try checkpointed(txn, body) }
   }
 
-  /// ``writeDocuments(_:)`` through the log's writer queue: in ``EventLog/Durability/groupCommit``
-  /// mode, concurrent writes share one synced commit (each in a nested transaction of its own).
-  ///
-  /// A refusal (``StoreError``, revision tree errors) undoes `body`'s own savepoint and comes
-  /// back as the result, so that it reaches the caller as it was thrown and never fails the
-  /// other writes of the group; storage errors still abort the transaction.
-  func writeDocumentsAsync<T: Sendable>(
-    _ body: @escaping @Sendable (WriteTransaction) throws -> T
-  ) async throws -> T {
-    let outcome: Result<T, StoreError>
-    do {
-      outcome = try await log.write { txn -> Result<T, StoreError> in
-        do {
-          return .success(try txn.savepoint { child in try self.checkpointed(child, body) })
-        } catch let error as LogError {
-          throw error
-        } catch {
-          return .failure(StoreError.from(error))
-        }
-      }
-    } catch {
-      throw StoreError.from(error)
-    }
-    return try outcome.get()
-  }
-
   /// Runs `body` and, if it appended events, records every projection's checkpoint.
   func checkpointed<T>(_ txn: WriteTransaction, _ body: (WriteTransaction) throws -> T) throws
     -> T
@@ -205,8 +179,9 @@ public final class DocumentStore: Sendable {
     let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     let path = try RevisionPath(
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
+    let revText = newRev.text
     let e = DocumentEvent(
-      kind: .edit, docID: id, rev: newRev.description, path: path, deleted: input.deleted,
+      kind: .edit, docID: id, rev: revText, path: path, deleted: input.deleted,
       body: body)
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
@@ -214,7 +189,7 @@ public final class DocumentStore: Sendable {
       revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
     guard outcome.updated else { throw StoreError.conflict }
     try append(e, actor: actor, txn: txn, record: record, merged: tree)
-    return newRev.description
+    return revText
   }
 
   /// A replicated write (`new_edits=false`) inside a transaction: merges the revision and its
@@ -263,41 +238,10 @@ public final class DocumentStore: Sendable {
   public func put(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String) throws
     -> DocumentWriteResult
   {
-    let input = try DocumentInput(json: json)
-    if let id, let bodyID = input.id, bodyID != id {
-      throw StoreError.badRequest("Document id in the body does not match the URL")
-    }
-    if let rev, let bodyRev = input.rev, bodyRev != rev {
-      throw StoreError.badRequest(
-        "Document rev from request body and query string have different values")
-    }
-    let docID = id ?? input.id ?? Self.newID()
+    let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
     return try writeDocuments { txn in
       DocumentWriteResult(
-        id: docID, rev: try edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
-    }
-  }
-
-  /// ``put(_:id:rev:actor:)`` through the log's writer queue, for `async` callers: with
-  /// ``EventLog/Durability/groupCommit`` concurrent writes share one synced commit, and each
-  /// caller resumes once its write is durable. Same results and errors as `put`.
-  @discardableResult
-  public func putAsync(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String)
-    async throws -> DocumentWriteResult
-  {
-    let input = try DocumentInput(json: json)
-    if let id, let bodyID = input.id, bodyID != id {
-      throw StoreError.badRequest("Document id in the body does not match the URL")
-    }
-    if let rev, let bodyRev = input.rev, bodyRev != rev {
-      throw StoreError.badRequest(
-        "Document rev from request body and query string have different values")
-    }
-    let docID = id ?? input.id ?? Self.newID()
-    return try await writeDocumentsAsync { txn in
-      DocumentWriteResult(
-        id: docID,
-        rev: try self.edit(input, id: docID, rev: rev ?? input.rev, actor: actor, txn: txn))
+        id: docID, rev: try edit(input, id: docID, rev: rev, actor: actor, txn: txn))
     }
   }
 
@@ -318,18 +262,6 @@ public final class DocumentStore: Sendable {
     }
   }
 
-  /// ``delete(_:rev:actor:)`` through the log's writer queue (see ``putAsync(_:id:rev:actor:)``).
-  @discardableResult
-  public func deleteAsync(_ id: String, rev: String, actor: String) async throws
-    -> DocumentWriteResult
-  {
-    let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
-    return try await writeDocumentsAsync { txn in
-      DocumentWriteResult(
-        id: id, rev: try self.edit(input, id: id, rev: rev, actor: actor, txn: txn))
-    }
-  }
-
   /// `_bulk_docs`: every document on its own, all accepted ones appended in one transaction.
   ///
   /// With `newEdits` (the default) each document is a local edit and gets a result with its new
@@ -338,58 +270,7 @@ public final class DocumentStore: Sendable {
   public func bulkDocs(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) throws -> [DocumentWriteResult] {
-    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
-      Result { () throws(StoreError) in try DocumentInput(doc) }
-    }
-    return try writeDocuments { txn in
-      try bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
-    }
-  }
-
-  /// ``bulkDocs(_:newEdits:actor:origin:)`` through the log's writer queue (see
-  /// ``putAsync(_:id:rev:actor:)``): the accepted documents of the call are still one
-  /// transaction, shared with other callers under group commit.
-  public func bulkDocsAsync(
-    _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
-  ) async throws -> [DocumentWriteResult] {
-    let inputs: [Result<DocumentInput, StoreError>] = docs.map { doc in
-      Result { () throws(StoreError) in try DocumentInput(doc) }
-    }
-    return try await writeDocumentsAsync { txn in
-      try self.bulkWrite(inputs, newEdits: newEdits, actor: actor, origin: origin, txn: txn)
-    }
-  }
-
-  func bulkWrite(
-    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
-    txn: WriteTransaction
-  ) throws -> [DocumentWriteResult] {
-    var results: [DocumentWriteResult] = []
-    for input in inputs {
-      switch input {
-      case .failure(let error):
-        results.append(DocumentWriteResult(id: "", rev: nil, error: error))
-      case .success(let input):
-        let id = input.id ?? (newEdits ? Self.newID() : "")
-        do {
-          try txn.savepoint { txn in
-            if newEdits {
-              results.append(
-                DocumentWriteResult(
-                  id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
-            } else {
-              try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
-            }
-          }
-        } catch let error as LogError {
-          throw error
-        } catch {
-          results.append(
-            DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
-        }
-      }
-    }
-    return results
+    try bulkWrite(Self.bulkInputs(docs), newEdits: newEdits, actor: actor, origin: origin)
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like

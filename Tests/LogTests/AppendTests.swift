@@ -212,3 +212,46 @@ import Testing
     }
   }
 }
+
+@Suite struct GroupWithoutSavepointsTests {
+  @Test("a write promising to fail before writing that fails after writing fails alone")
+  func brokenPromise() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path, options: .init(durability: .groupCommit))
+    let db = try log.database(named: "side")
+    struct Refused: Error {}
+    let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+      for i in 0..<48 {
+        group.addTask {
+          do {
+            _ = try await log.write(failsOnlyBeforeWriting: true) { txn in
+              try txn.append(event(i, stream: "s\(i)"))
+              try txn.put([UInt8(i)], forKey: Array("k\(i)".utf8), in: db)
+              if i % 10 == 3 { throw Refused() }  // after writing
+              if i % 10 == 7 && txn.nextPosition.rawValue > 1_000_000 { throw Refused() }
+            }
+            return (i, true)
+          } catch is Refused {
+            return (i, false)
+          } catch {
+            Issue.record("unexpected \(error)")
+            return (i, false)
+          }
+        }
+      }
+      return await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+    }
+    let refused = Set(outcomes.filter { !$0.value }.map(\.key))
+    #expect(refused == Set((0..<48).filter { $0 % 10 == 3 }))
+    try expectDense(log, count: 48 - refused.count)
+    let streams = Set(try log.read(from: 1).map(\.stream))
+    #expect(streams == Set((0..<48).filter { !refused.contains($0) }.map { "s\($0)" }))
+    try log.read { txn in
+      for i in 0..<48 {
+        let present = try txn.get(Array("k\(i)".utf8), in: db) != nil
+        #expect(present == !refused.contains(i))
+      }
+    }
+    #expect(try log.verify().isValid)
+  }
+}

@@ -62,7 +62,9 @@ extension RawTransaction {
       let p = unsafe Keys.position(e.key)
       let event: RecordedEvent
       do {
-        event = try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings).event
+        event = try unsafe EventRecord.decodeWithLinks(
+          position: p, bytes: e.value, strings: &strings
+        ).event
       } catch {
         throw RecordFailure(position: p, reason: error.reason)
       }
@@ -72,7 +74,9 @@ extension RawTransaction {
   }
 
   /// Up to `limit` events from `position` (inclusive), decoded straight from the cursor.
-  func readEvents(_ events: UInt32, from position: UInt64, forward: Bool, limit: Int) throws -> [RecordedEvent] {
+  func readEvents(_ events: UInt32, from position: UInt64, forward: Bool, limit: Int) throws
+    -> [RecordedEvent]
+  {
     var out: [RecordedEvent] = []
     out.reserveCapacity(min(limit, 4096))
     let cursor = try openCursor(events)
@@ -82,7 +86,9 @@ extension RawTransaction {
     while let e = unsafe entry, out.count < limit {
       let p = unsafe Keys.position(e.key)
       do {
-        out.append(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings).event)
+        out.append(
+          try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings)
+            .event)
       } catch {
         throw RecordFailure(position: p, reason: error.reason)
       }
@@ -92,14 +98,18 @@ extension RawTransaction {
   }
 
   /// Positions `cursor` at `position`, or the nearest entry in the walking direction.
-  private func start(_ cursor: RawCursor, at position: UInt64, forward: Bool) throws(LMDBError) -> RawCursor.Entry? {
+  private func start(_ cursor: RawCursor, at position: UInt64, forward: Bool) throws(LMDBError)
+    -> RawCursor.Entry?
+  {
     var key = position.bigEndian
     var entry = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
       try unsafe cursor.get(.atOrAfter, key: k)
     }
     if !forward {
       if let e = unsafe entry {
-        if unsafe Keys.position(e.key) != position { unsafe entry = try unsafe cursor.get(.previous) }
+        if unsafe Keys.position(e.key) != position {
+          unsafe entry = try unsafe cursor.get(.previous)
+        }
       } else {
         unsafe entry = try unsafe cursor.get(.last)
       }
@@ -198,6 +208,51 @@ extension RawTransaction {
       guard try unsafe body(Array(e.key), Array(e.value)) else { return }
       unsafe entry = try unsafe cursor.get(reverse ? .previous : .next)
     }
+  }
+}
+
+extension RawTransaction {
+  /// The number of entries from `start` (inclusive; nil = the first) up to `end` (exclusive;
+  /// nil = through the last), walked with a cursor without copying anything.
+  func countEntries(_ dbi: UInt32, from start: [UInt8]?, before end: [UInt8]?) throws(LMDBError)
+    -> Int
+  {
+    let cursor = try openCursor(dbi)
+    defer { cursor.close() }
+    var entry: RawCursor.Entry?
+    if let start {
+      unsafe entry = try unsafe cursor.get(.atOrAfter, key: start)
+    } else {
+      unsafe entry = try unsafe cursor.get(.first)
+    }
+    var n = 0
+    guard let end else {
+      while unsafe entry != nil {
+        n += 1
+        unsafe entry = try unsafe cursor.get(.next)
+      }
+      return n
+    }
+    var failure: LMDBError?
+    unsafe end.withUnsafeBytes { endBytes in
+      var b = unsafe MDB_val(
+        mv_size: endBytes.count, mv_data: UnsafeMutableRawPointer(mutating: endBytes.baseAddress))
+      while let e = unsafe entry {
+        var a = unsafe MDB_val(
+          mv_size: e.key.count, mv_data: UnsafeMutableRawPointer(mutating: e.key.baseAddress))
+        // The database's own key order (lmdb.h, mdb_cmp).
+        if unsafe mdb_cmp(pointer, dbi, &a, &b) >= 0 { break }
+        n += 1
+        do throws(LMDBError) {
+          unsafe entry = try unsafe cursor.get(.next)
+        } catch {
+          failure = error
+          return
+        }
+      }
+    }
+    if let failure { throw failure }
+    return n
   }
 }
 

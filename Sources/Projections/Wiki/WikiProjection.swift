@@ -124,11 +124,19 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     let position = event.position.rawValue
     let treeKey = Array(e.docID.utf8)
     var tree: RevisionTree
+    // The event's body, parsed at most once.
+    var parsedBody: JSONValue?? = nil
+    func eventBody() -> JSONValue? {
+      if let parsedBody { return parsedBody }
+      let json = try? JSONValue(parsing: e.body)
+      parsedBody = .some(json)
+      return json
+    }
     if let bytes = try txn.get(treeKey, in: storage["trees"]) {
       tree = try RevisionTree(decoding: bytes)
     } else {
       // Untracked: no earlier live revision had this type, so none can win but this one.
-      guard !e.deleted, Self.type(of: e.body) == target.type else { return }
+      guard !e.deleted, eventBody()?["type"]?.stringValue == target.type else { return }
       tree = try replayedTree(e.docID, before: event, storage, txn)
     }
     let outcome = try DocumentProjection.merge(
@@ -139,8 +147,14 @@ public final class WikiProjection: Projection, DocumentEventProjection {
 
     var winner: (rev: String, body: JSONValue)? = nil
     if let w = tree.winner, !w.isDeleted, let at = w.body {
-      let bytes = at == position ? e.body : try Self.body(at: at, txn)
-      if let json = try? JSONValue(parsing: bytes), json["type"]?.stringValue == target.type {
+      let json: JSONValue?
+      if at == position {
+        json = eventBody()
+      } else {
+        let bytes = try Self.body(at: at, txn)
+        json = try? JSONValue(parsing: bytes)
+      }
+      if let json, json["type"]?.stringValue == target.type {
         winner = (w.rev.description, json)
       }
     }

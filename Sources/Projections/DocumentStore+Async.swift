@@ -1,0 +1,216 @@
+public import Log
+public import RevTree
+import Synchronization
+
+/// Writes through the log's writer queue, for `async` callers (the HTTP server).
+///
+/// The synchronous ``DocumentStore/put(_:id:rev:actor:)`` runs its transaction on the calling
+/// thread and, in the log's default ``EventLog/Durability/synced`` mode, pays one flush per
+/// write. These go through `await log.write { ... }` instead: the log's one writer takes every
+/// pending write and, when the log is opened with ``EventLog/Durability/groupCommit``, commits
+/// them in one transaction with one flush, each write in a nested transaction of its own (a
+/// conflict fails only its own write). Each caller resumes once its write is durable. A write
+/// is the same work as the synchronous one: the `_rev` check, the event and every inline
+/// projection, in the same transaction.
+///
+/// They have names of their own rather than being `async` overloads of `put` and `bulkDocs`:
+/// Swift prefers an `async` overload inside any `async` function, so overloads would turn every
+/// existing `try store.put(...)` in async code into a compile error ("expression is 'async'
+/// but is not marked with 'await'").
+///
+/// ```swift
+/// var options = EventLog.Options()
+/// options.durability = .groupCommit
+/// let store = try DocumentStore(directory: path, options: options)
+/// let r = try await store.putAsync(#"{"_id":"w1:Home","markdown":"Hi"}"#, actor: "alice")
+/// ```
+extension DocumentStore {
+  /// ``put(_:id:rev:actor:)`` through the writer queue: durable when it returns, and sharing
+  /// one flushed commit with concurrent writers under ``EventLog/Durability/groupCommit``.
+  ///
+  /// - Throws: ``StoreError`` as ``put(_:id:rev:actor:)`` does; nothing is written then.
+  @discardableResult
+  public func putAsync(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(
+        id: docID, rev: try self.edit(input, id: docID, rev: rev, actor: actor, txn: txn))
+    }
+  }
+
+  /// ``putAsync(_:id:rev:actor:)`` for a JSON string.
+  @discardableResult
+  public func putAsync(_ json: String, id: String? = nil, rev: String? = nil, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    try await putAsync(Array(json.utf8), id: id, rev: rev, actor: actor)
+  }
+
+  /// ``delete(_:rev:actor:)`` through the writer queue.
+  @discardableResult
+  public func deleteAsync(_ id: String, rev: String, actor: String) async throws
+    -> DocumentWriteResult
+  {
+    let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(
+        id: id, rev: try self.edit(input, id: id, rev: rev, actor: actor, txn: txn))
+    }
+  }
+
+  /// ``bulkDocs(_:newEdits:actor:origin:)`` through the writer queue: every document of the
+  /// call in one transaction (which group commit may share with other calls).
+  public func bulkDocsAsync(
+    _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
+  ) async throws -> [DocumentWriteResult] {
+    let inputs = Self.bulkInputs(docs)
+    let attempt = BulkAttempt()
+    do {
+      return try await writeDocumentsQueued { txn in
+        try self.writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+      }
+    } catch  where attempt.needsSavepoints {
+      return try await writeDocumentsQueued { txn in
+        try self.writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+      }
+    }
+  }
+
+  // MARK: Shared with the synchronous writes
+
+  /// Parses a `put` and checks that the id and rev given beside the body agree with it.
+  static func putInput(_ json: [UInt8], id: String?, rev: String?) throws -> (
+    input: DocumentInput, id: String, rev: String?
+  ) {
+    let input = try DocumentInput(json: json)
+    if let id, let bodyID = input.id, bodyID != id {
+      throw StoreError.badRequest("Document id in the body does not match the URL")
+    }
+    if let rev, let bodyRev = input.rev, bodyRev != rev {
+      throw StoreError.badRequest(
+        "Document rev from request body and query string have different values")
+    }
+    return (input, id ?? input.id ?? newID(), rev ?? input.rev)
+  }
+
+  static func bulkInputs(_ docs: [JSONValue]) -> [Result<DocumentInput, StoreError>] {
+    docs.map { doc in Result { () throws(StoreError) in try DocumentInput(doc) } }
+  }
+
+  /// `_bulk_docs` on the calling thread: first without a savepoint per document (see
+  /// ``writeBulk(_:newEdits:actor:origin:attempt:txn:)``), and again with them if a document
+  /// failed after it had written.
+  func bulkWrite(
+    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String
+  ) throws -> [DocumentWriteResult] {
+    let attempt = BulkAttempt()
+    do {
+      return try writeDocuments { txn in
+        try writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+      }
+    } catch  where attempt.needsSavepoints {
+      return try writeDocuments { txn in
+        try writeBulk(
+          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+      }
+    }
+  }
+
+  /// The documents of one `_bulk_docs` call inside a transaction; a refused document leaves the
+  /// others.
+  ///
+  /// With an `attempt`, documents run without a savepoint of their own, which LMDB makes costly
+  /// (a nested transaction copies every page it touches). That is safe because a local edit
+  /// and a replicated write refuse a document before they write anything: they read the tree,
+  /// check and merge a copy, and only then append the event and apply the projections. A
+  /// document that fails after its event was appended (the position moved) sets
+  /// `attempt.needsSavepoints` and fails the transaction; the caller then runs the call again
+  /// with `attempt: nil`, a savepoint per document.
+  func writeBulk(
+    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
+    attempt: BulkAttempt?, txn: WriteTransaction
+  ) throws -> [DocumentWriteResult] {
+    var results: [DocumentWriteResult] = []
+    results.reserveCapacity(inputs.count)
+    for input in inputs {
+      switch input {
+      case .failure(let error):
+        results.append(DocumentWriteResult(id: "", rev: nil, error: error))
+      case .success(let input):
+        let id = input.id ?? (newEdits ? Self.newID() : "")
+        func write(_ txn: WriteTransaction) throws {
+          if newEdits {
+            results.append(
+              DocumentWriteResult(
+                id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+          } else {
+            try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+          }
+        }
+        do {
+          if let attempt {
+            let before = txn.nextPosition
+            do {
+              try write(txn)
+            } catch let error as LogError {
+              throw error
+            } catch {
+              // Written something: only a whole new attempt can take it back.
+              if txn.nextPosition != before { attempt.needsSavepoints = true }
+              throw error
+            }
+          } else {
+            try txn.savepoint { txn in try write(txn) }
+          }
+        } catch let error as LogError {
+          throw error
+        } catch {
+          if attempt?.needsSavepoints == true { throw error }
+          results.append(
+            DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
+        }
+      }
+    }
+    return results
+  }
+
+  /// ``writeDocuments(_:)`` on the log's writer queue: the body's document events, then every
+  /// inline projection's checkpoint, in one transaction (or one savepoint of a group commit).
+  func writeDocumentsQueued<T: Sendable>(
+    _ body: @escaping @Sendable (WriteTransaction) throws -> T
+  ) async throws -> T {
+    let keys = checkpointKeys
+    let checkpoints = self.checkpoints
+    do {
+      // Local edits and replicated writes check everything before their first write.
+      return try await log.write(failsOnlyBeforeWriting: true) { txn in
+        let first = txn.nextPosition
+        let value = try body(txn)
+        let next = txn.nextPosition
+        if next > first {
+          let checkpoint = (next.rawValue - 1).bigEndianBytes
+          for key in keys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
+        }
+        return value
+      }
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+}
+
+/// Whether a bulk write has to run again with a savepoint per document. Set on the writer's
+/// thread during the write, read by the caller after it failed.
+final class BulkAttempt: Sendable {
+  private let flag = Mutex(false)
+
+  var needsSavepoints: Bool {
+    get { flag.withLock { $0 } }
+    set { flag.withLock { $0 = newValue } }
+  }
+}
