@@ -111,11 +111,13 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   // The wikilog side of `make compare` (scripts/compare): plain executables printing figures.
   package.targets.append(
     .executableTarget(
-      name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare", swiftSettings: swiftSettings)
+      name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare",
+      swiftSettings: swiftSettings)
   )
   package.targets.append(
     .executableTarget(
-      name: "DocCompare", dependencies: ["Projections", "Log", "RevTree"], path: "Benchmarks/DocCompare",
+      name: "DocCompare", dependencies: ["Projections", "Log", "RevTree"],
+      path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )
   for (name, modules) in [
@@ -125,7 +127,9 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
     package.targets.append(
       .executableTarget(
         name: name,
-        dependencies: modules.map { .target(name: $0) } + [.product(name: "Benchmark", package: "benchmark")],
+        dependencies: modules.map { .target(name: $0) } + [
+          .product(name: "Benchmark", package: "benchmark")
+        ],
         path: "Benchmarks/\(name)",
         swiftSettings: swiftSettings,
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
