@@ -70,17 +70,21 @@ let package = Package(
     .executableTarget(
       name: "LogTestWorker", dependencies: ["Log"], path: "Tests/LogTestWorker",
       swiftSettings: swiftSettings),
+    // Child processes for the tests (workers, the `wikilog` binary); not a product.
+    .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
     .testTarget(
-      name: "LogTests", dependencies: ["Log", "LogTestWorker"], swiftSettings: swiftSettings),
+      name: "LogTests", dependencies: ["Log", "LogTestWorker", "TestSupport"],
+      swiftSettings: swiftSettings),
     .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
     // Drives the built `wikilog` binary as subprocesses; depends on it so that it is built.
-    .testTarget(name: "CLITests", dependencies: ["wikilog"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "CLITests", dependencies: ["wikilog", "TestSupport"], swiftSettings: swiftSettings),
     // A child process for the SIGKILL tests of the document store; not a product.
     .executableTarget(
       name: "ProjectionsTestWorker", dependencies: ["Projections", "Log", "RevTree"],
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
-      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker"],
+      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "ReplicationTests",

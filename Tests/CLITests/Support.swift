@@ -1,14 +1,9 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The `wikilog` executable, built beside the test bundle.
-let wikilogPath: String = {
-  let exe =
-    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    ?? CommandLine.arguments[0]
-  return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("wikilog")
-    .path
-}()
+let wikilogPath = ChildProcess.besideTests("wikilog")
 
 /// What one run of `wikilog` did.
 struct Run {
@@ -153,69 +148,7 @@ final class CLI {
   }
 }
 
-/// A running `wikilog` whose standard output lines are collected as they arrive.
-final class Background: @unchecked Sendable {
-  let process = Process()
-  let output = Pipe()
-  private let lock = NSLock()
-  private var buffer = Data()
-  private var collected: [String] = []
-
-  init(_ cli: CLI, _ arguments: [String]) throws {
-    process.executableURL = URL(fileURLWithPath: wikilogPath)
-    process.arguments = ["--db", cli.path] + arguments
-    process.environment = CLI.environment
-    process.standardOutput = output
-    process.standardError = FileHandle.standardError
-    process.standardInput = FileHandle.nullDevice
-    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self else { return }
-      self.lock.lock()
-      self.buffer.append(data)
-      while let newline = self.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-        self.collected.append(
-          String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self))
-        self.buffer.removeSubrange(self.buffer.startIndex...newline)
-      }
-      self.lock.unlock()
-      if data.isEmpty { handle.readabilityHandler = nil }
-    }
-    try process.run()
-  }
-
-  var lines: [String] {
-    lock.lock()
-    defer { lock.unlock() }
-    return collected
-  }
-
-  /// Waits until `predicate` holds for the lines so far, up to `timeout` seconds.
-  func waitFor(timeout: Double, _ predicate: ([String]) -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if predicate(lines) { return true }
-      usleep(2_000)
-    }
-    return predicate(lines)
-  }
-
-  /// Waits up to `timeout` seconds for the process to end; kills it if it does not.
-  func waitForExit(timeout: Double) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(5_000) }
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-      return false
-    }
-    return true
-  }
-
-  deinit {
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
-  }
+/// Starts `wikilog --db <cli's directory> arguments...` in the background.
+func startBackground(_ cli: CLI, _ arguments: [String]) throws -> ChildProcess {
+  try ChildProcess(wikilogPath, ["--db", cli.path] + arguments, environment: CLI.environment)
 }

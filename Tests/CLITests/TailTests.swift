@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @Suite struct TailTests {
@@ -118,7 +119,7 @@ import Testing
   func followAndInterrupt() throws {
     let cli = try CLI()
     try cli.put(#"{"_id":"first"}"#)
-    let tail = try Background(cli, ["tail", "--follow"])
+    let tail = try startBackground(cli, ["tail", "--follow"])
     #expect(tail.waitFor(timeout: 10) { $0.count == 1 })
     try cli.put(#"{"_id":"second"}"#, ["--actor", "bob"])
     let written = Date()
@@ -135,13 +136,14 @@ import Testing
   func followEndsWithItsReader() throws {
     let cli = try CLI()
     try cli.put(#"{"_id":"first"}"#)
-    let terminated = try Background(cli, ["tail", "--follow", "--history", "--format", "text"])
+    let terminated = try startBackground(
+      cli, ["tail", "--follow", "--history", "--format", "text"])
     #expect(terminated.waitFor(timeout: 10) { $0.count == 1 })
     kill(terminated.process.processIdentifier, SIGTERM)
     #expect(terminated.waitForExit(timeout: 5))
     #expect(terminated.process.terminationStatus == 0)
 
-    let piped = try Background(cli, ["tail", "--follow"])
+    let piped = try startBackground(cli, ["tail", "--follow"])
     #expect(piped.waitFor(timeout: 10) { $0.count == 1 })
     piped.output.fileHandleForReading.readabilityHandler = nil
     try piped.output.fileHandleForReading.close()
@@ -153,7 +155,7 @@ import Testing
   @Test("tail --follow with filters and a limit stops after the limit")
   func followWithLimit() throws {
     let cli = try CLI()
-    let tail = try Background(
+    let tail = try startBackground(
       cli, ["tail", "--follow", "--since", "0", "--actor", "bob", "--limit", "2"])
     try cli.put(#"{"_id":"a"}"#, ["--actor", "ann"])
     try cli.put(#"{"_id":"b"}"#, ["--actor", "bob"])

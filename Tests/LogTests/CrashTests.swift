@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Log
@@ -16,7 +17,7 @@ import Testing
     var generator = SystemRandomNumberGenerator()
     var totalAcked = 0
     for trial in 0..<trials {
-      let worker = try Worker(["append", dir.path, mode])
+      let worker = try startWorker(["append", dir.path, mode])
       // Wait until it is appending, then kill it at a random moment.
       #expect(
         worker.waitFor(timeout: 20) { $0.contains { $0.hasPrefix("ack") } },

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Log
@@ -91,7 +92,7 @@ import Testing
       try log.append([event(1)])
       log.close()
     }
-    let follower = try Worker(["follow", dir.path, "4"])
+    let follower = try startWorker(["follow", dir.path, "4"])
     defer { follower.kill() }
     #expect(follower.waitFor(timeout: 10) { $0.contains("caughtup 1") })
     let log = try EventLog(directory: dir.path)

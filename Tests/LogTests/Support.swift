@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import TestSupport
 import Testing
 
 /// A directory of its own for one test, removed when it goes away.
@@ -39,65 +40,7 @@ func expectDense(_ log: EventLog, count: Int, sourceLocation: SourceLocation = #
   #expect(try log.committedPosition == LogPosition(UInt64(count)), sourceLocation: sourceLocation)
 }
 
-/// The LogTestWorker executable, built beside the test bundle.
-var workerPath: String {
-  let exe =
-    (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-    ?? CommandLine.arguments[0]
-  return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(
-    "LogTestWorker"
-  ).path
-}
-
-/// A running LogTestWorker whose stdout lines are collected as they arrive.
-final class Worker: @unchecked Sendable {
-  let process = Process()
-  private let lock = NSLock()
-  private var buffer = Data()
-  private var collected: [String] = []
-
-  init(_ arguments: [String]) throws {
-    process.executableURL = URL(fileURLWithPath: workerPath)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.standardError
-    pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self else { return }
-      self.lock.lock()
-      self.buffer.append(data)
-      while let newline = self.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-        let line = String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self)
-        self.collected.append(line)
-        self.buffer.removeSubrange(self.buffer.startIndex...newline)
-      }
-      self.lock.unlock()
-      if data.isEmpty { handle.readabilityHandler = nil }
-    }
-    try process.run()
-  }
-
-  var lines: [String] {
-    lock.lock()
-    defer { lock.unlock() }
-    return collected
-  }
-
-  /// Waits until `predicate` holds for the lines so far, up to `timeout` seconds.
-  func waitFor(timeout: Double, _ predicate: ([String]) -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-      if predicate(lines) { return true }
-      usleep(2_000)
-    }
-    return predicate(lines)
-  }
-
-  func kill() {
-    if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    // Let the reader drain what the pipe still holds.
-    usleep(20_000)
-  }
+/// Starts the LogTestWorker executable (built beside the test bundle) with `arguments`.
+func startWorker(_ arguments: [String]) throws -> ChildProcess {
+  try ChildProcess(ChildProcess.besideTests("LogTestWorker"), arguments)
 }

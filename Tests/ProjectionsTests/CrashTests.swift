@@ -2,68 +2,8 @@ import Foundation
 import Log
 import Projections
 import RevTree
+import TestSupport
 import Testing
-
-/// A running ProjectionsTestWorker (built beside the test bundle) whose stdout lines are
-/// collected as they arrive.
-final class ChildProcess: @unchecked Sendable {
-  let process = Process()
-  private let lock = NSLock()
-  private var buffer = Data()
-  private var collected: [String] = []
-
-  static var workerPath: String {
-    let exe =
-      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-      ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: exe).deletingLastPathComponent()
-      .appendingPathComponent("ProjectionsTestWorker").path
-  }
-
-  init(_ arguments: [String]) throws {
-    process.executableURL = URL(fileURLWithPath: Self.workerPath)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.standardError
-    pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-      let data = handle.availableData
-      guard let self else { return }
-      self.lock.lock()
-      self.buffer.append(data)
-      while let newline = self.buffer.firstIndex(of: UInt8(ascii: "\n")) {
-        let line = String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self)
-        self.collected.append(line)
-        self.buffer.removeSubrange(self.buffer.startIndex...newline)
-      }
-      self.lock.unlock()
-      if data.isEmpty { handle.readabilityHandler = nil }
-    }
-    try process.run()
-  }
-
-  var lines: [String] {
-    lock.lock()
-    defer { lock.unlock() }
-    return collected
-  }
-
-  /// Waits until `predicate` holds for the lines so far, up to `timeout` seconds.
-  func waitFor(timeout: Double, _ predicate: ([String]) -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline && process.isRunning {
-      if predicate(lines) { return true }
-      usleep(2_000)
-    }
-    return predicate(lines)
-  }
-
-  func kill() {
-    if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    usleep(20_000)  // let the reader drain what the pipe still holds
-  }
-}
 
 @Suite(.serialized) struct DocumentCrashTests {
   /// Kills a writing worker at random moments, reopening the same directory each time: every
@@ -75,7 +15,8 @@ final class ChildProcess: @unchecked Sendable {
     var generator = SystemRandomNumberGenerator()
     var totalAcked = 0
     for trial in 0..<trials {
-      let worker = try ChildProcess(["write", path, mode])
+      let worker = try ChildProcess(
+        ChildProcess.besideTests("ProjectionsTestWorker"), ["write", path, mode])
       #expect(
         worker.waitFor(timeout: 20) { $0.contains { $0.hasPrefix("ack") } },
         "trial \(trial): no ack")

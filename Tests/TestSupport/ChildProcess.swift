@@ -1,0 +1,91 @@
+public import Foundation
+
+/// A child process for the tests (crash workers, cross-process followers, the `wikilog`
+/// binary), whose standard output lines are collected as they arrive. Standard error goes to
+/// the test's, standard input is empty. A process still running when this goes away is killed.
+public final class ChildProcess: @unchecked Sendable {
+  public let process = Process()
+  /// The pipe the child writes its standard output to (a test may close the reading end).
+  public let output = Pipe()
+  private let lock = NSLock()
+  private var buffer = Data()
+  private var collected: [String] = []
+
+  /// The path of an executable built beside the running test bundle, such as a test worker.
+  public static func besideTests(_ name: String) -> String {
+    let exe =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments[0]
+    return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
+  }
+
+  /// Starts `executable` with `arguments` (and `environment`, when given).
+  public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil)
+    throws
+  {
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardOutput = output
+    process.standardError = FileHandle.standardError
+    process.standardInput = FileHandle.nullDevice
+    output.fileHandleForReading.readabilityHandler = { [weak self] handle in
+      let data = handle.availableData
+      guard let self else { return }
+      self.lock.lock()
+      self.buffer.append(data)
+      while let newline = self.buffer.firstIndex(of: UInt8(ascii: "\n")) {
+        self.collected.append(
+          String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self))
+        self.buffer.removeSubrange(self.buffer.startIndex...newline)
+      }
+      self.lock.unlock()
+      if data.isEmpty { handle.readabilityHandler = nil }
+    }
+    try process.run()
+  }
+
+  /// The complete lines written so far.
+  public var lines: [String] {
+    lock.lock()
+    defer { lock.unlock() }
+    return collected
+  }
+
+  /// Waits until `predicate` holds for the lines so far, up to `timeout` seconds (less if the
+  /// process ends first).
+  public func waitFor(timeout: Double, _ predicate: ([String]) -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline && process.isRunning {
+      if predicate(lines) { return true }
+      usleep(2_000)
+    }
+    usleep(20_000)  // let the reader drain what the pipe still holds
+    return predicate(lines)
+  }
+
+  /// Waits up to `timeout` seconds for the process to end; kills it if it does not.
+  public func waitForExit(timeout: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while process.isRunning && Date() < deadline { usleep(5_000) }
+    if process.isRunning {
+      kill()
+      return false
+    }
+    return true
+  }
+
+  /// Kills the process with SIGKILL and waits for it.
+  public func kill() {
+    if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    usleep(20_000)  // let the reader drain what the pipe still holds
+  }
+
+  deinit {
+    if process.isRunning {
+      Foundation.kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+  }
+}
