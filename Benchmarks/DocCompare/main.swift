@@ -87,8 +87,23 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
   if fresh { try? FileManager.default.removeItem(atPath: dir) }
   var options = EventLog.Options(durability: durability)
   options.mapSize = 4 << 30
-  return try DocumentStore(
+  let store = try DocumentStore(
     directory: dir, options: options, projections: docsOnly ? [] : [WikiProjection()])
+  if fresh { try createWikis(store) }
+  return store
+}
+
+/// The wikis `w0`...`w99` the pages belong to (a local page edit needs its wiki), untimed.
+func createWikis(_ store: DocumentStore) throws {
+  let docs = (0..<100).map { k in
+    try! JSONValue(
+      parsing:
+        #"{"_id":"w\#(k)","type":"wiki","title":"Wiki \#(k)","owner_id":"user0","members":["user1","user2"]}"#
+    )
+  }
+  guard try store.bulkDocs(docs, actor: "bench").allSatisfy(\.ok) else {
+    fatalError("could not create the wikis")
+  }
 }
 
 func remove(_ name: String) {

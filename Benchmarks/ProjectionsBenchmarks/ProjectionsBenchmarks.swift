@@ -24,6 +24,14 @@ final class Fixture: @unchecked Sendable {
     var options = EventLog.Options(durability: durability)
     options.mapSize = 1 << 30
     store = try DocumentStore(directory: path, options: options, projections: [WikiProjection()])
+    // The wikis w0...w99 the pages belong to: a local page edit needs its wiki.
+    let wikis = (0..<100).map { k in
+      try! JSONValue(
+        parsing:
+          #"{"_id":"w\#(k)","type":"wiki","title":"Wiki \#(k)","owner_id":"user0","members":["user1"]}"#
+      )
+    }
+    precondition(try store.bulkDocs(wikis, actor: "seed").allSatisfy(\.ok))
     next = 0
     revs = []
   }
