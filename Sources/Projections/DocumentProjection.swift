@@ -9,7 +9,10 @@ import RevTree
 /// | `docs.byId` | document id (UTF-8) | ``DocumentRecord`` |
 /// | `docs.bySeq` | update seq, big-endian | document id: one row per document, at its last change |
 /// | `docs.local` | `_local` id | rev (`0-N`) and body |
-/// | `docs.meta` | `revs_limit`, `doc_count`, `doc_del_count` | big-endian numbers |
+/// | `docs.meta` | `revs_limit`, `doc_del_count` | big-endian numbers |
+///
+/// `doc_count` is not stored: it is the number of `bySeq` rows (one per document) minus
+/// `doc_del_count`. (Stores written before that kept a `doc_count` row; opening one removes it.)
 public final class DocumentProjection: Projection, DocumentEventProjection {
   public let name = "docs"
   public let databaseNames = ["byId", "bySeq", "local", "meta"]
@@ -17,6 +20,7 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
   public init() {}
 
   static let revsLimitKey = Array("revs_limit".utf8)
+  /// The key of the live-document count that earlier versions kept (see ``removeLegacyRows``).
   static let docCountKey = Array("doc_count".utf8)
   static let deletedCountKey = Array("doc_del_count".utf8)
   public static let defaultRevsLimit = 1000
@@ -25,12 +29,12 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     throws
   {
     guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
-    try apply(try DocumentEvent(decoding: event), of: event, to: storage, in: txn)
+    try apply(try DocumentEvent(decoding: event), facts: nil, of: event, to: storage, in: txn)
   }
 
   func apply(
-    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
-    in txn: WriteTransaction
+    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
+    to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
     guard let e = decoded else { return }
     switch e.kind {
@@ -121,15 +125,26 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     let key = DocumentKey.key(e.docID)
     try txn.put(record.encoded(), forKey: key, in: storage["byId"])
     try txn.put(key, forKey: position.bigEndianBytes, in: storage["bySeq"])
-    let isLive = record.isLive
-    if wasLive != isLive || !wasPresent {
-      var live = try counter(Self.docCountKey, storage: storage, txn: txn)
-      var deleted = try counter(Self.deletedCountKey, storage: storage, txn: txn)
-      if wasPresent { if wasLive { live -= 1 } else { deleted -= 1 } }
-      if isLive { live += 1 } else { deleted += 1 }
-      try txn.put(UInt64(live).bigEndianBytes, forKey: Self.docCountKey, in: storage["meta"])
-      try txn.put(UInt64(deleted).bigEndianBytes, forKey: Self.deletedCountKey, in: storage["meta"])
+    // Only the deleted count is kept: the live count is the number of documents (one `bySeq`
+    // row each) minus it, so creating or updating a live document writes no counter.
+    let wasDeleted = wasPresent && !wasLive
+    let isDeleted = !record.isLive
+    if wasDeleted != isDeleted {
+      let deleted = try counter(Self.deletedCountKey, storage: storage, txn: txn)
+      try txn.put(
+        UInt64(deleted + (isDeleted ? 1 : -1)).bigEndianBytes, forKey: Self.deletedCountKey,
+        in: storage["meta"])
     }
     return true
+  }
+
+  /// The number of live documents (`doc_count`).
+  func docCount(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
+    try txn.count(of: storage["bySeq"]) - counter(Self.deletedCountKey, storage: storage, txn: txn)
+  }
+
+  /// The number of documents whose winner is deleted (`doc_del_count`).
+  func deletedCount(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
+    try counter(Self.deletedCountKey, storage: storage, txn: txn)
   }
 }

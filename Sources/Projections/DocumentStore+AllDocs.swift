@@ -37,8 +37,7 @@ extension DocumentStore {
   /// `_all_docs`: live documents by id (UTF-8 byte order, like CouchDB's raw id order).
   public func allDocs(_ options: AllDocsOptions = AllDocsOptions()) throws -> AllDocsResult {
     try read { txn in
-      let total = try documents.counter(
-        DocumentProjection.docCountKey, storage: documentStorage, txn: txn)
+      let total = try documents.docCount(storage: documentStorage, txn: txn)
       var rows: [JSONValue] = []
       let limit = options.limit ?? .max
       func row(_ record: DocumentRecord, key: String, includeDeleted: Bool) throws -> JSONValue? {

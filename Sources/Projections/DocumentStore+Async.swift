@@ -137,6 +137,7 @@ extension DocumentStore {
   ) throws -> [DocumentWriteResult] {
     var results: [DocumentWriteResult] = []
     results.reserveCapacity(inputs.count)
+    let context = WriteContext()
     for input in inputs {
       switch input {
       case .failure(let error):
@@ -147,9 +148,11 @@ extension DocumentStore {
           if newEdits {
             results.append(
               DocumentWriteResult(
-                id: id, rev: try edit(input, id: id, rev: input.rev, actor: actor, txn: txn)))
+                id: id,
+                rev: try edit(
+                  input, id: id, rev: input.rev, actor: actor, txn: txn, context: context)))
           } else {
-            try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+            try replicate(input, id: id, actor: actor, origin: origin, txn: txn, context: context)
           }
         }
         do {

@@ -118,11 +118,12 @@ extension DocumentStore {
   {
     try writeDocuments { txn in
       let first = txn.nextPosition
+      let context = WriteContext()
       for input in revisions {
         guard let id = input.id else {
           throw StoreError.badRequest("every imported revision needs an _id")
         }
-        try replicate(input, id: id, actor: actor, origin: origin, txn: txn)
+        try replicate(input, id: id, actor: actor, origin: origin, txn: txn, context: context)
       }
       return Int(txn.nextPosition.rawValue - first.rawValue)
     }

@@ -61,10 +61,8 @@ extension DocumentStore {
     get throws {
       try read { txn in
         DatabaseInfo(
-          docCount: try documents.counter(
-            DocumentProjection.docCountKey, storage: documentStorage, txn: txn),
-          deletedDocCount: try documents.counter(
-            DocumentProjection.deletedCountKey, storage: documentStorage, txn: txn),
+          docCount: try documents.docCount(storage: documentStorage, txn: txn),
+          deletedDocCount: try documents.deletedCount(storage: documentStorage, txn: txn),
           updateSeq: try txn.lastPosition,
           revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
       }

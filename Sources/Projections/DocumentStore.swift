@@ -84,7 +84,20 @@ public final class DocumentStore: Sendable {
     }
     allProjections = [(documents, documentStorage)] + others
     checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
-    if !log.options.readOnly { try catchUp() }
+    if !log.options.readOnly {
+      try catchUp()
+      try removeLegacyRows()
+    }
+  }
+
+  /// Removes the `doc_count` row that stores written by earlier versions kept in `docs.meta`
+  /// (the count is now derived), so that `verify` finds the live projection equal to a rebuilt
+  /// one.
+  func removeLegacyRows() throws {
+    let meta = documentStorage["meta"]
+    let stale = try log.read { try $0.get(DocumentProjection.docCountKey, in: meta) } != nil
+    guard stale else { return }
+    _ = try writeDocumentsRaw { try $0.delete(DocumentProjection.docCountKey, in: meta) }
   }
 
   deinit {
@@ -121,10 +134,14 @@ public final class DocumentStore: Sendable {
 
   /// Appends one document event and applies the inline projections to it.
   @discardableResult
+  ///
+  /// `parsedBody` is the event's body as the write path parsed it (with `merged`, handed to the
+  /// inline projections as ``AppendFacts``); `context` learns that the document changed.
   func append(
     _ e: DocumentEvent, actor: String, txn: WriteTransaction, record: DocumentRecord? = nil,
-    merged: RevisionTree? = nil
+    merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil
   ) throws -> RecordedEvent {
+    context?.appended(e.docID)
     let event = try txn.append(
       NewEvent(
         type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
@@ -135,11 +152,12 @@ public final class DocumentStore: Sendable {
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
     } else {
-      try documents.apply(e, of: event, to: documentStorage, in: txn)
+      try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
     }
     var decoded: DocumentEvent?? = .some(e)
+    let facts = parsedBody.flatMap { body in merged.map { AppendFacts(body: body, tree: $0) } }
     for (projection, storage) in others {
-      try projection.apply(event, decoded: &decoded, to: storage, in: txn)
+      try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
     }
     return event
   }
@@ -158,9 +176,10 @@ public final class DocumentStore: Sendable {
 
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
   /// computes the deterministic revision, appends the event and updates the projections.
-  func edit(_ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction)
-    throws -> String
-  {
+  func edit(
+    _ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction,
+    context: WriteContext? = nil
+  ) throws -> String {
     try DocumentKey.validate(id)
     let requested: RevID?
     do {
@@ -174,7 +193,7 @@ public final class DocumentStore: Sendable {
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
-    try validate(input, id: id, local: true, txn: txn)
+    try validate(input, id: id, local: true, txn: txn, context: context)
     let body = try Self.checkedBody(input)
     let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     let path = try RevisionPath(
@@ -188,14 +207,17 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
     guard outcome.updated else { throw StoreError.conflict }
-    try append(e, actor: actor, txn: txn, record: record, merged: tree)
+    try append(
+      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
+      context: context)
     return revText
   }
 
   /// A replicated write (`new_edits=false`) inside a transaction: merges the revision and its
   /// history; appends nothing when the store already has it.
   func replicate(
-    _ input: DocumentInput, id: String, actor: String, origin: String, txn: WriteTransaction
+    _ input: DocumentInput, id: String, actor: String, origin: String, txn: WriteTransaction,
+    context: WriteContext? = nil
   ) throws {
     try DocumentKey.validate(id)
     guard let revString = input.rev else {
@@ -211,7 +233,7 @@ public final class DocumentStore: Sendable {
     guard path.leaf == rev else {
       throw StoreError.badRequest("_rev \(revString) is not the first revision of _revisions")
     }
-    try validate(input, id: id, local: false, txn: txn)
+    try validate(input, id: id, local: false, txn: txn, context: context)
     let e = DocumentEvent(
       kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
       origin: origin, body: try Self.checkedBody(input))
@@ -222,7 +244,9 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
     guard outcome.updated else { return }
-    try append(e, actor: actor, txn: txn, record: record, merged: tree)
+    try append(
+      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
+      context: context)
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).

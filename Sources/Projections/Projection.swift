@@ -1,4 +1,5 @@
 public import Log
+import RevTree
 
 /// A view of the log kept in LMDB databases of its own: applied event by event, in the append
 /// transaction (inline) or catching up from its checkpoint, and rebuildable from the log at any
@@ -33,18 +34,18 @@ public protocol Projection: AnyObject, Sendable {
 /// several projections applied to one event decode it once.
 protocol DocumentEventProjection: Projection {
   /// Applies `event`, whose document payload is `decoded` (nil when it is not a document
-  /// event).
+  /// event); `facts`, when given, is what the write path that appended it already knows.
   func apply(
-    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
-    in txn: WriteTransaction) throws
+    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
+    to storage: ProjectionStorage, in txn: WriteTransaction) throws
 }
 
 extension Projection {
   /// Applies `event`, handing the decoded document payload to projections that take it.
   /// `decoded` is filled on first use (`.some(nil)` for events that are not document events).
   func apply(
-    _ event: RecordedEvent, decoded: inout DocumentEvent??, to storage: ProjectionStorage,
-    in txn: WriteTransaction
+    _ event: RecordedEvent, decoded: inout DocumentEvent??, facts: AppendFacts? = nil,
+    to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
     guard let p = self as? any DocumentEventProjection else {
       return try apply(event, to: storage, in: txn)
@@ -53,8 +54,18 @@ extension Projection {
       decoded = .some(
         DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
     }
-    try p.apply(decoded!, of: event, to: storage, in: txn)
+    try p.apply(decoded!, facts: facts, of: event, to: storage, in: txn)
   }
+}
+
+/// What the write path knows of a document event it has just appended, handed to the inline
+/// projections so that they need not work it out again from the event's bytes.
+struct AppendFacts {
+  /// The event's body, parsed (the value its bytes parse to).
+  var body: JSONValue
+  /// The document's revision tree after the event, as the documents projection merged it
+  /// (bodies pointing to log positions).
+  var tree: RevisionTree
 }
 
 /// The databases of one projection, by logical name.

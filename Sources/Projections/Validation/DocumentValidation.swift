@@ -118,18 +118,33 @@ enum TouchWikiSchema {
 
 extension DocumentStore {
   /// Checks a revision about to be written against the store's ``DocumentValidation``.
+  ///
+  /// `context` remembers, for the rest of a bulk write, which wikis were found.
   func validate(
-    _ input: DocumentInput, id: String, local: Bool, txn: ReadTransaction
+    _ input: DocumentInput, id: String, local: Bool, txn: ReadTransaction,
+    context: WriteContext? = nil
   ) throws {
     guard validation == .touchWiki,
       let wiki = try TouchWikiSchema.check(id: id, body: input.body, deleted: input.deleted),
       local
     else { return }
-    guard let record = try documents.record(wiki, storage: documentStorage, txn: txn),
-      let winner = record.tree.winner, winner.status == .available, let at = winner.body,
-      try body(at: at, txn: txn)["type"]?.stringValue == "wiki"
-    else {
+    let exists: Bool
+    if let known = context?.wiki(wiki) {
+      exists = known
+    } else {
+      exists = try wikiExists(wiki, txn: txn)
+      context?.remember(wiki: wiki, exists: exists)
+    }
+    guard exists else {
       throw StoreError.validation("the wiki '\(wiki)' of page '\(id)' does not exist")
     }
+  }
+
+  /// Whether the winning revision of document `wiki` is live and of type `"wiki"`.
+  func wikiExists(_ wiki: String, txn: ReadTransaction) throws -> Bool {
+    guard let record = try documents.record(wiki, storage: documentStorage, txn: txn),
+      let winner = record.tree.winner, winner.status == .available, let at = winner.body
+    else { return false }
+    return try body(at: at, txn: txn)["type"]?.stringValue == "wiki"
   }
 }

@@ -15,31 +15,40 @@
 enum WikiLinks {
   /// The distinct link targets of `markdown`, sorted by their UTF-8 bytes.
   static func targets(in markdown: String) -> [String] {
-    let bytes = Array(markdown.utf8)
+    var markdown = markdown
+    return markdown.withUTF8 { targets(inUTF8: $0) }
+  }
+
+  /// ``targets(in:)`` over the Markdown's UTF-8 bytes.
+  static func targets(inUTF8 bytes: UnsafeBufferPointer<UInt8>) -> [String] {
     let open = UInt8(ascii: "[")
     let close = UInt8(ascii: "]")
     let newline = UInt8(ascii: "\n")
     var found: [[UInt8]] = []
     var i = 0
-    scanning: while i + 1 < bytes.count {
+    let count = bytes.count
+    scanning: while i + 1 < count {
       guard bytes[i] == open, bytes[i + 1] == open else {
         i += 1
         continue
       }
       // `[[[`: the link opens at the last two brackets of the run.
-      while i + 2 < bytes.count, bytes[i + 2] == open { i += 1 }
+      while i + 2 < count, bytes[i + 2] == open { i += 1 }
       var j = i + 2
-      while j + 1 < bytes.count {
-        if bytes[j] == newline {
+      while j + 1 < count {
+        let b = bytes[j]
+        if b == newline {
           i = j + 1
           continue scanning
         }
-        if bytes[j] == open, bytes[j + 1] == open {
+        if b == open, bytes[j + 1] == open {
           i = j
           continue scanning
         }
-        if bytes[j] == close, bytes[j + 1] == close {
-          if let target = target(bytes[(i + 2)..<j]) { found.append(target) }
+        if b == close, bytes[j + 1] == close {
+          if let target = target(UnsafeBufferPointer(rebasing: bytes[(i + 2)..<j])) {
+            found.append(target)
+          }
           i = j + 2
           continue scanning
         }
@@ -47,14 +56,30 @@ enum WikiLinks {
       }
       break
     }
-    return sortedUniqueByBytes(found.map { String(decoding: $0, as: UTF8.self) })
+    if found.isEmpty { return [] }
+    if found.count > 1 {
+      found.sort { $0.lexicographicallyPrecedes($1) }
+    }
+    var out: [String] = []
+    out.reserveCapacity(found.count)
+    var previous: [UInt8]? = nil
+    for target in found where target != previous {
+      out.append(String(decoding: target, as: UTF8.self))
+      previous = target
+    }
+    return out
   }
 
   /// The trimmed target of a link's inside (`target|label`), nil when empty.
-  private static func target(_ inside: ArraySlice<UInt8>) -> [UInt8]? {
-    let name =
-      inside.split(separator: UInt8(ascii: "|"), maxSplits: 1, omittingEmptySubsequences: false)
-      .first ?? []
+  private static func target(_ inside: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
+    let name = UnsafeBufferPointer(
+      rebasing: inside[..<(inside.firstIndex(of: UInt8(ascii: "|")) ?? inside.endIndex)])
+    // ASCII without a space or control character at either end: nothing to trim.
+    if let first = name.first, let last = name.last, first > 0x20, first < 0x7F, last > 0x20,
+      last < 0x7F, name.allSatisfy({ $0 < 0x80 })
+    {
+      return Array(name)
+    }
     let scalars = String(decoding: name, as: UTF8.self).unicodeScalars
     guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
       let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })

@@ -65,17 +65,17 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     throws
   {
     guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
-    try apply(try DocumentEvent(decoding: event), of: event, to: storage, in: txn)
+    try apply(try DocumentEvent(decoding: event), facts: nil, of: event, to: storage, in: txn)
   }
 
   func apply(
-    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
-    in txn: WriteTransaction
+    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
+    to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
     guard let e = decoded else { return }
     switch e.kind {
     case .edit, .replicated:
-      try applyDocument(e, event: event, storage, txn)
+      try applyDocument(e, event: event, facts: facts, storage, txn)
     case .revsLimit:
       try txn.put(
         UInt64(e.revsLimit).bigEndianBytes, forKey: event.position.rawValue.bigEndianBytes,
@@ -117,31 +117,45 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
+  /// `facts` are the body and the merged tree when the write path has them at hand: the same
+  /// body the event's bytes parse to, and the tree this projection's own copy becomes (both
+  /// merge the document's events with the revs_limit in force at each), so neither is
+  /// recomputed; replay (`facts` nil) computes both from the log.
   func applyDocument(
-    _ e: DocumentEvent, event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction
+    _ e: DocumentEvent, event: RecordedEvent, facts: AppendFacts? = nil,
+    _ storage: ProjectionStorage, _ txn: WriteTransaction
   ) throws {
     guard let target = Target(e.docID) else { return }
     let position = event.position.rawValue
     let treeKey = Array(e.docID.utf8)
     var tree: RevisionTree
     // The event's body, parsed at most once.
-    var parsedBody: JSONValue?? = nil
+    var parsedBody: JSONValue?? = facts.map { .some($0.body) }
     func eventBody() -> JSONValue? {
       if let parsedBody { return parsedBody }
       let json = try? JSONValue(parsing: e.body)
       parsedBody = .some(json)
       return json
     }
-    if let bytes = try txn.get(treeKey, in: storage["trees"]) {
-      tree = try RevisionTree(decoding: bytes)
-    } else {
+    let stored = try txn.get(treeKey, in: storage["trees"])
+    if stored == nil {
       // Untracked: no earlier live revision had this type, so none can win but this one.
       guard !e.deleted, eventBody()?["type"]?.stringValue == target.type else { return }
-      tree = try replayedTree(e.docID, before: event, storage, txn)
     }
-    let outcome = try DocumentProjection.merge(
-      e, into: &tree, body: position, revsLimit: try revsLimit(at: position, storage, txn))
-    guard outcome.updated else { return }
+    if let facts, stored != nil || event.streamVersion == 1 {
+      // Tracked, so this projection's tree is the documents projection's before the event; or
+      // the document's first event, merged into an empty tree by both.
+      tree = facts.tree
+    } else {
+      if let stored {
+        tree = try RevisionTree(decoding: stored)
+      } else {
+        tree = try replayedTree(e.docID, before: event, storage, txn)
+      }
+      let outcome = try DocumentProjection.merge(
+        e, into: &tree, body: position, revsLimit: try revsLimit(at: position, storage, txn))
+      guard outcome.updated else { return }
+    }
     // (The winner does not depend on node order, so the decoded tree agrees with this one.)
     try txn.put(tree.encoded(), forKey: treeKey, in: storage["trees"])
 
@@ -253,11 +267,27 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   // MARK: Keys
 
   static func pageKey(_ wiki: String, _ title: String) -> [UInt8] {
-    Array(wiki.utf8) + [0] + Array(title.utf8)
+    var key: [UInt8] = []
+    key.reserveCapacity(wiki.utf8.count + title.utf8.count + 1)
+    key.append(contentsOf: wiki.utf8)
+    key.append(0)
+    key.append(contentsOf: title.utf8)
+    return key
   }
 
   static func backlinkKey(_ wiki: String, to: String, from: String) -> [UInt8] {
-    Array(wiki.utf8) + [0] + Array(to.utf8) + [0] + Array(from.utf8)
+    backlinkKey(wiki, to: Array(to.utf8), from: from)
+  }
+
+  static func backlinkKey(_ wiki: String, to: [UInt8], from: String) -> [UInt8] {
+    var key: [UInt8] = []
+    key.reserveCapacity(wiki.utf8.count + to.count + from.utf8.count + 2)
+    key.append(contentsOf: wiki.utf8)
+    key.append(0)
+    key.append(contentsOf: to)
+    key.append(0)
+    key.append(contentsOf: from.utf8)
+    return key
   }
 
   static func membershipKey(_ wiki: String, _ position: UInt64) -> [UInt8] {
@@ -306,33 +336,52 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   ) throws {
     let key = Self.pageKey(wiki, title)
     let oldRow = try txn.get(key, in: storage["pages"])
-    var oldLinks: [String] = []
+    var oldLinks: [[UInt8]] = []
     if let bytes = try txn.get(key, in: storage["links"]) {
       var r = ByteReader(bytes)
-      oldLinks = try r.strings()
+      let count = try r.int()
+      guard count <= bytes.count else { throw ByteReader.Truncated() }
+      oldLinks.reserveCapacity(count)
+      for _ in 0..<count { oldLinks.append(Array(try r.data())) }
     }
     let newRow = page?.row.encoded()
-    let newLinks = (page?.links ?? []).filter {
-      !$0.utf8.contains(0)
-        && Self.backlinkKey(wiki, to: $0, from: title).count <= Self.maxKeyBytes
+    // Both lists are sorted by bytes and free of duplicates (the stored one was written from
+    // such a list), so they are compared and diffed in one walk.
+    let fixed = wiki.utf8.count + title.utf8.count + 2
+    let newLinks = (page?.links ?? []).lazy.map { Array($0.utf8) }.filter {
+      !$0.contains(0) && fixed + $0.count <= Self.maxKeyBytes
     }
-    let oldTargets = Set(oldLinks.map { Array($0.utf8) })
-    let newTargets = Set(newLinks.map { Array($0.utf8) })
-    guard oldRow != newRow || oldTargets != newTargets else { return }
+    let linksChanged = oldLinks != Array(newLinks)
+    guard oldRow != newRow || linksChanged else { return }
 
-    for target in oldLinks where !newTargets.contains(Array(target.utf8)) {
-      try txn.delete(Self.backlinkKey(wiki, to: target, from: title), in: storage["backlinks"])
-    }
-    for target in newLinks where !oldTargets.contains(Array(target.utf8)) {
-      try txn.put(
-        [], forKey: Self.backlinkKey(wiki, to: target, from: title), in: storage["backlinks"])
-    }
-    if newLinks.isEmpty {
-      try txn.delete(key, in: storage["links"])
-    } else {
-      var w = ByteWriter()
-      w.strings(newLinks)
-      try txn.put(w.bytes, forKey: key, in: storage["links"])
+    if linksChanged {
+      let added = Array(newLinks)
+      var a = 0
+      var b = 0
+      while a < oldLinks.count || b < added.count {
+        if b == added.count
+          || (a < oldLinks.count && oldLinks[a].lexicographicallyPrecedes(added[b]))
+        {
+          try txn.delete(
+            Self.backlinkKey(wiki, to: oldLinks[a], from: title), in: storage["backlinks"])
+          a += 1
+        } else if a == oldLinks.count || added[b].lexicographicallyPrecedes(oldLinks[a]) {
+          try txn.put(
+            [], forKey: Self.backlinkKey(wiki, to: added[b], from: title), in: storage["backlinks"])
+          b += 1
+        } else {
+          a += 1
+          b += 1
+        }
+      }
+      if added.isEmpty {
+        try txn.delete(key, in: storage["links"])
+      } else {
+        var w = ByteWriter()
+        w.varint(added.count)
+        for target in added { w.data(target) }
+        try txn.put(w.bytes, forKey: key, in: storage["links"])
+      }
     }
     if let newRow {
       try txn.put(newRow, forKey: key, in: storage["pages"])

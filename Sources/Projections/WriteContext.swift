@@ -1,0 +1,22 @@
+/// What one write body (a `_bulk_docs` call, an import, one group-commit member) learns while it
+/// runs, kept so that the documents after the first need not look it up again.
+///
+/// It only ever remembers what it *read* from the transaction, and forgets a document's entry
+/// whenever that document is appended to, so it can never answer with a state the transaction
+/// does not hold: a savepoint that is rolled back leaves at worst a forgotten entry, which is
+/// read again. It lives for one body on the writer's thread and is never shared.
+final class WriteContext {
+  /// Whether a wiki (by id) exists for local page edits: see ``DocumentStore/validate``.
+  private var wikiExists: [String: Bool] = [:]
+
+  init() {}
+
+  func wiki(_ id: String) -> Bool? { wikiExists[id] }
+
+  func remember(wiki id: String, exists: Bool) { wikiExists[id] = exists }
+
+  /// Called for every document event appended in the body.
+  func appended(_ docID: String) {
+    if !wikiExists.isEmpty { wikiExists[docID] = nil }
+  }
+}
