@@ -76,6 +76,24 @@ final class TypeCounter: Projection {
     #expect(try s.verify("typecount").isEmpty)
   }
 
+  @Test("the doc_count row of stores written by earlier versions is removed when they open")
+  func legacyDocCountRow() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let a = try s.put(#"{"_id":"a"}"#, actor: "u")
+    try s.put(#"{"_id":"b"}"#, actor: "u")
+    try s.delete("a", rev: a.rev!, actor: "u")
+    // What the earlier projection kept beside doc_del_count: the live count.
+    let meta = try s.log.database(named: "docs.meta")
+    try s.log.write { txn in
+      try txn.put(UInt64(1).bigEndianBytes, forKey: Array("doc_count".utf8), in: meta)
+    }
+    #expect(try !s.verify("docs").isEmpty)
+    try t.reopen()
+    #expect(try t.store.verify("docs").isEmpty)
+    #expect(try t.store.info.docCount == 1 && t.store.info.deletedDocCount == 1)
+  }
+
   @Test("a projection added later catches up from the log when the store opens")
   func lateProjectionCatchesUp() throws {
     let t = try TestStore()

@@ -95,6 +95,29 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     }
   }
 
+  @Test("within one _bulk_docs call, a page sees the wiki as the documents before it left it")
+  func wikiChangesInsideOneBulkCall() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let page = { (id: String) in
+      json(doc("w1:\(id)", #""type":"page","wiki_id":"w1","markdown":"x""#))
+    }
+    // No wiki yet; then the wiki; then pages of it; then the wiki deleted and a page refused.
+    let first = try s.bulkDocs([page("A"), json(wiki), page("B"), page("C")], actor: "ann")
+    #expect(first.map { $0.error?.status } == [403, nil, nil, nil])
+    let wikiRev = try #require(first[1].rev)
+    let second = try s.bulkDocs(
+      [
+        page("D"), json(#"{"_id":"w1","_rev":"\#(wikiRev)","_deleted":true}"#), page("E"),
+        json(
+          #"{"_id":"w1","type":"wiki","title":"Again","owner_id":"ann","members":[],"_rev":"2-x"}"#
+        ),
+      ], actor: "ann")
+    #expect(second.map { $0.error?.status } == [nil, nil, 403, 409])
+    #expect(try s.info.docCount == 3 && s.info.deletedDocCount == 1)
+    #expect(try s.verify("docs").isEmpty)
+  }
+
   @Test("replicated pages need no wiki, but field types and JSON objects are still checked")
   func replicatedWrites() throws {
     let t = try TestStore()
