@@ -106,6 +106,16 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
     record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
   ) throws -> Bool {
+    try applyDocumentTree(
+      e, at: position, storage: storage, txn: txn, record: loaded, merged: merged) != nil
+  }
+
+  /// ``applyDocument(_:at:storage:txn:record:merged:)``, returning the document's tree after the
+  /// event (nil when the event changed nothing).
+  func applyDocumentTree(
+    _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
+    record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
+  ) throws -> RevisionTree? {
     var record =
       try loaded ?? self.record(e.docID, storage: storage, txn: txn)
       ?? DocumentRecord(docID: e.docID)
@@ -116,7 +126,7 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     } else {
       let outcome = try Self.merge(
         e, into: &record.tree, body: position, revsLimit: try revsLimit(storage: storage, txn: txn))
-      guard outcome.updated else { return false }
+      guard outcome.updated else { return nil }
     }
     if record.updateSeq != 0 {
       try txn.delete(record.updateSeq.bigEndianBytes, in: storage["bySeq"])
@@ -135,7 +145,7 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
         UInt64(deleted + (isDeleted ? 1 : -1)).bigEndianBytes, forKey: Self.deletedCountKey,
         in: storage["meta"])
     }
-    return true
+    return record.tree
   }
 
   /// The number of live documents (`doc_count`).

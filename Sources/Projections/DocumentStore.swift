@@ -422,6 +422,46 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// Rebuilds every projection from scratch in one pass over the log: each event is decoded
+  /// once, and the projections after the documents take the document's merged tree from it
+  /// (as they do on the write path) instead of merging their own copy again.
+  ///
+  /// One transaction, like ``rebuild(_:)``: readers see the old state until the new one is
+  /// complete.
+  public func rebuildAll() throws {
+    try writeDocumentsRaw { txn in
+      for (_, storage) in allProjections {
+        for db in storage.all { try txn.removeAll(in: db) }
+      }
+      var last: UInt64 = 0
+      try txn.forEachEvent(from: 1) { event in
+        try applyAll(event, txn: txn)
+        last = event.position.rawValue
+        return true
+      }
+      for key in checkpointKeys { try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints) }
+    }
+  }
+
+  /// Applies one event of the log to every projection, the documents first.
+  func applyAll(_ event: RecordedEvent, txn: WriteTransaction) throws {
+    var decoded: DocumentEvent?? = .some(
+      DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
+    var facts: AppendFacts? = nil
+    if let e = decoded!, e.kind == .edit || e.kind == .replicated {
+      if let tree = try documents.applyDocumentTree(
+        e, at: event.position.rawValue, storage: documentStorage, txn: txn)
+      {
+        facts = AppendFacts(body: nil, tree: tree)
+      }
+    } else {
+      try documents.apply(decoded!, facts: nil, of: event, to: documentStorage, in: txn)
+    }
+    for (projection, storage) in others {
+      try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
+    }
+  }
+
   /// Rebuilds a projection into scratch databases and compares them with the live ones, entry
   /// by entry, in one snapshot. Returns the differences found (empty when they agree); the
   /// scratch databases are emptied again.

@@ -61,8 +61,8 @@ extension Projection {
 /// What the write path knows of a document event it has just appended, handed to the inline
 /// projections so that they need not work it out again from the event's bytes.
 struct AppendFacts {
-  /// The event's body, parsed (the value its bytes parse to).
-  var body: JSONValue
+  /// The event's body, parsed (the value its bytes parse to); nil when not parsed yet.
+  var body: JSONValue?
   /// The document's revision tree after the event, as the documents projection merged it
   /// (bodies pointing to log positions).
   var tree: RevisionTree

@@ -59,6 +59,10 @@ final class TypeCounter: Projection {
     try s.rebuild("typecount")
     #expect(try s.changes(ChangesOptions()) == before)
     #expect(try s.allDocs() == allBefore)
+    try s.rebuildAll()
+    #expect(try s.changes(ChangesOptions()) == before)
+    #expect(try s.allDocs() == allBefore)
+    #expect(try s.verify("docs").isEmpty && s.verify("typecount").isEmpty)
     #expect(try s.log.verify().isValid)
   }
 

@@ -353,6 +353,10 @@ private func hash(_ rev: String) -> String { String(rev.split(separator: "-")[1]
     try w.s.rebuild("wiki")
     #expect(try w.answers(wikis: wikis, titles: titles, users: users) == before)
     #expect(try w.s.verify("wiki") == [])
+    // Every projection in one pass, the wiki taking the documents' merged trees.
+    try w.s.rebuildAll()
+    #expect(try w.answers(wikis: wikis, titles: titles, users: users) == before)
+    #expect(try w.s.verify("wiki") == [] && w.s.verify("docs") == [])
   }
 
   @Test("a wiki projection added to an existing store catches up with the documents")

@@ -130,7 +130,8 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     let treeKey = Array(e.docID.utf8)
     var tree: RevisionTree
     // The event's body, parsed at most once.
-    var parsedBody: JSONValue?? = facts.map { .some($0.body) }
+    var parsedBody: JSONValue?? = nil
+    if let body = facts?.body { parsedBody = .some(body) }
     func eventBody() -> JSONValue? {
       if let parsedBody { return parsedBody }
       let json = try? JSONValue(parsing: e.body)

@@ -127,7 +127,8 @@ struct Rebuild: ParsableCommand {
     abstract: "Rebuild projections from the log.",
     discussion: """
       Clears a projection's databases and replays the whole log into them, in one transaction:
-      readers see the old state until the new one is complete. Without a name, every projection.
+      readers see the old state until the new one is complete. Without a name, every projection,
+      in one pass over the log.
 
       Examples:
         wikilog rebuild
@@ -147,11 +148,17 @@ struct Rebuild: ParsableCommand {
     }
     let progress = Progress()
     let events = try db.store.log.committedPosition
-    for name in projection.map({ [$0] }) ?? names {
-      progress.update("rebuilding \(name) from \(events) events…")
-      try db.store.rebuild(name)
+    if let projection {
+      progress.update("rebuilding \(projection) from \(events) events…")
+      try db.store.rebuild(projection)
       progress.finish()
-      printText("rebuilt \(name) from \(events) events")
+      printText("rebuilt \(projection) from \(events) events")
+    } else {
+      // Every projection in one pass over the log.
+      progress.update("rebuilding \(names.joined(separator: ", ")) from \(events) events…")
+      try db.store.rebuildAll()
+      progress.finish()
+      for name in names { printText("rebuilt \(name) from \(events) events") }
     }
   }
 }
