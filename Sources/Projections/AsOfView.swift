@@ -219,10 +219,7 @@ extension DocumentStore {
                   "the as-of copy of event \(original.position) landed at \(copy.position)",
                   status: 500)
               }
-              var decoded: DocumentEvent?? = nil
-              for (projection, storage) in allProjections {
-                try projection.apply(original, decoded: &decoded, to: storage, in: txn)
-              }
+              try applyAll(original, txn: txn)
             }
             pending.removeAll(keepingCapacity: true)
           }
