@@ -143,6 +143,36 @@ struct WikiRow: Equatable {
     lastMicroseconds = Int64(bitPattern: try r.varint())
   }
 
+  /// `bytes` (an encoded row, or nil for ``empty``) with the page count moved by `delta` and
+  /// the last update set, re-encoded without decoding the document part (the page path's
+  /// per-write update). Also returns whether the row then holds a document or any page.
+  static func updatingSummary(
+    _ bytes: [UInt8]?, pageCountDelta delta: Int, position: UInt64, microseconds: Int64
+  ) throws -> (bytes: [UInt8], keep: Bool) {
+    guard let bytes else {
+      var row = WikiRow.empty
+      row.pageCount = delta
+      row.lastPosition = position
+      row.lastMicroseconds = microseconds
+      return (row.encoded(), delta != 0)
+    }
+    var r = ByteReader(bytes)
+    guard try r.byte() == Self.format else { throw WikiRowError.corrupt("wiki") }
+    let hasDoc = try r.byte() & 1 != 0
+    for _ in 0..<3 { _ = try r.data() }  // rev, title, owner
+    let members = try r.int()
+    guard members <= bytes.count else { throw WikiRowError.corrupt("wiki") }
+    for _ in 0..<members { _ = try r.data() }
+    let tail = r.offset
+    let pageCount = try r.int() + delta
+    var w = ByteWriter(capacity: tail + 16)
+    w.raw(bytes[..<tail])
+    w.varint(pageCount)
+    w.varint(position)
+    w.varint(UInt64(bitPattern: microseconds))
+    return (w.bytes, hasDoc || pageCount != 0)
+  }
+
   func summary(id: String) -> WikiSummary? {
     guard let doc else { return nil }
     return WikiSummary(

@@ -352,11 +352,11 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     let newLinks = (page?.links ?? []).lazy.map { Array($0.utf8) }.filter {
       !$0.contains(0) && fixed + $0.count <= Self.maxKeyBytes
     }
-    let linksChanged = oldLinks != Array(newLinks)
+    let added = Array(newLinks)
+    let linksChanged = oldLinks != added
     guard oldRow != newRow || linksChanged else { return }
 
     if linksChanged {
-      let added = Array(newLinks)
       var a = 0
       var b = 0
       while a < oldLinks.count || b < added.count {
@@ -391,12 +391,15 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
 
     let wikiKey = Array(wiki.utf8)
-    var summary =
-      try txn.get(wikiKey, in: storage["wikis"]).map { try WikiRow(decoding: $0) } ?? .empty
-    summary.pageCount += (newRow == nil ? 0 : 1) - (oldRow == nil ? 0 : 1)
-    summary.lastPosition = event.position.rawValue
-    summary.lastMicroseconds = event.timestampMicroseconds
-    try store(summary, key: wikiKey, storage, txn)
+    let summary = try WikiRow.updatingSummary(
+      try txn.get(wikiKey, in: storage["wikis"]),
+      pageCountDelta: (newRow == nil ? 0 : 1) - (oldRow == nil ? 0 : 1),
+      position: event.position.rawValue, microseconds: event.timestampMicroseconds)
+    if summary.keep {
+      try txn.put(summary.bytes, forKey: wikiKey, in: storage["wikis"])
+    } else {
+      try txn.delete(wikiKey, in: storage["wikis"])
+    }
   }
 
   /// Writes a `wikis` row, or removes it when it holds neither a document nor pages.
