@@ -9,7 +9,7 @@ import RevTree
 // TouchWiki pages with two [[links]]; the stores have the projections a wikilog database has
 // (documents and wiki). Request bodies are parsed before `startMeasurement()`: these measure
 // the store. (Benchmarks/DocCompare measures the same with the parse included, for
-// `make compare`.) As-of views are not benchmarked yet: they are being written.
+// `make compare`.)
 
 /// A store in a temporary directory, shared by the iterations of one benchmark.
 final class Fixture: @unchecked Sendable {
@@ -31,7 +31,8 @@ final class Fixture: @unchecked Sendable {
           #"{"_id":"w\#(k)","type":"wiki","title":"Wiki \#(k)","owner_id":"user0","members":["user1"]}"#
       )
     }
-    precondition(try store.bulkDocs(wikis, actor: "seed").allSatisfy(\.ok))
+    let created = try store.bulkDocs(wikis, actor: "seed")
+    precondition(created.allSatisfy(\.ok))
     next = 0
     revs = []
   }
@@ -228,14 +229,29 @@ let benchmarks: @Sendable () -> Void = {
     "rebuild: documents and wiki projections from 100,000 events (throughput = rebuilds)",
     configuration: .init(maxIterations: 10),
     closure: { benchmark in
-      for _ in benchmark.scaledIterations {
-        for name in rebuild.store.projectionNames { try rebuild.store.rebuild(name) }
-      }
+      for _ in benchmark.scaledIterations { try rebuild.store.rebuildAll() }
     },
     setup: {
       try rebuild.open("rebuild", .unsynced)
       try rebuild.seed(feedDocs, then: .unsynced)
     }, teardown: { rebuild.close() })
+
+  let asOf = Fixture()
+  Benchmark(
+    "as-of view: the whole store as of position 100,000 (throughput = views)",
+    configuration: .init(maxIterations: 10),
+    closure: { benchmark in
+      for _ in benchmark.scaledIterations {
+        let view = try asOf.store.asOf(LogPosition(UInt64(feedDocs)))
+        let count = try view.info.docCount
+        precondition(count > 0)
+        view.close()
+      }
+    },
+    setup: {
+      try asOf.open("asof", .unsynced)
+      try asOf.seed(feedDocs, then: .unsynced)
+    }, teardown: { asOf.close() })
 
   // MARK: Pathological revision trees, through the store
   // (1,000 leaves: building 10,000 through the store takes minutes, each write re-reading and
