@@ -442,13 +442,13 @@ public final class EventLog: Sendable {
         do {
           value = try body(txn)
         } catch {
-          txn.isLive = false
+          txn.end()
           raw.abort()
           writer.cacheValid = false
           if txn.sawMapFull { return .mapFull }
           throw error
         }
-        txn.isLive = false
+        txn.end()
         let id = raw.id
         do throws(LMDBError) {
           try raw.commit()

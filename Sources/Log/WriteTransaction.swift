@@ -32,10 +32,25 @@ public final class WriteTransaction: ReadTransaction {
   var mutationCount = 0
   /// Set when LMDB reported that the map or the transaction is full: the caller grows and retries.
   var sawMapFull = false
+  /// A cursor on `log.streams` for single appends, opened on first use and closed by ``end()``.
+  private var streamCursor: RawCursor?
 
   init(log: EventLog, raw: RawTransaction, writer: WriterState) {
     self.writer = writer
     super.init(log: log, raw: raw)
+  }
+
+  /// Ends the transaction's use: later calls fail their precondition. Called before the raw
+  /// transaction commits or aborts, because a write transaction's cursors must be closed while
+  /// it is live (lmdb.h, mdb_cursor_close).
+  func end() {
+    isLive = false
+    closeCursors()
+  }
+
+  private func closeCursors() {
+    streamCursor?.close()
+    streamCursor = nil
   }
 
   @inline(__always)
@@ -68,7 +83,64 @@ public final class WriteTransaction: ReadTransaction {
   ///   expected version does not hold (nothing is written).
   @discardableResult
   public func append(_ event: NewEvent) throws(LogError) -> RecordedEvent {
-    try append(contentsOf: [event]).events[0]
+    try performWrite { try appendOne(event) }
+  }
+
+  /// One event: its stream's head is read and moved with one B-tree search on `log.streams`
+  /// (``RawTransaction/advanceStream(cursor:key:expected:position:streams:streamIndex:)``), and
+  /// no arrays are built.
+  private func appendOne(_ event: NewEvent) throws -> RecordedEvent {
+    let position = writer.nextPosition
+    var version: UInt64 = 0
+    var previous: UInt64 = 0
+    if event.stream.isEmpty {
+      guard event.expectedVersion == .any else {
+        throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+      }
+    } else {
+      let cursor: RawCursor
+      if let open = streamCursor {
+        cursor = open
+      } else {
+        cursor = try raw.openCursor(log.dbs.streams)
+        streamCursor = cursor
+      }
+      let expected = event.expectedVersion
+      let advance = try raw.advanceStream(
+        cursor: cursor, stream: event.stream, expected: expected, position: position,
+        streams: log.dbs.streams, streamIndex: log.dbs.streamIndex)
+      switch advance {
+      case .advanced(let v, let p):
+        version = v
+        previous = p
+      case .wrongVersion(let actual):
+        throw LogError.wrongExpectedVersion(
+          stream: event.stream, expected: expected, actual: actual)
+      case .malformedHead:
+        throw LogError.corruptDatabase(
+          path: log.path, reason: "the head of stream '\(event.stream)' is malformed")
+      }
+      // Keep the batch path's cache of stream heads in step (it is empty unless batches ran).
+      if !writer.streamCache.isEmpty {
+        writer.streamCache[event.stream]?.head = StreamHead(version: version, last: position)
+      }
+    }
+    let timestamp = max(Self.now(), writer.lastTimestamp)
+    try EventRecord.append(
+      .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
+      event, into: log.dbs.events, of: raw)
+    writer.nextPosition = position + 1
+    writer.lastTimestamp = timestamp
+    appendedCount += 1
+    return RecordedEvent(
+      position: LogPosition(position), streamVersion: version, timestampMicroseconds: timestamp,
+      type: event.type, stream: event.stream, actor: event.actor, payload: event.payload)
+  }
+
+  /// Microseconds since 1970.
+  @inline(__always)
+  static func now() -> Int64 {
+    Int64(Date().timeIntervalSince1970 * 1_000_000)
   }
 
   /// Appends a batch of events atomically and returns them as recorded.
@@ -97,6 +169,9 @@ public final class WriteTransaction: ReadTransaction {
         idempotencyEntry = key
       }
       guard !events.isEmpty else { return AppendResult(events: [], isDuplicate: false) }
+      if events.count == 1 && idempotencyKey == nil {
+        return AppendResult(events: [try appendOne(events[0])], isDuplicate: false)
+      }
 
       // Check every expectation before writing anything, working on the writer's stream cache
       // with an undo list, so that a failed check leaves the cache as it was.
@@ -139,8 +214,7 @@ public final class WriteTransaction: ReadTransaction {
         throw error
       }
 
-      let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
-      let timestamp = max(now, writer.lastTimestamp)
+      let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
       for i in events.indices {
@@ -268,6 +342,9 @@ public final class WriteTransaction: ReadTransaction {
   /// error is rethrown; this transaction goes on.
   public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     ensureLive()
+    // lmdb.h: a parent "and its cursors may not issue any other operations" while a child is
+    // active, so this one's cursor is closed before the child begins, and reopened when needed.
+    closeCursors()
     let childRaw: RawTransaction
     do throws(LMDBError) {
       childRaw = try log.env.beginWrite(parent: raw)
@@ -282,7 +359,7 @@ public final class WriteTransaction: ReadTransaction {
     do {
       value = try body(child)
     } catch {
-      child.isLive = false
+      child.end()
       childRaw.abort()
       writer.nextPosition = saved.0
       writer.lastTimestamp = saved.1
@@ -290,7 +367,7 @@ public final class WriteTransaction: ReadTransaction {
       if child.sawMapFull { sawMapFull = true }
       throw error
     }
-    child.isLive = false
+    child.end()
     do throws(LMDBError) {
       try childRaw.commit()
     } catch {
