@@ -13,6 +13,10 @@ public class ReadTransaction {
   let log: EventLog
   let raw: RawTransaction
   var isLive = true
+  /// How many ``withValue(forKey:in:_:)`` and ``scanBorrowed(_:from:direction:_:)`` bodies are
+  /// running: their spans point into pages that a write could change or free, so a write
+  /// transaction refuses to write meanwhile.
+  var lending = 0
 
   init(log: EventLog, raw: RawTransaction) {
     self.log = log
@@ -59,6 +63,37 @@ public class ReadTransaction {
     do {
       try raw.forEachEvent(
         log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
+    } catch let error as LogError {
+      throw error
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    } catch let error as RecordFailure {
+      throw log.logError(error)
+    }
+  }
+
+  /// Calls `body` with each event of one of `types` from `position` (inclusive) in `direction`
+  /// until it returns false or the log ends; events of other types are skipped.
+  ///
+  /// A skipped event's checksum is still verified, but no strings or payload array are made of
+  /// it: a projection that cares about a few types replays the log at a fraction of the cost of
+  /// ``forEachEvent(from:direction:_:)``.
+  ///
+  /// ```swift
+  /// try txn.forEachEvent(from: .start, ofTypes: ["doc.edit", "doc.replicated"]) { event in
+  ///   try apply(event)
+  ///   return true
+  /// }
+  /// ```
+  public func forEachEvent(
+    from position: LogPosition, direction: ReadDirection = .forward, ofTypes types: [String],
+    _ body: (RecordedEvent) throws -> Bool
+  ) throws {
+    ensureLive()
+    do {
+      try raw.forEachEvent(
+        log.dbs.events, from: position.rawValue, forward: direction == .forward,
+        types: types.map { Array($0.utf8) }, body)
     } catch let error as LogError {
       throw error
     } catch let error as LMDBError {
@@ -205,6 +240,57 @@ public class ReadTransaction {
   /// The value stored under `key`, or nil.
   public func get(_ key: [UInt8], in database: Database) throws(LogError) -> [UInt8]? {
     try perform { try raw.get(database.handle, key) }
+  }
+
+  /// Calls `body` with the value stored under `key` without copying it, and returns what `body`
+  /// returns; nil, without calling `body`, when there is no such key.
+  ///
+  /// The span points into the database's memory map and cannot escape `body`; copy what must
+  /// outlive it. Cheaper than ``get(_:in:)`` when only part of the value is needed, or when it
+  /// is decoded straight away. `body` may read but not write through the transaction: LMDB may
+  /// move or free the page under the span (a write in `body` stops the process).
+  ///
+  /// ```swift
+  /// let position = try txn.withValue(forKey: key, in: index) { bytes in
+  ///   (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[$1]) }
+  /// }
+  /// ```
+  public func withValue<R>(
+    forKey key: [UInt8], in database: Database, _ body: (Span<UInt8>) throws -> R
+  ) throws -> R? {
+    ensureLive()
+    lending += 1
+    defer { lending -= 1 }
+    do {
+      return try raw.withValue(database.handle, key, body)
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    }
+  }
+
+  /// ``scan(_:from:direction:_:)`` without copies: `body` gets each key and value where they
+  /// lie in the database's memory map, as spans that cannot escape it. As in
+  /// ``withValue(forKey:in:_:)``, `body` may read but not write through the transaction.
+  ///
+  /// ```swift
+  /// var total = 0
+  /// try txn.scanBorrowed(sizes) { _, value in
+  ///   total += value.count
+  ///   return true
+  /// }
+  /// ```
+  public func scanBorrowed(
+    _ database: Database, from start: [UInt8]? = nil, direction: ReadDirection = .forward,
+    _ body: (_ key: Span<UInt8>, _ value: Span<UInt8>) throws -> Bool
+  ) throws {
+    ensureLive()
+    lending += 1
+    defer { lending -= 1 }
+    do {
+      try raw.scanInPlace(database.handle, from: start, reverse: direction == .backward, body)
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    }
   }
 
   /// Calls `body` with each entry from `start` (inclusive; nil = from the first entry, or the

@@ -54,8 +54,15 @@ public final class WriteTransaction: ReadTransaction {
   }
 
   @inline(__always)
+  func ensureNotLending() {
+    precondition(
+      lending == 0, "a log transaction cannot write while it lends stored bytes to a closure")
+  }
+
+  @inline(__always)
   func performWrite<T>(_ operation: () throws -> T) throws(LogError) -> T {
     ensureLive()
+    ensureNotLending()
     mutationCount &+= 1
     do {
       return try operation()
@@ -342,6 +349,7 @@ public final class WriteTransaction: ReadTransaction {
   /// error is rethrown; this transaction goes on.
   public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     ensureLive()
+    ensureNotLending()
     // lmdb.h: a parent "and its cursors may not issue any other operations" while a child is
     // active, so this one's cursor is closed before the child begins, and reopened when needed.
     closeCursors()

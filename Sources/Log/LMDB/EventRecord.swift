@@ -129,77 +129,169 @@ enum EventRecord {
     }
     let bodyEnd = count - checksumSize
     var crc = CRC32C.update(CRC32C.initial, bigEndian: position)
-    crc = unsafe CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[0..<bodyEnd]))
+    crc = unsafe CRC32C.update(
+      crc, UnsafeRawBufferPointer(start: bytes.baseAddress, count: bodyEnd))
     let stored = unsafe UInt32(
       littleEndian: bytes.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self))
     guard CRC32C.finalize(crc) == stored else { throw DecodingError(reason: "checksum mismatch") }
     return bodyEnd
   }
 
-  /// Decodes a record, checking its checksum.
-  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
-    -> RecordedEvent
-  {
-    try unsafe decodeWithLinks(position: position, bytes: bytes).event
+  /// Where a record's fields are: offsets into its bytes, found after its checksum and its
+  /// structure were checked, before any string or array is made.
+  struct Fields {
+    var timestamp: Int64
+    var streamVersion: UInt64
+    var previous: UInt64
+    var typeStart: Int
+    var typeEnd: Int
+    var streamStart: Int
+    var streamEnd: Int
+    var actorStart: Int
+    var actorEnd: Int
+    var payloadStart: Int
+    var payloadEnd: Int
   }
 
-  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
-    -> (event: RecordedEvent, previous: UInt64)
-  {
-    var strings = RepeatedStrings()
-    return try unsafe decodeWithLinks(position: position, bytes: bytes, strings: &strings)
-  }
-
-  /// Decodes with `strings` remembering the last type and actor: a run of events of one type by
-  /// one actor then builds those strings once.
-  static func decodeWithLinks(
-    position: UInt64, bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings
-  )
-    throws(DecodingError) -> (event: RecordedEvent, previous: UInt64)
+  /// Checks a record (checksum, format, lengths) and finds its fields.
+  @inline(__always)
+  static func fields(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> Fields
   {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
     let timestamp = Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
     var offset = fixedHeaderSize
     let streamVersion = try unsafe readVarint(bytes, &offset, end: bodyEnd)
     let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
-    let type = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.type)
-    let stream = try unsafe readString(bytes, &offset, end: bodyEnd)
-    let actor = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.actor)
-    let payload = unsafe Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<bodyEnd]))
-    let event = RecordedEvent(
-      position: LogPosition(position), streamVersion: streamVersion,
-      timestampMicroseconds: timestamp,
-      type: type, stream: stream, actor: actor, payload: payload)
-    return (event, previous)
+    let typeStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    let typeEnd = offset
+    let streamStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    let streamEnd = offset
+    let actorStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    return Fields(
+      timestamp: timestamp, streamVersion: streamVersion, previous: previous,
+      typeStart: typeStart, typeEnd: typeEnd, streamStart: streamStart, streamEnd: streamEnd,
+      actorStart: actorStart, actorEnd: offset, payloadStart: offset, payloadEnd: bodyEnd)
   }
 
-  /// The last type and actor decoded, with their bytes.
-  struct RepeatedStrings {
-    var type: ([UInt8], String) = ([], "")
-    var actor: ([UInt8], String) = ([], "")
-  }
-
+  /// Reads a string's length and moves `offset` past the string; returns where it starts.
   @inline(__always)
-  static func readString(
-    _ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int,
-    reusing last: inout ([UInt8], String)
-  ) throws(DecodingError) -> String {
+  private static func stringStart(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
+    throws(DecodingError) -> Int
+  {
     let length = try unsafe readVarint(bytes, &offset, end: end)
     guard length <= UInt64(end - offset) else {
       throw DecodingError(reason: "string runs past the record")
     }
-    let n = Int(length)
     let start = offset
-    offset += n
-    let same = unsafe last.0.withUnsafeBytes { previous in
-      unsafe previous.count == n
-        && (n == 0 || memcmp(previous.baseAddress!, bytes.baseAddress! + start, n) == 0)
+    offset += Int(length)
+    return start
+  }
+
+  /// The event a checked record holds.
+  @inline(__always)
+  static func event(
+    position: UInt64, bytes: UnsafeRawBufferPointer, fields f: Fields,
+    strings: inout RepeatedStrings
+  ) -> RecordedEvent {
+    RecordedEvent(
+      position: LogPosition(position), streamVersion: f.streamVersion,
+      timestampMicroseconds: f.timestamp,
+      type: unsafe string(bytes, f.typeStart, f.typeEnd, reusing: &strings.type),
+      stream: unsafe string(bytes, f.streamStart, f.streamEnd),
+      actor: unsafe string(bytes, f.actorStart, f.actorEnd, reusing: &strings.actor),
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+  }
+
+  /// Decodes a record, checking its checksum.
+  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> RecordedEvent
+  {
+    let f = try unsafe fields(position: position, bytes: bytes)
+    return RecordedEvent(
+      position: LogPosition(position), streamVersion: f.streamVersion,
+      timestampMicroseconds: f.timestamp,
+      type: unsafe string(bytes, f.typeStart, f.typeEnd),
+      stream: unsafe string(bytes, f.streamStart, f.streamEnd),
+      actor: unsafe string(bytes, f.actorStart, f.actorEnd),
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+  }
+
+  /// Decodes a record and the position of its stream's previous event.
+  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> (event: RecordedEvent, previous: UInt64)
+  {
+    let f = try unsafe fields(position: position, bytes: bytes)
+    var strings = RepeatedStrings()
+    return (
+      unsafe event(position: position, bytes: bytes, fields: f, strings: &strings), f.previous
+    )
+  }
+
+  /// The last type and actor decoded: a run of events of one type by one actor builds those
+  /// strings once. (Streams change from one event to the next too often to gain from this.)
+  struct RepeatedStrings {
+    var type = ""
+    var actor = ""
+  }
+
+  /// The string in `bytes[start..<end]`, or `last` when it has the same bytes (compared in
+  /// place: a native string's UTF-8 is contiguous).
+  @inline(__always)
+  static func string(
+    _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, reusing last: inout String
+  ) -> String {
+    let n = end - start
+    if n == 0 { return "" }
+    let field = unsafe bytes.baseAddress.unsafelyUnwrapped + start
+    if last.utf8.count == n,
+      unsafe last.utf8.withContiguousStorageIfAvailable({
+        unsafe memcmp($0.baseAddress.unsafelyUnwrapped, field, n) == 0
+      }) == true
+    {
+      return last
     }
-    if same { return last.1 }
-    let field = unsafe UnsafeRawBufferPointer(rebasing: bytes[start..<start + n])
-    let string = unsafe String(decoding: field, as: UTF8.self)
-    last = unsafe (Array(field), string)
+    let string = unsafe String(
+      decoding: UnsafeRawBufferPointer(start: field, count: n), as: UTF8.self)
+    last = string
     return string
+  }
+
+  @inline(__always)
+  static func string(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+    if start == end { return "" }
+    return unsafe String(
+      decoding: UnsafeRawBufferPointer(
+        start: bytes.baseAddress.unsafelyUnwrapped + start, count: end - start),
+      as: UTF8.self)
+  }
+
+  /// A copy of `bytes[start..<end]`. (`Array(_:)` of a buffer is specialized for `UInt8`;
+  /// `Array(unsafeUninitializedCapacity:)` looks up the array's metadata at run time.)
+  @inline(__always)
+  static func array(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [UInt8] {
+    if start == end { return [] }
+    return unsafe Array(
+      UnsafeRawBufferPointer(start: bytes.baseAddress.unsafelyUnwrapped + start, count: end - start)
+    )
+  }
+
+  /// Whether `bytes[start..<end]` equals one of `candidates`.
+  @inline(__always)
+  static func matches(
+    _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, anyOf candidates: [[UInt8]]
+  ) -> Bool {
+    let n = end - start
+    for candidate in candidates where candidate.count == n {
+      if n == 0 { return true }
+      let equal = unsafe candidate.withUnsafeBytes {
+        unsafe memcmp(
+          $0.baseAddress.unsafelyUnwrapped, bytes.baseAddress.unsafelyUnwrapped + start, n)
+          == 0
+      }
+      if equal { return true }
+    }
+    return false
   }
 
   // MARK: Primitives
@@ -262,21 +354,6 @@ enum EventRecord {
       if byte < 0x80 { return result }
       shift += 7
     }
-  }
-
-  @inline(__always)
-  static func readString(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
-    throws(DecodingError)
-    -> String
-  {
-    let length = try unsafe readVarint(bytes, &offset, end: end)
-    guard length <= UInt64(end - offset) else {
-      throw DecodingError(reason: "string runs past the record")
-    }
-    let stringEnd = offset + Int(length)
-    defer { offset = stringEnd }
-    return unsafe String(
-      decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<stringEnd]), as: UTF8.self)
   }
 }
 

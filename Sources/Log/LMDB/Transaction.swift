@@ -23,16 +23,34 @@ import CLMDB
     return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
   }
 
+  /// The value under `key`, copied out of the map.
   func get(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> [UInt8]? {
-    var result: [UInt8]?
-    var failure: LMDBError?
-    unsafe key.withUnsafeBytes { k in
-      do throws(LMDBError) {
-        if let v = try unsafe get(dbi, k) { result = unsafe Array(v) }
-      } catch { failure = error }
+    var v = unsafe MDB_val()
+    let rc = unsafe key.withUnsafeBytes { k in
+      var kv = unsafe MDB_val(
+        mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+      return unsafe mdb_get(pointer, dbi, &kv, &v)
     }
-    if let failure { throw failure }
-    return result
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_get")
+    return unsafe Array(UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size))
+  }
+
+  /// Calls `body` with the value under `key` where it lies in the map, without copying it; nil
+  /// (and `body` is not called) when there is no such key. The span cannot outlive `body`.
+  func withValue<R>(_ dbi: UInt32, _ key: [UInt8], _ body: (Span<UInt8>) throws -> R) throws -> R? {
+    var v = unsafe MDB_val()
+    let rc = unsafe key.withUnsafeBytes { k in
+      var kv = unsafe MDB_val(
+        mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
+      return unsafe mdb_get(pointer, dbi, &kv, &v)
+    }
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_get")
+    return try body(
+      unsafe Span(
+        _unsafeElements: UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+          .assumingMemoryBound(to: UInt8.self)))
   }
 
   /// Puts a value; with `MDB_APPEND` the key must sort after every key in the database.
