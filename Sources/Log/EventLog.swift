@@ -449,6 +449,12 @@ public final class EventLog: Sendable {
           throw error
         }
         txn.end()
+        if let poison = txn.poison {
+          raw.abort()
+          writer.cacheValid = false
+          if txn.sawMapFull { return .mapFull }
+          throw poison
+        }
         let id = raw.id
         do throws(LMDBError) {
           try raw.commit()

@@ -34,6 +34,9 @@ public final class WriteTransaction: ReadTransaction {
   var sawMapFull = false
   /// A cursor on `log.streams` for single appends, opened on first use and closed by ``end()``.
   private var streamCursor: RawCursor?
+  /// Set when an append failed after writing part of its events: the transaction must not
+  /// commit, and committing it throws this error instead.
+  var poison: LogError?
 
   init(log: EventLog, raw: RawTransaction, writer: WriterState) {
     self.writer = writer
@@ -96,7 +99,12 @@ public final class WriteTransaction: ReadTransaction {
   /// One event: its stream's head is read and moved with one B-tree search on `log.streams`
   /// (``RawTransaction/advanceStream(cursor:key:expected:position:streams:streamIndex:)``), and
   /// no arrays are built.
-  private func appendOne(_ event: NewEvent) throws -> RecordedEvent {
+  ///
+  /// Nothing is written when it throws a ``LogError``; when it fails after writing the head,
+  /// the transaction is poisoned (``poison``) and cannot commit.
+  private func appendOne(_ event: NewEvent, timestamp batchTimestamp: Int64? = nil) throws
+    -> RecordedEvent
+  {
     let position = writer.nextPosition
     var version: UInt64 = 0
     var previous: UInt64 = 0
@@ -132,10 +140,16 @@ public final class WriteTransaction: ReadTransaction {
         writer.streamCache[event.stream]?.head = StreamHead(version: version, last: position)
       }
     }
-    let timestamp = max(Self.now(), writer.lastTimestamp)
-    try EventRecord.append(
-      .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-      event, into: log.dbs.events, of: raw)
+    let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
+    do {
+      try EventRecord.append(
+        .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
+        event, into: log.dbs.events, of: raw)
+    } catch {
+      // The stream's head has moved already.
+      if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
+      throw error
+    }
     writer.nextPosition = position + 1
     writer.lastTimestamp = timestamp
     appendedCount += 1
@@ -178,6 +192,34 @@ public final class WriteTransaction: ReadTransaction {
       guard !events.isEmpty else { return AppendResult(events: [], isDuplicate: false) }
       if events.count == 1 && idempotencyKey == nil {
         return AppendResult(events: [try appendOne(events[0])], isDuplicate: false)
+      }
+      var checked = false
+      for i in events.indices where events[i].expectedVersion != .any {
+        checked = true
+        break
+      }
+      if !checked {
+        // Nothing to check before writing: each event moves its stream's head as it is written.
+        let first = writer.nextPosition
+        let timestamp = max(Self.now(), writer.lastTimestamp)
+        var recorded: [RecordedEvent] = []
+        recorded.reserveCapacity(events.count)
+        do {
+          for i in events.indices {
+            recorded.append(try appendOne(events[i], timestamp: timestamp))
+          }
+        } catch  where !recorded.isEmpty {
+          // Part of the batch is written (a malformed stream head, say, in a corrupt database):
+          // that part must not commit.
+          poison = poison ?? log.logError(error)
+          throw error
+        }
+        if let idempotencyEntry {
+          try raw.put(
+            log.dbs.idempotency, idempotencyEntry,
+            first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+        }
+        return AppendResult(events: recorded, isDuplicate: false)
       }
 
       // Check every expectation before writing anything, working on the writer's stream cache
@@ -231,7 +273,7 @@ public final class WriteTransaction: ReadTransaction {
             position: position, timestamp: timestamp, streamVersion: versions[i],
             previous: previous[i]),
           events[i], into: log.dbs.events, of: raw)
-        if versions[i] % StreamKey.checkpointInterval == 0,
+        if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
           let prefix = writer.streamCache[events[i].stream]?.prefix
         {
           try raw.put(
@@ -376,6 +418,13 @@ public final class WriteTransaction: ReadTransaction {
       throw error
     }
     child.end()
+    if let poison = child.poison {
+      childRaw.abort()
+      writer.nextPosition = saved.0
+      writer.lastTimestamp = saved.1
+      writer.streamCache.removeAll()
+      throw poison
+    }
     do throws(LMDBError) {
       try childRaw.commit()
     } catch {

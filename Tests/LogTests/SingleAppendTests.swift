@@ -3,22 +3,28 @@ import Testing
 
 @testable import Log
 
-/// `WriteTransaction.append(_:)` of one event takes its own path (one B-tree search on
-/// `log.streams` per event, no stream cache); these check it writes what the batched path writes
-/// and keeps every rule of the batched one.
+/// Events are appended one at a time (`WriteTransaction.append(_:)`), and batches whose events
+/// expect nothing (`.any`) are appended event by event, on their own path: one B-tree search on
+/// `log.streams` per event, no stream cache. Batches with expectations are checked first with
+/// the stream cache. These check both paths write the same, and keep every rule.
 @Suite struct SingleAppendTests {
-  @Test("single appends write the same stream heads, links and checkpoints as batched ones")
+  @Test("single appends write the same stream heads, links and checkpoints as checked batches")
   func sameAsBatched() throws {
     let dir = TemporaryDirectory()
     let single = try EventLog(directory: dir.sub("single"))
     let batched = try EventLog(directory: dir.sub("batched"))
-    let events = (1...200).map { event($0, stream: "s\($0 % 3 == 0 ? 0 : $0 % 7)") }
+    var versions: [String: UInt64] = [:]
+    let events = (1...200).map { n in
+      let stream = "s\(n % 3 == 0 ? 0 : n % 7)"
+      defer { versions[stream, default: 0] += 1 }
+      return event(n, stream: stream, expected: .exactly(versions[stream, default: 0]))
+    }
     for chunk in stride(from: 0, to: events.count, by: 40) {
       let part = Array(events[chunk..<min(chunk + 40, events.count)])
       try single.write { txn throws in
         for e in part { try txn.append(e) }
       }
-      try batched.append(part)
+      try batched.append(part)  // expectations: the checked path
     }
     let streams = Set(events.map(\.stream))
     for log in [single, batched] {
@@ -174,5 +180,61 @@ import Testing
     #expect(try log.read(stream: b).map(\.position) == [2])
     #expect(try log.read(stream: edge).map(\.position) == [4, 5])
     #expect(try log.verify().isValid)
+  }
+}
+
+@Suite struct AppendPoisonTests {
+  /// Replaces the head of `stream` with three bytes, as a damaged database might hold.
+  func breakHead(of stream: String, in log: EventLog) throws {
+    try log.write { txn throws in
+      try txn.raw.put(log.dbs.streams, StreamKey.prefix(stream), [1, 2, 3])
+    }
+  }
+
+  @Test("a malformed stream head fails a single append, which writes nothing")
+  func singleAppend() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try log.append([event(1, stream: "bad")])
+    try breakHead(of: "bad", in: log)
+    try log.write { txn throws in
+      #expect(throws: LogError.self) { try txn.append(event(2, stream: "bad")) }
+      try txn.append(event(3, stream: "good"))
+    }
+    #expect(try log.read(from: 1).map(\.stream) == ["bad", "good"])
+  }
+
+  @Test(
+    "a batch that fails after writing part of itself cannot commit, even if the error is caught")
+  func batchPartway() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try log.append([event(1, stream: "bad")])
+    try breakHead(of: "bad", in: log)
+    let batch = [event(2, stream: "good"), event(3, stream: "bad")]
+    var caught = 0
+    #expect(throws: LogError.self) {
+      try log.write { txn throws in
+        do { try txn.append(contentsOf: batch) } catch { caught += 1 }
+      }
+    }
+    #expect(throws: LogError.self) {
+      try log.write { txn throws in
+        try txn.savepoint { child in
+          do { try child.append(contentsOf: batch) } catch { caught += 1 }
+        }
+      }
+    }
+    try log.write { txn throws in
+      do {
+        try txn.savepoint { child in _ = try? child.append(contentsOf: batch) }
+      } catch {
+        caught += 1
+      }
+      try txn.append(event(4, stream: "other"))
+    }
+    #expect(caught == 3)
+    #expect(try log.read(from: 1).map(\.stream) == ["bad", "other"])
+    #expect(try log.streamVersion(of: "good") == 0)
   }
 }

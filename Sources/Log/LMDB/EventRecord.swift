@@ -41,53 +41,22 @@ enum EventRecord {
   }
 
   /// Puts the record for an event under its position with `MDB_RESERVE | MDB_APPEND` and encodes
-  /// it straight into the reserved page space: no intermediate buffer, no copy.
+  /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
+  /// lengths are known without walking them (a native string stores its UTF-8 count).
   static func append(
     _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction
   )
     throws(LMDBError)
   {
-    var failure: LMDBError?
-    unsafe withUTF8(event.type) { t in
-      unsafe withUTF8(event.stream) { s in
-        unsafe withUTF8(event.actor) { a in
-          unsafe event.payload.withUnsafeBytes { p in
-            let size =
-              fixedHeaderSize + varintSize(header.streamVersion) + varintSize(header.previous)
-              + varintSize(UInt64(t.count)) + t.count + varintSize(UInt64(s.count)) + s.count
-              + varintSize(UInt64(a.count)) + a.count + p.count + checksumSize
-            do throws(LMDBError) {
-              let space = try unsafe txn.reserveAppend(
-                events, position: header.position, size: size)
-              unsafe write(header, type: t, stream: s, actor: a, payload: p, into: space)
-            } catch {
-              failure = error
-            }
-          }
-        }
-      }
-    }
-    if let failure { throw failure }
-  }
-
-  /// The UTF-8 bytes of a string without copying it (native Swift strings are contiguous).
-  @inline(__always)
-  static func withUTF8<R>(_ string: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    if let r = unsafe string.utf8.withContiguousStorageIfAvailable({
-      unsafe body(UnsafeRawBufferPointer($0))
-    }) {
-      return r
-    }
-    return unsafe Array(string.utf8).withUnsafeBytes { unsafe body($0) }
-  }
-
-  /// Encodes into exactly-sized space.
-  @inline(__always)
-  static func write(
-    _ header: Header, type: UnsafeRawBufferPointer, stream: UnsafeRawBufferPointer,
-    actor: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
-    into space: UnsafeMutableRawBufferPointer
-  ) {
+    let typeCount = event.type.utf8.count
+    let streamCount = event.stream.utf8.count
+    let actorCount = event.actor.utf8.count
+    let payloadCount = event.payload.count
+    let size =
+      fixedHeaderSize + varintSize(header.streamVersion) + varintSize(header.previous)
+      + varintSize(UInt64(typeCount)) + typeCount + varintSize(UInt64(streamCount)) + streamCount
+      + varintSize(UInt64(actorCount)) + actorCount + payloadCount + checksumSize
+    let space = try unsafe txn.reserveAppend(events, position: header.position, size: size)
     let base = unsafe space.baseAddress.unsafelyUnwrapped
     unsafe base.storeBytes(of: format, as: UInt8.self)
     unsafe (base + 1).storeBytes(
@@ -95,18 +64,39 @@ enum EventRecord {
     var offset = fixedHeaderSize
     unsafe putVarint(header.streamVersion, base, &offset)
     unsafe putVarint(header.previous, base, &offset)
-    unsafe putVarint(UInt64(type.count), base, &offset)
-    unsafe putBytes(type, base, &offset)
-    unsafe putVarint(UInt64(stream.count), base, &offset)
-    unsafe putBytes(stream, base, &offset)
-    unsafe putVarint(UInt64(actor.count), base, &offset)
-    unsafe putBytes(actor, base, &offset)
-    unsafe putBytes(payload, base, &offset)
+    unsafe putString(event.type, count: typeCount, base, &offset)
+    unsafe putString(event.stream, count: streamCount, base, &offset)
+    unsafe putString(event.actor, count: actorCount, base, &offset)
+    if payloadCount > 0 {
+      unsafe event.payload.withUnsafeBytes { p in
+        unsafe (base + offset).copyMemory(from: p.baseAddress.unsafelyUnwrapped, byteCount: p.count)
+      }
+      offset += payloadCount
+    }
     let crc = CRC32C.finalize(
       unsafe CRC32C.update(
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+  }
+
+  /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.
+  @inline(__always)
+  static func putString(
+    _ string: String, count: Int, _ base: UnsafeMutableRawPointer, _ offset: inout Int
+  ) {
+    unsafe putVarint(UInt64(count), base, &offset)
+    guard count > 0 else { return }
+    let target = unsafe base + offset
+    let copied = unsafe string.utf8.withContiguousStorageIfAvailable { utf8 in
+      unsafe target.copyMemory(from: utf8.baseAddress.unsafelyUnwrapped, byteCount: count)
+    }
+    if copied == nil {  // a string without contiguous UTF-8 (bridged): copy it byte by byte
+      _ = unsafe UnsafeMutableBufferPointer(
+        start: target.assumingMemoryBound(to: UInt8.self), count: count
+      ).initialize(from: string.utf8)
+    }
+    offset += count
   }
 
   /// Reads the timestamp of a record without decoding the rest.
