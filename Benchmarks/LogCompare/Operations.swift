@@ -12,6 +12,7 @@ import Log
 
 let operationNames = [
   "ops-append-new", "ops-append-update", "ops-append-update-cold", "ops-get", "ops-get-borrowed",
+  "ops-get-utf8-array", "ops-get-string",
   "ops-put", "ops-delete", "ops-event-at", "ops-for-each", "ops-for-each-skipping",
 ]
 
@@ -83,7 +84,8 @@ func runOperation(_ name: String, directory: String, count n: Int) throws {
     }
     let events = docEvents(n, expected: .exactly(1))
     try measured { try appendSingly(log, events) }
-  case "ops-get", "ops-get-borrowed", "ops-put", "ops-delete":
+  case "ops-get", "ops-get-borrowed", "ops-get-utf8-array", "ops-get-string", "ops-put",
+    "ops-delete":
     let db = try log.database(named: "docs")
     let keys = (0..<n).map(key)
     let value = [UInt8](repeating: 0x63, count: 200)
@@ -104,6 +106,22 @@ func runOperation(_ name: String, directory: String, count n: Int) throws {
         try log.read { txn in
           for i in order {
             sink &+= try txn.withValue(forKey: keys[i], in: db) { $0.count } ?? 0
+          }
+        }
+      }
+    case "ops-get-utf8-array", "ops-get-string":
+      // A document store's lookups by document id: the key is the id's UTF-8.
+      let ids = keys.map { String(decoding: $0, as: UTF8.self) }
+      if name == "ops-get-string" {
+        try measured {
+          try log.read { txn in
+            for i in order { sink &+= try txn.get(ids[i], in: db)?.count ?? 0 }
+          }
+        }
+      } else {
+        try measured {
+          try log.read { txn in
+            for i in order { sink &+= try txn.get(Array(ids[i].utf8), in: db)?.count ?? 0 }
           }
         }
       }

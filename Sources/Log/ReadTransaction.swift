@@ -242,6 +242,12 @@ public class ReadTransaction {
     try perform { try raw.get(database.handle, key) }
   }
 
+  /// The value stored under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), or nil;
+  /// the key's bytes are used where they lie, no array is made of them.
+  public func get(_ key: String, in database: Database) throws(LogError) -> [UInt8]? {
+    try perform { try raw.get(database.handle, key) }
+  }
+
   /// Calls `body` with the value stored under `key` without copying it, and returns what `body`
   /// returns; nil, without calling `body`, when there is no such key.
   ///
@@ -255,14 +261,52 @@ public class ReadTransaction {
   ///   (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[$1]) }
   /// }
   /// ```
-  public func withValue<R>(
+  @inlinable
+  public final func withValue<R>(
     forKey key: [UInt8], in database: Database, _ body: (Span<UInt8>) throws -> R
   ) throws -> R? {
+    // Generic only here, where it is inlined and specialized: the lookup below is not generic.
+    var result: R?
+    try lendValue(forKey: key, in: database) { result = try body($0) }
+    return result
+  }
+
+  /// Lends the value stored under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names),
+  /// as the `[UInt8]` key's overload does; no array is made of the key.
+  @inlinable
+  public final func withValue<R>(
+    forKey key: String, in database: Database, _ body: (Span<UInt8>) throws -> R
+  ) throws -> R? {
+    var result: R?
+    try lendValue(forKey: key, in: database) { result = try body($0) }
+    return result
+  }
+
+  @usableFromInline
+  final func lendValue(
+    forKey key: [UInt8], in database: Database, _ body: (Span<UInt8>) throws -> Void
+  )
+    throws
+  {
+    try lend { try raw.withValue(database.handle, key, body) }
+  }
+
+  @usableFromInline
+  final func lendValue(
+    forKey key: String, in database: Database, _ body: (Span<UInt8>) throws -> Void
+  )
+    throws
+  {
+    try lend { try raw.withValue(database.handle, key, body) }
+  }
+
+  /// Runs an operation that lends stored bytes to a closure, refusing writes meanwhile.
+  private func lend<R>(_ operation: () throws -> R) throws -> R {
     ensureLive()
     lending += 1
     defer { lending -= 1 }
     do {
-      return try raw.withValue(database.handle, key, body)
+      return try operation()
     } catch let error as LMDBError {
       throw log.logError(error)
     }
@@ -283,13 +327,8 @@ public class ReadTransaction {
     _ database: Database, from start: [UInt8]? = nil, direction: ReadDirection = .forward,
     _ body: (_ key: Span<UInt8>, _ value: Span<UInt8>) throws -> Bool
   ) throws {
-    ensureLive()
-    lending += 1
-    defer { lending -= 1 }
-    do {
+    try lend {
       try raw.scanInPlace(database.handle, from: start, reverse: direction == .backward, body)
-    } catch let error as LMDBError {
-      throw log.logError(error)
     }
   }
 

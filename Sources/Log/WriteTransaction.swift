@@ -362,14 +362,28 @@ public final class WriteTransaction: ReadTransaction {
 
   /// Stores `value` under `key`, replacing what was there.
   public func put(_ value: [UInt8], forKey key: [UInt8], in database: Database) throws(LogError) {
-    try checkKey(key)
+    try checkKey(key.count)
+    try performWrite { try raw.put(database.handle, key, value) }
+  }
+
+  /// Stores `value` under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), using
+  /// them where they lie: no array is made of them.
+  public func put(_ value: [UInt8], forKey key: String, in database: Database) throws(LogError) {
+    try checkKey(key.utf8.count)
     try performWrite { try raw.put(database.handle, key, value) }
   }
 
   /// Removes `key`; false if it was not there.
   @discardableResult
   public func delete(_ key: [UInt8], in database: Database) throws(LogError) -> Bool {
-    try checkKey(key)
+    try checkKey(key.count)
+    return try performWrite { try raw.delete(database.handle, key) }
+  }
+
+  /// Removes the key made of the UTF-8 bytes of `key`; false if it was not there.
+  @discardableResult
+  public func delete(_ key: String, in database: Database) throws(LogError) -> Bool {
+    try checkKey(key.utf8.count)
     return try performWrite { try raw.delete(database.handle, key) }
   }
 
@@ -378,10 +392,10 @@ public final class WriteTransaction: ReadTransaction {
     try performWrite { try raw.clear(database.handle) }
   }
 
-  private func checkKey(_ key: [UInt8]) throws(LogError) {
-    guard !key.isEmpty, key.count <= log.maxKeySize else {
+  private func checkKey(_ count: Int) throws(LogError) {
+    guard count > 0, count <= log.maxKeySize else {
       throw LogError.invalidArgument(
-        "keys must be 1 to \(log.maxKeySize) bytes; this one is \(key.count)")
+        "keys must be 1 to \(log.maxKeySize) bytes; this one is \(count)")
     }
   }
 

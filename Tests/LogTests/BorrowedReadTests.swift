@@ -115,6 +115,38 @@ import Testing
     }
   }
 
+  @Test("string keys name the same entries as their UTF-8 bytes")
+  func stringKeys() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    let db = try log.database(named: "byId")
+    let ids = ["w1:Home", "w1:Ünïcödé page ✓", String(repeating: "long id ", count: 20)]
+    try log.write { txn throws in
+      for (n, id) in ids.enumerated() { try txn.put([UInt8(n)], forKey: id, in: db) }
+      try txn.put([9], forKey: Array("bytes".utf8), in: db)
+      #expect(throws: LogError.self) { try txn.put([1], forKey: "", in: db) }
+      #expect(throws: LogError.self) {
+        try txn.put([1], forKey: String(repeating: "x", count: 600), in: db)
+      }
+    }
+    try log.read { txn throws in
+      for (n, id) in ids.enumerated() {
+        #expect(try txn.get(Array(id.utf8), in: db) == [UInt8(n)])
+        #expect(try txn.get(id, in: db) == [UInt8(n)])
+        #expect(try txn.withValue(forKey: id, in: db) { $0[0] } == UInt8(n))
+      }
+      #expect(try txn.get("bytes", in: db) == [9])
+      #expect(try txn.get("missing", in: db) == nil)
+      #expect(try txn.withValue(forKey: "missing", in: db) { $0.count } == nil)
+    }
+    try log.write { txn throws in
+      #expect(try txn.delete(ids[1], in: db))
+      #expect(try !txn.delete(ids[1], in: db))
+      #expect(try txn.delete(Array(ids[2].utf8), in: db))
+    }
+    #expect(try log.read { try $0.count(of: db) } == 2)
+  }
+
   @Test("a transaction writes again once a lending closure has returned or thrown")
   func writesAfterLending() throws {
     let dir = TemporaryDirectory()
