@@ -470,7 +470,9 @@ final class WriterState: @unchecked Sendable {
   var cacheValid = false
   var nextPosition: UInt64 = 1
   var lastTimestamp: Int64 = 0
-  /// Stream versions this process has seen; cleared when another process writes.
+  /// Stream heads that batches with expectations loaded (appends without expectations read
+  /// and move heads in `log.streams` directly, updating entries found here); cleared when
+  /// another process writes.
   var streamCache: [String: CachedStream] = [:]
   /// Counts append calls, to tell the streams one call has touched.
   var appendCall: UInt64 = 0

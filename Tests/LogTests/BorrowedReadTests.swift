@@ -124,6 +124,7 @@ import Testing
     try log.write { txn throws in
       for (n, id) in ids.enumerated() { try txn.put([UInt8(n)], forKey: id, in: db) }
       try txn.put([9], forKey: Array("bytes".utf8), in: db)
+      try txn.put(UInt64(0x0102_0304_0506_0708).bigEndianBytes, forKey: "position", in: db)
       #expect(throws: LogError.self) { try txn.put([1], forKey: "", in: db) }
       #expect(throws: LogError.self) {
         try txn.put([1], forKey: String(repeating: "x", count: 600), in: db)
@@ -136,6 +137,10 @@ import Testing
         #expect(try txn.withValue(forKey: id, in: db) { $0[0] } == UInt8(n))
       }
       #expect(try txn.get("bytes", in: db) == [9])
+      let position = try txn.withValue(forKey: "position", in: db) { bytes in
+        (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[$1]) }
+      }
+      #expect(position == 0x0102_0304_0506_0708)
       #expect(try txn.get("missing", in: db) == nil)
       #expect(try txn.withValue(forKey: "missing", in: db) { $0.count } == nil)
     }
@@ -144,7 +149,7 @@ import Testing
       #expect(try !txn.delete(ids[1], in: db))
       #expect(try txn.delete(Array(ids[2].utf8), in: db))
     }
-    #expect(try log.read { try $0.count(of: db) } == 2)
+    #expect(try log.read { try $0.count(of: db) } == 3)
   }
 
   @Test("a transaction writes again once a lending closure has returned or thrown")
