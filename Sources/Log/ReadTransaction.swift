@@ -17,6 +17,9 @@ public class ReadTransaction {
   /// running: their spans point into pages that a write could change or free, so a write
   /// transaction refuses to write meanwhile.
   var lending = 0
+  /// The last event type and actor this transaction decoded: events read one by one reuse
+  /// their strings.
+  var strings = EventRecord.RepeatedStrings()
 
   init(log: EventLog, raw: RawTransaction) {
     self.log = log
@@ -50,7 +53,7 @@ public class ReadTransaction {
 
   /// The event at `position`, or nil if there is none.
   public func event(at position: LogPosition) throws(LogError) -> RecordedEvent? {
-    try perform { try raw.event(log.dbs.events, at: position.rawValue) }
+    try perform { try raw.event(log.dbs.events, at: position.rawValue, strings: &strings) }
   }
 
   /// Calls `body` with each event from `position` (inclusive) in `direction` until it returns
@@ -60,9 +63,12 @@ public class ReadTransaction {
     _ body: (RecordedEvent) throws -> Bool
   ) throws {
     ensureLive()
+    // A copy: `body` may read events one by one (`event(at:)`) through this transaction.
+    var strings = self.strings
     do {
       try raw.forEachEvent(
-        log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
+        log.dbs.events, from: position.rawValue, forward: direction == .forward,
+        strings: &strings, body)
     } catch let error as LogError {
       throw error
     } catch let error as LMDBError {
@@ -90,10 +96,11 @@ public class ReadTransaction {
     _ body: (RecordedEvent) throws -> Bool
   ) throws {
     ensureLive()
+    var strings = self.strings
     do {
       try raw.forEachEvent(
         log.dbs.events, from: position.rawValue, forward: direction == .forward,
-        types: types.map { Array($0.utf8) }, body)
+        types: types.map { Array($0.utf8) }, strings: &strings, body)
     } catch let error as LogError {
       throw error
     } catch let error as LMDBError {

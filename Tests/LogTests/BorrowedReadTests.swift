@@ -78,6 +78,19 @@ import Testing
     for e in recorded {
       #expect(try log.event(at: e.position) == e)
     }
+    // One transaction: events read one by one, also from inside a walk over the log.
+    try log.read { txn throws in
+      for e in recorded.reversed() { #expect(try txn.event(at: e.position) == e) }
+      var walked = 0
+      try txn.forEachEvent(from: .start) { e throws in
+        #expect(e == recorded[walked])
+        let other = recorded[(walked * 7) % recorded.count]
+        #expect(try txn.event(at: other.position) == other)
+        walked += 1
+        return true
+      }
+      #expect(walked == recorded.count)
+    }
   }
 
   @Test("withValue(forKey:in:) lends the stored bytes, or returns nil for a missing key")

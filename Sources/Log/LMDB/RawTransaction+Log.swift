@@ -23,17 +23,28 @@ extension RawTransaction {
     }
   }
 
-  func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
+  /// The event at `position`; with `strings`, its type and actor reuse the strings of earlier
+  /// events when they are the same.
+  func event(
+    _ events: UInt32, at position: UInt64, strings: inout EventRecord.RepeatedStrings
+  ) throws -> RecordedEvent? {
     var key = position.bigEndian
     let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
       try unsafe get(events, k)
     }
     guard let bytes = unsafe found else { return nil }
     do {
-      return try unsafe EventRecord.decode(position: position, bytes: bytes)
+      let fields = try unsafe EventRecord.fields(position: position, bytes: bytes)
+      return unsafe EventRecord.event(
+        position: position, bytes: bytes, fields: fields, strings: &strings)
     } catch {
       throw RecordFailure(position: position, reason: error.reason)
     }
+  }
+
+  func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
+    var strings = EventRecord.RepeatedStrings()
+    return try event(events, at: position, strings: &strings)
   }
 
   func timestamp(_ events: UInt32, at position: UInt64) throws -> Int64? {
@@ -55,12 +66,11 @@ extension RawTransaction {
   /// skipped before any string or array is made of them.
   func forEachEvent(
     _ events: UInt32, from position: UInt64, forward: Bool, types: [[UInt8]]? = nil,
-    _ body: (RecordedEvent) throws -> Bool
+    strings: inout EventRecord.RepeatedStrings, _ body: (RecordedEvent) throws -> Bool
   ) throws {
     let cursor = try openCursor(events)
     defer { cursor.close() }
     var entry = try unsafe start(cursor, at: position, forward: forward)
-    var strings = EventRecord.RepeatedStrings()
     while let e = unsafe entry {
       let p = unsafe Keys.position(e.key)
       let fields: EventRecord.Fields

@@ -141,6 +141,7 @@ import CLMDB
   typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
   /// Moves the cursor; `nil` when there is no such entry (`MDB_NOTFOUND`).
+  @inline(__always)
   func get(_ position: Position, key: UnsafeRawBufferPointer? = nil) throws(LMDBError) -> Entry? {
     var k = unsafe MDB_val()
     var v = unsafe MDB_val()
