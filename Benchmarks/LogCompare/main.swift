@@ -4,7 +4,8 @@
 //   LogCompare DIR [events] [workload,workload,...]
 //
 // Workloads: append-batch-unsynced, append-streams-unsynced, append-streams-synced,
-// append-single-synced, group-commit-64-writers, read-sequential (all by default).
+// append-single-synced, group-commit-64-writers, read-sequential (all by default); and, only
+// when named, the per-operation workloads for callgrind in Operations.swift (ops-...).
 import Foundation
 import Log
 
@@ -17,6 +18,10 @@ let only: Set<String>? =
   CommandLine.arguments.count > 3
   ? Set(CommandLine.arguments[3].split(separator: ",").map(String.init)) : nil
 func enabled(_ name: String) -> Bool { only?.contains(name) ?? true }
+
+for name in only?.sorted() ?? [] where name.hasPrefix("ops-") {
+  try runOperation(name, directory: base, count: count)
+}
 
 func fresh(_ name: String, _ durability: EventLog.Durability) throws -> (EventLog, String) {
   let dir = base + "/" + name

@@ -23,7 +23,8 @@ extension EventLog {
     guard limit > 0 else { return [] }
     return try readLog { txn throws(LogError) in
       try txn.perform {
-        try txn.raw.readEvents(dbs.events, from: position.rawValue, forward: direction == .forward, limit: limit)
+        try txn.raw.readEvents(
+          dbs.events, from: position.rawValue, forward: direction == .forward, limit: limit)
       }
     }
   }

@@ -442,13 +442,19 @@ public final class EventLog: Sendable {
         do {
           value = try body(txn)
         } catch {
-          txn.isLive = false
+          txn.end()
           raw.abort()
           writer.cacheValid = false
           if txn.sawMapFull { return .mapFull }
           throw error
         }
-        txn.isLive = false
+        txn.end()
+        if let poison = txn.poison {
+          raw.abort()
+          writer.cacheValid = false
+          if txn.sawMapFull { return .mapFull }
+          throw poison
+        }
         let id = raw.id
         do throws(LMDBError) {
           try raw.commit()

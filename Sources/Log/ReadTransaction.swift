@@ -13,6 +13,13 @@ public class ReadTransaction {
   let log: EventLog
   let raw: RawTransaction
   var isLive = true
+  /// How many ``withValue(forKey:in:_:)`` and ``scanBorrowed(_:from:direction:_:)`` bodies are
+  /// running: their spans point into pages that a write could change or free, so a write
+  /// transaction refuses to write meanwhile.
+  var lending = 0
+  /// The last event type and actor this transaction decoded: events read one by one reuse
+  /// their strings.
+  var strings = EventRecord.RepeatedStrings()
 
   init(log: EventLog, raw: RawTransaction) {
     self.log = log
@@ -46,7 +53,7 @@ public class ReadTransaction {
 
   /// The event at `position`, or nil if there is none.
   public func event(at position: LogPosition) throws(LogError) -> RecordedEvent? {
-    try perform { try raw.event(log.dbs.events, at: position.rawValue) }
+    try perform { try raw.event(log.dbs.events, at: position.rawValue, strings: &strings) }
   }
 
   /// Calls `body` with each event from `position` (inclusive) in `direction` until it returns
@@ -56,9 +63,44 @@ public class ReadTransaction {
     _ body: (RecordedEvent) throws -> Bool
   ) throws {
     ensureLive()
+    // A copy: `body` may read events one by one (`event(at:)`) through this transaction.
+    var strings = self.strings
     do {
       try raw.forEachEvent(
-        log.dbs.events, from: position.rawValue, forward: direction == .forward, body)
+        log.dbs.events, from: position.rawValue, forward: direction == .forward,
+        strings: &strings, body)
+    } catch let error as LogError {
+      throw error
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    } catch let error as RecordFailure {
+      throw log.logError(error)
+    }
+  }
+
+  /// Calls `body` with each event of one of `types` from `position` (inclusive) in `direction`
+  /// until it returns false or the log ends; events of other types are skipped.
+  ///
+  /// A skipped event's checksum is still verified, but no strings or payload array are made of
+  /// it: a projection that cares about a few types replays the log at a fraction of the cost of
+  /// ``forEachEvent(from:direction:_:)``.
+  ///
+  /// ```swift
+  /// try txn.forEachEvent(from: .start, ofTypes: ["doc.edit", "doc.replicated"]) { event in
+  ///   try apply(event)
+  ///   return true
+  /// }
+  /// ```
+  public func forEachEvent(
+    from position: LogPosition, direction: ReadDirection = .forward, ofTypes types: [String],
+    _ body: (RecordedEvent) throws -> Bool
+  ) throws {
+    ensureLive()
+    var strings = self.strings
+    do {
+      try raw.forEachEvent(
+        log.dbs.events, from: position.rawValue, forward: direction == .forward,
+        types: types.map { Array($0.utf8) }, strings: &strings, body)
     } catch let error as LogError {
       throw error
     } catch let error as LMDBError {
@@ -205,6 +247,96 @@ public class ReadTransaction {
   /// The value stored under `key`, or nil.
   public func get(_ key: [UInt8], in database: Database) throws(LogError) -> [UInt8]? {
     try perform { try raw.get(database.handle, key) }
+  }
+
+  /// The value stored under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), or nil;
+  /// the key's bytes are used where they lie, no array is made of them.
+  public func get(_ key: String, in database: Database) throws(LogError) -> [UInt8]? {
+    try perform { try raw.get(database.handle, key) }
+  }
+
+  /// Calls `body` with the value stored under `key` without copying it, and returns what `body`
+  /// returns; nil, without calling `body`, when there is no such key.
+  ///
+  /// The span points into the database's memory map and cannot escape `body`; copy what must
+  /// outlive it. Cheaper than ``get(_:in:)`` when only part of the value is needed, or when it
+  /// is decoded straight away. `body` may read but not write through the transaction: LMDB may
+  /// move or free the page under the span (a write in `body` stops the process).
+  ///
+  /// ```swift
+  /// let position = try txn.withValue(forKey: key, in: index) { bytes in
+  ///   (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(bytes[$1]) }
+  /// }
+  /// ```
+  @inlinable
+  public final func withValue<R>(
+    forKey key: [UInt8], in database: Database, _ body: (Span<UInt8>) throws -> R
+  ) throws -> R? {
+    // Generic only here, where it is inlined and specialized: the lookup below is not generic.
+    var result: R?
+    try lendValue(forKey: key, in: database) { result = try body($0) }
+    return result
+  }
+
+  /// Lends the value stored under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names),
+  /// as the `[UInt8]` key's overload does; no array is made of the key.
+  @inlinable
+  public final func withValue<R>(
+    forKey key: String, in database: Database, _ body: (Span<UInt8>) throws -> R
+  ) throws -> R? {
+    var result: R?
+    try lendValue(forKey: key, in: database) { result = try body($0) }
+    return result
+  }
+
+  @usableFromInline
+  final func lendValue(
+    forKey key: [UInt8], in database: Database, _ body: (Span<UInt8>) throws -> Void
+  )
+    throws
+  {
+    try lend { try raw.withValue(database.handle, key, body) }
+  }
+
+  @usableFromInline
+  final func lendValue(
+    forKey key: String, in database: Database, _ body: (Span<UInt8>) throws -> Void
+  )
+    throws
+  {
+    try lend { try raw.withValue(database.handle, key, body) }
+  }
+
+  /// Runs an operation that lends stored bytes to a closure, refusing writes meanwhile.
+  private func lend<R>(_ operation: () throws -> R) throws -> R {
+    ensureLive()
+    lending += 1
+    defer { lending -= 1 }
+    do {
+      return try operation()
+    } catch let error as LMDBError {
+      throw log.logError(error)
+    }
+  }
+
+  /// ``scan(_:from:direction:_:)`` without copies: `body` gets each key and value where they
+  /// lie in the database's memory map, as spans that cannot escape it. As in
+  /// ``withValue(forKey:in:_:)``, `body` may read but not write through the transaction.
+  ///
+  /// ```swift
+  /// var total = 0
+  /// try txn.scanBorrowed(sizes) { _, value in
+  ///   total += value.count
+  ///   return true
+  /// }
+  /// ```
+  public func scanBorrowed(
+    _ database: Database, from start: [UInt8]? = nil, direction: ReadDirection = .forward,
+    _ body: (_ key: Span<UInt8>, _ value: Span<UInt8>) throws -> Bool
+  ) throws {
+    try lend {
+      try raw.scanInPlace(database.handle, from: start, reverse: direction == .backward, body)
+    }
   }
 
   /// Calls `body` with each entry from `start` (inclusive; nil = from the first entry, or the

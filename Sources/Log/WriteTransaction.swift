@@ -32,15 +32,40 @@ public final class WriteTransaction: ReadTransaction {
   var mutationCount = 0
   /// Set when LMDB reported that the map or the transaction is full: the caller grows and retries.
   var sawMapFull = false
+  /// A cursor on `log.streams` for single appends, opened on first use and closed by ``end()``.
+  private var streamCursor: RawCursor?
+  /// Set when an append failed after writing part of its events: the transaction must not
+  /// commit, and committing it throws this error instead.
+  var poison: LogError?
 
   init(log: EventLog, raw: RawTransaction, writer: WriterState) {
     self.writer = writer
     super.init(log: log, raw: raw)
   }
 
+  /// Ends the transaction's use: later calls fail their precondition. Called before the raw
+  /// transaction commits or aborts, because a write transaction's cursors must be closed while
+  /// it is live (lmdb.h, mdb_cursor_close).
+  func end() {
+    isLive = false
+    closeCursors()
+  }
+
+  private func closeCursors() {
+    streamCursor?.close()
+    streamCursor = nil
+  }
+
+  @inline(__always)
+  func ensureNotLending() {
+    precondition(
+      lending == 0, "a log transaction cannot write while it lends stored bytes to a closure")
+  }
+
   @inline(__always)
   func performWrite<T>(_ operation: () throws -> T) throws(LogError) -> T {
     ensureLive()
+    ensureNotLending()
     mutationCount &+= 1
     do {
       return try operation()
@@ -68,7 +93,75 @@ public final class WriteTransaction: ReadTransaction {
   ///   expected version does not hold (nothing is written).
   @discardableResult
   public func append(_ event: NewEvent) throws(LogError) -> RecordedEvent {
-    try append(contentsOf: [event]).events[0]
+    try performWrite { try appendOne(event) }
+  }
+
+  /// One event: its stream's head is read and moved with one B-tree search on `log.streams`
+  /// (``RawTransaction/advanceStream(cursor:key:expected:position:streams:streamIndex:)``), and
+  /// no arrays are built.
+  ///
+  /// Nothing is written when it throws a ``LogError``; when it fails after writing the head,
+  /// the transaction is poisoned (``poison``) and cannot commit.
+  private func appendOne(_ event: NewEvent, timestamp batchTimestamp: Int64? = nil) throws
+    -> RecordedEvent
+  {
+    let position = writer.nextPosition
+    var version: UInt64 = 0
+    var previous: UInt64 = 0
+    if event.stream.isEmpty {
+      guard event.expectedVersion == .any else {
+        throw LogError.invalidArgument("an event with no stream cannot expect a stream version")
+      }
+    } else {
+      let cursor: RawCursor
+      if let open = streamCursor {
+        cursor = open
+      } else {
+        cursor = try raw.openCursor(log.dbs.streams)
+        streamCursor = cursor
+      }
+      let expected = event.expectedVersion
+      let advance = try raw.advanceStream(
+        cursor: cursor, stream: event.stream, expected: expected, position: position,
+        streams: log.dbs.streams, streamIndex: log.dbs.streamIndex)
+      switch advance {
+      case .advanced(let v, let p):
+        version = v
+        previous = p
+      case .wrongVersion(let actual):
+        throw LogError.wrongExpectedVersion(
+          stream: event.stream, expected: expected, actual: actual)
+      case .malformedHead:
+        throw LogError.corruptDatabase(
+          path: log.path, reason: "the head of stream '\(event.stream)' is malformed")
+      }
+      // Keep the batch path's cache of stream heads in step (it is empty unless batches ran).
+      if !writer.streamCache.isEmpty {
+        writer.streamCache[event.stream]?.head = StreamHead(version: version, last: position)
+      }
+    }
+    let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
+    do {
+      try EventRecord.append(
+        .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
+        event, into: log.dbs.events, of: raw)
+    } catch {
+      // The stream's head has moved already.
+      if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
+      throw error
+    }
+    writer.nextPosition = position + 1
+    writer.lastTimestamp = timestamp
+    appendedCount += 1
+    return RecordedEvent(
+      position: LogPosition(position), streamVersion: version, timestampMicroseconds: timestamp,
+      type: event.type, stream: event.stream, actor: event.actor, payload: event.payload)
+  }
+
+  /// Microseconds since 1970.
+  @inline(__always)
+  static func now() -> Int64 {
+    Int64(Date().timeIntervalSince1970 * 1_000_000)
   }
 
   /// Appends a batch of events atomically and returns them as recorded.
@@ -97,6 +190,37 @@ public final class WriteTransaction: ReadTransaction {
         idempotencyEntry = key
       }
       guard !events.isEmpty else { return AppendResult(events: [], isDuplicate: false) }
+      if events.count == 1 && idempotencyKey == nil {
+        return AppendResult(events: [try appendOne(events[0])], isDuplicate: false)
+      }
+      var checked = false
+      for i in events.indices where events[i].expectedVersion != .any {
+        checked = true
+        break
+      }
+      if !checked {
+        // Nothing to check before writing: each event moves its stream's head as it is written.
+        let first = writer.nextPosition
+        let timestamp = max(Self.now(), writer.lastTimestamp)
+        var recorded: [RecordedEvent] = []
+        recorded.reserveCapacity(events.count)
+        do {
+          for i in events.indices {
+            recorded.append(try appendOne(events[i], timestamp: timestamp))
+          }
+        } catch  where !recorded.isEmpty {
+          // Part of the batch is written (a malformed stream head, say, in a corrupt database):
+          // that part must not commit.
+          poison = poison ?? log.logError(error)
+          throw error
+        }
+        if let idempotencyEntry {
+          try raw.put(
+            log.dbs.idempotency, idempotencyEntry,
+            first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+        }
+        return AppendResult(events: recorded, isDuplicate: false)
+      }
 
       // Check every expectation before writing anything, working on the writer's stream cache
       // with an undo list, so that a failed check leaves the cache as it was.
@@ -139,8 +263,7 @@ public final class WriteTransaction: ReadTransaction {
         throw error
       }
 
-      let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
-      let timestamp = max(now, writer.lastTimestamp)
+      let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
       for i in events.indices {
@@ -150,7 +273,7 @@ public final class WriteTransaction: ReadTransaction {
             position: position, timestamp: timestamp, streamVersion: versions[i],
             previous: previous[i]),
           events[i], into: log.dbs.events, of: raw)
-        if versions[i] % StreamKey.checkpointInterval == 0,
+        if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
           let prefix = writer.streamCache[events[i].stream]?.prefix
         {
           try raw.put(
@@ -239,14 +362,28 @@ public final class WriteTransaction: ReadTransaction {
 
   /// Stores `value` under `key`, replacing what was there.
   public func put(_ value: [UInt8], forKey key: [UInt8], in database: Database) throws(LogError) {
-    try checkKey(key)
+    try checkKey(key.count)
+    try performWrite { try raw.put(database.handle, key, value) }
+  }
+
+  /// Stores `value` under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), using
+  /// them where they lie: no array is made of them.
+  public func put(_ value: [UInt8], forKey key: String, in database: Database) throws(LogError) {
+    try checkKey(key.utf8.count)
     try performWrite { try raw.put(database.handle, key, value) }
   }
 
   /// Removes `key`; false if it was not there.
   @discardableResult
   public func delete(_ key: [UInt8], in database: Database) throws(LogError) -> Bool {
-    try checkKey(key)
+    try checkKey(key.count)
+    return try performWrite { try raw.delete(database.handle, key) }
+  }
+
+  /// Removes the key made of the UTF-8 bytes of `key`; false if it was not there.
+  @discardableResult
+  public func delete(_ key: String, in database: Database) throws(LogError) -> Bool {
+    try checkKey(key.utf8.count)
     return try performWrite { try raw.delete(database.handle, key) }
   }
 
@@ -255,10 +392,10 @@ public final class WriteTransaction: ReadTransaction {
     try performWrite { try raw.clear(database.handle) }
   }
 
-  private func checkKey(_ key: [UInt8]) throws(LogError) {
-    guard !key.isEmpty, key.count <= log.maxKeySize else {
+  private func checkKey(_ count: Int) throws(LogError) {
+    guard count > 0, count <= log.maxKeySize else {
       throw LogError.invalidArgument(
-        "keys must be 1 to \(log.maxKeySize) bytes; this one is \(key.count)")
+        "keys must be 1 to \(log.maxKeySize) bytes; this one is \(count)")
     }
   }
 
@@ -268,6 +405,10 @@ public final class WriteTransaction: ReadTransaction {
   /// error is rethrown; this transaction goes on.
   public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     ensureLive()
+    ensureNotLending()
+    // lmdb.h: a parent "and its cursors may not issue any other operations" while a child is
+    // active, so this one's cursor is closed before the child begins, and reopened when needed.
+    closeCursors()
     let childRaw: RawTransaction
     do throws(LMDBError) {
       childRaw = try log.env.beginWrite(parent: raw)
@@ -282,7 +423,7 @@ public final class WriteTransaction: ReadTransaction {
     do {
       value = try body(child)
     } catch {
-      child.isLive = false
+      child.end()
       childRaw.abort()
       writer.nextPosition = saved.0
       writer.lastTimestamp = saved.1
@@ -290,7 +431,14 @@ public final class WriteTransaction: ReadTransaction {
       if child.sawMapFull { sawMapFull = true }
       throw error
     }
-    child.isLive = false
+    child.end()
+    if let poison = child.poison {
+      childRaw.abort()
+      writer.nextPosition = saved.0
+      writer.lastTimestamp = saved.1
+      writer.streamCache.removeAll()
+      throw poison
+    }
     do throws(LMDBError) {
       try childRaw.commit()
     } catch {
@@ -322,7 +470,9 @@ final class WriterState: @unchecked Sendable {
   var cacheValid = false
   var nextPosition: UInt64 = 1
   var lastTimestamp: Int64 = 0
-  /// Stream versions this process has seen; cleared when another process writes.
+  /// Stream heads that batches with expectations loaded (appends without expectations read
+  /// and move heads in `log.streams` directly, updating entries found here); cleared when
+  /// another process writes.
   var streamCache: [String: CachedStream] = [:]
   /// Counts append calls, to tell the streams one call has touched.
   var appendCall: UInt64 = 0

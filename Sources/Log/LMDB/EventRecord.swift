@@ -41,53 +41,22 @@ enum EventRecord {
   }
 
   /// Puts the record for an event under its position with `MDB_RESERVE | MDB_APPEND` and encodes
-  /// it straight into the reserved page space: no intermediate buffer, no copy.
+  /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
+  /// lengths are known without walking them (a native string stores its UTF-8 count).
   static func append(
     _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction
   )
     throws(LMDBError)
   {
-    var failure: LMDBError?
-    unsafe withUTF8(event.type) { t in
-      unsafe withUTF8(event.stream) { s in
-        unsafe withUTF8(event.actor) { a in
-          unsafe event.payload.withUnsafeBytes { p in
-            let size =
-              fixedHeaderSize + varintSize(header.streamVersion) + varintSize(header.previous)
-              + varintSize(UInt64(t.count)) + t.count + varintSize(UInt64(s.count)) + s.count
-              + varintSize(UInt64(a.count)) + a.count + p.count + checksumSize
-            do throws(LMDBError) {
-              let space = try unsafe txn.reserveAppend(
-                events, position: header.position, size: size)
-              unsafe write(header, type: t, stream: s, actor: a, payload: p, into: space)
-            } catch {
-              failure = error
-            }
-          }
-        }
-      }
-    }
-    if let failure { throw failure }
-  }
-
-  /// The UTF-8 bytes of a string without copying it (native Swift strings are contiguous).
-  @inline(__always)
-  static func withUTF8<R>(_ string: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    if let r = unsafe string.utf8.withContiguousStorageIfAvailable({
-      unsafe body(UnsafeRawBufferPointer($0))
-    }) {
-      return r
-    }
-    return unsafe Array(string.utf8).withUnsafeBytes { unsafe body($0) }
-  }
-
-  /// Encodes into exactly-sized space.
-  @inline(__always)
-  static func write(
-    _ header: Header, type: UnsafeRawBufferPointer, stream: UnsafeRawBufferPointer,
-    actor: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
-    into space: UnsafeMutableRawBufferPointer
-  ) {
+    let typeCount = event.type.utf8.count
+    let streamCount = event.stream.utf8.count
+    let actorCount = event.actor.utf8.count
+    let payloadCount = event.payload.count
+    let size =
+      fixedHeaderSize + varintSize(header.streamVersion) + varintSize(header.previous)
+      + varintSize(UInt64(typeCount)) + typeCount + varintSize(UInt64(streamCount)) + streamCount
+      + varintSize(UInt64(actorCount)) + actorCount + payloadCount + checksumSize
+    let space = try unsafe txn.reserveAppend(events, position: header.position, size: size)
     let base = unsafe space.baseAddress.unsafelyUnwrapped
     unsafe base.storeBytes(of: format, as: UInt8.self)
     unsafe (base + 1).storeBytes(
@@ -95,18 +64,39 @@ enum EventRecord {
     var offset = fixedHeaderSize
     unsafe putVarint(header.streamVersion, base, &offset)
     unsafe putVarint(header.previous, base, &offset)
-    unsafe putVarint(UInt64(type.count), base, &offset)
-    unsafe putBytes(type, base, &offset)
-    unsafe putVarint(UInt64(stream.count), base, &offset)
-    unsafe putBytes(stream, base, &offset)
-    unsafe putVarint(UInt64(actor.count), base, &offset)
-    unsafe putBytes(actor, base, &offset)
-    unsafe putBytes(payload, base, &offset)
+    unsafe putString(event.type, count: typeCount, base, &offset)
+    unsafe putString(event.stream, count: streamCount, base, &offset)
+    unsafe putString(event.actor, count: actorCount, base, &offset)
+    if payloadCount > 0 {
+      unsafe event.payload.withUnsafeBytes { p in
+        unsafe (base + offset).copyMemory(from: p.baseAddress.unsafelyUnwrapped, byteCount: p.count)
+      }
+      offset += payloadCount
+    }
     let crc = CRC32C.finalize(
       unsafe CRC32C.update(
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+  }
+
+  /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.
+  @inline(__always)
+  static func putString(
+    _ string: String, count: Int, _ base: UnsafeMutableRawPointer, _ offset: inout Int
+  ) {
+    unsafe putVarint(UInt64(count), base, &offset)
+    guard count > 0 else { return }
+    let target = unsafe base + offset
+    let copied = unsafe string.utf8.withContiguousStorageIfAvailable { utf8 in
+      unsafe target.copyMemory(from: utf8.baseAddress.unsafelyUnwrapped, byteCount: count)
+    }
+    if copied == nil {  // a string without contiguous UTF-8 (bridged): copy it byte by byte
+      _ = unsafe UnsafeMutableBufferPointer(
+        start: target.assumingMemoryBound(to: UInt8.self), count: count
+      ).initialize(from: string.utf8)
+    }
+    offset += count
   }
 
   /// Reads the timestamp of a record without decoding the rest.
@@ -129,77 +119,169 @@ enum EventRecord {
     }
     let bodyEnd = count - checksumSize
     var crc = CRC32C.update(CRC32C.initial, bigEndian: position)
-    crc = unsafe CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[0..<bodyEnd]))
+    crc = unsafe CRC32C.update(
+      crc, UnsafeRawBufferPointer(start: bytes.baseAddress, count: bodyEnd))
     let stored = unsafe UInt32(
       littleEndian: bytes.loadUnaligned(fromByteOffset: bodyEnd, as: UInt32.self))
     guard CRC32C.finalize(crc) == stored else { throw DecodingError(reason: "checksum mismatch") }
     return bodyEnd
   }
 
-  /// Decodes a record, checking its checksum.
-  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
-    -> RecordedEvent
-  {
-    try unsafe decodeWithLinks(position: position, bytes: bytes).event
+  /// Where a record's fields are: offsets into its bytes, found after its checksum and its
+  /// structure were checked, before any string or array is made.
+  struct Fields {
+    var timestamp: Int64
+    var streamVersion: UInt64
+    var previous: UInt64
+    var typeStart: Int
+    var typeEnd: Int
+    var streamStart: Int
+    var streamEnd: Int
+    var actorStart: Int
+    var actorEnd: Int
+    var payloadStart: Int
+    var payloadEnd: Int
   }
 
-  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
-    -> (event: RecordedEvent, previous: UInt64)
-  {
-    var strings = RepeatedStrings()
-    return try unsafe decodeWithLinks(position: position, bytes: bytes, strings: &strings)
-  }
-
-  /// Decodes with `strings` remembering the last type and actor: a run of events of one type by
-  /// one actor then builds those strings once.
-  static func decodeWithLinks(
-    position: UInt64, bytes: UnsafeRawBufferPointer, strings: inout RepeatedStrings
-  )
-    throws(DecodingError) -> (event: RecordedEvent, previous: UInt64)
+  /// Checks a record (checksum, format, lengths) and finds its fields.
+  @inline(__always)
+  static func fields(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> Fields
   {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
     let timestamp = Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
     var offset = fixedHeaderSize
     let streamVersion = try unsafe readVarint(bytes, &offset, end: bodyEnd)
     let previous = try unsafe readVarint(bytes, &offset, end: bodyEnd)
-    let type = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.type)
-    let stream = try unsafe readString(bytes, &offset, end: bodyEnd)
-    let actor = try unsafe readString(bytes, &offset, end: bodyEnd, reusing: &strings.actor)
-    let payload = unsafe Array(UnsafeRawBufferPointer(rebasing: bytes[offset..<bodyEnd]))
-    let event = RecordedEvent(
-      position: LogPosition(position), streamVersion: streamVersion,
-      timestampMicroseconds: timestamp,
-      type: type, stream: stream, actor: actor, payload: payload)
-    return (event, previous)
+    let typeStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    let typeEnd = offset
+    let streamStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    let streamEnd = offset
+    let actorStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    return Fields(
+      timestamp: timestamp, streamVersion: streamVersion, previous: previous,
+      typeStart: typeStart, typeEnd: typeEnd, streamStart: streamStart, streamEnd: streamEnd,
+      actorStart: actorStart, actorEnd: offset, payloadStart: offset, payloadEnd: bodyEnd)
   }
 
-  /// The last type and actor decoded, with their bytes.
-  struct RepeatedStrings {
-    var type: ([UInt8], String) = ([], "")
-    var actor: ([UInt8], String) = ([], "")
-  }
-
+  /// Reads a string's length and moves `offset` past the string; returns where it starts.
   @inline(__always)
-  static func readString(
-    _ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int,
-    reusing last: inout ([UInt8], String)
-  ) throws(DecodingError) -> String {
+  private static func stringStart(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
+    throws(DecodingError) -> Int
+  {
     let length = try unsafe readVarint(bytes, &offset, end: end)
     guard length <= UInt64(end - offset) else {
       throw DecodingError(reason: "string runs past the record")
     }
-    let n = Int(length)
     let start = offset
-    offset += n
-    let same = unsafe last.0.withUnsafeBytes { previous in
-      unsafe previous.count == n
-        && (n == 0 || memcmp(previous.baseAddress!, bytes.baseAddress! + start, n) == 0)
+    offset += Int(length)
+    return start
+  }
+
+  /// The event a checked record holds.
+  @inline(__always)
+  static func event(
+    position: UInt64, bytes: UnsafeRawBufferPointer, fields f: Fields,
+    strings: inout RepeatedStrings
+  ) -> RecordedEvent {
+    RecordedEvent(
+      position: LogPosition(position), streamVersion: f.streamVersion,
+      timestampMicroseconds: f.timestamp,
+      type: unsafe string(bytes, f.typeStart, f.typeEnd, reusing: &strings.type),
+      stream: unsafe string(bytes, f.streamStart, f.streamEnd),
+      actor: unsafe string(bytes, f.actorStart, f.actorEnd, reusing: &strings.actor),
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+  }
+
+  /// Decodes a record, checking its checksum.
+  static func decode(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> RecordedEvent
+  {
+    let f = try unsafe fields(position: position, bytes: bytes)
+    return RecordedEvent(
+      position: LogPosition(position), streamVersion: f.streamVersion,
+      timestampMicroseconds: f.timestamp,
+      type: unsafe string(bytes, f.typeStart, f.typeEnd),
+      stream: unsafe string(bytes, f.streamStart, f.streamEnd),
+      actor: unsafe string(bytes, f.actorStart, f.actorEnd),
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+  }
+
+  /// Decodes a record and the position of its stream's previous event.
+  static func decodeWithLinks(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> (event: RecordedEvent, previous: UInt64)
+  {
+    let f = try unsafe fields(position: position, bytes: bytes)
+    var strings = RepeatedStrings()
+    return (
+      unsafe event(position: position, bytes: bytes, fields: f, strings: &strings), f.previous
+    )
+  }
+
+  /// The last type and actor decoded: a run of events of one type by one actor builds those
+  /// strings once. (Streams change from one event to the next too often to gain from this.)
+  struct RepeatedStrings {
+    var type = ""
+    var actor = ""
+  }
+
+  /// The string in `bytes[start..<end]`, or `last` when it has the same bytes (compared in
+  /// place: a native string's UTF-8 is contiguous).
+  @inline(__always)
+  static func string(
+    _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, reusing last: inout String
+  ) -> String {
+    let n = end - start
+    if n == 0 { return "" }
+    let field = unsafe bytes.baseAddress.unsafelyUnwrapped + start
+    if last.utf8.count == n,
+      unsafe last.utf8.withContiguousStorageIfAvailable({
+        unsafe memcmp($0.baseAddress.unsafelyUnwrapped, field, n) == 0
+      }) == true
+    {
+      return last
     }
-    if same { return last.1 }
-    let field = unsafe UnsafeRawBufferPointer(rebasing: bytes[start..<start + n])
-    let string = unsafe String(decoding: field, as: UTF8.self)
-    last = unsafe (Array(field), string)
+    let string = unsafe String(
+      decoding: UnsafeRawBufferPointer(start: field, count: n), as: UTF8.self)
+    last = string
     return string
+  }
+
+  @inline(__always)
+  static func string(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> String {
+    if start == end { return "" }
+    return unsafe String(
+      decoding: UnsafeRawBufferPointer(
+        start: bytes.baseAddress.unsafelyUnwrapped + start, count: end - start),
+      as: UTF8.self)
+  }
+
+  /// A copy of `bytes[start..<end]`. (`Array(_:)` of a buffer is specialized for `UInt8`;
+  /// `Array(unsafeUninitializedCapacity:)` looks up the array's metadata at run time.)
+  @inline(__always)
+  static func array(_ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int) -> [UInt8] {
+    if start == end { return [] }
+    return unsafe Array(
+      UnsafeRawBufferPointer(start: bytes.baseAddress.unsafelyUnwrapped + start, count: end - start)
+    )
+  }
+
+  /// Whether `bytes[start..<end]` equals one of `candidates`.
+  @inline(__always)
+  static func matches(
+    _ bytes: UnsafeRawBufferPointer, _ start: Int, _ end: Int, anyOf candidates: [[UInt8]]
+  ) -> Bool {
+    let n = end - start
+    for candidate in candidates where candidate.count == n {
+      if n == 0 { return true }
+      let equal = unsafe candidate.withUnsafeBytes {
+        unsafe memcmp(
+          $0.baseAddress.unsafelyUnwrapped, bytes.baseAddress.unsafelyUnwrapped + start, n)
+          == 0
+      }
+      if equal { return true }
+    }
+    return false
   }
 
   // MARK: Primitives
@@ -262,21 +344,6 @@ enum EventRecord {
       if byte < 0x80 { return result }
       shift += 7
     }
-  }
-
-  @inline(__always)
-  static func readString(_ bytes: UnsafeRawBufferPointer, _ offset: inout Int, end: Int)
-    throws(DecodingError)
-    -> String
-  {
-    let length = try unsafe readVarint(bytes, &offset, end: end)
-    guard length <= UInt64(end - offset) else {
-      throw DecodingError(reason: "string runs past the record")
-    }
-    let stringEnd = offset + Int(length)
-    defer { offset = stringEnd }
-    return unsafe String(
-      decoding: UnsafeRawBufferPointer(rebasing: bytes[offset..<stringEnd]), as: UTF8.self)
   }
 }
 

@@ -23,17 +23,28 @@ extension RawTransaction {
     }
   }
 
-  func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
+  /// The event at `position`; with `strings`, its type and actor reuse the strings of earlier
+  /// events when they are the same.
+  func event(
+    _ events: UInt32, at position: UInt64, strings: inout EventRecord.RepeatedStrings
+  ) throws -> RecordedEvent? {
     var key = position.bigEndian
     let found = try unsafe withUnsafeBytes(of: &key) { k throws(LMDBError) in
       try unsafe get(events, k)
     }
     guard let bytes = unsafe found else { return nil }
     do {
-      return try unsafe EventRecord.decode(position: position, bytes: bytes)
+      let fields = try unsafe EventRecord.fields(position: position, bytes: bytes)
+      return unsafe EventRecord.event(
+        position: position, bytes: bytes, fields: fields, strings: &strings)
     } catch {
       throw RecordFailure(position: position, reason: error.reason)
     }
+  }
+
+  func event(_ events: UInt32, at position: UInt64) throws -> RecordedEvent? {
+    var strings = EventRecord.RepeatedStrings()
+    return try event(events, at: position, strings: &strings)
   }
 
   func timestamp(_ events: UInt32, at position: UInt64) throws -> Int64? {
@@ -50,25 +61,33 @@ extension RawTransaction {
   }
 
   /// Calls `body` with each event from `position` on (inclusive), forwards or backwards, until it
-  /// returns false or the log ends.
+  /// returns false or the log ends. With `types`, only events whose type has one of these UTF-8
+  /// spellings are decoded and passed; the others are checked (checksum and structure) and
+  /// skipped before any string or array is made of them.
   func forEachEvent(
-    _ events: UInt32, from position: UInt64, forward: Bool, _ body: (RecordedEvent) throws -> Bool
+    _ events: UInt32, from position: UInt64, forward: Bool, types: [[UInt8]]? = nil,
+    strings: inout EventRecord.RepeatedStrings, _ body: (RecordedEvent) throws -> Bool
   ) throws {
     let cursor = try openCursor(events)
     defer { cursor.close() }
     var entry = try unsafe start(cursor, at: position, forward: forward)
-    var strings = EventRecord.RepeatedStrings()
     while let e = unsafe entry {
       let p = unsafe Keys.position(e.key)
-      let event: RecordedEvent
+      let fields: EventRecord.Fields
       do {
-        event = try unsafe EventRecord.decodeWithLinks(
-          position: p, bytes: e.value, strings: &strings
-        ).event
+        fields = try unsafe EventRecord.fields(position: p, bytes: e.value)
       } catch {
         throw RecordFailure(position: p, reason: error.reason)
       }
-      guard try body(event) else { return }
+      if let types,
+        unsafe !EventRecord.matches(e.value, fields.typeStart, fields.typeEnd, anyOf: types)
+      {
+        // Not wanted: checked, not decoded.
+      } else {
+        let event = unsafe EventRecord.event(
+          position: p, bytes: e.value, fields: fields, strings: &strings)
+        guard try body(event) else { return }
+      }
       unsafe entry = try unsafe cursor.get(forward ? .next : .previous)
     }
   }
@@ -86,9 +105,9 @@ extension RawTransaction {
     while let e = unsafe entry, out.count < limit {
       let p = unsafe Keys.position(e.key)
       do {
+        let fields = try unsafe EventRecord.fields(position: p, bytes: e.value)
         out.append(
-          try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value, strings: &strings)
-            .event)
+          unsafe EventRecord.event(position: p, bytes: e.value, fields: fields, strings: &strings))
       } catch {
         throw RecordFailure(position: p, reason: error.reason)
       }
@@ -191,21 +210,39 @@ extension RawTransaction {
   ) throws {
     let cursor = try openCursor(dbi)
     defer { cursor.close() }
-    var entry: RawCursor.Entry?
-    if let start {
-      unsafe entry = try unsafe cursor.get(.atOrAfter, key: start)
-      if reverse {
-        if let e = unsafe entry {
-          if unsafe !e.key.elementsEqual(start) { unsafe entry = try unsafe cursor.get(.previous) }
-        } else {
-          unsafe entry = try unsafe cursor.get(.last)
-        }
-      }
-    } else {
-      unsafe entry = try unsafe cursor.get(reverse ? .last : .first)
-    }
+    var entry = try unsafe scanStart(cursor, from: start, reverse: reverse)
     while let e = unsafe entry {
       guard try unsafe body(Array(e.key), Array(e.value)) else { return }
+      unsafe entry = try unsafe cursor.get(reverse ? .previous : .next)
+    }
+  }
+
+  /// Where a scan from `start` begins: the first entry at or after it, or walking in reverse,
+  /// the entry at it or else the one before.
+  private func scanStart(_ cursor: RawCursor, from start: [UInt8]?, reverse: Bool)
+    throws(LMDBError) -> RawCursor.Entry?
+  {
+    guard let start else { return try unsafe cursor.get(reverse ? .last : .first) }
+    let entry = try unsafe cursor.get(.atOrAfter, key: start)
+    guard reverse else { return unsafe entry }
+    guard let e = unsafe entry else { return try unsafe cursor.get(.last) }
+    return unsafe e.key.elementsEqual(start) ? unsafe e : try unsafe cursor.get(.previous)
+  }
+
+  /// ``scan(_:from:reverse:_:)`` handing `body` each key and value where they lie in the map,
+  /// without copying them.
+  func scanInPlace(
+    _ dbi: UInt32, from start: [UInt8]?, reverse: Bool,
+    _ body: (_ key: Span<UInt8>, _ value: Span<UInt8>) throws -> Bool
+  ) throws {
+    let cursor = try openCursor(dbi)
+    defer { cursor.close() }
+    var entry = try unsafe scanStart(cursor, from: start, reverse: reverse)
+    while let e = unsafe entry {
+      let more = try unsafe body(
+        Span(_unsafeElements: e.key.assumingMemoryBound(to: UInt8.self)),
+        Span(_unsafeElements: e.value.assumingMemoryBound(to: UInt8.self)))
+      guard more else { return }
       unsafe entry = try unsafe cursor.get(reverse ? .previous : .next)
     }
   }

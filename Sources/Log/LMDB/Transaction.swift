@@ -5,7 +5,8 @@ import CLMDB
 /// Values returned as `UnsafeRawBufferPointer` point into the memory map and are valid only until
 /// the transaction ends: lmdb.h, mdb_get: "The memory pointed to by the returned values is owned
 /// by the database. ... Values returned from the database are valid only until a subsequent
-/// update operation, or the end of the transaction." Everything that leaves this folder is copied.
+/// update operation, or the end of the transaction." Everything that leaves this folder is copied,
+/// or lent as a `Span`, which cannot outlive the closure it is lent to.
 @safe struct RawTransaction {
   let pointer: OpaquePointer
 
@@ -23,16 +24,41 @@ import CLMDB
     return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
   }
 
-  func get(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> [UInt8]? {
-    var result: [UInt8]?
-    var failure: LMDBError?
-    unsafe key.withUnsafeBytes { k in
-      do throws(LMDBError) {
-        if let v = try unsafe get(dbi, k) { result = unsafe Array(v) }
-      } catch { failure = error }
+  /// The value under `key` where it lies in the map: valid until the next write or the end of
+  /// the transaction.
+  @inline(__always)
+  func lookup(_ dbi: UInt32, _ key: some KeyBytes) throws(LMDBError) -> UnsafeRawBufferPointer? {
+    var v = unsafe MDB_val()
+    let rc = unsafe key.withKeyBytes { k in
+      var kv = unsafe MDB_val(k)
+      return unsafe mdb_get(pointer, dbi, &kv, &v)
     }
-    if let failure { throw failure }
-    return result
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_get")
+    return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+  }
+
+  /// The value under `key`, copied out of the map.
+  func get(_ dbi: UInt32, _ key: some KeyBytes) throws(LMDBError) -> [UInt8]? {
+    guard let bytes = try unsafe lookup(dbi, key) else { return nil }
+    return unsafe Array(bytes)
+  }
+
+  /// Calls `body` with the value under `key` where it lies in the map, without copying it; nil
+  /// (and `body` is not called) when there is no such key. The span cannot outlive `body`.
+  /// (One function per key type, so that only `body`'s result is generic.)
+  func withValue<R>(_ dbi: UInt32, _ key: [UInt8], _ body: (Span<UInt8>) throws -> R) throws
+    -> R?
+  {
+    guard let bytes = try unsafe lookup(dbi, key) else { return nil }
+    return try body(unsafe Span(_unsafeElements: bytes.assumingMemoryBound(to: UInt8.self)))
+  }
+
+  func withValue<R>(_ dbi: UInt32, _ key: String, _ body: (Span<UInt8>) throws -> R) throws
+    -> R?
+  {
+    guard let bytes = try unsafe lookup(dbi, key) else { return nil }
+    return try body(unsafe Span(_unsafeElements: bytes.assumingMemoryBound(to: UInt8.self)))
   }
 
   /// Puts a value; with `MDB_APPEND` the key must sort after every key in the database.
@@ -48,24 +74,25 @@ import CLMDB
     try check(unsafe mdb_put(pointer, dbi, &k, &v, flags), "mdb_put")
   }
 
-  func put(_ dbi: UInt32, _ key: [UInt8], _ value: [UInt8], flags: UInt32 = 0) throws(LMDBError) {
-    var failure: LMDBError?
-    unsafe key.withUnsafeBytes { k in
+  func put(_ dbi: UInt32, _ key: some KeyBytes, _ value: [UInt8], flags: UInt32 = 0)
+    throws(LMDBError)
+  {
+    let rc = unsafe key.withKeyBytes { k in
       unsafe value.withUnsafeBytes { v in
-        do throws(LMDBError) { try unsafe put(dbi, k, v, flags: flags) } catch { failure = error }
+        var kv = unsafe MDB_val(k)
+        var vv = unsafe MDB_val(v)
+        return unsafe mdb_put(pointer, dbi, &kv, &vv, flags)
       }
     }
-    if let failure { throw failure }
+    try check(rc, "mdb_put")
   }
 
   /// Deletes a key; false if it was not there.
   @discardableResult
-  func delete(_ dbi: UInt32, _ key: [UInt8]) throws(LMDBError) -> Bool {
-    var rc: Int32 = 0
-    unsafe key.withUnsafeBytes { k in
-      var kv = unsafe MDB_val(
-        mv_size: k.count, mv_data: UnsafeMutableRawPointer(mutating: k.baseAddress))
-      rc = unsafe mdb_del(pointer, dbi, &kv, nil)
+  func delete(_ dbi: UInt32, _ key: some KeyBytes) throws(LMDBError) -> Bool {
+    let rc = unsafe key.withKeyBytes { k in
+      var kv = unsafe MDB_val(k)
+      return unsafe mdb_del(pointer, dbi, &kv, nil)
     }
     if rc == MDB_NOTFOUND { return false }
     try check(rc, "mdb_del")
@@ -114,6 +141,7 @@ import CLMDB
   typealias Entry = (key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
 
   /// Moves the cursor; `nil` when there is no such entry (`MDB_NOTFOUND`).
+  @inline(__always)
   func get(_ position: Position, key: UnsafeRawBufferPointer? = nil) throws(LMDBError) -> Entry? {
     var k = unsafe MDB_val()
     var v = unsafe MDB_val()
@@ -183,5 +211,39 @@ extension RawTransaction {
     }
     try check(rc, "mdb_put")
     return unsafe UnsafeMutableRawBufferPointer(start: v.mv_data, count: size)
+  }
+}
+
+/// Byte strings the wrappers take as keys where they lie, without copying them: byte arrays, and
+/// strings as their UTF-8 (a native string's UTF-8 is contiguous).
+protocol KeyBytes {
+  func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R
+}
+
+extension Array: KeyBytes where Element == UInt8 {
+  @inline(__always)
+  func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    unsafe withUnsafeBytes { unsafe body($0) }
+  }
+}
+
+extension String: KeyBytes {
+  @inline(__always)
+  func withKeyBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    if let r = unsafe utf8.withContiguousStorageIfAvailable({
+      unsafe body(UnsafeRawBufferPointer($0))
+    }) {
+      return r
+    }
+    return unsafe Array(utf8).withUnsafeBytes { unsafe body($0) }
+  }
+}
+
+extension MDB_val {
+  /// A value pointing at `bytes` (which LMDB only reads).
+  @inline(__always)
+  init(_ bytes: UnsafeRawBufferPointer) {
+    unsafe self.init(
+      mv_size: bytes.count, mv_data: UnsafeMutableRawPointer(mutating: bytes.baseAddress))
   }
 }
