@@ -58,7 +58,8 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
   func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
     -> DocumentRecord?
   {
-    guard let bytes = try txn.get(DocumentKey.key(id), in: storage["byId"]) else { return nil }
+    // (A String key is used as its UTF-8 bytes, ``DocumentKey/key(_:)``, without a copy.)
+    guard let bytes = try txn.get(id, in: storage["byId"]) else { return nil }
     return try DocumentRecord(decoding: bytes)
   }
 

@@ -127,7 +127,7 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   ) throws {
     guard let target = Target(e.docID) else { return }
     let position = event.position.rawValue
-    let treeKey = Array(e.docID.utf8)
+    let treeKey = e.docID  // its UTF-8 bytes
     var tree: RevisionTree
     // The event's body, parsed at most once.
     var parsedBody: JSONValue?? = nil
