@@ -134,6 +134,27 @@ import Testing
       "1-af96dc7420a692fbceffee219a39618d",
       "4-3f5c0ad7e087db40b261aa045a5f4aad"
     ),
+    (
+      ##"{"_\u0301":1,"_é":2,"_":3,"_a":4,"b":5,"_\u0301x":6,"_\u0000":7}"##,
+      ##"{"_\##u{301}":1,"_é":2,"_":3,"_a":4,"b":5,"_\##u{301}x":6,"_\u0000":7}"##,
+      ##"{"_":3,"_\u0000":7,"_a":4,"_é":2,"_\##u{301}":1,"_\##u{301}x":6,"b":5}"##,
+      "1-49ebb79c8ed7dce0db90f0a4824e98f1",
+      "4-a0563f53afa32ccf430a6d7138ff6a30"
+    ),
+    (
+      ##"{"k20":0,"k19":1,"k18":2,"k17":3,"k16":4,"k15":5,"k14":6,"k13":7,"k12":8,"k11":9,"k10":10,"k09":11,"k08":12,"k07":13,"k06":14,"k05":15,"k04":16,"k03":17,"k02":18,"k01":19,"updated_at_very_long_key_1":20,"updated_at_very_long_key_0":21,"updated_at_very_long_key":22,"updated_at_very_long_key_1":23,"updated_at_very_long_ke":24,"updated_at_very_long_key_é":25,"k07":26,"k07\u0000":27,"updated_at_very_long_key_0":28}"##,
+      ##"{"k20":0,"k19":1,"k18":2,"k17":3,"k16":4,"k15":5,"k14":6,"k13":7,"k12":8,"k11":9,"k10":10,"k09":11,"k08":12,"k07":13,"k06":14,"k05":15,"k04":16,"k03":17,"k02":18,"k01":19,"updated_at_very_long_key_1":20,"updated_at_very_long_key_0":21,"updated_at_very_long_key":22,"updated_at_very_long_key_1":23,"updated_at_very_long_ke":24,"updated_at_very_long_key_é":25,"k07":26,"k07\u0000":27,"updated_at_very_long_key_0":28}"##,
+      ##"{"k01":19,"k02":18,"k03":17,"k04":16,"k05":15,"k06":14,"k07":26,"k07\u0000":27,"k08":12,"k09":11,"k10":10,"k11":9,"k12":8,"k13":7,"k14":6,"k15":5,"k16":4,"k17":3,"k18":2,"k19":1,"k20":0,"updated_at_very_long_ke":24,"updated_at_very_long_key":22,"updated_at_very_long_key_0":28,"updated_at_very_long_key_1":23,"updated_at_very_long_key_é":25}"##,
+      "1-d53dd573d88361993107fd2babb24efb",
+      "4-0849b5b08004e0b959e13d2508adf092"
+    ),
+    (
+      ##"{"a":{"k3":1,"k2":2,"k1":3,"k0":4,"k9":5,"k8":6,"k7":7,"k6":8,"k5":9,"k4":10,"k10":11,"k11":12,"k12":13,"k13":14,"k14":15,"k15":16,"k16":17,"k2":18},"_id":"x"}"##,
+      ##"{"a":{"k3":1,"k2":2,"k1":3,"k0":4,"k9":5,"k8":6,"k7":7,"k6":8,"k5":9,"k4":10,"k10":11,"k11":12,"k12":13,"k13":14,"k14":15,"k15":16,"k16":17,"k2":18},"_id":"x"}"##,
+      ##"{"_id":"x","a":{"k0":4,"k1":3,"k10":11,"k11":12,"k12":13,"k13":14,"k14":15,"k15":16,"k16":17,"k2":18,"k3":1,"k4":10,"k5":9,"k6":8,"k7":7,"k8":6,"k9":5}}"##,
+      "1-38a8dad569aea87cdc889eef6bcbe57f",
+      "4-b1b886ec302bdbab6d90b2a9881909c9"
+    ),
   ]
 
   @Test("hand-picked documents: both serializations and revision ids as before")
