@@ -45,6 +45,11 @@ struct ByteSink {
     owned = true
   }
 
+  /// Forgets the bytes written, keeping the memory.
+  mutating func removeAll() {
+    count = 0
+  }
+
   /// Frees memory the sink allocated.
   mutating func release() {
     if owned { base.deallocate() }

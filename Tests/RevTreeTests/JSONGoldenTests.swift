@@ -169,4 +169,35 @@ import Testing
           == deletion)
     }
   }
+
+  /// 85 KB: 40 members holding up to 273 elements each and 40 nested arrays, more than the
+  /// parser keeps on the machine stack.
+  static func bigDocument() -> String {
+    var members: [String] = []
+    for m in 0..<40 {
+      let items = (0..<(m * 7)).map { k in
+        k % 3 == 0
+          ? "{\"k\(k % 5)\":[\(k),\"v\\n\(k)\"],\"a\":{}}"
+          : (k % 3 == 1 ? "\(k).5" : "\"é\\u00e9\(k)\"")
+      }
+      members.append("\"m\(39 - m)\":[" + items.joined(separator: ",") + "]")
+    }
+    let deep = String(repeating: "[", count: 40) + "\"bottom\"" + String(repeating: "]", count: 40)
+    return "{" + members.joined(separator: ",") + ",\"deep\":" + deep + "}"
+  }
+
+  @Test("a large, deep document parses and digests as before")
+  func largeDocument() throws {
+    let text = Self.bigDocument()
+    let v = try JSONValue(parsing: text)
+    #expect(v["m0"]?.arrayValue?.count == 273)
+    #expect(v["m5"]?[2]?.stringValue == "éé2")
+    #expect(v["m1"]?[3]?["k3"]?[1]?.stringValue == "v\n3")
+    let expected = text.replacing("\\u00e9", with: "é")
+    #expect(String(decoding: v.serialized(), as: UTF8.self) == expected)
+    #expect(
+      RevisionDigest.revision(parent: nil, deleted: false, body: v).description
+        == "1-46150eecda2d4341ecd67cb731ee65df")
+    #expect(MD5.hash(v.canonicalSerialized()).description == "1310b4097c23104f159940062ac91971")
+  }
 }
