@@ -27,10 +27,12 @@ struct ByteSink {
 
   /// The bytes written so far, as an array.
   func array() -> [UInt8] {
-    [UInt8](unsafeUninitializedCapacity: count) { buf, n in
-      buf.baseAddress!.initialize(from: base, count: count)
-      n = count
-    }
+    // Not `Array(unsafeUninitializedCapacity:)`: that goes through an unspecialized allocation
+    // that looks the storage class's metadata up at run time on every call.
+    var a: [UInt8] = []
+    a.reserveCapacity(count)
+    a.append(contentsOf: bytes)
+    return a
   }
 
   /// Makes room for at least `n` more bytes.
@@ -43,6 +45,18 @@ struct ByteSink {
     base = p
     capacity = newCapacity
     owned = true
+  }
+
+  /// Makes room for `n` more bytes, to be written through ``base`` and then counted with
+  /// ``didWrite(_:)``.
+  mutating func reserve(_ n: Int) {
+    if capacity - count < n { grow(n) }
+  }
+
+  /// Counts `n` bytes written directly after the current end (at most what was reserved).
+  mutating func didWrite(_ n: Int) {
+    precondition(n >= 0 && count + n <= capacity)
+    count += n
   }
 
   /// Forgets the bytes written, keeping the memory.

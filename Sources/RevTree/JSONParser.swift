@@ -128,10 +128,12 @@ struct ParseStack<Element> {
     let n = count - start
     let from = base + start
     count = start
-    return [Element](unsafeUninitializedCapacity: n) { dst, initialized in
-      dst.baseAddress?.moveInitialize(from: from, count: n)
-      initialized = n
-    }
+    // Not `Array(unsafeUninitializedCapacity:)`, whose unspecialized allocation looks metadata
+    // up at run time on every call.
+    var a: [Element] = []
+    a.reserveCapacity(n)
+    for j in 0..<n { a.append((from + j).move()) }
+    return a
   }
 
   mutating func release() {
@@ -308,13 +310,10 @@ struct JSONParser {
     let k = keys.base + (keys.count - n)
     values.count = start
     keys.count -= n
-    return [JSONObject.Member](unsafeUninitializedCapacity: n) { dst, initialized in
-      for j in 0..<n {
-        (dst.baseAddress! + j).initialize(
-          to: JSONObject.Member(key: (k + j).move(), value: (v + j).move()))
-      }
-      initialized = n
-    }
+    var members: [JSONObject.Member] = []
+    members.reserveCapacity(n)
+    for j in 0..<n { members.append(JSONObject.Member(key: (k + j).move(), value: (v + j).move())) }
+    return members
   }
 
   /// `"key"` then `:`; leaves `i` after the colon.
