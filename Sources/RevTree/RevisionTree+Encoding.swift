@@ -66,43 +66,73 @@ extension RevisionTree {
   /// let again = try RevisionTree(decoding: bytes)   // again == tree
   /// ```
   public func encoded() -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(2 + count * 20)
-    out.append(RevisionTree.encodingVersion)
-    putVarint(UInt64(count), &out)
-    var stack: [Int32] = roots.reversed()
-    stack.reserveCapacity(max(16, roots.count))
-    while let i = stack.popLast() {
-      let n = nodes[Int(i)]
-      // Push the children reversed so the first child is visited next.
-      let mark = stack.count
-      var c = n.firstChild
-      while c >= 0 {
-        stack.append(c)
-        c = nodes[Int(c)].nextSibling
+    nodes.withUnsafeBufferPointer { np in
+      // An upper bound of the size: exact except child counts, bounded by the node count.
+      let childCountBound = varintSize(UInt64(count))
+      var bound = 1 + varintSize(UInt64(count))
+      for i in 0..<np.count where np[i].state != .dead {
+        bound += 1 + childCountBound
+        if np[i].parent < 0 { bound += varintSize(UInt64(np[i].pos)) }
+        if np[i].state != .missing { bound += varintSize(np[i].body) }
+        switch np[i].hash.storage {
+        case .digest: bound += 16
+        case .text(let t): bound += varintSize(UInt64(t.count)) + t.count
+        }
       }
-      let childCount = stack.count - mark
-      if childCount > 1 { stack[mark...].reverse() }
-      var flags: UInt8
-      switch n.state {
-      case .available: flags = 1
-      case .deleted: flags = 2
-      default: flags = 0
+      return withByteSink { sink in
+        sink.reserve(bound)
+        let p = sink.base
+        var o = 0
+        p[o] = RevisionTree.encodingVersion
+        o += 1
+        o += writeVarint(UInt64(count), p + o)
+        var stack: [Int32] = roots.reversed()
+        stack.reserveCapacity(max(16, roots.count))
+        while let i = stack.popLast() {
+          let n = np.baseAddress! + Int(i)
+          // Push the children reversed so the first child is visited next.
+          let mark = stack.count
+          var c = n.pointee.firstChild
+          while c >= 0 {
+            stack.append(c)
+            c = np[Int(c)].nextSibling
+          }
+          let childCount = stack.count - mark
+          if childCount > 1 { stack[mark...].reverse() }
+          let state = n.pointee.state
+          var flags: UInt8
+          switch state {
+          case .available: flags = 1
+          case .deleted: flags = 2
+          default: flags = 0
+          }
+          let isRoot = n.pointee.parent < 0
+          switch n.pointee.hash.storage {
+          case .digest(let hi, let lo):
+            p[o] = flags
+            o += 1
+            o += writeVarint(UInt64(childCount), p + o)
+            if isRoot { o += writeVarint(UInt64(n.pointee.pos), p + o) }
+            let raw = UnsafeMutableRawPointer(p + o)
+            raw.storeBytes(of: hi.bigEndian, as: UInt64.self)
+            raw.storeBytes(of: lo.bigEndian, toByteOffset: 8, as: UInt64.self)
+            o += 16
+          case .text(let t):
+            p[o] = flags | 4
+            o += 1
+            o += writeVarint(UInt64(childCount), p + o)
+            if isRoot { o += writeVarint(UInt64(n.pointee.pos), p + o) }
+            o += writeVarint(UInt64(t.count), p + o)
+            t.withUnsafeBufferPointer { (p + o).update(from: $0.baseAddress!, count: $0.count) }
+            o += t.count
+          }
+          if state != .missing { o += writeVarint(n.pointee.body, p + o) }
+        }
+        precondition(o <= bound)
+        sink.didWrite(o)
+        return sink.array()
       }
-      if case .text = n.hash.storage { flags |= 4 }
-      out.append(flags)
-      putVarint(UInt64(childCount), &out)
-      if n.parent < 0 { putVarint(UInt64(n.pos), &out) }
-      switch n.hash.storage {
-      case .digest(let hi, let lo):
-        withUnsafeBytes(of: (hi.bigEndian, lo.bigEndian)) { out.append(contentsOf: $0) }
-      case .text(let t):
-        putVarint(UInt64(t.count), &out)
-        out.append(contentsOf: t)
-      }
-      if n.state != .missing { putVarint(n.body, &out) }
     }
-    return out
   }
 
   /// Decodes the binary storage form.
@@ -233,14 +263,24 @@ extension RevisionTree {
   }
 }
 
+/// The number of bytes of `v` as an LEB128 varint.
 @inline(__always)
-func putVarint(_ v: UInt64, _ out: inout [UInt8]) {
+func varintSize(_ v: UInt64) -> Int {
+  (64 - (v | 1).leadingZeroBitCount + 6) / 7
+}
+
+/// Writes `v` as an LEB128 varint at `p`; returns the byte count.
+@inline(__always)
+func writeVarint(_ v: UInt64, _ p: UnsafeMutablePointer<UInt8>) -> Int {
   var v = v
+  var k = 0
   while v >= 0x80 {
-    out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+    p[k] = UInt8(truncatingIfNeeded: v) | 0x80
     v >>= 7
+    k += 1
   }
-  out.append(UInt8(v))
+  p[k] = UInt8(v)
+  return k + 1
 }
 
 /// A bounds-checked cursor over bytes.

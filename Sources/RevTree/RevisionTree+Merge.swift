@@ -171,12 +171,8 @@ extension RevisionTree {
   @discardableResult
   mutating func ensureLookup() -> Bool {
     if lookup != nil { return true }
-    var d: [RevHash: Int32] = [:]
-    d.reserveCapacity(count)
-    for (i, n) in nodes.enumerated() where n.isLive {
-      if d.updateValue(Int32(i), forKey: n.hash) != nil { return false }
-    }
-    lookup = d
+    guard let index = NodeIndex.build(nodes, liveCount: count) else { return false }
+    lookup = index
     return true
   }
 
@@ -188,14 +184,14 @@ extension RevisionTree {
     if newCount <= 8 {
       var seen: [RevHash] = []
       for e in entries[0..<plan.j] + entries[plan.k...] {
-        if lookup[e.hash] != nil || seen.contains(e.hash) { return true }
+        if lookup.find(e.hash, in: nodes) != nil || seen.contains(e.hash) { return true }
         seen.append(e.hash)
       }
       return false
     }
     var seen = Set<RevHash>(minimumCapacity: newCount)
     for e in entries[0..<plan.j] + entries[plan.k...] {
-      if lookup[e.hash] != nil || !seen.insert(e.hash).inserted { return true }
+      if lookup.find(e.hash, in: nodes) != nil || !seen.insert(e.hash).inserted { return true }
     }
     return false
   }
@@ -208,7 +204,7 @@ extension RevisionTree {
     // With the index, the only candidate inside a shallower root is the node holding path[0].
     var candidateRoot: Int32 = -1
     var candidate: Int32 = -1
-    if let lookup, let c = lookup[entries[0].hash], nodes[Int(c)].pos == start {
+    if let lookup, let c = lookup.find(entries[0].hash, in: nodes), nodes[Int(c)].pos == start {
       candidate = c
       if roots.count == 1 {
         candidateRoot = roots[0]
@@ -302,7 +298,7 @@ extension RevisionTree {
       Node(
         hash: e.hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: e.state,
         body: e.state == .missing ? 0 : e.body))
-    lookup?[e.hash] = i
+    lookup?.insert(i, in: nodes, replace: true)
     return i
   }
 

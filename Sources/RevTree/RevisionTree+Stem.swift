@@ -89,7 +89,7 @@ extension RevisionTree {
   /// Marks a slot dead and unindexes it. Links are fixed by the caller.
   @inline(__always)
   mutating func kill(_ i: Int32) {
-    lookup?.removeValue(forKey: nodes[Int(i)].hash)
+    lookup?.remove(nodes[Int(i)].hash, in: nodes)
     nodes[Int(i)].state = .dead
     deadCount += 1
   }
