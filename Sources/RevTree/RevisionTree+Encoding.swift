@@ -164,7 +164,33 @@ extension RevisionTree {
     }
   }
 
+  /// An open parent while decoding: its slot, children still to read, last child read.
+  struct OpenParent {
+    var parent: Int32
+    var left: UInt64
+    var last: Int32
+  }
+
   static func decode(_ r: inout ByteReader) throws(RevTreeDecodingError) -> RevisionTree {
+    var failure: RevTreeDecodingError? = nil
+    // The stack of open parents starts on the machine stack.
+    let tree = withUnsafeTemporaryAllocation(of: OpenParent.self, capacity: 32) { buffer in
+      var stack = ParseStack(buffer)
+      defer { stack.release() }
+      do throws(RevTreeDecodingError) {
+        return try decode(&r, &stack)
+      } catch {
+        failure = error
+        return RevisionTree()
+      }
+    }
+    if let failure { throw failure }
+    return tree
+  }
+
+  static func decode(_ r: inout ByteReader, _ stack: inout ParseStack<OpenParent>)
+    throws(RevTreeDecodingError) -> RevisionTree
+  {
     guard r.remaining > 0 else { throw .empty }
     let version = try r.byte()
     guard version == encodingVersion else { throw .unsupportedVersion(version) }
@@ -175,7 +201,6 @@ extension RevisionTree {
     var t = RevisionTree()
     t.nodes.reserveCapacity(Int(total))
     // Open parents: (index, children still to read, last child read).
-    var stack: [(parent: Int32, left: UInt64, last: Int32)] = []
     var leafCount = 0
     var lastRoot: Int32 = -1
     for _ in 0..<total {
@@ -183,7 +208,7 @@ extension RevisionTree {
       let flags = try r.byte()
       guard flags & ~0x07 == 0, flags & 0x03 != 3 else { throw .invalidFlags(offset: at) }
       let children = try r.varint()
-      let parent: Int32 = stack.last?.parent ?? -1
+      let parent: Int32 = stack.count > 0 ? stack.base[stack.count - 1].parent : -1
       var pos: Int
       if parent >= 0 {
         pos = t.nodes[Int(parent)].pos + 1
@@ -227,8 +252,8 @@ extension RevisionTree {
           hash: hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: state,
           body: body))
       if parent >= 0 {
-        let top = stack.count - 1
-        let last = stack[top].last
+        let top = stack.base + (stack.count - 1)
+        let last = top.pointee.last
         if last >= 0 {
           guard RevHash.compare(t.nodes[Int(last)].hash, hash) < 0 else {
             throw .inconsistentStructure(offset: hashAt)
@@ -237,9 +262,9 @@ extension RevisionTree {
         } else {
           t.nodes[Int(parent)].firstChild = i
         }
-        stack[top].last = i
-        stack[top].left -= 1
-        if stack[top].left == 0 { stack.removeLast() }
+        top.pointee.last = i
+        top.pointee.left -= 1
+        if top.pointee.left == 0 { stack.count -= 1 }
       } else {
         if lastRoot >= 0 {
           let x = t.nodes[Int(lastRoot)]
@@ -251,12 +276,12 @@ extension RevisionTree {
         t.roots.append(i)
       }
       if children > 0 {
-        stack.append((i, children, -1))
+        stack.push(OpenParent(parent: i, left: children, last: -1))
       } else {
         leafCount += 1
       }
     }
-    guard stack.isEmpty else { throw .truncated(offset: r.offset) }
+    guard stack.count == 0 else { throw .truncated(offset: r.offset) }
     guard r.remaining == 0 else { throw .trailingBytes(offset: r.offset) }
     t.leafCount = leafCount
     return t
@@ -318,6 +343,7 @@ struct ByteReader {
     }
   }
 
+  @inline(__always)
   mutating func uint64BigEndian() throws(RevTreeDecodingError) -> UInt64 {
     guard remaining >= 8 else { throw .truncated(offset: b.count) }
     let v = UnsafeRawPointer(b.baseAddress! + offset).loadUnaligned(as: UInt64.self)
