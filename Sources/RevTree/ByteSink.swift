@@ -47,16 +47,9 @@ struct ByteSink {
     owned = true
   }
 
-  /// Makes room for `n` more bytes, to be written through ``base`` and then counted with
-  /// ``didWrite(_:)``.
+  /// Makes room for `n` more bytes so that the next appends do not grow the buffer.
   mutating func reserve(_ n: Int) {
     if capacity - count < n { grow(n) }
-  }
-
-  /// Counts `n` bytes written directly after the current end (at most what was reserved).
-  mutating func didWrite(_ n: Int) {
-    precondition(n >= 0 && count + n <= capacity)
-    count += n
   }
 
   /// Forgets the bytes written, keeping the memory.
@@ -107,6 +100,28 @@ struct ByteSink {
     if capacity - count < 8 { grow(8) }
     UnsafeMutableRawPointer(base + count).storeBytes(of: word.littleEndian, as: UInt64.self)
     count += n
+  }
+
+  /// Appends the 8 bytes of `v`, most significant first.
+  @inline(__always)
+  mutating func append(bigEndian v: UInt64) {
+    if capacity - count < 8 { grow(8) }
+    UnsafeMutableRawPointer(base + count).storeBytes(of: v.bigEndian, as: UInt64.self)
+    count += 8
+  }
+
+  /// Appends `v` as an unsigned LEB128 varint.
+  @inline(__always)
+  mutating func appendVarint(_ v: UInt64) {
+    if capacity - count < 10 { grow(10) }
+    var v = v
+    while v >= 0x80 {
+      base[count] = UInt8(truncatingIfNeeded: v) | 0x80
+      count += 1
+      v >>= 7
+    }
+    base[count] = UInt8(v)
+    count += 1
   }
 
   /// Appends the UTF-8 bytes of `s`.

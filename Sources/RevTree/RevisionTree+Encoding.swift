@@ -67,28 +67,15 @@ extension RevisionTree {
   /// ```
   public func encoded() -> [UInt8] {
     nodes.withUnsafeBufferPointer { np in
-      // An upper bound of the size: exact except child counts, bounded by the node count.
-      let childCountBound = varintSize(UInt64(count))
-      var bound = 1 + varintSize(UInt64(count))
-      for i in 0..<np.count where np[i].state != .dead {
-        bound += 1 + childCountBound
-        if np[i].parent < 0 { bound += varintSize(UInt64(np[i].pos)) }
-        if np[i].state != .missing { bound += varintSize(np[i].body) }
-        switch np[i].hash.storage {
-        case .digest: bound += 16
-        case .text(let t): bound += varintSize(UInt64(t.count)) + t.count
-        }
-      }
-      return withByteSink { sink in
-        sink.reserve(bound)
-        let p = sink.base
-        var o = 0
-        p[o] = RevisionTree.encodingVersion
-        o += 1
-        o += writeVarint(UInt64(count), p + o)
+      withByteSink { sink in
+        // Every write below checks capacity; this only saves growing (about 20 bytes a node).
+        sink.reserve(2 + count * 20)
+        sink.append(RevisionTree.encodingVersion)
+        sink.appendVarint(UInt64(count))
         var stack: [Int32] = roots.reversed()
         stack.reserveCapacity(max(16, roots.count))
         while let i = stack.popLast() {
+          // Fields read in place: no copy of the node.
           let n = np.baseAddress! + Int(i)
           // Push the children reversed so the first child is visited next.
           let mark = stack.count
@@ -99,37 +86,28 @@ extension RevisionTree {
           }
           let childCount = stack.count - mark
           if childCount > 1 { stack[mark...].reverse() }
-          let state = n.pointee.state
           var flags: UInt8
-          switch state {
+          switch n.pointee.state {
           case .available: flags = 1
           case .deleted: flags = 2
           default: flags = 0
           }
-          let isRoot = n.pointee.parent < 0
           switch n.pointee.hash.storage {
           case .digest(let hi, let lo):
-            p[o] = flags
-            o += 1
-            o += writeVarint(UInt64(childCount), p + o)
-            if isRoot { o += writeVarint(UInt64(n.pointee.pos), p + o) }
-            let raw = UnsafeMutableRawPointer(p + o)
-            raw.storeBytes(of: hi.bigEndian, as: UInt64.self)
-            raw.storeBytes(of: lo.bigEndian, toByteOffset: 8, as: UInt64.self)
-            o += 16
+            sink.append(flags)
+            sink.appendVarint(UInt64(childCount))
+            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            sink.append(bigEndian: hi)
+            sink.append(bigEndian: lo)
           case .text(let t):
-            p[o] = flags | 4
-            o += 1
-            o += writeVarint(UInt64(childCount), p + o)
-            if isRoot { o += writeVarint(UInt64(n.pointee.pos), p + o) }
-            o += writeVarint(UInt64(t.count), p + o)
-            t.withUnsafeBufferPointer { (p + o).update(from: $0.baseAddress!, count: $0.count) }
-            o += t.count
+            sink.append(flags | 4)
+            sink.appendVarint(UInt64(childCount))
+            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            sink.appendVarint(UInt64(t.count))
+            t.withUnsafeBufferPointer { sink.append($0) }
           }
-          if state != .missing { o += writeVarint(n.pointee.body, p + o) }
+          if n.pointee.state != .missing { sink.appendVarint(n.pointee.body) }
         }
-        precondition(o <= bound)
-        sink.didWrite(o)
         return sink.array()
       }
     }
@@ -286,26 +264,6 @@ extension RevisionTree {
     t.leafCount = leafCount
     return t
   }
-}
-
-/// The number of bytes of `v` as an LEB128 varint.
-@inline(__always)
-func varintSize(_ v: UInt64) -> Int {
-  (64 - (v | 1).leadingZeroBitCount + 6) / 7
-}
-
-/// Writes `v` as an LEB128 varint at `p`; returns the byte count.
-@inline(__always)
-func writeVarint(_ v: UInt64, _ p: UnsafeMutablePointer<UInt8>) -> Int {
-  var v = v
-  var k = 0
-  while v >= 0x80 {
-    p[k] = UInt8(truncatingIfNeeded: v) | 0x80
-    v >>= 7
-    k += 1
-  }
-  p[k] = UInt8(v)
-  return k + 1
 }
 
 /// A bounds-checked cursor over bytes.
