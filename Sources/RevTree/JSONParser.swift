@@ -63,24 +63,15 @@ extension JSONValue {
   public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = JSONValue.defaultMaxDepth)
     throws(JSONParseError)
   {
-    let result: Result<JSONValue, JSONParseError>? = bytes.withContiguousStorageIfAvailable { buf in
-      var p = JSONParser(buf, maxDepth: maxDepth)
-      do throws(JSONParseError) { return .success(try p.parseDocument()) } catch {
-        return .failure(error)
-      }
+    let result: Result<JSONValue, JSONParseError>? = bytes.withContiguousStorageIfAvailable {
+      JSONParser.parse($0, maxDepth: maxDepth)
     }
     if let result {
       self = try result.get()
       return
     }
     let copy = Array(bytes)
-    let r: Result<JSONValue, JSONParseError> = copy.withUnsafeBufferPointer { buf in
-      var p = JSONParser(buf, maxDepth: maxDepth)
-      do throws(JSONParseError) { return .success(try p.parseDocument()) } catch {
-        return .failure(error)
-      }
-    }
-    self = try r.get()
+    self = try copy.withUnsafeBufferPointer { JSONParser.parse($0, maxDepth: maxDepth) }.get()
   }
 
   /// Parses JSON text from a string.
@@ -90,26 +81,65 @@ extension JSONValue {
     throws(JSONParseError)
   {
     var t = text
-    let r: Result<JSONValue, JSONParseError> = t.withUTF8 { buf in
-      var p = JSONParser(buf, maxDepth: maxDepth)
-      do throws(JSONParseError) { return .success(try p.parseDocument()) } catch {
-        return .failure(error)
-      }
-    }
-    self = try r.get()
+    self = try t.withUTF8 { JSONParser.parse($0, maxDepth: maxDepth) }.get()
   }
 }
 
 /// A strict byte-level JSON parser with an explicit stack.
 struct JSONParser {
+  /// A container under construction: its kind and where its elements start on `values`.
+  struct Frame {
+    var isObject: Bool
+    var start: Int
+  }
+
   let buf: UnsafeBufferPointer<UInt8>
   let maxDepth: Int
   var i = 0
-  var scratch: [UInt8] = []
+  var values: ParseStack<JSONValue>
+  var keys: ParseStack<String>
+  var frames: ParseStack<Frame>
+  /// The decoded bytes of a string with escapes.
+  var scratch: ByteSink
 
-  init(_ buf: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+  init(
+    _ buf: UnsafeBufferPointer<UInt8>, maxDepth: Int, values: UnsafeMutableBufferPointer<JSONValue>,
+    keys: UnsafeMutableBufferPointer<String>, frames: UnsafeMutableBufferPointer<Frame>,
+    scratch: UnsafeMutableBufferPointer<UInt8>
+  ) {
     self.buf = buf
     self.maxDepth = max(1, maxDepth)
+    self.values = ParseStack(values)
+    self.keys = ParseStack(keys)
+    self.frames = ParseStack(frames)
+    self.scratch = ByteSink(scratch)
+  }
+
+  /// Parses a whole document; the stacks start on the machine stack.
+  static func parse(_ buf: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Result<
+    JSONValue, JSONParseError
+  > {
+    withUnsafeTemporaryAllocation(of: JSONValue.self, capacity: 32) { values in
+      withUnsafeTemporaryAllocation(of: String.self, capacity: 32) { keys in
+        withUnsafeTemporaryAllocation(of: Frame.self, capacity: 16) { frames in
+          withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
+            var p = JSONParser(
+              buf, maxDepth: maxDepth, values: values, keys: keys, frames: frames, scratch: scratch)
+            defer { p.release() }
+            do throws(JSONParseError) { return .success(try p.parseDocument()) } catch {
+              return .failure(error)
+            }
+          }
+        }
+      }
+    }
+  }
+
+  mutating func release() {
+    values.release()
+    keys.release()
+    frames.release()
+    scratch.release()
   }
 
   @inline(__always)
@@ -133,12 +163,6 @@ struct JSONParser {
   }
 
   mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-    // Containers under construction, innermost last.
-    var isObject: [Bool] = []
-    var arrays: [[JSONValue]] = []
-    var objects: [[JSONObject.Member]] = []
-    var keys: [String] = []
-
     while true {
       // Parse one value (or open a container).
       skipWhitespace()
@@ -146,28 +170,26 @@ struct JSONParser {
       var value: JSONValue
       switch buf[i] {
       case UInt8(ascii: "{"):
-        if isObject.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
+        if frames.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
         i += 1
         skipWhitespace()
         if i < buf.count && buf[i] == UInt8(ascii: "}") {
           i += 1
           value = .object(JSONObject())
         } else {
-          isObject.append(true)
-          objects.append([])
-          keys.append(try parseKey())
+          frames.push(Frame(isObject: true, start: values.count))
+          keys.push(try parseKey())
           continue
         }
       case UInt8(ascii: "["):
-        if isObject.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
+        if frames.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
         i += 1
         skipWhitespace()
         if i < buf.count && buf[i] == UInt8(ascii: "]") {
           i += 1
           value = .array([])
         } else {
-          isObject.append(false)
-          arrays.append([])
+          frames.push(Frame(isObject: false, start: values.count))
           continue
         }
       case UInt8(ascii: "\""):
@@ -189,16 +211,13 @@ struct JSONParser {
 
       // Hand the value to its container; close containers as they end.
       while true {
-        guard let inObject = isObject.last else {
+        guard frames.count > 0 else {
           skipWhitespace()
           if i != buf.count { throw fail(.trailingData) }
           return value
         }
-        if inObject {
-          objects[objects.count - 1].append(JSONObject.Member(key: keys.removeLast(), value: value))
-        } else {
-          arrays[arrays.count - 1].append(value)
-        }
+        let inObject = frames.base[frames.count - 1].isObject
+        values.push(value)
         skipWhitespace()
         guard i < buf.count else { throw fail(.unexpectedEnd) }
         let c = buf[i]
@@ -206,25 +225,36 @@ struct JSONParser {
           i += 1
           if inObject {
             skipWhitespace()
-            keys.append(try parseKey())
+            keys.push(try parseKey())
           }
           break
         }
         if inObject && c == UInt8(ascii: "}") {
           i += 1
-          isObject.removeLast()
-          value = .object(JSONObject(objects.removeLast()))
+          value = .object(JSONObject(closeObject(frames.popLast().start)))
           continue
         }
         if !inObject && c == UInt8(ascii: "]") {
           i += 1
-          isObject.removeLast()
-          value = .array(arrays.removeLast())
+          value = .array(values.moveArray(from: frames.popLast().start))
           continue
         }
         throw unexpected()
       }
     }
+  }
+
+  /// The members of the object whose values start at `start`, moved off the stacks.
+  mutating func closeObject(_ start: Int) -> [JSONObject.Member] {
+    let n = values.count - start
+    let v = values.base + start
+    let k = keys.base + (keys.count - n)
+    values.count = start
+    keys.count -= n
+    var members: [JSONObject.Member] = []
+    members.reserveCapacity(n)
+    for j in 0..<n { members.append(JSONObject.Member(key: (k + j).move(), value: (v + j).move())) }
+    return members
   }
 
   /// `"key"` then `:`; leaves `i` after the colon.
@@ -253,57 +283,113 @@ struct JSONParser {
     i += n
   }
 
+  /// Whether byte `c` ends a run of plain string bytes: `"`, `\\` or a control character.
+  @inline(__always)
+  static func isSpecial(_ c: UInt8) -> Bool {
+    c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\")
+  }
+
+  /// The first index at or after `k` (below `end`) of a `"`, `\\` or control byte, or `end`; ORs
+  /// the bytes before it into `high` (bit 7 set means non-ASCII).
+  @inline(__always)
+  func scanPlain(_ k: Int, _ end: Int, _ high: inout UInt64) -> Int {
+    let p = buf.baseAddress!
+    var k = k
+    while k < end {
+      let stop: Int
+      if k + 8 <= end {
+        let w = UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)
+        if !JSONWriter.needsEscape(w) {
+          high |= w
+          k += 8
+          continue
+        }
+        stop = k + 8
+      } else {
+        stop = end
+      }
+      while k < stop {
+        let c = p[k]
+        if JSONParser.isSpecial(c) { return k }
+        high |= UInt64(c)
+        k += 1
+      }
+    }
+    return end
+  }
+
   /// Parses a string starting at the opening quote.
   mutating func parseString() throws(JSONParseError) -> String {
     i += 1
     let start = i
-    var ascii = true
-    // Fast path: no escapes.
-    while i < buf.count {
-      let c = buf[i]
-      if c == UInt8(ascii: "\"") {
-        let slice = UnsafeBufferPointer(rebasing: buf[start..<i])
-        i += 1
-        if ascii { return String(decoding: slice, as: UTF8.self) }
-        guard let s = String(validating: slice, as: UTF8.self) else {
-          throw JSONParseError(.invalidUTF8, at: start + firstInvalidUTF8(slice))
-        }
-        return s
-      }
-      if c == UInt8(ascii: "\\") { break }
-      if c < 0x20 { throw fail(.unescapedControlCharacter) }
-      if c >= 0x80 { ascii = false }
-      i += 1
+    let n = buf.count
+    var high: UInt64 = 0
+    let k = scanPlain(start, n, &high)
+    guard k < n else {
+      i = n
+      throw fail(.unexpectedEnd)
     }
-    guard i < buf.count else { throw fail(.unexpectedEnd) }
-    // Slow path: escapes.
-    scratch.removeAll(keepingCapacity: true)
-    scratch.append(contentsOf: UnsafeBufferPointer(rebasing: buf[start..<i]))
+    let c = buf[k]
+    if c == UInt8(ascii: "\"") {
+      // No escapes: the bytes are the string.
+      let slice = UnsafeBufferPointer(rebasing: buf[start..<k])
+      i = k + 1
+      if high & 0x8080_8080_8080_8080 == 0 { return String(decoding: slice, as: UTF8.self) }
+      guard let s = String(validating: slice, as: UTF8.self) else {
+        throw JSONParseError(.invalidUTF8, at: start + firstInvalidUTF8(slice))
+      }
+      return s
+    }
+    if c != UInt8(ascii: "\\") {
+      i = k
+      throw fail(.unescapedControlCharacter)
+    }
+    // Escapes: decode into the scratch sink, then make the string.
+    scratch.removeAll()
+    scratch.append(buf.baseAddress! + start, count: k - start)
+    i = k
+    try decodeEscaped(&high)
+    let bytes = scratch.bytes
+    if high & 0x8080_8080_8080_8080 == 0 {
+      // ASCII source: escapes produce valid UTF-8.
+      return String(decoding: bytes, as: UTF8.self)
+    }
+    guard let s = String(validating: bytes, as: UTF8.self) else {
+      throw JSONParseError(.invalidUTF8, at: start)
+    }
+    return s
+  }
+
+  /// Decodes the rest of a string body from the backslash at `i` through the closing quote,
+  /// appending UTF-8 to `scratch` and ORing raw bytes into `high`; leaves `i` after the quote.
+  mutating func decodeEscaped(_ high: inout UInt64) throws(JSONParseError) {
     while true {
+      let k = scanPlain(i, buf.count, &high)
+      if k > i {
+        scratch.append(buf.baseAddress! + i, count: k - i)
+        i = k
+      }
       guard i < buf.count else { throw fail(.unexpectedEnd) }
       let c = buf[i]
       if c == UInt8(ascii: "\"") {
         i += 1
-        break
+        return
       }
       if c < 0x20 { throw fail(.unescapedControlCharacter) }
-      if c != UInt8(ascii: "\\") {
-        scratch.append(c)
-        i += 1
-        continue
-      }
+      // A backslash.
       let escapeAt = i
       i += 1
       guard i < buf.count else { throw fail(.unexpectedEnd) }
+      let byte: UInt8
       switch buf[i] {
-      case UInt8(ascii: "\""): scratch.append(0x22)
-      case UInt8(ascii: "\\"): scratch.append(0x5C)
-      case UInt8(ascii: "/"): scratch.append(0x2F)
-      case UInt8(ascii: "b"): scratch.append(0x08)
-      case UInt8(ascii: "f"): scratch.append(0x0C)
-      case UInt8(ascii: "n"): scratch.append(0x0A)
-      case UInt8(ascii: "r"): scratch.append(0x0D)
-      case UInt8(ascii: "t"): scratch.append(0x09)
+      case UInt8(ascii: "\""): byte = 0x22
+      case UInt8(ascii: "\\"): byte = 0x5C
+      case UInt8(ascii: "/"): byte = 0x2F
+      case UInt8(ascii: "b"): byte = 0x08
+      case UInt8(ascii: "f"): byte = 0x0C
+      case UInt8(ascii: "n"): byte = 0x0A
+      case UInt8(ascii: "r"): byte = 0x0D
+      case UInt8(ascii: "t"): byte = 0x09
       case UInt8(ascii: "u"):
         i += 1
         var scalar = try hex4()
@@ -326,12 +412,9 @@ struct JSONParser {
       default:
         throw JSONParseError(.invalidEscape, at: escapeAt)
       }
+      scratch.append(byte)
       i += 1
     }
-    guard let s = String(validating: scratch, as: UTF8.self) else {
-      throw JSONParseError(.invalidUTF8, at: start)
-    }
-    return s
   }
 
   mutating func hex4() throws(JSONParseError) -> UInt32 {
@@ -345,22 +428,21 @@ struct JSONParser {
     return v
   }
 
+  /// Appends scalar `s` to `scratch` as UTF-8.
+  @inline(__always)
   mutating func appendUTF8(_ s: UInt32) {
     switch s {
     case 0..<0x80:
       scratch.append(UInt8(s))
     case 0x80..<0x800:
-      scratch.append(UInt8(0xC0 | (s >> 6)))
-      scratch.append(UInt8(0x80 | (s & 0x3F)))
+      scratch.append(word: UInt64(0x80 | (s & 0x3F)) << 8 | UInt64(0xC0 | (s >> 6)), count: 2)
     case 0x800..<0x10000:
-      scratch.append(UInt8(0xE0 | (s >> 12)))
-      scratch.append(UInt8(0x80 | ((s >> 6) & 0x3F)))
-      scratch.append(UInt8(0x80 | (s & 0x3F)))
+      let w = UInt64(0x80 | (s & 0x3F)) << 16 | UInt64(0x80 | ((s >> 6) & 0x3F)) << 8
+      scratch.append(word: w | UInt64(0xE0 | (s >> 12)), count: 3)
     default:
-      scratch.append(UInt8(0xF0 | (s >> 18)))
-      scratch.append(UInt8(0x80 | ((s >> 12) & 0x3F)))
-      scratch.append(UInt8(0x80 | ((s >> 6) & 0x3F)))
-      scratch.append(UInt8(0x80 | (s & 0x3F)))
+      let w = UInt64(0x80 | (s & 0x3F)) << 24 | UInt64(0x80 | ((s >> 6) & 0x3F)) << 16
+      scratch.append(
+        word: w | UInt64(0x80 | ((s >> 12) & 0x3F)) << 8 | UInt64(0xF0 | (s >> 18)), count: 4)
     }
   }
 

@@ -14,34 +14,14 @@ public struct MD5: Sendable {
   private var b0: UInt32 = 0xefcd_ab89
   private var c0: UInt32 = 0x98ba_dcfe
   private var d0: UInt32 = 0x1032_5476
-  private var buffer: [UInt8] = []
+  /// The bytes of an incomplete block, `pending` of them.
+  private var block: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+    (0, 0, 0, 0, 0, 0, 0, 0)
+  private var pending = 0
   private var length: UInt64 = 0
 
   /// A fresh hasher.
-  public init() {
-    buffer.reserveCapacity(64)
-  }
-
-  private static let s: [UInt32] = [
-    7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-    5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-    4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-    6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
-  ]
-
-  /// K[i] = floor(abs(sin(i + 1)) * 2^32), RFC 1321 section 3.4.
-  private static let k: [UInt32] = [
-    0xd76a_a478, 0xe8c7_b756, 0x2420_70db, 0xc1bd_ceee, 0xf57c_0faf, 0x4787_c62a, 0xa830_4613,
-    0xfd46_9501, 0x6980_98d8, 0x8b44_f7af, 0xffff_5bb1, 0x895c_d7be, 0x6b90_1122, 0xfd98_7193,
-    0xa679_438e, 0x49b4_0821, 0xf61e_2562, 0xc040_b340, 0x265e_5a51, 0xe9b6_c7aa, 0xd62f_105d,
-    0x0244_1453, 0xd8a1_e681, 0xe7d3_fbc8, 0x21e1_cde6, 0xc337_07d6, 0xf4d5_0d87, 0x455a_14ed,
-    0xa9e3_e905, 0xfcef_a3f8, 0x676f_02d9, 0x8d2a_4c8a, 0xfffa_3942, 0x8771_f681, 0x6d9d_6122,
-    0xfde5_380c, 0xa4be_ea44, 0x4bde_cfa9, 0xf6bb_4b60, 0xbebf_bc70, 0x289b_7ec6, 0xeaa1_27fa,
-    0xd4ef_3085, 0x0488_1d05, 0xd9d4_d039, 0xe6db_99e5, 0x1fa2_7cf8, 0xc4ac_5665, 0xf429_2244,
-    0x432a_ff97, 0xab94_23a7, 0xfc93_a039, 0x655b_59c3, 0x8f0c_cc92, 0xffef_f47d, 0x8584_5dd1,
-    0x6fa8_7e4f, 0xfe2c_e6e0, 0xa301_4314, 0x4e08_11a1, 0xf753_7e82, 0xbd3a_f235, 0x2ad7_d2bb,
-    0xeb86_d391,
-  ]
+  public init() {}
 
   /// Feeds bytes.
   public mutating func update(_ bytes: some Sequence<UInt8>) {
@@ -54,70 +34,166 @@ public struct MD5: Sendable {
 
   /// Feeds bytes from a buffer.
   public mutating func update(buffer input: UnsafeBufferPointer<UInt8>) {
+    guard let base = input.baseAddress, input.count > 0 else { return }
     length &+= UInt64(input.count)
     var i = 0
-    if !buffer.isEmpty {
-      let take = min(64 - buffer.count, input.count)
-      buffer.append(contentsOf: input[0..<take])
-      i = take
-      if buffer.count == 64 {
-        buffer.withUnsafeBufferPointer { processBlock($0.baseAddress!) }
-        buffer.removeAll(keepingCapacity: true)
+    if pending > 0 {
+      let take = min(64 - pending, input.count)
+      let at = pending
+      withUnsafeMutableBytes(of: &block) { raw in
+        raw.baseAddress!.advanced(by: at).copyMemory(from: base, byteCount: take)
       }
+      pending += take
+      i = take
+      if pending < 64 { return }
+      let saved = block
+      withUnsafeBytes(of: saved) { raw in
+        MD5.compress(&a0, &b0, &c0, &d0, raw.baseAddress!)
+      }
+      pending = 0
     }
     while i + 64 <= input.count {
-      processBlock(input.baseAddress! + i)
+      MD5.compress(&a0, &b0, &c0, &d0, UnsafeRawPointer(base + i))
       i += 64
     }
-    if i < input.count { buffer.append(contentsOf: input[i...]) }
+    if i < input.count {
+      let rest = input.count - i
+      withUnsafeMutableBytes(of: &block) { raw in
+        raw.baseAddress!.copyMemory(from: base + i, byteCount: rest)
+      }
+      pending = rest
+    }
   }
 
-  private mutating func processBlock(_ p: UnsafePointer<UInt8>) {
-    var m = (
-      UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0),
-      UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0), UInt32(0)
-    )
-    withUnsafeMutableBytes(of: &m) { raw in
-      let w = raw.bindMemory(to: UInt32.self)
-      for j in 0..<16 {
-        let b = p + 4 * j
-        w[j] = UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
-      }
+  @inline(__always)
+  private static func rotl(_ v: UInt32, _ s: UInt32) -> UInt32 {
+    (v << s) | (v >> (32 &- s))
+  }
+
+  @inline(__always)
+  private static func f(
+    _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32,
+    _ k: UInt32
+  ) {
+    a = b &+ rotl(a &+ (d ^ (b & (c ^ d))) &+ x &+ k, s)
+  }
+
+  @inline(__always)
+  private static func g(
+    _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32,
+    _ k: UInt32
+  ) {
+    a = b &+ rotl(a &+ (c ^ (d & (b ^ c))) &+ x &+ k, s)
+  }
+
+  @inline(__always)
+  private static func h(
+    _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32,
+    _ k: UInt32
+  ) {
+    a = b &+ rotl(a &+ (b ^ c ^ d) &+ x &+ k, s)
+  }
+
+  @inline(__always)
+  private static func i(
+    _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32,
+    _ k: UInt32
+  ) {
+    a = b &+ rotl(a &+ (c ^ (b | ~d)) &+ x &+ k, s)
+  }
+
+  /// One 64-byte block (RFC 1321 section 3.4), the 64 steps written out.
+  private static func compress(
+    _ a0: inout UInt32, _ b0: inout UInt32, _ c0: inout UInt32, _ d0: inout UInt32,
+    _ p: UnsafeRawPointer
+  ) {
+    @inline(__always) func word(_ j: Int) -> UInt32 {
+      UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4 * j, as: UInt32.self))
     }
+    let x0 = word(0)
+    let x1 = word(1)
+    let x2 = word(2)
+    let x3 = word(3)
+    let x4 = word(4)
+    let x5 = word(5)
+    let x6 = word(6)
+    let x7 = word(7)
+    let x8 = word(8)
+    let x9 = word(9)
+    let x10 = word(10)
+    let x11 = word(11)
+    let x12 = word(12)
+    let x13 = word(13)
+    let x14 = word(14)
+    let x15 = word(15)
     var a = a0
     var b = b0
     var c = c0
     var d = d0
-    withUnsafeBytes(of: &m) { raw in
-      let w = raw.bindMemory(to: UInt32.self)
-      MD5.s.withUnsafeBufferPointer { s in
-        MD5.k.withUnsafeBufferPointer { k in
-          for i in 0..<64 {
-            var f: UInt32
-            var g: Int
-            switch i {
-            case 0..<16:
-              f = (b & c) | (~b & d)
-              g = i
-            case 16..<32:
-              f = (d & b) | (~d & c)
-              g = (5 &* i &+ 1) & 15
-            case 32..<48:
-              f = b ^ c ^ d
-              g = (3 &* i &+ 5) & 15
-            default:
-              f = c ^ (b | ~d)
-              g = (7 &* i) & 15
-            }
-            f = f &+ a &+ k[i] &+ w[g]
-            a = d
-            d = c
-            c = b
-            b = b &+ ((f << s[i]) | (f >> (32 - s[i])))
-          }
-        }
-      }
-    }
+    f(&a, b, c, d, x0, 7, 0xd76a_a478)
+    f(&d, a, b, c, x1, 12, 0xe8c7_b756)
+    f(&c, d, a, b, x2, 17, 0x2420_70db)
+    f(&b, c, d, a, x3, 22, 0xc1bd_ceee)
+    f(&a, b, c, d, x4, 7, 0xf57c_0faf)
+    f(&d, a, b, c, x5, 12, 0x4787_c62a)
+    f(&c, d, a, b, x6, 17, 0xa830_4613)
+    f(&b, c, d, a, x7, 22, 0xfd46_9501)
+    f(&a, b, c, d, x8, 7, 0x6980_98d8)
+    f(&d, a, b, c, x9, 12, 0x8b44_f7af)
+    f(&c, d, a, b, x10, 17, 0xffff_5bb1)
+    f(&b, c, d, a, x11, 22, 0x895c_d7be)
+    f(&a, b, c, d, x12, 7, 0x6b90_1122)
+    f(&d, a, b, c, x13, 12, 0xfd98_7193)
+    f(&c, d, a, b, x14, 17, 0xa679_438e)
+    f(&b, c, d, a, x15, 22, 0x49b4_0821)
+    g(&a, b, c, d, x1, 5, 0xf61e_2562)
+    g(&d, a, b, c, x6, 9, 0xc040_b340)
+    g(&c, d, a, b, x11, 14, 0x265e_5a51)
+    g(&b, c, d, a, x0, 20, 0xe9b6_c7aa)
+    g(&a, b, c, d, x5, 5, 0xd62f_105d)
+    g(&d, a, b, c, x10, 9, 0x0244_1453)
+    g(&c, d, a, b, x15, 14, 0xd8a1_e681)
+    g(&b, c, d, a, x4, 20, 0xe7d3_fbc8)
+    g(&a, b, c, d, x9, 5, 0x21e1_cde6)
+    g(&d, a, b, c, x14, 9, 0xc337_07d6)
+    g(&c, d, a, b, x3, 14, 0xf4d5_0d87)
+    g(&b, c, d, a, x8, 20, 0x455a_14ed)
+    g(&a, b, c, d, x13, 5, 0xa9e3_e905)
+    g(&d, a, b, c, x2, 9, 0xfcef_a3f8)
+    g(&c, d, a, b, x7, 14, 0x676f_02d9)
+    g(&b, c, d, a, x12, 20, 0x8d2a_4c8a)
+    h(&a, b, c, d, x5, 4, 0xfffa_3942)
+    h(&d, a, b, c, x8, 11, 0x8771_f681)
+    h(&c, d, a, b, x11, 16, 0x6d9d_6122)
+    h(&b, c, d, a, x14, 23, 0xfde5_380c)
+    h(&a, b, c, d, x1, 4, 0xa4be_ea44)
+    h(&d, a, b, c, x4, 11, 0x4bde_cfa9)
+    h(&c, d, a, b, x7, 16, 0xf6bb_4b60)
+    h(&b, c, d, a, x10, 23, 0xbebf_bc70)
+    h(&a, b, c, d, x13, 4, 0x289b_7ec6)
+    h(&d, a, b, c, x0, 11, 0xeaa1_27fa)
+    h(&c, d, a, b, x3, 16, 0xd4ef_3085)
+    h(&b, c, d, a, x6, 23, 0x0488_1d05)
+    h(&a, b, c, d, x9, 4, 0xd9d4_d039)
+    h(&d, a, b, c, x12, 11, 0xe6db_99e5)
+    h(&c, d, a, b, x15, 16, 0x1fa2_7cf8)
+    h(&b, c, d, a, x2, 23, 0xc4ac_5665)
+    i(&a, b, c, d, x0, 6, 0xf429_2244)
+    i(&d, a, b, c, x7, 10, 0x432a_ff97)
+    i(&c, d, a, b, x14, 15, 0xab94_23a7)
+    i(&b, c, d, a, x5, 21, 0xfc93_a039)
+    i(&a, b, c, d, x12, 6, 0x655b_59c3)
+    i(&d, a, b, c, x3, 10, 0x8f0c_cc92)
+    i(&c, d, a, b, x10, 15, 0xffef_f47d)
+    i(&b, c, d, a, x1, 21, 0x8584_5dd1)
+    i(&a, b, c, d, x8, 6, 0x6fa8_7e4f)
+    i(&d, a, b, c, x15, 10, 0xfe2c_e6e0)
+    i(&c, d, a, b, x6, 15, 0xa301_4314)
+    i(&b, c, d, a, x13, 21, 0x4e08_11a1)
+    i(&a, b, c, d, x4, 6, 0xf753_7e82)
+    i(&d, a, b, c, x11, 10, 0xbd3a_f235)
+    i(&c, d, a, b, x2, 15, 0x2ad7_d2bb)
+    i(&b, c, d, a, x9, 21, 0xeb86_d391)
     a0 = a0 &+ a
     b0 = b0 &+ b
     c0 = c0 &+ c
@@ -127,23 +203,22 @@ public struct MD5: Sendable {
   /// Pads, processes the last block and returns the digest as a ``RevHash``.
   public mutating func finalize() -> RevHash {
     let bitLength = length &* 8
-    var pad: [UInt8] = [0x80]
-    let rem = Int((length &+ 1) % 64)
-    let zeros = rem <= 56 ? 56 - rem : 120 - rem
-    pad.append(contentsOf: repeatElement(0, count: zeros))
-    for i in 0..<8 { pad.append(UInt8(truncatingIfNeeded: bitLength >> (8 * UInt64(i)))) }
-    let savedLength = length
-    update(pad)
-    length = savedLength
-    var bytes = [UInt8]()
-    bytes.reserveCapacity(16)
-    for v in [a0, b0, c0, d0] {
-      for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) }
+    let at = pending
+    var tail = block
+    withUnsafeMutableBytes(of: &tail) { raw in
+      raw[at] = 0x80
+      for z in (at + 1)..<64 { raw[z] = 0 }
     }
-    var hi: UInt64 = 0
-    var lo: UInt64 = 0
-    for i in 0..<8 { hi = hi << 8 | UInt64(bytes[i]) }
-    for i in 8..<16 { lo = lo << 8 | UInt64(bytes[i]) }
+    if at >= 56 {
+      withUnsafeBytes(of: tail) { MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
+      tail = (0, 0, 0, 0, 0, 0, 0, 0)
+    }
+    tail.7 = bitLength.littleEndian
+    withUnsafeBytes(of: tail) { MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
+    pending = 0
+    // The digest is a0 b0 c0 d0 little-endian; RevHash keeps it as two big-endian words.
+    let hi = UInt64(a0.byteSwapped) << 32 | UInt64(b0.byteSwapped)
+    let lo = UInt64(c0.byteSwapped) << 32 | UInt64(d0.byteSwapped)
     return RevHash(high: hi, low: lo)
   }
 

@@ -22,10 +22,15 @@
 public enum RevisionDigest {
   /// The bytes hashed for an edit (see the type's documentation).
   public static func input(parent: RevID?, deleted: Bool, body: JSONValue) -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(512)
+    withByteSink { sink in
+      appendInput(parent: parent, deleted: deleted, body: body, to: &sink)
+      return sink.array()
+    }
+  }
+
+  static func appendInput(parent: RevID?, deleted: Bool, body: JSONValue, to out: inout ByteSink) {
     if let parent {
-      out.append(contentsOf: String(parent.generation).utf8)
+      appendDecimal(parent.generation, to: &out)
       out.append(UInt8(ascii: "-"))
       parent.hash.appendText(to: &out)
     }
@@ -33,17 +38,37 @@ public enum RevisionDigest {
     out.append(deleted ? UInt8(ascii: "1") : UInt8(ascii: "0"))
     out.append(0x0A)
     if case .object(let o) = body {
-      let content = JSONObject(o.members.filter { !$0.key.hasPrefix("_") })
-      JSONWriter.write(.object(content), canonical: true, into: &out)
+      JSONWriter.writeCanonicalObject(o.members, skippingMetadata: true, into: &out)
     } else {
       JSONWriter.write(body, canonical: true, into: &out)
     }
-    return out
+  }
+
+  /// Appends an integer in decimal, as `String(value)` writes it.
+  static func appendDecimal(_ value: Int, to out: inout ByteSink) {
+    if value < 0 { out.append(UInt8(ascii: "-")) }
+    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+    var v = value.magnitude
+    let start = withUnsafeMutableBytes(of: &digits) { raw in
+      var k = raw.count
+      repeat {
+        k -= 1
+        raw[k] = UInt8(ascii: "0") &+ UInt8(v % 10)
+        v /= 10
+      } while v > 0
+      return k
+    }
+    withUnsafeBytes(of: digits) { out.append(raw: UnsafeRawBufferPointer(rebasing: $0[start...])) }
   }
 
   /// The signature of an edit: MD5 of ``input(parent:deleted:body:)``.
   public static func hash(parent: RevID?, deleted: Bool, body: JSONValue) -> RevHash {
-    MD5.hash(input(parent: parent, deleted: deleted, body: body))
+    withByteSink { sink in
+      appendInput(parent: parent, deleted: deleted, body: body, to: &sink)
+      var md5 = MD5()
+      md5.update(buffer: sink.bytes)
+      return md5.finalize()
+    }
   }
 
   /// The revision id of an edit: generation `parent + 1` (1 without parent) and ``hash(parent:deleted:body:)``.
@@ -53,5 +78,26 @@ public enum RevisionDigest {
     RevID(
       unchecked: (parent?.generation ?? 0) + 1,
       hash: hash(parent: parent, deleted: deleted, body: body))
+  }
+}
+
+extension RevHash {
+  /// Appends the textual form's UTF-8 bytes (32 lowercase hex characters for a digest).
+  func appendText(to out: inout ByteSink) {
+    switch storage {
+    case .digest(let hi, let lo):
+      var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+      withUnsafeMutableBytes(of: &text) { raw in
+        let digits: StaticString = "0123456789abcdef"
+        let d = digits.utf8Start
+        for i in 0..<16 {
+          raw[i] = d[Int(truncatingIfNeeded: (hi >> UInt64(60 - 4 * i)) & 0xF)]
+          raw[16 + i] = d[Int(truncatingIfNeeded: (lo >> UInt64(60 - 4 * i)) & 0xF)]
+        }
+      }
+      withUnsafeBytes(of: text) { out.append(raw: $0) }
+    case .text(let t):
+      t.withUnsafeBufferPointer { out.append($0) }
+    }
   }
 }

@@ -66,43 +66,51 @@ extension RevisionTree {
   /// let again = try RevisionTree(decoding: bytes)   // again == tree
   /// ```
   public func encoded() -> [UInt8] {
-    var out: [UInt8] = []
-    out.reserveCapacity(2 + count * 20)
-    out.append(RevisionTree.encodingVersion)
-    putVarint(UInt64(count), &out)
-    var stack: [Int32] = roots.reversed()
-    stack.reserveCapacity(max(16, roots.count))
-    while let i = stack.popLast() {
-      let n = nodes[Int(i)]
-      // Push the children reversed so the first child is visited next.
-      let mark = stack.count
-      var c = n.firstChild
-      while c >= 0 {
-        stack.append(c)
-        c = nodes[Int(c)].nextSibling
+    nodes.withUnsafeBufferPointer { np in
+      withByteSink { sink in
+        // Every write below checks capacity; this only saves growing (about 20 bytes a node).
+        sink.reserve(2 + count * 20)
+        sink.append(RevisionTree.encodingVersion)
+        sink.appendVarint(UInt64(count))
+        var stack: [Int32] = roots.reversed()
+        stack.reserveCapacity(max(16, roots.count))
+        while let i = stack.popLast() {
+          // Fields read in place: no copy of the node.
+          let n = np.baseAddress! + Int(i)
+          // Push the children reversed so the first child is visited next.
+          let mark = stack.count
+          var c = n.pointee.firstChild
+          while c >= 0 {
+            stack.append(c)
+            c = np[Int(c)].nextSibling
+          }
+          let childCount = stack.count - mark
+          if childCount > 1 { stack[mark...].reverse() }
+          var flags: UInt8
+          switch n.pointee.state {
+          case .available: flags = 1
+          case .deleted: flags = 2
+          default: flags = 0
+          }
+          switch n.pointee.hash.storage {
+          case .digest(let hi, let lo):
+            sink.append(flags)
+            sink.appendVarint(UInt64(childCount))
+            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            sink.append(bigEndian: hi)
+            sink.append(bigEndian: lo)
+          case .text(let t):
+            sink.append(flags | 4)
+            sink.appendVarint(UInt64(childCount))
+            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            sink.appendVarint(UInt64(t.count))
+            t.withUnsafeBufferPointer { sink.append($0) }
+          }
+          if n.pointee.state != .missing { sink.appendVarint(n.pointee.body) }
+        }
+        return sink.array()
       }
-      let childCount = stack.count - mark
-      if childCount > 1 { stack[mark...].reverse() }
-      var flags: UInt8
-      switch n.state {
-      case .available: flags = 1
-      case .deleted: flags = 2
-      default: flags = 0
-      }
-      if case .text = n.hash.storage { flags |= 4 }
-      out.append(flags)
-      putVarint(UInt64(childCount), &out)
-      if n.parent < 0 { putVarint(UInt64(n.pos), &out) }
-      switch n.hash.storage {
-      case .digest(let hi, let lo):
-        withUnsafeBytes(of: (hi.bigEndian, lo.bigEndian)) { out.append(contentsOf: $0) }
-      case .text(let t):
-        putVarint(UInt64(t.count), &out)
-        out.append(contentsOf: t)
-      }
-      if n.state != .missing { putVarint(n.body, &out) }
     }
-    return out
   }
 
   /// Decodes the binary storage form.
@@ -134,7 +142,33 @@ extension RevisionTree {
     }
   }
 
+  /// An open parent while decoding: its slot, children still to read, last child read.
+  struct OpenParent {
+    var parent: Int32
+    var left: UInt64
+    var last: Int32
+  }
+
   static func decode(_ r: inout ByteReader) throws(RevTreeDecodingError) -> RevisionTree {
+    var failure: RevTreeDecodingError? = nil
+    // The stack of open parents starts on the machine stack.
+    let tree = withUnsafeTemporaryAllocation(of: OpenParent.self, capacity: 32) { buffer in
+      var stack = ParseStack(buffer)
+      defer { stack.release() }
+      do throws(RevTreeDecodingError) {
+        return try decode(&r, &stack)
+      } catch {
+        failure = error
+        return RevisionTree()
+      }
+    }
+    if let failure { throw failure }
+    return tree
+  }
+
+  static func decode(_ r: inout ByteReader, _ stack: inout ParseStack<OpenParent>)
+    throws(RevTreeDecodingError) -> RevisionTree
+  {
     guard r.remaining > 0 else { throw .empty }
     let version = try r.byte()
     guard version == encodingVersion else { throw .unsupportedVersion(version) }
@@ -145,7 +179,6 @@ extension RevisionTree {
     var t = RevisionTree()
     t.nodes.reserveCapacity(Int(total))
     // Open parents: (index, children still to read, last child read).
-    var stack: [(parent: Int32, left: UInt64, last: Int32)] = []
     var leafCount = 0
     var lastRoot: Int32 = -1
     for _ in 0..<total {
@@ -153,7 +186,7 @@ extension RevisionTree {
       let flags = try r.byte()
       guard flags & ~0x07 == 0, flags & 0x03 != 3 else { throw .invalidFlags(offset: at) }
       let children = try r.varint()
-      let parent: Int32 = stack.last?.parent ?? -1
+      let parent: Int32 = stack.count > 0 ? stack.base[stack.count - 1].parent : -1
       var pos: Int
       if parent >= 0 {
         pos = t.nodes[Int(parent)].pos + 1
@@ -197,8 +230,8 @@ extension RevisionTree {
           hash: hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: state,
           body: body))
       if parent >= 0 {
-        let top = stack.count - 1
-        let last = stack[top].last
+        let top = stack.base + (stack.count - 1)
+        let last = top.pointee.last
         if last >= 0 {
           guard RevHash.compare(t.nodes[Int(last)].hash, hash) < 0 else {
             throw .inconsistentStructure(offset: hashAt)
@@ -207,9 +240,9 @@ extension RevisionTree {
         } else {
           t.nodes[Int(parent)].firstChild = i
         }
-        stack[top].last = i
-        stack[top].left -= 1
-        if stack[top].left == 0 { stack.removeLast() }
+        top.pointee.last = i
+        top.pointee.left -= 1
+        if top.pointee.left == 0 { stack.count -= 1 }
       } else {
         if lastRoot >= 0 {
           let x = t.nodes[Int(lastRoot)]
@@ -221,26 +254,16 @@ extension RevisionTree {
         t.roots.append(i)
       }
       if children > 0 {
-        stack.append((i, children, -1))
+        stack.push(OpenParent(parent: i, left: children, last: -1))
       } else {
         leafCount += 1
       }
     }
-    guard stack.isEmpty else { throw .truncated(offset: r.offset) }
+    guard stack.count == 0 else { throw .truncated(offset: r.offset) }
     guard r.remaining == 0 else { throw .trailingBytes(offset: r.offset) }
     t.leafCount = leafCount
     return t
   }
-}
-
-@inline(__always)
-func putVarint(_ v: UInt64, _ out: inout [UInt8]) {
-  var v = v
-  while v >= 0x80 {
-    out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-    v >>= 7
-  }
-  out.append(UInt8(v))
 }
 
 /// A bounds-checked cursor over bytes.
@@ -278,6 +301,7 @@ struct ByteReader {
     }
   }
 
+  @inline(__always)
   mutating func uint64BigEndian() throws(RevTreeDecodingError) -> UInt64 {
     guard remaining >= 8 else { throw .truncated(offset: b.count) }
     let v = UnsafeRawPointer(b.baseAddress! + offset).loadUnaligned(as: UInt64.self)

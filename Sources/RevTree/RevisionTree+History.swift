@@ -138,7 +138,9 @@ extension RevisionTree {
     for r in revs { counts[r, default: 0] += 1 }
     if let lookup {
       for (r, c) in counts {
-        if let i = lookup[r.hash], nodes[Int(i)].pos == r.generation { counts[r] = c - 1 }
+        if let i = lookup.find(r.hash, in: nodes), nodes[Int(i)].pos == r.generation {
+          counts[r] = c - 1
+        }
       }
     } else {
       for n in nodes where n.isLive {

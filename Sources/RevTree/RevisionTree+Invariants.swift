@@ -82,9 +82,11 @@ extension RevisionTree {
       if lookup.count != live {
         problems.append("index has \(lookup.count) entries for \(live) nodes")
       }
-      for (h, i) in lookup
-      where Int(i) >= nodes.count || !nodes[Int(i)].isLive || nodes[Int(i)].hash != h {
-        problems.append("index entry for \(h) is stale")
+      for i in lookup.slots
+      where Int(i) >= nodes.count || !nodes[Int(i)].isLive
+        || lookup.find(nodes[Int(i)].hash, in: nodes) != i
+      {
+        problems.append("index entry for slot \(i) is stale")
       }
     }
     return problems

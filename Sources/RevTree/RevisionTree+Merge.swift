@@ -76,8 +76,9 @@ struct MergePlan {
   var j: Int
   /// Index of the first path entry that is new below the attach point (`path.count` if none).
   var k: Int
-  /// The matched nodes for `path[j..<k]`.
-  var matched: [Int32]
+  /// The node matching `path[k - 1]`; the nodes for `path[j..<k]` are it and its ancestors up
+  /// to `attach` (-1 without a root).
+  var lastMatched: Int32
   /// Where new nodes `path[k...]` go: their parent and the siblings around them.
   var insertParent: Int32
   var insertPrev: Int32
@@ -88,7 +89,10 @@ struct MergePlan {
 /// Statistics of an applied merge, for the no-op decision.
 struct MergeStats {
   var result: MergeResult
-  var added: [Int32] = []
+  /// How many nodes the merge appended (they are the last slots of `nodes`).
+  var addedCount = 0
+  /// The slot count before the merge: slots from here on are new.
+  var firstNew: Int32 = 0
   var valueChanged = false
   var leafCreated = false
   var leafNode: Int32 = -1
@@ -143,7 +147,7 @@ extension RevisionTree {
     if clean, !introducesDuplicate(plan, entries) {
       var stats = applyMerge(plan, start: start, entries)
       let (removedOld, removedNew) = stemClean(revsLimit: revsLimit, stats: &stats)
-      let survived = stats.added.count > removedNew
+      let survived = stats.addedCount > removedNew
       return MergeOutcome(
         result: stats.result, updated: survived || stats.valueChanged || removedOld,
         createdLeaf: stats.leafCreated)
@@ -171,12 +175,8 @@ extension RevisionTree {
   @discardableResult
   mutating func ensureLookup() -> Bool {
     if lookup != nil { return true }
-    var d: [RevHash: Int32] = [:]
-    d.reserveCapacity(count)
-    for (i, n) in nodes.enumerated() where n.isLive {
-      if d.updateValue(Int32(i), forKey: n.hash) != nil { return false }
-    }
-    lookup = d
+    guard let index = NodeIndex.build(nodes, liveCount: count) else { return false }
+    lookup = index
     return true
   }
 
@@ -185,17 +185,22 @@ extension RevisionTree {
     guard let lookup else { return true }
     let newCount = plan.j + (entries.count - plan.k)
     if newCount == 0 { return false }
+    // The new entries are `0..<j` then `k...`; `n` counts them.
+    let j = plan.j
+    let k = plan.k
+    @inline(__always) func newEntry(_ n: Int) -> Int { n < j ? n : k + (n - j) }
     if newCount <= 8 {
-      var seen: [RevHash] = []
-      for e in entries[0..<plan.j] + entries[plan.k...] {
-        if lookup[e.hash] != nil || seen.contains(e.hash) { return true }
-        seen.append(e.hash)
+      for n in 0..<newCount {
+        let h = entries[newEntry(n)].hash
+        if lookup.find(h, in: nodes) != nil { return true }
+        for m in 0..<n where entries[newEntry(m)].hash == h { return true }
       }
       return false
     }
     var seen = Set<RevHash>(minimumCapacity: newCount)
-    for e in entries[0..<plan.j] + entries[plan.k...] {
-      if lookup[e.hash] != nil || !seen.insert(e.hash).inserted { return true }
+    for n in 0..<newCount {
+      let h = entries[newEntry(n)].hash
+      if lookup.find(h, in: nodes) != nil || !seen.insert(h).inserted { return true }
     }
     return false
   }
@@ -208,7 +213,7 @@ extension RevisionTree {
     // With the index, the only candidate inside a shallower root is the node holding path[0].
     var candidateRoot: Int32 = -1
     var candidate: Int32 = -1
-    if let lookup, let c = lookup[entries[0].hash], nodes[Int(c)].pos == start {
+    if let lookup, let c = lookup.find(entries[0].hash, in: nodes), nodes[Int(c)].pos == start {
       candidate = c
       if roots.count == 1 {
         candidateRoot = roots[0]
@@ -242,10 +247,9 @@ extension RevisionTree {
     }
     guard slot != nil else {
       return MergePlan(
-        rootSlot: nil, attach: -1, j: 0, k: 0, matched: [], insertParent: -1, insertPrev: -1,
+        rootSlot: nil, attach: -1, j: 0, k: 0, lastMatched: -1, insertParent: -1, insertPrev: -1,
         insertNext: -1, result: roots.isEmpty ? .newLeaf : .newBranch)
     }
-    var matched: [Int32] = [attach]
     var cur = attach
     var k = j + 1
     while k < entries.count {
@@ -259,18 +263,17 @@ extension RevisionTree {
         c = nodes[Int(c)].nextSibling
       }
       if c >= 0 && order == 0 {
-        matched.append(c)
         cur = c
         k += 1
         continue
       }
       let result: MergeResult = nodes[Int(cur)].firstChild < 0 ? .newLeaf : .newBranch
       return MergePlan(
-        rootSlot: slot, attach: attach, j: j, k: k, matched: matched, insertParent: cur,
+        rootSlot: slot, attach: attach, j: j, k: k, lastMatched: cur, insertParent: cur,
         insertPrev: prev, insertNext: c, result: result)
     }
     return MergePlan(
-      rootSlot: slot, attach: attach, j: j, k: k, matched: matched, insertParent: -1,
+      rootSlot: slot, attach: attach, j: j, k: k, lastMatched: cur, insertParent: -1,
       insertPrev: -1, insertNext: -1, result: .internalNode)
   }
 
@@ -302,13 +305,14 @@ extension RevisionTree {
       Node(
         hash: e.hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: e.state,
         body: e.state == .missing ? 0 : e.body))
-    lookup?[e.hash] = i
+    lookup?.insert(i, in: nodes, replace: true)
     return i
   }
 
   /// Applies a plan made by ``planMerge(start:_:)`` on the unchanged tree.
   mutating func applyMerge(_ plan: MergePlan, start: Int, _ entries: [PathEntry]) -> MergeStats {
     var stats = MergeStats(result: plan.result)
+    stats.firstNew = Int32(nodes.count)
     let last = entries.count - 1
     guard let slot = plan.rootSlot else {
       // A new root holding the whole path.
@@ -316,7 +320,7 @@ extension RevisionTree {
       for (o, e) in entries.enumerated() {
         let i = appendNode(e, pos: start + o, parent: parent)
         if parent >= 0 { nodes[Int(parent)].firstChild = i } else { roots.append(i) }
-        stats.added.append(i)
+        stats.addedCount += 1
         parent = i
       }
       stats.leafNode = parent
@@ -329,14 +333,21 @@ extension RevisionTree {
     }
     stats.rootPos = nodes[Int(roots[slot])].pos
     // Values of matched nodes: a missing node takes the incoming value.
-    for (o, i) in plan.matched.enumerated() {
-      let e = entries[plan.j + o]
+    // They are `lastMatched` and its ancestors (entries k - 1 down to j); at most one entry is
+    // the incoming document (valueClass 1), so the order of this walk does not matter.
+    var i = plan.lastMatched
+    var o = plan.k - 1
+    while true {
+      let e = entries[o]
       if nodes[Int(i)].state == .missing && e.state != .missing {
         nodes[Int(i)].state = e.state
         nodes[Int(i)].body = e.body
         stats.valueChanged = true
         if e.valueClass == 1 { stats.freshNode = i }
       }
+      if o == plan.j { break }
+      i = nodes[Int(i)].parent
+      o -= 1
     }
     // New nodes below the attach point.
     if plan.k < entries.count {
@@ -354,7 +365,7 @@ extension RevisionTree {
         } else {
           nodes[Int(parent)].firstChild = i
         }
-        stats.added.append(i)
+        stats.addedCount += 1
         parent = i
       }
       stats.leafNode = parent
@@ -362,7 +373,7 @@ extension RevisionTree {
       if entries[last].valueClass == 1 { stats.freshNode = parent }
       if hadChildren { leafCount += 1 }
     } else {
-      stats.leafNode = plan.matched[plan.matched.count - 1]
+      stats.leafNode = plan.lastMatched
     }
     // Ancestors grafted above the accepting root.
     if plan.j > 0 {
@@ -372,7 +383,7 @@ extension RevisionTree {
       for o in 0..<plan.j {
         let i = appendNode(entries[o], pos: start + o, parent: parent)
         if parent >= 0 { nodes[Int(parent)].firstChild = i } else { top = i }
-        stats.added.append(i)
+        stats.addedCount += 1
         parent = i
       }
       nodes[Int(parent)].firstChild = oldRoot

@@ -43,16 +43,16 @@ extension RevisionTree {
   /// Stemming after a merge into a tree without duplicate hashes. Returns whether a node that
   /// existed before the merge was removed, and how many of the merge's new nodes were removed.
   mutating func stemClean(revsLimit: Int, stats: inout MergeStats) -> (Bool, Int) {
-    let firstNew = stats.added.first ?? Int32(nodes.count)
+    let firstNew = stats.firstNew
     defer { stemmedLimit = revsLimit }
     if stemmedLimit == revsLimit && !stats.prefixAdded {
       // The tree was a fixed point of this limit; only the merge's additions can change that.
       switch stats.result {
       case .internalNode:
         return (false, 0)
-      case .newBranch where stats.added.count <= revsLimit:
+      case .newBranch where stats.addedCount <= revsLimit:
         return (false, 0)
-      case .newLeaf where stats.newRoot && stats.added.count <= revsLimit:
+      case .newLeaf where stats.newRoot && stats.addedCount <= revsLimit:
         return (false, 0)
       case .newLeaf
       where !stats.newRoot && stats.leafNode >= 0
@@ -89,7 +89,7 @@ extension RevisionTree {
   /// Marks a slot dead and unindexes it. Links are fixed by the caller.
   @inline(__always)
   mutating func kill(_ i: Int32) {
-    lookup?.removeValue(forKey: nodes[Int(i)].hash)
+    lookup?.remove(nodes[Int(i)].hash, in: nodes)
     nodes[Int(i)].state = .dead
     deadCount += 1
   }

@@ -89,7 +89,7 @@ public struct RevisionTree: Sendable {
   @usableFromInline var leafCount = 0
   /// Hash → node index for every live node, when built and when no hash occurs twice. `nil`
   /// when not built yet (after decoding) or when the tree holds a duplicate hash.
-  @usableFromInline var lookup: [RevHash: Int32]? = nil
+  @usableFromInline var lookup: NodeIndex? = nil
   /// The revs_limit the tree was last stemmed with (0: unknown, as after decoding). A tree
   /// without duplicate hashes stemmed with a limit is a fixed point of stemming with it, which
   /// lets most merges skip the whole-tree pass.
@@ -207,13 +207,16 @@ extension RevisionTree {
   /// revision appear twice.
   func index(of rev: RevID) -> Int32? {
     if let lookup {
-      guard let i = lookup[rev.hash], nodes[Int(i)].pos == rev.generation else { return nil }
+      guard let i = lookup.find(rev.hash, in: nodes), nodes[Int(i)].pos == rev.generation else {
+        return nil
+      }
       return i
     }
     var found: Int32? = nil
     var foundCount = 0
-    for (i, n) in nodes.enumerated() where n.isLive && n.pos == rev.generation && n.hash == rev.hash
-    {
+    // Field by field, generation first: no copy of each node.
+    for i in nodes.indices
+    where nodes[i].pos == rev.generation && nodes[i].isLive && nodes[i].hash == rev.hash {
       if found == nil { found = Int32(i) }
       foundCount += 1
     }
