@@ -7,6 +7,8 @@ import RevTree
 /// - a 100,000-revision chain built edit by edit with revs_limit 1000: ≤ 2 s
 /// - encode + decode of a typical 50-revision tree: ≤ 5 µs
 /// - JSON parse and canonical digest of a typical 2 KB wiki page body
+/// - the local-edit hot path on a 300-byte page: parse + digest, serialize, and decode + edit +
+///   encode of its tree with 3 and with 1,000 revisions
 let benchmarks: @Sendable () -> Void = {
   let metrics: [BenchmarkMetric] = [.throughput, .wallClock, .mallocCountTotal]
   // Fixtures are built once (static lets) and copied before `startMeasurement()`, so samples
@@ -81,6 +83,49 @@ let benchmarks: @Sendable () -> Void = {
       blackHole(RevisionDigest.revision(parent: parent, deleted: false, body: body))
     }
   }
+
+  Benchmark(
+    "JSON parse + revision digest, 300-byte page",
+    configuration: .init(metrics: metrics, scalingFactor: .kilo)
+  ) { benchmark in
+    let bytes = Fixtures.smallPage
+    let parent = try RevID("3-967a00dff5e02add41819138abb3284d")
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      let body = try JSONValue(parsing: bytes)
+      blackHole(RevisionDigest.revision(parent: parent, deleted: false, body: body))
+    }
+  }
+
+  Benchmark(
+    "JSON serialize, 300-byte page",
+    configuration: .init(metrics: metrics, scalingFactor: .kilo)
+  ) { benchmark in
+    let body = try JSONValue(parsing: Fixtures.smallPage)
+    benchmark.startMeasurement()
+    for _ in benchmark.scaledIterations {
+      blackHole(body.serialized())
+    }
+  }
+
+  for revisions in [3, 1000] {
+    Benchmark(
+      "decode + local edit + encode, \(revisions)-revision tree",
+      configuration: .init(metrics: metrics, scalingFactor: .kilo)
+    ) { benchmark in
+      let (tree, leaf) = try Fixtures.chain(edits: revisions, revsLimit: 1000)
+      let stored = tree.encoded()
+      let next = try RevID(generation: leaf.generation + 1, hash: RevHash(high: 1 << 50, low: 7))
+      benchmark.startMeasurement()
+      for _ in benchmark.scaledIterations {
+        var t = try RevisionTree(decoding: stored)
+        let parent = try t.editParent(for: leaf, deleted: false)
+        try t.applyEdit(
+          newRevision: next, parent: parent, deleted: false, body: 1, revsLimit: 1000)
+        blackHole(t.encoded())
+      }
+    }
+  }
 }
 
 enum Fixtures {
@@ -89,6 +134,9 @@ enum Fixtures {
   static let chain1500 = try! chain(edits: 1500, revsLimit: 1000)
   static let typical50 = try! typical(revisions: 50)
   static let page = pageBody()
+  static let smallPage = Array(
+    ##"{"_id":"w7:Page 7","type":"page","wiki_id":"w7","updated_by":"user0","updated_at":"2026-01-01T10:00:00Z","markdown":"# Page 7\n\nVersion 1 of this page. It links to [[Page 8]] and to [[Home]], and has a few more words so that its body is about the size of a short wiki page."}"##
+      .utf8)
 
   /// One root with `leaves` conflicting children.
   static func star(leaves: Int) -> RevisionTree {

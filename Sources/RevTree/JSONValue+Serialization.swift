@@ -205,46 +205,59 @@ enum JSONWriter {
   ) {
     out.append(UInt8(ascii: "{"))
     let n = members.count
-    if n > 0 {
-      withUnsafeTemporaryAllocation(of: SortKey.self, capacity: n) { keys in
-        var m = 0
-        for (i, member) in members.enumerated() {
-          let k = SortKey(member.key, index: i)
-          if skippingMetadata && k.isMetadata(member.key) { continue }
-          keys.initializeElement(at: m, to: k)
-          m += 1
-        }
-        var sorted = UnsafeMutableBufferPointer(rebasing: keys[0..<m])
-        if m <= 16 {
-          // Insertion sort: objects are small.
-          var i = 1
-          while i < m {
-            let x = sorted[i]
-            var j = i
-            while j > 0 && precedes(x, sorted[j - 1], members) {
-              sorted[j] = sorted[j - 1]
-              j -= 1
-            }
-            sorted[j] = x
-            i += 1
-          }
-        } else {
-          sorted.sort { precedes($0, $1, members) }
-        }
-        var first = true
-        for i in 0..<m {
-          if i + 1 < m && sameKey(sorted[i], sorted[i + 1], members) { continue }
-          if !first { out.append(UInt8(ascii: ",")) }
-          first = false
-          let member = members[sorted[i].index]
-          writeString(member.key, into: &out)
-          out.append(UInt8(ascii: ":"))
-          write(member.value, canonical: true, into: &out)
-        }
-        _ = keys.deinitialize()
+    if n > 0 && n <= 32 {
+      withUnsafeTemporaryAllocation(of: SortKey.self, capacity: n) {
+        writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: $0, into: &out)
       }
+    } else if n > 32 {
+      // Large objects sort on the heap (a big stack allocation costs a stack-bounds query).
+      let keys = UnsafeMutableBufferPointer<SortKey>.allocate(capacity: n)
+      defer { keys.deallocate() }
+      writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: keys, into: &out)
     }
     out.append(UInt8(ascii: "}"))
+  }
+
+  /// The members in canonical order, using `keys` (uninitialized, one per member) to sort.
+  static func writeSortedMembers(
+    _ members: [JSONObject.Member], skippingMetadata: Bool,
+    keys: UnsafeMutableBufferPointer<SortKey>, into out: inout ByteSink
+  ) {
+    var m = 0
+    for (i, member) in members.enumerated() {
+      let k = SortKey(member.key, index: i)
+      if skippingMetadata && k.isMetadata(member.key) { continue }
+      keys.initializeElement(at: m, to: k)
+      m += 1
+    }
+    var sorted = UnsafeMutableBufferPointer(rebasing: keys[0..<m])
+    defer { sorted.deinitialize() }
+    if m <= 16 {
+      // Insertion sort: objects are small.
+      var i = 1
+      while i < m {
+        let x = sorted[i]
+        var j = i
+        while j > 0 && precedes(x, sorted[j - 1], members) {
+          sorted[j] = sorted[j - 1]
+          j -= 1
+        }
+        sorted[j] = x
+        i += 1
+      }
+    } else {
+      sorted.sort { precedes($0, $1, members) }
+    }
+    var first = true
+    for i in 0..<m {
+      if i + 1 < m && sameKey(sorted[i], sorted[i + 1], members) { continue }
+      if !first { out.append(UInt8(ascii: ",")) }
+      first = false
+      let member = members[sorted[i].index]
+      writeString(member.key, into: &out)
+      out.append(UInt8(ascii: ":"))
+      write(member.value, canonical: true, into: &out)
+    }
   }
 
   static func writeString(_ s: String, into out: inout ByteSink) {

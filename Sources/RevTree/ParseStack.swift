@@ -28,7 +28,7 @@ struct ParseStack<Element> {
 
   @inline(never)
   mutating func grow() {
-    let newCapacity = capacity * 2
+    let newCapacity = max(capacity * 2, 16)
     let p = UnsafeMutablePointer<Element>.allocate(capacity: newCapacity)
     p.moveInitialize(from: base, count: count)
     if owned { base.deallocate() }
