@@ -1,5 +1,5 @@
 // The document workloads of scripts/compare (issues 4 and 7), on a DocumentStore with the
-// projections a wikilog database has (documents and wiki), printed as
+// projections a wikilog database has (documents, wiki, drafts), printed as
 // "<workload> <count> <seconds> <per_second>" lines, the format of LogCompare and the C baselines.
 //
 //   DocCompare DIR [--docs N] [--updates N] [--replicated N] [--writers N] [--per-writer N]
@@ -90,7 +90,8 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
   var options = EventLog.Options(durability: durability)
   options.mapSize = 4 << 30
   let store = try DocumentStore(
-    directory: dir, options: options, projections: docsOnly ? [] : [WikiProjection()])
+    directory: dir, options: options,
+    projections: docsOnly ? [] : [WikiProjection(), DraftProjection()])
   if fresh { try createWikis(store) }
   return store
 }

@@ -77,7 +77,16 @@ public final class DocumentStore: Sendable {
     self.scratch = scratch
     do {
       documentStorage = try ProjectionStorage.open(for: documents, in: log)
-      others = try projections.map { ($0, try ProjectionStorage.open(for: $0, in: log)) }
+      others = try projections.compactMap { projection in
+        do {
+          return (projection, try ProjectionStorage.open(for: projection, in: log))
+        } catch LogError.invalidArgument where log.options.readOnly {
+          // Read-only, and the projection was never built here (a database written by a
+          // version or a program without it): the store opens without it, and what needs it
+          // (drafts, wiki queries) says so.
+          return nil
+        }
+      }
       checkpoints = try log.database(named: "projections")
     } catch {
       throw StoreError.from(error)

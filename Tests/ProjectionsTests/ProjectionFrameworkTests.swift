@@ -98,6 +98,23 @@ final class TypeCounter: Projection {
     #expect(try t.store.info.docCount == 1 && t.store.info.deletedDocCount == 1)
   }
 
+  @Test("read-only, a store opens without a projection that was never built there")
+  func readOnlyWithoutAProjection() throws {
+    let t = try TestStore(projections: [WikiProjection()])
+    try t.store.put(
+      #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
+    t.store.close()
+    var options = EventLog.Options()
+    options.readOnly = true
+    let store = try DocumentStore(
+      directory: t.path, options: options, projections: [WikiProjection(), DraftProjection()])
+    defer { store.close() }
+    #expect(store.projectionNames == ["docs", "wiki"])
+    #expect(try store.changes(ChangesOptions()).results.count == 1)
+    #expect(try WikiQueries(store).wikis().count == 1)
+    #expect(throws: StoreError.self) { try Drafts(store) }
+  }
+
   @Test("a projection added later catches up from the log when the store opens")
   func lateProjectionCatchesUp() throws {
     let t = try TestStore()
