@@ -120,7 +120,7 @@ func page(_ i: Int, version: Int = 1, rev: String? = nil, into out: inout String
   if let rev { out += #""_rev":"\#(rev)","# }
   out += #""type":"page","wiki_id":"\#(wiki)","updated_by":"user\#(i % 7)","#
   out +=
-    ##""updated_at":"2026-01-0\##(version % 10)T10:00:00Z","markdown":"# Page \##(i)\n\nVersion "##
+    ##""updated_at":"2026-01-0\##(version % 9 + 1)T10:00:00Z","markdown":"# Page \##(i)\n\nVersion "##
   out += #"\#(version) of this page. It links to [[Page \#(i + 1)]] and to [[Home]], and has "#
   out += #"a few more words so that its body is about the size of a short wiki page."}"#
 }

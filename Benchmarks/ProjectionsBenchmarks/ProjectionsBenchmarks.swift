@@ -59,7 +59,7 @@ func pageJSON(_ i: Int, version: Int = 1, rev: String? = nil) -> String {
   let wiki = "w\(i % 100)"
   let revField = rev.map { #""_rev":"\#($0)","# } ?? ""
   return #"{"_id":"\#(wiki):Page \#(i)",\#(revField)"type":"page","wiki_id":"\#(wiki)","#
-    + #""updated_by":"user\#(i % 7)","updated_at":"2026-01-0\#(version % 10)T10:00:00Z","#
+    + #""updated_by":"user\#(i % 7)","updated_at":"2026-01-0\#(version % 9 + 1)T10:00:00Z","#
     + ##""markdown":"# Page \##(i)\n\nVersion \##(version) of this page. It links to [[Page \##(i + 1)]] "##
     + #"and to [[Home]], and has a few more words so that its body is about the size of a short "#
     + #"wiki page."}"#
