@@ -65,16 +65,10 @@ public class ReadTransaction {
     ensureLive()
     // A copy: `body` may read events one by one (`event(at:)`) through this transaction.
     var strings = self.strings
-    do {
+    try translatingStorageErrors {
       try raw.forEachEvent(
         log.dbs.events, from: position.rawValue, forward: direction == .forward,
         strings: &strings, body)
-    } catch let error as LogError {
-      throw error
-    } catch let error as LMDBError {
-      throw log.logError(error)
-    } catch let error as RecordFailure {
-      throw log.logError(error)
     }
   }
 
@@ -97,16 +91,10 @@ public class ReadTransaction {
   ) throws {
     ensureLive()
     var strings = self.strings
-    do {
+    try translatingStorageErrors {
       try raw.forEachEvent(
         log.dbs.events, from: position.rawValue, forward: direction == .forward,
         types: types.map { Array($0.utf8) }, strings: &strings, body)
-    } catch let error as LogError {
-      throw error
-    } catch let error as LMDBError {
-      throw log.logError(error)
-    } catch let error as RecordFailure {
-      throw log.logError(error)
     }
   }
 
@@ -128,7 +116,7 @@ public class ReadTransaction {
     _ body: (RecordedEvent) throws -> Bool
   ) throws {
     ensureLive()
-    do {
+    try translatingStorageErrors {
       let prefix = StreamKey.prefix(stream)
       guard let head = try raw.streamHead(log.dbs.streams, prefix: prefix), head.version > 0 else {
         return
@@ -169,8 +157,14 @@ public class ReadTransaction {
           current -= 1
         }
       }
-    } catch let error as LogError {
-      throw error
+    }
+  }
+
+  /// Runs `body`, turning LMDB's and the record decoder's errors into ``LogError``s; errors of
+  /// the caller's own closures pass through unchanged.
+  private func translatingStorageErrors(_ body: () throws -> Void) throws {
+    do {
+      try body()
     } catch let error as LMDBError {
       throw log.logError(error)
     } catch let error as RecordFailure {
