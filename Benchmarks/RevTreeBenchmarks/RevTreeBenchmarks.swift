@@ -71,29 +71,17 @@ let benchmarks: @Sendable () -> Void = {
     }
   }
 
-  Benchmark(
-    "JSON parse + canonical digest, 2 KB page",
-    configuration: .init(metrics: metrics, scalingFactor: .kilo)
-  ) { benchmark in
-    let bytes = Fixtures.page
-    let parent = try RevID("3-967a00dff5e02add41819138abb3284d")
-    benchmark.startMeasurement()
-    for _ in benchmark.scaledIterations {
-      let body = try JSONValue(parsing: bytes)
-      blackHole(RevisionDigest.revision(parent: parent, deleted: false, body: body))
-    }
-  }
-
-  Benchmark(
-    "JSON parse + revision digest, 300-byte page",
-    configuration: .init(metrics: metrics, scalingFactor: .kilo)
-  ) { benchmark in
-    let bytes = Fixtures.smallPage
-    let parent = try RevID("3-967a00dff5e02add41819138abb3284d")
-    benchmark.startMeasurement()
-    for _ in benchmark.scaledIterations {
-      let body = try JSONValue(parsing: bytes)
-      blackHole(RevisionDigest.revision(parent: parent, deleted: false, body: body))
+  for (name, bytes) in [
+    ("JSON parse + canonical digest, 2 KB page", Fixtures.page),
+    ("JSON parse + revision digest, 300-byte page", Fixtures.smallPage),
+  ] {
+    Benchmark(name, configuration: .init(metrics: metrics, scalingFactor: .kilo)) { benchmark in
+      let parent = try RevID("3-967a00dff5e02add41819138abb3284d")
+      benchmark.startMeasurement()
+      for _ in benchmark.scaledIterations {
+        let body = try JSONValue(parsing: bytes)
+        blackHole(RevisionDigest.revision(parent: parent, deleted: false, body: body))
+      }
     }
   }
 

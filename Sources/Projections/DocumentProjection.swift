@@ -39,7 +39,7 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     guard let e = decoded else { return }
     switch e.kind {
     case .edit, .replicated:
-      _ = try applyDocument(e, at: event.position.rawValue, storage: storage, txn: txn)
+      try applyDocument(e, at: event.position.rawValue, storage: storage, txn: txn)
     case .localPut:
       var w = ByteWriter()
       w.string(e.rev)
@@ -101,19 +101,10 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
   }
 
   /// Applies a document event at `position`; `merged` is the tree already merged by the write
-  /// path (so the hot path merges once). Returns whether the document changed.
+  /// path (so the hot path merges once). Returns the document's tree after the event, nil when
+  /// the event changed nothing.
   @discardableResult
   func applyDocument(
-    _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
-    record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
-  ) throws -> Bool {
-    try applyDocumentTree(
-      e, at: position, storage: storage, txn: txn, record: loaded, merged: merged) != nil
-  }
-
-  /// ``applyDocument(_:at:storage:txn:record:merged:)``, returning the document's tree after the
-  /// event (nil when the event changed nothing).
-  func applyDocumentTree(
     _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
     record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
   ) throws -> RevisionTree? {

@@ -418,16 +418,8 @@ public final class DocumentStore: Sendable {
     else {
       throw StoreError.notFound("no projection named '\(name)'")
     }
-    let key = Array(projection.name.utf8)
-    try writeDocumentsRaw { txn in
-      for db in storage.all { try txn.removeAll(in: db) }
-      var last: UInt64 = 0
-      try txn.forEachEvent(from: 1) { event in
-        try projection.apply(event, to: storage, in: txn)
-        last = event.position.rawValue
-        return true
-      }
-      try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints)
+    try replayFromStart([(projection, storage)]) { event, txn in
+      try projection.apply(event, to: storage, in: txn)
     }
   }
 
@@ -438,17 +430,28 @@ public final class DocumentStore: Sendable {
   /// One transaction, like ``rebuild(_:)``: readers see the old state until the new one is
   /// complete.
   public func rebuildAll() throws {
+    try replayFromStart(allProjections) { event, txn in try applyAll(event, txn: txn) }
+  }
+
+  /// Empties `targets`' databases, applies every event of the log with `apply` and sets their
+  /// checkpoints to the last one, in one transaction.
+  private func replayFromStart(
+    _ targets: [(projection: any Projection, storage: ProjectionStorage)],
+    apply: (RecordedEvent, WriteTransaction) throws -> Void
+  ) throws {
     try writeDocumentsRaw { txn in
-      for (_, storage) in allProjections {
+      for (_, storage) in targets {
         for db in storage.all { try txn.removeAll(in: db) }
       }
       var last: UInt64 = 0
       try txn.forEachEvent(from: 1) { event in
-        try applyAll(event, txn: txn)
+        try apply(event, txn)
         last = event.position.rawValue
         return true
       }
-      for key in checkpointKeys { try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints) }
+      for (projection, _) in targets {
+        try txn.put(last.bigEndianBytes, forKey: Array(projection.name.utf8), in: checkpoints)
+      }
     }
   }
 
@@ -458,7 +461,7 @@ public final class DocumentStore: Sendable {
       DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
     var facts: AppendFacts? = nil
     if let e = decoded!, e.kind == .edit || e.kind == .replicated {
-      if let tree = try documents.applyDocumentTree(
+      if let tree = try documents.applyDocument(
         e, at: event.position.rawValue, storage: documentStorage, txn: txn)
       {
         facts = AppendFacts(body: nil, tree: tree)
