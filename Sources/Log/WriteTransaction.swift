@@ -373,6 +373,26 @@ public final class WriteTransaction: ReadTransaction {
     try performWrite { try raw.put(database.handle, key, value) }
   }
 
+  /// Stores `value` under `key`, which must sort after every key already in `database`
+  /// (LMDB's `MDB_APPEND`): for indexes keyed by something that only grows, such as a log
+  /// position. It skips the search a ``put(_:forKey:in:)`` makes and fills pages instead of
+  /// splitting them in half.
+  ///
+  /// - Throws: ``LogError/invalidArgument(_:)`` when `key` does not sort after the last key; the
+  ///   database and the transaction are unchanged and stay usable.
+  public func putLast(_ value: [UInt8], forKey key: [UInt8], in database: Database)
+    throws(LogError)
+  {
+    try checkKey(key.count)
+    let appended = try performWrite {
+      try raw.putIfLast(database.handle, key, value)
+    }
+    guard appended else {
+      throw LogError.invalidArgument(
+        "putLast: the key does not sort after the last key of \(database.name)")
+    }
+  }
+
   /// Removes `key`; false if it was not there.
   @discardableResult
   public func delete(_ key: [UInt8], in database: Database) throws(LogError) -> Bool {

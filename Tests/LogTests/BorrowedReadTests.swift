@@ -226,3 +226,38 @@ import Testing
     }
   }
 }
+
+/// `putLast(_:forKey:in:)`: appends under a key that sorts after every other.
+@Suite struct PutLastTests {
+  @Test(
+    "putLast appends in key order and refuses a key that does not sort last, leaving the transaction usable"
+  )
+  func appendsInOrder() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    let db = try log.database(named: "bySeq")
+    try log.write { txn throws in
+      for n in [UInt64(3), 7, 300] {
+        try txn.putLast([UInt8(n % 256)], forKey: n.bigEndianBytes, in: db)
+      }
+      for key in [UInt64(300), 299, 1] {
+        #expect(throws: LogError.self) {
+          try txn.putLast([0], forKey: key.bigEndianBytes, in: db)
+        }
+      }
+      // After a refusal the transaction still writes, and a delete of the last key lets a
+      // larger one follow.
+      try txn.delete(UInt64(300).bigEndianBytes, in: db)
+      try txn.putLast([9], forKey: UInt64(301).bigEndianBytes, in: db)
+    }
+    var rows: [([UInt8], [UInt8])] = []
+    try log.read { txn throws in
+      try txn.scan(db) { k, v in
+        rows.append((k, v))
+        return true
+      }
+    }
+    #expect(rows.map(\.0) == [UInt64(3), 7, 301].map(\.bigEndianBytes))
+    #expect(rows.map(\.1) == [[3], [7], [9]])
+  }
+}

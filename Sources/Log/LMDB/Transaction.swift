@@ -87,6 +87,21 @@ import CLMDB
     try check(rc, "mdb_put")
   }
 
+  /// Puts with `MDB_APPEND`; false (nothing written) when `key` does not sort after the last
+  /// key of the database, which LMDB answers with `MDB_KEYEXIST`.
+  func putIfLast(_ dbi: UInt32, _ key: [UInt8], _ value: [UInt8]) throws(LMDBError) -> Bool {
+    let rc = unsafe key.withKeyBytes { k in
+      unsafe value.withUnsafeBytes { v in
+        var kv = unsafe MDB_val(k)
+        var vv = unsafe MDB_val(v)
+        return unsafe mdb_put(pointer, dbi, &kv, &vv, UInt32(MDB_APPEND))
+      }
+    }
+    if rc == MDB_KEYEXIST { return false }
+    try check(rc, "mdb_put")
+    return true
+  }
+
   /// Deletes a key; false if it was not there.
   @discardableResult
   func delete(_ dbi: UInt32, _ key: some KeyBytes) throws(LMDBError) -> Bool {
