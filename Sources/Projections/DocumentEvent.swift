@@ -131,9 +131,10 @@ public struct DocumentEvent: Sendable, Hashable {
       let start = try r.int()
       let count = try r.int()
       if count > 0 {
-        var ids: [String] = []
+        guard count <= payload.count else { throw ByteReader.Truncated() }
+        var ids: [RevHash] = []
         ids.reserveCapacity(count)
-        for _ in 0..<count { ids.append(try r.string()) }
+        for _ in 0..<count { ids.append(try RevHash(utf8: try r.data())) }
         path = try RevisionPath(start: start, ids: ids)
       } else {
         path = nil

@@ -70,26 +70,27 @@ struct AppendFacts {
 
 /// The databases of one projection, by logical name.
 public struct ProjectionStorage: Sendable {
-  let databases: [String: Database]
+  /// (logical name, handle) in `databaseNames` order. A projection has a handful of databases
+  /// with short names, so a linear search comparing small (inline) strings beats hashing them:
+  /// the hot path looks a handle up for every read and write.
+  let entries: [(name: String, database: Database)]
 
   public subscript(name: String) -> Database {
-    guard let db = databases[name] else {
-      preconditionFailure("projection database '\(name)' was not declared")
-    }
-    return db
+    for entry in entries where entry.name == name { return entry.database }
+    preconditionFailure("projection database '\(name)' was not declared")
   }
 
-  /// The handles in `databaseNames` order.
-  public var all: [Database] { databases.values.sorted { $0.name < $1.name } }
+  /// The handles, ordered by their LMDB names.
+  public var all: [Database] { entries.map(\.database).sorted { $0.name < $1.name } }
 
   /// Opens (creating) `projection`'s databases, with `suffix` for scratch copies.
   static func open(for projection: any Projection, in log: EventLog, suffix: String = "") throws
     -> ProjectionStorage
   {
-    var databases: [String: Database] = [:]
-    for name in projection.databaseNames {
-      databases[name] = try log.database(named: "\(projection.name).\(name)\(suffix)")
+    var entries: [(name: String, database: Database)] = []
+    for name in projection.databaseNames where !entries.contains(where: { $0.name == name }) {
+      entries.append((name, try log.database(named: "\(projection.name).\(name)\(suffix)")))
     }
-    return ProjectionStorage(databases: databases)
+    return ProjectionStorage(entries: entries)
   }
 }

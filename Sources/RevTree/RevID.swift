@@ -80,6 +80,14 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     self = try RevHash.parse(utf8)
   }
 
+  /// Parses a signature from its UTF-8 bytes, as ``init(_:)`` does from text: the form for
+  /// decoders that hold bytes (a stored event), with no `String` made on the way.
+  ///
+  /// - Throws: the errors of ``init(_:)``.
+  public init(utf8 bytes: ArraySlice<UInt8>) throws(RevIDError) {
+    self = try RevHash.parse(bytes)
+  }
+
   @usableFromInline
   static func parse(_ bytes: some Collection<UInt8>) throws(RevIDError) -> RevHash {
     let n = bytes.count
