@@ -39,7 +39,9 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     guard let e = decoded else { return }
     switch e.kind {
     case .edit, .replicated:
-      try applyDocument(e, at: event.position.rawValue, storage: storage, txn: txn)
+      try applyDocument(
+        e, at: event.position.rawValue, storage: storage, txn: txn,
+        isFirst: event.streamVersion == 1)
     case .localPut:
       var w = ByteWriter()
       w.string(e.rev)
@@ -101,15 +103,16 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
   }
 
   /// Applies a document event at `position`; `merged` is the tree already merged by the write
-  /// path (so the hot path merges once). Returns the document's tree after the event, nil when
-  /// the event changed nothing.
+  /// path (so the hot path merges once), `loaded` the record it read. `isFirst` says the event
+  /// is the document's first (stream version 1), so there is no record to look up. Returns the
+  /// document's tree after the event, nil when the event changed nothing.
   @discardableResult
   func applyDocument(
     _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
-    record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil
+    record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil, isFirst: Bool = false
   ) throws -> RevisionTree? {
     var record =
-      try loaded ?? self.record(e.docID, storage: storage, txn: txn)
+      try loaded ?? (isFirst ? nil : self.record(e.docID, storage: storage, txn: txn))
       ?? DocumentRecord(docID: e.docID)
     let wasPresent = !record.tree.isEmpty
     let wasLive = record.isLive
@@ -126,7 +129,8 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
     record.updateSeq = position
     let key = DocumentKey.key(e.docID)
     try txn.put(record.encoded(), forKey: key, in: storage["byId"])
-    try txn.put(key, forKey: position.bigEndianBytes, in: storage["bySeq"])
+    // Positions only grow, so the row goes at the end of `bySeq`.
+    try txn.putLast(key, forKey: position.bigEndianBytes, in: storage["bySeq"])
     // Only the deleted count is kept: the live count is the number of documents (one `bySeq`
     // row each) minus it, so creating or updating a live document writes no counter.
     let wasDeleted = wasPresent && !wasLive

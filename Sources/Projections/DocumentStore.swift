@@ -151,6 +151,7 @@ public final class DocumentStore: Sendable {
     merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil
   ) throws -> RecordedEvent {
     context?.appended(e.docID)
+    if e.kind == .revsLimit { context?.revsLimit = nil }
     let event = try txn.append(
       NewEvent(
         type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
@@ -181,6 +182,14 @@ public final class DocumentStore: Sendable {
       try projection.apply(recorded, decoded: &decoded, to: storage, in: txn)
     }
     return recorded
+  }
+
+  /// The database's revs_limit, read once per write body: no body changes it.
+  func revsLimit(txn: WriteTransaction, context: WriteContext?) throws -> Int {
+    if let known = context?.revsLimit { return known }
+    let limit = try documents.revsLimit(storage: documentStorage, txn: txn)
+    context?.revsLimit = limit
+    return limit
   }
 
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
@@ -214,7 +223,7 @@ public final class DocumentStore: Sendable {
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
-      revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
+      revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { throw StoreError.conflict }
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
@@ -251,7 +260,7 @@ public final class DocumentStore: Sendable {
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
-      revsLimit: try documents.revsLimit(storage: documentStorage, txn: txn))
+      revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { return }
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
@@ -429,15 +438,37 @@ public final class DocumentStore: Sendable {
   ///
   /// One transaction, like ``rebuild(_:)``: readers see the old state until the new one is
   /// complete.
+  ///
+  /// Decoding runs a batch ahead on a second thread (``ReplayDecoder``): while the writer
+  /// applies one batch of events, the next one's payloads are decoded and their bodies parsed.
   public func rebuildAll() throws {
-    try replayFromStart(allProjections) { event, txn in try applyAll(event, txn: txn) }
+    let decoder = ReplayDecoder(parseBodies: !others.isEmpty)
+    var batch: [RecordedEvent] = []
+    batch.reserveCapacity(ReplayDecoder.batchSize)
+    var inFlight: ReplayDecoder.Batch? = nil
+    func applyFinished(_ done: ReplayDecoder.Batch, _ txn: WriteTransaction) throws {
+      for prepared in done.wait() { try applyAll(prepared, txn: txn) }
+    }
+    try replayFromStart(allProjections) { event, txn in
+      batch.append(event)
+      guard batch.count == ReplayDecoder.batchSize else { return }
+      let next = decoder.start(batch)
+      batch.removeAll(keepingCapacity: true)
+      if let inFlight { try applyFinished(inFlight, txn) }
+      inFlight = next
+    } finish: { txn in
+      if let inFlight { try applyFinished(inFlight, txn) }
+      inFlight = nil
+      if !batch.isEmpty { try applyFinished(decoder.start(batch), txn) }
+    }
   }
 
   /// Empties `targets`' databases, applies every event of the log with `apply` and sets their
   /// checkpoints to the last one, in one transaction.
   private func replayFromStart(
     _ targets: [(projection: any Projection, storage: ProjectionStorage)],
-    apply: (RecordedEvent, WriteTransaction) throws -> Void
+    apply: (RecordedEvent, WriteTransaction) throws -> Void,
+    finish: (WriteTransaction) throws -> Void = { _ in }
   ) throws {
     try writeDocumentsRaw { txn in
       for (_, storage) in targets {
@@ -449,6 +480,7 @@ public final class DocumentStore: Sendable {
         last = event.position.rawValue
         return true
       }
+      try finish(txn)
       for (projection, _) in targets {
         try txn.put(last.bigEndianBytes, forKey: Array(projection.name.utf8), in: checkpoints)
       }
@@ -457,14 +489,20 @@ public final class DocumentStore: Sendable {
 
   /// Applies one event of the log to every projection, the documents first.
   func applyAll(_ event: RecordedEvent, txn: WriteTransaction) throws {
-    var decoded: DocumentEvent?? = .some(
-      DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
+    try applyAll(ReplayDecoder.prepare(event, parseBody: false), txn: txn)
+  }
+
+  /// Applies one event, decoded ahead (``ReplayDecoder``), to every projection.
+  func applyAll(_ prepared: ReplayDecoder.Prepared, txn: WriteTransaction) throws {
+    let event = prepared.event
+    var decoded: DocumentEvent?? = .some(try prepared.decoded.get())
     var facts: AppendFacts? = nil
     if let e = decoded!, e.kind == .edit || e.kind == .replicated {
       if let tree = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: documentStorage, txn: txn)
+        e, at: event.position.rawValue, storage: documentStorage, txn: txn,
+        isFirst: event.streamVersion == 1)
       {
-        facts = AppendFacts(body: nil, tree: tree)
+        facts = AppendFacts(body: prepared.body, tree: tree)
       }
     } else {
       try documents.apply(decoded!, facts: nil, of: event, to: documentStorage, in: txn)

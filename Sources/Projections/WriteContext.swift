@@ -9,6 +9,10 @@ final class WriteContext {
   /// Whether a wiki (by id) exists for local page edits: see ``DocumentStore/validate``.
   private var wikiExists: [String: Bool] = [:]
 
+  /// The database's revs_limit, once read. A write body never changes it (``DocumentStore/setRevsLimit(_:actor:)``
+  /// runs a transaction of its own).
+  var revsLimit: Int?
+
   init() {}
 
   func wiki(_ id: String) -> Bool? { wikiExists[id] }

@@ -138,7 +138,8 @@ public final class WikiProjection: Projection, DocumentEventProjection {
       parsedBody = .some(json)
       return json
     }
-    let stored = try txn.get(treeKey, in: storage["trees"])
+    // A document's first event (stream version 1) finds no tree: nothing wrote one before it.
+    let stored = event.streamVersion == 1 ? nil : try txn.get(treeKey, in: storage["trees"])
     if stored == nil {
       // Untracked: no earlier live revision had this type, so none can win but this one.
       guard !e.deleted, eventBody()?["type"]?.stringValue == target.type else { return }
@@ -336,9 +337,11 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     _ event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction
   ) throws {
     let key = Self.pageKey(wiki, title)
-    let oldRow = try txn.get(key, in: storage["pages"])
+    // The key belongs to this one document id, so at its first event there is no row yet.
+    let oldRow = event.streamVersion == 1 ? nil : try txn.get(key, in: storage["pages"])
     var oldLinks: [[UInt8]] = []
-    if let bytes = try txn.get(key, in: storage["links"]) {
+    // A `links` row exists only beside a `pages` row (a page that goes away drops its links).
+    if oldRow != nil, let bytes = try txn.get(key, in: storage["links"]) {
       var r = ByteReader(bytes)
       let count = try r.int()
       guard count <= bytes.count else { throw ByteReader.Truncated() }
