@@ -69,6 +69,15 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// ```
   /// - Throws: ``RevIDError/emptyHash``, ``RevIDError/hashTooLong(_:)`` or
   ///   ``RevIDError/invalidHashCharacter(_:offset:)``.
+  public init(_ text: String) throws(RevIDError) {
+    // The same checks as the generic form below, on a String's contiguous bytes: that form
+    // walks a `String.UTF8View` through its generic iterator, several times slower.
+    let n = text.utf8.count
+    if n > RevHash.maxTextLength { throw .hashTooLong(n) }
+    self = try RevHash.parse(Array(text.utf8))
+  }
+
+  /// Parses a signature held in any string type; see ``init(_:)-(String)``.
   public init(_ text: some StringProtocol) throws(RevIDError) {
     let utf8 = text.utf8
     // Count lazily: never walk a huge hostile string further than needed.
@@ -274,6 +283,13 @@ public struct RevID: Hashable, Comparable, Sendable, CustomStringConvertible {
   /// - Throws: a ``RevIDError`` describing the first problem found: ``RevIDError/empty``,
   ///   ``RevIDError/tooLong(_:)``, ``RevIDError/missingDash``,
   ///   ``RevIDError/invalidGeneration``, ``RevIDError/generationOutOfRange``, or a hash error.
+  public init(_ string: String) throws(RevIDError) {
+    // As the generic form below, without walking `String.UTF8View` through a generic iterator.
+    if string.utf8.count > RevID.maxLength { throw .tooLong }
+    self = try RevID.parse(Array(string.utf8))
+  }
+
+  /// Parses `N-sig` held in any string type; see ``init(_:)-(String)``.
   public init(_ string: some StringProtocol) throws(RevIDError) {
     let utf8 = string.utf8
     var n = 0
