@@ -318,6 +318,25 @@ public final class EventLog: Sendable {
 
   // MARK: Databases
 
+  /// Deletes the caller-owned database `name` with its entries; false when there is none. For
+  /// databases that a newer version of a projection no longer keeps: nothing may use a handle
+  /// to it afterwards, and ``database(named:)`` would create it again, empty.
+  ///
+  /// - Throws: ``LogError/readOnly(path:)`` on a read-only log, or
+  ///   ``LogError/invalidArgument(_:)`` for a name of the log's own.
+  @discardableResult
+  public func removeDatabase(named name: String) throws(LogError) -> Bool {
+    guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
+      throw LogError.invalidArgument(
+        "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
+    }
+    let removed = try writeLog { txn throws(LogError) in
+      try txn.performWrite { try env.dropDatabase(named: name, txn: txn.raw) }
+    }
+    if removed { state.withLock { $0.databases[name] = nil } }
+    return removed
+  }
+
   /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
   public func database(named name: String) throws(LogError) -> Database {
     guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {

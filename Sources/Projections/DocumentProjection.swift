@@ -104,18 +104,20 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
 
   /// Applies a document event at `position`; `merged` is the tree already merged by the write
   /// path (so the hot path merges once), `loaded` the record it read. `isFirst` says the event
-  /// is the document's first (stream version 1), so there is no record to look up. Returns the
-  /// document's tree after the event, nil when the event changed nothing.
+  /// is the document's first (stream version 1), so there is no record to look up. Returns
+  /// what the projections after this one need (the tree after the event, whether its winner
+  /// changed; no body), nil when the event changed nothing.
   @discardableResult
   func applyDocument(
     _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction,
     record loaded: DocumentRecord? = nil, merged: RevisionTree? = nil, isFirst: Bool = false
-  ) throws -> RevisionTree? {
+  ) throws -> AppendFacts? {
     var record =
       try loaded ?? (isFirst ? nil : self.record(e.docID, storage: storage, txn: txn))
       ?? DocumentRecord(docID: e.docID)
     let wasPresent = !record.tree.isEmpty
     let wasLive = record.isLive
+    let oldWinner = wasPresent ? record.tree.winner : nil
     if let merged {
       record.tree = merged
     } else {
@@ -141,7 +143,7 @@ public final class DocumentProjection: Projection, DocumentEventProjection {
         UInt64(deleted + (isDeleted ? 1 : -1)).bigEndianBytes, forKey: Self.deletedCountKey,
         in: storage["meta"])
     }
-    return record.tree
+    return AppendFacts(body: nil, tree: record.tree, winnerChanged: record.tree.winner != oldWinner)
   }
 
   /// The number of live documents (`doc_count`).

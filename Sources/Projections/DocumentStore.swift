@@ -99,10 +99,16 @@ public final class DocumentStore: Sendable {
     }
   }
 
-  /// Removes the `doc_count` row that stores written by earlier versions kept in `docs.meta`
-  /// (the count is now derived), so that `verify` finds the live projection equal to a rebuilt
-  /// one.
+  /// Removes what stores written by earlier versions kept and this one does not: the
+  /// `doc_count` row in `docs.meta` (the count is now derived), so that `verify` finds the live
+  /// projection equal to a rebuilt one, and the wiki projection's retired databases
+  /// (``WikiProjection/retiredDatabaseNames``).
   func removeLegacyRows() throws {
+    if others.contains(where: { $0.projection is WikiProjection }) {
+      for name in WikiProjection.retiredDatabaseNames {
+        do { try log.removeDatabase(named: name) } catch { throw StoreError.from(error) }
+      }
+    }
     let meta = documentStorage["meta"]
     let stale = try log.read { try $0.get(DocumentProjection.docCountKey, in: meta) } != nil
     guard stale else { return }
@@ -142,10 +148,11 @@ public final class DocumentStore: Sendable {
   }
 
   /// Appends one document event and applies the inline projections to it.
-  @discardableResult
   ///
-  /// `parsedBody` is the event's body as the write path parsed it (with `merged`, handed to the
-  /// inline projections as ``AppendFacts``); `context` learns that the document changed.
+  /// `record` and `merged` are the document's record before the event and its tree after, when
+  /// the write path has them; `parsedBody` is the event's body as the write path parsed it
+  /// (handed on in ``AppendFacts``); `context` learns that the document changed.
+  @discardableResult
   func append(
     _ e: DocumentEvent, actor: String, txn: WriteTransaction, record: DocumentRecord? = nil,
     merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil
@@ -157,15 +164,16 @@ public final class DocumentStore: Sendable {
         type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
         actor: actor,
         payload: e.encoded()))
+    var facts: AppendFacts? = nil
     if e.kind == .edit || e.kind == .replicated {
-      try documents.applyDocument(
+      facts = try documents.applyDocument(
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
+      facts?.body = parsedBody
     } else {
       try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
     }
     var decoded: DocumentEvent?? = .some(e)
-    let facts = parsedBody.flatMap { body in merged.map { AppendFacts(body: body, tree: $0) } }
     for (projection, storage) in others {
       try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
     }
@@ -373,9 +381,24 @@ public final class DocumentStore: Sendable {
   // MARK: Projections
 
   /// Brings every projection up to the log's end, from its checkpoint.
+  ///
+  /// A projection that needs the documents' trees and is behind (one added to an existing
+  /// store) is rebuilt instead: the trees of the events it missed are not the current ones.
   func catchUp() throws {
     for (projection, storage) in allProjections {
-      try replay(projection, storage: storage, checkpointed: true)
+      if let p = projection as? any DocumentEventProjection, p.needsDocumentTrees {
+        let (checkpoint, last) = try log.read { txn in
+          (
+            try txn.get(Array(projection.name.utf8), in: checkpoints).flatMap {
+              UInt64(bigEndianArray: $0)
+            } ?? 0,
+            try txn.lastPosition.rawValue
+          )
+        }
+        if checkpoint < last { try rebuild(projection.name) }
+      } else {
+        try replay(projection, storage: storage, checkpointed: true)
+      }
     }
   }
 
@@ -427,8 +450,55 @@ public final class DocumentStore: Sendable {
     else {
       throw StoreError.notFound("no projection named '\(name)'")
     }
-    try replayFromStart([(projection, storage)]) { event, txn in
-      try projection.apply(event, to: storage, in: txn)
+    if let withTrees = try alongsideDocuments(projection) {
+      try replayFromStart([(projection, storage)], extraScratch: withTrees.scratch) {
+        event, txn in
+        try withTrees.apply(event, storage, txn)
+      }
+    } else {
+      try replayFromStart([(projection, storage)]) { event, txn in
+        try projection.apply(event, to: storage, in: txn)
+      }
+    }
+  }
+
+  /// For a projection that takes each edit's tree from the documents projection
+  /// (``DocumentEventProjection/needsDocumentTrees``): a replay that applies the documents
+  /// projection into scratch databases (`docs.*.replay`, empty before and after) and hands the
+  /// projection what it made of each event. Nil for other projections.
+  func alongsideDocuments(_ projection: any Projection) throws -> ReplayWithTrees? {
+    guard let p = projection as? any DocumentEventProjection, p.needsDocumentTrees else {
+      return nil
+    }
+    let scratch = try ProjectionStorage.open(for: documents, in: log, suffix: ".replay")
+    return ReplayWithTrees(projection: p, documents: documents, scratch: scratch)
+  }
+
+  struct ReplayWithTrees {
+    let projection: any DocumentEventProjection
+    let documents: DocumentProjection
+    let scratch: ProjectionStorage
+
+    func clear(_ txn: WriteTransaction) throws {
+      for db in scratch.all { try txn.removeAll(in: db) }
+    }
+
+    /// Applies `event` to the scratch documents, then to the projection (into `storage`).
+    func apply(_ event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction)
+      throws
+    {
+      let decoded: DocumentEvent? =
+        DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil
+      var facts: AppendFacts? = nil
+      if let e = decoded, e.kind == .edit || e.kind == .replicated {
+        facts = try documents.applyDocument(
+          e, at: event.position.rawValue, storage: scratch, txn: txn,
+          isFirst: event.streamVersion == 1)
+      } else if let e = decoded {
+        // revs_limit events: the scratch trees are stemmed as the live ones were.
+        try documents.apply(e, facts: nil, of: event, to: scratch, in: txn)
+      }
+      try projection.apply(decoded, facts: facts, of: event, to: storage, in: txn)
     }
   }
 
@@ -464,14 +534,16 @@ public final class DocumentStore: Sendable {
   }
 
   /// Empties `targets`' databases, applies every event of the log with `apply` and sets their
-  /// checkpoints to the last one, in one transaction.
+  /// checkpoints to the last one, in one transaction. `extraScratch` (databases the replay
+  /// works in) is emptied before and after.
   private func replayFromStart(
     _ targets: [(projection: any Projection, storage: ProjectionStorage)],
+    extraScratch: ProjectionStorage? = nil,
     apply: (RecordedEvent, WriteTransaction) throws -> Void,
     finish: (WriteTransaction) throws -> Void = { _ in }
   ) throws {
     try writeDocumentsRaw { txn in
-      for (_, storage) in targets {
+      for storage in targets.map(\.storage) + [extraScratch].compactMap({ $0 }) {
         for db in storage.all { try txn.removeAll(in: db) }
       }
       var last: UInt64 = 0
@@ -481,6 +553,7 @@ public final class DocumentStore: Sendable {
         return true
       }
       try finish(txn)
+      for db in extraScratch?.all ?? [] { try txn.removeAll(in: db) }
       for (projection, _) in targets {
         try txn.put(last.bigEndianBytes, forKey: Array(projection.name.utf8), in: checkpoints)
       }
@@ -498,12 +571,10 @@ public final class DocumentStore: Sendable {
     var decoded: DocumentEvent?? = .some(try prepared.decoded.get())
     var facts: AppendFacts? = nil
     if let e = decoded!, e.kind == .edit || e.kind == .replicated {
-      if let tree = try documents.applyDocument(
+      facts = try documents.applyDocument(
         e, at: event.position.rawValue, storage: documentStorage, txn: txn,
         isFirst: event.streamVersion == 1)
-      {
-        facts = AppendFacts(body: prepared.body, tree: tree)
-      }
+      facts?.body = prepared.body
     } else {
       try documents.apply(decoded!, facts: nil, of: event, to: documentStorage, in: txn)
     }
@@ -521,12 +592,19 @@ public final class DocumentStore: Sendable {
       throw StoreError.notFound("no projection named '\(name)'")
     }
     let scratch = try ProjectionStorage.open(for: projection, in: log, suffix: ".verify")
+    let withTrees = try alongsideDocuments(projection)
     return try writeDocumentsRaw { txn in
       for db in scratch.all { try txn.removeAll(in: db) }
+      try withTrees?.clear(txn)
       try txn.forEachEvent(from: 1) { event in
-        try projection.apply(event, to: scratch, in: txn)
+        if let withTrees {
+          try withTrees.apply(event, scratch, txn)
+        } else {
+          try projection.apply(event, to: scratch, in: txn)
+        }
         return true
       }
+      try withTrees?.clear(txn)
       var differences: [String] = []
       for dbName in projection.databaseNames {
         var live: [([UInt8], [UInt8])] = []

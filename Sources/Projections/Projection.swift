@@ -34,10 +34,21 @@ public protocol Projection: AnyObject, Sendable {
 /// several projections applied to one event decode it once.
 protocol DocumentEventProjection: Projection {
   /// Applies `event`, whose document payload is `decoded` (nil when it is not a document
-  /// event); `facts`, when given, is what the write path that appended it already knows.
+  /// event); `facts` is what the documents projection made of it (see ``needsDocumentTrees``).
   func apply(
     _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
     to storage: ProjectionStorage, in txn: WriteTransaction) throws
+
+  /// Whether the projection works from the documents projection's result: every document
+  /// edit then reaches it with ``AppendFacts`` (the document's tree after the event). The store
+  /// applies such a projection right after the documents projection — in the append
+  /// transaction, in ``DocumentStore/rebuildAll()`` — and, when it replays it alone (rebuild,
+  /// verify, catching up), replays the documents projection alongside into scratch databases.
+  var needsDocumentTrees: Bool { get }
+}
+
+extension DocumentEventProjection {
+  var needsDocumentTrees: Bool { false }
 }
 
 extension Projection {
@@ -58,14 +69,17 @@ extension Projection {
   }
 }
 
-/// What the write path knows of a document event it has just appended, handed to the inline
-/// projections so that they need not work it out again from the event's bytes.
+/// What the documents projection made of a document edit, handed to the projections after it
+/// so that they need not work it out again from the event's bytes.
 struct AppendFacts {
   /// The event's body, parsed (the value its bytes parse to); nil when not parsed yet.
   var body: JSONValue?
   /// The document's revision tree after the event, as the documents projection merged it
   /// (bodies pointing to log positions).
   var tree: RevisionTree
+  /// Whether the winning revision (its id, status or body) differs from the one before the
+  /// event. A revision that loses a conflict leaves it as it was.
+  var winnerChanged: Bool
 }
 
 /// The databases of one projection, by logical name.

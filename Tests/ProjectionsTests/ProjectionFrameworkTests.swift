@@ -1,8 +1,9 @@
 import Foundation
 import Log
-import Projections
 import RevTree
 import Testing
+
+@testable import Projections
 
 /// Counts events per type: a tiny inline projection for the framework tests.
 final class TypeCounter: Projection {
@@ -96,6 +97,33 @@ final class TypeCounter: Projection {
     try t.reopen()
     #expect(try t.store.verify("docs").isEmpty)
     #expect(try t.store.info.docCount == 1 && t.store.info.deletedDocCount == 1)
+  }
+
+  @Test(
+    "the wiki projection's retired databases (wiki.trees, wiki.revsLimits) are removed when a store opens"
+  )
+  func retiredWikiDatabases() throws {
+    let t = try TestStore(projections: [WikiProjection()])
+    try t.store.put(
+      #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
+    // What an earlier version kept: a copy of each tree, and the revs_limit history.
+    for name in WikiProjection.retiredDatabaseNames {
+      let db = try t.store.log.database(named: name)
+      try t.store.log.write { txn in try txn.put([1], forKey: Array("w1".utf8), in: db) }
+    }
+    try t.reopen(projections: [WikiProjection()])
+    for name in WikiProjection.retiredDatabaseNames {
+      #expect(try !t.store.log.removeDatabase(named: name), "\(name) is still there")
+    }
+    #expect(try t.store.verify("wiki").isEmpty)
+    #expect(try WikiQueries(t.store).wikis().map(\.id) == ["w1"])
+    // A projection applied on its own, outside a store, says what it needs.
+    let wiki = WikiProjection()
+    let storage = try ProjectionStorage.open(for: wiki, in: t.store.log)
+    let event = try #require(try t.store.log.read(from: 1).first)
+    #expect(throws: StoreError.self) {
+      try t.store.log.write { txn in try wiki.apply(event, to: storage, in: txn) }
+    }
   }
 
   @Test("read-only, a store opens without a projection that was never built there")

@@ -161,6 +161,17 @@ import Synchronization
     return dbi
   }
 
+  /// Deletes a named database and closes its handle (`mdb_drop` with `del` 1); false when the
+  /// environment has no database of that name.
+  func dropDatabase(named name: String, txn: RawTransaction) throws(LMDBError) -> Bool {
+    var dbi: MDB_dbi = 0
+    let rc = unsafe mdb_dbi_open(txn.pointer, name, 0, &dbi)
+    if rc == MDB_NOTFOUND { return false }
+    try check(rc, "mdb_dbi_open")
+    try check(unsafe mdb_drop(txn.pointer, dbi, 1), "mdb_drop")
+    return true
+  }
+
   /// Opens (and with `create`, creates) a named database.
   func openDatabase(named name: String, create: Bool, txn: RawTransaction) throws(LMDBError)
     -> UInt32

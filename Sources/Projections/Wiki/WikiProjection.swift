@@ -21,23 +21,24 @@ import RevTree
 /// | `wiki.links` | wiki · from title | the page's link targets (varint count, strings), sorted |
 /// | `wiki.backlinks` | wiki · to title · from title | empty |
 /// | `wiki.membership` | wiki · position (8 bytes, big-endian) | `MembershipRow`: owner and members from then on |
-/// | `wiki.trees` | document id | the document's revision tree (``RevisionTree`` encoding) |
-/// | `wiki.revsLimits` | position (8 bytes, big-endian) | the revs_limit set there (8 bytes, big-endian) |
 ///
 /// A `wikis` row also exists, without a document, while a wiki has pages but no live wiki
 /// document; the queries do not list it. Links to pages that do not exist are kept, so a page
 /// created later has its backlinks at once. A link whose `backlinks` key would pass 500 bytes
 /// is dropped.
 ///
-/// ## Why the projection keeps revision trees of its own
-/// A projection must depend only on the log and its own databases, or replaying the log
-/// (``DocumentStore/rebuild(_:)``, ``DocumentStore/verify(_:maxDifferences:)``, a projection
-/// added to an existing store) would read `docs.byId` as it is *now*, not as it was at the
-/// event, and record the final winner at the first event. So the projection merges each event
-/// into its own copy of the document's tree exactly as ``DocumentProjection`` does, with the
-/// revs_limit in force at that position. Only documents that ever had a live revision of the
-/// right type are tracked; when one first appears, its earlier events are replayed from its
-/// stream. Bodies of older winners are read from the log, which never changes.
+/// ## The winner comes from the documents projection
+/// What the projection keeps depends on the winning revision after each event, which is the
+/// documents projection's business: every document edit reaches this projection with
+/// ``AppendFacts`` (the document's tree after the event, and whether its winner changed), and
+/// an edit that leaves the winner as it was changes nothing here. The store applies the two
+/// together — in the append transaction and in ``DocumentStore/rebuildAll()`` — and when it
+/// replays this projection alone (``DocumentStore/rebuild(_:)``, ``DocumentStore/verify(_:maxDifferences:)``,
+/// or catching up after being added to an existing store) it replays the documents projection
+/// alongside into scratch databases, so the trees are those of each event's moment, never
+/// `docs.byId` as it is now. Bodies of older winners are read from the log, which never
+/// changes. (Earlier versions kept a copy of every tree in `wiki.trees`, and the revs_limit
+/// history in `wiki.revsLimits`, for this; opening a store removes them.)
 ///
 /// ```swift
 /// let store = try DocumentStore(directory: path, projections: [WikiProjection()])
@@ -50,9 +51,12 @@ import RevTree
 /// ```
 public final class WikiProjection: Projection, DocumentEventProjection {
   public let name = "wiki"
-  public let databaseNames = [
-    "wikis", "pages", "links", "backlinks", "membership", "trees", "revsLimits",
-  ]
+  public let databaseNames = ["wikis", "pages", "links", "backlinks", "membership"]
+
+  /// Databases that earlier versions of the projection kept, removed when a store opens.
+  static let retiredDatabaseNames = ["wiki.trees", "wiki.revsLimits"]
+
+  var needsDocumentTrees: Bool { true }
 
   /// LMDB keys of the projection stay within this many bytes.
   static let maxKeyBytes = 500
@@ -61,28 +65,29 @@ public final class WikiProjection: Projection, DocumentEventProjection {
 
   public init() {}
 
+  /// The projection needs each edit's tree from the documents projection
+  /// (``needsDocumentTrees``), so it is applied by a ``DocumentStore`` and not on its own: this
+  /// entry throws for document edits and ignores every other event.
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
   {
-    guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
-    try apply(try DocumentEvent(decoding: event), facts: nil, of: event, to: storage, in: txn)
+    guard let kind = DocumentEvent.Kind(eventType: event.type),
+      kind == .edit || kind == .replicated
+    else { return }
+    throw StoreError(
+      "internal_server_error",
+      "the wiki projection takes each edit's revision tree from the documents projection; "
+        + "apply it through a DocumentStore", status: 500)
   }
 
   func apply(
     _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
     to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
-    guard let e = decoded else { return }
-    switch e.kind {
-    case .edit, .replicated:
-      try applyDocument(e, event: event, facts: facts, storage, txn)
-    case .revsLimit:
-      try txn.put(
-        UInt64(e.revsLimit).bigEndianBytes, forKey: event.position.rawValue.bigEndianBytes,
-        in: storage["revsLimits"])
-    case .localPut, .localDelete:
-      return
-    }
+    guard let e = decoded, e.kind == .edit || e.kind == .replicated else { return }
+    // No facts: the documents projection found nothing changed, so neither is the winner.
+    guard let facts, facts.winnerChanged else { return }
+    try applyDocument(e, event: event, facts: facts, storage, txn)
   }
 
   // MARK: Documents
@@ -117,58 +122,22 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
-  /// `facts` are the body and the merged tree when the write path has them at hand: the same
-  /// body the event's bytes parse to, and the tree this projection's own copy becomes (both
-  /// merge the document's events with the revs_limit in force at each), so neither is
-  /// recomputed; replay (`facts` nil) computes both from the log.
+  /// Brings the document's wiki or page row in line with its winner after the event:
+  /// `facts.tree` is the document's tree then, `facts.body` the event's parsed body when the
+  /// caller has it.
   func applyDocument(
-    _ e: DocumentEvent, event: RecordedEvent, facts: AppendFacts? = nil,
-    _ storage: ProjectionStorage, _ txn: WriteTransaction
+    _ e: DocumentEvent, event: RecordedEvent, facts: AppendFacts, _ storage: ProjectionStorage,
+    _ txn: WriteTransaction
   ) throws {
     guard let target = Target(e.docID) else { return }
     let position = event.position.rawValue
-    let treeKey = e.docID  // its UTF-8 bytes
-    var tree: RevisionTree
-    // The event's body, parsed at most once.
-    var parsedBody: JSONValue?? = nil
-    if let body = facts?.body { parsedBody = .some(body) }
-    func eventBody() -> JSONValue? {
-      if let parsedBody { return parsedBody }
-      let json = try? JSONValue(parsing: e.body)
-      parsedBody = .some(json)
-      return json
-    }
-    // A document's first event (stream version 1) finds no tree: nothing wrote one before it.
-    let stored = event.streamVersion == 1 ? nil : try txn.get(treeKey, in: storage["trees"])
-    if stored == nil {
-      // Untracked: no earlier live revision had this type, so none can win but this one.
-      guard !e.deleted, eventBody()?["type"]?.stringValue == target.type else { return }
-    }
-    if let facts, stored != nil || event.streamVersion == 1 {
-      // Tracked, so this projection's tree is the documents projection's before the event; or
-      // the document's first event, merged into an empty tree by both.
-      tree = facts.tree
-    } else {
-      if let stored {
-        tree = try RevisionTree(decoding: stored)
-      } else {
-        tree = try replayedTree(e.docID, before: event, storage, txn)
-      }
-      let outcome = try DocumentProjection.merge(
-        e, into: &tree, body: position, revsLimit: try revsLimit(at: position, storage, txn))
-      guard outcome.updated else { return }
-    }
-    // (The winner does not depend on node order, so the decoded tree agrees with this one.)
-    try txn.put(tree.encoded(), forKey: treeKey, in: storage["trees"])
-
     var winner: (rev: String, body: JSONValue)? = nil
-    if let w = tree.winner, !w.isDeleted, let at = w.body {
+    if let w = facts.tree.winner, !w.isDeleted, let at = w.body {
       let json: JSONValue?
       if at == position {
-        json = eventBody()
+        json = facts.body ?? (try? JSONValue(parsing: e.body))
       } else {
-        let bytes = try Self.body(at: at, txn)
-        json = try? JSONValue(parsing: bytes)
+        json = try? JSONValue(parsing: try Self.body(at: at, txn))
       }
       if let json, json["type"]?.stringValue == target.type {
         winner = (w.rev.description, json)
@@ -184,70 +153,12 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
-  /// The document's tree from its events before `event`, replayed from its stream.
-  func replayedTree(
-    _ id: String, before event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction
-  ) throws -> RevisionTree {
-    var tree = RevisionTree()
-    guard event.streamVersion > 1 else { return tree }
-    try txn.forEachEvent(inStream: id, fromVersion: 1) { old in
-      guard old.position < event.position else { return false }
-      guard let kind = DocumentEvent.Kind(eventType: old.type), kind == .edit || kind == .replicated
-      else { return true }
-      _ = try DocumentProjection.merge(
-        try DocumentEvent(decoding: old), into: &tree, body: old.position.rawValue,
-        revsLimit: try revsLimit(at: old.position.rawValue, storage, txn))
-      return true
-    }
-    return tree
-  }
-
-  /// The revs_limit in force for the event at `position`.
-  func revsLimit(at position: UInt64, _ storage: ProjectionStorage, _ txn: ReadTransaction) throws
-    -> Int
-  {
-    var limit = DocumentProjection.defaultRevsLimit
-    try txn.scan(storage["revsLimits"], from: position.bigEndianBytes, direction: .backward) {
-      _, value in
-      if let n = UInt64(bigEndianArray: value) { limit = Int(n) }
-      return false
-    }
-    return limit
-  }
-
   static func body(at position: UInt64, _ txn: ReadTransaction) throws -> [UInt8] {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError(
         "internal_server_error", "the body at \(position) is missing from the log", status: 500)
     }
     return try DocumentEvent(decoding: event).body
-  }
-
-  /// The `type` of a JSON body, nil when it has none or does not parse.
-  ///
-  /// Stored bodies are written by ``JSONValue/serialized()``, which escapes only `"`, `\` and
-  /// control characters, so a body with a `type` member holds the bytes `"type"`: bodies
-  /// without them are answered without parsing.
-  static func type(of body: [UInt8]) -> String? {
-    guard contains(body, typeKey) else { return nil }
-    return (try? JSONValue(parsing: body))?["type"]?.stringValue
-  }
-
-  static let typeKey = Array(#""type""#.utf8)
-
-  static func contains(_ bytes: [UInt8], _ needle: [UInt8]) -> Bool {
-    guard let first = needle.first, needle.count <= bytes.count else { return false }
-    var i = 0
-    let end = bytes.count - needle.count
-    while i <= end {
-      if bytes[i] == first {
-        var k = 1
-        while k < needle.count && bytes[i + k] == needle[k] { k += 1 }
-        if k == needle.count { return true }
-      }
-      i += 1
-    }
-    return false
   }
 
   static func wikiState(rev: String, _ body: JSONValue) -> WikiDocState {
