@@ -450,10 +450,11 @@ public final class DocumentStore: Sendable {
     else {
       throw StoreError.notFound("no projection named '\(name)'")
     }
-    if let withTrees = try alongsideDocuments(projection) {
-      try replayFromStart([(projection, storage)], extraScratch: withTrees.scratch) {
-        event, txn in
-        try withTrees.apply(event, storage, txn)
+    if let scratchDocs = try scratchDocuments(for: projection) {
+      try replayFromStart([(projection, storage)], extraScratch: scratchDocs) { event, txn in
+        try apply(
+          ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
+          then: [(projection, storage)], txn: txn)
       }
     } else {
       try replayFromStart([(projection, storage)]) { event, txn in
@@ -463,43 +464,14 @@ public final class DocumentStore: Sendable {
   }
 
   /// For a projection that takes each edit's tree from the documents projection
-  /// (``DocumentEventProjection/needsDocumentTrees``): a replay that applies the documents
-  /// projection into scratch databases (`docs.*.replay`, empty before and after) and hands the
-  /// projection what it made of each event. Nil for other projections.
-  func alongsideDocuments(_ projection: any Projection) throws -> ReplayWithTrees? {
+  /// (``DocumentEventProjection/needsDocumentTrees``): scratch databases (`docs.*.replay`) for
+  /// the documents projection to be replayed into alongside it, so that it gets the trees of
+  /// each event's moment; the replay empties them before and after. Nil for other projections.
+  func scratchDocuments(for projection: any Projection) throws -> ProjectionStorage? {
     guard let p = projection as? any DocumentEventProjection, p.needsDocumentTrees else {
       return nil
     }
-    let scratch = try ProjectionStorage.open(for: documents, in: log, suffix: ".replay")
-    return ReplayWithTrees(projection: p, documents: documents, scratch: scratch)
-  }
-
-  struct ReplayWithTrees {
-    let projection: any DocumentEventProjection
-    let documents: DocumentProjection
-    let scratch: ProjectionStorage
-
-    func clear(_ txn: WriteTransaction) throws {
-      for db in scratch.all { try txn.removeAll(in: db) }
-    }
-
-    /// Applies `event` to the scratch documents, then to the projection (into `storage`).
-    func apply(_ event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction)
-      throws
-    {
-      let decoded: DocumentEvent? =
-        DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil
-      var facts: AppendFacts? = nil
-      if let e = decoded, e.kind == .edit || e.kind == .replicated {
-        facts = try documents.applyDocument(
-          e, at: event.position.rawValue, storage: scratch, txn: txn,
-          isFirst: event.streamVersion == 1)
-      } else if let e = decoded {
-        // revs_limit events: the scratch trees are stemmed as the live ones were.
-        try documents.apply(e, facts: nil, of: event, to: scratch, in: txn)
-      }
-      try projection.apply(decoded, facts: facts, of: event, to: storage, in: txn)
-    }
+    return try ProjectionStorage.open(for: documents, in: log, suffix: ".replay")
   }
 
   /// Rebuilds every projection from scratch in one pass over the log: each event is decoded
@@ -567,18 +539,28 @@ public final class DocumentStore: Sendable {
 
   /// Applies one event, decoded ahead (``ReplayDecoder``), to every projection.
   func applyAll(_ prepared: ReplayDecoder.Prepared, txn: WriteTransaction) throws {
+    try apply(prepared, documentsIn: documentStorage, then: others, txn: txn)
+  }
+
+  /// Applies one event to the documents projection (its databases `documentsIn`: the live ones,
+  /// or scratch copies) and then to `projections`, handing them what it made of the event.
+  func apply(
+    _ prepared: ReplayDecoder.Prepared, documentsIn docs: ProjectionStorage,
+    then projections: [(projection: any Projection, storage: ProjectionStorage)],
+    txn: WriteTransaction
+  ) throws {
     let event = prepared.event
     var decoded: DocumentEvent?? = .some(try prepared.decoded.get())
     var facts: AppendFacts? = nil
     if let e = decoded!, e.kind == .edit || e.kind == .replicated {
       facts = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: documentStorage, txn: txn,
+        e, at: event.position.rawValue, storage: docs, txn: txn,
         isFirst: event.streamVersion == 1)
       facts?.body = prepared.body
     } else {
-      try documents.apply(decoded!, facts: nil, of: event, to: documentStorage, in: txn)
+      try documents.apply(decoded!, facts: nil, of: event, to: docs, in: txn)
     }
-    for (projection, storage) in others {
+    for (projection, storage) in projections {
       try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
     }
   }
@@ -592,19 +574,20 @@ public final class DocumentStore: Sendable {
       throw StoreError.notFound("no projection named '\(name)'")
     }
     let scratch = try ProjectionStorage.open(for: projection, in: log, suffix: ".verify")
-    let withTrees = try alongsideDocuments(projection)
+    let scratchDocs = try scratchDocuments(for: projection)
     return try writeDocumentsRaw { txn in
-      for db in scratch.all { try txn.removeAll(in: db) }
-      try withTrees?.clear(txn)
+      for db in scratch.all + (scratchDocs?.all ?? []) { try txn.removeAll(in: db) }
       try txn.forEachEvent(from: 1) { event in
-        if let withTrees {
-          try withTrees.apply(event, scratch, txn)
+        if let scratchDocs {
+          try apply(
+            ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
+            then: [(projection, scratch)], txn: txn)
         } else {
           try projection.apply(event, to: scratch, in: txn)
         }
         return true
       }
-      try withTrees?.clear(txn)
+      for db in scratchDocs?.all ?? [] { try txn.removeAll(in: db) }
       var differences: [String] = []
       for dbName in projection.databaseNames {
         var live: [([UInt8], [UInt8])] = []
