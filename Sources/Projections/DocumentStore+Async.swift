@@ -187,19 +187,10 @@ extension DocumentStore {
   func writeDocumentsQueued<T: Sendable>(
     _ body: @escaping @Sendable (WriteTransaction) throws -> T
   ) async throws -> T {
-    let keys = checkpointKeys
-    let checkpoints = self.checkpoints
     do {
       // Local edits and replicated writes check everything before their first write.
       return try await log.write(failsOnlyBeforeWriting: true) { txn in
-        let first = txn.nextPosition
-        let value = try body(txn)
-        let next = txn.nextPosition
-        if next > first {
-          let checkpoint = (next.rawValue - 1).bigEndianBytes
-          for key in keys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
-        }
-        return value
+        try self.checkpointed(txn, body)
       }
     } catch {
       throw StoreError.from(error)

@@ -135,11 +135,9 @@ extension DocumentStore {
   /// Each projection's checkpoint: the last log position applied to it, documents first.
   public func projectionCheckpoints() throws -> [(name: String, position: LogPosition)] {
     try read { txn in
-      try zip(allProjections, checkpointKeys).map { projection, key in
-        (
-          projection.projection.name,
-          LogPosition(try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianBytes: $0) } ?? 0)
-        )
+      try allProjections.map { projection, _ in
+        let name = projection.name
+        return (name, LogPosition(try checkpoint(of: name, txn: txn)))
       }
     }
   }

@@ -387,19 +387,19 @@ public final class DocumentStore: Sendable {
   func catchUp() throws {
     for (projection, storage) in allProjections {
       if let p = projection as? any DocumentEventProjection, p.needsDocumentTrees {
-        let (checkpoint, last) = try log.read { txn in
-          (
-            try txn.get(Array(projection.name.utf8), in: checkpoints).flatMap {
-              UInt64(bigEndianArray: $0)
-            } ?? 0,
-            try txn.lastPosition.rawValue
-          )
+        let behind = try log.read { txn in
+          try checkpoint(of: projection.name, txn: txn) < txn.lastPosition.rawValue
         }
-        if checkpoint < last { try rebuild(projection.name) }
+        if behind { try rebuild(projection.name) }
       } else {
         try replay(projection, storage: storage, checkpointed: true)
       }
     }
+  }
+
+  /// The last log position applied to the projection named `name` (0 for none).
+  func checkpoint(of name: String, txn: ReadTransaction) throws -> UInt64 {
+    try txn.get(name, in: checkpoints).flatMap { UInt64(bigEndianArray: $0) } ?? 0
   }
 
   /// Applies every event after the projection's checkpoint, in transactions of `batch` events.
@@ -410,9 +410,7 @@ public final class DocumentStore: Sendable {
     let key = Array(projection.name.utf8)
     while true {
       let done = try writeDocumentsRaw { txn -> Bool in
-        let start =
-          checkpointed
-          ? (try txn.get(key, in: checkpoints).flatMap { UInt64(bigEndianArray: $0) } ?? 0) : 0
+        let start = checkpointed ? try checkpoint(of: projection.name, txn: txn) : 0
         var last = start
         var count = 0
         try txn.forEachEvent(from: LogPosition(start + 1)) { event in
