@@ -1,4 +1,4 @@
-public import Log
+import Log
 public import RevTree
 import Synchronization
 
@@ -65,17 +65,15 @@ extension DocumentStore {
   public func bulkDocsAsync(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) async throws -> [DocumentWriteResult] {
-    let inputs = Self.bulkInputs(docs)
+    let prepared = prepareBulk(docs, newEdits: newEdits, origin: origin)
     let attempt = BulkAttempt()
     do {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(
-          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+        try self.writeBulk(prepared, actor: actor, attempt: attempt, txn: txn)
       }
     } catch  where attempt.needsSavepoints {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(
-          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+        try self.writeBulk(prepared, actor: actor, attempt: nil, txn: txn)
       }
     }
   }
@@ -97,26 +95,18 @@ extension DocumentStore {
     return (input, id ?? input.id ?? newID(), rev ?? input.rev)
   }
 
-  static func bulkInputs(_ docs: [JSONValue]) -> [Result<DocumentInput, StoreError>] {
-    docs.map { doc in Result { () throws(StoreError) in try DocumentInput(doc) } }
-  }
-
   /// `_bulk_docs` on the calling thread: first without a savepoint per document (see
-  /// ``writeBulk(_:newEdits:actor:origin:attempt:txn:)``), and again with them if a document
-  /// failed after it had written.
-  func bulkWrite(
-    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String
-  ) throws -> [DocumentWriteResult] {
+  /// ``writeBulk(_:actor:attempt:txn:)``), and again with them if a document failed after it
+  /// had written.
+  func bulkWrite(_ prepared: BulkPrepared, actor: String) throws -> [DocumentWriteResult] {
     let attempt = BulkAttempt()
     do {
       return try writeDocuments { txn in
-        try writeBulk(
-          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: attempt, txn: txn)
+        try writeBulk(prepared, actor: actor, attempt: attempt, txn: txn)
       }
     } catch  where attempt.needsSavepoints {
       return try writeDocuments { txn in
-        try writeBulk(
-          inputs, newEdits: newEdits, actor: actor, origin: origin, attempt: nil, txn: txn)
+        try writeBulk(prepared, actor: actor, attempt: nil, txn: txn)
       }
     }
   }
@@ -132,27 +122,24 @@ extension DocumentStore {
   /// `attempt.needsSavepoints` and fails the transaction; the caller then runs the call again
   /// with `attempt: nil`, a savepoint per document.
   func writeBulk(
-    _ inputs: [Result<DocumentInput, StoreError>], newEdits: Bool, actor: String, origin: String,
-    attempt: BulkAttempt?, txn: WriteTransaction
+    _ prepared: BulkPrepared, actor: String, attempt: BulkAttempt?, txn: WriteTransaction
   ) throws -> [DocumentWriteResult] {
+    let documents = prepared.documents
     var results: [DocumentWriteResult] = []
-    results.reserveCapacity(inputs.count)
+    results.reserveCapacity(documents.count)
     let context = WriteContext()
-    for input in inputs {
-      switch input {
+    for i in 0..<documents.count {
+      switch documents.value(i) {
       case .failure(let error):
         results.append(DocumentWriteResult(id: "", rev: nil, error: error))
-      case .success(let input):
-        let id = input.id ?? (newEdits ? Self.newID() : "")
+      case .success(let p):
         func write(_ txn: WriteTransaction) throws {
-          if newEdits {
+          if prepared.newEdits {
             results.append(
               DocumentWriteResult(
-                id: id,
-                rev: try edit(
-                  input, id: id, rev: input.rev, actor: actor, txn: txn, context: context)))
+                id: p.id, rev: try edit(p, actor: actor, txn: txn, context: context)))
           } else {
-            try replicate(input, id: id, actor: actor, origin: origin, txn: txn, context: context)
+            try replicate(p, actor: actor, txn: txn, context: context)
           }
         }
         do {
@@ -175,7 +162,7 @@ extension DocumentStore {
         } catch {
           if attempt?.needsSavepoints == true { throw error }
           results.append(
-            DocumentWriteResult(id: id, rev: input.rev, error: StoreError.from(error)))
+            DocumentWriteResult(id: p.id, rev: p.input.rev, error: StoreError.from(error)))
         }
       }
     }

@@ -28,6 +28,9 @@ public final class DocumentStore: Sendable {
   let others: [(projection: any Projection, storage: ProjectionStorage)]
   let checkpoints: Database
   let ownsLog: Bool
+  /// Whether a ``WikiProjection`` is among `others`: its share of each edit is then worked out
+  /// ahead of the writer (``WikiProjection/Prepared``).
+  let preparesWiki: Bool
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
 
@@ -92,6 +95,7 @@ public final class DocumentStore: Sendable {
       throw StoreError.from(error)
     }
     allProjections = [(documents, documentStorage)] + others
+    preparesWiki = others.contains { $0.projection is WikiProjection }
     checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
     if !log.options.readOnly {
       try catchUp()
@@ -151,11 +155,14 @@ public final class DocumentStore: Sendable {
   ///
   /// `record` and `merged` are the document's record before the event and its tree after, when
   /// the write path has them; `parsedBody` is the event's body as the write path parsed it
-  /// (handed on in ``AppendFacts``); `context` learns that the document changed.
+  /// (handed on in ``AppendFacts``); `context` learns that the document changed. `payload` is
+  /// `e` encoded and `wiki` the wiki projection's share of it, when worked out ahead
+  /// (``PreparedWrite``).
   @discardableResult
   func append(
     _ e: DocumentEvent, actor: String, txn: WriteTransaction, record: DocumentRecord? = nil,
-    merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil
+    merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil,
+    payload: [UInt8]? = nil, wiki: WikiProjection.Prepared? = nil
   ) throws -> RecordedEvent {
     context?.appended(e.docID)
     if e.kind == .revsLimit { context?.revsLimit = nil }
@@ -163,13 +170,14 @@ public final class DocumentStore: Sendable {
       NewEvent(
         type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
         actor: actor,
-        payload: e.encoded()))
+        payload: payload ?? e.encoded()))
     var facts: AppendFacts? = nil
     if e.kind == .edit || e.kind == .replicated {
       facts = try documents.applyDocument(
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
       facts?.body = parsedBody
+      facts?.wiki = wiki
     } else {
       try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
     }
@@ -206,37 +214,38 @@ public final class DocumentStore: Sendable {
     _ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction,
     context: WriteContext? = nil
   ) throws -> String {
-    try DocumentKey.validate(id)
-    let requested: RevID?
-    do {
-      requested = try rev.map { try RevID($0) }
-    } catch {
-      throw StoreError.badRequest("Invalid rev format")
-    }
+    try edit(prepareEdit(input, id: id, rev: rev), actor: actor, txn: txn, context: context)
+  }
+
+  /// ``edit(_:id:rev:actor:txn:context:)`` with its request worked out already.
+  func edit(
+    _ p: PreparedWrite, actor: String, txn: WriteTransaction, context: WriteContext? = nil
+  ) throws -> String {
+    if let early = p.early { throw early }
     let record =
-      try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
-    let parent = try record.tree.editParent(for: requested, deleted: input.deleted)
+      try documents.record(p.id, storage: documentStorage, txn: txn)
+      ?? DocumentRecord(docID: p.id)
+    let parent = try record.tree.editParent(for: p.requested, deleted: p.input.deleted)
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
-    try validate(input, id: id, local: true, txn: txn, context: context)
-    let body = try Self.checkedBody(input)
-    let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
-    let path = try RevisionPath(
-      start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
-    let revText = newRev.text
-    let e = DocumentEvent(
-      kind: .edit, docID: id, rev: revText, path: path, deleted: input.deleted,
-      body: body)
+    if let wiki = try p.schema.get() {
+      try requireWiki(wiki, page: p.id, txn: txn, context: context)
+    }
+    let body = try p.body.get()
+    // The event worked out ahead holds when the tree agrees on the parent (a new document
+    // that recreates a deleted one does not: its parent is the deleted leaf).
+    let ready = p.event != nil && parent == p.guessedParent
+    let e = ready ? p.event! : Self.editEvent(p.input, id: p.id, parent: parent, body: body).event
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { throw StoreError.conflict }
     try append(
-      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
-      context: context)
-    return revText
+      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
+      context: context, payload: ready ? p.payload : nil, wiki: ready ? p.wiki : nil)
+    return e.rev
   }
 
   /// A replicated write (`new_edits=false`) inside a transaction: merges the revision and its
@@ -245,34 +254,29 @@ public final class DocumentStore: Sendable {
     _ input: DocumentInput, id: String, actor: String, origin: String, txn: WriteTransaction,
     context: WriteContext? = nil
   ) throws {
-    try DocumentKey.validate(id)
-    guard let revString = input.rev else {
-      throw StoreError.badRequest("new_edits=false requires _rev on every document")
+    try replicate(
+      prepareReplicated(input, id: id, origin: origin), actor: actor, txn: txn, context: context)
+  }
+
+  /// ``replicate(_:id:actor:origin:txn:context:)`` with its request worked out already.
+  func replicate(
+    _ p: PreparedWrite, actor: String, txn: WriteTransaction, context: WriteContext? = nil
+  ) throws {
+    if let early = p.early { throw early }
+    guard let e = p.event else {
+      throw StoreError("internal_server_error", "a replicated write without its event", status: 500)
     }
-    let rev: RevID
-    do {
-      rev = try RevID(revString)
-    } catch {
-      throw StoreError.badRequest("Invalid rev format")
-    }
-    let path = input.revisions ?? RevisionPath(rev)
-    guard path.leaf == rev else {
-      throw StoreError.badRequest("_rev \(revString) is not the first revision of _revisions")
-    }
-    try validate(input, id: id, local: false, txn: txn, context: context)
-    let e = DocumentEvent(
-      kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
-      origin: origin, body: try Self.checkedBody(input))
     let record =
-      try documents.record(id, storage: documentStorage, txn: txn) ?? DocumentRecord(docID: id)
+      try documents.record(p.id, storage: documentStorage, txn: txn)
+      ?? DocumentRecord(docID: p.id)
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { return }
     try append(
-      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(input.body),
-      context: context)
+      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
+      context: context, payload: p.payload, wiki: p.wiki)
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).
@@ -320,7 +324,7 @@ public final class DocumentStore: Sendable {
   public func bulkDocs(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) throws -> [DocumentWriteResult] {
-    try bulkWrite(Self.bulkInputs(docs), newEdits: newEdits, actor: actor, origin: origin)
+    try bulkWrite(prepareBulk(docs, newEdits: newEdits, origin: origin), actor: actor)
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like
@@ -482,7 +486,7 @@ public final class DocumentStore: Sendable {
   /// Decoding runs a batch ahead on a second thread (``ReplayDecoder``): while the writer
   /// applies one batch of events, the next one's payloads are decoded and their bodies parsed.
   public func rebuildAll() throws {
-    let decoder = ReplayDecoder(parseBodies: !others.isEmpty)
+    let decoder = ReplayDecoder(parseBodies: !others.isEmpty, prepareWiki: preparesWiki)
     var batch: [RecordedEvent] = []
     batch.reserveCapacity(ReplayDecoder.batchSize)
     var inFlight: ReplayDecoder.Batch? = nil
@@ -555,6 +559,7 @@ public final class DocumentStore: Sendable {
         e, at: event.position.rawValue, storage: docs, txn: txn,
         isFirst: event.streamVersion == 1)
       facts?.body = prepared.body
+      facts?.wiki = prepared.wiki
     } else {
       try documents.apply(decoded!, facts: nil, of: event, to: docs, in: txn)
     }

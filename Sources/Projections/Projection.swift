@@ -80,6 +80,9 @@ struct AppendFacts {
   /// Whether the winning revision (its id, status or body) differs from the one before the
   /// event. A revision that loses a conflict leaves it as it was.
   var winnerChanged: Bool
+  /// What the event's revision makes of the wiki projection's row if it wins, worked out
+  /// ahead of the writer (``WikiProjection/Prepared``); nil when not.
+  var wiki: WikiProjection.Prepared? = nil
 }
 
 /// The databases of one projection, by logical name.

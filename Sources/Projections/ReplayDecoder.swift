@@ -19,6 +19,9 @@ final class ReplayDecoder: Sendable {
     let decoded: Result<DocumentEvent?, StoreError>
     /// The parsed body of a live document revision, when bodies are parsed and it parses.
     let body: JSONValue?
+    /// What the event's revision makes of the wiki projection's row if it wins, when the
+    /// store has that projection (``AppendFacts/wiki``).
+    var wiki: WikiProjection.Prepared? = nil
   }
 
   /// A batch being decoded; ``wait()`` returns it once done.
@@ -36,25 +39,31 @@ final class ReplayDecoder: Sendable {
 
   private let queue = DispatchQueue(label: "wikilog.replay-decoder", qos: .userInitiated)
   private let parseBodies: Bool
+  private let prepareWiki: Bool
 
   /// `parseBodies`: whether projections after the documents take the parsed body
-  /// (``AppendFacts/body``); the documents projection alone does not need it.
-  init(parseBodies: Bool) {
-    self.parseBodies = parseBodies
+  /// (``AppendFacts/body``); the documents projection alone does not need it. `prepareWiki`:
+  /// whether the store has a ``WikiProjection``, whose share is then worked out here too.
+  init(parseBodies: Bool, prepareWiki: Bool) {
+    self.parseBodies = parseBodies || prepareWiki
+    self.prepareWiki = prepareWiki
   }
 
   /// Starts decoding `events` on the decoder's thread.
   func start(_ events: [RecordedEvent]) -> Batch {
     let batch = Batch()
     let parse = parseBodies
+    let wiki = prepareWiki
     queue.async {
-      batch.prepared = events.map { Self.prepare($0, parseBody: parse) }
+      batch.prepared = events.map { Self.prepare($0, parseBody: parse, prepareWiki: wiki) }
       batch.done.signal()
     }
     return batch
   }
 
-  static func prepare(_ event: RecordedEvent, parseBody: Bool) -> Prepared {
+  static func prepare(_ event: RecordedEvent, parseBody: Bool, prepareWiki: Bool = false)
+    -> Prepared
+  {
     guard DocumentEvent.Kind(eventType: event.type) != nil else {
       return Prepared(event: event, decoded: .success(nil), body: nil)
     }
@@ -65,9 +74,15 @@ final class ReplayDecoder: Sendable {
       return Prepared(event: event, decoded: .failure(error), body: nil)
     }
     var body: JSONValue? = nil
-    if parseBody, decoded.kind == .edit || decoded.kind == .replicated, !decoded.deleted {
-      body = try? JSONValue(parsing: decoded.body)
+    var wiki: WikiProjection.Prepared? = nil
+    if decoded.kind == .edit || decoded.kind == .replicated {
+      if parseBody, !decoded.deleted {
+        body = try? JSONValue(parsing: decoded.body)
+      }
+      if prepareWiki, let leaf = decoded.path?.leaf {
+        wiki = WikiProjection.prepare(decoded.docID, rev: leaf.description, body: body)
+      }
     }
-    return Prepared(event: event, decoded: .success(decoded), body: body)
+    return Prepared(event: event, decoded: .success(decoded), body: body, wiki: wiki)
   }
 }

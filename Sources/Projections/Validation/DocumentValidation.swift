@@ -117,17 +117,22 @@ enum TouchWikiSchema {
 }
 
 extension DocumentStore {
-  /// Checks a revision about to be written against the store's ``DocumentValidation``.
-  ///
-  /// `context` remembers, for the rest of a bulk write, which wikis were found.
-  func validate(
-    _ input: DocumentInput, id: String, local: Bool, txn: ReadTransaction,
-    context: WriteContext? = nil
+  /// Checks a revision about to be written against the store's ``DocumentValidation``, as far
+  /// as the revision alone tells: the TouchWiki schema. Returns the wiki a page needs, which a
+  /// local edit then checks in its transaction (``requireWiki(_:page:txn:context:)``); a
+  /// replicated revision does not need it.
+  func schemaCheck(_ input: DocumentInput, id: String) -> Result<String?, StoreError> {
+    guard validation == .touchWiki else { return .success(nil) }
+    return Result { () throws(StoreError) in
+      try TouchWikiSchema.check(id: id, body: input.body, deleted: input.deleted)
+    }
+  }
+
+  /// Refuses a local edit of page `id` whose wiki does not exist. `context` remembers, for the
+  /// rest of a bulk write, which wikis were found.
+  func requireWiki(
+    _ wiki: String, page id: String, txn: ReadTransaction, context: WriteContext? = nil
   ) throws {
-    guard validation == .touchWiki,
-      let wiki = try TouchWikiSchema.check(id: id, body: input.body, deleted: input.deleted),
-      local
-    else { return }
     let exists: Bool
     if let known = context?.wiki(wiki) {
       exists = known

@@ -93,7 +93,7 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   // MARK: Documents
 
   /// What a document id can be, by its shape.
-  enum Target {
+  enum Target: Sendable {
     case wiki(String)
     case page(wiki: String, title: String)
 
@@ -122,33 +122,88 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
+  /// What one revision of a wiki or page document makes of the projection's row when it is the
+  /// winner: everything that needs only the revision's id and body, not the store.
+  ///
+  /// The write path works it out on its helper thread, and ``DocumentStore/rebuildAll()`` on
+  /// its decoder thread, for the revision each event adds (``prepare(_:rev:body:)``); the writer
+  /// then uses it when that revision wins (``AppendFacts/wiki``), and otherwise works out the
+  /// winner's itself.
+  struct Prepared: Sendable {
+    let target: Target
+    /// The row's new content, or nil when the revision is deleted, does not parse or is not of
+    /// the target's type (so the row goes away).
+    let state: State?
+
+    enum State: Sendable {
+      case wiki(WikiDocState)
+      case page(PageUpdate)
+    }
+  }
+
+  /// A page's `pages` row and its link targets (sorted, distinct, those that fit a key).
+  struct PageUpdate: Sendable {
+    let row: [UInt8]
+    let links: [[UInt8]]
+  }
+
+  /// ``Prepared`` for the revision an event adds (`rev` in its canonical text, as the tree
+  /// gives it): nil when the document id is neither a wiki's nor a page's. `body` is the
+  /// revision's body, parsed; nil for a deleted revision (or one whose body does not parse).
+  static func prepare(_ docID: String, rev: String, body: JSONValue?) -> Prepared? {
+    guard let target = Target(docID) else { return nil }
+    return prepare(target, rev: rev, body: body)
+  }
+
+  static func prepare(_ target: Target, rev: String, body: JSONValue?) -> Prepared {
+    guard let body, body["type"]?.stringValue == target.type else {
+      return Prepared(target: target, state: nil)
+    }
+    switch target {
+    case .wiki:
+      return Prepared(target: target, state: .wiki(wikiState(rev: rev, body)))
+    case .page(let wiki, let title):
+      return Prepared(target: target, state: .page(pageUpdate(wiki, title, rev: rev, body)))
+    }
+  }
+
   /// Brings the document's wiki or page row in line with its winner after the event:
-  /// `facts.tree` is the document's tree then, `facts.body` the event's parsed body when the
-  /// caller has it.
+  /// `facts.tree` is the document's tree then; `facts.body` the event's parsed body and
+  /// `facts.wiki` what its revision makes of the row, when the caller has them.
   func applyDocument(
     _ e: DocumentEvent, event: RecordedEvent, facts: AppendFacts, _ storage: ProjectionStorage,
     _ txn: WriteTransaction
   ) throws {
-    guard let target = Target(e.docID) else { return }
     let position = event.position.rawValue
-    var winner: (rev: String, body: JSONValue)? = nil
+    let prepared: Prepared
     if let w = facts.tree.winner, !w.isDeleted, let at = w.body {
-      let json: JSONValue?
-      if at == position {
-        json = facts.body ?? (try? JSONValue(parsing: e.body))
+      if at == position, let ready = facts.wiki {
+        prepared = ready
       } else {
-        json = try? JSONValue(parsing: try Self.body(at: at, txn))
+        guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
+        let json: JSONValue?
+        if at == position {
+          json = facts.body ?? (try? JSONValue(parsing: e.body))
+        } else {
+          // An older revision wins: its body is in the log.
+          json = try? JSONValue(parsing: try Self.body(at: at, txn))
+        }
+        prepared = Self.prepare(target, rev: w.rev.description, body: json)
       }
-      if let json, json["type"]?.stringValue == target.type {
-        winner = (w.rev.description, json)
-      }
+    } else {
+      guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
+      prepared = Prepared(target: target, state: nil)
     }
-    switch target {
+    switch prepared.target {
     case .wiki(let id):
-      try updateWiki(
-        id, to: winner.map { Self.wikiState(rev: $0.rev, $0.body) }, event, storage, txn)
+      guard case .wiki(let doc)? = prepared.state else {
+        return try updateWiki(id, to: nil, event, storage, txn)
+      }
+      try updateWiki(id, to: doc, event, storage, txn)
     case .page(let wiki, let title):
-      let page = winner.map { Self.pageState(rev: $0.rev, $0.body) }
+      guard case .page(let page)? = prepared.state else {
+        return try updatePage(wiki, title, to: nil, event, storage, txn)
+      }
       try updatePage(wiki, title, to: page, event, storage, txn)
     }
   }
@@ -175,6 +230,22 @@ public final class WikiProjection: Projection, DocumentEventProjection {
         updatedAt: body["updated_at"]?.stringValue, length: markdown.utf8.count),
       WikiLinks.targets(in: markdown)
     )
+  }
+
+  /// The rows a page revision gives: its `pages` row, and the targets of its links whose
+  /// `backlinks` key fits (no 0x00 byte, within ``maxKeyBytes``), sorted by bytes.
+  static func pageUpdate(_ wiki: String, _ title: String, rev: String, _ body: JSONValue)
+    -> PageUpdate
+  {
+    let (row, links) = pageState(rev: rev, body)
+    let fixed = wiki.utf8.count + title.utf8.count + 2
+    var targets: [[UInt8]] = []
+    targets.reserveCapacity(links.count)
+    for link in links {
+      let bytes = Array(link.utf8)
+      if !bytes.contains(0) && fixed + bytes.count <= maxKeyBytes { targets.append(bytes) }
+    }
+    return PageUpdate(row: row.encoded(), links: targets)
   }
 
   // MARK: Keys
@@ -244,8 +315,8 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   }
 
   func updatePage(
-    _ wiki: String, _ title: String, to page: (row: PageRow, links: [String])?,
-    _ event: RecordedEvent, _ storage: ProjectionStorage, _ txn: WriteTransaction
+    _ wiki: String, _ title: String, to page: PageUpdate?, _ event: RecordedEvent,
+    _ storage: ProjectionStorage, _ txn: WriteTransaction
   ) throws {
     let key = Self.pageKey(wiki, title)
     // The key belongs to this one document id, so at its first event there is no row yet.
@@ -259,14 +330,10 @@ public final class WikiProjection: Projection, DocumentEventProjection {
       oldLinks.reserveCapacity(count)
       for _ in 0..<count { oldLinks.append(Array(try r.data())) }
     }
-    let newRow = page?.row.encoded()
+    let newRow = page?.row
     // Both lists are sorted by bytes and free of duplicates (the stored one was written from
     // such a list), so they are compared and diffed in one walk.
-    let fixed = wiki.utf8.count + title.utf8.count + 2
-    let newLinks = (page?.links ?? []).lazy.map { Array($0.utf8) }.filter {
-      !$0.contains(0) && fixed + $0.count <= Self.maxKeyBytes
-    }
-    let added = Array(newLinks)
+    let added = page?.links ?? []
     let linksChanged = oldLinks != added
     guard oldRow != newRow || linksChanged else { return }
 

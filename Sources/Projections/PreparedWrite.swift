@@ -1,0 +1,256 @@
+import Dispatch
+import Log
+import RevTree
+import Synchronization
+
+/// The part of one document write that depends on the request alone and not on the store:
+/// the checks that need no tree, the body as stored, and — for the parent the request names —
+/// the new revision, its event's payload and the wiki projection's share
+/// (``WikiProjection/Prepared``).
+///
+/// A `_bulk_docs` call works these out on a helper thread while its transaction writes the
+/// documents before (``Lookahead``), so the writer is left with what needs the store: the
+/// tree, the merge and the writes. A single write works them out inline; either way the same
+/// function does it.
+///
+/// Errors found here are kept rather than thrown, and the writer throws them where it always
+/// has: a local edit with a stale `_rev` and an invalid body is refused as a conflict, as in
+/// CouchDB, because the `_rev` check comes first.
+struct PreparedWrite: Sendable {
+  let input: DocumentInput
+  let id: String
+  /// The first error met before the store is needed: the id, the `_rev`'s format and, for a
+  /// replicated write, everything else (it has no check that needs the store).
+  let early: StoreError?
+  /// A local edit's `_rev`, parsed.
+  let requested: RevID?
+  /// A local edit's TouchWiki check: the wiki a page needs (checked in the transaction), or why
+  /// the body is refused.
+  let schema: Result<String?, StoreError>
+  /// The body as stored, or why it is refused (too large).
+  let body: Result<[UInt8], StoreError>
+  /// The event, when nothing above failed. For a local edit it is the one for `guessedParent`
+  /// (the `_rev` named, or none for a new document), which the writer uses when the tree
+  /// agrees and otherwise builds again.
+  let event: DocumentEvent?
+  let guessedParent: RevID?
+  /// `event` encoded, as the log stores it.
+  let payload: [UInt8]?
+  /// The wiki projection's share of `event`'s revision, when the store has that projection.
+  let wiki: WikiProjection.Prepared?
+}
+
+extension DocumentStore {
+  /// Works out a local edit (`new_edits=true`) of document `id` naming leaf `rev`, short of
+  /// the store.
+  func prepareEdit(_ input: DocumentInput, id: String, rev: String?) -> PreparedWrite {
+    func refused(_ error: StoreError, requested: RevID? = nil) -> PreparedWrite {
+      PreparedWrite(
+        input: input, id: id, early: error, requested: requested, schema: .success(nil),
+        body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+    }
+    do {
+      try DocumentKey.validate(id)
+    } catch {
+      return refused(StoreError.from(error))
+    }
+    let requested: RevID?
+    do {
+      requested = try rev.map { try RevID($0) }
+    } catch {
+      return refused(StoreError.badRequest("Invalid rev format"))
+    }
+    let schema = schemaCheck(input, id: id)
+    let body = Result { () throws(StoreError) in try Self.checkedBody(input) }
+    guard case .success = schema, case .success(let bytes) = body,
+      (requested?.generation ?? 0) < RevID.maxGeneration
+    else {
+      return PreparedWrite(
+        input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
+        event: nil, guessedParent: requested, payload: nil, wiki: nil)
+    }
+    // The parent is the `_rev` named; a new document has none (unless it recreates a deleted
+    // one, which the writer finds in the tree).
+    let event = Self.editEvent(input, id: id, parent: requested, body: bytes)
+    return PreparedWrite(
+      input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
+      event: event.event, guessedParent: requested, payload: event.event.encoded(),
+      wiki: preparesWiki
+        ? WikiProjection.prepare(
+          id, rev: event.rev.description, body: input.deleted ? nil : .object(input.body))
+        : nil)
+  }
+
+  /// The event of a local edit on `parent`, and its new revision.
+  static func editEvent(_ input: DocumentInput, id: String, parent: RevID?, body: [UInt8])
+    -> (event: DocumentEvent, rev: RevID)
+  {
+    let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
+    // Cannot throw: the generations line up and there are one or two ids.
+    let path = try! RevisionPath(
+      start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
+    return (
+      DocumentEvent(
+        kind: .edit, docID: id, rev: newRev.text, path: path, deleted: input.deleted, body: body),
+      newRev
+    )
+  }
+
+  /// Works out a replicated write (`new_edits=false`) of document `id` from `origin`: all of
+  /// it but the merge.
+  func prepareReplicated(_ input: DocumentInput, id: String, origin: String) -> PreparedWrite {
+    func refused(_ error: StoreError) -> PreparedWrite {
+      PreparedWrite(
+        input: input, id: id, early: error, requested: nil, schema: .success(nil),
+        body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+    }
+    do {
+      try DocumentKey.validate(id)
+    } catch {
+      return refused(StoreError.from(error))
+    }
+    guard let revString = input.rev else {
+      return refused(StoreError.badRequest("new_edits=false requires _rev on every document"))
+    }
+    let rev: RevID
+    do {
+      rev = try RevID(revString)
+    } catch {
+      return refused(StoreError.badRequest("Invalid rev format"))
+    }
+    let path = input.revisions ?? RevisionPath(rev)
+    guard path.leaf == rev else {
+      return refused(
+        StoreError.badRequest("_rev \(revString) is not the first revision of _revisions"))
+    }
+    if case .failure(let error) = schemaCheck(input, id: id) { return refused(error) }
+    let bytes: [UInt8]
+    do {
+      bytes = try Self.checkedBody(input)
+    } catch {
+      return refused(error)
+    }
+    let e = DocumentEvent(
+      kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
+      origin: origin, body: bytes)
+    return PreparedWrite(
+      input: input, id: id, early: nil, requested: nil, schema: .success(nil),
+      body: .success(bytes), event: e, guessedParent: nil, payload: e.encoded(),
+      wiki: preparesWiki
+        ? WikiProjection.prepare(
+          id, rev: rev.description, body: input.deleted ? nil : .object(input.body))
+        : nil)
+  }
+
+  /// The documents of a `_bulk_docs` call, split (``DocumentInput``) and prepared: on a helper
+  /// thread a little ahead of the writer when there are enough of them to pay for the
+  /// hand-over, else inline as the writer asks. A document without `_id` gets a new one for a
+  /// local edit (and an error for a replicated write).
+  func prepareBulk(_ docs: [JSONValue], newEdits: Bool, origin: String) -> BulkPrepared {
+    BulkPrepared(
+      newEdits: newEdits,
+      documents: Lookahead(count: docs.count, helper: docs.count >= Lookahead<Int>.helperThreshold)
+      { [self] i in
+        Result { () throws(StoreError) in try DocumentInput(docs[i]) }.map { input in
+          let id = input.id ?? (newEdits ? Self.newID() : "")
+          return newEdits
+            ? prepareEdit(input, id: id, rev: input.rev)
+            : prepareReplicated(input, id: id, origin: origin)
+        }
+      })
+  }
+}
+
+/// The documents of one `_bulk_docs` call, being prepared (``DocumentStore/prepareBulk(_:newEdits:origin:)``).
+struct BulkPrepared: Sendable {
+  let newEdits: Bool
+  /// Each document prepared, or why it is not a document at all (not an object, say).
+  let documents: Lookahead<Result<PreparedWrite, StoreError>>
+}
+
+/// Values `0..<count` of a pure function, computed in order on a helper thread while the
+/// caller takes them in the same order (``value(_:)`` waits when it gets ahead of the helper),
+/// or by the caller itself when `helper` is false.
+///
+/// The helper publishes its values in runs of ``handOver`` under a lock, so what it wrote is
+/// visible to the caller once the caller has seen the run's end under the same lock.
+final class Lookahead<Value: Sendable>: @unchecked Sendable {
+  /// Calls with fewer values than this are computed inline: a hand-over costs more than it
+  /// saves on a few documents.
+  static var helperThreshold: Int { 16 }
+  /// Values published at once.
+  static var handOver: Int { 8 }
+
+  private struct Progress {
+    /// Values written so far.
+    var published = 0
+    /// Whether the caller is waiting for more.
+    var waiting = false
+  }
+
+  let count: Int
+  private let make: @Sendable (Int) -> Value
+  private let helper: Bool
+  // Slots written by the helper before it publishes them (or by the caller, inline), read by
+  // the caller after.
+  private let slots: UnsafeMutablePointer<Value>
+  private let progress = Mutex(Progress())
+  private let ready = DispatchSemaphore(value: 0)
+  /// How many values the caller knows to be ready (touched by the caller only).
+  private var known = 0
+
+  init(count: Int, helper: Bool, make: @escaping @Sendable (Int) -> Value) {
+    self.count = count
+    self.make = make
+    self.helper = helper && count > 0
+    slots = .allocate(capacity: max(count, 1))
+    if self.helper {
+      // The closure keeps the instance alive until every slot is written.
+      DispatchQueue.global(qos: .userInitiated).async { [self] in run() }
+    }
+  }
+
+  deinit {
+    slots.deinitialize(count: helper ? count : known)
+    slots.deallocate()
+  }
+
+  private func run() {
+    var i = 0
+    while i < count {
+      let end = min(count, i + Self.handOver)
+      while i < end {
+        (slots + i).initialize(to: make(i))
+        i += 1
+      }
+      let wake = progress.withLock { p in
+        p.published = end
+        return p.waiting
+      }
+      if wake { ready.signal() }
+    }
+  }
+
+  /// Value `i`. Values are asked for in order; one already passed can be asked for again.
+  func value(_ i: Int) -> Value {
+    precondition(i >= 0 && i < count)
+    if i < known { return slots[i] }
+    guard helper else {
+      precondition(i == known, "values are asked for in order")
+      (slots + i).initialize(to: make(i))
+      known += 1
+      return slots[i]
+    }
+    while true {
+      let published = progress.withLock { p in
+        p.waiting = p.published <= i
+        return p.published
+      }
+      known = published
+      if i < published { return slots[i] }
+      // The helper signals every run it publishes while `waiting` is set; a signal left over
+      // from an earlier wait only sends the loop round again.
+      ready.wait()
+    }
+  }
+}
