@@ -66,6 +66,7 @@ extension DocumentStore {
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) async throws -> [DocumentWriteResult] {
     let prepared = prepareBulk(docs, newEdits: newEdits, origin: origin)
+    defer { prepared.release() }
     let attempt = BulkAttempt()
     do {
       return try await writeDocumentsQueued { txn in

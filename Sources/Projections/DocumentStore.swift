@@ -324,7 +324,9 @@ public final class DocumentStore: Sendable {
   public func bulkDocs(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) throws -> [DocumentWriteResult] {
-    try bulkWrite(prepareBulk(docs, newEdits: newEdits, origin: origin), actor: actor)
+    let prepared = prepareBulk(docs, newEdits: newEdits, origin: origin)
+    defer { prepared.release() }
+    return try bulkWrite(prepared, actor: actor)
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like

@@ -16,7 +16,9 @@ import Synchronization
 /// Errors found here are kept rather than thrown, and the writer throws them where it always
 /// has: a local edit with a stale `_rev` and an invalid body is refused as a conflict, as in
 /// CouchDB, because the `_rev` check comes first.
-struct PreparedWrite: Sendable {
+///
+/// A class, so that handing one to the writer copies a reference rather than its dozen fields.
+final class PreparedWrite: Sendable {
   let input: DocumentInput
   let id: String
   /// The first error met before the store is needed: the id, the `_rev`'s format and, for a
@@ -38,6 +40,24 @@ struct PreparedWrite: Sendable {
   let payload: [UInt8]?
   /// The wiki projection's share of `event`'s revision, when the store has that projection.
   let wiki: WikiProjection.Prepared?
+
+  init(
+    input: DocumentInput, id: String, early: StoreError?, requested: RevID?,
+    schema: Result<String?, StoreError>, body: Result<[UInt8], StoreError>,
+    event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?,
+    wiki: WikiProjection.Prepared?
+  ) {
+    self.input = input
+    self.id = id
+    self.early = early
+    self.requested = requested
+    self.schema = schema
+    self.body = body
+    self.event = event
+    self.guessedParent = guessedParent
+    self.payload = payload
+    self.wiki = wiki
+  }
 }
 
 extension DocumentStore {
@@ -166,6 +186,14 @@ struct BulkPrepared: Sendable {
   let newEdits: Bool
   /// Each document prepared, or why it is not a document at all (not an object, say).
   let documents: Lookahead<Result<PreparedWrite, StoreError>>
+
+  /// Lets the documents go on another thread: freeing a thousand parsed bodies, events and
+  /// rows is work the caller (the writer, when it runs the call) need not wait for.
+  func release() {
+    guard documents.count >= Lookahead<Int>.helperThreshold else { return }
+    let documents = documents
+    DispatchQueue.global(qos: .utility).async { documents.discard() }
+  }
 }
 
 /// Values `0..<count` of a pure function, computed in order on a helper thread while the
@@ -210,9 +238,22 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
     }
   }
 
+  /// Whether ``discard()`` has freed the values.
+  private var discarded = false
+
   deinit {
-    slots.deinitialize(count: helper ? count : known)
+    if !discarded { slots.deinitialize(count: helper ? count : known) }
     slots.deallocate()
+  }
+
+  /// Frees the values now, on the calling thread, rather than wherever the last reference
+  /// goes: once the caller is done with them (after its last ``value(_:)``), on a thread that
+  /// has time for it. Waits for the helper to finish.
+  func discard() {
+    guard !discarded else { return }
+    if helper { _ = value(count - 1) }
+    slots.deinitialize(count: helper ? count : known)
+    discarded = true
   }
 
   private func run() {

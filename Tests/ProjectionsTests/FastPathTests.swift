@@ -275,6 +275,28 @@ final class RefusingProjection: Projection {
     }
   }
 
+  /// Counts the instances alive.
+  final class Tracked: Sendable {
+    static let alive = Mutex(0)
+    init() { Self.alive.withLock { $0 += 1 } }
+    deinit { Self.alive.withLock { $0 -= 1 } }
+  }
+
+  @Test("discard frees every value, after waiting for the helper, and only once")
+  func discard() {
+    let before = Tracked.alive.withLock { $0 }
+    let ahead = Lookahead(count: 500, helper: true) { _ in Tracked() }
+    _ = ahead.value(0)
+    ahead.discard()  // the helper may still be making values: discard waits for them
+    #expect(Tracked.alive.withLock { $0 } == before)
+    ahead.discard()
+    let inline = Lookahead(count: 3, helper: false) { _ in Tracked() }
+    _ = inline.value(0)
+    _ = inline.value(1)
+    inline.discard()
+    #expect(Tracked.alive.withLock { $0 } == before)
+  }
+
   @Test("without a helper, each value is made once, when first asked for")
   func inline() {
     let made = Mutex(0)
