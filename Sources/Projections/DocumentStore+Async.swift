@@ -34,9 +34,10 @@ extension DocumentStore {
     async throws -> DocumentWriteResult
   {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
+    // Worked out on the caller's thread, so that the one writer is left with the transaction.
+    let prepared = prepareEdit(input, id: docID, rev: rev)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(
-        id: docID, rev: try self.edit(input, id: docID, rev: rev, actor: actor, txn: txn))
+      DocumentWriteResult(id: docID, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
 
@@ -54,9 +55,9 @@ extension DocumentStore {
     -> DocumentWriteResult
   {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    let prepared = prepareEdit(input, id: id, rev: rev)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(
-        id: id, rev: try self.edit(input, id: id, rev: rev, actor: actor, txn: txn))
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
 

@@ -293,9 +293,10 @@ public final class DocumentStore: Sendable {
     -> DocumentWriteResult
   {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
+    // Worked out before the writer lock is taken: concurrent writers prepare in parallel.
+    let prepared = prepareEdit(input, id: docID, rev: rev)
     return try writeDocuments { txn in
-      DocumentWriteResult(
-        id: docID, rev: try edit(input, id: docID, rev: rev, actor: actor, txn: txn))
+      DocumentWriteResult(id: docID, rev: try edit(prepared, actor: actor, txn: txn))
     }
   }
 
@@ -311,8 +312,9 @@ public final class DocumentStore: Sendable {
   @discardableResult
   public func delete(_ id: String, rev: String, actor: String) throws -> DocumentWriteResult {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
+    let prepared = prepareEdit(input, id: id, rev: rev)
     return try writeDocuments { txn in
-      DocumentWriteResult(id: id, rev: try edit(input, id: id, rev: rev, actor: actor, txn: txn))
+      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
     }
   }
 
