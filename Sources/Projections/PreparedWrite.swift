@@ -10,8 +10,8 @@ import Synchronization
 ///
 /// A `_bulk_docs` call works these out on a helper thread while its transaction writes the
 /// documents before (``Lookahead``), so the writer is left with what needs the store: the
-/// tree, the merge and the writes. A single write works them out inline; either way the same
-/// function does it.
+/// tree, the merge and the writes. A single write (`put`, `delete`, `putAsync`) works them out
+/// on the caller's thread before it waits for the writer; either way the same function does it.
 ///
 /// Errors found here are kept rather than thrown, and the writer throws them where it always
 /// has: a local edit with a stale `_rev` and an invalid body is refused as a conflict, as in
