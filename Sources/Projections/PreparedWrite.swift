@@ -58,16 +58,21 @@ final class PreparedWrite: Sendable {
     self.payload = payload
     self.wiki = wiki
   }
+
+  /// A write refused before the store is needed: `error` is thrown first thing.
+  convenience init(refusing error: StoreError, input: DocumentInput, id: String) {
+    self.init(
+      input: input, id: id, early: error, requested: nil, schema: .success(nil),
+      body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+  }
 }
 
 extension DocumentStore {
   /// Works out a local edit (`new_edits=true`) of document `id` naming leaf `rev`, short of
   /// the store.
   func prepareEdit(_ input: DocumentInput, id: String, rev: String?) -> PreparedWrite {
-    func refused(_ error: StoreError, requested: RevID? = nil) -> PreparedWrite {
-      PreparedWrite(
-        input: input, id: id, early: error, requested: requested, schema: .success(nil),
-        body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+    func refused(_ error: StoreError) -> PreparedWrite {
+      PreparedWrite(refusing: error, input: input, id: id)
     }
     do {
       try DocumentKey.validate(id)
@@ -95,10 +100,7 @@ extension DocumentStore {
     return PreparedWrite(
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
-      wiki: preparesWiki
-        ? WikiProjection.prepare(
-          id, rev: event.rev.description, body: input.deleted ? nil : .object(input.body))
-        : nil)
+      wiki: wikiShare(input, id: id, rev: event.rev))
   }
 
   /// The event of a local edit on `parent`, and its new revision.
@@ -120,9 +122,7 @@ extension DocumentStore {
   /// it but the merge.
   func prepareReplicated(_ input: DocumentInput, id: String, origin: String) -> PreparedWrite {
     func refused(_ error: StoreError) -> PreparedWrite {
-      PreparedWrite(
-        input: input, id: id, early: error, requested: nil, schema: .success(nil),
-        body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+      PreparedWrite(refusing: error, input: input, id: id)
     }
     do {
       try DocumentKey.validate(id)
@@ -156,11 +156,20 @@ extension DocumentStore {
     return PreparedWrite(
       input: input, id: id, early: nil, requested: nil, schema: .success(nil),
       body: .success(bytes), event: e, guessedParent: nil, payload: e.encoded(),
-      wiki: preparesWiki
-        ? WikiProjection.prepare(
-          id, rev: rev.description, body: input.deleted ? nil : .object(input.body))
-        : nil)
+      wiki: wikiShare(input, id: id, rev: rev))
   }
+
+  /// The wiki projection's share of revision `rev` of `input`, when the store has that
+  /// projection.
+  func wikiShare(_ input: DocumentInput, id: String, rev: RevID) -> WikiProjection.Prepared? {
+    guard preparesWiki else { return nil }
+    return WikiProjection.prepare(
+      id, rev: rev.description, body: input.deleted ? nil : .object(input.body))
+  }
+
+  /// Bulk calls with fewer documents than this are prepared inline: a hand-over to the helper
+  /// costs more than it saves on a few documents.
+  static let bulkHelperThreshold = 16
 
   /// The documents of a `_bulk_docs` call, split (``DocumentInput``) and prepared: on a helper
   /// thread a little ahead of the writer when there are enough of them to pay for the
@@ -169,8 +178,8 @@ extension DocumentStore {
   func prepareBulk(_ docs: [JSONValue], newEdits: Bool, origin: String) -> BulkPrepared {
     BulkPrepared(
       newEdits: newEdits,
-      documents: Lookahead(count: docs.count, helper: docs.count >= Lookahead<Int>.helperThreshold)
-      { [self] i in
+      documents: Lookahead(count: docs.count, helper: docs.count >= Self.bulkHelperThreshold) {
+        [self] i in
         Result { () throws(StoreError) in try DocumentInput(docs[i]) }.map { input in
           let id = input.id ?? (newEdits ? Self.newID() : "")
           return newEdits
@@ -190,7 +199,7 @@ struct BulkPrepared: Sendable {
   /// Lets the documents go on another thread: freeing a thousand parsed bodies, events and
   /// rows is work the caller (the writer, when it runs the call) need not wait for.
   func release() {
-    guard documents.count >= Lookahead<Int>.helperThreshold else { return }
+    guard documents.helper else { return }
     let documents = documents
     DispatchQueue.global(qos: .utility).async { documents.discard() }
   }
@@ -203,9 +212,6 @@ struct BulkPrepared: Sendable {
 /// The helper publishes its values in runs of ``handOver`` under a lock, so what it wrote is
 /// visible to the caller once the caller has seen the run's end under the same lock.
 final class Lookahead<Value: Sendable>: @unchecked Sendable {
-  /// Calls with fewer values than this are computed inline: a hand-over costs more than it
-  /// saves on a few documents.
-  static var helperThreshold: Int { 16 }
   /// Values published at once.
   static var handOver: Int { 8 }
 
@@ -218,7 +224,8 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
 
   let count: Int
   private let make: @Sendable (Int) -> Value
-  private let helper: Bool
+  /// Whether a helper thread computes the values.
+  let helper: Bool
   // Slots written by the helper before it publishes them (or by the caller, inline), read by
   // the caller after.
   private let slots: UnsafeMutablePointer<Value>

@@ -205,7 +205,7 @@ final class RefusingProjection: Projection {
         ))
     }
     docs.append(json(#"{"_id":"w1:New 0","type":"page","wiki_id":"w1","markdown":"twice"}"#))
-    #expect(docs.count >= Lookahead<Int>.helperThreshold)
+    #expect(docs.count >= DocumentStore.bulkHelperThreshold)
 
     let together = try a.store.bulkDocs(docs, actor: "ann")
     var alone: [DocumentWriteResult] = []

@@ -175,12 +175,12 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     _ txn: WriteTransaction
   ) throws {
     let position = event.position.rawValue
+    guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
     let prepared: Prepared
     if let w = facts.tree.winner, !w.isDeleted, let at = w.body {
       if at == position, let ready = facts.wiki {
         prepared = ready
       } else {
-        guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
         let json: JSONValue?
         if at == position {
           json = facts.body ?? (try? JSONValue(parsing: e.body))
@@ -191,7 +191,6 @@ public final class WikiProjection: Projection, DocumentEventProjection {
         prepared = Self.prepare(target, rev: w.rev.description, body: json)
       }
     } else {
-      guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
       prepared = Prepared(target: target, state: nil)
     }
     switch prepared.target {
