@@ -337,6 +337,42 @@ public final class EventLog: Sendable {
     return removed
   }
 
+  /// Whether the caller-owned database `name` exists; unlike ``database(named:)``, this does
+  /// not create it.
+  public func hasDatabase(named name: String) throws(LogError) -> Bool {
+    guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
+      throw LogError.invalidArgument(
+        "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
+    }
+    if state.withLock({ $0.databases[name] }) != nil { return true }
+    let handle: UInt32?
+    if options.readOnly {
+      do {
+        handle = try env.mapLock.withShared {
+          guard !isClosed else { throw LogError.closed }
+          return try env.openDatabaseReadOnly(named: name)
+        }
+      } catch let error as LMDBError where error.code == LMDBError.notFound {
+        handle = nil
+      } catch {
+        throw logError(error)
+      }
+    } else {
+      handle = try writeLog { txn throws(LogError) in
+        try txn.performWrite { () throws(LMDBError) -> UInt32? in
+          do throws(LMDBError) {
+            return try env.openDatabase(named: name, create: false, txn: txn.raw)
+          } catch  where error.code == LMDBError.notFound {
+            return nil
+          }
+        }
+      }
+    }
+    guard let handle else { return false }
+    state.withLock { $0.databases[name] = Database(name: name, handle: handle) }
+    return true
+  }
+
   /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
   public func database(named name: String) throws(LogError) -> Database {
     guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {

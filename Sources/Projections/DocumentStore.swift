@@ -106,11 +106,20 @@ public final class DocumentStore: Sendable {
   /// Removes what stores written by earlier versions kept and this one does not: the
   /// `doc_count` row in `docs.meta` (the count is now derived), so that `verify` finds the live
   /// projection equal to a rebuilt one, and the wiki projection's retired databases
-  /// (``WikiProjection/retiredDatabaseNames``).
+  /// (``WikiProjection/retiredDatabaseNames``). A store whose page links are still in
+  /// `wiki.links` (``WikiProjection/legacyLinksDatabase``) has its wiki projection rebuilt,
+  /// which writes them into the `pages` rows, and then loses that database; a crash between
+  /// the two leaves it for the next open to do again.
   func removeLegacyRows() throws {
     if others.contains(where: { $0.projection is WikiProjection }) {
-      for name in WikiProjection.retiredDatabaseNames {
-        do { try log.removeDatabase(named: name) } catch { throw StoreError.from(error) }
+      do {
+        for name in WikiProjection.retiredDatabaseNames { try log.removeDatabase(named: name) }
+        if try log.hasDatabase(named: WikiProjection.legacyLinksDatabase) {
+          try rebuild("wiki")
+          try log.removeDatabase(named: WikiProjection.legacyLinksDatabase)
+        }
+      } catch {
+        throw StoreError.from(error)
       }
     }
     let meta = documentStorage["meta"]

@@ -126,6 +126,73 @@ final class TypeCounter: Projection {
     }
   }
 
+  @Test(
+    "a store whose page links are in wiki.links (format-1 pages rows) reads them read-only, and opened writable moves them into the rows"
+  )
+  func legacyLinksDatabase() throws {
+    let t = try TestStore(projections: [WikiProjection()])
+    try t.store.put(
+      #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
+    try t.store.put(
+      #"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"[[Tea]] and [[Soup]]"}"#,
+      actor: "ann")
+    try t.store.put(
+      #"{"_id":"w1:Soup","type":"page","wiki_id":"w1","markdown":"back [[Home]]"}"#, actor: "ann")
+    try t.store.put(
+      #"{"_id":"w1:Plain","type":"page","wiki_id":"w1","markdown":"no links"}"#, actor: "ann")
+    // What an earlier version wrote: rows without their links, and the links beside them.
+    let pages = try t.store.log.database(named: "wiki.pages")
+    let legacy = try t.store.log.database(named: WikiProjection.legacyLinksDatabase)
+    let links = ["Home": ["Soup", "Tea"], "Soup": ["Home"]]
+    try t.store.log.write { txn in
+      for title in ["Home", "Soup", "Plain"] {
+        let key = WikiProjection.pageKey("w1", title)
+        let row = try #require(try txn.get(key, in: pages))
+        #expect(try PageRow.links(in: row) == (links[title] ?? []).map { Array($0.utf8) })
+        let fields = try PageRow(decoding: row).encoded(links: [])
+        try txn.put(
+          [PageRow.legacyFormat] + fields.dropFirst().dropLast(), forKey: key, in: pages)
+        if let targets = links[title] {
+          var w = ByteWriter()
+          w.strings(targets)
+          try txn.put(w.bytes, forKey: key, in: legacy)
+        }
+      }
+    }
+    t.store.close()
+
+    var options = EventLog.Options()
+    options.readOnly = true
+    let readOnly = try DocumentStore(
+      directory: t.path, options: options, projections: [WikiProjection()])
+    let old = try WikiQueries(readOnly)
+    #expect(try old.links(from: "Home", in: "w1") == ["Soup", "Tea"])
+    #expect(try old.links(from: "Plain", in: "w1") == [])
+    #expect(try old.pages(in: "w1").map(\.title) == ["Home", "Plain", "Soup"])
+    readOnly.close()
+
+    try t.reopen(projections: [WikiProjection()])
+    #expect(try !t.store.log.hasDatabase(named: WikiProjection.legacyLinksDatabase))
+    let wiki = try WikiQueries(t.store)
+    #expect(try wiki.links(from: "Home", in: "w1") == ["Soup", "Tea"])
+    #expect(try wiki.links(from: "Soup", in: "w1") == ["Home"])
+    #expect(try wiki.backlinks(to: "Home", in: "w1") == ["Soup"])
+    let rows = try t.store.log.database(named: "wiki.pages")
+    try t.store.read { txn in
+      let row = try #require(try txn.get(WikiProjection.pageKey("w1", "Home"), in: rows))
+      #expect(row.first == PageRow.format)
+    }
+    #expect(try t.store.verify("wiki").isEmpty)
+    // An edit after the move diffs its links against the row's.
+    let home = try #require(try t.store.get("w1:Home")["_rev"]?.stringValue)
+    try t.store.put(
+      #"{"_id":"w1:Home","_rev":"\#(home)","type":"page","wiki_id":"w1","markdown":"only [[Soup]]"}"#,
+      actor: "ann")
+    #expect(try wiki.backlinks(to: "Tea", in: "w1") == [])
+    #expect(try wiki.backlinks(to: "Soup", in: "w1") == ["Home"])
+    #expect(try t.store.verify("wiki").isEmpty)
+  }
+
   @Test("read-only, a store opens without a projection that was never built there")
   func readOnlyWithoutAProjection() throws {
     let t = try TestStore(projections: [WikiProjection()])

@@ -187,21 +187,28 @@ struct WikiRow: Equatable {
   }
 }
 
-/// The `pages` row of one live page.
+/// The `pages` row of one live page, with the targets of its links.
 ///
 /// ```
-/// u8 format (1) · u8 flags (bit 0: updated_by present, bit 1: updated_at present)
+/// u8 format (2) · u8 flags (bit 0: updated_by present, bit 1: updated_at present)
 /// string rev · string updated_by · string updated_at · varint length
+/// varint count · count × bytes: the link targets, sorted by bytes, distinct
 /// ```
+///
+/// Format 1 (stores written before the links moved into this row) ends after the length; its
+/// links are in the retired `wiki.links` database, which opening such a store writable replaces
+/// by rebuilding the projection (``DocumentStore``'s legacy migration).
 struct PageRow: Equatable {
   var rev: String
   var updatedBy: String?
   var updatedAt: String?
   var length: Int
 
-  static let format: UInt8 = 1
+  static let format: UInt8 = 2
+  static let legacyFormat: UInt8 = 1
 
-  func encoded() -> [UInt8] {
+  /// The row, followed by `links` (sorted, distinct).
+  func encoded(links: [[UInt8]]) -> [UInt8] {
     var w = ByteWriter()
     w.byte(Self.format)
     w.byte((updatedBy == nil ? 0 : 1) | (updatedAt == nil ? 0 : 2))
@@ -209,6 +216,8 @@ struct PageRow: Equatable {
     w.string(updatedBy ?? "")
     w.string(updatedAt ?? "")
     w.varint(length)
+    w.varint(links.count)
+    for target in links { w.data(target) }
     return w.bytes
   }
 
@@ -221,7 +230,15 @@ struct PageRow: Equatable {
 
   init(decoding bytes: [UInt8]) throws {
     var r = ByteReader(bytes)
-    guard try r.byte() == Self.format else { throw WikiRowError.corrupt("page") }
+    try self.init(reading: &r)
+  }
+
+  /// Reads the row's fields from `r`, which is left at its links (format 2) or at its end.
+  private init(reading r: inout ByteReader) throws {
+    let format = try r.byte()
+    guard format == Self.format || format == Self.legacyFormat else {
+      throw WikiRowError.corrupt("page")
+    }
     let flags = try r.byte()
     rev = try r.string()
     let by = try r.string()
@@ -229,6 +246,19 @@ struct PageRow: Equatable {
     updatedBy = flags & 1 != 0 ? by : nil
     updatedAt = flags & 2 != 0 ? at : nil
     length = try r.int()
+  }
+
+  /// The link targets a row holds; nil for a format-1 row, whose links are kept elsewhere.
+  static func links(in bytes: [UInt8]) throws -> [[UInt8]]? {
+    guard bytes.first != legacyFormat else { return nil }
+    var r = ByteReader(bytes)
+    _ = try PageRow(reading: &r)
+    let count = try r.int()
+    guard count <= bytes.count else { throw ByteReader.Truncated() }
+    var links: [[UInt8]] = []
+    links.reserveCapacity(count)
+    for _ in 0..<count { links.append(Array(try r.data())) }
+    return links
   }
 
   func info(wikiID: String, title: String) -> WikiPageInfo {

@@ -17,8 +17,7 @@ import RevTree
 /// | database | key | value |
 /// | --- | --- | --- |
 /// | `wiki.wikis` | wiki id | `WikiRow`: the live wiki document's title, owner, members and rev, page count, last update |
-/// | `wiki.pages` | wiki · title | `PageRow`: rev, `updated_by`, `updated_at`, Markdown length |
-/// | `wiki.links` | wiki · from title | the page's link targets (varint count, strings), sorted |
+/// | `wiki.pages` | wiki · title | `PageRow`: rev, `updated_by`, `updated_at`, Markdown length, and the page's link targets, sorted |
 /// | `wiki.backlinks` | wiki · to title · from title | empty |
 /// | `wiki.membership` | wiki · position (8 bytes, big-endian) | `MembershipRow`: owner and members from then on |
 ///
@@ -51,10 +50,15 @@ import RevTree
 /// ```
 public final class WikiProjection: Projection, DocumentEventProjection {
   public let name = "wiki"
-  public let databaseNames = ["wikis", "pages", "links", "backlinks", "membership"]
+  public let databaseNames = ["wikis", "pages", "backlinks", "membership"]
 
   /// Databases that earlier versions of the projection kept, removed when a store opens.
   static let retiredDatabaseNames = ["wiki.trees", "wiki.revsLimits"]
+
+  /// Where earlier versions kept each page's link targets, beside its `pages` row (format 1);
+  /// they are in the row now (format 2). Opening a store that still has it rebuilds the
+  /// projection, then removes it.
+  static let legacyLinksDatabase = "wiki.links"
 
   var needsDocumentTrees: Bool { true }
 
@@ -141,7 +145,8 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
-  /// A page's `pages` row and its link targets (sorted, distinct, those that fit a key).
+  /// A page's `pages` row (which holds its links) and its link targets (sorted, distinct,
+  /// those that fit a key).
   struct PageUpdate: Sendable {
     let row: [UInt8]
     let links: [[UInt8]]
@@ -244,7 +249,7 @@ public final class WikiProjection: Projection, DocumentEventProjection {
       let bytes = Array(link.utf8)
       if !bytes.contains(0) && fixed + bytes.count <= maxKeyBytes { targets.append(bytes) }
     }
-    return PageUpdate(row: row.encoded(), links: targets)
+    return PageUpdate(row: row.encoded(links: targets), links: targets)
   }
 
   // MARK: Keys
@@ -320,23 +325,14 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     let key = Self.pageKey(wiki, title)
     // The key belongs to this one document id, so at its first event there is no row yet.
     let oldRow = event.streamVersion == 1 ? nil : try txn.get(key, in: storage["pages"])
-    var oldLinks: [[UInt8]] = []
-    // A `links` row exists only beside a `pages` row (a page that goes away drops its links).
-    if oldRow != nil, let bytes = try txn.get(key, in: storage["links"]) {
-      var r = ByteReader(bytes)
-      let count = try r.int()
-      guard count <= bytes.count else { throw ByteReader.Truncated() }
-      oldLinks.reserveCapacity(count)
-      for _ in 0..<count { oldLinks.append(Array(try r.data())) }
-    }
     let newRow = page?.row
+    // The row holds the links, so an unchanged row has unchanged links.
+    guard oldRow != newRow else { return }
     // Both lists are sorted by bytes and free of duplicates (the stored one was written from
     // such a list), so they are compared and diffed in one walk.
+    let oldLinks = try oldRow.flatMap { try PageRow.links(in: $0) } ?? []
     let added = page?.links ?? []
-    let linksChanged = oldLinks != added
-    guard oldRow != newRow || linksChanged else { return }
-
-    if linksChanged {
+    if oldLinks != added {
       var a = 0
       var b = 0
       while a < oldLinks.count || b < added.count {
@@ -354,14 +350,6 @@ public final class WikiProjection: Projection, DocumentEventProjection {
           a += 1
           b += 1
         }
-      }
-      if added.isEmpty {
-        try txn.delete(key, in: storage["links"])
-      } else {
-        var w = ByteWriter()
-        w.varint(added.count)
-        for target in added { w.data(target) }
-        try txn.put(w.bytes, forKey: key, in: storage["links"])
       }
     }
     if let newRow {

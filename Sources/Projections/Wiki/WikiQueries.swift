@@ -21,6 +21,8 @@ public import Log
 public struct WikiQueries: Sendable {
   let store: DocumentStore
   let storage: ProjectionStorage
+  /// `wiki.links` of a store last written by an earlier version and opened read-only.
+  let legacyLinks: Database?
 
   /// Queries the wiki projection registered with `store`.
   ///
@@ -32,6 +34,12 @@ public struct WikiQueries: Sendable {
     }
     self.store = store
     self.storage = storage
+    // Opened here, before any query's transaction: a handle opened after a transaction began
+    // is not valid in it.
+    let legacy = WikiProjection.legacyLinksDatabase
+    legacyLinks =
+      store.log.options.readOnly && (try? store.log.hasDatabase(named: legacy)) == true
+      ? try store.log.database(named: legacy) : nil
   }
 
   /// Every live wiki, by id.
@@ -105,9 +113,16 @@ public struct WikiQueries: Sendable {
     -> [String]
   {
     try run(txn) { txn in
-      guard Self.plain(wiki, title),
-        let bytes = try txn.get(WikiProjection.pageKey(wiki, title), in: storage["links"])
-      else { return [] }
+      let key = WikiProjection.pageKey(wiki, title)
+      guard Self.plain(wiki, title), let row = try txn.get(key, in: storage["pages"]) else {
+        return []
+      }
+      if let links = try PageRow.links(in: row) {
+        return links.map { String(decoding: $0, as: UTF8.self) }
+      }
+      // A format-1 row: a store last written by an earlier version, opened read-only (opening
+      // it writable moves the links into the rows), keeps them in their own database.
+      guard let legacyLinks, let bytes = try txn.get(key, in: legacyLinks) else { return [] }
       var r = ByteReader(bytes)
       return try r.strings()
     }
