@@ -419,6 +419,20 @@ static MDB_dbi dbi_of(uint64_t recorded) {
   return dbis[recorded];
 }
 
+/* The live environment of a recorded one, created at its first call (its setup calls come
+   before mdb_env_open). */
+static MDB_env *env_of(uint64_t recorded) {
+  size_t i = slot(recorded);
+  if (keys[i]) return vals[i];
+  MDB_env *e = NULL;
+  if (mdb_env_create(&e)) {
+    fprintf(stderr, "lmdb_trace: mdb_env_create failed\n");
+    exit(1);
+  }
+  bind(recorded, e);
+  return e;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -511,13 +525,7 @@ int main(int argc, char **argv) {
     case OP_ENV_MAPSIZE: {
       uint64_t env = u64(), size = u64();
       int32_t rc = i32();
-      MDB_env *e = NULL;
-      size_t i = slot(env);
-      if (keys[i]) e = vals[i];
-      else {
-        if (mdb_env_create(&e)) return 1;
-        bind(env, e);
-      }
+      MDB_env *e = env_of(env);
       CHECK(mdb_env_set_mapsize(e, size), rc);
       break;
     }
@@ -525,13 +533,7 @@ int main(int argc, char **argv) {
     case OP_ENV_MAXREADERS: {
       uint64_t env = u64(), n = u64();
       int32_t rc = i32();
-      MDB_env *e = NULL;
-      size_t i = slot(env);
-      if (keys[i]) e = vals[i];
-      else {
-        if (mdb_env_create(&e)) return 1;
-        bind(env, e);
-      }
+      MDB_env *e = env_of(env);
       CHECK(op == OP_ENV_MAXDBS ? mdb_env_set_maxdbs(e, (MDB_dbi)n)
                                 : mdb_env_set_maxreaders(e, (unsigned)n),
             rc);
@@ -553,13 +555,7 @@ int main(int argc, char **argv) {
       char dir[4200];
       snprintf(dir, sizeof dir, "%s/%d", argv[2], k);
       mkdir(dir, 0755);
-      MDB_env *e = NULL;
-      size_t i = slot(env);
-      if (keys[i]) e = vals[i];
-      else {
-        if (mdb_env_create(&e)) return 1;
-        bind(env, e);
-      }
+      MDB_env *e = env_of(env);
       CHECK(mdb_env_open(e, dir, (unsigned)flags, (mdb_mode_t)mode), rc);
       break;
     }

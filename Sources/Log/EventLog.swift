@@ -340,13 +340,28 @@ public final class EventLog: Sendable {
   /// Whether the caller-owned database `name` exists; unlike ``database(named:)``, this does
   /// not create it.
   public func hasDatabase(named name: String) throws(LogError) -> Bool {
+    try openDatabase(named: name, create: false) != nil
+  }
+
+  /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
+  public func database(named name: String) throws(LogError) -> Database {
+    guard let database = try openDatabase(named: name, create: true) else {
+      throw LogError.invalidArgument("the log has no database named '\(name)'")
+    }
+    return database
+  }
+
+  /// The caller-owned database `name`, opened once and kept; created when `create` and the log
+  /// is writable, else nil when there is none.
+  private func openDatabase(named name: String, create: Bool) throws(LogError) -> Database? {
     guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
       throw LogError.invalidArgument(
         "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
     }
-    if state.withLock({ $0.databases[name] }) != nil { return true }
+    if let known = state.withLock({ $0.databases[name] }) { return known }
     let handle: UInt32?
     if options.readOnly {
+      // lmdb.h: a handle opened in a read-only transaction becomes shared when it ends.
       do {
         handle = try env.mapLock.withShared {
           guard !isClosed else { throw LogError.closed }
@@ -361,43 +376,14 @@ public final class EventLog: Sendable {
       handle = try writeLog { txn throws(LogError) in
         try txn.performWrite { () throws(LMDBError) -> UInt32? in
           do throws(LMDBError) {
-            return try env.openDatabase(named: name, create: false, txn: txn.raw)
-          } catch  where error.code == LMDBError.notFound {
+            return try env.openDatabase(named: name, create: create, txn: txn.raw)
+          } catch where error.code == LMDBError.notFound {
             return nil
           }
         }
       }
     }
-    guard let handle else { return false }
-    state.withLock { $0.databases[name] = Database(name: name, handle: handle) }
-    return true
-  }
-
-  /// The caller-owned database `name`, created if needed. Names starting with `log.` are the log's.
-  public func database(named name: String) throws(LogError) -> Database {
-    guard !name.isEmpty, !name.hasPrefix(Self.reservedPrefix) else {
-      throw LogError.invalidArgument(
-        "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
-    }
-    if let known = state.withLock({ $0.databases[name] }) { return known }
-    let handle: UInt32
-    if options.readOnly {
-      // lmdb.h: a handle opened in a read-only transaction becomes shared when it ends.
-      do {
-        handle = try env.mapLock.withShared {
-          guard !isClosed else { throw LogError.closed }
-          return try env.openDatabaseReadOnly(named: name)
-        }
-      } catch let error as LMDBError where error.code == LMDBError.notFound {
-        throw LogError.invalidArgument("the log has no database named '\(name)'")
-      } catch {
-        throw logError(error)
-      }
-    } else {
-      handle = try writeLog { txn throws(LogError) in
-        try txn.performWrite { try env.openDatabase(named: name, create: true, txn: txn.raw) }
-      }
-    }
+    guard let handle else { return nil }
     let database = Database(name: name, handle: handle)
     state.withLock { $0.databases[name] = database }
     return database
