@@ -230,11 +230,6 @@ struct PageRow: Equatable {
 
   init(decoding bytes: [UInt8]) throws {
     var r = ByteReader(bytes)
-    try self.init(reading: &r)
-  }
-
-  /// Reads the row's fields from `r`, which is left at its links (format 2) or at its end.
-  private init(reading r: inout ByteReader) throws {
     let format = try r.byte()
     guard format == Self.format || format == Self.legacyFormat else {
       throw WikiRowError.corrupt("page")
@@ -249,10 +244,15 @@ struct PageRow: Equatable {
   }
 
   /// The link targets a row holds; nil for a format-1 row, whose links are kept elsewhere.
+  /// Every page edit reads its old row's links, so the fields before them are stepped over
+  /// rather than decoded.
   static func links(in bytes: [UInt8]) throws -> [[UInt8]]? {
     guard bytes.first != legacyFormat else { return nil }
     var r = ByteReader(bytes)
-    _ = try PageRow(reading: &r)
+    guard try r.byte() == format else { throw WikiRowError.corrupt("page") }
+    _ = try r.byte()
+    for _ in 0..<3 { _ = try r.data() }  // rev, updated_by, updated_at
+    _ = try r.int()
     let count = try r.int()
     guard count <= bytes.count else { throw ByteReader.Truncated() }
     var links: [[UInt8]] = []

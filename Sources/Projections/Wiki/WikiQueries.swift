@@ -36,10 +36,10 @@ public struct WikiQueries: Sendable {
     self.storage = storage
     // Opened here, before any query's transaction: a handle opened after a transaction began
     // is not valid in it.
-    let legacy = WikiProjection.legacyLinksDatabase
+    // Read-only, `database(named:)` opens one that exists and creates none.
     legacyLinks =
-      store.log.options.readOnly && (try? store.log.hasDatabase(named: legacy)) == true
-      ? try store.log.database(named: legacy) : nil
+      store.log.options.readOnly
+      ? try? store.log.database(named: WikiProjection.legacyLinksDatabase) : nil
   }
 
   /// Every live wiki, by id.
