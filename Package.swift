@@ -84,12 +84,15 @@ let package = Package(
       name: "ProjectionsTestWorker", dependencies: ["Projections", "Log", "RevTree"],
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
-      name: "ProjectionsTests", dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport"],
+      name: "ProjectionsTests",
+      dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport"],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "Replication", "Projections", "RevTree", "Log",
+        "Replication", "Projections", "RevTree", "Log", "TestSupport",
+        // Built so that the tests can run `wikilog serve` as a child process.
+        "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdTesting", package: "hummingbird"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -109,6 +109,8 @@ public final class EventLog: Sendable {
     /// the mean group size of group commit.
     public var groups = 0
     public var groupedWrites = 0
+
+    public init() {}
   }
 
   /// What this process has written through this log so far.
@@ -377,7 +379,7 @@ public final class EventLog: Sendable {
         try txn.performWrite { () throws(LMDBError) -> UInt32? in
           do throws(LMDBError) {
             return try env.openDatabase(named: name, create: create, txn: txn.raw)
-          } catch where error.code == LMDBError.notFound {
+          } catch  where error.code == LMDBError.notFound {
             return nil
           }
         }

@@ -65,6 +65,17 @@ public final class DataDirectory: Sendable {
     "\(path)/\(name.replacingOccurrences(of: "/", with: "%2F"))"
   }
 
+  /// Database `name` if this process has it open already, else nil: no file is touched, so
+  /// this never blocks on I/O.
+  public func openStore(_ name: String) -> DocumentStore? {
+    open.withLock { $0[name] }
+  }
+
+  /// The databases this process has open, by name.
+  public func openStores() -> [(name: String, store: DocumentStore)] {
+    open.withLock { stores in stores.map { ($0.key, $0.value) }.sorted { $0.name < $1.name } }
+  }
+
   /// Opens database `name`, creating it when `create` is true; a missing database is
   /// `not_found`. Repeated opens return the same store.
   public func open(_ name: String, create: Bool = false) throws -> DocumentStore {

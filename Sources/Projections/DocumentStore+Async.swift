@@ -80,6 +80,31 @@ extension DocumentStore {
     }
   }
 
+  /// ``putLocal(_:_:actor:)`` through the writer queue.
+  @discardableResult
+  public func putLocalAsync(_ id: String, _ json: [UInt8], actor: String) async throws
+    -> DocumentWriteResult
+  {
+    let write = try localPut(id, json, actor: actor)
+    return try await writeDocumentsQueued { txn in try write(txn) }
+  }
+
+  /// ``deleteLocal(_:rev:actor:)`` through the writer queue.
+  @discardableResult
+  public func deleteLocalAsync(_ id: String, rev: String?, actor: String) async throws
+    -> DocumentWriteResult
+  {
+    try await writeDocumentsQueued { txn in
+      try self.localDelete(id, rev: rev, actor: actor, txn: txn)
+    }
+  }
+
+  /// ``setRevsLimit(_:actor:)`` through the writer queue.
+  public func setRevsLimitAsync(_ limit: Int, actor: String) async throws {
+    let write = try revsLimitWrite(limit, actor: actor)
+    try await writeDocumentsQueued { txn in try write(txn) }
+  }
+
   // MARK: Shared with the synchronous writes
 
   /// Parses a `put` and checks that the id and rev given beside the body agree with it.

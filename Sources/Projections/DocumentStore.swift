@@ -344,36 +344,60 @@ public final class DocumentStore: Sendable {
   /// every write, so replication checkpoints are auditable. Returns its new `0-N` revision.
   @discardableResult
   public func putLocal(_ id: String, _ json: [UInt8], actor: String) throws -> DocumentWriteResult {
-    let input = try DocumentInput(json: json)
-    try DocumentKey.validate("_local/" + id, allowLocal: true)
-    return try writeDocuments { txn in
-      let current = try localDocument(id, txn: txn)
-      if let current, let given = input.rev, given != current.rev { throw StoreError.conflict }
-      if current == nil, let given = input.rev, given != "0-0" { throw StoreError.conflict }
-      let n = current.flatMap { Int($0.rev.dropFirst(2)) } ?? 0
-      let rev = "0-\(n + 1)"
-      try append(
-        DocumentEvent(kind: .localPut, docID: id, rev: rev, body: input.bodyBytes), actor: actor,
-        txn: txn)
-      return DocumentWriteResult(id: "_local/" + id, rev: rev)
-    }
+    let write = try localPut(id, json, actor: actor)
+    return try writeDocuments { txn in try write(txn) }
   }
 
   /// Deletes a `_local` document.
   @discardableResult
   public func deleteLocal(_ id: String, rev: String?, actor: String) throws -> DocumentWriteResult {
-    try writeDocuments { txn in
-      guard let current = try localDocument(id, txn: txn) else { throw StoreError.notFound() }
-      if let rev, rev != current.rev { throw StoreError.conflict }
-      try append(DocumentEvent(kind: .localDelete, docID: id, rev: "0-0"), actor: actor, txn: txn)
-      return DocumentWriteResult(id: "_local/" + id, rev: "0-0")
-    }
+    try writeDocuments { txn in try localDelete(id, rev: rev, actor: actor, txn: txn) }
   }
 
   /// Sets how many ancestors each leaf keeps (`PUT /db/_revs_limit`); applies from the next write.
   public func setRevsLimit(_ limit: Int, actor: String) throws {
+    let write = try revsLimitWrite(limit, actor: actor)
+    try writeDocuments { txn in try write(txn) }
+  }
+
+  /// A `_local` write, checked as far as it can be without the store; the transaction part
+  /// checks `_rev` against the current revision before it appends anything.
+  func localPut(_ id: String, _ json: [UInt8], actor: String) throws
+    -> @Sendable (WriteTransaction) throws -> DocumentWriteResult
+  {
+    let input = try DocumentInput(json: json)
+    try DocumentKey.validate("_local/" + id, allowLocal: true)
+    let given = input.rev
+    let body = input.bodyBytes
+    return { [self] txn in
+      let current = try localDocument(id, txn: txn)
+      if let current, let given, given != current.rev { throw StoreError.conflict }
+      if current == nil, let given, given != "0-0" { throw StoreError.conflict }
+      let n = current.flatMap { Int($0.rev.dropFirst(2)) } ?? 0
+      let rev = "0-\(n + 1)"
+      try append(
+        DocumentEvent(kind: .localPut, docID: id, rev: rev, body: body), actor: actor, txn: txn)
+      return DocumentWriteResult(id: "_local/" + id, rev: rev)
+    }
+  }
+
+  /// The transaction part of ``deleteLocal(_:rev:actor:)``.
+  func localDelete(_ id: String, rev: String?, actor: String, txn: WriteTransaction) throws
+    -> DocumentWriteResult
+  {
+    guard let current = try localDocument(id, txn: txn) else { throw StoreError.notFound() }
+    if let rev, rev != current.rev { throw StoreError.conflict }
+    try append(DocumentEvent(kind: .localDelete, docID: id, rev: "0-0"), actor: actor, txn: txn)
+    return DocumentWriteResult(id: "_local/" + id, rev: "0-0")
+  }
+
+  /// A `revs_limit` change, checked; the transaction part appends it.
+  func revsLimitWrite(_ limit: Int, actor: String) throws
+    -> @Sendable (WriteTransaction) throws
+    -> Void
+  {
     guard limit >= 1 else { throw StoreError.badRequest("revs_limit must be a positive integer") }
-    _ = try writeDocuments { txn in
+    return { [self] txn in
       try append(
         DocumentEvent(kind: .revsLimit, docID: "_revs_limit", rev: "", revsLimit: limit),
         actor: actor, txn: txn)

@@ -17,11 +17,11 @@ final class TestDirectory: Sendable {
   let path: String
   let data: DataDirectory
 
-  init(_ name: String = #function) {
+  init(_ name: String = #function, options: EventLog.Options = EventLog.Options()) {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-repltests-\(safe)-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    data = DataDirectory(path: path)
+    data = DataDirectory(path: path, options: options)
   }
 
   deinit {
@@ -35,10 +35,10 @@ let quietLogger = Logger(label: "wikilog.tests") { _ in SwiftLogNoOpLogHandler()
 /// Runs `body` against a server on a fresh data directory.
 func withServer<T: Sendable>(
   _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions(),
-  name: String = #function,
+  logOptions: EventLog.Options = EventLog.Options(), name: String = #function,
   _ body: @Sendable (any TestClientProtocol, TestDirectory) async throws -> T
 ) async throws -> T {
-  let dir = TestDirectory(name)
+  let dir = TestDirectory(name, options: logOptions)
   let app = buildApplication(
     dataDirectory: dir.data, options: options,
     configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),

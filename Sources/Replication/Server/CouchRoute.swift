@@ -9,6 +9,8 @@ enum CouchRoute: Equatable, Sendable {
   case allDatabases
   case up
   case uuids
+  /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
+  case nodeStats(node: String, path: [String])
   case database(String)
   /// A database endpoint such as `_all_docs` or `_changes`.
   case databaseEndpoint(String, DatabaseEndpoint)
@@ -42,6 +44,12 @@ enum CouchRoute: Equatable, Sendable {
       case "_uuids": return .uuids
       default: return .database(first)
       }
+    }
+    if first == "_node" {
+      if rest.count >= 2 && rest[1] == "_stats" {
+        return .nodeStats(node: rest[0], path: Array(rest.dropFirst(2)))
+      }
+      return .unsupported("only /_node/{node}/_stats is supported by wikilog")
     }
     let db = first
     let head = rest[0]

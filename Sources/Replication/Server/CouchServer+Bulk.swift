@@ -26,9 +26,8 @@ extension CouchServer {
     let actor = options.actor
     let origin = replicationOrigin(context)
     let edits = newEdits
-    let results = try await blocking {
-      try store.bulkDocs(docs, newEdits: edits, actor: actor, origin: origin)
-    }
+    let results = try await store.bulkDocsAsync(
+      docs, newEdits: edits, actor: actor, origin: origin)
     var bytes: [UInt8] = [UInt8(ascii: "[")]
     for (i, result) in results.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
@@ -188,7 +187,11 @@ extension CouchServer {
       case .afterStrings: if options.descending { empty = true }
       }
     }
-    let result = empty ? try Self.emptyAllDocs(store) : try store.allDocs(options).json
+    let limited = options
+    let result =
+      empty
+      ? try Self.emptyAllDocs(store)
+      : try await reading(limit: options.limit) { try store.allDocs(limited).json }
     return CouchResponse.json(result, includeBody: request.method != .head)
   }
 

@@ -42,7 +42,8 @@ extension CouchServer {
     let parsed = try await changesRequest(store, request: request, query: query)
     switch parsed.feed {
     case .normal:
-      return changesResponse(try store.changes(parsed.options))
+      let options = parsed.options
+      return changesResponse(try await reading(limit: options.limit) { try store.changes(options) })
     case .longpoll:
       let first = try store.changes(parsed.options)
       if !first.results.isEmpty || parsed.options.descending {

@@ -52,7 +52,7 @@ extension CouchServer {
   ) async throws -> Response {
     switch request.method {
     case .head, .get:
-      let store = try open(name)
+      let store = try await open(name)
       return CouchResponse.json(
         try databaseInfo(name, store), includeBody: request.method == .get)
     case .put:
@@ -70,10 +70,10 @@ extension CouchServer {
       try await blocking { try dataDirectory.delete(name) }
       return CouchResponse.ok()
     case .post:
-      let store = try open(name)
+      let store = try await open(name)
       let body = try await self.body(of: request)
       let actor = options.actor
-      let result = try await blocking { try store.put(body, actor: actor) }
+      let result = try await store.putAsync(body, actor: actor)
       return writeResponse(
         result, location: "/\(PercentDecoding.encode(name))/\(PercentDecoding.encode(result.id))")
     default:
@@ -137,7 +137,7 @@ extension CouchServer {
         throw ReplicationError.badRequest("revs_limit must be a positive integer")
       }
       let actor = options.actor
-      try await blocking { try store.setRevsLimit(Int(n), actor: actor) }
+      try await store.setRevsLimitAsync(Int(n), actor: actor)
       return CouchResponse.ok()
     default:
       throw ReplicationError.methodNotAllowed(["GET", "HEAD", "PUT"])

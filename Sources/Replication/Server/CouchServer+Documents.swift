@@ -20,12 +20,12 @@ extension CouchServer {
         return try await putReplicated(store, id: id, body: body, context: context)
       }
       let actor = options.actor
-      let result = try await blocking { try store.put(body, id: id, rev: rev, actor: actor) }
+      let result = try await store.putAsync(body, id: id, rev: rev, actor: actor)
       return writeResponse(result)
     case .delete:
       guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
       let actor = options.actor
-      let result = try await blocking { try store.delete(id, rev: rev, actor: actor) }
+      let result = try await store.deleteAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
@@ -96,9 +96,8 @@ extension CouchServer {
     let doc = JSONValue.object(object)
     let actor = options.actor
     let origin = replicationOrigin(context)
-    let failures = try await blocking {
-      try store.bulkDocs([doc], newEdits: false, actor: actor, origin: origin)
-    }
+    let failures = try await store.bulkDocsAsync(
+      [doc], newEdits: false, actor: actor, origin: origin)
     if let error = failures.first?.error { throw error }
     return writeResponse(DocumentWriteResult(id: id, rev: rev))
   }
@@ -139,12 +138,12 @@ extension CouchServer {
       }
       let actor = options.actor
       let bytes = body
-      let result = try await blocking { try store.putLocal(id, bytes, actor: actor) }
+      let result = try await store.putLocalAsync(id, bytes, actor: actor)
       return writeResponse(result)
     case .delete:
       let rev = try requestedRev(request, query)
       let actor = options.actor
-      let result = try await blocking { try store.deleteLocal(id, rev: rev, actor: actor) }
+      let result = try await store.deleteLocalAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])

@@ -131,10 +131,13 @@ public struct CouchServer: HTTPResponder {
     case .uuids:
       try allow(method, [.get, .head])
       return try uuids(query)
+    case .nodeStats(let node, let path):
+      try allow(method, [.get, .head])
+      return try nodeStats(node: node, path: path, head: method == .head)
     case .database(let name):
       return try await database(name, request: request, query: query, context: context)
     case .databaseEndpoint(let db, let endpoint):
-      let store = try open(db)
+      let store = try await open(db)
       switch endpoint {
       case .allDocs:
         query.errorName = "query_parse_error"
@@ -157,10 +160,10 @@ public struct CouchServer: HTTPResponder {
         return try await revsLimit(store, request: request)
       }
     case .local(let db, let id):
-      let store = try open(db)
+      let store = try await open(db)
       return try await local(store, id: id, request: request, query: query)
     case .document(let db, let id):
-      let store = try open(db)
+      let store = try await open(db)
       return try await document(store, id: id, request: request, query: query, context: context)
     case .unsupported(let reason):
       throw ReplicationError.badRequest(reason)
@@ -175,9 +178,13 @@ public struct CouchServer: HTTPResponder {
     }
   }
 
-  /// The open database `name`; 404 when it does not exist, 400 for an illegal name.
-  func open(_ name: String) throws -> DocumentStore {
-    try dataDirectory.open(name, create: false)
+  /// The open database `name`; 404 when it does not exist, 400 for an illegal name. A store
+  /// not open yet is opened on the thread pool: opening can catch a projection up or rebuild
+  /// it, which must not hold an event loop.
+  func open(_ name: String) async throws -> DocumentStore {
+    if let store = dataDirectory.openStore(name) { return store }
+    let data = dataDirectory
+    return try await blocking { try data.open(name, create: false) }
   }
 
   /// Reads the whole request body, up to the configured limit.
@@ -217,6 +224,20 @@ public struct CouchServer: HTTPResponder {
   /// and fsync never occupy the cooperative threads that serve the feeds.
   func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await NIOThreadPool.singleton.runIfActive(body)
+  }
+
+  /// Rows a read may return on the event loop; a read that may return more (no `limit`, or a
+  /// larger one) runs on the thread pool, so one large answer does not stall the connections
+  /// that share its loop.
+  static let inlineReadLimit = 1_000
+
+  /// Runs a read inline when it is bounded by `limit` rows (at most ``inlineReadLimit``),
+  /// else on the thread pool.
+  func reading<T: Sendable>(limit: Int?, _ body: @escaping @Sendable () throws -> T) async throws
+    -> T
+  {
+    if let limit, limit <= Self.inlineReadLimit { return try body() }
+    return try await blocking(body)
   }
 
   /// The origin recorded for writes replicated over HTTP (`new_edits=false`).

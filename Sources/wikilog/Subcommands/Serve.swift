@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import Log
 import Logging
 import Projections
 import Replication
@@ -66,7 +67,11 @@ struct Serve: AsyncParsableCommand {
     } else {
       options.cors = .origins(corsOrigins)
     }
-    let data = DataDirectory(path: directory)
+    // Every HTTP write goes through the writer queue; concurrent writes share one synced
+    // commit, and each is answered once that commit is on disk.
+    var logOptions = EventLog.Options()
+    logOptions.durability = .groupCommit
+    let data = DataDirectory(path: directory, options: logOptions)
     defer { data.closeAll() }
     let host = bind.contains(":") ? "[\(bind)]" : bind
     let app = buildApplication(

@@ -1,0 +1,63 @@
+import Hummingbird
+import Log
+import Projections
+import RevTree
+
+extension CouchServer {
+  /// `GET /_node/{node}/_stats[/group[/metric]]`: CouchDB's statistics shape (each metric
+  /// `{"value", "type", "desc"}`), for what this process has written through the databases it
+  /// has open. `{node}` is `_local` or `nonode@nohost`, the name a single CouchDB node has.
+  ///
+  /// Besides CouchDB's `couchdb.database_writes`, the `wikilog` group shows group commit at work:
+  /// `commits` counts write transactions and `grouped_writes` the writes that went through the
+  /// writer queue, so `grouped_writes / group_commits` is the mean group size.
+  func nodeStats(node: String, path: [String], head: Bool) throws -> Response {
+    guard node == "_local" || node == "nonode@nohost" else {
+      throw ReplicationError("not_found", "no node named \(node)", status: 404)
+    }
+    var total = EventLog.Statistics()
+    for (_, store) in dataDirectory.openStores() {
+      let s = store.log.statistics
+      total.commits += s.commits
+      total.appendedEvents += s.appendedEvents
+      total.groups += s.groups
+      total.groupedWrites += s.groupedWrites
+    }
+    func counter(_ value: Int, _ desc: String) -> JSONValue {
+      .object(
+        JSONObject([
+          "value": .int(value), "type": .string("counter"), "desc": .string(desc),
+        ]))
+    }
+    var stats: JSONValue = .object(
+      JSONObject([
+        "couchdb": .object(
+          JSONObject([
+            "database_writes": counter(
+              total.appendedEvents, "number of times a database was changed")
+          ])),
+        "wikilog": .object(
+          JSONObject([
+            "commits": counter(total.commits, "write transactions committed"),
+            "appended_events": counter(total.appendedEvents, "events appended to the logs"),
+            "group_commits": counter(
+              total.groups, "groups of queued writes the writer took, one transaction each"),
+            "grouped_writes": counter(
+              total.groupedWrites, "writes that went through the writer queue"),
+            "open_databases": .object(
+              JSONObject([
+                "value": .int(dataDirectory.openStores().count), "type": .string("gauge"),
+                "desc": .string("databases open in this process"),
+              ])),
+          ])),
+      ]))
+    for segment in path {
+      guard let next = stats.objectValue?[segment] else {
+        throw ReplicationError(
+          "not_found", "no statistic at \(path.joined(separator: "/"))", status: 404)
+      }
+      stats = next
+    }
+    return CouchResponse.json(stats, includeBody: !head)
+  }
+}

@@ -1,0 +1,134 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Log
+import NIOCore
+import NIOHTTP1
+import Projections
+import Replication
+import RevTree
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The server's writes go through the log's writer queue: concurrent HTTP writes share synced
+/// commits, and none is answered before its commit is on disk.
+@Suite struct GroupCommitTests {
+  @Test("64 concurrent HTTP writes share commits, and every one is there afterwards")
+  func concurrentWritesShareCommits() async throws {
+    var logOptions = EventLog.Options()
+    logOptions.durability = .groupCommit
+    try await withServer(.live, logOptions: logOptions) { client, dir in
+      let base = "http://127.0.0.1:\(try #require(client.port))"
+      try await client.call(.put, "/db")
+      let before = try await client.call(.get, "/_node/_local/_stats/wikilog")
+      let commitsBefore = try #require(before["commits"]?["value"]?.int)
+      let writes = 64
+      let codes = try await withThrowingTaskGroup(of: Int.self) { group in
+        for i in 0..<writes {
+          group.addTask {
+            // Each on a connection of its own (the test client has one).
+            let body = #"{"n":\#(i),"text":"\#(String(repeating: "x", count: 250))"}"#
+            return try await httpStatus(.PUT, base + "/db/doc-\(i)", body)
+          }
+        }
+        var codes: [Int] = []
+        for try await code in group { codes.append(code) }
+        return codes
+      }
+      #expect(codes.allSatisfy { $0 == 201 }, "\(codes)")
+
+      let after = try await client.call(.get, "/_node/_local/_stats/wikilog")
+      let commits = try #require(after["commits"]?["value"]?.int) - commitsBefore
+      let grouped = try #require(after["grouped_writes"]?["value"]?.int)
+      #expect(grouped >= writes, "every write went through the writer queue")
+      #expect(commits >= 1 && commits < writes, "\(commits) commits for \(writes) writes")
+      let stats = try await client.call(.get, "/_node/nonode@nohost/_stats/couchdb/database_writes")
+      #expect(stats["type"]?.stringValue == "counter")
+      #expect(try await client.call(.get, "/_node/other@host/_stats").code == 404)
+      #expect(try await client.call(.get, "/_node/_local/_stats/nothing").code == 404)
+
+      let info = try await client.call(.get, "/db")
+      #expect(info["doc_count"]?.int == writes)
+      let store = try dir.data.open("db")
+      for i in 0..<writes {
+        #expect(try store.get("doc-\(i)")["n"]?.int == i)
+      }
+    }
+  }
+
+  @Test("SIGKILL of wikilog serve during concurrent HTTP writes loses no acknowledged write")
+  func killDuringHTTPWrites() async throws {
+    let path = NSTemporaryDirectory() + "wikilog-httpkill-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    let server = try ChildProcess(
+      ChildProcess.besideTests("wikilog"),
+      ["serve", "--db", path, "--port", "0", "--log-level", "error"])
+    defer { server.kill() }
+    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("serving") } })
+    let line = try #require(server.lines.first { $0.contains("serving") })
+    let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
+    let base = String(url.dropLast())
+
+    let send: @Sendable (HTTPMethod, String, String?) async throws -> Int = { method, path, body in
+      try await httpStatus(method, base + path, body)
+    }
+    #expect(try await send(.PUT, "/db", nil) == 201)
+
+    let acks = await withTaskGroup(of: [String].self) { group in
+      for writer in 0..<16 {
+        group.addTask {
+          var acknowledged: [String] = []
+          // Until the server is gone: a write either gets its 201 or fails.
+          while let code = try? await send(
+            .PUT, "/db/w\(writer)-\(acknowledged.count)", #"{"n":\#(acknowledged.count)}"#),
+            code == 201
+          {
+            acknowledged.append("w\(writer)-\(acknowledged.count)")
+          }
+          return acknowledged
+        }
+      }
+      group.addTask {
+        try? await Task.sleep(for: .seconds(1))
+        server.kill()
+        return []
+      }
+      var all: [String] = []
+      for await ids in group { all += ids }
+      return all
+    }
+    #expect(acks.count > 16)
+
+    let data = DataDirectory(path: path)
+    defer { data.closeAll() }
+    let store = try data.open("db")
+    for id in acks {
+      #expect(throws: Never.self, "acknowledged \(id) is lost") { try store.get(id) }
+    }
+    for name in store.projectionNames {
+      #expect(try store.verify(name) == [], "projection \(name)")
+    }
+    #expect(try store.log.verify().isValid)
+  }
+}
+
+/// Sends one request through AsyncHTTPClient's shared pool (a connection per concurrent
+/// request) and returns its status.
+func httpStatus(_ method: HTTPMethod, _ url: String, _ body: String?) async throws -> Int {
+  var request = HTTPClientRequest(url: url)
+  request.method = method
+  if let body {
+    request.headers.add(name: "Content-Type", value: "application/json")
+    request.body = .bytes(ByteBuffer(string: body))
+  }
+  let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+  _ = try await response.body.collect(upTo: 1 << 20)
+  return Int(response.status.code)
+}
