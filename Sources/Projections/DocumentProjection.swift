@@ -13,7 +13,7 @@ import RevTree
 ///
 /// `doc_count` is not stored: it is the number of `bySeq` rows (one per document) minus
 /// `doc_del_count`. (Stores written before that kept a `doc_count` row; opening one removes it.)
-public final class DocumentProjection: Projection, DocumentEventProjection {
+public final class DocumentProjection: Projection {
   public let name = "docs"
   public let databaseNames = ["byId", "bySeq", "local", "meta"]
 

@@ -25,12 +25,12 @@ public final class DocumentStore: Sendable {
   let documents = DocumentProjection()
   let documentStorage: ProjectionStorage
   /// Inline projections besides the documents, applied to every event in its transaction.
-  let others: [(projection: any Projection, storage: ProjectionStorage)]
+  let others: [InlineProjection]
   let checkpoints: Database
   let ownsLog: Bool
-  /// Whether a ``WikiProjection`` is among `others`: its share of each edit is then worked out
-  /// ahead of the writer (``WikiProjection/Prepared``).
-  let preparesWiki: Bool
+  /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
+  /// ahead of the writer.
+  let prepares: Bool
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
 
@@ -80,22 +80,25 @@ public final class DocumentStore: Sendable {
     self.scratch = scratch
     do {
       documentStorage = try ProjectionStorage.open(for: documents, in: log)
-      others = try projections.compactMap { projection in
+      var opened: [(any Projection, ProjectionStorage)] = []
+      for projection in projections {
         do {
-          return (projection, try ProjectionStorage.open(for: projection, in: log))
+          opened.append((projection, try ProjectionStorage.open(for: projection, in: log)))
         } catch LogError.invalidArgument where log.options.readOnly {
           // Read-only, and the projection was never built here (a database written by a
           // version or a program without it): the store opens without it, and what needs it
           // (drafts, wiki queries) says so.
-          return nil
         }
+      }
+      others = opened.enumerated().map { slot, entry in
+        InlineProjection(entry.0, storage: entry.1, slot: slot)
       }
       checkpoints = try log.database(named: "projections")
     } catch {
       throw StoreError.from(error)
     }
-    allProjections = [(documents, documentStorage)] + others
-    preparesWiki = others.contains { $0.projection is WikiProjection }
+    allProjections = [(documents, documentStorage)] + others.map { ($0.projection, $0.storage) }
+    prepares = others.contains { $0.prepare != nil }
     checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
     if !log.options.readOnly {
       try catchUp()
@@ -105,18 +108,19 @@ public final class DocumentStore: Sendable {
 
   /// Removes what stores written by earlier versions kept and this one does not: the
   /// `doc_count` row in `docs.meta` (the count is now derived), so that `verify` finds the live
-  /// projection equal to a rebuilt one, and the wiki projection's retired databases
-  /// (``WikiProjection/retiredDatabaseNames``). A store whose page links are still in
-  /// `wiki.links` (``WikiProjection/legacyLinksDatabase``) has its wiki projection rebuilt,
-  /// which writes them into the `pages` rows, and then loses that database; a crash between
-  /// the two leaves it for the next open to do again.
+  /// projection equal to a rebuilt one, and what the inline projections retired
+  /// (``ProjectionMigration``): their retired databases are removed, and a projection that
+  /// still has a database it asks to be rebuilt from is rebuilt, then loses that database; a
+  /// crash between the two leaves it for the next open to do again.
   func removeLegacyRows() throws {
-    if others.contains(where: { $0.projection is WikiProjection }) {
+    for inline in others {
+      guard let migration = inline.projection as? any ProjectionMigration else { continue }
       do {
-        for name in WikiProjection.retiredDatabaseNames { try log.removeDatabase(named: name) }
-        if try log.hasDatabase(named: WikiProjection.legacyLinksDatabase) {
-          try rebuild("wiki")
-          try log.removeDatabase(named: WikiProjection.legacyLinksDatabase)
+        for name in migration.retiredDatabaseNames { try log.removeDatabase(named: name) }
+        let stale = try migration.rebuildingDatabaseNames.filter { try log.hasDatabase(named: $0) }
+        if !stale.isEmpty {
+          try rebuild(inline.projection.name)
+          for name in stale { try log.removeDatabase(named: name) }
         }
       } catch {
         throw StoreError.from(error)
@@ -165,13 +169,13 @@ public final class DocumentStore: Sendable {
   /// `record` and `merged` are the document's record before the event and its tree after, when
   /// the write path has them; `parsedBody` is the event's body as the write path parsed it
   /// (handed on in ``AppendFacts``); `context` learns that the document changed. `payload` is
-  /// `e` encoded and `wiki` the wiki projection's share of it, when worked out ahead
-  /// (``PreparedWrite``).
+  /// `e` encoded and `shares` the change projections' shares of its revision, when worked out
+  /// ahead (``PreparedWrite``).
   @discardableResult
   func append(
     _ e: DocumentEvent, actor: String, txn: WriteTransaction, record: DocumentRecord? = nil,
     merged: RevisionTree? = nil, parsedBody: JSONValue? = nil, context: WriteContext? = nil,
-    payload: [UInt8]? = nil, wiki: WikiProjection.Prepared? = nil
+    payload: [UInt8]? = nil, shares: Shares = .none
   ) throws -> RecordedEvent {
     context?.appended(e.docID)
     if e.kind == .revsLimit { context?.revsLimit = nil }
@@ -186,13 +190,12 @@ public final class DocumentStore: Sendable {
         e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
         merged: merged)
       facts?.body = parsedBody
-      facts?.wiki = wiki
+      facts?.shares = shares
     } else {
       try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
     }
-    var decoded: DocumentEvent?? = .some(e)
-    for (projection, storage) in others {
-      try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
+    for inline in others {
+      try inline.apply(event, decoded: e, facts: facts, txn: txn)
     }
     return event
   }
@@ -202,9 +205,14 @@ public final class DocumentStore: Sendable {
   @discardableResult
   func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
     let recorded = try txn.append(event)
-    var decoded: DocumentEvent?? = nil
-    for (projection, storage) in allProjections {
-      try projection.apply(recorded, decoded: &decoded, to: storage, in: txn)
+    guard DocumentEvent.Kind(eventType: recorded.type) == nil else {
+      throw StoreError(
+        "internal_server_error", "document events are appended with append(_:actor:txn:)",
+        status: 500)
+    }
+    try documents.apply(recorded, to: documentStorage, in: txn)
+    for inline in others {
+      try inline.apply(recorded, decoded: nil, facts: nil, txn: txn)
     }
     return recorded
   }
@@ -238,8 +246,8 @@ public final class DocumentStore: Sendable {
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
-    if let wiki = try p.schema.get() {
-      try requireWiki(wiki, page: p.id, txn: txn, context: context)
+    for requirement in try p.schema.get() {
+      try require(requirement, txn: txn, context: context)
     }
     let body = try p.body.get()
     // The event worked out ahead holds when the tree agrees on the parent (a new document
@@ -253,7 +261,7 @@ public final class DocumentStore: Sendable {
     guard outcome.updated else { throw StoreError.conflict }
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
-      context: context, payload: ready ? p.payload : nil, wiki: ready ? p.wiki : nil)
+      context: context, payload: ready ? p.payload : nil, shares: ready ? p.shares : .none)
     return e.rev
   }
 
@@ -285,7 +293,7 @@ public final class DocumentStore: Sendable {
     guard outcome.updated else { return }
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
-      context: context, payload: p.payload, wiki: p.wiki)
+      context: context, payload: p.payload, shares: p.shares)
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).
@@ -427,7 +435,7 @@ public final class DocumentStore: Sendable {
   /// store) is rebuilt instead: the trees of the events it missed are not the current ones.
   func catchUp() throws {
     for (projection, storage) in allProjections {
-      if let p = projection as? any DocumentEventProjection, p.needsDocumentTrees {
+      if projection is any DocumentChangeProjection {
         let behind = try log.read { txn in
           try checkpoint(of: projection.name, txn: txn) < txn.lastPosition.rawValue
         }
@@ -490,10 +498,11 @@ public final class DocumentStore: Sendable {
       throw StoreError.notFound("no projection named '\(name)'")
     }
     if let scratchDocs = try scratchDocuments(for: projection) {
+      let alone = [InlineProjection(projection, storage: storage, slot: nil)]
       try replayFromStart([(projection, storage)], extraScratch: scratchDocs) { event, txn in
         try apply(
           ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
-          then: [(projection, storage)], txn: txn)
+          then: alone, txn: txn)
       }
     } else {
       try replayFromStart([(projection, storage)]) { event, txn in
@@ -503,13 +512,11 @@ public final class DocumentStore: Sendable {
   }
 
   /// For a projection that takes each edit's tree from the documents projection
-  /// (``DocumentEventProjection/needsDocumentTrees``): scratch databases (`docs.*.replay`) for
+  /// (a ``DocumentChangeProjection``): scratch databases (`docs.*.replay`) for
   /// the documents projection to be replayed into alongside it, so that it gets the trees of
   /// each event's moment; the replay empties them before and after. Nil for other projections.
   func scratchDocuments(for projection: any Projection) throws -> ProjectionStorage? {
-    guard let p = projection as? any DocumentEventProjection, p.needsDocumentTrees else {
-      return nil
-    }
+    guard projection is any DocumentChangeProjection else { return nil }
     return try ProjectionStorage.open(for: documents, in: log, suffix: ".replay")
   }
 
@@ -523,7 +530,8 @@ public final class DocumentStore: Sendable {
   /// Decoding runs a batch ahead on a second thread (``ReplayDecoder``): while the writer
   /// applies one batch of events, the next one's payloads are decoded and their bodies parsed.
   public func rebuildAll() throws {
-    let decoder = ReplayDecoder(parseBodies: !others.isEmpty, prepareWiki: preparesWiki)
+    let decoder = ReplayDecoder(
+      parseBodies: !others.isEmpty, prepare: prepares ? others.map(\.prepare) : [])
     var batch: [RecordedEvent] = []
     batch.reserveCapacity(ReplayDecoder.batchSize)
     var inFlight: ReplayDecoder.Batch? = nil
@@ -585,23 +593,22 @@ public final class DocumentStore: Sendable {
   /// or scratch copies) and then to `projections`, handing them what it made of the event.
   func apply(
     _ prepared: ReplayDecoder.Prepared, documentsIn docs: ProjectionStorage,
-    then projections: [(projection: any Projection, storage: ProjectionStorage)],
-    txn: WriteTransaction
+    then projections: [InlineProjection], txn: WriteTransaction
   ) throws {
     let event = prepared.event
-    var decoded: DocumentEvent?? = .some(try prepared.decoded.get())
+    let decoded = try prepared.decoded.get()
     var facts: AppendFacts? = nil
-    if let e = decoded!, e.kind == .edit || e.kind == .replicated {
+    if let e = decoded, e.kind == .edit || e.kind == .replicated {
       facts = try documents.applyDocument(
         e, at: event.position.rawValue, storage: docs, txn: txn,
         isFirst: event.streamVersion == 1)
       facts?.body = prepared.body
-      facts?.wiki = prepared.wiki
+      facts?.shares = prepared.shares
     } else {
-      try documents.apply(decoded!, facts: nil, of: event, to: docs, in: txn)
+      try documents.apply(decoded, facts: nil, of: event, to: docs, in: txn)
     }
-    for (projection, storage) in projections {
-      try projection.apply(event, decoded: &decoded, facts: facts, to: storage, in: txn)
+    for inline in projections {
+      try inline.apply(event, decoded: decoded, facts: facts, txn: txn)
     }
   }
 
@@ -615,13 +622,14 @@ public final class DocumentStore: Sendable {
     }
     let scratch = try ProjectionStorage.open(for: projection, in: log, suffix: ".verify")
     let scratchDocs = try scratchDocuments(for: projection)
+    let alone = [InlineProjection(projection, storage: scratch, slot: nil)]
     return try writeDocumentsRaw { txn in
       for db in scratch.all + (scratchDocs?.all ?? []) { try txn.removeAll(in: db) }
       try txn.forEachEvent(from: 1) { event in
         if let scratchDocs {
           try apply(
             ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
-            then: [(projection, scratch)], txn: txn)
+            then: alone, txn: txn)
         } else {
           try projection.apply(event, to: scratch, in: txn)
         }

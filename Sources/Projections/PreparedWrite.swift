@@ -5,8 +5,8 @@ import Synchronization
 
 /// The part of one document write that depends on the request alone and not on the store:
 /// the checks that need no tree, the body as stored, and — for the parent the request names —
-/// the new revision, its event's payload and the wiki projection's share
-/// (``WikiProjection/Prepared``).
+/// the new revision, its event's payload and the change projections' shares of it
+/// (``DocumentChangeProjection/prepare(_:rev:body:)``).
 ///
 /// A `_bulk_docs` call works these out on a helper thread while its transaction writes the
 /// documents before (``Lookahead``), so the writer is left with what needs the store: the
@@ -26,9 +26,9 @@ final class PreparedWrite: Sendable {
   let early: StoreError?
   /// A local edit's `_rev`, parsed.
   let requested: RevID?
-  /// A local edit's TouchWiki check: the wiki a page needs (checked in the transaction), or why
-  /// the body is refused.
-  let schema: Result<String?, StoreError>
+  /// A local edit's validation: what it needs of the store (checked in the transaction), or
+  /// why the body is refused.
+  let schema: Result<[DocumentRequirement], StoreError>
   /// The body as stored, or why it is refused (too large).
   let body: Result<[UInt8], StoreError>
   /// The event, when nothing above failed. For a local edit it is the one for `guessedParent`
@@ -38,14 +38,13 @@ final class PreparedWrite: Sendable {
   let guessedParent: RevID?
   /// `event` encoded, as the log stores it.
   let payload: [UInt8]?
-  /// The wiki projection's share of `event`'s revision, when the store has that projection.
-  let wiki: WikiProjection.Prepared?
+  /// The change projections' shares of `event`'s revision.
+  let shares: Shares
 
   init(
     input: DocumentInput, id: String, early: StoreError?, requested: RevID?,
-    schema: Result<String?, StoreError>, body: Result<[UInt8], StoreError>,
-    event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?,
-    wiki: WikiProjection.Prepared?
+    schema: Result<[DocumentRequirement], StoreError>, body: Result<[UInt8], StoreError>,
+    event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?, shares: Shares
   ) {
     self.input = input
     self.id = id
@@ -56,14 +55,14 @@ final class PreparedWrite: Sendable {
     self.event = event
     self.guessedParent = guessedParent
     self.payload = payload
-    self.wiki = wiki
+    self.shares = shares
   }
 
   /// A write refused before the store is needed: `error` is thrown first thing.
   convenience init(refusing error: StoreError, input: DocumentInput, id: String) {
     self.init(
-      input: input, id: id, early: error, requested: nil, schema: .success(nil),
-      body: .failure(error), event: nil, guessedParent: nil, payload: nil, wiki: nil)
+      input: input, id: id, early: error, requested: nil, schema: .success([]),
+      body: .failure(error), event: nil, guessedParent: nil, payload: nil, shares: .none)
   }
 }
 
@@ -92,7 +91,7 @@ extension DocumentStore {
     else {
       return PreparedWrite(
         input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
-        event: nil, guessedParent: requested, payload: nil, wiki: nil)
+        event: nil, guessedParent: requested, payload: nil, shares: .none)
     }
     // The parent is the `_rev` named; a new document has none (unless it recreates a deleted
     // one, which the writer finds in the tree).
@@ -100,7 +99,7 @@ extension DocumentStore {
     return PreparedWrite(
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
-      wiki: wikiShare(input, id: id, rev: event.rev))
+      shares: shares(input, id: id, rev: event.rev))
   }
 
   /// The event of a local edit on `parent`, and its new revision.
@@ -154,17 +153,16 @@ extension DocumentStore {
       kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
       origin: origin, body: bytes)
     return PreparedWrite(
-      input: input, id: id, early: nil, requested: nil, schema: .success(nil),
+      input: input, id: id, early: nil, requested: nil, schema: .success([]),
       body: .success(bytes), event: e, guessedParent: nil, payload: e.encoded(),
-      wiki: wikiShare(input, id: id, rev: rev))
+      shares: shares(input, id: id, rev: rev))
   }
 
-  /// The wiki projection's share of revision `rev` of `input`, when the store has that
-  /// projection.
-  func wikiShare(_ input: DocumentInput, id: String, rev: RevID) -> WikiProjection.Prepared? {
-    guard preparesWiki else { return nil }
-    return WikiProjection.prepare(
-      id, rev: rev.description, body: input.deleted ? nil : .object(input.body))
+  /// The change projections' shares of revision `rev` of `input`.
+  func shares(_ input: DocumentInput, id: String, rev: RevID) -> Shares {
+    guard prepares else { return .none }
+    let body: JSONValue? = input.deleted ? nil : .object(input.body)
+    return Shares(values: others.map { $0.prepare?(id, rev, body) })
   }
 
   /// Bulk calls with fewer documents than this are prepared inline: a hand-over to the helper

@@ -1,5 +1,5 @@
 public import Log
-import RevTree
+public import RevTree
 
 /// A view of the log kept in LMDB databases of its own: applied event by event, in the append
 /// transaction (inline) or catching up from its checkpoint, and rebuildable from the log at any
@@ -30,42 +30,103 @@ public protocol Projection: AnyObject, Sendable {
   func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) throws
 }
 
-/// A projection of document events that can take an event its caller already decoded, so that
-/// several projections applied to one event decode it once.
-protocol DocumentEventProjection: Projection {
-  /// Applies `event`, whose document payload is `decoded` (nil when it is not a document
-  /// event); `facts` is what the documents projection made of it (see ``needsDocumentTrees``).
-  func apply(
-    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
-    to storage: ProjectionStorage, in txn: WriteTransaction) throws
+/// A projection of document changes, on the store's fast path.
+///
+/// For every document edit and replicated revision, the store hands such a projection the
+/// change as the documents projection made it (``DocumentChange``: the id, the revision the
+/// event adds, the merged tree, whether the winner changed, the body parsed), in the append
+/// transaction, in ``DocumentStore/rebuildAll()`` and in as-of views; every other event reaches
+/// ``Projection/apply(_:to:in:)`` as usual. When the store replays such a projection alone
+/// (``DocumentStore/rebuild(_:)``, ``DocumentStore/verify(_:maxDifferences:)``, or catching
+/// up one that is behind), it replays the documents projection alongside into scratch
+/// databases, so that each change comes with the tree of its moment.
+///
+/// What a projection needs of a revision that depends on the revision alone — parsing fields,
+/// building a row, extracting links — it can work out in ``prepare(_:rev:body:)``, which the
+/// store calls off the writer thread (on a `_bulk_docs` helper thread, the caller's thread of
+/// a single write, or ``DocumentStore/rebuildAll()``'s decoder thread); the result comes back
+/// as `share` in ``apply(_:share:to:in:)`` for the change that adds that revision.
+///
+/// ```swift
+/// /// Document ids by their `type` field, for the winning revision of each live document.
+/// final class TypeIndex: DocumentChangeProjection {
+///   let name = "types"
+///   let databaseNames = ["byType"]
+///   func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> String? {
+///     body?["type"]?.stringValue
+///   }
+///   func apply(_ change: DocumentChange, share: String?, to storage: ProjectionStorage,
+///              in txn: WriteTransaction) throws {
+///     guard change.winnerChanged else { return }
+///     // ... key type · 0x00 · id for the winner's type, removing the old one ...
+///   }
+///   func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) {}
+/// }
+/// ```
+public protocol DocumentChangeProjection: Projection {
+  /// What ``prepare(_:rev:body:)`` works out ahead of the writer.
+  associatedtype Share: Sendable = Void
 
-  /// Whether the projection works from the documents projection's result: every document
-  /// edit then reaches it with ``AppendFacts`` (the document's tree after the event). The store
-  /// applies such a projection right after the documents projection — in the append
-  /// transaction, in ``DocumentStore/rebuildAll()`` — and, when it replays it alone (rebuild,
-  /// verify, catching up), replays the documents projection alongside into scratch databases.
-  var needsDocumentTrees: Bool { get }
+  /// Works out, off the writer thread, this projection's share of revision `rev` of document
+  /// `docID`, whose body is `body` (nil for a deletion or a body that does not parse). Must be
+  /// a pure function of its arguments. Nil when there is nothing to work out ahead.
+  func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Share?
+
+  /// Applies one document change, in the transaction that appends its event (or replays it).
+  /// `share` is what ``prepare(_:rev:body:)`` gave for the revision the event adds, when it
+  /// was worked out ahead; nil otherwise. Must depend only on the change, the log and the
+  /// projection's own databases, so that replay rebuilds the same state.
+  func apply(
+    _ change: DocumentChange, share: Share?, to storage: ProjectionStorage,
+    in txn: WriteTransaction) throws
 }
 
-extension DocumentEventProjection {
-  var needsDocumentTrees: Bool { false }
+extension DocumentChangeProjection where Share == Void {
+  public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Void? { nil }
 }
 
-extension Projection {
-  /// Applies `event`, handing the decoded document payload to projections that take it.
-  /// `decoded` is filled on first use (`.some(nil)` for events that are not document events).
-  func apply(
-    _ event: RecordedEvent, decoded: inout DocumentEvent??, facts: AppendFacts? = nil,
-    to storage: ProjectionStorage, in txn: WriteTransaction
-  ) throws {
-    guard let p = self as? any DocumentEventProjection else {
-      return try apply(event, to: storage, in: txn)
+/// One document edit or replicated revision, as the documents projection made it: what a
+/// ``DocumentChangeProjection`` is given.
+public struct DocumentChange: Sendable {
+  /// The event that made the change (position, time, actor).
+  public let event: RecordedEvent
+  /// The document.
+  public let docID: String
+  /// The revision the event adds.
+  public let rev: RevID?
+  /// Whether that revision is a deletion.
+  public let deleted: Bool
+  /// Whether the revision was replicated (`new_edits=false`) rather than a local edit.
+  public let replicated: Bool
+  /// The document's revision tree after the event (each revision's body is the log position
+  /// of the event that carries it).
+  public let tree: RevisionTree
+  /// Whether the winning revision (its id, status or body) differs from the one before the
+  /// event. A revision that loses a conflict leaves it as it was.
+  public let winnerChanged: Bool
+  /// The body of the revision the event adds, as stored in the event.
+  public let bodyBytes: [UInt8]
+  /// That body parsed, when the write path or the replay parsed it already.
+  public let parsedBody: JSONValue?
+
+  /// The body of the revision the event adds, parsed (nil when it does not parse).
+  public var body: JSONValue? { parsedBody ?? (try? JSONValue(parsing: bodyBytes)) }
+
+  /// The body of the winning revision, parsed: the event's own when it wins, else read from
+  /// the log. Nil when the winner is deleted, missing or its body does not parse.
+  public func winnerBody(in txn: ReadTransaction) throws -> JSONValue? {
+    guard let w = tree.winner, !w.isDeleted, let at = w.body else { return nil }
+    if at == event.position.rawValue { return body }
+    return try? JSONValue(parsing: try Self.body(at: at, in: txn))
+  }
+
+  /// The body of the document revision whose event is at log `position`.
+  public static func body(at position: UInt64, in txn: ReadTransaction) throws -> [UInt8] {
+    guard let event = try txn.event(at: LogPosition(position)) else {
+      throw StoreError(
+        "internal_server_error", "the body at \(position) is missing from the log", status: 500)
     }
-    if decoded == nil {
-      decoded = .some(
-        DocumentEvent.Kind(eventType: event.type) != nil ? try DocumentEvent(decoding: event) : nil)
-    }
-    try p.apply(decoded!, facts: facts, of: event, to: storage, in: txn)
+    return try DocumentEvent(decoding: event).body
   }
 }
 
@@ -78,11 +139,87 @@ struct AppendFacts {
   /// (bodies pointing to log positions).
   var tree: RevisionTree
   /// Whether the winning revision (its id, status or body) differs from the one before the
-  /// event. A revision that loses a conflict leaves it as it was.
+  /// event.
   var winnerChanged: Bool
-  /// What the event's revision makes of the wiki projection's row if it wins, worked out
-  /// ahead of the writer (``WikiProjection/Prepared``); nil when not.
-  var wiki: WikiProjection.Prepared? = nil
+  /// The change projections' shares of the event's revision, worked out ahead of the writer
+  /// (``Shares``).
+  var shares: Shares = .none
+
+  func change(_ e: DocumentEvent, of event: RecordedEvent) -> DocumentChange {
+    DocumentChange(
+      event: event, docID: e.docID, rev: e.path?.leaf, deleted: e.deleted,
+      replicated: e.kind == .replicated, tree: tree, winnerChanged: winnerChanged,
+      bodyBytes: e.body, parsedBody: body)
+  }
+}
+
+/// The shares of one revision that the store's change projections worked out ahead, by the
+/// projection's place among the store's inline projections.
+struct Shares: Sendable {
+  let values: [(any Sendable)?]
+
+  static let none = Shares(values: [])
+
+  subscript(slot: Int) -> (any Sendable)? { slot < values.count ? values[slot] : nil }
+}
+
+/// An inline projection as the store runs it: its databases and, for a
+/// ``DocumentChangeProjection``, its two fast-path entries with the share's type erased (done
+/// once, when the store opens).
+struct InlineProjection: Sendable {
+  let projection: any Projection
+  let storage: ProjectionStorage
+  /// Its place among the store's inline projections (``Shares``' index); nil for a projection
+  /// replayed on its own.
+  let slot: Int?
+  let prepare: (@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?
+  let applyChange:
+    (
+      @Sendable (DocumentChange, (any Sendable)?, ProjectionStorage, WriteTransaction) throws ->
+        Void
+    )?
+
+  init(_ projection: any Projection, storage: ProjectionStorage, slot: Int?) {
+    self.projection = projection
+    self.storage = storage
+    self.slot = slot
+    if let p = projection as? any DocumentChangeProjection {
+      (prepare, applyChange) = Self.entries(p)
+    } else {
+      (prepare, applyChange) = (nil, nil)
+    }
+  }
+
+  private static func entries<P: DocumentChangeProjection>(_ p: P) -> (
+    @Sendable (String, RevID, JSONValue?) -> (any Sendable)?,
+    @Sendable (DocumentChange, (any Sendable)?, ProjectionStorage, WriteTransaction) throws -> Void
+  ) {
+    (
+      { id, rev, body in p.prepare(id, rev: rev, body: body) },
+      { change, share, storage, txn in
+        try p.apply(change, share: share as? P.Share, to: storage, in: txn)
+      }
+    )
+  }
+
+  /// Whether the projection takes document changes (and so needs the documents projection's
+  /// trees when it is replayed alone).
+  var takesChanges: Bool { applyChange != nil }
+
+  /// Applies one event: a document edit to a change projection as a ``DocumentChange`` (nothing
+  /// when `facts` is nil: the documents projection found nothing changed), everything else
+  /// through ``Projection/apply(_:to:in:)``.
+  func apply(
+    _ event: RecordedEvent, decoded: DocumentEvent?, facts: AppendFacts?, txn: WriteTransaction
+  ) throws {
+    if let applyChange, let e = decoded, e.kind == .edit || e.kind == .replicated {
+      guard let facts else { return }
+      try applyChange(
+        facts.change(e, of: event), slot.flatMap { facts.shares[$0] }, storage, txn)
+    } else {
+      try projection.apply(event, to: storage, in: txn)
+    }
+  }
 }
 
 /// The databases of one projection, by logical name.
@@ -110,4 +247,17 @@ public struct ProjectionStorage: Sendable {
     }
     return ProjectionStorage(entries: entries)
   }
+}
+
+/// A projection whose earlier versions kept databases this one no longer has, or kept its rows
+/// in a shape it reads no more. When a writable ``DocumentStore`` opens, it removes the
+/// ``retiredDatabaseNames``, and when one of the ``rebuildingDatabaseNames`` is present it
+/// rebuilds the projection from the log and then removes them (a crash in between leaves them
+/// for the next open, which does it again).
+public protocol ProjectionMigration: Projection {
+  /// LMDB names of databases to remove at open.
+  var retiredDatabaseNames: [String] { get }
+  /// LMDB names of databases whose presence means the projection's rows are in an old shape:
+  /// the projection is rebuilt, then they are removed.
+  var rebuildingDatabaseNames: [String] { get }
 }

@@ -19,9 +19,8 @@ final class ReplayDecoder: Sendable {
     let decoded: Result<DocumentEvent?, StoreError>
     /// The parsed body of a live document revision, when bodies are parsed and it parses.
     let body: JSONValue?
-    /// What the event's revision makes of the wiki projection's row if it wins, when the
-    /// store has that projection (``AppendFacts/wiki``).
-    var wiki: WikiProjection.Prepared? = nil
+    /// The change projections' shares of the event's revision (``AppendFacts/shares``).
+    var shares: Shares = .none
   }
 
   /// A batch being decoded; ``wait()`` returns it once done.
@@ -39,31 +38,35 @@ final class ReplayDecoder: Sendable {
 
   private let queue = DispatchQueue(label: "wikilog.replay-decoder", qos: .userInitiated)
   private let parseBodies: Bool
-  private let prepareWiki: Bool
+  private let prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?]
 
   /// `parseBodies`: whether projections after the documents take the parsed body
-  /// (``AppendFacts/body``); the documents projection alone does not need it. `prepareWiki`:
-  /// whether the store has a ``WikiProjection``, whose share is then worked out here too.
-  init(parseBodies: Bool, prepareWiki: Bool) {
-    self.parseBodies = parseBodies || prepareWiki
-    self.prepareWiki = prepareWiki
+  /// (``AppendFacts/body``); the documents projection alone does not need it. `prepare`: the
+  /// inline projections' ``DocumentChangeProjection/prepare(_:rev:body:)`` (nil for those
+  /// that have none; empty when none has), whose shares are worked out here too.
+  init(
+    parseBodies: Bool, prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?]
+  ) {
+    self.parseBodies = parseBodies || !prepare.isEmpty
+    self.prepare = prepare
   }
 
   /// Starts decoding `events` on the decoder's thread.
   func start(_ events: [RecordedEvent]) -> Batch {
     let batch = Batch()
     let parse = parseBodies
-    let wiki = prepareWiki
+    let prepare = prepare
     queue.async {
-      batch.prepared = events.map { Self.prepare($0, parseBody: parse, prepareWiki: wiki) }
+      batch.prepared = events.map { Self.prepare($0, parseBody: parse, shares: prepare) }
       batch.done.signal()
     }
     return batch
   }
 
-  static func prepare(_ event: RecordedEvent, parseBody: Bool, prepareWiki: Bool = false)
-    -> Prepared
-  {
+  static func prepare(
+    _ event: RecordedEvent, parseBody: Bool,
+    shares prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?] = []
+  ) -> Prepared {
     guard DocumentEvent.Kind(eventType: event.type) != nil else {
       return Prepared(event: event, decoded: .success(nil), body: nil)
     }
@@ -74,15 +77,15 @@ final class ReplayDecoder: Sendable {
       return Prepared(event: event, decoded: .failure(error), body: nil)
     }
     var body: JSONValue? = nil
-    var wiki: WikiProjection.Prepared? = nil
+    var shares = Shares.none
     if decoded.kind == .edit || decoded.kind == .replicated {
       if parseBody, !decoded.deleted {
         body = try? JSONValue(parsing: decoded.body)
       }
-      if prepareWiki, let leaf = decoded.path?.leaf {
-        wiki = WikiProjection.prepare(decoded.docID, rev: leaf.description, body: body)
+      if !prepare.isEmpty, let leaf = decoded.path?.leaf {
+        shares = Shares(values: prepare.map { $0?(decoded.docID, leaf, body) })
       }
     }
-    return Prepared(event: event, decoded: .success(decoded), body: body, wiki: wiki)
+    return Prepared(event: event, decoded: .success(decoded), body: body, shares: shares)
   }
 }

@@ -6,8 +6,9 @@
 /// does not hold: a savepoint that is rolled back leaves at worst a forgotten entry, which is
 /// read again. It lives for one body on the writer's thread and is never shared.
 final class WriteContext {
-  /// Whether a wiki (by id) exists for local page edits: see ``DocumentStore/validate``.
-  private var wikiExists: [String: Bool] = [:]
+  /// Whether a validator's requirement holds, for local edits: see
+  /// ``DocumentStore/require(_:txn:context:)``.
+  private var requirements: [DocumentRequirement: Bool] = [:]
 
   /// The database's revs_limit, once read. A write body never changes it (``DocumentStore/setRevsLimit(_:actor:)``
   /// runs a transaction of its own).
@@ -15,12 +16,12 @@ final class WriteContext {
 
   init() {}
 
-  func wiki(_ id: String) -> Bool? { wikiExists[id] }
+  func requirement(_ r: DocumentRequirement) -> Bool? { requirements[r] }
 
-  func remember(wiki id: String, exists: Bool) { wikiExists[id] = exists }
+  func remember(_ r: DocumentRequirement, holds: Bool) { requirements[r] = holds }
 
   /// Called for every document event appended in the body.
   func appended(_ docID: String) {
-    if !wikiExists.isEmpty { wikiExists[docID] = nil }
+    if !requirements.isEmpty { requirements = requirements.filter { $0.key.documentID != docID } }
   }
 }

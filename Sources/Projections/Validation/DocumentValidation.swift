@@ -1,155 +1,112 @@
 import Log
-import RevTree
+public import RevTree
 
-/// Which rules a ``DocumentStore`` checks documents against, besides CouchDB's own (ids,
-/// special fields, JSON objects, the size limit), which always apply.
+/// Checks documents before they are written, besides CouchDB's own rules (ids, special
+/// fields, JSON objects, the size limit), which always apply: the store's `validate_doc_update`.
 ///
-/// ## The TouchWiki schema (``touchWiki``, the default)
-/// Only documents whose `type` is `"wiki"` or `"page"` are checked; every other document,
-/// and every deletion, is an ordinary CouchDB document. A refusal is CouchDB's answer to a
-/// `validate_doc_update` function that throws `{forbidden: reason}`: 403 `forbidden`, nothing
-/// written.
-///
-/// | field | wiki | page |
-/// | --- | --- | --- |
-/// | `_id` | no `:` | `<wikiId>:<Page Name>`, both parts non-empty |
-/// | `title` | string, required | — |
-/// | `owner_id` | non-empty string, required | — |
-/// | `members` | array of strings, required | — |
-/// | `wiki_id` | — | string equal to the id's `<wikiId>`, required |
-/// | `markdown` | string, optional | string, required |
-/// | `created_at`, `updated_at` | ISO-8601 date-time string, optional | the same |
-/// | `updated_by` | — | string, optional |
-///
-/// Timestamps and `updated_by` may be absent (older TouchWiki clients did not always write
-/// them), but when present they must have these types. Other fields are free.
-///
-/// A local edit of a page (`new_edits=true`) also needs its wiki to exist: the wiki document's
-/// winning revision must be live and of type `"wiki"`. A replicated write (`new_edits=false`)
-/// does not: replication sends documents in changes-feed order, so a page can arrive before its
-/// wiki. Replicated revisions are still checked against the field types (as CouchDB runs
-/// `validate_doc_update` on replicated writes), and a refused one is reported in the
-/// `_bulk_docs` answer like any failure.
+/// A validator looks at one revision at a time, short of the store, off the writer thread (it
+/// must be a pure function of its arguments). It refuses a revision by throwing a
+/// ``StoreError`` (``StoreError/validation(_:)`` is CouchDB's 403 `forbidden`); nothing is
+/// written then. What it cannot decide from the revision alone it returns as a
+/// ``DocumentRequirement``, which the store checks inside the write transaction for local edits
+/// (`new_edits=true`) — replicated revisions arrive in changes-feed order, so what they refer
+/// to may come later. Deletions are passed too (`deleted` true, with their body, if any).
 ///
 /// ```swift
-/// let store = try DocumentStore(directory: path, validation: .touchWiki)
-/// try store.put(#"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"Hi"}"#, actor: "ann")
-/// // 403 forbidden: the wiki 'w1' does not exist
+/// struct NoEmptyTitles: DocumentValidator {
+///   func validate(_ docID: String, body: JSONObject, deleted: Bool) throws(StoreError)
+///     -> DocumentRequirement?
+///   {
+///     if !deleted, body["title"]?.stringValue == "" { throw .validation("empty title") }
+///     return nil
+///   }
+/// }
+/// let store = try DocumentStore(directory: path, validation: DocumentValidation([NoEmptyTitles()]))
 /// ```
-public enum DocumentValidation: Sendable, Hashable {
-  /// CouchDB's rules only.
-  case couchDB
-  /// CouchDB's rules and the TouchWiki schema for wiki and page documents.
-  case touchWiki
+public protocol DocumentValidator: Sendable {
+  func validate(_ docID: String, body: JSONObject, deleted: Bool) throws(StoreError)
+    -> DocumentRequirement?
 }
 
-/// The TouchWiki schema checks of ``DocumentValidation/touchWiki``.
-enum TouchWikiSchema {
-  /// Checks a revision's body; returns the wiki a page needs (nil when none is needed).
-  static func check(id: String, body: JSONObject, deleted: Bool) throws(StoreError) -> String? {
-    guard !deleted, let type = body["type"]?.stringValue else { return nil }
-    switch type {
-    case "wiki":
-      guard !id.utf8.contains(UInt8(ascii: ":")) else {
-        throw StoreError.validation("a wiki's id may not contain ':' (that makes it a page id)")
-      }
-      try string(body, "title", of: "wiki")
-      try string(body, "owner_id", of: "wiki", nonEmpty: true)
-      guard let members = body["members"] else {
-        throw StoreError.validation("a wiki needs 'members', an array of user ids")
-      }
-      guard let list = members.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
-        throw StoreError.validation("a wiki's 'members' must be an array of strings")
-      }
-      try string(body, "markdown", of: "wiki", optional: true)
-      try timestamps(body, of: "wiki")
-      return nil
-    case "page":
-      let bytes = Array(id.utf8)
-      guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-        colon < bytes.count - 1
-      else {
-        throw StoreError.validation("a page's id must be <wikiId>:<Page Name>, not '\(id)'")
-      }
-      let wiki = String(decoding: bytes[..<colon], as: UTF8.self)
-      guard let wikiID = body["wiki_id"] else {
-        throw StoreError.validation("a page needs 'wiki_id', the id of its wiki")
-      }
-      guard let s = wikiID.stringValue, Array(s.utf8) == Array(wiki.utf8) else {
-        throw StoreError.validation(
-          "a page's 'wiki_id' must be the string '\(wiki)', the part of its id before ':'")
-      }
-      try string(body, "markdown", of: "page")
-      try string(body, "updated_by", of: "page", optional: true)
-      try timestamps(body, of: "page")
-      return wiki
-    default:
-      return nil
-    }
+/// Something a revision needs of the store: the winning revision of document ``documentID``
+/// is live and its `type` field is ``type``. Checked in the write transaction of a local edit;
+/// when it does not hold, the edit is refused with 403 `forbidden` and ``refusal``.
+public struct DocumentRequirement: Sendable, Hashable {
+  public var documentID: String
+  public var type: String
+  public var refusal: String
+
+  public init(documentID: String, type: String, refusal: String) {
+    self.documentID = documentID
+    self.type = type
+    self.refusal = refusal
+  }
+}
+
+/// The validators a ``DocumentStore`` runs, in order (the first refusal wins; the
+/// requirements of all are checked).
+///
+/// ``couchDB`` has none: CouchDB's own rules only. Modules add their rule sets as static
+/// members (the wiki's TouchWiki schema is ``touchWiki``).
+public struct DocumentValidation: Sendable {
+  public var validators: [any DocumentValidator]
+
+  public init(_ validators: [any DocumentValidator]) {
+    self.validators = validators
   }
 
-  static func string(
-    _ body: JSONObject, _ key: String, of type: String, optional: Bool = false,
-    nonEmpty: Bool = false
-  ) throws(StoreError) {
-    guard let value = body[key] else {
-      if optional { return }
-      throw StoreError.validation("a \(type) needs '\(key)', a string")
-    }
-    guard let s = value.stringValue else {
-      throw StoreError.validation("a \(type)'s '\(key)' must be a string")
-    }
-    if nonEmpty && s.isEmpty {
-      throw StoreError.validation("a \(type)'s '\(key)' must not be empty")
-    }
-  }
+  /// CouchDB's rules only.
+  public static var couchDB: DocumentValidation { DocumentValidation([]) }
 
-  static func timestamps(_ body: JSONObject, of type: String) throws(StoreError) {
-    for key in ["created_at", "updated_at"] {
-      guard let value = body[key] else { continue }
-      guard let s = value.stringValue, Timestamp.isISO8601(s) else {
-        throw StoreError.validation(
-          "a \(type)'s '\(key)' must be an ISO-8601 date-time string such as 2024-05-01T10:00:00.000Z"
-        )
+  /// Whether any validator is set.
+  var isEmpty: Bool { validators.isEmpty }
+
+  /// Runs every validator on one revision; the requirements they return.
+  func validate(_ docID: String, body: JSONObject, deleted: Bool) throws(StoreError)
+    -> [DocumentRequirement]
+  {
+    var requirements: [DocumentRequirement] = []
+    for validator in validators {
+      if let r = try validator.validate(docID, body: body, deleted: deleted) {
+        requirements.append(r)
       }
     }
+    return requirements
   }
 }
 
 extension DocumentStore {
   /// Checks a revision about to be written against the store's ``DocumentValidation``, as far
-  /// as the revision alone tells: the TouchWiki schema. Returns the wiki a page needs, which a
-  /// local edit then checks in its transaction (``requireWiki(_:page:txn:context:)``); a
-  /// replicated revision does not need it.
-  func schemaCheck(_ input: DocumentInput, id: String) -> Result<String?, StoreError> {
-    guard validation == .touchWiki else { return .success(nil) }
+  /// as the revision alone tells. Returns what a local edit then checks in its transaction
+  /// (``require(_:txn:context:)``); a replicated revision does not need it.
+  func schemaCheck(_ input: DocumentInput, id: String) -> Result<[DocumentRequirement], StoreError>
+  {
+    guard !validation.isEmpty else { return .success([]) }
     return Result { () throws(StoreError) in
-      try TouchWikiSchema.check(id: id, body: input.body, deleted: input.deleted)
+      try validation.validate(id, body: input.body, deleted: input.deleted)
     }
   }
 
-  /// Refuses a local edit of page `id` whose wiki does not exist. `context` remembers, for the
-  /// rest of a bulk write, which wikis were found.
-  func requireWiki(
-    _ wiki: String, page id: String, txn: ReadTransaction, context: WriteContext? = nil
+  /// Refuses a local edit whose requirement does not hold. `context` remembers, for the rest
+  /// of a bulk write, which requirements were found to hold.
+  func require(
+    _ requirement: DocumentRequirement, txn: ReadTransaction, context: WriteContext? = nil
   ) throws {
-    let exists: Bool
-    if let known = context?.wiki(wiki) {
-      exists = known
+    let holds: Bool
+    if let known = context?.requirement(requirement) {
+      holds = known
     } else {
-      exists = try wikiExists(wiki, txn: txn)
-      context?.remember(wiki: wiki, exists: exists)
+      holds = try winner(of: requirement.documentID, hasType: requirement.type, txn: txn)
+      context?.remember(requirement, holds: holds)
     }
-    guard exists else {
-      throw StoreError.validation("the wiki '\(wiki)' of page '\(id)' does not exist")
-    }
+    guard holds else { throw StoreError.validation(requirement.refusal) }
   }
 
-  /// Whether the winning revision of document `wiki` is live and of type `"wiki"`.
-  func wikiExists(_ wiki: String, txn: ReadTransaction) throws -> Bool {
-    guard let record = try documents.record(wiki, storage: documentStorage, txn: txn),
+  /// Whether the winning revision of document `id` is live and its `type` is `type`.
+  func winner(of id: String, hasType type: String, txn: ReadTransaction) throws -> Bool {
+    guard let record = try documents.record(id, storage: documentStorage, txn: txn),
       let winner = record.tree.winner, winner.status == .available, let at = winner.body
     else { return false }
-    return try body(at: at, txn: txn)["type"]?.stringValue == "wiki"
+    return try body(at: at, txn: txn)["type"]?.stringValue == type
   }
 }

@@ -1,5 +1,5 @@
 public import Log
-import RevTree
+public import RevTree
 
 /// TouchWiki's wikis, pages, links and membership, kept from the winning revision of every
 /// wiki and page document.
@@ -48,19 +48,19 @@ import RevTree
 /// try wiki.backlinks(to: "Soup", in: "w1")      // ["Home"]
 /// try wiki.canEdit("bob", wiki: "w1")           // true
 /// ```
-public final class WikiProjection: Projection, DocumentEventProjection {
+public final class WikiProjection: DocumentChangeProjection, ProjectionMigration {
   public let name = "wiki"
   public let databaseNames = ["wikis", "pages", "backlinks", "membership"]
 
   /// Databases that earlier versions of the projection kept, removed when a store opens.
   static let retiredDatabaseNames = ["wiki.trees", "wiki.revsLimits"]
+  public var retiredDatabaseNames: [String] { Self.retiredDatabaseNames }
 
   /// Where earlier versions kept each page's link targets, beside its `pages` row (format 1);
   /// they are in the row now (format 2). Opening a store that still has it rebuilds the
   /// projection, then removes it.
   static let legacyLinksDatabase = "wiki.links"
-
-  var needsDocumentTrees: Bool { true }
+  public var rebuildingDatabaseNames: [String] { [Self.legacyLinksDatabase] }
 
   /// LMDB keys of the projection stay within this many bytes.
   static let maxKeyBytes = 500
@@ -69,9 +69,9 @@ public final class WikiProjection: Projection, DocumentEventProjection {
 
   public init() {}
 
-  /// The projection needs each edit's tree from the documents projection
-  /// (``needsDocumentTrees``), so it is applied by a ``DocumentStore`` and not on its own: this
-  /// entry throws for document edits and ignores every other event.
+  /// The projection takes each edit as a ``DocumentChange`` from the documents projection, so
+  /// it is applied by a ``DocumentStore`` and not on its own: this entry throws for document
+  /// edits and ignores every other event.
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
   {
@@ -84,14 +84,18 @@ public final class WikiProjection: Projection, DocumentEventProjection {
         + "apply it through a DocumentStore", status: 500)
   }
 
-  func apply(
-    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
-    to storage: ProjectionStorage, in txn: WriteTransaction
+  /// Works out the projection's share of a revision ahead of the writer (``Prepared``).
+  public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Prepared? {
+    Self.prepare(docID, rev: rev.description, body: body)
+  }
+
+  public func apply(
+    _ change: DocumentChange, share: Prepared?, to storage: ProjectionStorage,
+    in txn: WriteTransaction
   ) throws {
-    guard let e = decoded, e.kind == .edit || e.kind == .replicated else { return }
-    // No facts: the documents projection found nothing changed, so neither is the winner.
-    guard let facts, facts.winnerChanged else { return }
-    try applyDocument(e, event: event, facts: facts, storage, txn)
+    // A revision that loses a conflict leaves the rows as they were.
+    guard change.winnerChanged else { return }
+    try applyDocument(change, share: share, storage, txn)
   }
 
   // MARK: Documents
@@ -133,7 +137,7 @@ public final class WikiProjection: Projection, DocumentEventProjection {
   /// its decoder thread, for the revision each event adds (``prepare(_:rev:body:)``); the writer
   /// then uses it when that revision wins (``AppendFacts/wiki``), and otherwise works out the
   /// winner's itself.
-  struct Prepared: Sendable {
+  public struct Prepared: Sendable {
     let target: Target
     /// The row's new content, or nil when the revision is deleted, does not parse or is not of
     /// the target's type (so the row goes away).
@@ -172,28 +176,24 @@ public final class WikiProjection: Projection, DocumentEventProjection {
     }
   }
 
-  /// Brings the document's wiki or page row in line with its winner after the event:
-  /// `facts.tree` is the document's tree then; `facts.body` the event's parsed body and
-  /// `facts.wiki` what its revision makes of the row, when the caller has them.
+  /// Brings the document's wiki or page row in line with its winner after the change:
+  /// `change.tree` is the document's tree then; `share` what the change's revision makes of
+  /// the row, when worked out ahead.
   func applyDocument(
-    _ e: DocumentEvent, event: RecordedEvent, facts: AppendFacts, _ storage: ProjectionStorage,
+    _ change: DocumentChange, share: Prepared?, _ storage: ProjectionStorage,
     _ txn: WriteTransaction
   ) throws {
+    let event = change.event
     let position = event.position.rawValue
-    guard let target = facts.wiki?.target ?? Target(e.docID) else { return }
+    guard let target = share?.target ?? Target(change.docID) else { return }
     let prepared: Prepared
-    if let w = facts.tree.winner, !w.isDeleted, let at = w.body {
-      if at == position, let ready = facts.wiki {
+    if let w = change.tree.winner, !w.isDeleted, let at = w.body {
+      if at == position, let ready = share {
         prepared = ready
       } else {
-        let json: JSONValue?
-        if at == position {
-          json = facts.body ?? (try? JSONValue(parsing: e.body))
-        } else {
-          // An older revision wins: its body is in the log.
-          json = try? JSONValue(parsing: try Self.body(at: at, txn))
-        }
-        prepared = Self.prepare(target, rev: w.rev.description, body: json)
+        // The event's own revision, or an older one whose body is in the log.
+        prepared = Self.prepare(
+          target, rev: w.rev.description, body: try change.winnerBody(in: txn))
       }
     } else {
       prepared = Prepared(target: target, state: nil)
