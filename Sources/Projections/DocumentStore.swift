@@ -485,6 +485,12 @@ public final class DocumentStore: Sendable {
     }
   }
 
+  /// The databases of the projection named `name`, for reading it (``read(_:)``); nil when the
+  /// store has no such projection.
+  public func storage(of name: String) -> ProjectionStorage? {
+    allProjections.first { $0.projection.name == name }?.storage
+  }
+
   /// The names of the store's projections, documents first.
   public var projectionNames: [String] { allProjections.map(\.projection.name) }
 
