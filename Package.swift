@@ -14,6 +14,7 @@ let package = Package(
   name: "wikilog",
   platforms: [.macOS(.v15)],
   products: [
+    .library(name: "JSON", targets: ["JSON"]),
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
     .library(name: "Projections", targets: ["Projections"]),
@@ -41,12 +42,14 @@ let package = Package(
       dependencies: ["CLMDB"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
-    .target(name: "RevTree", swiftSettings: swiftSettings),
-    .target(name: "Projections", dependencies: ["Log", "RevTree"], swiftSettings: swiftSettings),
+    .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    .target(name: "RevTree", dependencies: ["JSON"], swiftSettings: swiftSettings),
+    .target(
+      name: "Projections", dependencies: ["JSON", "Log", "RevTree"], swiftSettings: swiftSettings),
     .target(
       name: "Replication",
       dependencies: [
-        "Projections", "RevTree", "Log",
+        "Projections", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
@@ -59,7 +62,7 @@ let package = Package(
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "Log", "Projections", "RevTree", "Replication",
+        "JSON", "Log", "Projections", "RevTree", "Replication",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -75,22 +78,28 @@ let package = Package(
     .testTarget(
       name: "LogTests", dependencies: ["Log", "LogTestWorker", "TestSupport"],
       swiftSettings: swiftSettings),
-    .testTarget(name: "RevTreeTests", dependencies: ["RevTree"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "RevTreeTests", dependencies: ["JSON", "RevTree", "TestSupport"],
+      swiftSettings: swiftSettings),
     // Drives the built `wikilog` binary as subprocesses; depends on it so that it is built.
     .testTarget(
       name: "CLITests", dependencies: ["wikilog", "TestSupport"], swiftSettings: swiftSettings),
     // A child process for the SIGKILL tests of the document store; not a product.
     .executableTarget(
-      name: "ProjectionsTestWorker", dependencies: ["Projections", "Log", "RevTree"],
+      name: "ProjectionsTestWorker", dependencies: ["JSON", "Projections", "Log", "RevTree"],
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests",
-      dependencies: ["Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport"],
+      dependencies: [
+        "JSON", "Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport",
+      ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "Replication", "Projections", "RevTree", "Log", "TestSupport",
+        "Replication", "Projections", "JSON", "RevTree", "Log", "TestSupport",
         // Built so that the tests can run `wikilog serve` as a child process.
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -123,13 +132,13 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   )
   package.targets.append(
     .executableTarget(
-      name: "DocCompare", dependencies: ["Projections", "Log", "RevTree"],
+      name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree"],
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )
   for (name, modules) in [
-    ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["RevTree"]),
-    ("ProjectionsBenchmarks", ["Projections", "Log", "RevTree"]),
+    ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["JSON", "RevTree"]),
+    ("ProjectionsBenchmarks", ["JSON", "Projections", "Log", "RevTree"]),
   ] {
     package.targets.append(
       .executableTarget(

@@ -2,6 +2,7 @@ import Benchmark
 import Foundation
 import Log
 import Projections
+import JSON
 import RevTree
 
 // The document store's workloads (issues 4 and 7), through the whole hot path: `_rev` check,

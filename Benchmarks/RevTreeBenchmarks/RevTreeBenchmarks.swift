@@ -1,4 +1,5 @@
 import Benchmark
+import JSON
 import RevTree
 
 /// Benchmarks for the RevTree targets (see the RevTree module documentation):

@@ -1,4 +1,5 @@
 public import Log
+public import JSON
 public import RevTree
 
 // Whole-store reads of an as-of view that export and replay tools need: the same record scan

@@ -1,4 +1,5 @@
 public import Log
+public import JSON
 public import RevTree
 import Synchronization
 

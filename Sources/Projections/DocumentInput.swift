@@ -1,3 +1,4 @@
+public import JSON
 public import RevTree
 
 /// A document as a client sends it, split into its special fields and its body.

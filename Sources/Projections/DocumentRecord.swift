@@ -1,3 +1,4 @@
+import JSON
 public import RevTree
 
 /// One document's state in the `docs.byId` database: its revision tree (each revision pointing

@@ -1,4 +1,5 @@
 import Log
+public import JSON
 public import RevTree
 import Synchronization
 

@@ -1,4 +1,5 @@
 public import Log
+import JSON
 import RevTree
 
 // Streaming forms of the changes feed and the projections' checkpoints, for consumers that read

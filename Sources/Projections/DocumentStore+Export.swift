@@ -1,4 +1,5 @@
 public import Log
+public import JSON
 public import RevTree
 
 // Export and import of whole documents: every revision whose body the log still holds, with

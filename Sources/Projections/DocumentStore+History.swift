@@ -1,4 +1,5 @@
 public import Log
+import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)

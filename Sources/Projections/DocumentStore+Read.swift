@@ -1,4 +1,5 @@
 public import Log
+public import JSON
 public import RevTree
 
 /// Options of `GET /db/docid`.

@@ -1,5 +1,6 @@
 import Dispatch
 import Log
+import JSON
 import RevTree
 import Synchronization
 

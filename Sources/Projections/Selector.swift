@@ -1,3 +1,4 @@
+public import JSON
 public import RevTree
 
 /// A Mango-style selector on a document's top-level fields, for `filter=_selector`.

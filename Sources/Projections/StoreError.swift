@@ -1,4 +1,5 @@
 public import Log
+import JSON
 import RevTree
 
 /// Why a document operation failed, in CouchDB's terms: an error name, a reason and the HTTP

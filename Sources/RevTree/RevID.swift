@@ -1,3 +1,5 @@
+import JSON
+
 /// The signature part of a revision id: the `sig` in `N-sig`.
 ///
 /// CouchDB keeps a signature that is exactly 32 hexadecimal characters as 16 raw bytes (an MD5
@@ -126,14 +128,7 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
   }
 
   @inline(__always)
-  static func hexValue(_ b: UInt8) -> UInt8? {
-    switch b {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): b &- UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): b &- UInt8(ascii: "a") &+ 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): b &- UInt8(ascii: "A") &+ 10
-    default: nil
-    }
-  }
+  static func hexValue(_ b: UInt8) -> UInt8? { Hex.value(b) }
 
   @inline(__always)
   static func isAllowed(_ b: UInt8) -> Bool {

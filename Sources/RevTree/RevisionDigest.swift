@@ -1,3 +1,5 @@
+public import JSON
+
 /// Deterministic revision ids for local edits.
 ///
 /// The new revision of an edit is `(parentGeneration + 1)-md5hex(input)` where `input` is the

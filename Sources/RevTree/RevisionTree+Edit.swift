@@ -1,3 +1,5 @@
+public import JSON
+
 // Local edits (CouchDB `new_edits: true`), as `couch_db` and `couch_db_updater` validate them.
 //
 // Worked example:

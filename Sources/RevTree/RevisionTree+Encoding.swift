@@ -1,3 +1,5 @@
+public import JSON
+
 // A compact, versioned binary form of a revision tree, for storage.
 //
 // Format version 1, all integers unsigned LEB128 varints:

@@ -12,6 +12,7 @@
 import Foundation
 import Log
 import Projections
+import JSON
 import RevTree
 import Synchronization
 

@@ -1,6 +1,8 @@
+import TestSupport
 import Foundation
 import Log
 import Projections
+import JSON
 import RevTree
 import Testing
 

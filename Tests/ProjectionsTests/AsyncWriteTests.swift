@@ -1,6 +1,7 @@
 import Foundation
 import Log
 import Projections
+import JSON
 import RevTree
 import Testing
 

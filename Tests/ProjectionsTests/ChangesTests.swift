@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import JSON
 import Projections
 import RevTree
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import JSON
 import RevTree
 import Synchronization
 import Testing

@@ -1,4 +1,6 @@
+import TestSupport
 import Foundation
+import JSON
 import Projections
 import Testing
 

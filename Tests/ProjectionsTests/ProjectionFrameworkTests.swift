@@ -1,5 +1,7 @@
+import TestSupport
 import Foundation
 import Log
+import JSON
 import RevTree
 import Testing
 

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Log
+import JSON
 import Projections
 import Replication
 import RevTree

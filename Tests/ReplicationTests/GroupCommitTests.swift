@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Log
 import NIOCore
 import NIOHTTP1
+import JSON
 import Projections
 import Replication
 import RevTree

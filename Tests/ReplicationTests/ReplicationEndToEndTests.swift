@@ -4,6 +4,7 @@ import HummingbirdTesting
 import Log
 import Projections
 import Replication
+import JSON
 import RevTree
 import Testing
 

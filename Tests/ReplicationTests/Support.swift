@@ -9,7 +9,9 @@ import NIOCore
 import NIOHTTP1
 import Projections
 import Replication
+import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// A data directory of its own, removed afterwards.
@@ -105,17 +107,3 @@ struct HTTPClientTransport: CouchTransport {
   }
 }
 
-/// SplitMix64: a small deterministic generator, so seeded workloads replay exactly.
-struct SplitMix64: RandomNumberGenerator {
-  var state: UInt64
-
-  init(seed: UInt64) { state = seed }
-
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
-  }
-}

@@ -1,3 +1,5 @@
+import TestSupport
+import JSON
 import RevTree
 import Testing
 

@@ -1,3 +1,5 @@
+import TestSupport
+import JSON
 import RevTree
 
 /// A seeded generator of JSON texts that exercise every path of the parser and both writers:

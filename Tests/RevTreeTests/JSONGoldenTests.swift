@@ -1,3 +1,6 @@
+import JSON
+import RevTree
+import JSON
 import RevTree
 import Testing
 

@@ -1,4 +1,5 @@
 public import Log
+public import JSON
 public import RevTree
 
 /// Why a draft could not be published: its edits overlap changes made to the page since its

@@ -1,4 +1,5 @@
 import Log
+public import JSON
 public import RevTree
 
 /// Checks documents before they are written, besides CouchDB's own rules (ids, special

@@ -1,4 +1,5 @@
 import Log
+public import JSON
 public import RevTree
 
 /// TouchWiki's schema for wiki and page documents, as a ``DocumentValidator``

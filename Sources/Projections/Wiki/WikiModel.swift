@@ -1,4 +1,5 @@
 public import Log
+import JSON
 import RevTree
 
 /// A wiki as ``WikiProjection`` keeps it: the winning revision of its wiki document, and how

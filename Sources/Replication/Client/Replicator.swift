@@ -1,3 +1,4 @@
+public import JSON
 public import RevTree
 
 #if canImport(FoundationEssentials)

@@ -1,4 +1,5 @@
 import Log
+import JSON
 import Projections
 import Synchronization
 

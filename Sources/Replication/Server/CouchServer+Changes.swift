@@ -3,6 +3,7 @@ import Hummingbird
 import Log
 import NIOCore
 import Projections
+import JSON
 import RevTree
 import ServiceLifecycle
 

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Log
 import Projections
+import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)

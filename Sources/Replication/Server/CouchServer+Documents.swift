@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Projections
+import JSON
 import RevTree
 
 extension CouchServer {

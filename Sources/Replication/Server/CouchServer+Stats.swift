@@ -1,6 +1,7 @@
 import Hummingbird
 import Log
 import Projections
+import JSON
 import RevTree
 
 extension CouchServer {

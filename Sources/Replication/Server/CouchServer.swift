@@ -4,6 +4,7 @@ public import Logging
 import NIOCore
 import NIOPosix
 public import Projections
+import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)

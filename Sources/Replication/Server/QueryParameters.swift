@@ -1,4 +1,5 @@
 import Log
+import JSON
 import RevTree
 
 /// A request's query string, decoded, with CouchDB's typed readers.

@@ -2,6 +2,7 @@ import HTTPTypes
 public import Hummingbird
 import NIOCore
 public import Projections
+public import JSON
 public import RevTree
 
 /// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.

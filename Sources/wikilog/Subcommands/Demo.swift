@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Projections
+import JSON
 import RevTree
 
 struct Demo: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Log
+import JSON
 import Projections
 
 struct Local: ParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Log
 import Logging
+import JSON
 import Projections
 import Replication
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Log
 import Projections
+import JSON
 import RevTree
 
 struct Wiki: ParsableCommand {

@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import JSON
 import RevTree
 
 /// Bytes for standard output, written with write(2) in large chunks, or line by line when

@@ -64,14 +64,16 @@ extension JSONValue {
     throws(JSONParseError)
   {
     let result: Result<JSONValue, JSONParseError>? = bytes.withContiguousStorageIfAvailable {
-      JSONParser.parse($0, maxDepth: maxDepth)
+      unsafe JSONParser.parse($0, maxDepth: maxDepth)
     }
     if let result {
       self = try result.get()
       return
     }
     let copy = Array(bytes)
-    self = try copy.withUnsafeBufferPointer { JSONParser.parse($0, maxDepth: maxDepth) }.get()
+    self = unsafe try copy.withUnsafeBufferPointer {
+      unsafe JSONParser.parse($0, maxDepth: maxDepth)
+    }.get()
   }
 
   /// Parses JSON text from a string.
@@ -81,12 +83,12 @@ extension JSONValue {
     throws(JSONParseError)
   {
     var t = text
-    self = try t.withUTF8 { JSONParser.parse($0, maxDepth: maxDepth) }.get()
+    self = try t.withUTF8 { unsafe JSONParser.parse($0, maxDepth: maxDepth) }.get()
   }
 }
 
 /// A strict byte-level JSON parser with an explicit stack.
-struct JSONParser {
+@unsafe struct JSONParser: ~Copyable {
   /// A container under construction: its kind and where its elements start on `values`.
   struct Frame {
     var isObject: Bool
@@ -107,26 +109,26 @@ struct JSONParser {
     keys: UnsafeMutableBufferPointer<String>, frames: UnsafeMutableBufferPointer<Frame>,
     scratch: UnsafeMutableBufferPointer<UInt8>
   ) {
-    self.buf = buf
-    self.maxDepth = max(1, maxDepth)
-    self.values = ParseStack(values)
-    self.keys = ParseStack(keys)
-    self.frames = ParseStack(frames)
-    self.scratch = ByteSink(scratch)
+    unsafe self.buf = unsafe buf
+    unsafe self.maxDepth = max(1, maxDepth)
+    unsafe self.values = unsafe ParseStack(values)
+    unsafe self.keys = unsafe ParseStack(keys)
+    unsafe self.frames = unsafe ParseStack(frames)
+    unsafe self.scratch = unsafe ByteSink(scratch)
   }
 
   /// Parses a whole document; the stacks start on the machine stack.
   static func parse(_ buf: UnsafeBufferPointer<UInt8>, maxDepth: Int) -> Result<
     JSONValue, JSONParseError
   > {
-    withUnsafeTemporaryAllocation(of: JSONValue.self, capacity: 32) { values in
-      withUnsafeTemporaryAllocation(of: String.self, capacity: 32) { keys in
-        withUnsafeTemporaryAllocation(of: Frame.self, capacity: 16) { frames in
-          withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
-            var p = JSONParser(
+    unsafe withUnsafeTemporaryAllocation(of: JSONValue.self, capacity: 32) { values in
+      unsafe withUnsafeTemporaryAllocation(of: String.self, capacity: 32) { keys in
+        unsafe withUnsafeTemporaryAllocation(of: Frame.self, capacity: 16) { frames in
+          unsafe withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1024) { scratch in
+            var p = unsafe JSONParser(
               buf, maxDepth: maxDepth, values: values, keys: keys, frames: frames, scratch: scratch)
-            defer { p.release() }
-            do throws(JSONParseError) { return .success(try p.parseDocument()) } catch {
+            defer { unsafe p.release() }
+            do throws(JSONParseError) { return unsafe .success(try p.parseDocument()) } catch {
               return .failure(error)
             }
           }
@@ -136,17 +138,17 @@ struct JSONParser {
   }
 
   mutating func release() {
-    values.release()
-    keys.release()
-    frames.release()
-    scratch.release()
+    unsafe values.release()
+    unsafe keys.release()
+    unsafe frames.release()
+    unsafe scratch.release()
   }
 
   @inline(__always)
   mutating func skipWhitespace() {
-    while i < buf.count {
-      switch buf[i] {
-      case 0x20, 0x0A, 0x0D, 0x09: i += 1
+    while unsafe i < buf.count {
+      switch unsafe buf[i] {
+      case 0x20, 0x0A, 0x0D, 0x09: unsafe i += 1
       default: return
       }
     }
@@ -154,133 +156,139 @@ struct JSONParser {
 
   @inline(__always)
   func fail(_ kind: JSONParseError.Kind) -> JSONParseError {
-    JSONParseError(kind, at: i)
+    unsafe JSONParseError(kind, at: i)
   }
 
   @inline(__always)
   func unexpected() -> JSONParseError {
-    i < buf.count ? fail(.unexpectedByte(buf[i])) : fail(.unexpectedEnd)
+    unsafe i < buf.count ? fail(.unexpectedByte(buf[i])) : fail(.unexpectedEnd)
   }
 
   mutating func parseDocument() throws(JSONParseError) -> JSONValue {
     while true {
       // Parse one value (or open a container).
-      skipWhitespace()
-      guard i < buf.count else { throw fail(.unexpectedEnd) }
+      unsafe skipWhitespace()
+      guard unsafe i < buf.count else { throw unsafe fail(.unexpectedEnd) }
       var value: JSONValue
-      switch buf[i] {
+      switch unsafe buf[i] {
       case UInt8(ascii: "{"):
-        if frames.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
-        i += 1
-        skipWhitespace()
-        if i < buf.count && buf[i] == UInt8(ascii: "}") {
-          i += 1
+        if unsafe frames.count >= maxDepth { throw unsafe fail(.tooDeep(limit: maxDepth)) }
+        unsafe i += 1
+        unsafe skipWhitespace()
+        if unsafe i < buf.count && buf[i] == UInt8(ascii: "}") {
+          unsafe i += 1
           value = .object(JSONObject())
         } else {
-          frames.push(Frame(isObject: true, start: values.count))
-          keys.push(try parseKey())
+          unsafe frames.push(Frame(isObject: true, start: values.count))
+          unsafe keys.push(try parseKey())
           continue
         }
       case UInt8(ascii: "["):
-        if frames.count >= maxDepth { throw fail(.tooDeep(limit: maxDepth)) }
-        i += 1
-        skipWhitespace()
-        if i < buf.count && buf[i] == UInt8(ascii: "]") {
-          i += 1
+        if unsafe frames.count >= maxDepth { throw unsafe fail(.tooDeep(limit: maxDepth)) }
+        unsafe i += 1
+        unsafe skipWhitespace()
+        if unsafe i < buf.count && buf[i] == UInt8(ascii: "]") {
+          unsafe i += 1
           value = .array([])
         } else {
-          frames.push(Frame(isObject: false, start: values.count))
+          unsafe frames.push(Frame(isObject: false, start: values.count))
           continue
         }
       case UInt8(ascii: "\""):
-        value = .string(try parseString())
+        value = unsafe .string(try parseString())
       case UInt8(ascii: "t"):
-        try literal("true")
+        unsafe try literal("true")
         value = .bool(true)
       case UInt8(ascii: "f"):
-        try literal("false")
+        unsafe try literal("false")
         value = .bool(false)
       case UInt8(ascii: "n"):
-        try literal("null")
+        unsafe try literal("null")
         value = .null
       case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-        value = .number(try parseNumber())
+        value = unsafe .number(try parseNumber())
       default:
-        throw unexpected()
+        throw unsafe unexpected()
       }
 
       // Hand the value to its container; close containers as they end.
       while true {
-        guard frames.count > 0 else {
-          skipWhitespace()
-          if i != buf.count { throw fail(.trailingData) }
+        guard unsafe frames.count > 0 else {
+          unsafe skipWhitespace()
+          if unsafe i != buf.count { throw unsafe fail(.trailingData) }
           return value
         }
-        let inObject = frames.base[frames.count - 1].isObject
-        values.push(value)
-        skipWhitespace()
-        guard i < buf.count else { throw fail(.unexpectedEnd) }
-        let c = buf[i]
+        let inObject = unsafe frames.base[frames.count - 1].isObject
+        unsafe values.push(value)
+        unsafe skipWhitespace()
+        guard unsafe i < buf.count else { throw unsafe fail(.unexpectedEnd) }
+        let c = unsafe buf[i]
         if c == UInt8(ascii: ",") {
-          i += 1
+          unsafe i += 1
           if inObject {
-            skipWhitespace()
-            keys.push(try parseKey())
+            unsafe skipWhitespace()
+            unsafe keys.push(try parseKey())
           }
           break
         }
         if inObject && c == UInt8(ascii: "}") {
-          i += 1
-          value = .object(JSONObject(closeObject(frames.popLast().start)))
+          unsafe i += 1
+          value = unsafe .object(JSONObject(closeObject(frames.popLast().start)))
           continue
         }
         if !inObject && c == UInt8(ascii: "]") {
-          i += 1
-          value = .array(values.moveArray(from: frames.popLast().start))
+          unsafe i += 1
+          value = unsafe .array(values.moveArray(from: frames.popLast().start))
           continue
         }
-        throw unexpected()
+        throw unsafe unexpected()
       }
     }
   }
 
   /// The members of the object whose values start at `start`, moved off the stacks.
   mutating func closeObject(_ start: Int) -> [JSONObject.Member] {
-    let n = values.count - start
-    let v = values.base + start
-    let k = keys.base + (keys.count - n)
-    values.count = start
-    keys.count -= n
+    let n = unsafe values.count - start
+    let v = unsafe values.base + start
+    let k = unsafe keys.base + (keys.count - n)
+    unsafe values.count = start
+    unsafe keys.count -= n
     var members: [JSONObject.Member] = []
     members.reserveCapacity(n)
-    for j in 0..<n { members.append(JSONObject.Member(key: (k + j).move(), value: (v + j).move())) }
+    for j in 0..<n {
+      unsafe members.append(JSONObject.Member(key: (k + j).move(), value: (v + j).move()))
+    }
     return members
   }
 
   /// `"key"` then `:`; leaves `i` after the colon.
   mutating func parseKey() throws(JSONParseError) -> String {
-    guard i < buf.count, buf[i] == UInt8(ascii: "\"") else { throw unexpected() }
-    let key = try parseString()
-    skipWhitespace()
-    guard i < buf.count, buf[i] == UInt8(ascii: ":") else { throw unexpected() }
-    i += 1
+    guard unsafe i < buf.count, unsafe buf[i] == UInt8(ascii: "\"") else {
+      throw unsafe unexpected()
+    }
+    let key = unsafe try parseString()
+    unsafe skipWhitespace()
+    guard unsafe i < buf.count, unsafe buf[i] == UInt8(ascii: ":") else {
+      throw unsafe unexpected()
+    }
+    unsafe i += 1
     return key
   }
 
   mutating func literal(_ word: StaticString) throws(JSONParseError) {
     let n = word.utf8CodeUnitCount
-    let p = word.utf8Start
+    let p = unsafe word.utf8Start
     for k in 0..<n {
-      guard i + k < buf.count else {
-        i += k
-        throw fail(.unexpectedEnd)
+      guard unsafe i + k < buf.count else {
+        unsafe i += k
+        throw unsafe fail(.unexpectedEnd)
       }
-      guard buf[i + k] == p[k] else {
-        i += k
-        throw fail(.unexpectedByte(buf[i]))
+      guard unsafe buf[i + k] == p[k] else {
+        unsafe i += k
+        throw unsafe fail(.unexpectedByte(buf[i]))
       }
     }
-    i += n
+    unsafe i += n
   }
 
   /// Whether byte `c` ends a run of plain string bytes: `"`, `\\` or a control character.
@@ -293,12 +301,12 @@ struct JSONParser {
   /// the bytes before it into `high` (bit 7 set means non-ASCII).
   @inline(__always)
   func scanPlain(_ k: Int, _ end: Int, _ high: inout UInt64) -> Int {
-    let p = buf.baseAddress!
+    let p = unsafe buf.baseAddress!
     var k = k
     while k < end {
       let stop: Int
       if k + 8 <= end {
-        let w = UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)
+        let w = unsafe UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)
         if !JSONWriter.needsEscape(w) {
           high |= w
           k += 8
@@ -309,8 +317,8 @@ struct JSONParser {
         stop = end
       }
       while k < stop {
-        let c = p[k]
-        if JSONParser.isSpecial(c) { return k }
+        let c = unsafe p[k]
+        if unsafe JSONParser.isSpecial(c) { return k }
         high |= UInt64(c)
         k += 1
       }
@@ -320,41 +328,41 @@ struct JSONParser {
 
   /// Parses a string starting at the opening quote.
   mutating func parseString() throws(JSONParseError) -> String {
-    i += 1
-    let start = i
-    let n = buf.count
+    unsafe i += 1
+    let start = unsafe i
+    let n = unsafe buf.count
     var high: UInt64 = 0
-    let k = scanPlain(start, n, &high)
+    let k = unsafe scanPlain(start, n, &high)
     guard k < n else {
-      i = n
-      throw fail(.unexpectedEnd)
+      unsafe i = n
+      throw unsafe fail(.unexpectedEnd)
     }
-    let c = buf[k]
+    let c = unsafe buf[k]
     if c == UInt8(ascii: "\"") {
       // No escapes: the bytes are the string.
-      let slice = UnsafeBufferPointer(rebasing: buf[start..<k])
-      i = k + 1
-      if high & 0x8080_8080_8080_8080 == 0 { return String(decoding: slice, as: UTF8.self) }
-      guard let s = String(validating: slice, as: UTF8.self) else {
-        throw JSONParseError(.invalidUTF8, at: start + firstInvalidUTF8(slice))
+      let slice = unsafe UnsafeBufferPointer(rebasing: buf[start..<k])
+      unsafe i = k + 1
+      if high & 0x8080_8080_8080_8080 == 0 { return unsafe String(decoding: slice, as: UTF8.self) }
+      guard let s = unsafe String(validating: slice, as: UTF8.self) else {
+        throw unsafe JSONParseError(.invalidUTF8, at: start + firstInvalidUTF8(slice))
       }
       return s
     }
     if c != UInt8(ascii: "\\") {
-      i = k
-      throw fail(.unescapedControlCharacter)
+      unsafe i = k
+      throw unsafe fail(.unescapedControlCharacter)
     }
     // Escapes: decode into the scratch sink, then make the string.
-    scratch.removeAll()
-    scratch.append(buf.baseAddress! + start, count: k - start)
-    i = k
-    try decodeEscaped(&high)
-    let bytes = scratch.bytes
+    unsafe scratch.removeAll()
+    unsafe scratch.append(buf.baseAddress! + start, count: k - start)
+    unsafe i = k
+    unsafe try decodeEscaped(&high)
+    let bytes = unsafe scratch.bytes
     if high & 0x8080_8080_8080_8080 == 0 {
       // ASCII source: escapes produce valid UTF-8.
-      return String(decoding: bytes, as: UTF8.self)
+      return unsafe String(decoding: bytes, as: UTF8.self)
     }
-    guard let s = String(validating: bytes, as: UTF8.self) else {
+    guard let s = unsafe String(validating: bytes, as: UTF8.self) else {
       throw JSONParseError(.invalidUTF8, at: start)
     }
     return s
@@ -364,24 +372,24 @@ struct JSONParser {
   /// appending UTF-8 to `scratch` and ORing raw bytes into `high`; leaves `i` after the quote.
   mutating func decodeEscaped(_ high: inout UInt64) throws(JSONParseError) {
     while true {
-      let k = scanPlain(i, buf.count, &high)
-      if k > i {
-        scratch.append(buf.baseAddress! + i, count: k - i)
-        i = k
+      let k = unsafe scanPlain(i, buf.count, &high)
+      if unsafe k > i {
+        unsafe scratch.append(buf.baseAddress! + i, count: k - i)
+        unsafe i = k
       }
-      guard i < buf.count else { throw fail(.unexpectedEnd) }
-      let c = buf[i]
+      guard unsafe i < buf.count else { throw unsafe fail(.unexpectedEnd) }
+      let c = unsafe buf[i]
       if c == UInt8(ascii: "\"") {
-        i += 1
+        unsafe i += 1
         return
       }
-      if c < 0x20 { throw fail(.unescapedControlCharacter) }
+      if c < 0x20 { throw unsafe fail(.unescapedControlCharacter) }
       // A backslash.
-      let escapeAt = i
-      i += 1
-      guard i < buf.count else { throw fail(.unexpectedEnd) }
+      let escapeAt = unsafe i
+      unsafe i += 1
+      guard unsafe i < buf.count else { throw unsafe fail(.unexpectedEnd) }
       let byte: UInt8
-      switch buf[i] {
+      switch unsafe buf[i] {
       case UInt8(ascii: "\""): byte = 0x22
       case UInt8(ascii: "\\"): byte = 0x5C
       case UInt8(ascii: "/"): byte = 0x2F
@@ -391,15 +399,16 @@ struct JSONParser {
       case UInt8(ascii: "r"): byte = 0x0D
       case UInt8(ascii: "t"): byte = 0x09
       case UInt8(ascii: "u"):
-        i += 1
-        var scalar = try hex4()
+        unsafe i += 1
+        var scalar = unsafe try hex4()
         if scalar >= 0xD800 && scalar <= 0xDBFF {
-          guard i + 1 < buf.count, buf[i] == UInt8(ascii: "\\"), buf[i + 1] == UInt8(ascii: "u")
+          guard unsafe i + 1 < buf.count, unsafe buf[i] == UInt8(ascii: "\\"),
+            unsafe buf[i + 1] == UInt8(ascii: "u")
           else {
             throw JSONParseError(.loneSurrogate, at: escapeAt)
           }
-          i += 2
-          let low = try hex4()
+          unsafe i += 2
+          let low = unsafe try hex4()
           guard low >= 0xDC00 && low <= 0xDFFF else {
             throw JSONParseError(.loneSurrogate, at: escapeAt)
           }
@@ -407,23 +416,23 @@ struct JSONParser {
         } else if scalar >= 0xDC00 && scalar <= 0xDFFF {
           throw JSONParseError(.loneSurrogate, at: escapeAt)
         }
-        appendUTF8(scalar)
+        unsafe appendUTF8(scalar)
         continue
       default:
         throw JSONParseError(.invalidEscape, at: escapeAt)
       }
-      scratch.append(byte)
-      i += 1
+      unsafe scratch.append(byte)
+      unsafe i += 1
     }
   }
 
   mutating func hex4() throws(JSONParseError) -> UInt32 {
     var v: UInt32 = 0
     for _ in 0..<4 {
-      guard i < buf.count else { throw fail(.unexpectedEnd) }
-      guard let d = RevHash.hexValue(buf[i]) else { throw fail(.invalidEscape) }
+      guard unsafe i < buf.count else { throw unsafe fail(.unexpectedEnd) }
+      guard let d = unsafe Hex.value(buf[i]) else { throw unsafe fail(.invalidEscape) }
       v = v << 4 | UInt32(d)
-      i += 1
+      unsafe i += 1
     }
     return v
   }
@@ -433,28 +442,29 @@ struct JSONParser {
   mutating func appendUTF8(_ s: UInt32) {
     switch s {
     case 0..<0x80:
-      scratch.append(UInt8(s))
+      unsafe scratch.append(UInt8(s))
     case 0x80..<0x800:
-      scratch.append(word: UInt64(0x80 | (s & 0x3F)) << 8 | UInt64(0xC0 | (s >> 6)), count: 2)
+      unsafe scratch.append(
+        word: UInt64(0x80 | (s & 0x3F)) << 8 | UInt64(0xC0 | (s >> 6)), count: 2)
     case 0x800..<0x10000:
       let w = UInt64(0x80 | (s & 0x3F)) << 16 | UInt64(0x80 | ((s >> 6) & 0x3F)) << 8
-      scratch.append(word: w | UInt64(0xE0 | (s >> 12)), count: 3)
+      unsafe scratch.append(word: w | UInt64(0xE0 | (s >> 12)), count: 3)
     default:
       let w = UInt64(0x80 | (s & 0x3F)) << 24 | UInt64(0x80 | ((s >> 6) & 0x3F)) << 16
-      scratch.append(
+      unsafe scratch.append(
         word: w | UInt64(0x80 | ((s >> 12) & 0x3F)) << 8 | UInt64(0xF0 | (s >> 18)), count: 4)
     }
   }
 
   /// Offset of the first byte where UTF-8 decoding fails (for error reporting).
   func firstInvalidUTF8(_ slice: UnsafeBufferPointer<UInt8>) -> Int {
-    var it = slice.makeIterator()
+    var it = unsafe slice.makeIterator()
     var decoder = UTF8()
     var offset = 0
     var consumed = 0
     // Re-decode scalar by scalar, tracking the byte length of each.
     while true {
-      switch decoder.decode(&it) {
+      switch unsafe decoder.decode(&it) {
       case .scalarValue(let s):
         consumed += UTF8.width(s)
         offset = consumed
@@ -468,20 +478,22 @@ struct JSONParser {
 
   /// Parses a number literal, validating grammar and range.
   mutating func parseNumber() throws(JSONParseError) -> JSONNumber {
-    let start = i
-    guard let end = JSONParser.scanNumber(buf, i) else {
+    let start = unsafe i
+    guard let end = unsafe JSONParser.scanNumber(buf, i) else {
       // Point at the offending byte.
-      var j = i
-      if j < buf.count && buf[j] == UInt8(ascii: "-") { j += 1 }
-      while j < buf.count && (buf[j] >= UInt8(ascii: "0") && buf[j] <= UInt8(ascii: "9")) { j += 1 }
+      var j = unsafe i
+      if unsafe j < buf.count && buf[j] == UInt8(ascii: "-") { j += 1 }
+      while unsafe j < buf.count && (buf[j] >= UInt8(ascii: "0") && buf[j] <= UInt8(ascii: "9")) {
+        j += 1
+      }
       throw JSONParseError(.invalidNumber, at: j)
     }
-    i = end
-    let slice = UnsafeBufferPointer(rebasing: buf[start..<end])
-    let text = String(decoding: slice, as: UTF8.self)
+    unsafe i = end
+    let slice = unsafe UnsafeBufferPointer(rebasing: buf[start..<end])
+    let text = unsafe String(decoding: slice, as: UTF8.self)
     var small = end - start <= 18
     if small {
-      for b in slice
+      for unsafeb in unsafe slice
       where b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") {
         small = false
         break

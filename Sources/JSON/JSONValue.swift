@@ -91,7 +91,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible, Expressib
   /// Validates `text` as a JSON number literal whose value is a finite `Double`.
   public init?(text: String) {
     let bytes = Array(text.utf8)
-    guard let end = JSONParser.scanNumber(bytes, 0), end == bytes.count,
+    guard let end = unsafe JSONParser.scanNumber(bytes, 0), end == bytes.count,
       JSONNumber.isFinite(text, bytes)
     else { return nil }
     self.text = text

@@ -1,4 +1,5 @@
-import RevTree
+import JSON
+import TestSupport
 import Testing
 
 @Suite struct JSONTests {

@@ -18,7 +18,7 @@ extension JSONValue {
   public func serialize(into out: inout [UInt8]) {
     withByteSink { sink in
       JSONWriter.write(self, canonical: false, into: &sink)
-      out.append(contentsOf: sink.bytes)
+      unsafe out.append(contentsOf: sink.bytes)
     }
   }
 
@@ -45,8 +45,8 @@ extension JSONValue {
   }
 }
 
-enum JSONWriter {
-  static func write(_ v: JSONValue, canonical: Bool, into out: inout ByteSink) {
+package enum JSONWriter {
+  package static func write(_ v: JSONValue, canonical: Bool, into out: inout ByteSink) {
     switch v {
     case .null: appendWord(0x6C6C_756E, 4, &out)
     case .bool(let b):
@@ -126,14 +126,14 @@ enum JSONWriter {
 
     init(_ key: String, index: Int) {
       self.index = index
-      if let k = key.utf8.withContiguousStorageIfAvailable({
-        (SortKey.word($0, 0), SortKey.word($0, 8), $0.count)
+      if let k = unsafe key.utf8.withContiguousStorageIfAvailable({
+        unsafe (SortKey.word($0, 0), SortKey.word($0, 8), $0.count)
       }) {
         (prefix, prefix2, length) = k
       } else {
         let bytes = Array(key.utf8)
-        (prefix, prefix2, length) = bytes.withUnsafeBufferPointer {
-          (SortKey.word($0, 0), SortKey.word($0, 8), $0.count)
+        (prefix, prefix2, length) = unsafe bytes.withUnsafeBufferPointer {
+          unsafe (SortKey.word($0, 0), SortKey.word($0, 8), $0.count)
         }
       }
     }
@@ -143,13 +143,13 @@ enum JSONWriter {
     static func word(_ b: UnsafeBufferPointer<UInt8>, _ from: Int) -> UInt64 {
       let n = b.count - from
       if n >= 8 {
-        return UInt64(
+        return unsafe UInt64(
           bigEndian: UnsafeRawPointer(b.baseAddress! + from).loadUnaligned(as: UInt64.self))
       }
       var w: UInt64 = 0
       var k = 0
       while k < n {
-        w |= UInt64(b[from + k]) << UInt64(56 - 8 * k)
+        unsafe w |= UInt64(b[from + k]) << UInt64(56 - 8 * k)
         k += 1
       }
       return w
@@ -200,20 +200,20 @@ enum JSONWriter {
 
   /// An object in canonical form: members sorted by key bytes, a duplicated key once with its
   /// last value; top-level metadata (`_` keys) left out when `skippingMetadata`.
-  static func writeCanonicalObject(
+  package static func writeCanonicalObject(
     _ members: [JSONObject.Member], skippingMetadata: Bool, into out: inout ByteSink
   ) {
     out.append(UInt8(ascii: "{"))
     let n = members.count
     if n > 0 && n <= 32 {
-      withUnsafeTemporaryAllocation(of: SortKey.self, capacity: n) {
-        writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: $0, into: &out)
+      unsafe withUnsafeTemporaryAllocation(of: SortKey.self, capacity: n) {
+        unsafe writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: $0, into: &out)
       }
     } else if n > 32 {
       // Large objects sort on the heap (a big stack allocation costs a stack-bounds query).
       let keys = UnsafeMutableBufferPointer<SortKey>.allocate(capacity: n)
-      defer { keys.deallocate() }
-      writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: keys, into: &out)
+      defer { unsafe keys.deallocate() }
+      unsafe writeSortedMembers(members, skippingMetadata: skippingMetadata, keys: keys, into: &out)
     }
     out.append(UInt8(ascii: "}"))
   }
@@ -227,33 +227,33 @@ enum JSONWriter {
     for (i, member) in members.enumerated() {
       let k = SortKey(member.key, index: i)
       if skippingMetadata && k.isMetadata(member.key) { continue }
-      keys.initializeElement(at: m, to: k)
+      unsafe keys.initializeElement(at: m, to: k)
       m += 1
     }
-    var sorted = UnsafeMutableBufferPointer(rebasing: keys[0..<m])
-    defer { sorted.deinitialize() }
+    var sorted = unsafe UnsafeMutableBufferPointer(rebasing: keys[0..<m])
+    defer { unsafe sorted.deinitialize() }
     if m <= 16 {
       // Insertion sort: objects are small.
       var i = 1
       while i < m {
-        let x = sorted[i]
+        let x = unsafe sorted[i]
         var j = i
-        while j > 0 && precedes(x, sorted[j - 1], members) {
-          sorted[j] = sorted[j - 1]
+        while unsafe j > 0 && precedes(x, sorted[j - 1], members) {
+          unsafe sorted[j] = unsafe sorted[j - 1]
           j -= 1
         }
-        sorted[j] = x
+        unsafe sorted[j] = x
         i += 1
       }
     } else {
-      sorted.sort { precedes($0, $1, members) }
+      unsafe sorted.sort { precedes($0, $1, members) }
     }
     var first = true
     for i in 0..<m {
-      if i + 1 < m && sameKey(sorted[i], sorted[i + 1], members) { continue }
+      if unsafe i + 1 < m && sameKey(sorted[i], sorted[i + 1], members) { continue }
       if !first { out.append(UInt8(ascii: ",")) }
       first = false
-      let member = members[sorted[i].index]
+      let member = unsafe members[sorted[i].index]
       writeString(member.key, into: &out)
       out.append(UInt8(ascii: ":"))
       write(member.value, canonical: true, into: &out)
@@ -262,7 +262,7 @@ enum JSONWriter {
 
   static func writeString(_ s: String, into out: inout ByteSink) {
     var s = s
-    s.withUTF8 { writeEscaped($0, into: &out) }
+    s.withUTF8 { unsafe writeEscaped($0, into: &out) }
   }
 
   /// Whether any of the 8 bytes of `w` is below 0x20, `"` or `\`.
@@ -293,7 +293,7 @@ enum JSONWriter {
       while k < n {
         let end: Int
         if k + 8 <= n {
-          if !needsEscape(UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)) {
+          if unsafe !needsEscape(UnsafeRawPointer(p + k).loadUnaligned(as: UInt64.self)) {
             k += 8
             continue
           }
@@ -302,15 +302,15 @@ enum JSONWriter {
           end = n
         }
         while k < end {
-          let c = p[k]
+          let c = unsafe p[k]
           if c < 0x20 || c == 0x22 || c == 0x5C { break }
           k += 1
         }
         if k < end { break }
       }
       if k == n { break }
-      if runStart < k { out.append(p + runStart, count: k - runStart) }
-      let c = p[k]
+      if runStart < k { unsafe out.append(p + runStart, count: k - runStart) }
+      let c = unsafe p[k]
       k += 1
       runStart = k
       switch c {
@@ -323,13 +323,13 @@ enum JSONWriter {
       case 0x09: appendWord(0x745C, 2, &out)
       default:
         let hex: StaticString = "0123456789abcdef"
-        let h = hex.utf8Start
+        let h = unsafe hex.utf8Start
         let word =
-          0x3030_755C | UInt64(h[Int(c >> 4)]) << 32 | UInt64(h[Int(c & 0xF)]) << 40
+          unsafe 0x3030_755C | UInt64(h[Int(c >> 4)]) << 32 | UInt64(h[Int(c & 0xF)]) << 40
         appendWord(word, 6, &out)
       }
     }
-    if runStart < n { out.append(p + runStart, count: n - runStart) }
+    if runStart < n { unsafe out.append(p + runStart, count: n - runStart) }
     out.append(UInt8(ascii: "\""))
   }
 }
