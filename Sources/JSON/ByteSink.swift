@@ -22,7 +22,7 @@ package struct ByteSink: ~Copyable {
 
   @usableFromInline
   package init(_ initial: UnsafeMutableBufferPointer<UInt8>) {
-    unsafe base = unsafe initial.baseAddress!
+    unsafe base = initial.baseAddress!
     capacity = initial.count
   }
 
@@ -91,14 +91,14 @@ package struct ByteSink: ~Copyable {
 
   @inlinable @inline(__always)
   package mutating func append(_ buffer: UnsafeBufferPointer<UInt8>) {
-    if let p = unsafe buffer.baseAddress { unsafe append(p, count: buffer.count) }
+    if let p = buffer.baseAddress { unsafe append(p, count: buffer.count) }
   }
 
   /// Appends raw bytes.
   @inlinable @inline(__always)
   package mutating func append(raw buffer: UnsafeRawBufferPointer) {
     let n = buffer.count
-    guard let p = unsafe buffer.baseAddress, n > 0 else { return }
+    guard let p = buffer.baseAddress, n > 0 else { return }
     if capacity - count < n { grow(n) }
     unsafe UnsafeMutableRawPointer(base + count).copyMemory(from: p, byteCount: n)
     count += n

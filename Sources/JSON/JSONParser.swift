@@ -493,10 +493,8 @@ extension JSONValue {
     let text = unsafe String(decoding: slice, as: UTF8.self)
     var small = end - start <= 18
     if small {
-      for unsafeb in unsafe slice
-      where b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E") {
-        small = false
-        break
+      small = unsafe !slice.contains { b in
+        b == UInt8(ascii: ".") || b == UInt8(ascii: "e") || b == UInt8(ascii: "E")
       }
     }
     if !small {

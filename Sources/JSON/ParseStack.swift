@@ -12,7 +12,7 @@ package struct ParseStack<Element>: ~Copyable {
 
   @inlinable
   package init(_ initial: UnsafeMutableBufferPointer<Element>) {
-    unsafe base = unsafe initial.baseAddress!
+    unsafe base = initial.baseAddress!
     capacity = initial.count
   }
 
