@@ -43,9 +43,12 @@ let package = Package(
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),
-    .target(name: "RevTree", dependencies: ["JSON"], swiftSettings: swiftSettings),
     .target(
-      name: "Projections", dependencies: ["JSON", "Log", "RevTree"], swiftSettings: swiftSettings),
+      name: "RevTree", dependencies: ["JSON"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    .target(
+      name: "Projections", dependencies: ["JSON", "Log", "RevTree"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
       name: "Replication",
       dependencies: [
@@ -57,7 +60,7 @@ let package = Package(
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],
-      swiftSettings: swiftSettings
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .executableTarget(
       name: "wikilog",
@@ -67,7 +70,7 @@ let package = Package(
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
       ],
-      swiftSettings: swiftSettings
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     // A child process for the crash-safety and cross-process tests; not a product.
     .executableTarget(

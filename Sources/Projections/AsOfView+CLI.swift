@@ -1,6 +1,6 @@
-public import Log
 public import JSON
-public import RevTree
+public import Log
+import RevTree
 
 // Whole-store reads of an as-of view that export and replay tools need: the same record scan
 // and revision export a live store offers (``DocumentStore/forEachRecord(after:chunk:_:)``,

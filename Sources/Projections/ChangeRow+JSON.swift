@@ -1,6 +1,6 @@
+import JSON
 import Log
-public import JSON
-public import RevTree
+import RevTree
 
 extension ChangeRow {
   /// Appends the row as compact JSON to `out`: the bytes `json.serialize(into:)` writes,
@@ -51,13 +51,13 @@ extension ChangeRow {
     var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for 20 digits
     var count = 0
     var v = value
-    withUnsafeMutableBytes(of: &digits) { buffer in
+    unsafe withUnsafeMutableBytes(of: &digits) { buffer in
       while v > 0 {
-        buffer[23 - count] = UInt8(ascii: "0") + UInt8(v % 10)
+        unsafe buffer[23 - count] = UInt8(ascii: "0") + UInt8(v % 10)
         v /= 10
         count += 1
       }
-      out.append(contentsOf: buffer[(24 - count)...])
+      unsafe out.append(contentsOf: buffer[(24 - count)...])
     }
   }
 }

@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 public import RevTree
 
 /// What one accepted write to a database records in the log.

@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 import RevTree
 
 /// The document store's projection: revision trees, the by-sequence index that is the changes

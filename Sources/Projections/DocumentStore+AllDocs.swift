@@ -1,6 +1,6 @@
-import Log
 public import JSON
-public import RevTree
+import Log
+import RevTree
 
 /// Options of `_all_docs`.
 public struct AllDocsOptions: Sendable, Hashable {

@@ -1,6 +1,6 @@
-import Log
 public import JSON
-public import RevTree
+import Log
+import RevTree
 import Synchronization
 
 /// Writes through the log's writer queue, for `async` callers (the HTTP server).

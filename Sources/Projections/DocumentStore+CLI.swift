@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 import RevTree
 
 // Streaming forms of the changes feed and the projections' checkpoints, for consumers that read
@@ -124,7 +124,9 @@ extension DocumentStore {
   @inline(__always)
   static func position(_ key: [UInt8]) -> UInt64? {
     guard key.count == 8 else { return nil }
-    return key.withUnsafeBytes { UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)) }
+    return unsafe key.withUnsafeBytes {
+      unsafe UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self))
+    }
   }
 
   static func addEventInfo(_ event: RecordedEvent, to row: inout ChangeRow) throws {

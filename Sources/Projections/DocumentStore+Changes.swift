@@ -1,6 +1,6 @@
-public import Log
 public import JSON
-public import RevTree
+public import Log
+import RevTree
 
 /// Options of `_changes`.
 public struct ChangesOptions: Sendable, Hashable {

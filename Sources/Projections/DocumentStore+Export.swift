@@ -1,6 +1,6 @@
-public import Log
 public import JSON
-public import RevTree
+public import Log
+import RevTree
 
 // Export and import of whole documents: every revision whose body the log still holds, with
 // the stored path that places it in the tree, so that importing an export rebuilds the same

@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 import RevTree
 
 #if canImport(FoundationEssentials)

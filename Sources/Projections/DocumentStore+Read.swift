@@ -1,5 +1,5 @@
-public import Log
 public import JSON
+public import Log
 public import RevTree
 
 /// Options of `GET /db/docid`.

@@ -1,6 +1,6 @@
-public import Log
 public import JSON
-public import RevTree
+public import Log
+import RevTree
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials

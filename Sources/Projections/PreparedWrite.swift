@@ -1,6 +1,6 @@
 import Dispatch
-import Log
 import JSON
+import Log
 import RevTree
 import Synchronization
 
@@ -210,7 +210,7 @@ struct BulkPrepared: Sendable {
 ///
 /// The helper publishes its values in runs of ``handOver`` under a lock, so what it wrote is
 /// visible to the caller once the caller has seen the run's end under the same lock.
-final class Lookahead<Value: Sendable>: @unchecked Sendable {
+@safe final class Lookahead<Value: Sendable>: @unchecked Sendable {
   /// Values published at once.
   static var handOver: Int { 8 }
 
@@ -237,7 +237,7 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
     self.count = count
     self.make = make
     self.helper = helper && count > 0
-    slots = .allocate(capacity: max(count, 1))
+    unsafe slots = .allocate(capacity: max(count, 1))
     if self.helper {
       // The closure keeps the instance alive until every slot is written.
       DispatchQueue.global(qos: .userInitiated).async { [self] in run() }
@@ -248,8 +248,8 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
   private var discarded = false
 
   deinit {
-    if !discarded { slots.deinitialize(count: helper ? count : known) }
-    slots.deallocate()
+    if !discarded { unsafe slots.deinitialize(count: helper ? count : known) }
+    unsafe slots.deallocate()
   }
 
   /// Frees the values now, on the calling thread, rather than wherever the last reference
@@ -258,7 +258,7 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
   func discard() {
     guard !discarded else { return }
     if helper { _ = value(count - 1) }
-    slots.deinitialize(count: helper ? count : known)
+    unsafe slots.deinitialize(count: helper ? count : known)
     discarded = true
   }
 
@@ -267,7 +267,7 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
     while i < count {
       let end = min(count, i + Self.handOver)
       while i < end {
-        (slots + i).initialize(to: make(i))
+        unsafe (slots + i).initialize(to: make(i))
         i += 1
       }
       let wake = progress.withLock { p in
@@ -281,12 +281,12 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
   /// Value `i`. Values are asked for in order; one already passed can be asked for again.
   func value(_ i: Int) -> Value {
     precondition(i >= 0 && i < count)
-    if i < known { return slots[i] }
+    if i < known { return unsafe slots[i] }
     guard helper else {
       precondition(i == known, "values are asked for in order")
-      (slots + i).initialize(to: make(i))
+      unsafe (slots + i).initialize(to: make(i))
       known += 1
-      return slots[i]
+      return unsafe slots[i]
     }
     while true {
       let published = progress.withLock { p in
@@ -294,7 +294,7 @@ final class Lookahead<Value: Sendable>: @unchecked Sendable {
         return p.published
       }
       known = published
-      if i < published { return slots[i] }
+      if i < published { return unsafe slots[i] }
       // The helper signals every run it publishes while `waiting` is set; a signal left over
       // from an earlier wait only sends the loop round again.
       ready.wait()

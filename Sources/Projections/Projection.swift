@@ -1,5 +1,5 @@
-public import Log
 public import JSON
+public import Log
 public import RevTree
 
 /// A view of the log kept in LMDB databases of its own: applied event by event, in the append

@@ -1,6 +1,6 @@
 import Dispatch
-import Log
 import JSON
+import Log
 import RevTree
 
 /// Decodes events of a replay on a second thread, a batch ahead of the writer that applies them

@@ -1,5 +1,5 @@
 public import JSON
-public import RevTree
+import RevTree
 
 /// A Mango-style selector on a document's top-level fields, for `filter=_selector`.
 ///

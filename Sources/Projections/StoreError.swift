@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 import RevTree
 
 /// Why a document operation failed, in CouchDB's terms: an error name, a reason and the HTTP

@@ -25,11 +25,11 @@ public struct MD5: Sendable {
 
   /// Feeds bytes.
   public mutating func update(_ bytes: some Sequence<UInt8>) {
-    if let done: Void = bytes.withContiguousStorageIfAvailable({ update(buffer: $0) }) {
+    if let done: Void = bytes.withContiguousStorageIfAvailable({ unsafe update(buffer: $0) }) {
       return done
     }
     let copy = Array(bytes)
-    copy.withUnsafeBufferPointer { update(buffer: $0) }
+    unsafe copy.withUnsafeBufferPointer { unsafe update(buffer: $0) }
   }
 
   /// Feeds bytes from a buffer.
@@ -40,26 +40,26 @@ public struct MD5: Sendable {
     if pending > 0 {
       let take = min(64 - pending, input.count)
       let at = pending
-      withUnsafeMutableBytes(of: &block) { raw in
-        raw.baseAddress!.advanced(by: at).copyMemory(from: base, byteCount: take)
+      unsafe withUnsafeMutableBytes(of: &block) { raw in
+        unsafe raw.baseAddress!.advanced(by: at).copyMemory(from: base, byteCount: take)
       }
       pending += take
       i = take
       if pending < 64 { return }
       let saved = block
-      withUnsafeBytes(of: saved) { raw in
-        MD5.compress(&a0, &b0, &c0, &d0, raw.baseAddress!)
+      unsafe withUnsafeBytes(of: saved) { raw in
+        unsafe MD5.compress(&a0, &b0, &c0, &d0, raw.baseAddress!)
       }
       pending = 0
     }
     while i + 64 <= input.count {
-      MD5.compress(&a0, &b0, &c0, &d0, UnsafeRawPointer(base + i))
+      unsafe MD5.compress(&a0, &b0, &c0, &d0, UnsafeRawPointer(base + i))
       i += 64
     }
     if i < input.count {
       let rest = input.count - i
-      withUnsafeMutableBytes(of: &block) { raw in
-        raw.baseAddress!.copyMemory(from: base + i, byteCount: rest)
+      unsafe withUnsafeMutableBytes(of: &block) { raw in
+        unsafe raw.baseAddress!.copyMemory(from: base + i, byteCount: rest)
       }
       pending = rest
     }
@@ -108,7 +108,7 @@ public struct MD5: Sendable {
     _ p: UnsafeRawPointer
   ) {
     @inline(__always) func word(_ j: Int) -> UInt32 {
-      UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4 * j, as: UInt32.self))
+      unsafe UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4 * j, as: UInt32.self))
     }
     let x0 = word(0)
     let x1 = word(1)
@@ -205,16 +205,16 @@ public struct MD5: Sendable {
     let bitLength = length &* 8
     let at = pending
     var tail = block
-    withUnsafeMutableBytes(of: &tail) { raw in
-      raw[at] = 0x80
-      for z in (at + 1)..<64 { raw[z] = 0 }
+    unsafe withUnsafeMutableBytes(of: &tail) { raw in
+      unsafe raw[at] = 0x80
+      for z in (at + 1)..<64 { unsafe raw[z] = 0 }
     }
     if at >= 56 {
-      withUnsafeBytes(of: tail) { MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
+      unsafe withUnsafeBytes(of: tail) { unsafe MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
       tail = (0, 0, 0, 0, 0, 0, 0, 0)
     }
     tail.7 = bitLength.littleEndian
-    withUnsafeBytes(of: tail) { MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
+    unsafe withUnsafeBytes(of: tail) { unsafe MD5.compress(&a0, &b0, &c0, &d0, $0.baseAddress!) }
     pending = 0
     // The digest is a0 b0 c0 d0 little-endian; RevHash keeps it as two big-endian words.
     let hi = UInt64(a0.byteSwapped) << 32 | UInt64(b0.byteSwapped)

@@ -169,12 +169,12 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
   public var description: String {
     switch storage {
     case .digest(let hi, let lo):
-      return String(unsafeUninitializedCapacity: 32) { buf in
+      return unsafe String(unsafeUninitializedCapacity: 32) { buf in
         let digits: StaticString = "0123456789abcdef"
-        let d = digits.utf8Start
+        let d = unsafe digits.utf8Start
         for i in 0..<16 {
-          buf[i] = d[Int((hi >> UInt64(60 - 4 * i)) & 0xF)]
-          buf[16 + i] = d[Int((lo >> UInt64(60 - 4 * i)) & 0xF)]
+          unsafe buf[i] = unsafe d[Int((hi >> UInt64(60 - 4 * i)) & 0xF)]
+          unsafe buf[16 + i] = unsafe d[Int((lo >> UInt64(60 - 4 * i)) & 0xF)]
         }
         return 32
       }
@@ -189,9 +189,9 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     switch storage {
     case .digest(let hi, let lo):
       let digits: StaticString = "0123456789abcdef"
-      let d = digits.utf8Start
-      for i in 0..<16 { out.append(d[Int((hi >> UInt64(60 - 4 * i)) & 0xF)]) }
-      for i in 0..<16 { out.append(d[Int((lo >> UInt64(60 - 4 * i)) & 0xF)]) }
+      let d = unsafe digits.utf8Start
+      for i in 0..<16 { unsafe out.append(d[Int((hi >> UInt64(60 - 4 * i)) & 0xF)]) }
+      for i in 0..<16 { unsafe out.append(d[Int((lo >> UInt64(60 - 4 * i)) & 0xF)]) }
     case .text(let t):
       out.append(contentsOf: t)
     }

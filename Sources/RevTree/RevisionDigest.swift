@@ -51,16 +51,18 @@ public enum RevisionDigest {
     if value < 0 { out.append(UInt8(ascii: "-")) }
     var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
     var v = value.magnitude
-    let start = withUnsafeMutableBytes(of: &digits) { raw in
+    let start = unsafe withUnsafeMutableBytes(of: &digits) { raw in
       var k = raw.count
       repeat {
         k -= 1
-        raw[k] = UInt8(ascii: "0") &+ UInt8(v % 10)
+        unsafe raw[k] = UInt8(ascii: "0") &+ UInt8(v % 10)
         v /= 10
       } while v > 0
       return k
     }
-    withUnsafeBytes(of: digits) { out.append(raw: UnsafeRawBufferPointer(rebasing: $0[start...])) }
+    unsafe withUnsafeBytes(of: digits) {
+      unsafe out.append(raw: UnsafeRawBufferPointer(rebasing: $0[start...]))
+    }
   }
 
   /// The signature of an edit: MD5 of ``input(parent:deleted:body:)``.
@@ -68,7 +70,7 @@ public enum RevisionDigest {
     withByteSink { sink in
       appendInput(parent: parent, deleted: deleted, body: body, to: &sink)
       var md5 = MD5()
-      md5.update(buffer: sink.bytes)
+      unsafe md5.update(buffer: sink.bytes)
       return md5.finalize()
     }
   }
@@ -89,17 +91,17 @@ extension RevHash {
     switch storage {
     case .digest(let hi, let lo):
       var text: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-      withUnsafeMutableBytes(of: &text) { raw in
+      unsafe withUnsafeMutableBytes(of: &text) { raw in
         let digits: StaticString = "0123456789abcdef"
-        let d = digits.utf8Start
+        let d = unsafe digits.utf8Start
         for i in 0..<16 {
-          raw[i] = d[Int(truncatingIfNeeded: (hi >> UInt64(60 - 4 * i)) & 0xF)]
-          raw[16 + i] = d[Int(truncatingIfNeeded: (lo >> UInt64(60 - 4 * i)) & 0xF)]
+          unsafe raw[i] = unsafe d[Int(truncatingIfNeeded: (hi >> UInt64(60 - 4 * i)) & 0xF)]
+          unsafe raw[16 + i] = unsafe d[Int(truncatingIfNeeded: (lo >> UInt64(60 - 4 * i)) & 0xF)]
         }
       }
-      withUnsafeBytes(of: text) { out.append(raw: $0) }
+      unsafe withUnsafeBytes(of: text) { unsafe out.append(raw: $0) }
     case .text(let t):
-      t.withUnsafeBufferPointer { out.append($0) }
+      unsafe t.withUnsafeBufferPointer { unsafe out.append($0) }
     }
   }
 }

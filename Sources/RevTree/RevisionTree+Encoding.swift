@@ -1,4 +1,4 @@
-public import JSON
+import JSON
 
 // A compact, versioned binary form of a revision tree, for storage.
 //
@@ -68,7 +68,7 @@ extension RevisionTree {
   /// let again = try RevisionTree(decoding: bytes)   // again == tree
   /// ```
   public func encoded() -> [UInt8] {
-    nodes.withUnsafeBufferPointer { np in
+    unsafe nodes.withUnsafeBufferPointer { np in
       withByteSink { sink in
         // Every write below checks capacity; this only saves growing (about 20 bytes a node).
         sink.reserve(2 + count * 20)
@@ -78,37 +78,37 @@ extension RevisionTree {
         stack.reserveCapacity(max(16, roots.count))
         while let i = stack.popLast() {
           // Fields read in place: no copy of the node.
-          let n = np.baseAddress! + Int(i)
+          let n = unsafe np.baseAddress! + Int(i)
           // Push the children reversed so the first child is visited next.
           let mark = stack.count
-          var c = n.pointee.firstChild
+          var c = unsafe n.pointee.firstChild
           while c >= 0 {
             stack.append(c)
-            c = np[Int(c)].nextSibling
+            c = unsafe np[Int(c)].nextSibling
           }
           let childCount = stack.count - mark
           if childCount > 1 { stack[mark...].reverse() }
           var flags: UInt8
-          switch n.pointee.state {
+          switch unsafe n.pointee.state {
           case .available: flags = 1
           case .deleted: flags = 2
           default: flags = 0
           }
-          switch n.pointee.hash.storage {
+          switch unsafe n.pointee.hash.storage {
           case .digest(let hi, let lo):
             sink.append(flags)
             sink.appendVarint(UInt64(childCount))
-            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            if unsafe n.pointee.parent < 0 { unsafe sink.appendVarint(UInt64(n.pointee.pos)) }
             sink.append(bigEndian: hi)
             sink.append(bigEndian: lo)
           case .text(let t):
             sink.append(flags | 4)
             sink.appendVarint(UInt64(childCount))
-            if n.pointee.parent < 0 { sink.appendVarint(UInt64(n.pointee.pos)) }
+            if unsafe n.pointee.parent < 0 { unsafe sink.appendVarint(UInt64(n.pointee.pos)) }
             sink.appendVarint(UInt64(t.count))
-            t.withUnsafeBufferPointer { sink.append($0) }
+            unsafe t.withUnsafeBufferPointer { unsafe sink.append($0) }
           }
-          if n.pointee.state != .missing { sink.appendVarint(n.pointee.body) }
+          if unsafe n.pointee.state != .missing { unsafe sink.appendVarint(n.pointee.body) }
         }
         return sink.array()
       }
@@ -124,21 +124,21 @@ extension RevisionTree {
   ///   corrupt or truncated input.
   public init(decoding bytes: some Collection<UInt8>) throws(RevTreeDecodingError) {
     let r: Result<RevisionTree, RevTreeDecodingError>? = bytes.withContiguousStorageIfAvailable {
-      RevisionTree.decode($0)
+      unsafe RevisionTree.decode($0)
     }
     if let r {
       self = try r.get()
     } else {
       let copy = Array(bytes)
-      self = try copy.withUnsafeBufferPointer { RevisionTree.decode($0) }.get()
+      self = unsafe try copy.withUnsafeBufferPointer { unsafe RevisionTree.decode($0) }.get()
     }
   }
 
   static func decode(_ b: UnsafeBufferPointer<UInt8>) -> Result<RevisionTree, RevTreeDecodingError>
   {
-    var reader = ByteReader(b)
+    var reader = unsafe ByteReader(b)
     do throws(RevTreeDecodingError) {
-      return .success(try decode(&reader))
+      return unsafe .success(try decode(&reader))
     } catch {
       return .failure(error)
     }
@@ -154,11 +154,11 @@ extension RevisionTree {
   static func decode(_ r: inout ByteReader) throws(RevTreeDecodingError) -> RevisionTree {
     var failure: RevTreeDecodingError? = nil
     // The stack of open parents starts on the machine stack.
-    let tree = withUnsafeTemporaryAllocation(of: OpenParent.self, capacity: 32) { buffer in
-      var stack = ParseStack(buffer)
+    let tree = unsafe withUnsafeTemporaryAllocation(of: OpenParent.self, capacity: 32) { buffer in
+      var stack = unsafe ParseStack(buffer)
       defer { stack.release() }
       do throws(RevTreeDecodingError) {
-        return try decode(&r, &stack)
+        return unsafe try decode(&r, &stack)
       } catch {
         failure = error
         return RevisionTree()
@@ -171,49 +171,49 @@ extension RevisionTree {
   static func decode(_ r: inout ByteReader, _ stack: inout ParseStack<OpenParent>)
     throws(RevTreeDecodingError) -> RevisionTree
   {
-    guard r.remaining > 0 else { throw .empty }
-    let version = try r.byte()
+    guard unsafe r.remaining > 0 else { throw .empty }
+    let version = unsafe try r.byte()
     guard version == encodingVersion else { throw .unsupportedVersion(version) }
-    let countOffset = r.offset
-    let total = try r.varint()
+    let countOffset = unsafe r.offset
+    let total = unsafe try r.varint()
     // Each node takes at least 4 bytes: never reserve more than the input can hold.
-    guard total <= UInt64(r.remaining / 4) else { throw .truncated(offset: countOffset) }
+    guard unsafe total <= UInt64(r.remaining / 4) else { throw .truncated(offset: countOffset) }
     var t = RevisionTree()
     t.nodes.reserveCapacity(Int(total))
     // Open parents: (index, children still to read, last child read).
     var leafCount = 0
     var lastRoot: Int32 = -1
     for _ in 0..<total {
-      let at = r.offset
-      let flags = try r.byte()
+      let at = unsafe r.offset
+      let flags = unsafe try r.byte()
       guard flags & ~0x07 == 0, flags & 0x03 != 3 else { throw .invalidFlags(offset: at) }
-      let children = try r.varint()
-      let parent: Int32 = stack.count > 0 ? stack.base[stack.count - 1].parent : -1
+      let children = unsafe try r.varint()
+      let parent: Int32 = unsafe stack.count > 0 ? stack.base[stack.count - 1].parent : -1
       var pos: Int
       if parent >= 0 {
         pos = t.nodes[Int(parent)].pos + 1
         guard pos <= RevID.maxGeneration else { throw .generationOutOfRange(offset: at) }
       } else {
-        let posAt = r.offset
-        let p = try r.varint()
+        let posAt = unsafe r.offset
+        let p = unsafe try r.varint()
         guard p >= 1, p <= UInt64(RevID.maxGeneration) else {
           throw .generationOutOfRange(offset: posAt)
         }
         pos = Int(p)
       }
-      let hashAt = r.offset
+      let hashAt = unsafe r.offset
       let hash: RevHash
       if flags & 4 == 0 {
-        let hi = try r.uint64BigEndian()
-        let lo = try r.uint64BigEndian()
+        let hi = unsafe try r.uint64BigEndian()
+        let lo = unsafe try r.uint64BigEndian()
         hash = RevHash(high: hi, low: lo)
       } else {
-        let len = try r.varint()
+        let len = unsafe try r.varint()
         guard len >= 1, len <= UInt64(RevHash.maxTextLength) else {
           throw .invalidHash(offset: hashAt)
         }
-        let text = try r.bytes(Int(len))
-        guard let h = try? RevHash.parse(text), !h.isDigest else {
+        let text = unsafe try r.bytes(Int(len))
+        guard let h = unsafe try? RevHash.parse(text), !h.isDigest else {
           throw .invalidHash(offset: hashAt)
         }
         hash = h
@@ -224,7 +224,7 @@ extension RevisionTree {
       case 2: state = .deleted
       default: state = .missing
       }
-      let body: UInt64 = state == .missing ? 0 : try r.varint()
+      let body: UInt64 = unsafe state == .missing ? 0 : try r.varint()
       let i = Int32(t.nodes.count)
       guard children <= total - UInt64(i) - 1 else { throw .inconsistentStructure(offset: at) }
       t.nodes.append(
@@ -232,8 +232,8 @@ extension RevisionTree {
           hash: hash, pos: pos, parent: parent, firstChild: -1, nextSibling: -1, state: state,
           body: body))
       if parent >= 0 {
-        let top = stack.base + (stack.count - 1)
-        let last = top.pointee.last
+        let top = unsafe stack.base + (stack.count - 1)
+        let last = unsafe top.pointee.last
         if last >= 0 {
           guard RevHash.compare(t.nodes[Int(last)].hash, hash) < 0 else {
             throw .inconsistentStructure(offset: hashAt)
@@ -242,9 +242,9 @@ extension RevisionTree {
         } else {
           t.nodes[Int(parent)].firstChild = i
         }
-        top.pointee.last = i
-        top.pointee.left -= 1
-        if top.pointee.left == 0 { stack.count -= 1 }
+        unsafe top.pointee.last = i
+        unsafe top.pointee.left -= 1
+        if unsafe top.pointee.left == 0 { stack.count -= 1 }
       } else {
         if lastRoot >= 0 {
           let x = t.nodes[Int(lastRoot)]
@@ -261,40 +261,40 @@ extension RevisionTree {
         leafCount += 1
       }
     }
-    guard stack.count == 0 else { throw .truncated(offset: r.offset) }
-    guard r.remaining == 0 else { throw .trailingBytes(offset: r.offset) }
+    guard stack.count == 0 else { throw unsafe .truncated(offset: r.offset) }
+    guard unsafe r.remaining == 0 else { throw unsafe .trailingBytes(offset: r.offset) }
     t.leafCount = leafCount
     return t
   }
 }
 
 /// A bounds-checked cursor over bytes.
-struct ByteReader {
+@unsafe struct ByteReader {
   let b: UnsafeBufferPointer<UInt8>
   var offset = 0
 
   init(_ b: UnsafeBufferPointer<UInt8>) {
-    self.b = b
+    unsafe self.b = unsafe b
   }
 
-  var remaining: Int { b.count - offset }
+  var remaining: Int { unsafe b.count - offset }
 
   @inline(__always)
   mutating func byte() throws(RevTreeDecodingError) -> UInt8 {
-    guard offset < b.count else { throw .truncated(offset: offset) }
-    defer { offset += 1 }
-    return b[offset]
+    guard unsafe offset < b.count else { throw unsafe .truncated(offset: offset) }
+    defer { unsafe offset += 1 }
+    return unsafe b[offset]
   }
 
   @inline(__always)
   mutating func varint() throws(RevTreeDecodingError) -> UInt64 {
-    let start = offset
+    let start = unsafe offset
     var v: UInt64 = 0
     var shift: UInt64 = 0
     while true {
-      guard offset < b.count else { throw .truncated(offset: offset) }
-      let c = b[offset]
-      offset += 1
+      guard unsafe offset < b.count else { throw unsafe .truncated(offset: offset) }
+      let c = unsafe b[offset]
+      unsafe offset += 1
       if shift == 63 && c > 1 { throw .malformedVarint(offset: start) }
       v |= UInt64(c & 0x7F) << shift
       if c & 0x80 == 0 { return v }
@@ -305,15 +305,15 @@ struct ByteReader {
 
   @inline(__always)
   mutating func uint64BigEndian() throws(RevTreeDecodingError) -> UInt64 {
-    guard remaining >= 8 else { throw .truncated(offset: b.count) }
-    let v = UnsafeRawPointer(b.baseAddress! + offset).loadUnaligned(as: UInt64.self)
-    offset += 8
+    guard unsafe remaining >= 8 else { throw unsafe .truncated(offset: b.count) }
+    let v = unsafe UnsafeRawPointer(b.baseAddress! + offset).loadUnaligned(as: UInt64.self)
+    unsafe offset += 8
     return UInt64(bigEndian: v)
   }
 
   mutating func bytes(_ n: Int) throws(RevTreeDecodingError) -> UnsafeBufferPointer<UInt8> {
-    guard remaining >= n else { throw .truncated(offset: b.count) }
-    defer { offset += n }
-    return UnsafeBufferPointer(rebasing: b[offset..<(offset + n)])
+    guard unsafe remaining >= n else { throw unsafe .truncated(offset: b.count) }
+    defer { unsafe offset += n }
+    return unsafe UnsafeBufferPointer(rebasing: b[offset..<(offset + n)])
   }
 }

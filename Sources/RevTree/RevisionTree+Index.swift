@@ -35,18 +35,18 @@ extension RevisionTree {
     static func build(_ nodes: [Node], liveCount: Int) -> NodeIndex? {
       var index = NodeIndex(capacity: liveCount + 2)
       let (s0, s1) = (index.seed0, index.seed1)
-      let unique = nodes.withUnsafeBufferPointer { np in
-        index.buckets.withUnsafeMutableBufferPointer { bp in
+      let unique = unsafe nodes.withUnsafeBufferPointer { np in
+        unsafe index.buckets.withUnsafeMutableBufferPointer { bp in
           let mask = bp.count - 1
-          for i in 0..<np.count where np[i].state != .dead {
-            var b = Int(truncatingIfNeeded: hashValue(np[i].hash, s0, s1)) & mask
+          for i in 0..<np.count where unsafe np[i].state != .dead {
+            var b = unsafe Int(truncatingIfNeeded: hashValue(np[i].hash, s0, s1)) & mask
             while true {
-              let s = bp[b]
+              let s = unsafe bp[b]
               if s < 0 {
-                bp[b] = Int32(truncatingIfNeeded: i)
+                unsafe bp[b] = Int32(truncatingIfNeeded: i)
                 break
               }
-              if np[Int(s)].hash == np[i].hash { return false }
+              if unsafe np[Int(s)].hash == np[i].hash { return false }
               b = (b + 1) & mask
             }
           }

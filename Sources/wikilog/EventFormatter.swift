@@ -48,10 +48,11 @@ enum EventFormatter {
     s.withUTF8 { utf8 in
       // Copy runs that need no escaping in one go; most strings are one run.
       var runStart = 0
-      for (i, b) in utf8.enumerated()
-      where b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") {
+      for i in utf8.indices {
+        let b = unsafe utf8[i]
+        guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
         if runStart < i {
-          out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+          unsafe out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
         }
         runStart = i + 1
         switch b {
@@ -68,7 +69,7 @@ enum EventFormatter {
         }
       }
       if runStart < utf8.count {
-        out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+        unsafe out.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
       }
     }
     out.append(UInt8(ascii: "\""))

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 import TestSupport
 import Testing
 

@@ -10,9 +10,9 @@
 //       {"n": N, "pad": ...} (see `fields(_:)`), "ack ID REV -" for a deletion, and
 //       "ack ID REV ?" for a replicated revision (whose body may be an earlier copy's).
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 import Synchronization
 

@@ -1,9 +1,9 @@
-import TestSupport
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// The reads an as-of view and a store share, so that one description covers both.

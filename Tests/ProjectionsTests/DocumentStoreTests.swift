@@ -1,6 +1,6 @@
 import Foundation
-import Log
 import JSON
+import Log
 import Projections
 import RevTree
 import Testing

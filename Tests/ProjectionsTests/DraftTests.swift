@@ -1,7 +1,7 @@
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 import Testing
 

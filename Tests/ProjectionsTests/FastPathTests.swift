@@ -1,6 +1,6 @@
 import Foundation
-import Log
 import JSON
+import Log
 import RevTree
 import Synchronization
 import Testing

@@ -1,7 +1,7 @@
-import TestSupport
 import Foundation
 import JSON
 import Projections
+import TestSupport
 import Testing
 
 /// Helpers for the text algorithm tests (the seeded generator is `SplitMix64` in Support.swift).

@@ -1,8 +1,8 @@
-import TestSupport
 import Foundation
-import Log
 import JSON
+import Log
 import RevTree
+import TestSupport
 import Testing
 
 @testable import Projections

@@ -1,7 +1,7 @@
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 import TestSupport
 import Testing
@@ -47,4 +47,3 @@ extension JSONValue {
 extension DocumentStore {
   var position: LogPosition { (try? log.committedPosition) ?? .start }
 }
-

@@ -1,7 +1,7 @@
-import TestSupport
 import Foundation
 import JSON
 import Projections
+import TestSupport
 import Testing
 
 @Suite struct ThreeWayMergeTests {

@@ -1,6 +1,6 @@
 import Foundation
-import Log
 import JSON
+import Log
 import RevTree
 import Testing
 

@@ -1,9 +1,9 @@
-import TestSupport
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// A store with the wiki projection, and helpers that write TouchWiki documents.

@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import Log
 import JSON
+import Log
 import Projections
 import Replication
 import RevTree

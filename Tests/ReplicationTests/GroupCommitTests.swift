@@ -3,10 +3,10 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Log
 import NIOCore
 import NIOHTTP1
-import JSON
 import Projections
 import Replication
 import RevTree

@@ -1,10 +1,10 @@
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Log
 import Projections
 import Replication
-import JSON
 import RevTree
 import Testing
 

@@ -3,13 +3,13 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import JSON
 import Log
 import Logging
 import NIOCore
 import NIOHTTP1
 import Projections
 import Replication
-import JSON
 import RevTree
 import TestSupport
 import Testing
@@ -106,4 +106,3 @@ struct HTTPClientTransport: CouchTransport {
       status: Int(response.status.code), body: Array(bytes.readableBytesView))
   }
 }
-

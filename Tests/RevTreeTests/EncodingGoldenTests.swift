@@ -1,6 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// The storage encoding and the decoder's errors, pinned to what the original (unoptimized)

@@ -1,6 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// The tree's hash index (an open-addressing table) under insertions, removals by stemming,

@@ -1,6 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
+import TestSupport
 
 /// A seeded generator of JSON texts that exercise every path of the parser and both writers:
 /// whitespace, escapes (short, `\u00XX`, BMP, surrogate pairs), raw multi-byte UTF-8, NFC and

@@ -1,7 +1,5 @@
 import JSON
 import RevTree
-import JSON
-import RevTree
 import Testing
 
 /// Outputs pinned to what the original (unoptimized) parser, writers and digest produced, so

@@ -1,6 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 @Suite struct MD5Tests {

@@ -1,6 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// Seeded random histories: invariants hold after every operation, nothing is lost except by

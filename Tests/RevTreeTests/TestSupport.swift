@@ -1,7 +1,6 @@
-import TestSupport
 import JSON
 import RevTree
-
+import TestSupport
 
 /// A short readable text hash for hand-written cases, ordered by its bytes like CouchDB's keys.
 func h(_ s: String) -> RevHash {

@@ -1,7 +1,7 @@
+import JSON
 import TestSupport
 import Testing
 
-import JSON
 @testable import RevTree
 
 /// One revision id on two branches (an inconsistent peer): the winner and the order of the

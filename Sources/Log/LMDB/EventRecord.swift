@@ -88,7 +88,7 @@ enum EventRecord {
     unsafe putVarint(UInt64(count), base, &offset)
     guard count > 0 else { return }
     let target = unsafe base + offset
-    let copied = unsafe string.utf8.withContiguousStorageIfAvailable { utf8 in
+    let copied: Void? = unsafe string.utf8.withContiguousStorageIfAvailable { utf8 in
       unsafe target.copyMemory(from: utf8.baseAddress.unsafelyUnwrapped, byteCount: count)
     }
     if copied == nil {  // a string without contiguous UTF-8 (bridged): copy it byte by byte

@@ -1,6 +1,6 @@
-public import Log
 public import JSON
-public import RevTree
+public import Log
+import RevTree
 
 /// Why a draft could not be published: its edits overlap changes made to the page since its
 /// base revision. Carried by the 409 ``StoreError`` as ``StoreError/draftConflict``.

@@ -1,6 +1,6 @@
-import Log
 public import JSON
-public import RevTree
+import Log
+import RevTree
 
 /// Checks documents before they are written, besides CouchDB's own rules (ids, special
 /// fields, JSON objects, the size limit), which always apply: the store's `validate_doc_update`.

@@ -1,6 +1,6 @@
-import Log
 public import JSON
-public import RevTree
+import Log
+import RevTree
 
 /// TouchWiki's schema for wiki and page documents, as a ``DocumentValidator``
 /// (``DocumentValidation/touchWiki``).

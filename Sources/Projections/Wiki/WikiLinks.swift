@@ -16,7 +16,7 @@ enum WikiLinks {
   /// The distinct link targets of `markdown`, sorted by their UTF-8 bytes.
   static func targets(in markdown: String) -> [String] {
     var markdown = markdown
-    return markdown.withUTF8 { targets(inUTF8: $0) }
+    return markdown.withUTF8 { unsafe targets(inUTF8: $0) }
   }
 
   /// ``targets(in:)`` over the Markdown's UTF-8 bytes.
@@ -28,25 +28,25 @@ enum WikiLinks {
     var i = 0
     let count = bytes.count
     scanning: while i + 1 < count {
-      guard bytes[i] == open, bytes[i + 1] == open else {
+      guard unsafe bytes[i] == open, unsafe bytes[i + 1] == open else {
         i += 1
         continue
       }
       // `[[[`: the link opens at the last two brackets of the run.
-      while i + 2 < count, bytes[i + 2] == open { i += 1 }
+      while i + 2 < count, unsafe bytes[i + 2] == open { i += 1 }
       var j = i + 2
       while j + 1 < count {
-        let b = bytes[j]
+        let b = unsafe bytes[j]
         if b == newline {
           i = j + 1
           continue scanning
         }
-        if b == open, bytes[j + 1] == open {
+        if b == open, unsafe bytes[j + 1] == open {
           i = j
           continue scanning
         }
-        if b == close, bytes[j + 1] == close {
-          if let target = target(UnsafeBufferPointer(rebasing: bytes[(i + 2)..<j])) {
+        if b == close, unsafe bytes[j + 1] == close {
+          if let target = unsafe target(UnsafeBufferPointer(rebasing: bytes[(i + 2)..<j])) {
             found.append(target)
           }
           i = j + 2
@@ -72,15 +72,16 @@ enum WikiLinks {
 
   /// The trimmed target of a link's inside (`target|label`), nil when empty.
   private static func target(_ inside: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
-    let name = UnsafeBufferPointer(
+    let name = unsafe UnsafeBufferPointer(
       rebasing: inside[..<(inside.firstIndex(of: UInt8(ascii: "|")) ?? inside.endIndex)])
     // ASCII without a space or control character at either end: nothing to trim.
-    if let first = name.first, let last = name.last, first > 0x20, first < 0x7F, last > 0x20,
-      last < 0x7F, name.allSatisfy({ $0 < 0x80 })
+    if let first = unsafe name.first, let last = unsafe name.last, first > 0x20, first < 0x7F,
+      last > 0x20,
+      last < 0x7F, unsafe name.allSatisfy({ $0 < 0x80 })
     {
-      return Array(name)
+      return unsafe Array(name)
     }
-    let scalars = String(decoding: name, as: UTF8.self).unicodeScalars
+    let scalars = unsafe String(decoding: name, as: UTF8.self).unicodeScalars
     guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
       let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
     else { return nil }

@@ -1,5 +1,5 @@
-public import Log
 import JSON
+public import Log
 import RevTree
 
 /// A wiki as ``WikiProjection`` keeps it: the winning revision of its wiki document, and how

@@ -1,5 +1,5 @@
-public import Log
 public import JSON
+public import Log
 public import RevTree
 
 /// TouchWiki's wikis, pages, links and membership, kept from the winning revision of every

@@ -1,5 +1,5 @@
 public import JSON
-public import RevTree
+import RevTree
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials

@@ -1,5 +1,5 @@
-import Log
 import JSON
+import Log
 import Projections
 import Synchronization
 

@@ -1,6 +1,6 @@
 public import Hummingbird
-public import Logging
 import JSON
+public import Logging
 public import Projections
 
 /// The `wikilog serve` application: a ``CouchServer`` on Hummingbird's HTTP/1.1 server.

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
-import NIOCore
 import JSON
+import NIOCore
 import RevTree
 
 /// Builds the responses the server sends: JSON bodies with CouchDB's headers.

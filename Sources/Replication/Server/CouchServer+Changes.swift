@@ -1,9 +1,9 @@
 import HTTPTypes
 import Hummingbird
+import JSON
 import Log
 import NIOCore
 import Projections
-import JSON
 import RevTree
 import ServiceLifecycle
 

@@ -1,8 +1,8 @@
 import HTTPTypes
 import Hummingbird
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)

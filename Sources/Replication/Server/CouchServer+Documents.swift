@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
-import Projections
 import JSON
+import Projections
 import RevTree
 
 extension CouchServer {

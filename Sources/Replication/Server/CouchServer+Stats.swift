@@ -1,7 +1,7 @@
 import Hummingbird
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 
 extension CouchServer {

@@ -1,10 +1,10 @@
 import HTTPTypes
 public import Hummingbird
+import JSON
 public import Logging
 import NIOCore
 import NIOPosix
 public import Projections
-import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)

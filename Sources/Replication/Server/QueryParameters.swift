@@ -1,5 +1,5 @@
-import Log
 import JSON
+import Log
 import RevTree
 
 /// A request's query string, decoded, with CouchDB's typed readers.

@@ -1,9 +1,9 @@
 import HTTPTypes
 public import Hummingbird
-import NIOCore
-public import Projections
 public import JSON
-public import RevTree
+import NIOCore
+import Projections
+import RevTree
 
 /// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.
 ///

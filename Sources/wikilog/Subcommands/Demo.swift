@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import Projections
 import JSON
+import Projections
 import RevTree
 
 struct Demo: ParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import Log
 import JSON
+import Log
 import Projections
 
 struct Local: ParsableCommand {

@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 
 struct Verify: ParsableCommand {

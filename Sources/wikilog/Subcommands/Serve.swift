@@ -1,9 +1,9 @@
 import ArgumentParser
 import Foundation
 import Hummingbird
+import JSON
 import Log
 import Logging
-import JSON
 import Projections
 import Replication
 

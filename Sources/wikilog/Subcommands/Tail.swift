@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 
 struct Tail: AsyncParsableCommand {
@@ -112,13 +112,13 @@ struct Tail: AsyncParsableCommand {
     signal(SIGINT) { _ in _exit(0) }
     signal(SIGTERM) { _ in _exit(0) }
     var st = stat()
-    guard fstat(STDOUT_FILENO, &st) == 0,
+    guard unsafe fstat(STDOUT_FILENO, &st) == 0,
       st.st_mode & S_IFMT == S_IFIFO || st.st_mode & S_IFMT == S_IFSOCK
     else { return }
     Thread.detachNewThread {
       var fd = pollfd(fd: STDOUT_FILENO, events: 0, revents: 0)
       while true {
-        let n = poll(&fd, 1, -1)
+        let n = unsafe poll(&fd, 1, -1)
         if n > 0 && Int32(fd.revents) & (Int32(POLLERR) | Int32(POLLHUP)) != 0 { _exit(0) }
         if n < 0 && errno != EINTR { return }
       }

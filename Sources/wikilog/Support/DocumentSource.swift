@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
+import JSON
 import Log
 import Projections
-import JSON
 import RevTree
 
 /// What `get`, `export` and `replay` read documents from: the live store, or an as-of view of

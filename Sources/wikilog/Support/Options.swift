@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
-import Log
 import JSON
+import Log
 import Projections
 
 /// Options every command shares: where the data directory is and which database in it.

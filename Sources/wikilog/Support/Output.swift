@@ -1,6 +1,6 @@
 import Foundation
-import Log
 import JSON
+import Log
 import RevTree
 
 /// Bytes for standard output, written with write(2) in large chunks, or line by line when
@@ -18,7 +18,7 @@ struct OutputBuffer {
 
   mutating func append(_ string: String) {
     var s = string
-    s.withUTF8 { bytes.append(contentsOf: $0) }
+    s.withUTF8 { unsafe bytes.append(contentsOf: $0) }
   }
 
   mutating func append(_ byte: UInt8) { bytes.append(byte) }
@@ -28,15 +28,15 @@ struct OutputBuffer {
   /// Appends a number's decimal digits without making a String.
   mutating func append(decimal value: UInt64) {
     var digits: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)  // 32 bytes of scratch
-    withUnsafeMutableBytes(of: &digits) { scratch in
+    unsafe withUnsafeMutableBytes(of: &digits) { scratch in
       var v = value
       var i = scratch.count
       repeat {
         i -= 1
-        scratch[i] = UInt8(ascii: "0") + UInt8(v % 10)
+        unsafe scratch[i] = UInt8(ascii: "0") + UInt8(v % 10)
         v /= 10
       } while v > 0
-      bytes.append(contentsOf: scratch[i...])
+      unsafe bytes.append(contentsOf: scratch[i...])
     }
   }
 
@@ -60,11 +60,11 @@ struct OutputBuffer {
   mutating func flush() {
     var offset = 0
     while offset < bytes.count {
-      let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+      let n = unsafe bytes[offset...].withUnsafeBytes { unsafe write(fd, $0.baseAddress, $0.count) }
       if n < 0 {
         if errno == EINTR { continue }
         if let file {
-          let reason = String(cString: strerror(errno))
+          let reason = unsafe String(cString: strerror(errno))
           file.abandon()
           WikilogCommand.fail("cannot write \(file.path): \(reason); nothing written")
         }
@@ -89,16 +89,16 @@ final class FileOutput {
   init(_ path: String) throws {
     self.path = path
     var info = stat()
-    if stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+    if unsafe stat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
       temporary = nil
-      fd = open(path, O_WRONLY | O_CLOEXEC)
+      fd = unsafe open(path, O_WRONLY | O_CLOEXEC)
     } else {
       let temporary = path + ".wikilog-\(getpid()).partial"
       self.temporary = temporary
-      fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+      fd = unsafe open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     }
     guard fd >= 0 else {
-      throw CLIError("cannot write \(path): \(String(cString: strerror(errno)))")
+      throw CLIError(unsafe "cannot write \(path): \(String(cString: strerror(errno)))")
     }
   }
 
@@ -106,9 +106,9 @@ final class FileOutput {
   func commit() throws {
     defer { close(fd) }
     guard let temporary else { return }
-    guard fsync(fd) == 0, rename(temporary, path) == 0 else {
-      let reason = String(cString: strerror(errno))
-      unlink(temporary)
+    guard fsync(fd) == 0, unsafe rename(temporary, path) == 0 else {
+      let reason = unsafe String(cString: strerror(errno))
+      unsafe unlink(temporary)
       throw CLIError("cannot write \(path): \(reason); nothing written")
     }
   }
@@ -116,7 +116,7 @@ final class FileOutput {
   /// Closes and removes the temporary file.
   func abandon() {
     close(fd)
-    if let temporary { unlink(temporary) }
+    if let temporary { unsafe unlink(temporary) }
   }
 }
 
