@@ -218,7 +218,7 @@ extension DocumentStore {
                 throw StoreError(
                   "internal_server_error",
                   "the as-of copy of event \(original.position) landed at \(copy.position)",
-                  status: 500)
+                  code: .internalError)
               }
               try applyAll(original, txn: txn)
             }

@@ -93,7 +93,7 @@ public final class DataDirectory: Sendable {
         } catch {
           throw StoreError(
             "internal_server_error", "cannot create \(dir): \(error.localizedDescription)",
-            status: 500)
+            code: .internalError)
         }
       }
       let store = try DocumentStore(
@@ -109,7 +109,8 @@ public final class DataDirectory: Sendable {
     try Self.validate(name: name)
     if exists(name) {
       throw StoreError(
-        "file_exists", "The database could not be created, the file already exists.", status: 412)
+        "file_exists", "The database could not be created, the file already exists.",
+        code: .alreadyExists)
     }
     return try open(name, create: true)
   }
@@ -125,7 +126,8 @@ public final class DataDirectory: Sendable {
       try FileManager.default.removeItem(atPath: directory(of: name))
     } catch {
       throw StoreError(
-        "internal_server_error", "cannot remove \(name): \(error.localizedDescription)", status: 500
+        "internal_server_error", "cannot remove \(name): \(error.localizedDescription)",
+        code: .internalError
       )
     }
   }
@@ -148,7 +150,7 @@ public final class DataDirectory: Sendable {
       throw StoreError(
         "illegal_database_name",
         "Name: '\(name)'. Only lowercase characters (a-z), digits (0-9), and any of the characters _, $, (, ), +, -, and / are allowed. Must begin with a letter.",
-        status: 400)
+        code: .badRequest)
     }
   }
 }

@@ -113,7 +113,8 @@ public struct DocumentEvent: Sendable, Hashable {
   public init(decoding event: RecordedEvent) throws(StoreError) {
     guard Kind(eventType: event.type) != nil else {
       throw StoreError(
-        "internal_server_error", "event \(event.position) is not a document event", status: 500)
+        "internal_server_error", "event \(event.position) is not a document event",
+        code: .internalError)
     }
     try self.init(decoding: event.payload, position: event.position)
   }
@@ -123,7 +124,8 @@ public struct DocumentEvent: Sendable, Hashable {
     do {
       guard try r.byte() == Self.format, let kind = Kind(rawValue: try r.byte()) else {
         throw StoreError(
-          "internal_server_error", "event \(position) has an unknown document format", status: 500)
+          "internal_server_error", "event \(position) has an unknown document format",
+          code: .internalError)
       }
       self.kind = kind
       deleted = try r.byte() & 1 != 0
@@ -147,7 +149,8 @@ public struct DocumentEvent: Sendable, Hashable {
       throw error
     } catch {
       throw StoreError(
-        "internal_server_error", "event \(position) is a malformed document event", status: 500)
+        "internal_server_error", "event \(position) is a malformed document event",
+        code: .internalError)
     }
   }
 }

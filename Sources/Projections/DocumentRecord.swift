@@ -39,7 +39,8 @@ public struct DocumentRecord: Sendable, Equatable {
       tree = try RevisionTree(decoding: r.rest())
     } catch {
       throw StoreError(
-        "internal_server_error", "a stored document record is corrupt: \(error)", status: 500)
+        "internal_server_error", "a stored document record is corrupt: \(error)",
+        code: .internalError)
     }
   }
 

@@ -41,7 +41,8 @@ extension DocumentStore {
     withBodies.sort { $0.position < $1.position }
     return try withBodies.map { position, revision in
       guard let path = record.tree.storedPath(of: revision.rev) else {
-        throw StoreError("internal_server_error", "a revision vanished from its tree", status: 500)
+        throw StoreError(
+          "internal_server_error", "a revision vanished from its tree", code: .internalError)
       }
       var members: [JSONObject.Member] = [
         .init(key: "_id", value: .string(record.docID)),

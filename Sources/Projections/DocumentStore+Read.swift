@@ -168,14 +168,15 @@ extension DocumentStore {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError(
         "internal_server_error", "the body at position \(position) is missing from the log",
-        status: 500)
+        code: .internalError)
     }
     let e = try DocumentEvent(decoding: event)
     do {
       return try JSONValue(parsing: e.body).objectValue ?? JSONObject()
     } catch {
       throw StoreError(
-        "internal_server_error", "the body at position \(position) is not JSON", status: 500)
+        "internal_server_error", "the body at position \(position) is not JSON",
+        code: .internalError)
     }
   }
 
@@ -275,7 +276,7 @@ extension DocumentStore {
       return (rev, Array(r.rest()))
     } catch {
       throw StoreError(
-        "internal_server_error", "the _local document '\(id)' is corrupt", status: 500)
+        "internal_server_error", "the _local document '\(id)' is corrupt", code: .internalError)
     }
   }
 

@@ -209,7 +209,7 @@ public final class DocumentStore: Sendable {
     guard DocumentEvent.Kind(eventType: recorded.type) == nil else {
       throw StoreError(
         "internal_server_error", "document events are appended with append(_:actor:txn:)",
-        status: 500)
+        code: .internalError)
     }
     try documents.apply(recorded, to: documentStorage, in: txn)
     for inline in others {
@@ -282,7 +282,8 @@ public final class DocumentStore: Sendable {
   ) throws {
     if let early = p.early { throw early }
     guard let e = p.event else {
-      throw StoreError("internal_server_error", "a replicated write without its event", status: 500)
+      throw StoreError(
+        "internal_server_error", "a replicated write without its event", code: .internalError)
     }
     let record =
       try documents.record(p.id, storage: documentStorage, txn: txn)

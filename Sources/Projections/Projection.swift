@@ -125,7 +125,8 @@ public struct DocumentChange: Sendable {
   public static func body(at position: UInt64, in txn: ReadTransaction) throws -> [UInt8] {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError(
-        "internal_server_error", "the body at \(position) is missing from the log", status: 500)
+        "internal_server_error", "the body at \(position) is missing from the log",
+        code: .internalError)
     }
     return try DocumentEvent(decoding: event).body
   }

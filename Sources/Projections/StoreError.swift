@@ -2,64 +2,93 @@ import JSON
 public import Log
 import RevTree
 
-/// Why a document operation failed, in CouchDB's terms: an error name, a reason and the HTTP
-/// status CouchDB answers with. The HTTP layer renders `{"error": name, "reason": reason}`.
+/// Why a document operation failed, in CouchDB's terms: an error name, a reason and a
+/// ``Code`` that says what kind of failure it is. The HTTP layer picks the status for the code
+/// and renders `{"error": name, "reason": reason}`.
 public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// What kind of failure: the HTTP server answers each with CouchDB's status.
+  public enum Code: Sendable, Hashable {
+    /// Malformed input (400).
+    case badRequest
+    /// No such document, revision, database or projection (404).
+    case notFound
+    /// The revision named is not a current leaf, or the edit overlaps another (409).
+    case conflict
+    /// Refused: by validation, or a write to a read-only store (403).
+    case forbidden
+    /// Already there (412: a database that exists).
+    case alreadyExists
+    /// Larger than the store accepts (413).
+    case tooLarge
+    /// The store is closed or going away (503).
+    case unavailable
+    /// The disk or the map is full (507).
+    case insufficientStorage
+    /// A failure of the store itself (500).
+    case internalError
+  }
+
   /// CouchDB's error name: `bad_request`, `not_found`, `conflict`, `forbidden`, ...
   public let error: String
   public let reason: String
-  public let status: Int
-  /// For a draft that cannot be published because its edits overlap changes made since its
-  /// base revision (a 409 `conflict`): the texts a UI needs to show the conflict.
-  public internal(set) var draftConflict: DraftConflict?
+  public let code: Code
+  /// What a caller needs beyond the reason, set by the module that threw the error (the wiki's
+  /// draft conflicts carry their texts); not part of equality.
+  public var detail: (any Sendable)?
 
-  public init(_ error: String, _ reason: String, status: Int) {
+  public init(_ error: String, _ reason: String, code: Code) {
     self.error = error
     self.reason = reason
-    self.status = status
-    self.draftConflict = nil
+    self.code = code
+    self.detail = nil
+  }
+
+  public static func == (a: StoreError, b: StoreError) -> Bool {
+    a.error == b.error && a.reason == b.reason && a.code == b.code
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(error)
+    hasher.combine(reason)
+    hasher.combine(code)
   }
 
   public var description: String { "\(error): \(reason)" }
 
   public static func badRequest(_ reason: String) -> StoreError {
-    StoreError("bad_request", reason, status: 400)
+    StoreError("bad_request", reason, code: .badRequest)
   }
   public static func notFound(_ reason: String = "missing") -> StoreError {
-    StoreError("not_found", reason, status: 404)
+    StoreError("not_found", reason, code: .notFound)
   }
-  public static let conflict = StoreError("conflict", "Document update conflict.", status: 409)
+  public static let conflict = StoreError("conflict", "Document update conflict.", code: .conflict)
   public static func forbidden(_ reason: String) -> StoreError {
-    StoreError("forbidden", reason, status: 403)
+    StoreError("forbidden", reason, code: .forbidden)
   }
   public static func invalidDocument(_ reason: String) -> StoreError {
-    StoreError("doc_validation", reason, status: 400)
+    StoreError("doc_validation", reason, code: .badRequest)
   }
-  /// A `forbidden` (403) refusal by document validation, as CouchDB answers when a
+  /// A `forbidden` refusal by document validation, as CouchDB answers when a
   /// `validate_doc_update` function throws `{forbidden: reason}`.
   public static func validation(_ reason: String) -> StoreError {
-    StoreError("forbidden", reason, status: 403)
-  }
-  /// A draft that cannot be published (409 `conflict`), carrying the texts.
-  public static func draftConflict(_ conflict: DraftConflict) -> StoreError {
-    var error = StoreError(
-      "conflict",
-      "The draft of '\(conflict.pageID)' overlaps changes made since its base revision.",
-      status: 409)
-    error.draftConflict = conflict
-    return error
+    StoreError("forbidden", reason, code: .forbidden)
   }
   public static func tooLarge(_ reason: String) -> StoreError {
-    StoreError("too_large", reason, status: 413)
+    StoreError("too_large", reason, code: .tooLarge)
+  }
+  /// A failure of the store itself (`internal_server_error`).
+  public static func internalError(_ reason: String) -> StoreError {
+    StoreError("internal_server_error", reason, code: .internalError)
   }
 
   /// A storage failure from the log.
   public static func storage(_ error: LogError) -> StoreError {
     switch error {
-    case .closed: StoreError("service_unavailable", error.description, status: 503)
-    case .readOnly: StoreError("forbidden", error.description, status: 403)
-    case .diskFull, .mapFull: StoreError("insufficient_storage", error.description, status: 507)
-    default: StoreError("internal_server_error", error.description, status: 500)
+    case .closed: StoreError("service_unavailable", error.description, code: .unavailable)
+    case .readOnly: StoreError("forbidden", error.description, code: .forbidden)
+    case .diskFull, .mapFull:
+      StoreError("insufficient_storage", error.description, code: .insufficientStorage)
+    default: .internalError(error.description)
     }
   }
 
@@ -71,7 +100,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
       if case .conflict = e { .conflict } else { .badRequest(e.description) }
     case let e as RevIDError: .badRequest("Invalid rev format: \(e)")
     case let e as JSONParseError: .badRequest("invalid UTF-8 JSON: \(e)")
-    default: StoreError("internal_server_error", "\(error)", status: 500)
+    default: .internalError("\(error)")
     }
   }
 }

@@ -125,7 +125,7 @@ func perform(_ write: Plan.Write, on store: DocumentStore, plan: inout Plan, asy
         ? try await store.putAsync(doc, actor: "worker") : try store.put(doc, actor: "worker")
       plan.revs[id] = r.rev
       emit("ack \(id) \(r.rev!) \(n)")
-    } catch let error as StoreError where error.status == 409 {
+    } catch let error as StoreError where error.code == .conflict {
       plan.revs[id] = (try? store.get(id))?["_rev"]?.stringValue
     }
   case .delete(let id, let rev):
@@ -136,7 +136,7 @@ func perform(_ write: Plan.Write, on store: DocumentStore, plan: inout Plan, asy
         : try store.delete(id, rev: rev, actor: "worker")
       plan.revs[id] = nil
       emit("ack \(id) \(r.rev!) -")
-    } catch let error as StoreError where error.status == 409 {
+    } catch let error as StoreError where error.code == .conflict {
       plan.revs[id] = (try? store.get(id))?["_rev"]?.stringValue
     }
   case .bulk(let docs):

@@ -73,7 +73,7 @@ import Testing
           } catch let error as StoreError {
             return .failure(error)
           } catch {
-            return .failure(StoreError("unexpected", "\(error)", status: 500))
+            return .failure(StoreError("unexpected", "\(error)", code: .internalError))
           }
         }
       }

@@ -131,7 +131,7 @@ struct NoteRules: DocumentValidator {
       try store.put(#"{"_id":"n1","type":"note","title":"T","folder":"f"}"#, actor: "ann")
       Issue.record("a note in a missing folder was accepted")
     } catch let error as StoreError {
-      #expect(error.status == 403)
+      #expect(error.code == .forbidden)
       #expect(error.reason == "the folder 'f' does not exist")
     }
     try store.put(#"{"_id":"f","type":"folder"}"#, actor: "ann")
@@ -143,7 +143,7 @@ struct NoteRules: DocumentValidator {
         json(#"{"_id":"g","type":"folder"}"#),
         json(#"{"_id":"n3","type":"note","title":"T","folder":"g"}"#),
       ], actor: "ann")
-    #expect(results.map { $0.error?.status } == [403, nil, nil])
+    #expect(results.map { $0.error?.code } == [.forbidden, nil, nil])
     // Replicated revisions are checked for their fields but need nothing of the store.
     let replicated = try store.bulkDocs(
       [

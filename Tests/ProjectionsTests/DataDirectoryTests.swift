@@ -18,7 +18,7 @@ import Testing
     #expect(try data.open("wiki") === wiki)
 
     let error = #expect(throws: StoreError.self) { try data.create("wiki") }
-    #expect(error?.status == 412)
+    #expect(error?.code == .alreadyExists)
     #expect(error?.error == "file_exists")
 
     _ = try wiki.put(#"{"_id":"a","n":1}"#, actor: "t")
@@ -39,6 +39,6 @@ import Testing
     let data = DataDirectory(path: path)
     let error = #expect(throws: StoreError.self) { try data.create(name) }
     #expect(error?.error == "illegal_database_name")
-    #expect(error?.status == 400)
+    #expect(error?.code == .badRequest)
   }
 }

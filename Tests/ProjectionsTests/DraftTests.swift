@@ -123,7 +123,7 @@ private final class DraftStore {
     let error = #expect(throws: StoreError.self) {
       try d.drafts.publish(user: "bob", page: "w1:Home")
     }
-    #expect(error?.status == 409 && error?.error == "conflict")
+    #expect(error?.code == .conflict && error?.error == "conflict")
     let conflict = try #require(error?.draftConflict)
     #expect(conflict.base == "a\nb\nc\nd\ne\n" && conflict.baseRev == d.home)
     #expect(conflict.draft == "a\nBOB\nc\nd\ne\n")

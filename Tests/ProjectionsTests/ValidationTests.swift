@@ -30,7 +30,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
   func badWikis(_ fields: String) throws {
     let t = try TestStore()
     let error = #expect(throws: StoreError.self) { try t.store.put(doc("w", fields), actor: "a") }
-    #expect(error?.status == 403 && error?.error == "forbidden")
+    #expect(error?.code == .forbidden && error?.error == "forbidden")
     #expect(t.store.position == .start)
   }
 
@@ -57,7 +57,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     try t.store.put(#"{"_id":"note","type":"note"}"#, actor: "ann")
     let before = t.store.position
     let error = #expect(throws: StoreError.self) { try t.store.put(doc(id, fields), actor: "a") }
-    #expect(error?.status == 403 && error?.error == "forbidden")
+    #expect(error?.code == .forbidden && error?.error == "forbidden")
     #expect(t.store.position == before)
   }
 
@@ -105,7 +105,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     }
     // No wiki yet; then the wiki; then pages of it; then the wiki deleted and a page refused.
     let first = try s.bulkDocs([page("A"), json(wiki), page("B"), page("C")], actor: "ann")
-    #expect(first.map { $0.error?.status } == [403, nil, nil, nil])
+    #expect(first.map { $0.error?.code } == [.forbidden, nil, nil, nil])
     let wikiRev = try #require(first[1].rev)
     let second = try s.bulkDocs(
       [
@@ -114,7 +114,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
           #"{"_id":"w1","type":"wiki","title":"Again","owner_id":"ann","members":[],"_rev":"2-x"}"#
         ),
       ], actor: "ann")
-    #expect(second.map { $0.error?.status } == [nil, nil, 403, 409])
+    #expect(second.map { $0.error?.code } == [nil, nil, .forbidden, .conflict])
     #expect(try s.info.docCount == 3 && s.info.deletedDocCount == 1)
     #expect(try s.verify("docs").isEmpty)
   }
@@ -134,7 +134,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
           #"{"_id":"w9:R","_rev":"2-d","_deleted":true,"_revisions":{"start":2,"ids":["d","c"]}}"#),
       ], newEdits: false, actor: "peer")
     #expect(results.map(\.id) == ["w9:Q", "w9", ""])
-    #expect(results.map { $0.error?.status } == [403, 403, 400])
+    #expect(results.map { $0.error?.code } == [.forbidden, .forbidden, .badRequest])
     #expect(try s.get("w9:P")[path: "markdown"]?.string == "early page")
     #expect(try s.info.docCount == 1 && s.info.deletedDocCount == 1)
   }
@@ -182,14 +182,14 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
       ]))
     let before = s.position
     let results = try s.bulkDocs([big], actor: "a")
-    #expect(results.first?.error?.status == 413 && results.first?.error?.error == "too_large")
+    #expect(results.first?.error?.code == .tooLarge && results.first?.error?.error == "too_large")
     let replicated = try s.bulkDocs(
       [
         .object(
           JSONObject(
             big.objectValue!.members + [.init(key: "_rev", value: .string("1-a"))]))
       ], newEdits: false, actor: "peer")
-    #expect(replicated.first?.error?.status == 413)
+    #expect(replicated.first?.error?.code == .tooLarge)
     #expect(s.position == before)
   }
 

@@ -123,7 +123,7 @@ public struct DraftEvent: Sendable, Hashable {
     } catch {
       throw StoreError(
         "internal_server_error", "event \(event.position) is not a well-formed draft event",
-        status: 500)
+        code: .internalError)
     }
   }
 }

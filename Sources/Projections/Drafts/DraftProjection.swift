@@ -122,7 +122,7 @@ public final class DraftProjection: Projection {
     } catch {
       throw StoreError(
         "internal_server_error", "the stored draft of '\(page)' by '\(user)' is corrupt",
-        status: 500)
+        code: .internalError)
     }
   }
 }

@@ -2,6 +2,21 @@ public import JSON
 public import Log
 import RevTree
 
+extension StoreError {
+  /// A draft that cannot be published (`conflict`), carrying the texts.
+  public static func draftConflict(_ conflict: DraftConflict) -> StoreError {
+    var error = StoreError(
+      "conflict",
+      "The draft of '\(conflict.pageID)' overlaps changes made since its base revision.",
+      code: .conflict)
+    error.detail = conflict
+    return error
+  }
+
+  /// The texts of a draft that could not be published, when this error is that refusal.
+  public var draftConflict: DraftConflict? { detail as? DraftConflict }
+}
+
 /// Why a draft could not be published: its edits overlap changes made to the page since its
 /// base revision. Carried by the 409 ``StoreError`` as ``StoreError/draftConflict``.
 ///
@@ -186,7 +201,8 @@ public struct Drafts: Sendable {
         basePosition: basePosition, markdown: markdown)
       try store.appendEvent(draftEvent(e, user: user), txn: txn)
       guard let saved = try draft(of: user, page: page, using: txn) else {
-        throw StoreError("internal_server_error", "the saved draft is missing", status: 500)
+        throw StoreError(
+          "internal_server_error", "the saved draft is missing", code: .internalError)
       }
       return saved
     }
@@ -238,7 +254,8 @@ public struct Drafts: Sendable {
         parent = nil  // a new page, or one deleted since: created again
       } else {
         guard let winner = tree.winner else {
-          throw StoreError("internal_server_error", "the page '\(page)' has no winner", status: 500)
+          throw StoreError(
+            "internal_server_error", "the page '\(page)' has no winner", code: .internalError)
         }
         let baseText =
           d.basePosition == 0

@@ -82,7 +82,7 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
     throw StoreError(
       "internal_server_error",
       "the wiki projection takes each edit's revision tree from the documents projection; "
-        + "apply it through a DocumentStore", status: 500)
+        + "apply it through a DocumentStore", code: .internalError)
   }
 
   /// Works out the projection's share of a revision ahead of the writer (``Prepared``).
@@ -216,7 +216,8 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
   static func body(at position: UInt64, _ txn: ReadTransaction) throws -> [UInt8] {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError(
-        "internal_server_error", "the body at \(position) is missing from the log", status: 500)
+        "internal_server_error", "the body at \(position) is missing from the log",
+        code: .internalError)
     }
     return try DocumentEvent(decoding: event).body
   }

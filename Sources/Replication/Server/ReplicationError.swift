@@ -2,7 +2,7 @@ import HTTPTypes
 public import Hummingbird
 public import JSON
 import NIOCore
-import Projections
+public import Projections
 import RevTree
 
 /// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.
@@ -34,7 +34,7 @@ public struct ReplicationError: Error, Sendable, Hashable, HTTPResponseError {
   public init(_ any: any Error) {
     switch any {
     case let e as ReplicationError: self = e
-    case let e as StoreError: self.init(e.error, e.reason, status: e.status)
+    case let e as StoreError: self.init(e.error, e.reason, status: e.code.httpStatus)
     case is NIOTooManyBytesError:
       self.init("too_large", "the request body is larger than the server accepts", status: 413)
     case let e as JSONParseError: self.init("bad_request", "invalid UTF-8 JSON: \(e)", status: 400)
@@ -88,5 +88,22 @@ public struct ReplicationError: Error, Sendable, Hashable, HTTPResponseError {
       if let field = HTTPField.Name(name) { response.headers[field] = value }
     }
     return response
+  }
+}
+
+extension StoreError.Code {
+  /// The HTTP status CouchDB answers this kind of failure with.
+  public var httpStatus: Int {
+    switch self {
+    case .badRequest: 400
+    case .notFound: 404
+    case .conflict: 409
+    case .forbidden: 403
+    case .alreadyExists: 412
+    case .tooLarge: 413
+    case .unavailable: 503
+    case .insufficientStorage: 507
+    case .internalError: 500
+    }
   }
 }

@@ -53,7 +53,7 @@ struct Wiki: ParsableCommand {
   static func page(_ id: String, _ store: DocumentStore) throws -> JSONObject? {
     do {
       return try store.get(id).objectValue
-    } catch let error as StoreError where error.status == 404 {
+    } catch let error as StoreError where error.code == .notFound {
       return nil
     }
   }
@@ -205,7 +205,7 @@ struct WikiShow: ParsableCommand {
     let doc: JSONValue
     do {
       doc = try db.store.get(id, options: GetOptions(rev: rev))
-    } catch let error as StoreError where error.status == 404 {
+    } catch let error as StoreError where error.code == .notFound {
       throw CLIError(
         rev == nil
           ? "no page '\(page)' in wiki '\(wiki)'" : "page '\(page)' has no revision \(rev!)")
@@ -271,7 +271,7 @@ struct WikiEdit: ParsableCommand {
         JSONValue.object(JSONObject(members)).serialized(), id: id,
         rev: current?["_rev"]?.stringValue, actor: actor.name)
       printJSON(result.json)
-    } catch let error as StoreError where error.status == 409 {
+    } catch let error as StoreError where error.code == .conflict {
       throw CLIError("\(id) changed while it was being edited; nothing written, edit it again")
     }
   }

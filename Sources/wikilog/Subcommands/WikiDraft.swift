@@ -213,7 +213,7 @@ struct WikiDraftDiscard: ParsableCommand {
     let id = "\(wiki):\(page)"
     do {
       try WikiDraft.drafts(db).discard(user: actor.name, page: id)
-    } catch let error as StoreError where error.status == 404 {
+    } catch let error as StoreError where error.code == .notFound {
       throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name)
     }
     printJSON(J.object(["ok": .bool(true), "id": .string(id)]))
@@ -254,7 +254,7 @@ struct WikiDraftPublish: ParsableCommand {
     let result: DraftPublishResult
     do {
       result = try WikiDraft.drafts(db).publish(user: actor.name, page: id)
-    } catch let error as StoreError where error.status == 404 && error.draftConflict == nil {
+    } catch let error as StoreError where error.code == .notFound && error.draftConflict == nil {
       throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name)
     } catch let error as StoreError {
       guard let conflict = error.draftConflict else { throw error }

@@ -50,7 +50,7 @@ struct DocumentReadOptions: ParsableArguments {
     guard let openRevs else {
       do {
         printJSON(try source.get(docID, options: options))
-      } catch let error as StoreError where error.status == 404 {
+      } catch let error as StoreError where error.code == .notFound {
         let what = rev.map { "revision \($0) of '\(docID)'" } ?? "document '\(docID)'"
         throw CLIError("not_found: \(what) is \(error.reason) \(location)")
       }

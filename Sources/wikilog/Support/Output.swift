@@ -3,6 +3,13 @@ import JSON
 import Log
 import RevTree
 
+#if canImport(Glibc)
+  import Glibc
+  #if canImport(CDispatch)
+    import CDispatch  // where Glibc's `struct stat` is defined on Linux, for MemberImportVisibility
+  #endif
+#endif
+
 /// Bytes for standard output, written with write(2) in large chunks, or line by line when
 /// following; a closed pipe (EPIPE) ends the program quietly with status 0, as `tail` does.
 struct OutputBuffer {
