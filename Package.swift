@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
     .library(name: "Projections", targets: ["Projections"]),
+    .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
@@ -50,6 +51,9 @@ let package = Package(
       name: "Projections", dependencies: ["JSON", "Log", "RevTree"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
+      name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    .target(
       name: "Replication",
       dependencies: [
         "Projections", "JSON", "RevTree", "Log",
@@ -65,7 +69,7 @@ let package = Package(
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "JSON", "Log", "Projections", "RevTree", "Replication",
+        "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -91,18 +95,19 @@ let package = Package(
       name: "CLITests", dependencies: ["wikilog", "TestSupport"], swiftSettings: swiftSettings),
     // A child process for the SIGKILL tests of the document store; not a product.
     .executableTarget(
-      name: "ProjectionsTestWorker", dependencies: ["JSON", "Projections", "Log", "RevTree"],
+      name: "ProjectionsTestWorker",
+      dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests",
       dependencies: [
-        "JSON", "Projections", "Log", "RevTree", "ProjectionsTestWorker", "TestSupport",
+        "JSON", "Projections", "Log", "RevTree", "Wiki", "ProjectionsTestWorker", "TestSupport",
       ],
       swiftSettings: swiftSettings),
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "Replication", "Projections", "JSON", "RevTree", "Log", "TestSupport",
+        "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
         // Built so that the tests can run `wikilog serve` as a child process.
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -135,13 +140,13 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   )
   package.targets.append(
     .executableTarget(
-      name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree"],
+      name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )
   for (name, modules) in [
     ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["JSON", "RevTree"]),
-    ("ProjectionsBenchmarks", ["JSON", "Projections", "Log", "RevTree"]),
+    ("ProjectionsBenchmarks", ["JSON", "Projections", "Log", "RevTree", "Wiki"]),
   ] {
     package.targets.append(
       .executableTarget(

@@ -29,6 +29,7 @@
 import Foundation
 import Log
 import Projections
+import Wiki
 import JSON
 import RevTree
 

@@ -2,6 +2,7 @@ import Benchmark
 import Foundation
 import Log
 import Projections
+import Wiki
 import JSON
 import RevTree
 

@@ -9,8 +9,8 @@ import Synchronization
   public import Foundation
 #endif
 
-/// The whole store as it was at a position of its log: documents, changes, counts, wikis,
-/// pages and drafts, read-only.
+/// The whole store as it was at a position of its log: documents, changes, counts and every
+/// inline projection (the Wiki module's wikis, pages and drafts), read-only.
 ///
 /// ## How it is built
 /// The events up to the position are replayed into a scratch store of their own: a temporary
@@ -18,12 +18,12 @@ import Synchronization
 /// store's projections applied to the original event, in large write transactions. The live
 /// store is only read (one snapshot), never written or locked, so its projections are not
 /// disturbed. The scratch directory is removed by ``close()``, or when the view and every
-/// ``WikiQueries`` made from it are gone.
+/// query made from it (the Wiki module's `WikiQueries`) are gone.
 ///
 /// The view answers exactly as a store whose log ended at the position would, and more: rows
 /// that record when something happened (``ChangeRow/timestampMicroseconds`` in history mode,
-/// ``WikiSummary/lastUpdateMicroseconds``, ``WikiMembership/timestampMicroseconds``,
-/// ``Draft/updatedMicroseconds``) carry the original commit times.
+/// and the wiki's `WikiSummary.lastUpdateMicroseconds`, `WikiMembership.timestampMicroseconds`,
+/// `Draft.updatedMicroseconds`) carry the original commit times.
 ///
 /// ```swift
 /// let then = try store.asOf(Date(timeIntervalSinceNow: -86_400))   // yesterday
@@ -34,8 +34,8 @@ import Synchronization
 public final class AsOfView: Sendable {
   /// The last position the view includes (``LogPosition/start`` for the empty store).
   public let position: LogPosition
-  let live: DocumentStore
-  let scratch: DocumentStore
+  package let live: DocumentStore
+  package let scratch: DocumentStore
   let directory: ScratchDirectory
 
   init(
@@ -48,7 +48,7 @@ public final class AsOfView: Sendable {
   }
 
   /// Closes the scratch store and removes its directory now; later reads (through the view or
-  /// a ``WikiQueries`` made from it) fail with `service_unavailable`.
+  /// a query made from it) fail with `service_unavailable`.
   public func close() {
     scratch.close()
     directory.remove()
@@ -101,28 +101,9 @@ public final class AsOfView: Sendable {
     return try scratch.changes(options)
   }
 
-  /// ``DocumentStore/history(of:)`` up to ``position``.
-  public func history(of id: String) throws -> [RevisionHistoryEntry] {
-    try live.history(of: id).filter { $0.seq <= position }
-  }
-
-  /// Runs `body` on one snapshot of the view (for ``WikiQueries`` reads with `using:`).
+  /// Runs `body` on one snapshot of the view.
   public func read<T>(_ body: (ReadTransaction) throws -> T) throws -> T {
     try scratch.read(body)
-  }
-
-  /// `user`'s open drafts as of ``position`` (the store must have a ``DraftProjection``).
-  public func drafts(of user: String) throws -> [Draft] {
-    try Drafts(scratch).drafts(of: user)
-  }
-}
-
-extension WikiQueries {
-  /// Queries the wiki projection of an as-of view.
-  ///
-  /// - Throws: ``StoreError`` `not_found` when the view's store has no ``WikiProjection``.
-  public init(_ view: AsOfView) throws {
-    try self.init(view.scratch)
   }
 }
 

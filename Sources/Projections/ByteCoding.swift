@@ -1,12 +1,12 @@
 /// Little helpers for the compact binary records Projections stores.
-struct ByteWriter {
-  var bytes: [UInt8] = []
+package struct ByteWriter {
+  package var bytes: [UInt8] = []
 
-  init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+  package init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
-  mutating func byte(_ b: UInt8) { bytes.append(b) }
+  package mutating func byte(_ b: UInt8) { bytes.append(b) }
 
-  mutating func varint(_ value: UInt64) {
+  package mutating func varint(_ value: UInt64) {
     var v = value
     while v >= 0x80 {
       bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -15,43 +15,43 @@ struct ByteWriter {
     bytes.append(UInt8(v))
   }
 
-  mutating func varint(_ value: Int) { varint(UInt64(value)) }
+  package mutating func varint(_ value: Int) { varint(UInt64(value)) }
 
-  mutating func string(_ s: String) {
+  package mutating func string(_ s: String) {
     let utf8 = s.utf8
     varint(utf8.count)
     bytes.append(contentsOf: utf8)
   }
 
-  mutating func data(_ d: [UInt8]) {
+  package mutating func data(_ d: [UInt8]) {
     varint(d.count)
     bytes.append(contentsOf: d)
   }
 
-  mutating func raw(_ d: some Sequence<UInt8>) { bytes.append(contentsOf: d) }
+  package mutating func raw(_ d: some Sequence<UInt8>) { bytes.append(contentsOf: d) }
 }
 
 /// Reads what ``ByteWriter`` wrote; every read checks bounds and throws ``Truncated``.
-struct ByteReader {
-  struct Truncated: Error {}
+package struct ByteReader {
+  package struct Truncated: Error { package init() {} }
 
-  let bytes: [UInt8]
-  var offset: Int
+  package let bytes: [UInt8]
+  package var offset: Int
 
-  init(_ bytes: [UInt8], offset: Int = 0) {
+  package init(_ bytes: [UInt8], offset: Int = 0) {
     self.bytes = bytes
     self.offset = offset
   }
 
-  var isAtEnd: Bool { offset >= bytes.count }
+  package var isAtEnd: Bool { offset >= bytes.count }
 
-  mutating func byte() throws(Truncated) -> UInt8 {
+  package mutating func byte() throws(Truncated) -> UInt8 {
     guard offset < bytes.count else { throw Truncated() }
     defer { offset += 1 }
     return bytes[offset]
   }
 
-  mutating func varint() throws(Truncated) -> UInt64 {
+  package mutating func varint() throws(Truncated) -> UInt64 {
     var result: UInt64 = 0
     var shift: UInt64 = 0
     while true {
@@ -64,24 +64,24 @@ struct ByteReader {
     }
   }
 
-  mutating func int() throws(Truncated) -> Int {
+  package mutating func int() throws(Truncated) -> Int {
     let v = try varint()
     guard v <= UInt64(Int.max) else { throw Truncated() }
     return Int(v)
   }
 
-  mutating func data() throws(Truncated) -> ArraySlice<UInt8> {
+  package mutating func data() throws(Truncated) -> ArraySlice<UInt8> {
     let n = try int()
     guard n <= bytes.count - offset else { throw Truncated() }
     defer { offset += n }
     return bytes[offset..<offset + n]
   }
 
-  mutating func string() throws(Truncated) -> String {
+  package mutating func string() throws(Truncated) -> String {
     String(decoding: try data(), as: UTF8.self)
   }
 
-  mutating func rest() -> ArraySlice<UInt8> {
+  package mutating func rest() -> ArraySlice<UInt8> {
     defer { offset = bytes.count }
     return bytes[offset...]
   }
@@ -90,7 +90,7 @@ struct ByteReader {
 extension UInt64 {
   /// Reads eight big-endian bytes from an array; nil when there are fewer. The same as `Log`'s
   /// generic `init(bigEndianBytes:)`, without its cost on the projections' hot paths.
-  init?(bigEndianArray bytes: [UInt8]) {
+  package init?(bigEndianArray bytes: [UInt8]) {
     guard bytes.count >= 8 else { return nil }
     var v: UInt64 = 0
     for i in 0..<8 { v = v << 8 | UInt64(bytes[i]) }

@@ -22,23 +22,27 @@ public final class DataDirectory: Sendable {
   let makeProjections: @Sendable () -> [any Projection]
   /// The rules every database checks documents against.
   public let validation: DocumentValidation
+  /// The document filters of the changes feed, history and audit, by name.
+  public let filters: DocumentFilters
   let open = Mutex<[String: DocumentStore]>([:])
 
   /// - Parameters:
-  ///   - projections: the inline projections each database gets besides its documents; by
-  ///     default the wiki and draft projections.
-  ///   - validation: the TouchWiki schema by default; see ``DocumentValidation``.
+  ///   - projections: the inline projections each database gets besides its documents (none
+  ///     by default: plain CouchDB databases).
+  ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
+  ///   - filters: the named document filters (``DocumentFilter``) its databases offer.
+  ///
+  /// The Wiki module's `DataDirectory.wiki(path:options:)` makes one of TouchWiki databases.
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
-    projections: @escaping @Sendable () -> [any Projection] = {
-      [WikiProjection(), DraftProjection()]
-    },
-    validation: DocumentValidation = .touchWiki
+    projections: @escaping @Sendable () -> [any Projection] = { [] },
+    validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters()
   ) {
     self.path = path
     self.options = options
     self.makeProjections = projections
     self.validation = validation
+    self.filters = filters
   }
 
   deinit { closeAll() }

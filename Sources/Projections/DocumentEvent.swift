@@ -39,7 +39,7 @@ public struct DocumentEvent: Sendable, Hashable {
       }
     }
 
-    init?(eventType: String) {
+    package init?(eventType: String) {
       switch eventType {
       case "doc.edit": self = .edit
       case "doc.replicated": self = .replicated

@@ -58,7 +58,7 @@ public final class DocumentProjection: Projection {
 
   // MARK: Documents
 
-  func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
+  package func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
     -> DocumentRecord?
   {
     // (A String key is used as its UTF-8 bytes, ``DocumentKey/key(_:)``, without a copy.)

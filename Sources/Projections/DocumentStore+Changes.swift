@@ -24,14 +24,14 @@ public struct ChangesOptions: Sendable, Hashable {
   public var docIDs: Set<String>?
   /// `filter=_selector`: conditions on top-level fields of the winning body.
   public var selector: Selector?
-  /// Only the wiki document `wiki` and its pages (`<wiki>:<Page Name>`).
-  public var wiki: String?
+  /// `filter=NAME`: only the documents a registered ``DocumentFilter`` passes.
+  public var filter: DocumentFilter?
   /// Every revision event in order, not one row per document (an event-log extension).
   public var history = false
 
   public init() {}
 
-  var isFiltered: Bool { docIDs != nil || selector != nil || wiki != nil }
+  var isFiltered: Bool { docIDs != nil || selector != nil || filter != nil }
 }
 
 /// One row of the changes feed.
@@ -131,7 +131,7 @@ extension DocumentStore {
     -> ChangeRow?
   {
     if let ids = options.docIDs, !ids.contains(docID) { return nil }
-    if let wiki = options.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return nil }
+    if let filter = options.filter, !filter.includes(docID) { return nil }
     guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
       let winner = record.tree.winner
     else { return nil }
@@ -194,7 +194,7 @@ extension DocumentStore {
     else { return nil }
     let docID = event.stream
     if let ids = options.docIDs, !ids.contains(docID) { return nil }
-    if let wiki = options.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return nil }
+    if let filter = options.filter, !filter.includes(docID) { return nil }
     let e = try DocumentEvent(decoding: event)
     var doc: JSONValue?
     if options.includeDocs || options.selector != nil {
@@ -287,6 +287,51 @@ public struct LiveChanges: AsyncSequence, Sendable {
         return try store.changeRow(
           docID: event.stream, seq: record.updateSeq, options: options, txn: txn)
       }
+    }
+  }
+}
+
+/// That the log moved past ``position``, and which document the event there changed, if any:
+/// what a server needs to wake the feeds waiting on a database without reading anything.
+public struct ChangeNotice: Sendable, Hashable {
+  public let position: LogPosition
+  /// The document a document edit or replicated revision changed; nil for other events
+  /// (`_local` documents, drafts, settings).
+  public let docID: String?
+}
+
+extension DocumentStore {
+  /// A notice for every event committed after `position` (by any process), as it commits:
+  /// cheaper than ``liveChanges(_:)``, which reads each row. Ends when its task is cancelled
+  /// or the store closes.
+  public func changeNotices(after position: LogPosition) -> ChangeNotices {
+    ChangeNotices(log: log, after: position)
+  }
+}
+
+/// See ``DocumentStore/changeNotices(after:)``.
+public struct ChangeNotices: AsyncSequence, Sendable {
+  public typealias Element = ChangeNotice
+  let log: EventLog
+  let after: LogPosition
+
+  public func makeAsyncIterator() -> Iterator {
+    Iterator(events: log.subscribe(after: after).makeAsyncIterator())
+  }
+
+  public struct Iterator: AsyncIteratorProtocol {
+    var events: LogSubscription.Iterator
+
+    public mutating func next() async throws -> ChangeNotice? {
+      while let item = try await events.next() {
+        guard case .event(let event) = item else { continue }
+        let isDocument =
+          event.type == DocumentEvent.Kind.edit.eventType
+          || event.type == DocumentEvent.Kind.replicated.eventType
+        // A document event's stream is its document id.
+        return ChangeNotice(position: event.position, docID: isDocument ? event.stream : nil)
+      }
+      return nil
     }
   }
 }

@@ -8,9 +8,9 @@ import RevTree
   public import Foundation
 #endif
 
-/// One revision of a document as the history shows it: who wrote it, when, from where, and what
-/// changed in its Markdown.
-public struct RevisionHistoryEntry: Sendable, Hashable {
+/// One revision event of a document, as the log keeps it: who wrote it, when, from where, on
+/// which parent, and its body.
+public struct RevisionEvent: Sendable, Hashable {
   public let seq: LogPosition
   public let timestampMicroseconds: Int64
   public let actor: String
@@ -21,10 +21,8 @@ public struct RevisionHistoryEntry: Sendable, Hashable {
   /// revision sent without history).
   public let parentRev: String?
   public let deleted: Bool
-  /// The unified line diff of the `markdown` field against the parent's (empty when unchanged).
-  public let markdownDiff: String
-  public let insertions: Int
-  public let deletions: Int
+  /// The body as stored (JSON without `_id`, `_rev` and the other special fields).
+  public let body: [UInt8]
 
   public var timestamp: Date {
     Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
@@ -33,8 +31,8 @@ public struct RevisionHistoryEntry: Sendable, Hashable {
 
 /// What ``DocumentStore/audit(_:)`` looks for.
 public struct AuditQuery: Sendable, Hashable {
-  /// Only this wiki's documents (the wiki document and `<wiki>:<Page>`).
-  public var wiki: String?
+  /// Only the documents this filter passes.
+  public var filter: DocumentFilter?
   /// Only writes by this actor.
   public var actor: String?
   public var from: Date?
@@ -42,10 +40,10 @@ public struct AuditQuery: Sendable, Hashable {
   public var limit: Int?
 
   public init(
-    wiki: String? = nil, actor: String? = nil, from: Date? = nil, until: Date? = nil,
-    limit: Int? = nil
+    filter: DocumentFilter? = nil, actor: String? = nil, from: Date? = nil,
+    until: Date? = nil, limit: Int? = nil
   ) {
-    self.wiki = wiki
+    self.filter = filter
     self.actor = actor
     self.from = from
     self.until = until
@@ -53,9 +51,10 @@ public struct AuditQuery: Sendable, Hashable {
   }
 }
 
-/// One write found by an audit: a document event, or a draft event (`draft.save`,
-/// `draft.autosave`, `draft.discard`, `draft.publish`) whose `docID` is the page and whose `rev`
-/// is the draft's base revision (for a publish, the revision it wrote).
+/// One write found by an audit: a document event, or an event of an ``AuditedProjection``
+/// (the drafts' `draft.save`, `draft.autosave`, `draft.discard`, `draft.publish`, whose `docID`
+/// is the page and whose `rev` the draft's base revision, or for a publish the revision it
+/// wrote).
 public struct AuditEntry: Sendable, Hashable {
   public let seq: LogPosition
   public let timestampMicroseconds: Int64
@@ -68,38 +67,30 @@ public struct AuditEntry: Sendable, Hashable {
 }
 
 extension DocumentStore {
-  /// Every revision ever written to `id`, oldest first, each with its Markdown diff against the
-  /// revision it was made on. Revisions stemmed out of the tree still appear: the log keeps them.
-  public func history(of id: String) throws -> [RevisionHistoryEntry] {
+  /// Every revision ever written to `id`, oldest first: local edits and replicated revisions.
+  /// Revisions stemmed out of the tree still appear: the log keeps them.
+  public func revisionEvents(of id: String) throws -> [RevisionEvent] {
     let events: [RecordedEvent]
     do {
       events = try log.read(stream: id)
     } catch {
       throw StoreError.storage(error)
     }
-    var markdownByRev: [String: String] = [:]
-    var entries: [RevisionHistoryEntry] = []
+    var revisions: [RevisionEvent] = []
     for event in events {
       guard
         event.type == DocumentEvent.Kind.edit.eventType
           || event.type == DocumentEvent.Kind.replicated.eventType
       else { continue }
       let e = try DocumentEvent(decoding: event)
-      let markdown = (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
-      let parent = e.path.flatMap { $0.ids.count > 1 ? $0.revisions[1].description : nil }
-      let old = parent.flatMap { markdownByRev[$0] } ?? ""
-      let diff = LineDiff(old: old, new: markdown)
-      entries.append(
-        RevisionHistoryEntry(
+      revisions.append(
+        RevisionEvent(
           seq: event.position, timestampMicroseconds: event.timestampMicroseconds,
-          actor: event.actor, origin: e.origin,
-          rev: e.rev, parentRev: parent, deleted: e.deleted,
-          markdownDiff: diff.hasChanges
-            ? diff.unified(oldLabel: parent ?? "/dev/null", newLabel: e.rev) : "",
-          insertions: diff.insertions, deletions: diff.deletions))
-      markdownByRev[e.rev] = markdown
+          actor: event.actor, origin: e.origin, rev: e.rev,
+          parentRev: e.path.flatMap { $0.ids.count > 1 ? $0.revisions[1].description : nil },
+          deleted: e.deleted, body: e.body))
     }
-    return entries
+    return revisions
   }
 
   /// Writes matching `query`, in log order. The time range is found by binary search over the
@@ -115,6 +106,7 @@ extension DocumentStore {
         Int64(($0.timeIntervalSince1970 * 1_000_000).rounded(.down))
       }
       let limit = query.limit ?? .max
+      let audited = others.compactMap { $0.projection as? any AuditedProjection }
       var entries: [AuditEntry] = []
       guard limit > 0 else { return [] }
       try log.read { txn in
@@ -131,15 +123,16 @@ extension DocumentStore {
             rev = e.rev
             deleted = e.deleted
             origin = e.origin
-          } else if DraftEvent.Kind(eventType: event.type) != nil {
+          } else if let subject = try audited.lazy.compactMap({ try $0.auditSubject(of: event) })
+            .first
+          {
             if let actor = query.actor, event.actor != actor { return true }
-            let e = try DraftEvent(decoding: event)
-            docID = e.pageID
-            rev = e.kind == .publish ? e.publishedRev : e.baseRev ?? ""
+            docID = subject.docID
+            rev = subject.rev
           } else {
             return true
           }
-          if let wiki = query.wiki, docID != wiki, !docID.hasPrefix(wiki + ":") { return true }
+          if let filter = query.filter, !filter.includes(docID) { return true }
           entries.append(
             AuditEntry(
               seq: event.position, timestampMicroseconds: event.timestampMicroseconds,

@@ -164,7 +164,7 @@ extension DocumentStore {
   }
 
   /// The body of the revision whose event is at `position`.
-  func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
+  package func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError(
         "internal_server_error", "the body at position \(position) is missing from the log",

@@ -23,10 +23,10 @@ import RevTree
 /// ```
 public final class DocumentStore: Sendable {
   public let log: EventLog
-  let documents = DocumentProjection()
-  let documentStorage: ProjectionStorage
+  package let documents = DocumentProjection()
+  package let documentStorage: ProjectionStorage
   /// Inline projections besides the documents, applied to every event in its transaction.
-  let others: [InlineProjection]
+  package let others: [InlineProjection]
   let checkpoints: Database
   let ownsLog: Bool
   /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
@@ -38,12 +38,12 @@ public final class DocumentStore: Sendable {
   /// Opens (creating) the database in `directory`.
   ///
   /// - Parameters:
-  ///   - projections: inline projections besides the documents (``WikiProjection``,
-  ///     ``DraftProjection``, your own).
-  ///   - validation: the TouchWiki schema by default; see ``DocumentValidation``.
+  ///   - projections: inline projections besides the documents (the Wiki module's
+  ///     `WikiProjection` and `DraftProjection`, your own).
+  ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
-    projections: [any Projection] = [], validation: DocumentValidation = .touchWiki
+    projections: [any Projection] = [], validation: DocumentValidation = .couchDB
   ) throws {
     let log: EventLog
     do {
@@ -62,7 +62,7 @@ public final class DocumentStore: Sendable {
   /// Uses an open log; the projections catch up with it before this returns.
   public convenience init(
     log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false,
-    validation: DocumentValidation = .touchWiki
+    validation: DocumentValidation = .couchDB
   ) throws {
     try self.init(
       log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil)
@@ -147,7 +147,7 @@ public final class DocumentStore: Sendable {
 
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
-  func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+  package func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     try writeDocumentsRaw { txn in try checkpointed(txn, body) }
   }
 
@@ -204,7 +204,7 @@ public final class DocumentStore: Sendable {
   /// Appends an event that is not a document write (a draft event, say) and applies the inline
   /// projections to it.
   @discardableResult
-  func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
+  package func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
     let recorded = try txn.append(event)
     guard DocumentEvent.Kind(eventType: recorded.type) == nil else {
       throw StoreError(
@@ -228,7 +228,7 @@ public final class DocumentStore: Sendable {
 
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
   /// computes the deterministic revision, appends the event and updates the projections.
-  func edit(
+  package func edit(
     _ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction,
     context: WriteContext? = nil
   ) throws -> String {

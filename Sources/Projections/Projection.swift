@@ -168,9 +168,9 @@ struct Shares: Sendable {
 /// An inline projection as the store runs it: its databases and, for a
 /// ``DocumentChangeProjection``, its two fast-path entries with the share's type erased (done
 /// once, when the store opens).
-struct InlineProjection: Sendable {
-  let projection: any Projection
-  let storage: ProjectionStorage
+package struct InlineProjection: Sendable {
+  package let projection: any Projection
+  package let storage: ProjectionStorage
   /// Its place among the store's inline projections (``Shares``' index); nil for a projection
   /// replayed on its own.
   let slot: Int?

@@ -15,6 +15,7 @@ import Log
 import Projections
 import RevTree
 import Synchronization
+import Wiki
 
 let output = Mutex<Void>(())
 func emit(_ line: String) {

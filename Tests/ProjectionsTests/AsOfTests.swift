@@ -5,6 +5,7 @@ import Projections
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 /// The reads an as-of view and a store share, so that one description covers both.
 protocol StoreReading {
@@ -68,7 +69,7 @@ private func describe(
   o.conflicts = true
   out.append("changes all_docs \(try r.changes(o))")
   o = ChangesOptions()
-  o.wiki = "w1"
+  o.filter = .wiki("w1")
   o.since = 100
   out.append("changes wiki \(try r.changes(o))")
   o = ChangesOptions()

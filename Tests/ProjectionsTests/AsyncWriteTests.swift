@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct AsyncWriteQueueTests {
   /// A store whose log uses group commit, in a directory of its own.

@@ -5,6 +5,7 @@ import Projections
 import RevTree
 import Synchronization
 import Testing
+import Wiki
 
 /// A projection written outside the library, on the store's fast path: document ids by the
 /// `type` of their winning revision (`byType`: type · 0x00 · id), with each document's current

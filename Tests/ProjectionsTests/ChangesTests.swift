@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 /// The feed's tests write wiki and page documents without every field of the TouchWiki schema,
 /// so their stores check only CouchDB's rules.
@@ -49,7 +50,7 @@ import Testing
     o.selector = try Selector(json(#"{"type":"page","wiki_id":{"$in":["w2","w3"]}}"#))
     #expect(try s.changes(o).results.map(\.id) == ["w2:Home"])
     o = ChangesOptions()
-    o.wiki = "w1"
+    o.filter = .wiki("w1")
     #expect(try s.changes(o).results.map(\.id) == ["w1:Home", "w1"])
     o = ChangesOptions()
     o.docIDs = ["nothing"]

@@ -5,6 +5,7 @@ import Projections
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 @Suite(.serialized) struct DocumentCrashTests {
   /// Kills a writing worker at random moments, reopening the same directory each time: every

@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Projections
 import Testing
+import Wiki
 
 @Suite struct DataDirectoryTests {
   let path = NSTemporaryDirectory() + "wikilog-datadir-\(UUID().uuidString)"

@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct DocumentReadTests {
   /// a: 1 → 2, then a replicated conflict 2-x and a deleted branch 3-del.

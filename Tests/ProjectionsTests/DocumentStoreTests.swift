@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct DocumentWriteTests {
   @Test("create, read, update with the current rev, and conflict on a stale or missing rev")

@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 /// A store with the wiki and draft projections, a wiki `w1` owned by ann, and its page Home.
 private final class DraftStore {
@@ -216,7 +217,7 @@ private final class DraftStore {
     #expect(audit.map(\.type) == ["draft.autosave", "draft.save", "draft.discard"])
     #expect(audit.map(\.docID) == ["w1:Home", "w1:Other", "w1:Other"])
     #expect(audit[0].rev == d.home)
-    #expect(try d.s.audit(AuditQuery(wiki: "w1")).count == 5)
+    #expect(try d.s.audit(AuditQuery(filter: .wiki("w1"))).count == 5)
 
     // The draft projection replays to the same state.
     #expect(try d.s.verify("drafts").isEmpty)

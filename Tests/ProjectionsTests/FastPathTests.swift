@@ -4,6 +4,7 @@ import Log
 import RevTree
 import Synchronization
 import Testing
+import Wiki
 
 @testable import Projections
 

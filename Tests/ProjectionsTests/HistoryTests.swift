@@ -4,6 +4,7 @@ import Log
 import Projections
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct HistoryTests {
   @Test("history lists every revision with author, origin and the Markdown diff against its parent")
@@ -40,7 +41,7 @@ import Testing
     Thread.sleep(forTimeInterval: 0.02)
     try s.put(#"{"_id":"w2:B","markdown":"b"}"#, actor: "bob")
     try s.putLocal("cp", Array("{}".utf8), actor: "replicator")
-    #expect(try s.audit(AuditQuery(wiki: "w1")).map(\.docID) == ["w1", "w1:A"])
+    #expect(try s.audit(AuditQuery(filter: .wiki("w1"))).map(\.docID) == ["w1", "w1:A"])
     #expect(try s.audit(AuditQuery(actor: "bob")).map(\.docID) == ["w1:A", "w2:B"])
     #expect(try s.audit(AuditQuery(from: middle)).map(\.docID) == ["w2:B", "_local/cp"])
     #expect(try s.audit(AuditQuery(until: middle)).map(\.docID) == ["w1", "w1:A"])

@@ -3,6 +3,7 @@ import JSON
 import Projections
 import TestSupport
 import Testing
+import Wiki
 
 /// Helpers for the text algorithm tests (the seeded generator is `SplitMix64` in Support.swift).
 enum TextTestSupport {

@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import Projections
+@testable import Wiki
 
 /// Counts events per type: a tiny inline projection for the framework tests.
 final class TypeCounter: Projection {

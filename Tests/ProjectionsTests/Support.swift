@@ -5,6 +5,7 @@ import Projections
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 /// A store in a directory of its own, removed afterwards.
 final class TestStore {

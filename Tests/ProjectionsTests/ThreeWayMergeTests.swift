@@ -3,6 +3,7 @@ import JSON
 import Projections
 import TestSupport
 import Testing
+import Wiki
 
 @Suite struct ThreeWayMergeTests {
   typealias Support = TextTestSupport

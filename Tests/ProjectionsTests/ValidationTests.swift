@@ -5,6 +5,7 @@ import RevTree
 import Testing
 
 @testable import Projections
+@testable import Wiki
 
 private let wiki = #"{"_id":"w1","type":"wiki","title":"One","owner_id":"ann","members":["bob"]}"#
 

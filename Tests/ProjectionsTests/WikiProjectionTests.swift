@@ -5,6 +5,7 @@ import Projections
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 /// A store with the wiki projection, and helpers that write TouchWiki documents.
 ///

@@ -8,6 +8,7 @@ import Projections
 import Replication
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct BulkRouteTests {
   @Test("_bulk_docs: one result per document, errors listed in place")

@@ -12,6 +12,7 @@ import Replication
 import RevTree
 import Synchronization
 import Testing
+import Wiki
 
 @Suite struct ChangesRouteTests {
   /// `db` with docs a, b (updated), c (deleted) and a conflict on d.

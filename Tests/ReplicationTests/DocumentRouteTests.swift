@@ -8,6 +8,7 @@ import Projections
 import Replication
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct DocumentRouteTests {
   @Test("PUT, GET, update with rev or If-Match, DELETE")

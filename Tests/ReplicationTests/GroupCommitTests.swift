@@ -12,6 +12,7 @@ import Replication
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 #if canImport(Glibc)
   import Glibc
@@ -107,7 +108,7 @@ import Testing
     }
     #expect(acks.count > 16)
 
-    let data = DataDirectory(path: path)
+    let data = DataDirectory.wiki(path: path)
     defer { data.closeAll() }
     let store = try data.open("db")
     for id in acks {

@@ -7,6 +7,7 @@ import Projections
 import Replication
 import RevTree
 import Testing
+import Wiki
 
 /// Two live `wikilog serve` instances on two data directories, and the replication protocol
 /// between them over HTTP.

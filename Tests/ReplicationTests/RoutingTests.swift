@@ -2,6 +2,7 @@ import JSON
 import Log
 import Projections
 import Testing
+import Wiki
 
 @testable import Replication
 
@@ -51,8 +52,8 @@ import Testing
     let hub = ChangesHub(store: store) {}
     async let any = hub.wait(after: 0, filter: .any)
     async let doc = hub.wait(after: 0, filter: .docIDs(["w1:Home", "x"]))
-    async let wiki = hub.wait(after: 0, filter: .wiki("w1"))
-    async let otherWiki = hub.wait(after: 0, filter: .wiki("w10"))
+    async let wiki = hub.wait(after: 0, filter: .named(.wiki("w1")))
+    async let otherWiki = hub.wait(after: 0, filter: .named(.wiki("w10")))
     async let later = hub.wait(after: 5, filter: .any)
     try await Task.sleep(for: .milliseconds(100))
     try store.put(#"{"_id":"w1:Home"}"#, actor: "test")

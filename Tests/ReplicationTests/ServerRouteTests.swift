@@ -8,6 +8,7 @@ import Projections
 import Replication
 import RevTree
 import Testing
+import Wiki
 
 @Suite struct ServerRouteTests {
   @Test("GET / is CouchDB's welcome; other methods are 405")

@@ -13,6 +13,7 @@ import Replication
 import RevTree
 import TestSupport
 import Testing
+import Wiki
 
 /// A data directory of its own, removed afterwards.
 final class TestDirectory: Sendable {
@@ -23,7 +24,7 @@ final class TestDirectory: Sendable {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-repltests-\(safe)-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    data = DataDirectory(path: path, options: options)
+    data = DataDirectory.wiki(path: path, options: options)
   }
 
   deinit {

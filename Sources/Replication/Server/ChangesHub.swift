@@ -20,13 +20,14 @@ final class ChangesHub: Sendable {
   enum Filter: Sendable {
     case any
     case docIDs(Set<String>)
-    case wiki(String)
+    /// A registered filter (``DocumentFilter``): woken through its keys.
+    case named(DocumentFilter)
 
     init(_ options: ChangesOptions) {
       if let ids = options.docIDs {
         self = .docIDs(ids)
-      } else if let wiki = options.wiki {
-        self = .wiki(wiki)
+      } else if let filter = options.filter {
+        self = .named(filter)
       } else {
         self = .any
       }
@@ -42,9 +43,13 @@ final class ChangesHub: Sendable {
   struct State {
     var waiters: [Int: Waiter] = [:]
     /// Waiters with no filter, and the others by the key that wakes them (`d` + document id,
-    /// `w` + wiki id), so an event costs a few lookups however many feeds wait.
+    /// or a named filter's name, NUL and one of its wake keys), so an event costs a few lookups
+    /// however many feeds wait.
     var unfiltered: Set<Int> = []
     var byKey: [String: Set<Int>] = [:]
+    /// One filter of each name that waiters use, and how many use it: asked for the keys a
+    /// document's change wakes.
+    var named: [String: (filter: DocumentFilter, waiters: Int)] = [:]
     var nextID = 0
     /// The last position the follower has seen (valid while `following`).
     var last = LogPosition.start
@@ -55,19 +60,26 @@ final class ChangesHub: Sendable {
       switch filter {
       case .any: []
       case .docIDs(let ids): ids.map { "d" + $0 }
-      case .wiki(let wiki): ["w" + wiki]
+      case .named(let filter): filter.wakeKeys.map { "f" + filter.name + "\0" + $0 }
       }
     }
 
     mutating func add(_ waiter: Waiter, id: Int) {
       waiters[id] = waiter
       if case .any = waiter.filter { unfiltered.insert(id) }
+      if case .named(let filter) = waiter.filter {
+        named[filter.name, default: (filter, 0)].waiters += 1
+      }
       for key in Self.keys(waiter.filter) { byKey[key, default: []].insert(id) }
     }
 
     mutating func remove(_ id: Int) -> Waiter? {
       guard let waiter = waiters.removeValue(forKey: id) else { return nil }
       unfiltered.remove(id)
+      if case .named(let filter) = waiter.filter {
+        named[filter.name]?.waiters -= 1
+        if named[filter.name]?.waiters == 0 { named[filter.name] = nil }
+      }
       for key in Self.keys(waiter.filter) {
         byKey[key]?.remove(id)
         if byKey[key]?.isEmpty == true { byKey[key] = nil }
@@ -80,9 +92,10 @@ final class ChangesHub: Sendable {
       var candidates = unfiltered
       if !byKey.isEmpty {
         candidates.formUnion(byKey["d" + docID] ?? [])
-        candidates.formUnion(byKey["w" + docID] ?? [])
-        if let colon = docID.firstIndex(of: ":") {
-          candidates.formUnion(byKey["w" + docID[..<colon]] ?? [])
+        for (name, entry) in named {
+          for key in entry.filter.keys(of: docID) {
+            candidates.formUnion(byKey["f" + name + "\0" + key] ?? [])
+          }
         }
       }
       var woken: [Waiter] = []
@@ -96,9 +109,6 @@ final class ChangesHub: Sendable {
   let store: DocumentStore
   private let state = Mutex(State())
   private let onClose: @Sendable () -> Void
-  static let documentEventTypes: Set<String> = [
-    DocumentEvent.Kind.edit.eventType, DocumentEvent.Kind.replicated.eventType,
-  ]
 
   init(store: DocumentStore, onClose: @escaping @Sendable () -> Void) {
     self.store = store
@@ -152,15 +162,13 @@ final class ChangesHub: Sendable {
 
   private func follow(after start: LogPosition) async {
     do {
-      for try await item in store.log.subscribe(after: start) {
-        guard case .event(let event) = item else { continue }
-        let relevant = Self.documentEventTypes.contains(event.type)
+      for try await notice in store.changeNotices(after: start) {
         let (woken, stop) = state.withLock {
           s -> ([CheckedContinuation<Bool, Never>], Bool) in
-          s.last = event.position
+          s.last = notice.position
           let woken =
-            relevant
-            ? s.wake(docID: event.stream, at: event.position).map(\.continuation) : []
+            notice.docID.map { s.wake(docID: $0, at: notice.position).map(\.continuation) }
+            ?? []
           if s.waiters.isEmpty || s.closed {
             s.following = false
             return (woken, true)

@@ -34,8 +34,9 @@ extension CouchServer {
   /// Options: `feed` (`normal`, `longpoll`, `continuous`, `eventsource`), `since` (`0`, `now` or
   /// a seq), `limit`, `descending`, `style` (`main_only`, `all_docs`), `include_docs`,
   /// `conflicts`, `heartbeat`, `timeout`, `filter=_doc_ids` (`doc_ids` in the query or the
-  /// body), `filter=_selector` (`selector` in the body), `filter=wiki&wiki=ID` (the wiki document
-  /// and its pages) and `history=true` (every revision event, with actor and origin, instead of
+  /// body), `filter=_selector` (`selector` in the body), `filter=NAME` for a filter registered
+  /// with the data directory (``DocumentFilters``; the wiki's `filter=wiki&wiki=ID`: the wiki
+  /// document and its pages) and `history=true` (every revision event, with actor and origin, instead of
   /// one row per document). Seqs are integers (log positions).
   func changes(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
     -> Response
@@ -145,14 +146,18 @@ extension CouchServer {
         throw ReplicationError.badRequest("Selector must be specified in POST payload")
       }
       o.selector = try Selector(selector)
-    case "wiki":
-      guard let wiki = query["wiki"] ?? body?["wiki"]?.stringValue, !wiki.isEmpty else {
-        throw ReplicationError.badRequest("filter=wiki requires wiki=<wiki id>")
+    case let name?:
+      // A filter registered with the data directory (the wiki's `wiki`, say); its parameters
+      // come from the query or the body.
+      guard
+        let filter = try dataDirectory.filters.make(
+          name, parameter: { query[$0] ?? body?[$0]?.stringValue })
+      else {
+        let known = ["_doc_ids", "_selector"] + dataDirectory.filters.names
+        throw ReplicationError.badRequest(
+          "filter \"\(name)\" is not supported by wikilog; use \(known.joined(separator: ", "))")
       }
-      o.wiki = wiki
-    case let other?:
-      throw ReplicationError.badRequest(
-        "filter \"\(other)\" is not supported by wikilog; use _doc_ids, _selector or wiki")
+      o.filter = filter
     }
     parsed.options = o
     if let heartbeat = query["heartbeat"] {

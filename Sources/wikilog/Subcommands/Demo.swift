@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Projections
 import RevTree
+import Wiki
 
 struct Demo: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -22,7 +23,7 @@ struct Demo: ParsableCommand {
   func run() throws {
     let directory = global.directory
     let database = global.database
-    let data = DataDirectory(path: directory)
+    let data = DataDirectory.wiki(path: directory)
     defer { data.closeAll() }
     do {
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 struct History: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -105,7 +106,7 @@ struct Audit: ParsableCommand {
     defer { db.close() }
     let entries = try db.store.audit(
       AuditQuery(
-        wiki: wiki, actor: user,
+        filter: wiki.map(DocumentFilter.wiki), actor: user,
         from: since.flatMap(Time.microseconds(parsing:)).map(Time.lowerBound),
         until: until.flatMap(Time.microseconds(parsing:)).map(Time.upperBound),
         limit: limit))

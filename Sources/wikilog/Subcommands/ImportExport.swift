@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 /// The NDJSON export format:
 ///

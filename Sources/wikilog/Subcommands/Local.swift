@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Wiki
 
 struct Local: ParsableCommand {
   static let configuration = CommandConfiguration(

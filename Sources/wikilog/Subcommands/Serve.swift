@@ -6,6 +6,7 @@ import Log
 import Logging
 import Projections
 import Replication
+import Wiki
 
 struct Serve: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
@@ -72,7 +73,7 @@ struct Serve: AsyncParsableCommand {
     // commit, and each is answered once that commit is on disk.
     var logOptions = EventLog.Options()
     logOptions.durability = .groupCommit
-    let data = DataDirectory(path: directory, options: logOptions)
+    let data = DataDirectory.wiki(path: directory, options: logOptions)
     defer { data.closeAll() }
     let host = bind.contains(":") ? "[\(bind)]" : bind
     let app = buildApplication(

@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 struct Tail: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
@@ -68,7 +69,7 @@ struct Tail: AsyncParsableCommand {
     options.includeDocs = includeDocs || format == .text
     options.conflicts = conflicts
     options.history = history
-    options.wiki = wiki
+    options.filter = wiki.map(DocumentFilter.wiki)
     if !docIDs.isEmpty { options.docIDs = Set(docIDs) }
     if let type {
       options.selector = try Selector(J.object(["type": .string(type)]))

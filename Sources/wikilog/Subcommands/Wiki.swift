@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 struct Wiki: ParsableCommand {
   static let configuration = CommandConfiguration(

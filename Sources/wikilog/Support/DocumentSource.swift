@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 /// What `get`, `export` and `replay` read documents from: the live store, or an as-of view of
 /// it.

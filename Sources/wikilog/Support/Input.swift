@@ -4,6 +4,7 @@ import JSON
 import Log
 import Projections
 import RevTree
+import Wiki
 
 enum Input {
   /// The text of `argument`, or standard input when it is nil or `-`.

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Wiki
 
 /// Options every command shares: where the data directory is and which database in it.
 struct GlobalOptions: ParsableArguments {
@@ -33,7 +34,7 @@ struct GlobalOptions: ParsableArguments {
   func dataDirectory(readOnly: Bool = false, durability: EventLog.Durability = .synced)
     -> DataDirectory
   {
-    DataDirectory(
+    DataDirectory.wiki(
       path: directory, options: EventLog.Options(durability: durability, readOnly: readOnly))
   }
 

@@ -1,4 +1,5 @@
 public import Log
+public import Projections
 
 /// What one draft operation records in the log.
 ///

@@ -1,5 +1,6 @@
 public import JSON
 public import Log
+public import Projections
 public import RevTree
 
 /// TouchWiki's wikis, pages, links and membership, kept from the winning revision of every

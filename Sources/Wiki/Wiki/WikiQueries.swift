@@ -1,4 +1,5 @@
 public import Log
+public import Projections
 
 /// Reads the ``WikiProjection`` of a ``DocumentStore``.
 ///

@@ -1,5 +1,6 @@
 public import JSON
 import Log
+public import Projections
 import RevTree
 
 /// TouchWiki's schema for wiki and page documents, as a ``DocumentValidator``

@@ -1,5 +1,6 @@
 public import JSON
 public import Log
+public import Projections
 import RevTree
 
 extension StoreError {

@@ -1,4 +1,5 @@
 public import Log
+public import Projections
 
 /// One user's open draft of one page, as ``Drafts`` returns it.
 ///
@@ -58,7 +59,7 @@ public struct Draft: Sendable, Hashable {
 /// let store = try DocumentStore(directory: path, projections: [WikiProjection(), DraftProjection()])
 /// let drafts = try Drafts(store)
 /// ```
-public final class DraftProjection: Projection {
+public final class DraftProjection: AuditedProjection {
   public let name = "drafts"
   public let databaseNames = ["byUser"]
 
@@ -93,6 +94,14 @@ public final class DraftProjection: Projection {
     case .discard, .publish:
       try txn.delete(key, in: db)
     }
+  }
+
+  /// A draft event is listed by an audit under its page, with the draft's base revision (for
+  /// a publish, the revision it wrote).
+  public func auditSubject(of event: RecordedEvent) throws -> (docID: String, rev: String)? {
+    guard DraftEvent.Kind(eventType: event.type) != nil else { return nil }
+    let e = try DraftEvent(decoding: event)
+    return (e.pageID, e.kind == .publish ? e.publishedRev : e.baseRev ?? "")
   }
 
   static func key(user: String, page: String) -> [UInt8] {
