@@ -1,4 +1,4 @@
-public import Log
+import Log
 public import Projections
 
 extension AsOfView {

@@ -1,6 +1,6 @@
 import JSON
 public import Log
-public import Projections
+import Projections
 import RevTree
 
 /// A wiki as ``WikiProjection`` keeps it: the winning revision of its wiki document, and how
