@@ -81,15 +81,44 @@ struct Tail: AsyncParsableCommand {
     let actor = self.actor  // read the option once, not once per row
     if follow { Self.exitCleanlyOnSignalsAndClosedPipe() }
 
-    // Everything up to the end of the log, in large chunks.
-    var streamOptions = options
-    streamOptions.limit = nil
-    let last = try store.forEachChange(streamOptions, eventInfo: eventInfo) { row in
-      if let actor, row.actor != actor { return true }
-      writer.write(row)
-      writer.out.flushIfLarge()
-      remaining -= 1
-      return remaining > 0
+    // Everything up to the end of the log, in large chunks: a helper thread reads the rows
+    // while this one writes them.
+    let streamOptions = {
+      var o = options
+      o.limit = nil
+      return o
+    }()
+    let pipe = RowPipe()
+    pipe.start { pipe in
+      var batch: [ChangeRow] = []
+      batch.reserveCapacity(RowPipe.batchSize)
+      let last = try store.forEachChange(streamOptions, eventInfo: eventInfo) { row in
+        batch.append(row)
+        guard batch.count == RowPipe.batchSize else { return true }
+        defer { batch.removeAll(keepingCapacity: true) }
+        return pipe.send(batch)
+      }
+      if !batch.isEmpty { _ = pipe.send(batch) }
+      return last
+    }
+    var last = LogPosition.start
+    reading: while true {
+      switch try pipe.receive() {
+      case .rows(let rows):
+        for row in rows {
+          if let actor, row.actor != actor { continue }
+          writer.write(row)
+          writer.out.flushIfLarge()
+          remaining -= 1
+          if remaining == 0 {
+            pipe.cancel()
+            break reading
+          }
+        }
+      case .end(let position):
+        last = position
+        break reading
+      }
     }
     writer.out.flush()
     guard follow, remaining > 0 else { return }
@@ -205,5 +234,60 @@ enum Summary {
     }
     if text.count > 72 { text = String(text.prefix(71)) + "…" }
     return type.map { "\($0): \(text)" } ?? text
+  }
+}
+
+/// Rows handed from a reading thread to the writing one, a few batches ahead at most.
+final class RowPipe: @unchecked Sendable {
+  /// Rows per hand-over.
+  static let batchSize = 2048
+  /// Batches the reader may be ahead.
+  static let depth = 4
+
+  enum Item {
+    case rows([ChangeRow])
+    case end(LogPosition)
+  }
+
+  // Guarded by `lock`.
+  private var items: [Result<Item, any Error>] = []
+  private var cancelled = false
+  private let lock = NSLock()
+  private let available = DispatchSemaphore(value: 0)
+  private let slots = DispatchSemaphore(value: RowPipe.depth)
+
+  /// Runs `produce` on a thread of its own; what it returns (or throws) ends the stream.
+  func start(_ produce: @escaping @Sendable (RowPipe) throws -> LogPosition) {
+    Thread.detachNewThread { [self] in
+      let end = Result { try produce(self) }.map(Item.end)
+      lock.withLock { items.append(end) }
+      available.signal()
+    }
+  }
+
+  /// Hands a batch over, waiting while the writer is `depth` batches behind; false once the
+  /// writer has stopped reading (the reader then stops).
+  func send(_ rows: [ChangeRow]) -> Bool {
+    slots.wait()
+    let open = lock.withLock {
+      if !cancelled { items.append(.success(.rows(rows))) }
+      return !cancelled
+    }
+    if open { available.signal() }
+    return open
+  }
+
+  /// The next batch, or the end with the position the reader reached; rethrows its error.
+  func receive() throws -> Item {
+    available.wait()
+    let item = lock.withLock { items.removeFirst() }
+    if case .success(.rows) = item { slots.signal() }
+    return try item.get()
+  }
+
+  /// The writer stops reading: the reader's next ``send(_:)`` returns false.
+  func cancel() {
+    lock.withLock { cancelled = true }
+    slots.signal()
   }
 }
