@@ -182,7 +182,7 @@ extension DocumentStore {
     try source.read { sourceTxn in
       var done = false
       while !done {
-        done = try writeDocumentsRaw { txn -> Bool in
+        done = try projections.write { txn -> Bool in
           let first = txn.nextPosition
           guard first <= position else { return true }
           var count = 0
@@ -201,7 +201,7 @@ extension DocumentStore {
                   "the as-of copy of event \(original.position) landed at \(copy.position)",
                   code: .internalError)
               }
-              try applyAll(original, txn: txn)
+              try projections.applyAll(original, txn: txn)
             }
             pending.removeAll(keepingCapacity: true)
           }
@@ -215,9 +215,7 @@ extension DocumentStore {
           try flush()
           let last = txn.nextPosition.rawValue - 1
           if last > 0 {
-            for key in checkpointKeys {
-              try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints)
-            }
+            try projections.setCheckpoints(last, txn: txn)
           }
           return last >= position.rawValue || count < Self.viewBatch
         }

@@ -21,7 +21,7 @@ public final class DocumentProjection: Projection {
   public init() {}
 
   static let revsLimitKey = Array("revs_limit".utf8)
-  /// The key of the live-document count that earlier versions kept (see ``removeLegacyRows``).
+  /// The key of the live-document count that earlier versions kept (see ``ProjectionRunner/migrate()``).
   static let docCountKey = Array("doc_count".utf8)
   static let deletedCountKey = Array("doc_del_count".utf8)
   public static let defaultRevsLimit = 1000

@@ -205,7 +205,7 @@ extension DocumentStore {
     do {
       // Local edits and replicated writes check everything before their first write.
       return try await log.write(failsOnlyBeforeWriting: true) { txn in
-        try self.checkpointed(txn, body)
+        try self.projections.checkpointed(txn, body)
       }
     } catch {
       throw StoreError.from(error)

@@ -137,11 +137,6 @@ extension DocumentStore {
 
   /// Each projection's checkpoint: the last log position applied to it, documents first.
   public func projectionCheckpoints() throws -> [(name: String, position: LogPosition)] {
-    try read { txn in
-      try allProjections.map { projection, _ in
-        let name = projection.name
-        return (name, LogPosition(try checkpoint(of: name, txn: txn)))
-      }
-    }
+    try projections.checkpoints()
   }
 }

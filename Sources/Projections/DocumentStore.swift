@@ -23,15 +23,17 @@ import RevTree
 /// ```
 public final class DocumentStore: Sendable {
   public let log: EventLog
-  package let documents = DocumentProjection()
-  package let documentStorage: ProjectionStorage
-  /// Inline projections besides the documents, applied to every event in its transaction.
-  package let others: [InlineProjection]
-  let checkpoints: Database
+  /// The store's projections, the documents first, and what runs them: catching up,
+  /// rebuilding, verifying, applying each event.
+  public let projections: ProjectionRunner
   let ownsLog: Bool
+  package var documents: DocumentProjection { projections.documents }
+  package var documentStorage: ProjectionStorage { projections.documentStorage }
+  /// Inline projections besides the documents, applied to every event in its transaction.
+  package var others: [InlineProjection] { projections.others }
   /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
   /// ahead of the writer.
-  let prepares: Bool
+  var prepares: Bool { projections.prepares }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
 
@@ -79,58 +81,11 @@ public final class DocumentStore: Sendable {
     self.ownsLog = ownsLog
     self.validation = validation
     self.scratch = scratch
-    do {
-      documentStorage = try ProjectionStorage.open(for: documents, in: log)
-      var opened: [(any Projection, ProjectionStorage)] = []
-      for projection in projections {
-        do {
-          opened.append((projection, try ProjectionStorage.open(for: projection, in: log)))
-        } catch LogError.invalidArgument where log.options.readOnly {
-          // Read-only, and the projection was never built here (a database written by a
-          // version or a program without it): the store opens without it, and what needs it
-          // (drafts, wiki queries) says so.
-        }
-      }
-      others = opened.enumerated().map { slot, entry in
-        InlineProjection(entry.0, storage: entry.1, slot: slot)
-      }
-      checkpoints = try log.database(named: "projections")
-    } catch {
-      throw StoreError.from(error)
-    }
-    allProjections = [(documents, documentStorage)] + others.map { ($0.projection, $0.storage) }
-    prepares = others.contains { $0.prepare != nil }
-    checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
+    self.projections = try ProjectionRunner(log: log, projections: projections)
     if !log.options.readOnly {
-      try catchUp()
-      try removeLegacyRows()
+      try self.projections.catchUp()
+      try self.projections.migrate()
     }
-  }
-
-  /// Removes what stores written by earlier versions kept and this one does not: the
-  /// `doc_count` row in `docs.meta` (the count is now derived), so that `verify` finds the live
-  /// projection equal to a rebuilt one, and what the inline projections retired
-  /// (``ProjectionMigration``): their retired databases are removed, and a projection that
-  /// still has a database it asks to be rebuilt from is rebuilt, then loses that database; a
-  /// crash between the two leaves it for the next open to do again.
-  func removeLegacyRows() throws {
-    for inline in others {
-      guard let migration = inline.projection as? any ProjectionMigration else { continue }
-      do {
-        for name in migration.retiredDatabaseNames { try log.removeDatabase(named: name) }
-        let stale = try migration.rebuildingDatabaseNames.filter { try log.hasDatabase(named: $0) }
-        if !stale.isEmpty {
-          try rebuild(inline.projection.name)
-          for name in stale { try log.removeDatabase(named: name) }
-        }
-      } catch {
-        throw StoreError.from(error)
-      }
-    }
-    let meta = documentStorage["meta"]
-    let stale = try log.read { try $0.get(DocumentProjection.docCountKey, in: meta) } != nil
-    guard stale else { return }
-    _ = try writeDocumentsRaw { try $0.delete(DocumentProjection.docCountKey, in: meta) }
   }
 
   deinit {
@@ -139,30 +94,12 @@ public final class DocumentStore: Sendable {
 
   public func close() { log.close() }
 
-  /// The documents first, then the others; with each projection's checkpoint key.
-  let allProjections: [(projection: any Projection, storage: ProjectionStorage)]
-  let checkpointKeys: [[UInt8]]
-
   // MARK: Writing
 
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
   package func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-    try writeDocumentsRaw { txn in try checkpointed(txn, body) }
-  }
-
-  /// Runs `body` and, if it appended events, records every projection's checkpoint.
-  func checkpointed<T>(_ txn: WriteTransaction, _ body: (WriteTransaction) throws -> T) throws
-    -> T
-  {
-    let first = txn.nextPosition
-    let value = try body(txn)
-    let next = txn.nextPosition
-    if next > first {
-      let checkpoint = (next.rawValue - 1).bigEndianBytes
-      for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpoints) }
-    }
-    return value
+    try projections.write { txn in try projections.checkpointed(txn, body) }
   }
 
   /// Appends one document event and applies the inline projections to it.
@@ -185,19 +122,9 @@ public final class DocumentStore: Sendable {
         type: e.kind.eventType, stream: DocumentEvent.stream(for: e.kind, docID: e.docID),
         actor: actor,
         payload: payload ?? e.encoded()))
-    var facts: AppendFacts? = nil
-    if e.kind == .edit || e.kind == .replicated {
-      facts = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
-        merged: merged)
-      facts?.body = parsedBody
-      facts?.shares = shares
-    } else {
-      try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
-    }
-    for inline in others {
-      try inline.apply(event, decoded: e, facts: facts, txn: txn)
-    }
+    try projections.apply(
+      e, appended: event, record: record, merged: merged, parsedBody: parsedBody,
+      shares: shares, txn: txn)
     return event
   }
 
@@ -211,10 +138,7 @@ public final class DocumentStore: Sendable {
         "internal_server_error", "document events are appended with append(_:actor:txn:)",
         code: .internalError)
     }
-    try documents.apply(recorded, to: documentStorage, in: txn)
-    for inline in others {
-      try inline.apply(recorded, decoded: nil, facts: nil, txn: txn)
-    }
+    try projections.apply(other: recorded, txn: txn)
     return recorded
   }
 
@@ -429,262 +353,24 @@ public final class DocumentStore: Sendable {
     String(UUID().uuidString.lowercased().filter { $0 != "-" })
   }
 
-  // MARK: Projections
-
-  /// Brings every projection up to the log's end, from its checkpoint.
-  ///
-  /// A projection that needs the documents' trees and is behind (one added to an existing
-  /// store) is rebuilt instead: the trees of the events it missed are not the current ones.
-  func catchUp() throws {
-    for (projection, storage) in allProjections {
-      if projection is any DocumentChangeProjection {
-        let behind = try log.read { txn in
-          try checkpoint(of: projection.name, txn: txn) < txn.lastPosition.rawValue
-        }
-        if behind { try rebuild(projection.name) }
-      } else {
-        try replay(projection, storage: storage, checkpointed: true)
-      }
-    }
-  }
-
-  /// The last log position applied to the projection named `name` (0 for none).
-  func checkpoint(of name: String, txn: ReadTransaction) throws -> UInt64 {
-    try txn.get(name, in: checkpoints).flatMap { UInt64(bigEndianArray: $0) } ?? 0
-  }
-
-  /// Applies every event after the projection's checkpoint, in transactions of `batch` events.
-  func replay(
-    _ projection: any Projection, storage: ProjectionStorage, checkpointed: Bool,
-    batch: Int = 10_000
-  ) throws {
-    let key = Array(projection.name.utf8)
-    while true {
-      let done = try writeDocumentsRaw { txn -> Bool in
-        let start = checkpointed ? try checkpoint(of: projection.name, txn: txn) : 0
-        var last = start
-        var count = 0
-        try txn.forEachEvent(from: LogPosition(start + 1)) { event in
-          try projection.apply(event, to: storage, in: txn)
-          last = event.position.rawValue
-          count += 1
-          return count < batch
-        }
-        if checkpointed && last != start {
-          try txn.put(last.bigEndianBytes, forKey: key, in: checkpoints)
-        }
-        return count < batch
-      }
-      if done { return }
-    }
-  }
-
-  func writeDocumentsRaw<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
-    do {
-      return try log.write(body)
-    } catch {
-      throw StoreError.from(error)
-    }
-  }
+  // MARK: Projections (see ``ProjectionRunner``)
 
   /// The databases of the projection named `name`, for reading it (``read(_:)``); nil when the
   /// store has no such projection.
-  public func storage(of name: String) -> ProjectionStorage? {
-    allProjections.first { $0.projection.name == name }?.storage
-  }
+  public func storage(of name: String) -> ProjectionStorage? { projections.storage(of: name) }
 
   /// The names of the store's projections, documents first.
-  public var projectionNames: [String] { allProjections.map(\.projection.name) }
+  public var projectionNames: [String] { projections.names }
 
-  /// Rebuilds a projection from scratch by replaying the whole log into its databases.
-  ///
-  /// Runs in one transaction, so readers see the old state until the new one is complete and
-  /// writers wait; for very large logs this is one large transaction.
-  public func rebuild(_ name: String) throws {
-    guard let (projection, storage) = allProjections.first(where: { $0.projection.name == name })
-    else {
-      throw StoreError.notFound("no projection named '\(name)'")
-    }
-    if let scratchDocs = try scratchDocuments(for: projection) {
-      let alone = [InlineProjection(projection, storage: storage, slot: nil)]
-      try replayFromStart([(projection, storage)], extraScratch: scratchDocs) { event, txn in
-        try apply(
-          ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
-          then: alone, txn: txn)
-      }
-    } else {
-      try replayFromStart([(projection, storage)]) { event, txn in
-        try projection.apply(event, to: storage, in: txn)
-      }
-    }
-  }
+  /// ``ProjectionRunner/rebuild(_:)``.
+  public func rebuild(_ name: String) throws { try projections.rebuild(name) }
 
-  /// For a projection that takes each edit's tree from the documents projection
-  /// (a ``DocumentChangeProjection``): scratch databases (`docs.*.replay`) for
-  /// the documents projection to be replayed into alongside it, so that it gets the trees of
-  /// each event's moment; the replay empties them before and after. Nil for other projections.
-  func scratchDocuments(for projection: any Projection) throws -> ProjectionStorage? {
-    guard projection is any DocumentChangeProjection else { return nil }
-    return try ProjectionStorage.open(for: documents, in: log, suffix: ".replay")
-  }
+  /// ``ProjectionRunner/rebuildAll()``.
+  public func rebuildAll() throws { try projections.rebuildAll() }
 
-  /// Rebuilds every projection from scratch in one pass over the log: each event is decoded
-  /// once, and the projections after the documents take the document's merged tree from it
-  /// (as they do on the write path) instead of merging their own copy again.
-  ///
-  /// One transaction, like ``rebuild(_:)``: readers see the old state until the new one is
-  /// complete.
-  ///
-  /// Decoding runs a batch ahead on a second thread (``ReplayDecoder``): while the writer
-  /// applies one batch of events, the next one's payloads are decoded and their bodies parsed.
-  public func rebuildAll() throws {
-    let decoder = ReplayDecoder(
-      parseBodies: !others.isEmpty, prepare: prepares ? others.map(\.prepare) : [])
-    var batch: [RecordedEvent] = []
-    batch.reserveCapacity(ReplayDecoder.batchSize)
-    var inFlight: ReplayDecoder.Batch? = nil
-    func applyFinished(_ done: ReplayDecoder.Batch, _ txn: WriteTransaction) throws {
-      for prepared in done.wait() { try applyAll(prepared, txn: txn) }
-    }
-    try replayFromStart(allProjections) { event, txn in
-      batch.append(event)
-      guard batch.count == ReplayDecoder.batchSize else { return }
-      let next = decoder.start(batch)
-      batch.removeAll(keepingCapacity: true)
-      if let inFlight { try applyFinished(inFlight, txn) }
-      inFlight = next
-    } finish: { txn in
-      if let inFlight { try applyFinished(inFlight, txn) }
-      inFlight = nil
-      if !batch.isEmpty { try applyFinished(decoder.start(batch), txn) }
-    }
-  }
-
-  /// Empties `targets`' databases, applies every event of the log with `apply` and sets their
-  /// checkpoints to the last one, in one transaction. `extraScratch` (databases the replay
-  /// works in) is emptied before and after.
-  private func replayFromStart(
-    _ targets: [(projection: any Projection, storage: ProjectionStorage)],
-    extraScratch: ProjectionStorage? = nil,
-    apply: (RecordedEvent, WriteTransaction) throws -> Void,
-    finish: (WriteTransaction) throws -> Void = { _ in }
-  ) throws {
-    try writeDocumentsRaw { txn in
-      for storage in targets.map(\.storage) + [extraScratch].compactMap({ $0 }) {
-        for db in storage.all { try txn.removeAll(in: db) }
-      }
-      var last: UInt64 = 0
-      try txn.forEachEvent(from: 1) { event in
-        try apply(event, txn)
-        last = event.position.rawValue
-        return true
-      }
-      try finish(txn)
-      for db in extraScratch?.all ?? [] { try txn.removeAll(in: db) }
-      for (projection, _) in targets {
-        try txn.put(last.bigEndianBytes, forKey: Array(projection.name.utf8), in: checkpoints)
-      }
-    }
-  }
-
-  /// Applies one event of the log to every projection, the documents first.
-  func applyAll(_ event: RecordedEvent, txn: WriteTransaction) throws {
-    try applyAll(ReplayDecoder.prepare(event, parseBody: false), txn: txn)
-  }
-
-  /// Applies one event, decoded ahead (``ReplayDecoder``), to every projection.
-  func applyAll(_ prepared: ReplayDecoder.Prepared, txn: WriteTransaction) throws {
-    try apply(prepared, documentsIn: documentStorage, then: others, txn: txn)
-  }
-
-  /// Applies one event to the documents projection (its databases `documentsIn`: the live ones,
-  /// or scratch copies) and then to `projections`, handing them what it made of the event.
-  func apply(
-    _ prepared: ReplayDecoder.Prepared, documentsIn docs: ProjectionStorage,
-    then projections: [InlineProjection], txn: WriteTransaction
-  ) throws {
-    let event = prepared.event
-    let decoded = try prepared.decoded.get()
-    var facts: AppendFacts? = nil
-    if let e = decoded, e.kind == .edit || e.kind == .replicated {
-      facts = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: docs, txn: txn,
-        isFirst: event.streamVersion == 1)
-      facts?.body = prepared.body
-      facts?.shares = prepared.shares
-    } else {
-      try documents.apply(decoded, facts: nil, of: event, to: docs, in: txn)
-    }
-    for inline in projections {
-      try inline.apply(event, decoded: decoded, facts: facts, txn: txn)
-    }
-  }
-
-  /// Rebuilds a projection into scratch databases and compares them with the live ones, entry
-  /// by entry, in one snapshot. Returns the differences found (empty when they agree); the
-  /// scratch databases are emptied again.
+  /// ``ProjectionRunner/verify(_:maxDifferences:)``.
   public func verify(_ name: String, maxDifferences: Int = 20) throws -> [String] {
-    guard let (projection, storage) = allProjections.first(where: { $0.projection.name == name })
-    else {
-      throw StoreError.notFound("no projection named '\(name)'")
-    }
-    let scratch = try ProjectionStorage.open(for: projection, in: log, suffix: ".verify")
-    let scratchDocs = try scratchDocuments(for: projection)
-    let alone = [InlineProjection(projection, storage: scratch, slot: nil)]
-    return try writeDocumentsRaw { txn in
-      for db in scratch.all + (scratchDocs?.all ?? []) { try txn.removeAll(in: db) }
-      try txn.forEachEvent(from: 1) { event in
-        if let scratchDocs {
-          try apply(
-            ReplayDecoder.prepare(event, parseBody: false), documentsIn: scratchDocs,
-            then: alone, txn: txn)
-        } else {
-          try projection.apply(event, to: scratch, in: txn)
-        }
-        return true
-      }
-      for db in scratchDocs?.all ?? [] { try txn.removeAll(in: db) }
-      var differences: [String] = []
-      for dbName in projection.databaseNames {
-        var live: [([UInt8], [UInt8])] = []
-        try txn.scan(storage[dbName]) { k, v in
-          live.append((k, v))
-          return true
-        }
-        var index = 0
-        try txn.scan(scratch[dbName]) { k, v in
-          defer { index += 1 }
-          guard index < live.count else {
-            differences.append("\(name).\(dbName): rebuilt has extra key \(Self.show(k))")
-            return differences.count < maxDifferences
-          }
-          if live[index].0 != k {
-            differences.append(
-              "\(name).\(dbName): live key \(Self.show(live[index].0)) where rebuilt has \(Self.show(k))"
-            )
-          } else if live[index].1 != v {
-            differences.append(
-              "\(name).\(dbName): value of \(Self.show(k)) differs from the rebuilt one")
-          }
-          return differences.count < maxDifferences
-        }
-        if index < live.count && differences.count < maxDifferences {
-          differences.append(
-            "\(name).\(dbName): live has \(live.count - index) entries the rebuild does not")
-        }
-      }
-      for db in scratch.all { try txn.removeAll(in: db) }
-      return differences
-    }
-  }
-
-  static func show(_ key: [UInt8]) -> String {
-    if let s = String(validating: key, as: UTF8.self),
-      s.allSatisfy({ !$0.isASCII || $0.isLetter || $0.isNumber || $0.isPunctuation || $0 == " " })
-    {
-      return "'\(s)'"
-    }
-    return key.map { String($0, radix: 16) }.joined()
+    try projections.verify(name, maxDifferences: maxDifferences)
   }
 }
 

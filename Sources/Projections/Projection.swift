@@ -7,7 +7,7 @@ public import RevTree
 /// time.
 ///
 /// A projection names its databases; ``ProjectionStorage`` hands it the handles, which are the
-/// live ones or, while ``ProjectionRunner/verify(_:)`` runs, scratch copies. Its checkpoint (the
+/// live ones or, while ``ProjectionRunner/verify(_:maxDifferences:)`` runs, scratch copies. Its checkpoint (the
 /// last position applied) is written in the same transaction as its rows, so a crash can never
 /// leave the two apart.
 ///
