@@ -54,6 +54,8 @@ public struct CouchServer: HTTPResponder {
   public static let couchDBVersion = "3.4.2"
   /// wikilog's own version, reported as the vendor version.
   public static let version = "0.1.0"
+  /// The `Server` header of every response.
+  static let serverHeader = "wikilog/\(version) (CouchDB API \(couchDBVersion))"
 
   public func respond(to request: Request, context: Context) async throws -> Response {
     let start = ContinuousClock.now
@@ -71,7 +73,7 @@ public struct CouchServer: HTTPResponder {
       failure = e
       response = e.response(includeBody: request.method != .head)
     }
-    response.headers[.server] = "wikilog/\(Self.version) (CouchDB API \(Self.couchDBVersion))"
+    response.headers[.server] = Self.serverHeader
     options.cors.apply(to: &response.headers, origin: origin)
     let line = "\(request.method) \(request.uri.string)"
     if response.body.contentLength == nil {
@@ -98,6 +100,9 @@ public struct CouchServer: HTTPResponder {
     _ logger: Logger, _ line: String, status: Int, since start: ContinuousClock.Instant,
     failure: ReplicationError?
   ) {
+    // Nothing to format when the line would be dropped (`--log-level warning` and above).
+    let level: Logger.Level = failure != nil && status >= 500 ? .error : .info
+    guard logger.logLevel <= level else { return }
     let elapsed = ContinuousClock.now - start
     let tenths =
       elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
