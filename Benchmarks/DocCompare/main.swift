@@ -93,7 +93,7 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
   options.mapSize = 4 << 30
   let store = try DocumentStore(
     directory: dir, options: options,
-    projections: docsOnly ? [] : [WikiProjection(), DraftProjection()])
+    projections: docsOnly ? [] : [WikiProjection(), DraftProjection()], validation: .touchWiki)
   if fresh { try createWikis(store) }
   return store
 }

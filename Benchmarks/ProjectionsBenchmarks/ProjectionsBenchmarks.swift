@@ -25,7 +25,8 @@ final class Fixture: @unchecked Sendable {
     path = NSTemporaryDirectory() + "wikilog-bench-\(name)-\(UUID().uuidString)"
     var options = EventLog.Options(durability: durability)
     options.mapSize = 1 << 30
-    store = try DocumentStore(directory: path, options: options, projections: [WikiProjection()])
+    store = try DocumentStore(
+      directory: path, options: options, projections: [WikiProjection()], validation: .touchWiki)
     // The wikis w0...w99 the pages belong to: a local page edit needs its wiki.
     let wikis = (0..<100).map { k in
       try! JSONValue(

@@ -207,7 +207,8 @@ options.mapSize = 1 << 20  // small, so that kills also land during map growth
 options.durability = args[3] == "group" ? .groupCommit : .synced
 do {
   let store = try DocumentStore(
-    directory: args[2], options: options, projections: [WikiProjection(), DraftProjection()])
+    directory: args[2], options: options, projections: [WikiProjection(), DraftProjection()],
+    validation: .touchWiki)
   if (try? store.get("w")) == nil {
     try store.put(
       #"{"_id":"w","type":"wiki","title":"Crash","owner_id":"worker","members":[]}"#,

@@ -220,7 +220,8 @@ private func truncatedCopy(of source: DocumentStore, through n: LogPosition, at 
     )
   }
   return try DocumentStore(
-    log: log, projections: [WikiProjection(), DraftProjection()], ownsLog: true)
+    log: log, projections: [WikiProjection(), DraftProjection()], ownsLog: true,
+    validation: .touchWiki)
 }
 
 @Suite struct AsOfTests {

@@ -15,7 +15,7 @@ import Wiki
     init(projections: [any Projection] = []) throws {
       store = try DocumentStore(
         directory: path, options: EventLog.Options(durability: .groupCommit),
-        projections: projections)
+        projections: projections, validation: .touchWiki)
     }
 
     deinit {

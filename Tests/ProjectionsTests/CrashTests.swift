@@ -37,7 +37,8 @@ import Wiki
       totalAcked += acks.count
 
       let store = try DocumentStore(
-        directory: path, projections: [WikiProjection(), DraftProjection()])
+        directory: path, projections: [WikiProjection(), DraftProjection()],
+        validation: .touchWiki)
       for ack in acks {
         let doc: JSONValue
         do {

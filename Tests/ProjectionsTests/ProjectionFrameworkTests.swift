@@ -167,7 +167,8 @@ final class TypeCounter: Projection {
     var options = EventLog.Options()
     options.readOnly = true
     let readOnly = try DocumentStore(
-      directory: t.path, options: options, projections: [WikiProjection()])
+      directory: t.path, options: options, projections: [WikiProjection()],
+      validation: .touchWiki)
     let old = try WikiQueries(readOnly)
     #expect(try old.links(from: "Home", in: "w1") == ["Soup", "Tea"])
     #expect(try old.links(from: "Plain", in: "w1") == [])
@@ -205,7 +206,8 @@ final class TypeCounter: Projection {
     var options = EventLog.Options()
     options.readOnly = true
     let store = try DocumentStore(
-      directory: t.path, options: options, projections: [WikiProjection(), DraftProjection()])
+      directory: t.path, options: options, projections: [WikiProjection(), DraftProjection()],
+      validation: .touchWiki)
     defer { store.close() }
     #expect(store.projectionNames == ["docs", "wiki"])
     #expect(try store.changes(ChangesOptions()).results.count == 1)
