@@ -163,7 +163,7 @@ extension DocumentStore {
   func shares(_ input: DocumentInput, id: String, rev: RevID) -> Shares {
     guard prepares else { return .none }
     let body: JSONValue? = input.deleted ? nil : .object(input.body)
-    return Shares(values: others.map { $0.prepare?(id, rev, body) })
+    return Shares.prepare(projections.preparers, id, rev, body)
   }
 
   /// Bulk calls with fewer documents than this are prepared inline: a hand-over to the helper

@@ -155,14 +155,58 @@ struct AppendFacts {
   }
 }
 
+/// A change projection's share, boxed so that shares of any type travel together; opened again
+/// by the projection it came from (``InlineProjection``).
+final class ShareBox<Value: Sendable>: Sendable {
+  let value: Value
+  init(_ value: Value) { self.value = value }
+}
+
+/// A share as the store carries it (a ``ShareBox``).
+typealias BoxedShare = any AnyObject & Sendable
+
+/// Works out one change projection's share of a revision (its id, the revision, the body).
+typealias PrepareShare = @Sendable (String, RevID, JSONValue?) -> BoxedShare?
+
 /// The shares of one revision that the store's change projections worked out ahead, by the
-/// projection's place among the store's inline projections.
-struct Shares: Sendable {
-  let values: [(any Sendable)?]
+/// projection's place among the store's inline projections. One share (a wiki store's case)
+/// needs no array.
+enum Shares: Sendable {
+  case none
+  case one(slot: Int, share: BoxedShare)
+  case many([BoxedShare?])
 
-  static let none = Shares(values: [])
+  /// The shares that `preparers` (one per inline projection, nil for those without one) work
+  /// out for revision `rev` of document `id` with `body`.
+  static func prepare(
+    _ preparers: [PrepareShare?], _ id: String, _ rev: RevID, _ body: JSONValue?
+  ) -> Shares {
+    var only: (slot: Int, share: BoxedShare)? = nil
+    var all: [BoxedShare?]? = nil
+    for (slot, prepare) in preparers.enumerated() {
+      guard let prepare, let share = prepare(id, rev, body) else { continue }
+      if all != nil {
+        all![slot] = share
+      } else if let first = only {
+        all = Array(repeating: nil, count: preparers.count)
+        all![first.slot] = first.share
+        all![slot] = share
+      } else {
+        only = (slot, share)
+      }
+    }
+    if let all { return .many(all) }
+    if let only { return .one(slot: only.slot, share: only.share) }
+    return .none
+  }
 
-  subscript(slot: Int) -> (any Sendable)? { slot < values.count ? values[slot] : nil }
+  subscript(slot: Int) -> BoxedShare? {
+    switch self {
+    case .none: nil
+    case .one(let s, let share): s == slot ? share : nil
+    case .many(let shares): slot < shares.count ? shares[slot] : nil
+    }
+  }
 }
 
 /// An inline projection as the store runs it: its databases and, for a
@@ -174,11 +218,11 @@ package struct InlineProjection: Sendable {
   /// Its place among the store's inline projections (``Shares``' index); nil for a projection
   /// replayed on its own.
   let slot: Int?
-  let prepare: (@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?
+  let prepare: PrepareShare?
   let applyChange:
     (
-      @Sendable (DocumentChange, (any Sendable)?, ProjectionStorage, WriteTransaction) throws ->
-        Void
+      @Sendable (DocumentChange, BoxedShare?, ProjectionStorage, WriteTransaction)
+        throws -> Void
     )?
 
   init(_ projection: any Projection, storage: ProjectionStorage, slot: Int?) {
@@ -193,13 +237,16 @@ package struct InlineProjection: Sendable {
   }
 
   private static func entries<P: DocumentChangeProjection>(_ p: P) -> (
-    @Sendable (String, RevID, JSONValue?) -> (any Sendable)?,
-    @Sendable (DocumentChange, (any Sendable)?, ProjectionStorage, WriteTransaction) throws -> Void
+    PrepareShare,
+    @Sendable (DocumentChange, BoxedShare?, ProjectionStorage, WriteTransaction)
+      throws -> Void
   ) {
     (
-      { id, rev, body in p.prepare(id, rev: rev, body: body) },
+      { id, rev, body in p.prepare(id, rev: rev, body: body).map { ShareBox($0) } },
       { change, share, storage, txn in
-        try p.apply(change, share: share as? P.Share, to: storage, in: txn)
+        // The share came from this projection's own `prepare` (its slot), so it is its type.
+        try p.apply(
+          change, share: (share as? ShareBox<P.Share>)?.value, to: storage, in: txn)
       }
     )
   }

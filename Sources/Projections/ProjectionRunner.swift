@@ -28,6 +28,8 @@ public final class ProjectionRunner: Sendable {
   /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
   /// ahead of the writer.
   let prepares: Bool
+  /// Each inline projection's ``DocumentChangeProjection/prepare(_:rev:body:)``, by slot.
+  let preparers: [PrepareShare?]
   /// The documents first, then the others; with each projection's checkpoint key.
   let allProjections: [(projection: any Projection, storage: ProjectionStorage)]
   let checkpointKeys: [[UInt8]]
@@ -57,6 +59,7 @@ public final class ProjectionRunner: Sendable {
     }
     allProjections = [(documents, documentStorage)] + others.map { ($0.projection, $0.storage) }
     prepares = others.contains { $0.prepare != nil }
+    preparers = others.map(\.prepare)
     checkpointKeys = allProjections.map { Array($0.projection.name.utf8) }
   }
 
@@ -264,7 +267,7 @@ public final class ProjectionRunner: Sendable {
   /// applies one batch of events, the next one's payloads are decoded and their bodies parsed.
   public func rebuildAll() throws {
     let decoder = ReplayDecoder(
-      parseBodies: !others.isEmpty, prepare: prepares ? others.map(\.prepare) : [])
+      parseBodies: !others.isEmpty, prepare: prepares ? preparers : [])
     var batch: [RecordedEvent] = []
     batch.reserveCapacity(ReplayDecoder.batchSize)
     var inFlight: ReplayDecoder.Batch? = nil

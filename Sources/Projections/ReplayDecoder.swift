@@ -39,15 +39,13 @@ final class ReplayDecoder: Sendable {
 
   private let queue = DispatchQueue(label: "wikilog.replay-decoder", qos: .userInitiated)
   private let parseBodies: Bool
-  private let prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?]
+  private let prepare: [PrepareShare?]
 
   /// `parseBodies`: whether projections after the documents take the parsed body
   /// (``AppendFacts/body``); the documents projection alone does not need it. `prepare`: the
   /// inline projections' ``DocumentChangeProjection/prepare(_:rev:body:)`` (nil for those
   /// that have none; empty when none has), whose shares are worked out here too.
-  init(
-    parseBodies: Bool, prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?]
-  ) {
+  init(parseBodies: Bool, prepare: [PrepareShare?]) {
     self.parseBodies = parseBodies || !prepare.isEmpty
     self.prepare = prepare
   }
@@ -66,7 +64,7 @@ final class ReplayDecoder: Sendable {
 
   static func prepare(
     _ event: RecordedEvent, parseBody: Bool,
-    shares prepare: [(@Sendable (String, RevID, JSONValue?) -> (any Sendable)?)?] = []
+    shares prepare: [PrepareShare?] = []
   ) -> Prepared {
     guard DocumentEvent.Kind(eventType: event.type) != nil else {
       return Prepared(event: event, decoded: .success(nil), body: nil)
@@ -84,7 +82,7 @@ final class ReplayDecoder: Sendable {
         body = try? JSONValue(parsing: decoded.body)
       }
       if !prepare.isEmpty, let leaf = decoded.path?.leaf {
-        shares = Shares(values: prepare.map { $0?(decoded.docID, leaf, body) })
+        shares = Shares.prepare(prepare, decoded.docID, leaf, body)
       }
     }
     return Prepared(event: event, decoded: .success(decoded), body: body, shares: shares)

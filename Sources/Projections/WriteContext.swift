@@ -6,9 +6,10 @@
 /// does not hold: a savepoint that is rolled back leaves at worst a forgotten entry, which is
 /// read again. It lives for one body on the writer's thread and is never shared.
 package final class WriteContext {
-  /// Whether a validator's requirement holds, for local edits: see
-  /// ``DocumentStore/require(_:txn:context:)``.
-  private var requirements: [DocumentRequirement: Bool] = [:]
+  /// Whether a validator's requirement holds, for local edits (see
+  /// ``DocumentStore/require(_:txn:context:)``): by the document required, then by the type
+  /// required of it. (The refusal text is not part of what is remembered.)
+  private var requirements: [String: [String: Bool]] = [:]
 
   /// The database's revs_limit, once read. A write body never changes it (``DocumentStore/setRevsLimit(_:actor:)``
   /// runs a transaction of its own).
@@ -16,12 +17,14 @@ package final class WriteContext {
 
   init() {}
 
-  func requirement(_ r: DocumentRequirement) -> Bool? { requirements[r] }
+  func requirement(_ r: DocumentRequirement) -> Bool? { requirements[r.documentID]?[r.type] }
 
-  func remember(_ r: DocumentRequirement, holds: Bool) { requirements[r] = holds }
+  func remember(_ r: DocumentRequirement, holds: Bool) {
+    requirements[r.documentID, default: [:]][r.type] = holds
+  }
 
   /// Called for every document event appended in the body.
   func appended(_ docID: String) {
-    if !requirements.isEmpty { requirements = requirements.filter { $0.key.documentID != docID } }
+    if !requirements.isEmpty { requirements[docID] = nil }
   }
 }
