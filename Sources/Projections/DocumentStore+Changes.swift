@@ -34,6 +34,19 @@ public struct ChangesOptions: Sendable, Hashable {
   var isFiltered: Bool { docIDs != nil || selector != nil || filter != nil }
 }
 
+extension ChangeRow {
+  /// The row of a document whose tree is `tree` (and winner `winner`), in `style`.
+  init(
+    seq: LogPosition, id: String, tree: RevisionTree, winner: RevisionTree.Revision,
+    style: ChangesOptions.Style, doc: JSONValue?
+  ) {
+    self.init(
+      seq: seq, id: id,
+      changes: style == .allDocs ? tree.leaves.map(\.rev.text) : [winner.rev.text],
+      deleted: winner.status != .available, doc: doc)
+  }
+}
+
 /// One row of the changes feed.
 public struct ChangeRow: Sendable, Hashable {
   public var seq: LogPosition
@@ -141,11 +154,8 @@ extension DocumentStore {
         record, winner, options: GetOptions(conflicts: options.conflicts), txn: txn)
       if let selector = options.selector, !selector.matches(doc!) { return nil }
     }
-    let changes =
-      options.style == .allDocs
-      ? record.tree.leaves.map(\.rev.text) : [winner.rev.text]
     return ChangeRow(
-      seq: LogPosition(seq), id: docID, changes: changes, deleted: winner.status != .available,
+      seq: LogPosition(seq), id: docID, tree: record.tree, winner: winner, style: options.style,
       doc: options.includeDocs ? doc : nil)
   }
 
