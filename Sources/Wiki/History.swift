@@ -1,33 +1,20 @@
 import JSON
-public import Log
+import Log
 public import Projections
 
-#if canImport(FoundationEssentials)
-  public import FoundationEssentials
-#else
-  public import Foundation
-#endif
-
-/// One revision of a page as the history shows it: who wrote it, when, from where, and what
-/// changed in its Markdown.
+/// One revision of a page as the history shows it: the revision event (who wrote it, when, from
+/// where, on which parent: ``RevisionEvent``'s fields read through this entry, as
+/// `entry.actor`) and what changed in its Markdown.
+@dynamicMemberLookup
 public struct RevisionHistoryEntry: Sendable, Hashable {
-  public let seq: LogPosition
-  public let timestampMicroseconds: Int64
-  public let actor: String
-  /// "" for a local edit; the peer for a replicated write.
-  public let origin: String
-  public let rev: String
-  /// The revision it was made on, when known (nil for a first revision or a replicated
-  /// revision sent without history).
-  public let parentRev: String?
-  public let deleted: Bool
+  public let revision: RevisionEvent
   /// The unified line diff of the `markdown` field against the parent's (empty when unchanged).
   public let markdownDiff: String
   public let insertions: Int
   public let deletions: Int
 
-  public var timestamp: Date {
-    Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
+  public subscript<T>(dynamicMember field: KeyPath<RevisionEvent, T>) -> T {
+    revision[keyPath: field]
   }
 }
 
@@ -43,8 +30,7 @@ extension DocumentStore {
       let diff = LineDiff(old: old, new: markdown)
       entries.append(
         RevisionHistoryEntry(
-          seq: e.seq, timestampMicroseconds: e.timestampMicroseconds, actor: e.actor,
-          origin: e.origin, rev: e.rev, parentRev: e.parentRev, deleted: e.deleted,
+          revision: e,
           markdownDiff: diff.hasChanges
             ? diff.unified(oldLabel: e.parentRev ?? "/dev/null", newLabel: e.rev) : "",
           insertions: diff.insertions, deletions: diff.deletions))
