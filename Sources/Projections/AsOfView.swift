@@ -196,10 +196,8 @@ extension DocumentStore {
             ).events
             for (original, copy) in zip(pending, copies) {
               guard original.position == copy.position else {
-                throw StoreError(
-                  "internal_server_error",
-                  "the as-of copy of event \(original.position) landed at \(copy.position)",
-                  code: .internalError)
+                throw StoreError.internalError(
+                  "the as-of copy of event \(original.position) landed at \(copy.position)")
               }
               try projections.applyAll(original, txn: txn)
             }

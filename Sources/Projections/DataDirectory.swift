@@ -71,7 +71,7 @@ public final class DataDirectory: Sendable {
 
   /// Database `name` if this process has it open already, else nil: no file is touched, so
   /// this never blocks on I/O.
-  public func openStore(_ name: String) -> DocumentStore? {
+  public func storeIfOpen(_ name: String) -> DocumentStore? {
     open.withLock { $0[name] }
   }
 
@@ -95,9 +95,7 @@ public final class DataDirectory: Sendable {
           try FileManager.default.createDirectory(
             atPath: dir, withIntermediateDirectories: true)
         } catch {
-          throw StoreError(
-            "internal_server_error", "cannot create \(dir): \(error.localizedDescription)",
-            code: .internalError)
+          throw StoreError.internalError("cannot create \(dir): \(error.localizedDescription)")
         }
       }
       let store = try DocumentStore(
@@ -129,10 +127,7 @@ public final class DataDirectory: Sendable {
     do {
       try FileManager.default.removeItem(atPath: directory(of: name))
     } catch {
-      throw StoreError(
-        "internal_server_error", "cannot remove \(name): \(error.localizedDescription)",
-        code: .internalError
-      )
+      throw StoreError.internalError("cannot remove \(name): \(error.localizedDescription)")
     }
   }
 

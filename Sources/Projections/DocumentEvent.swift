@@ -112,9 +112,7 @@ public struct DocumentEvent: Sendable, Hashable {
   /// Decodes an event's payload; nil for events that are not document events.
   public init(decoding event: RecordedEvent) throws(StoreError) {
     guard Kind(eventType: event.type) != nil else {
-      throw StoreError(
-        "internal_server_error", "event \(event.position) is not a document event",
-        code: .internalError)
+      throw StoreError.internalError("event \(event.position) is not a document event")
     }
     try self.init(decoding: event.payload, position: event.position)
   }
@@ -123,9 +121,7 @@ public struct DocumentEvent: Sendable, Hashable {
     var r = ByteReader(payload)
     do {
       guard try r.byte() == Self.format, let kind = Kind(rawValue: try r.byte()) else {
-        throw StoreError(
-          "internal_server_error", "event \(position) has an unknown document format",
-          code: .internalError)
+        throw StoreError.internalError("event \(position) has an unknown document format")
       }
       self.kind = kind
       deleted = try r.byte() & 1 != 0
@@ -148,9 +144,7 @@ public struct DocumentEvent: Sendable, Hashable {
     } catch let error as StoreError {
       throw error
     } catch {
-      throw StoreError(
-        "internal_server_error", "event \(position) is a malformed document event",
-        code: .internalError)
+      throw StoreError.internalError("event \(position) is a malformed document event")
     }
   }
 }

@@ -30,12 +30,14 @@ public final class DocumentProjection: Projection {
     throws
   {
     guard DocumentEvent.Kind(eventType: event.type) != nil else { return }
-    try apply(try DocumentEvent(decoding: event), facts: nil, of: event, to: storage, in: txn)
+    try apply(try DocumentEvent(decoding: event), of: event, to: storage, in: txn)
   }
 
+  /// Applies `event`, already decoded as `decoded` (nil for an event that is not a document
+  /// event).
   func apply(
-    _ decoded: DocumentEvent?, facts: AppendFacts?, of event: RecordedEvent,
-    to storage: ProjectionStorage, in txn: WriteTransaction
+    _ decoded: DocumentEvent?, of event: RecordedEvent, to storage: ProjectionStorage,
+    in txn: WriteTransaction
   ) throws {
     guard let e = decoded else { return }
     switch e.kind {
@@ -144,7 +146,7 @@ public final class DocumentProjection: Projection {
         UInt64(deleted + (isDeleted ? 1 : -1)).bigEndianBytes, forKey: Self.deletedCountKey,
         in: storage["meta"])
     }
-    return AppendFacts(body: nil, tree: record.tree, winnerChanged: record.tree.winner != oldWinner)
+    return AppendFacts(tree: record.tree, winnerChanged: record.tree.winner != oldWinner)
   }
 
   /// The number of live documents (`doc_count`).

@@ -38,9 +38,7 @@ public struct DocumentRecord: Sendable, Equatable {
       updateSeq = try r.varint()
       tree = try RevisionTree(decoding: r.rest())
     } catch {
-      throw StoreError(
-        "internal_server_error", "a stored document record is corrupt: \(error)",
-        code: .internalError)
+      throw StoreError.internalError("a stored document record is corrupt: \(error)")
     }
   }
 

@@ -39,53 +39,73 @@ extension DocumentStore {
     guard !options.descending else {
       throw StoreError.badRequest("a streamed feed reads forwards only")
     }
+    let chunk = max(1, chunk)
+    return try streamChanges(options, chunk: chunk, body) { txn, since, read, deliver in
+      if options.history {
+        try txn.forEachEvent(from: since.next) { event in
+          read += 1
+          since = event.position
+          if let row = try historyRow(event, options: options, txn: txn) {
+            guard try deliver(row) else { return false }
+          }
+          return read < chunk
+        }
+      } else {
+        try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
+          key, value in
+          guard let seq = Self.position(key) else { return true }
+          read += 1
+          since = LogPosition(seq)
+          if var row = try changeRow(
+            docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
+          {
+            if eventInfo, let event = try txn.event(at: row.seq) {
+              try Self.addEventInfo(event, to: &row)
+            }
+            guard try deliver(row) else { return false }
+          }
+          return read < chunk
+        }
+      }
+    }
+  }
+
+  /// The loop of the streamed feeds: read transactions of up to `chunk` entries each, from
+  /// `options.since` on, until the log's end, `options.limit` rows or `body`'s false.
+  /// `readChunk` reads one chunk in `txn`: it moves `since` to each entry it reads, counts
+  /// them in `read`, and hands each row to `deliver`, which says whether to go on. Returns the
+  /// position read up to.
+  private func streamChanges<Row>(
+    _ options: ChangesOptions, chunk: Int, _ body: (Row) throws -> Bool,
+    readChunk: (
+      _ txn: ReadTransaction, _ since: inout LogPosition, _ read: inout Int,
+      _ deliver: (Row) throws -> Bool
+    ) throws -> Void
+  ) throws -> LogPosition {
     var remaining = options.limit ?? .max
     var since = options.since
     let chunk = max(1, chunk)
     guard remaining > 0 else { return since }
-    while true {
-      // One chunk: (rows delivered, entries read, stopped by body or limit).
-      let (read, stopped) = try self.read { txn -> (Int, Bool) in
-        var read = 0
-        var stopped = false
-        func deliver(_ row: ChangeRow) throws -> Bool {
-          remaining -= 1
-          if try !body(row) || remaining == 0 {
-            stopped = true
-            return false
-          }
-          return true
-        }
-        if options.history {
-          try txn.forEachEvent(from: since.next) { event in
-            read += 1
-            since = event.position
-            if let row = try historyRow(event, options: options, txn: txn) {
-              guard try deliver(row) else { return false }
+    // `deliver` calls `body` while `readChunk` runs; neither outlives this call.
+    return try withoutActuallyEscaping(body) { body in
+      while true {
+        // One chunk: (entries read, stopped by body or limit).
+        let (read, stopped) = try self.read { txn -> (Int, Bool) in
+          var read = 0
+          var stopped = false
+          try readChunk(txn, &since, &read) { row in
+            remaining -= 1
+            if try !body(row) || remaining == 0 {
+              stopped = true
+              return false
             }
-            return read < chunk
+            return true
           }
-        } else {
-          try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
-            key, value in
-            guard let seq = Self.position(key) else { return true }
-            read += 1
-            since = LogPosition(seq)
-            if var row = try changeRow(
-              docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
-            {
-              if eventInfo, let event = try txn.event(at: row.seq) {
-                try Self.addEventInfo(event, to: &row)
-              }
-              guard try deliver(row) else { return false }
-            }
-            return read < chunk
-          }
+          if !stopped && read < chunk { since = max(since, try txn.lastPosition) }
+          return (read, stopped)
         }
-        if !stopped && read < chunk { since = max(since, try txn.lastPosition) }
-        return (read, stopped)
+        if stopped || read < chunk { return since }
       }
-      if stopped || read < chunk { return since }
     }
   }
 
@@ -104,38 +124,22 @@ extension DocumentStore {
       throw StoreError.badRequest(
         "stored rows are for forward feeds without documents, selectors or history")
     }
-    var remaining = options.limit ?? .max
-    var since = options.since
-    let chunk = max(1, chunk)
-    guard remaining > 0 else { return since }
     let byId = documentStorage["byId"]
-    while true {
-      let (read, stopped) = try self.read { txn -> (Int, Bool) in
-        var read = 0
-        var stopped = false
-        try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
-          key, value in
-          guard let seq = Self.position(key) else { return true }
-          read += 1
-          since = LogPosition(seq)
-          let docID = String(decoding: value, as: UTF8.self)
-          if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
-          if let filter = options.filter, !filter.includes(docID) { return read < chunk }
-          // The `bySeq` value is the document's `byId` key.
-          guard let record = try txn.get(value, in: byId) else { return read < chunk }
-          remaining -= 1
-          if try !body(StoredChange(seq: since, docID: docID, record: record, style: options.style))
-            || remaining == 0
-          {
-            stopped = true
-            return false
-          }
-          return read < chunk
-        }
-        if !stopped && read < chunk { since = max(since, try txn.lastPosition) }
-        return (read, stopped)
+    let chunk = max(1, chunk)
+    return try streamChanges(options, chunk: chunk, body) { txn, since, read, deliver in
+      try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
+        key, value in
+        guard let seq = Self.position(key) else { return true }
+        read += 1
+        since = LogPosition(seq)
+        let docID = String(decoding: value, as: UTF8.self)
+        if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
+        if let filter = options.filter, !filter.includes(docID) { return read < chunk }
+        // The `bySeq` value is the document's `byId` key.
+        guard let record = try txn.get(value, in: byId) else { return read < chunk }
+        let change = StoredChange(seq: since, docID: docID, record: record, style: options.style)
+        return try deliver(change) && read < chunk
       }
-      if stopped || read < chunk { return since }
     }
   }
 

@@ -41,8 +41,7 @@ extension DocumentStore {
     withBodies.sort { $0.position < $1.position }
     return try withBodies.map { position, revision in
       guard let path = record.tree.storedPath(of: revision.rev) else {
-        throw StoreError(
-          "internal_server_error", "a revision vanished from its tree", code: .internalError)
+        throw StoreError.internalError("a revision vanished from its tree")
       }
       var members: [JSONObject.Member] = [
         .init(key: "_id", value: .string(record.docID)),

@@ -107,6 +107,13 @@ extension DocumentStore {
       }
       let limit = query.limit ?? .max
       let audited = others.compactMap { $0.projection as? any AuditedProjection }
+      // The first audited projection that owns the event says what it concerns.
+      func subject(of event: RecordedEvent) throws -> (docID: String, rev: String)? {
+        for projection in audited {
+          if let subject = try projection.auditSubject(of: event) { return subject }
+        }
+        return nil
+      }
       var entries: [AuditEntry] = []
       guard limit > 0 else { return [] }
       try log.read { txn in
@@ -123,9 +130,7 @@ extension DocumentStore {
             rev = e.rev
             deleted = e.deleted
             origin = e.origin
-          } else if let subject = try audited.lazy.compactMap({ try $0.auditSubject(of: event) })
-            .first
-          {
+          } else if let subject = try subject(of: event) {
             if let actor = query.actor, event.actor != actor { return true }
             docID = subject.docID
             rev = subject.rev

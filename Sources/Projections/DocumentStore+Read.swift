@@ -165,18 +165,11 @@ extension DocumentStore {
 
   /// The body of the revision whose event is at `position`.
   package func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
-    guard let event = try txn.event(at: LogPosition(position)) else {
-      throw StoreError(
-        "internal_server_error", "the body at position \(position) is missing from the log",
-        code: .internalError)
-    }
-    let e = try DocumentEvent(decoding: event)
+    let bytes = try DocumentChange.body(at: position, in: txn)
     do {
-      return try JSONValue(parsing: e.body).objectValue ?? JSONObject()
+      return try JSONValue(parsing: bytes).objectValue ?? JSONObject()
     } catch {
-      throw StoreError(
-        "internal_server_error", "the body at position \(position) is not JSON",
-        code: .internalError)
+      throw StoreError.internalError("the body at position \(position) is not JSON")
     }
   }
 
@@ -275,8 +268,7 @@ extension DocumentStore {
       let rev = try r.string()
       return (rev, Array(r.rest()))
     } catch {
-      throw StoreError(
-        "internal_server_error", "the _local document '\(id)' is corrupt", code: .internalError)
+      throw StoreError.internalError("the _local document '\(id)' is corrupt")
     }
   }
 

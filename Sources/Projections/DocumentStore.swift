@@ -31,9 +31,6 @@ public final class DocumentStore: Sendable {
   package var documentStorage: ProjectionStorage { projections.documentStorage }
   /// Inline projections besides the documents, applied to every event in its transaction.
   package var others: [InlineProjection] { projections.others }
-  /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
-  /// ahead of the writer.
-  var prepares: Bool { projections.prepares }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
 
@@ -106,7 +103,7 @@ public final class DocumentStore: Sendable {
   ///
   /// `record` and `merged` are the document's record before the event and its tree after, when
   /// the write path has them; `parsedBody` is the event's body as the write path parsed it
-  /// (handed on in ``AppendFacts``); `context` learns that the document changed. `payload` is
+  /// (handed on in the ``DocumentChange``); `context` learns that the document changed. `payload` is
   /// `e` encoded and `shares` the change projections' shares of its revision, when worked out
   /// ahead (``PreparedWrite``).
   @discardableResult
@@ -134,9 +131,7 @@ public final class DocumentStore: Sendable {
   package func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
     let recorded = try txn.append(event)
     guard DocumentEvent.Kind(eventType: recorded.type) == nil else {
-      throw StoreError(
-        "internal_server_error", "document events are appended with append(_:actor:txn:)",
-        code: .internalError)
+      throw StoreError.internalError("document events are appended with append(_:actor:txn:)")
     }
     try projections.apply(other: recorded, txn: txn)
     return recorded
@@ -206,8 +201,7 @@ public final class DocumentStore: Sendable {
   ) throws {
     if let early = p.early { throw early }
     guard let e = p.event else {
-      throw StoreError(
-        "internal_server_error", "a replicated write without its event", code: .internalError)
+      throw StoreError.internalError("a replicated write without its event")
     }
     let record =
       try documents.record(p.id, storage: documentStorage, txn: txn)

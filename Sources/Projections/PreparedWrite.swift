@@ -161,7 +161,7 @@ extension DocumentStore {
 
   /// The change projections' shares of revision `rev` of `input`.
   func shares(_ input: DocumentInput, id: String, rev: RevID) -> Shares {
-    guard prepares else { return .none }
+    guard projections.prepares else { return .none }
     let body: JSONValue? = input.deleted ? nil : .object(input.body)
     return Shares.prepare(projections.preparers, id, rev, body)
   }

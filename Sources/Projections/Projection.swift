@@ -124,35 +124,21 @@ public struct DocumentChange: Sendable {
   /// The body of the document revision whose event is at log `position`.
   public static func body(at position: UInt64, in txn: ReadTransaction) throws -> [UInt8] {
     guard let event = try txn.event(at: LogPosition(position)) else {
-      throw StoreError(
-        "internal_server_error", "the body at \(position) is missing from the log",
-        code: .internalError)
+      throw StoreError.internalError("the body at \(position) is missing from the log")
     }
     return try DocumentEvent(decoding: event).body
   }
 }
 
-/// What the documents projection made of a document edit, handed to the projections after it
-/// so that they need not work it out again from the event's bytes.
+/// What the documents projection made of a document edit (``DocumentProjection/applyDocument``),
+/// from which the runner makes the ``DocumentChange`` of the projections after it.
 struct AppendFacts {
-  /// The event's body, parsed (the value its bytes parse to); nil when not parsed yet.
-  var body: JSONValue?
   /// The document's revision tree after the event, as the documents projection merged it
   /// (bodies pointing to log positions).
   var tree: RevisionTree
   /// Whether the winning revision (its id, status or body) differs from the one before the
   /// event.
   var winnerChanged: Bool
-  /// The change projections' shares of the event's revision, worked out ahead of the writer
-  /// (``Shares``).
-  var shares: Shares = .none
-
-  func change(_ e: DocumentEvent, of event: RecordedEvent) -> DocumentChange {
-    DocumentChange(
-      event: event, docID: e.docID, rev: e.path?.leaf, deleted: e.deleted,
-      replicated: e.kind == .replicated, tree: tree, winnerChanged: winnerChanged,
-      bodyBytes: e.body, parsedBody: body)
-  }
 }
 
 /// A change projection's share, boxed so that shares of any type travel together; opened again
@@ -251,20 +237,16 @@ package struct InlineProjection: Sendable {
     )
   }
 
-  /// Whether the projection takes document changes (and so needs the documents projection's
-  /// trees when it is replayed alone).
-  var takesChanges: Bool { applyChange != nil }
-
-  /// Applies one event: a document edit to a change projection as a ``DocumentChange`` (nothing
-  /// when `facts` is nil: the documents projection found nothing changed), everything else
-  /// through ``Projection/apply(_:to:in:)``.
+  /// Applies one event. A document edit (`isEdit`) reaches a change projection as `change`
+  /// with its share (nothing when `change` is nil: the documents projection found nothing
+  /// changed); everything else goes through ``Projection/apply(_:to:in:)``.
   func apply(
-    _ event: RecordedEvent, decoded: DocumentEvent?, facts: AppendFacts?, txn: WriteTransaction
+    _ event: RecordedEvent, isEdit: Bool, change: DocumentChange?, shares: Shares,
+    txn: WriteTransaction
   ) throws {
-    if let applyChange, let e = decoded, e.kind == .edit || e.kind == .replicated {
-      guard let facts else { return }
-      try applyChange(
-        facts.change(e, of: event), slot.flatMap { facts.shares[$0] }, storage, txn)
+    if let applyChange, isEdit {
+      guard let change else { return }
+      try applyChange(change, slot.flatMap { shares[$0] }, storage, txn)
     } else {
       try projection.apply(event, to: storage, in: txn)
     }

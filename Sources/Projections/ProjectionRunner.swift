@@ -70,10 +70,7 @@ public final class ProjectionRunner: Sendable {
     let first = txn.nextPosition
     let value = try body(txn)
     let next = txn.nextPosition
-    if next > first {
-      let checkpoint = (next.rawValue - 1).bigEndianBytes
-      for key in checkpointKeys { try txn.put(checkpoint, forKey: key, in: checkpointDatabase) }
-    }
+    if next > first { try setCheckpoints(next.rawValue - 1, txn: txn) }
     return value
   }
 
@@ -107,26 +104,44 @@ public final class ProjectionRunner: Sendable {
     _ e: DocumentEvent, appended event: RecordedEvent, record: DocumentRecord?,
     merged: RevisionTree?, parsedBody: JSONValue?, shares: Shares, txn: WriteTransaction
   ) throws {
-    var facts: AppendFacts? = nil
-    if e.kind == .edit || e.kind == .replicated {
-      facts = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: documentStorage, txn: txn, record: record,
-        merged: merged)
-      facts?.body = parsedBody
-      facts?.shares = shares
-    } else {
-      try documents.apply(e, facts: nil, of: event, to: documentStorage, in: txn)
-    }
-    for inline in others {
-      try inline.apply(event, decoded: e, facts: facts, txn: txn)
-    }
+    try apply(
+      e, of: event, documentsIn: documentStorage, record: record, merged: merged,
+      parsedBody: parsedBody, shares: shares, then: others, txn: txn)
   }
 
   /// Applies an event that is not a document event (a draft event, say) to every projection.
   func apply(other event: RecordedEvent, txn: WriteTransaction) throws {
-    try documents.apply(event, to: documentStorage, in: txn)
-    for inline in others {
-      try inline.apply(event, decoded: nil, facts: nil, txn: txn)
+    try apply(
+      nil, of: event, documentsIn: documentStorage, parsedBody: nil, shares: .none, then: others,
+      txn: txn)
+  }
+
+  /// Applies one event, decoded as `decoded` (nil when it is not a document event), to the
+  /// documents projection (its databases `docs`: the live ones, or scratch copies) and then to
+  /// `projections`: a document edit reaches the change projections as one ``DocumentChange``,
+  /// made once, with the body parsed (`parsedBody`) and their shares (`shares`) when at hand.
+  private func apply(
+    _ decoded: DocumentEvent?, of event: RecordedEvent, documentsIn docs: ProjectionStorage,
+    record: DocumentRecord? = nil, merged: RevisionTree? = nil, parsedBody: JSONValue?,
+    shares: Shares, then projections: [InlineProjection], txn: WriteTransaction
+  ) throws {
+    var change: DocumentChange? = nil
+    let isEdit = decoded.map { $0.kind == .edit || $0.kind == .replicated } ?? false
+    if isEdit, let e = decoded {
+      let facts = try documents.applyDocument(
+        e, at: event.position.rawValue, storage: docs, txn: txn, record: record, merged: merged,
+        isFirst: event.streamVersion == 1)
+      if let facts, projections.contains(where: { $0.applyChange != nil }) {
+        change = DocumentChange(
+          event: event, docID: e.docID, rev: e.path?.leaf, deleted: e.deleted,
+          replicated: e.kind == .replicated, tree: facts.tree, winnerChanged: facts.winnerChanged,
+          bodyBytes: e.body, parsedBody: parsedBody)
+      }
+    } else {
+      try documents.apply(decoded, of: event, to: docs, in: txn)
+    }
+    for inline in projections {
+      try inline.apply(event, isEdit: isEdit, change: change, shares: shares, txn: txn)
     }
   }
 
@@ -326,27 +341,15 @@ public final class ProjectionRunner: Sendable {
     try apply(prepared, documentsIn: documentStorage, then: others, txn: txn)
   }
 
-  /// Applies one event to the documents projection (its databases `documentsIn`: the live ones,
-  /// or scratch copies) and then to `projections`, handing them what it made of the event.
+  /// Applies one event, decoded ahead (``ReplayDecoder``), to the documents projection (its
+  /// databases `documentsIn`: the live ones, or scratch copies) and then to `projections`.
   func apply(
     _ prepared: ReplayDecoder.Prepared, documentsIn docs: ProjectionStorage,
     then projections: [InlineProjection], txn: WriteTransaction
   ) throws {
-    let event = prepared.event
-    let decoded = try prepared.decoded.get()
-    var facts: AppendFacts? = nil
-    if let e = decoded, e.kind == .edit || e.kind == .replicated {
-      facts = try documents.applyDocument(
-        e, at: event.position.rawValue, storage: docs, txn: txn,
-        isFirst: event.streamVersion == 1)
-      facts?.body = prepared.body
-      facts?.shares = prepared.shares
-    } else {
-      try documents.apply(decoded, facts: nil, of: event, to: docs, in: txn)
-    }
-    for inline in projections {
-      try inline.apply(event, decoded: decoded, facts: facts, txn: txn)
-    }
+    try apply(
+      try prepared.decoded.get(), of: prepared.event, documentsIn: docs,
+      parsedBody: prepared.body, shares: prepared.shares, then: projections, txn: txn)
   }
 
   /// Rebuilds a projection into scratch databases and compares them with the live ones, entry

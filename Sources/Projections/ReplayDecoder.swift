@@ -20,7 +20,7 @@ final class ReplayDecoder: Sendable {
     let decoded: Result<DocumentEvent?, StoreError>
     /// The parsed body of a live document revision, when bodies are parsed and it parses.
     let body: JSONValue?
-    /// The change projections' shares of the event's revision (``AppendFacts/shares``).
+    /// The change projections' shares of the event's revision (``Shares``).
     var shares: Shares = .none
   }
 
@@ -42,7 +42,7 @@ final class ReplayDecoder: Sendable {
   private let prepare: [PrepareShare?]
 
   /// `parseBodies`: whether projections after the documents take the parsed body
-  /// (``AppendFacts/body``); the documents projection alone does not need it. `prepare`: the
+  /// (``DocumentChange/parsedBody``); the documents projection alone does not need it. `prepare`: the
   /// inline projections' ``DocumentChangeProjection/prepare(_:rev:body:)`` (nil for those
   /// that have none; empty when none has), whose shares are worked out here too.
   init(parseBodies: Bool, prepare: [PrepareShare?]) {

@@ -42,16 +42,25 @@ extension DocumentFilter {
   }
 }
 
-/// The wiki a document id belongs to.
+/// Document ids of wikis and pages: a page is `<wikiId>:<Page Name>`, a wiki document has no
+/// colon.
 public enum WikiID {
+  /// The parts of `docID` around its first colon; nil when it has none. The split is at the
+  /// first colon *byte*: a colon followed by a combining mark is one Character, which
+  /// `String.firstIndex(of:)` would step over. Either part may be empty.
+  public static func split(_ docID: String) -> (wiki: String, title: String)? {
+    let bytes = Array(docID.utf8)
+    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+    return (
+      String(decoding: bytes[..<colon], as: UTF8.self),
+      String(decoding: bytes[(colon + 1)...], as: UTF8.self)
+    )
+  }
+
   /// The wiki of document `docID`: the part before its first `:` for a page
   /// (`<wikiId>:<Page Name>`), the id itself for a wiki document.
   public static func of(_ docID: String) -> String {
-    // Split at the first colon byte: a colon followed by a combining mark is one Character,
-    // which `String.firstIndex(of:)` would step over.
-    let utf8 = docID.utf8
-    guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else { return docID }
-    return String(docID[..<colon])
+    split(docID)?.wiki ?? docID
   }
 
   /// Whether `docID` is the wiki document `wiki` or one of its pages.

@@ -16,8 +16,9 @@ extension CouchServer {
     guard node == "_local" || node == "nonode@nohost" else {
       throw ReplicationError("not_found", "no node named \(node)", status: 404)
     }
+    let open = dataDirectory.openStores()
     var total = EventLog.Statistics()
-    for (_, store) in dataDirectory.openStores() {
+    for (_, store) in open {
       let s = store.log.statistics
       total.commits += s.commits
       total.appendedEvents += s.appendedEvents
@@ -47,7 +48,7 @@ extension CouchServer {
               total.groupedWrites, "writes that went through the writer queue"),
             "open_databases": .object(
               JSONObject([
-                "value": .int(dataDirectory.openStores().count), "type": .string("gauge"),
+                "value": .int(open.count), "type": .string("gauge"),
                 "desc": .string("databases open in this process"),
               ])),
           ])),

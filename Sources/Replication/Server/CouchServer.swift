@@ -188,7 +188,7 @@ public struct CouchServer: HTTPResponder {
   /// not open yet is opened on the thread pool: opening can catch a projection up or rebuild
   /// it, which must not hold an event loop.
   func open(_ name: String) async throws -> DocumentStore {
-    if let store = dataDirectory.openStore(name) { return store }
+    if let store = dataDirectory.storeIfOpen(name) { return store }
     let data = dataDirectory
     return try await blocking { try data.open(name, create: false) }
   }

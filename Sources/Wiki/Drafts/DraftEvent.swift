@@ -122,9 +122,7 @@ public struct DraftEvent: Sendable, Hashable {
       merged = flags & 2 != 0
       markdown = String(decoding: r.rest(), as: UTF8.self)
     } catch {
-      throw StoreError(
-        "internal_server_error", "event \(event.position) is not a well-formed draft event",
-        code: .internalError)
+      throw StoreError.internalError("event \(event.position) is not a well-formed draft event")
     }
   }
 }

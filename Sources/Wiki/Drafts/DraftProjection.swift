@@ -28,16 +28,10 @@ public struct Draft: Sendable, Hashable {
   let basePosition: UInt64
 
   /// The wiki of the page: the part of its id before the first colon.
-  public var wikiID: String {
-    String(decoding: Array(pageID.utf8).prefix { $0 != UInt8(ascii: ":") }, as: UTF8.self)
-  }
+  public var wikiID: String { WikiID.of(pageID) }
 
   /// The page title: the part of its id after the first colon.
-  public var title: String {
-    let bytes = Array(pageID.utf8)
-    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return "" }
-    return String(decoding: bytes[(colon + 1)...], as: UTF8.self)
-  }
+  public var title: String { WikiID.split(pageID)?.title ?? "" }
 }
 
 /// Keeps every open draft, by user and page, from the draft events of the log.
@@ -129,9 +123,7 @@ public final class DraftProjection: AuditedProjection {
         updatedMicroseconds: updated, autosaved: flags & 2 != 0, seq: LogPosition(seq),
         basePosition: basePosition)
     } catch {
-      throw StoreError(
-        "internal_server_error", "the stored draft of '\(page)' by '\(user)' is corrupt",
-        code: .internalError)
+      throw StoreError.internalError("the stored draft of '\(page)' by '\(user)' is corrupt")
     }
   }
 }

@@ -202,8 +202,7 @@ public struct Drafts: Sendable {
         basePosition: basePosition, markdown: markdown)
       try store.appendEvent(draftEvent(e, user: user), txn: txn)
       guard let saved = try draft(of: user, page: page, using: txn) else {
-        throw StoreError(
-          "internal_server_error", "the saved draft is missing", code: .internalError)
+        throw StoreError.internalError("the saved draft is missing")
       }
       return saved
     }
@@ -255,8 +254,7 @@ public struct Drafts: Sendable {
         parent = nil  // a new page, or one deleted since: created again
       } else {
         guard let winner = tree.winner else {
-          throw StoreError(
-            "internal_server_error", "the page '\(page)' has no winner", code: .internalError)
+          throw StoreError.internalError("the page '\(page)' has no winner")
         }
         let baseText =
           d.basePosition == 0
@@ -334,9 +332,7 @@ public struct Drafts: Sendable {
     guard plain(user) else {
       throw StoreError.badRequest("a draft needs a user (non-empty, without NUL characters)")
     }
-    let bytes = Array(page.utf8)
-    guard plain(page), let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-      colon < bytes.count - 1
+    guard plain(page), let (wiki, title) = WikiID.split(page), !wiki.isEmpty, !title.isEmpty
     else {
       throw StoreError.badRequest("a draft's page id must be <wikiId>:<Page Name>, not '\(page)'")
     }

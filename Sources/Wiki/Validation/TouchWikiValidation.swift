@@ -80,13 +80,9 @@ enum TouchWikiSchema {
       try timestamps(body, of: "wiki")
       return nil
     case "page":
-      let bytes = Array(id.utf8)
-      guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0,
-        colon < bytes.count - 1
-      else {
+      guard let (wiki, title) = WikiID.split(id), !wiki.isEmpty, !title.isEmpty else {
         throw StoreError.validation("a page's id must be <wikiId>:<Page Name>, not '\(id)'")
       }
-      let wiki = String(decoding: bytes[..<colon], as: UTF8.self)
       guard let wikiID = body["wiki_id"] else {
         throw StoreError.validation("a page needs 'wiki_id', the id of its wiki")
       }

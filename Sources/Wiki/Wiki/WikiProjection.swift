@@ -80,10 +80,9 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
     guard let kind = DocumentEvent.Kind(eventType: event.type),
       kind == .edit || kind == .replicated
     else { return }
-    throw StoreError(
-      "internal_server_error",
+    throw StoreError.internalError(
       "the wiki projection takes each edit's revision tree from the documents projection; "
-        + "apply it through a DocumentStore", code: .internalError)
+        + "apply it through a DocumentStore")
   }
 
   /// Works out the projection's share of a revision ahead of the writer (``Prepared``).
@@ -108,18 +107,13 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
     case page(wiki: String, title: String)
 
     init?(_ id: String) {
-      let bytes = Array(id.utf8)
-      guard !bytes.contains(0) else { return nil }
-      // Split at the first colon byte: a colon followed by a combining mark is one Character,
-      // which `String.firstIndex(of:)` would step over.
-      if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
-        let wiki = String(decoding: bytes[..<colon], as: UTF8.self)
-        let title = String(decoding: bytes[(colon + 1)...], as: UTF8.self)
+      guard !id.utf8.contains(0) else { return nil }
+      if let (wiki, title) = WikiID.split(id) {
         guard !wiki.isEmpty, !title.isEmpty, wiki.utf8.count <= WikiProjection.maxWikiIDBytes
         else { return nil }
         self = .page(wiki: wiki, title: title)
       } else {
-        guard bytes.count <= WikiProjection.maxWikiIDBytes else { return nil }
+        guard id.utf8.count <= WikiProjection.maxWikiIDBytes else { return nil }
         self = .wiki(id)
       }
     }
@@ -137,8 +131,8 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
   ///
   /// The write path works it out on its helper thread, and ``DocumentStore/rebuildAll()`` on
   /// its decoder thread, for the revision each event adds (``prepare(_:rev:body:)``); the writer
-  /// then uses it when that revision wins (``AppendFacts/wiki``), and otherwise works out the
-  /// winner's itself.
+  /// then uses it when that revision wins (the `share` of ``apply(_:share:to:in:)``), and
+  /// otherwise works out the winner's itself.
   public struct Prepared: Sendable {
     let target: Target
     /// The row's new content, or nil when the revision is deleted, does not parse or is not of
@@ -212,15 +206,6 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
       }
       try updatePage(wiki, title, to: page, event, storage, txn)
     }
-  }
-
-  static func body(at position: UInt64, _ txn: ReadTransaction) throws -> [UInt8] {
-    guard let event = try txn.event(at: LogPosition(position)) else {
-      throw StoreError(
-        "internal_server_error", "the body at \(position) is missing from the log",
-        code: .internalError)
-    }
-    return try DocumentEvent(decoding: event).body
   }
 
   static func wikiState(rev: String, _ body: JSONValue) -> WikiDocState {
