@@ -1,5 +1,3 @@
-public import Log
-
 /// A named filter on documents by id, with its parameters: what `filter=NAME` selects in the
 /// changes feed, and what history, audit and `wikilog tail` can be narrowed to.
 ///
@@ -93,11 +91,4 @@ public struct DocumentFilters: Sendable {
     guard let factory = factories[name] else { return nil }
     return try factory(parameter)
   }
-}
-
-/// A projection whose own events (not document events) an audit lists: the drafts, say.
-public protocol AuditedProjection: Projection {
-  /// The document and revision an event of this projection concerns, for
-  /// ``DocumentStore/audit(_:)``; nil for an event that is not the projection's.
-  func auditSubject(of event: RecordedEvent) throws -> (docID: String, rev: String)?
 }

@@ -292,3 +292,10 @@ public protocol ProjectionMigration: Projection {
   /// the projection is rebuilt, then they are removed.
   var rebuildingDatabaseNames: [String] { get }
 }
+
+/// A projection whose own events (not document events) an audit lists: the drafts, say.
+public protocol AuditedProjection: Projection {
+  /// The document and revision an event of this projection concerns, for
+  /// ``DocumentStore/audit(_:)``; nil for an event that is not the projection's.
+  func auditSubject(of event: RecordedEvent) throws -> (docID: String, rev: String)?
+}
