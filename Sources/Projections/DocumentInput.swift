@@ -4,8 +4,9 @@ public import RevTree
 /// A document as a client sends it, split into its special fields and its body.
 ///
 /// CouchDB's rules (`couch_doc:transfer_fields`): `_id`, `_rev`, `_deleted` and `_revisions` are
-/// taken out; `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored; any
-/// other top-level field starting with `_` is refused (`doc_validation`). Attachments are not
+/// taken out; `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored;
+/// `_access` and the replicator's `_replication_*` fields stay in the body; any other top-level
+/// field starting with `_` is refused (`doc_validation`). Attachments are not
 /// supported by wikilog yet and are refused with a clear error rather than dropped.
 public struct DocumentInput: Sendable, Hashable {
   public var id: String?
@@ -20,6 +21,13 @@ public struct DocumentInput: Sendable, Hashable {
   /// The largest accepted document, like CouchDB's default `max_document_size` (8 MB).
   public static let maxBytes = 8 << 20
 
+  /// Top-level `_` fields CouchDB keeps in the body (`couch_doc:transfer_fields`): the access
+  /// field reserved for per-document access and the replicator's state fields.
+  static let keptSpecialFields: Set<String> = [
+    "_access", "_replication_state", "_replication_state_time", "_replication_state_reason",
+    "_replication_id", "_replication_stats",
+  ]
+
   public init(_ value: JSONValue) throws(StoreError) {
     guard let object = value.objectValue else {
       throw StoreError.badRequest("Document must be a JSON object")
@@ -29,7 +37,7 @@ public struct DocumentInput: Sendable, Hashable {
     var body = JSONObject()
     for member in object.members {
       let key = member.key
-      guard key.hasPrefix("_") else {
+      guard key.hasPrefix("_"), !Self.keptSpecialFields.contains(key) else {
         body.members.append(member)
         continue
       }
@@ -92,4 +100,117 @@ public struct DocumentInput: Sendable, Hashable {
 
   /// The body as stored in the event.
   var bodyBytes: [UInt8] { JSONValue.object(body).serialized() }
+}
+
+/// A `_local` document as a client sends it, read by CouchDB 3's rules for local documents.
+///
+/// The special fields are read as for any document (`couch_doc:transfer_fields`), then CouchDB
+/// 3 gives the write the revision `0-(N+1)` where `0-N` is the revision the request names (from
+/// `_revisions` when it is there, else `_rev` or `?rev=`), and `0-1` when it names none. It does
+/// not compare `N` with the stored revision: the last write wins, so a replicator updating its
+/// checkpoint with `"_rev":"0-1"` and `"_revisions":{"start":0,"ids":["1"]}` gets `0-2`
+/// (`couch_db_updater:update_local_doc_revs/1`). A revision that is not `0-<integer>` is
+/// `Invalid rev format`. `"_deleted":true` deletes the document (`0-0`).
+public struct LocalDocumentInput: Sendable, Hashable {
+  /// The revision number written: one more than the one named.
+  public var newRevision: Int
+  public var deleted: Bool
+  /// The body without special fields, as stored.
+  public var body: [UInt8]
+
+  /// Parses `json`; `rev` is the request's `?rev=`, which must agree with a `_rev` in the body.
+  public init(json bytes: [UInt8], rev queryRev: String? = nil) throws(StoreError) {
+    guard bytes.count <= DocumentInput.maxBytes else {
+      throw StoreError.tooLarge(
+        "Document is \(bytes.count) bytes; the limit is \(DocumentInput.maxBytes)")
+    }
+    let value: JSONValue
+    do {
+      value = try JSONValue(parsing: bytes)
+    } catch {
+      throw StoreError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
+    guard let object = value.objectValue else {
+      throw StoreError.badRequest("Document must be a JSON object")
+    }
+    var revs: (start: Int, ids: [String])? = nil
+    var deleted = false
+    var body = JSONObject()
+    for member in object.members {
+      let key = member.key
+      guard key.hasPrefix("_"), !DocumentInput.keptSpecialFields.contains(key) else {
+        body.members.append(member)
+        continue
+      }
+      switch key {
+      case "_id":
+        guard member.value.stringValue != nil else {
+          throw StoreError.badRequest("Document id must be a string")
+        }
+      case "_rev":
+        guard let s = member.value.stringValue else {
+          throw StoreError.badRequest("Invalid rev format")
+        }
+        // As CouchDB: the first `_rev` counts unless `_revisions` came before it.
+        if revs == nil { revs = try Self.parseRev(s) }
+      case "_revisions":
+        guard let o = member.value.objectValue else {
+          throw StoreError.invalidDocument("Bad special document member: _revisions")
+        }
+        guard let start = o["start"]?.numberValue?.int64Value else {
+          throw StoreError.invalidDocument("_revisions.start isn't an integer.")
+        }
+        guard let ids = o["ids"]?.arrayValue else {
+          throw StoreError.invalidDocument("_revisions.ids isn't a array.")
+        }
+        var strings: [String] = []
+        for id in ids {
+          guard let s = id.stringValue else {
+            throw StoreError.invalidDocument("RevId isn't a string")
+          }
+          strings.append(s)
+        }
+        revs = (Int(clamping: start), strings)
+      case "_deleted":
+        guard let b = member.value.boolValue else {
+          throw StoreError.invalidDocument("Bad special document member: _deleted")
+        }
+        deleted = b
+      case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
+        continue
+      case "_attachments":
+        throw StoreError.invalidDocument("attachments are not supported by wikilog")
+      default:
+        throw StoreError.invalidDocument("Bad special document member: \(key)")
+      }
+    }
+    if let queryRev {
+      let q = try Self.parseRev(queryRev)
+      if let revs, let first = revs.ids.first, revs.start != q.start || first != q.ids[0] {
+        throw StoreError.badRequest(
+          "Document rev from request body and query string have different values")
+      }
+      if revs?.ids.first == nil { revs = q }
+    }
+    self.deleted = deleted
+    self.body = JSONValue.object(body).serialized()
+    if deleted {
+      newRevision = 0
+    } else if let revs, revs.start != 0 || !revs.ids.isEmpty {
+      guard revs.start == 0, let n = Int(revs.ids[0]), n < Int.max else {
+        throw StoreError.badRequest("Invalid rev format")
+      }
+      newRevision = n + 1
+    } else {
+      newRevision = 1
+    }
+  }
+
+  /// `N-id` as CouchDB's `couch_doc:parse_rev/1` splits it.
+  static func parseRev(_ s: String) throws(StoreError) -> (start: Int, ids: [String]) {
+    guard let dash = s.firstIndex(of: "-"), let start = Int(s[..<dash]), start >= 0 else {
+      throw StoreError.badRequest("Invalid rev format")
+    }
+    return (start, [String(s[s.index(after: dash)...])])
+  }
 }

@@ -81,12 +81,12 @@ extension DocumentStore {
     }
   }
 
-  /// ``putLocal(_:_:actor:)`` through the writer queue.
+  /// ``putLocal(_:_:rev:actor:)`` through the writer queue.
   @discardableResult
-  public func putLocalAsync(_ id: String, _ json: [UInt8], actor: String) async throws
-    -> DocumentWriteResult
+  public func putLocalAsync(_ id: String, _ json: [UInt8], rev: String? = nil, actor: String)
+    async throws -> DocumentWriteResult
   {
-    let write = try localPut(id, json, actor: actor)
+    let write = try localPut(id, json, rev: rev, actor: actor)
     return try await writeDocumentsQueued { txn in try write(txn) }
   }
 

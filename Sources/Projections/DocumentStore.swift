@@ -269,10 +269,14 @@ public final class DocumentStore: Sendable {
   }
 
   /// Writes a `_local` document: not replicated, not in the changes feed, but an event like
-  /// every write, so replication checkpoints are auditable. Returns its new `0-N` revision.
+  /// every write, so replication checkpoints are auditable. Returns its new `0-N` revision,
+  /// one more than the revision the request names (``LocalDocumentInput``: CouchDB 3's rules,
+  /// the last write wins). `rev` is the request's `?rev=`.
   @discardableResult
-  public func putLocal(_ id: String, _ json: [UInt8], actor: String) throws -> DocumentWriteResult {
-    let write = try localPut(id, json, actor: actor)
+  public func putLocal(_ id: String, _ json: [UInt8], rev: String? = nil, actor: String) throws
+    -> DocumentWriteResult
+  {
+    let write = try localPut(id, json, rev: rev, actor: actor)
     return try writeDocuments { txn in try write(txn) }
   }
 
@@ -289,32 +293,35 @@ public final class DocumentStore: Sendable {
   }
 
   /// A `_local` write, checked as far as it can be without the store; the transaction part
-  /// checks `_rev` against the current revision before it appends anything.
-  func localPut(_ id: String, _ json: [UInt8], actor: String) throws
+  /// appends it (a deletion only when there is something to delete).
+  func localPut(_ id: String, _ json: [UInt8], rev: String? = nil, actor: String) throws
     -> @Sendable (WriteTransaction) throws -> DocumentWriteResult
   {
-    let input = try DocumentInput(json: json)
+    let input = try LocalDocumentInput(json: json, rev: rev)
     try DocumentKey.validate("_local/" + id, allowLocal: true)
-    let given = input.rev
-    let body = input.bodyBytes
     return { [self] txn in
-      let current = try localDocument(id, txn: txn)
-      if let current, let given, given != current.rev { throw StoreError.conflict }
-      if current == nil, let given, given != "0-0" { throw StoreError.conflict }
-      let n = current.flatMap { Int($0.rev.dropFirst(2)) } ?? 0
-      let rev = "0-\(n + 1)"
+      if input.deleted {
+        if try localDocument(id, txn: txn) != nil {
+          try append(
+            DocumentEvent(kind: .localDelete, docID: id, rev: "0-0"), actor: actor, txn: txn)
+        }
+        return DocumentWriteResult(id: "_local/" + id, rev: "0-0")
+      }
+      let rev = "0-\(input.newRevision)"
       try append(
-        DocumentEvent(kind: .localPut, docID: id, rev: rev, body: body), actor: actor, txn: txn)
+        DocumentEvent(kind: .localPut, docID: id, rev: rev, body: input.body), actor: actor,
+        txn: txn)
       return DocumentWriteResult(id: "_local/" + id, rev: rev)
     }
   }
 
-  /// The transaction part of ``deleteLocal(_:rev:actor:)``.
+  /// The transaction part of ``deleteLocal(_:rev:actor:)``. As CouchDB 3 does, the revision
+  /// named is not compared with the stored one; a missing document is `not_found`.
   func localDelete(_ id: String, rev: String?, actor: String, txn: WriteTransaction) throws
     -> DocumentWriteResult
   {
-    guard let current = try localDocument(id, txn: txn) else { throw StoreError.notFound() }
-    if let rev, rev != current.rev { throw StoreError.conflict }
+    guard try localDocument(id, txn: txn) != nil else { throw StoreError.notFound() }
+    if let rev { _ = try LocalDocumentInput.parseRev(rev) }
     try append(DocumentEvent(kind: .localDelete, docID: id, rev: "0-0"), actor: actor, txn: txn)
     return DocumentWriteResult(id: "_local/" + id, rev: "0-0")
   }

@@ -142,13 +142,17 @@ import Wiki
     let r2 = try s.putLocal(
       "checkpoint", Array(#"{"_rev":"0-1","last_seq":9}"#.utf8), actor: "replicator")
     #expect(r2.rev == "0-2")
-    #expect(throws: StoreError.conflict) {
-      try s.putLocal("checkpoint", Array(#"{"_rev":"0-1"}"#.utf8), actor: "r")
-    }
     let doc = try s.getLocal("checkpoint")
     #expect(doc == json(#"{"_id":"_local/checkpoint","_rev":"0-2","last_seq":9}"#))
     #expect(try s.changes().results.isEmpty)
     #expect(try s.log.read(from: 1).map(\.type) == ["local.put", "local.put"])
+    // CouchDB 3: the last write wins; the new revision is the named one plus one.
+    let r3 = try s.putLocal(
+      "checkpoint", Array(#"{"_rev":"0-1","_revisions":{"start":0,"ids":["1"]}}"#.utf8), actor: "r")
+    #expect(r3.rev == "0-2")
+    #expect(throws: StoreError.badRequest("Invalid rev format")) {
+      try s.putLocal("checkpoint", Array(#"{"_rev":"2-abc"}"#.utf8), actor: "r")
+    }
     try s.deleteLocal("checkpoint", rev: "0-2", actor: "r")
     #expect(throws: StoreError.notFound("missing")) { _ = try s.getLocal("checkpoint") }
   }

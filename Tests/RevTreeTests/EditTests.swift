@@ -15,14 +15,18 @@ import Testing
     #expect(t.winner?.rev == r)
   }
 
-  @Test("the same edit on two peers yields the same revision")
+  @Test("the same edit on two peers yields the same revision; key order counts, as in CouchDB")
   func deterministic() throws {
     var a = RevisionTree()
     var b = RevisionTree()
-    let other = try JSONValue(parsing: ##"{"markdown":"# Hi","title":"Home","_rev":"x"}"##)
+    var c = RevisionTree()
+    let same = try JSONValue(parsing: ##"{"title":"Home","_rev":"x","markdown":"# Hi"}"##)
+    let reordered = try JSONValue(parsing: ##"{"markdown":"# Hi","title":"Home"}"##)
     let ra = try a.edit(parent: nil, deleted: false, content: body, body: 1, revsLimit: 1000)
-    let rb = try b.edit(parent: nil, deleted: false, content: other, body: 7, revsLimit: 1000)
+    let rb = try b.edit(parent: nil, deleted: false, content: same, body: 7, revsLimit: 1000)
+    let rc = try c.edit(parent: nil, deleted: false, content: reordered, body: 7, revsLimit: 1000)
     #expect(ra == rb)
+    #expect(ra != rc)
     let d = try a.edit(
       parent: ra, deleted: true, content: .object(JSONObject()), body: 2, revsLimit: 1000)
     #expect(d != RevisionDigest.revision(parent: ra, deleted: false, body: .object(JSONObject())))
@@ -101,13 +105,22 @@ import Testing
     }
   }
 
-  @Test("the digest input is documented bytes")
+  @Test("the digest input is CouchDB's revision term in Erlang's external term format")
   func digestInput() throws {
-    let v = try JSONValue(parsing: #"{"_id":"Home","title":"Home","n":1.0}"#)
+    let v = try JSONValue(parsing: #"{"_id":"Home","t":"H","n":1.0}"#)
     let input = RevisionDigest.input(parent: nil, deleted: false, body: v)
-    #expect(String(decoding: input, as: UTF8.self) == "\n0\n{\"n\":1,\"title\":\"Home\"}")
+    // [false, 0, 0, {[{<<"t">>,<<"H">>},{<<"n">>,1.0}]}, []]
+    let expected: [UInt8] =
+      [131, 108, 0, 0, 0, 5, 100, 0, 5] + Array("false".utf8) + [
+        97, 0, 97, 0, 104, 1, 108, 0, 0, 0, 2,
+      ]
+      + [104, 2, 109, 0, 0, 0, 1, 116, 109, 0, 0, 0, 1, 72]
+      + [104, 2, 109, 0, 0, 0, 1, 110, 70, 0x3F, 0xF0, 0, 0, 0, 0, 0, 0, 106, 106, 106]
+    #expect(input == expected)
+    // A parent: its generation and its 16 digest bytes (or a text signature's bytes).
     let withParent = RevisionDigest.input(parent: rev(1, "abc"), deleted: true, body: v)
-    #expect(String(decoding: withParent, as: UTF8.self) == "1-abc\n1\n{\"n\":1,\"title\":\"Home\"}")
+    #expect(Array(withParent[6..<13]) == [100, 0, 4] + Array("true".utf8))
+    #expect(Array(withParent[13..<23]) == [97, 1, 109, 0, 0, 0, 3] + Array("abc".utf8))
     #expect(RevisionDigest.hash(parent: nil, deleted: false, body: v) == MD5.hash(input))
   }
 }

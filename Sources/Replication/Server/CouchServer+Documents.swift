@@ -123,23 +123,10 @@ extension CouchServer {
     case .get, .head:
       return CouchResponse.json(try store.getLocal(id), includeBody: request.method == .get)
     case .put:
-      var body = try await self.body(of: request)
-      if let rev = try requestedRev(request, query) {
-        // Carry ?rev= into the body, where putLocal looks for it.
-        var input = try DocumentInput(json: body)
-        if let bodyRev = input.rev, bodyRev != rev {
-          throw ReplicationError.badRequest(
-            "Document rev from request body and query string have different values")
-        }
-        input.rev = rev
-        var object = input.full.objectValue ?? JSONObject()
-        object.members.removeAll { $0.key == "_rev" }
-        object.members.append(.init(key: "_rev", value: .string(rev)))
-        body = JSONValue.object(object).serialized()
-      }
+      let body = try await self.body(of: request)
+      let rev = try requestedRev(request, query)
       let actor = options.actor
-      let bytes = body
-      let result = try await store.putLocalAsync(id, bytes, actor: actor)
+      let result = try await store.putLocalAsync(id, body, rev: rev, actor: actor)
       return writeResponse(result)
     case .delete:
       let rev = try requestedRev(request, query)
