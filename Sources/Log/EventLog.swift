@@ -90,6 +90,8 @@ public final class EventLog: Sendable {
   let state: Mutex<SharedState>
   let notifier: Notifier
   let groupWriter = GroupWriter()
+  /// The shared lock every process holding the log open keeps (see ``compact()``).
+  let openLock: OpenLock?
 
   struct SharedState {
     var closed = false
@@ -150,6 +152,8 @@ public final class EventLog: Sendable {
     guard OpenPaths.claim(canonical) else { throw LogError.alreadyOpen(path: canonical) }
     self.path = canonical
     self.options = options
+    // Waits while another process compacts the log, then keeps others from compacting it.
+    openLock = OpenLock(directory: canonical, create: !options.readOnly)
     let page = Int(sysconf(Int32(_SC_PAGESIZE)))
     let mapSize = max(page, (options.mapSize + page - 1) / page * page)
     do {
@@ -159,6 +163,7 @@ public final class EventLog: Sendable {
           mapSize: mapSize, maxReaders: options.maxReaders, maxDatabases: options.maxDatabases,
           readOnly: options.readOnly, noSync: options.durability == .unsynced))
     } catch {
+      openLock?.release()
       OpenPaths.release(canonical)
       throw Self.openError(error, path: canonical)
     }
@@ -169,6 +174,7 @@ public final class EventLog: Sendable {
       dbs = try Self.openInternalDatabases(env: env, readOnly: options.readOnly, path: canonical)
     } catch {
       env.close()
+      openLock?.release()
       OpenPaths.release(canonical)
       throw error
     }
@@ -193,10 +199,94 @@ public final class EventLog: Sendable {
         }
         guard wasOpen else { return }
         env.close()
+        openLock?.release()
         OpenPaths.release(path)
       }
     }
     notifier.close()
+  }
+
+  /// What a compaction did: the size of `data.mdb` before and after.
+  public struct Compaction: Sendable, Hashable {
+    public var bytesBefore: Int
+    public var bytesAfter: Int
+  }
+
+  /// Replaces the log's file with a compacted copy and closes the log; open it again to go on.
+  ///
+  /// LMDB never shrinks its file: pages freed by old transactions are reused, not returned.
+  /// The copy (`mdb_env_copy2` with `MDB_CP_COMPACT`) holds only the pages in use, renumbered;
+  /// every event, stream and projection record is kept, byte for byte. In order:
+  /// 1. the other processes are checked for: compaction needs the log alone (``LogError/inUse(path:)``
+  ///    otherwise), and a process opening it meanwhile waits (``OpenLock``);
+  /// 2. pending `async` writes are flushed and this process's writers held back, so nothing is
+  ///    committed to the old file after the copy is taken; readers go on;
+  /// 3. the copy is written to `compact.tmp/` in the log's directory and synced;
+  /// 4. it is renamed over `data.mdb` and the old `lock.mdb` removed (a compacted file starts its
+  ///    transaction ids again, so the old reader table must not be used with it), the directory
+  ///    synced, and the log closed. Writes that were held back fail with ``LogError/closed``:
+  ///    they were never acknowledged.
+  ///
+  /// A crash before the rename leaves the old file in place (and a `compact.tmp/` that the next
+  /// compaction removes); after it, the new one. Either holds every acknowledged write.
+  @discardableResult
+  public func compact() throws(LogError) -> Compaction {
+    guard !options.readOnly else { throw .readOnly(path: path) }
+    guard let openLock, openLock.tryExclusive() else { throw .inUse(path: path) }
+    let fm = FileManager.default
+    let temporary = path + "/compact.tmp"
+    func size(_ file: String) -> Int {
+      let value = (try? fm.attributesOfItem(atPath: file))?[.size]
+      return (value as? Int) ?? (value as? UInt64).map { Int($0) } ?? 0
+    }
+    groupWriter.flush()
+    let result = writeMutex.withLock {
+      Result { () throws(LogError) -> Compaction in
+        guard !isClosed else { throw .closed }
+        do {
+          try? fm.removeItem(atPath: temporary)
+          try fm.createDirectory(atPath: temporary, withIntermediateDirectories: false)
+        } catch {
+          throw .permissionDenied(path: temporary)
+        }
+        let copied = env.mapLock.withShared {
+          Result { () throws(LMDBError) in try env.copyCompacted(to: temporary) }
+        }
+        if case .failure(let error) = copied {
+          try? fm.removeItem(atPath: temporary)
+          throw LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
+        }
+        do throws(LogError) {
+          try FileOperations.fsync(temporary + "/data.mdb")
+        } catch {
+          try? fm.removeItem(atPath: temporary)
+          throw error
+        }
+        let compaction = Compaction(
+          bytesBefore: size(path + "/data.mdb"), bytesAfter: size(temporary + "/data.mdb"))
+        // The swap: the old file stays mapped until the environment closes below.
+        do throws(LogError) {
+          try FileOperations.rename(temporary + "/data.mdb", to: path + "/data.mdb")
+        } catch {
+          try? fm.removeItem(atPath: temporary)
+          throw error
+        }
+        try? fm.removeItem(atPath: path + "/lock.mdb")
+        try? fm.removeItem(atPath: temporary)
+        try? FileOperations.fsync(path)
+        env.mapLock.withExclusive {
+          env.close()
+          openLock.release()
+          OpenPaths.release(path)
+          // Last: whoever sees the log closed may open the directory again at once.
+          state.withLock { $0.closed = true }
+        }
+        return compaction
+      }
+    }
+    if case .failure = result, !isClosed { openLock.share() }
+    if isClosed { notifier.close() }
+    return try result.get()
   }
 
   public var isClosed: Bool { state.withLock { $0.closed } }

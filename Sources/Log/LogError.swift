@@ -35,6 +35,8 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
   case readOnly(path: String)
   /// The log has been closed.
   case closed
+  /// Another process has the log open, and the operation (a compaction) needs it alone.
+  case inUse(path: String)
   /// A caller-supplied value is unusable.
   case invalidArgument(String)
   /// One write transaction grew past what LMDB can hold in memory.
@@ -70,6 +72,8 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
       "the log at \(path) is open read-only; open it writable to append"
     case .closed:
       "the log is closed"
+    case .inUse(let path):
+      "another process has the log at \(path) open; compaction replaces its files and needs it alone"
     case .invalidArgument(let reason):
       "invalid argument: \(reason)"
     case .transactionTooLarge:

@@ -25,6 +25,8 @@ public final class DataDirectory: Sendable {
   /// The document filters of the changes feed, history and audit, by name.
   public let filters: DocumentFilters
   let open = Mutex<[String: DocumentStore]>([:])
+  /// The databases being compacted.
+  let compacting = Mutex<Set<String>>([])
 
   /// - Parameters:
   ///   - projections: the inline projections each database gets besides its documents (none
@@ -72,7 +74,7 @@ public final class DataDirectory: Sendable {
   /// Database `name` if this process has it open already, else nil: no file is touched, so
   /// this never blocks on I/O.
   public func storeIfOpen(_ name: String) -> DocumentStore? {
-    open.withLock { $0[name] }
+    open.withLock { $0[name] }.flatMap { $0.log.isClosed ? nil : $0 }
   }
 
   /// The databases this process has open, by name.
@@ -85,7 +87,8 @@ public final class DataDirectory: Sendable {
   public func open(_ name: String, create: Bool = false) throws -> DocumentStore {
     try Self.validate(name: name)
     return try open.withLock { stores in
-      if let store = stores[name] { return store }
+      // A store closed by a compaction is opened again on the compacted file.
+      if let store = stores[name], !store.log.isClosed { return store }
       let dir = directory(of: name)
       if !FileManager.default.fileExists(atPath: dir + "/data.mdb") {
         guard create, !options.readOnly else {
@@ -129,6 +132,51 @@ public final class DataDirectory: Sendable {
     } catch {
       throw StoreError.internalError("cannot remove \(name): \(error.localizedDescription)")
     }
+  }
+
+  /// Compacts database `name` (`POST /db/_compact`): its LMDB file is replaced by a compacted
+  /// copy holding every event and projection record (``EventLog/compact()``), and the database
+  /// is opened again on it. Writes that arrive while the copy is written wait for it and then
+  /// fail with `service_unavailable` (they were not acknowledged; a retry goes to the new file);
+  /// reads go on. Open changes feeds end and their clients reconnect.
+  ///
+  /// - Throws: `not_found` for a missing database, `conflict` when another process has it open
+  ///   or a compaction of it is already running.
+  @discardableResult
+  public func compact(_ name: String) throws -> EventLog.Compaction {
+    try startCompaction(name)()
+  }
+
+  /// Marks database `name` as being compacted (``isCompacting(_:)``) and returns the work,
+  /// which compacts it and clears the mark: for a caller that answers before the work is done,
+  /// as `POST /db/_compact` does.
+  ///
+  /// - Throws: `not_found` for a missing database, `conflict` when a compaction of it is
+  ///   already running.
+  public func startCompaction(_ name: String) throws
+    -> @Sendable () throws -> EventLog.Compaction
+  {
+    _ = try open(name)
+    guard compacting.withLock({ $0.insert(name).inserted }) else {
+      throw StoreError("conflict", "a compaction of \(name) is already running", code: .conflict)
+    }
+    return { [self] in
+      defer { _ = compacting.withLock { $0.remove(name) } }
+      let store = try open(name)
+      let result: EventLog.Compaction
+      do {
+        result = try store.log.compact()
+      } catch {
+        throw StoreError.from(error)
+      }
+      _ = try open(name)
+      return result
+    }
+  }
+
+  /// Whether database `name` is being compacted (`compact_running` in `GET /db`).
+  public func isCompacting(_ name: String) -> Bool {
+    compacting.withLock { $0.contains(name) }
   }
 
   /// Closes every open database.

@@ -86,6 +86,7 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     switch error {
     case .closed: StoreError("service_unavailable", error.description, code: .unavailable)
     case .readOnly: StoreError("forbidden", error.description, code: .forbidden)
+    case .inUse: StoreError("conflict", error.description, code: .conflict)
     case .diskFull, .mapFull:
       StoreError("insufficient_storage", error.description, code: .insufficientStorage)
     default: .internalError(error.description)

@@ -92,6 +92,14 @@ import Synchronization
     unsafe try check(mdb_env_sync(pointer, 1), "mdb_env_sync")
   }
 
+  /// Writes a compacted copy of the environment into the existing, empty directory `path`
+  /// (`mdb_env_copy2` with `MDB_CP_COMPACT`: free pages are left out and the pages renumbered,
+  /// every record kept). It runs in a read transaction of its own; the caller holds
+  /// ``mapLock`` shared, as for any transaction.
+  func copyCompacted(to path: String) throws(LMDBError) {
+    unsafe try check(mdb_env_copy2(pointer, path, UInt32(MDB_CP_COMPACT)), "mdb_env_copy2")
+  }
+
   /// Turns `MDB_NOSYNC` on or off; lmdb.h allows this "at any time".
   func setNoSync(_ on: Bool) throws(LMDBError) {
     unsafe try check(

@@ -55,3 +55,63 @@
     return try body()
   }
 }
+
+/// A shared `flock` on `open.lock` in a log's directory, held by every process that has the log
+/// open, so that a compaction (which replaces the files) can tell that it is alone: it upgrades
+/// its own lock to exclusive without waiting, which fails while any other process holds one,
+/// and a process opening the log meanwhile waits until the new files are in place.
+///
+/// `flock` locks belong to the open file description, so two locks of one process on two
+/// descriptors conflict like two processes' locks; ``OpenPaths`` keeps this process to one.
+@safe final class OpenLock: @unchecked Sendable {
+  private let fd: Int32
+
+  /// Opens (creating when `create`) `open.lock` in `directory` and takes the shared lock,
+  /// waiting for a compaction in another process to finish. Nil when the file cannot be opened
+  /// (a read-only directory without one): then there is nothing to coordinate with.
+  init?(directory: String, create: Bool) {
+    let path = directory + "/open.lock"
+    let flags = create ? (O_RDWR | O_CREAT | O_CLOEXEC) : (O_RDONLY | O_CLOEXEC)
+    let fd = unsafe open(path, flags, 0o644)
+    guard fd >= 0 else { return nil }
+    self.fd = fd
+    while flock(fd, LOCK_SH) != 0 && errno == EINTR {}
+  }
+
+  /// Tries to make the lock exclusive at once; false while another process holds it.
+  func tryExclusive() -> Bool {
+    flock(fd, LOCK_EX | LOCK_NB) == 0
+  }
+
+  /// Goes back to the shared lock.
+  func share() {
+    while flock(fd, LOCK_SH) != 0 && errno == EINTR {}
+  }
+
+  /// Releases the lock and the descriptor.
+  func release() {
+    _ = Glibc.close(fd)
+  }
+}
+
+/// File system calls that take paths, for ``EventLog/compact()``.
+enum FileOperations {
+  /// Flushes a file or a directory to disk.
+  static func fsync(_ path: String) throws(LogError) {
+    let fd = unsafe open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      throw .storage(code: errno, operation: "open", message: "cannot open \(path) to sync it")
+    }
+    defer { _ = Glibc.close(fd) }
+    guard Glibc.fsync(fd) == 0 else {
+      throw .storage(code: errno, operation: "fsync", message: "cannot sync \(path)")
+    }
+  }
+
+  /// Renames `from` to `to` atomically, replacing `to`.
+  static func rename(_ from: String, to: String) throws(LogError) {
+    guard unsafe Glibc.rename(from, to) == 0 else {
+      throw .storage(code: errno, operation: "rename", message: "cannot rename \(from) to \(to)")
+    }
+  }
+}

@@ -27,6 +27,7 @@ enum CouchRoute: Equatable, Sendable {
     case changes = "_changes"
     case ensureFullCommit = "_ensure_full_commit"
     case revsLimit = "_revs_limit"
+    case compact = "_compact"
   }
 
   /// Parses a path such as `/wiki/_local/abc%2Fdef`.

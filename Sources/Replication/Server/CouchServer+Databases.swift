@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import Log
+import Logging
 import Projections
 import RevTree
 
@@ -100,7 +101,7 @@ extension CouchServer {
         "doc_del_count": .int(info.deletedDocCount),
         "doc_count": .int(info.docCount),
         "disk_format_version": .int(Int(EventLog.formatVersion)),
-        "compact_running": .bool(false),
+        "compact_running": .bool(dataDirectory.isCompacting(name)),
         "cluster": .object(JSONObject(["q": .int(1), "n": .int(1), "w": .int(1), "r": .int(1)])),
         "instance_start_time": .string("0"),
         "revs_limit": .int(info.revsLimit),
@@ -113,6 +114,35 @@ extension CouchServer {
     if let n = size as? UInt64 { return Int(clamping: n) }
     if let n = size as? Int64 { return Int(clamping: n) }
     return 0
+  }
+
+  /// `POST /{db}/_compact`: starts a compaction of the database (``DataDirectory/compact(_:)``)
+  /// and answers `202 {"ok":true}` at once, as CouchDB does; `GET /{db}` shows
+  /// `compact_running` until it ends. The body must be declared `application/json` (415
+  /// otherwise, as in CouchDB).
+  func compact(_ name: String, request: Request) async throws -> Response {
+    try allow(request.method, [.post])
+    let type = request.headers[.contentType] ?? ""
+    guard type.lowercased().hasPrefix("application/json") else {
+      throw ReplicationError(
+        "bad_content_type", "Content-Type must be application/json", status: 415)
+    }
+    _ = try await open(name)
+    let logger = self.logger
+    // Marked before the answer, so a `GET /{db}` after it sees `compact_running`; a second
+    // request while one runs is answered 202 too, as CouchDB does.
+    if let work = try? dataDirectory.startCompaction(name) {
+      Task.detached {
+        do {
+          let result = try await self.blocking { try work() }
+          logger.info(
+            "compacted \(name): data.mdb \(result.bytesBefore) -> \(result.bytesAfter) bytes")
+        } catch {
+          logger.error("compaction of \(name) failed: \(ReplicationError(error).reason)")
+        }
+      }
+    }
+    return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
   }
 
   /// `POST /{db}/_ensure_full_commit`: makes every commit so far durable.

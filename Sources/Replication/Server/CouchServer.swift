@@ -162,6 +162,8 @@ public struct CouchServer: HTTPResponder {
       case .ensureFullCommit:
         try allow(method, [.post])
         return try await ensureFullCommit(store)
+      case .compact:
+        return try await compact(db, request: request)
       case .revsLimit:
         return try await revsLimit(store, request: request)
       }

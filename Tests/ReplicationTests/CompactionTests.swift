@@ -1,0 +1,170 @@
+import AsyncHTTPClient
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JSON
+import Log
+import NIOHTTP1
+import Projections
+import Replication
+import TestSupport
+import Testing
+
+/// `POST /db/_compact` and ``DataDirectory/compact(_:)``: a compacted copy of the LMDB file is
+/// swapped in, every event and projection record kept.
+@Suite struct CompactionTests {
+  static func allDocs(_ store: DocumentStore) throws -> [String] {
+    var options = AllDocsOptions()
+    options.includeDocs = true
+    return try store.allDocs(options).rows.map { "\($0)" }
+  }
+
+  /// Every event of `store`'s log: position, type, stream and payload.
+  static func events(_ store: DocumentStore) throws -> [String] {
+    try store.log.read(from: 1).map {
+      "\($0.position.rawValue) \($0.type) \($0.stream) \($0.actor) \($0.payload.count) \($0.payload.hashValue)"
+    }
+  }
+
+  @Test("a churned database shrinks, keeps every event and document, and takes writes after")
+  func compactKeepsEverything() throws {
+    let dir = TestDirectory()
+    let data = dir.data
+    let store = try data.create("db")
+    let pad = String(repeating: "x", count: 3_000)
+    var rev: String? = nil
+    for i in 0..<400 {
+      let body = #"{"n":\#(i),"pad":"\#(pad)"}"#
+      rev = try store.put(body, id: "churn", rev: rev, actor: "t").rev
+      try store.put(#"{"i":\#(i)}"#, id: "doc-\(i)", actor: "t")
+    }
+    try store.putLocal("cp", Array(#"{"seq":1}"#.utf8), actor: "r")
+    let eventsBefore = try Self.events(store)
+    let docsBefore = try Self.allDocs(store)
+    let position = try store.log.committedPosition
+
+    let result = try data.compact("db")
+    #expect(store.log.isClosed)
+    #expect(result.bytesAfter < result.bytesBefore)
+    #expect(!FileManager.default.fileExists(atPath: data.directory(of: "db") + "/compact.tmp"))
+
+    let reopened = try data.open("db")
+    #expect(reopened !== store)
+    #expect(try reopened.log.committedPosition == position)
+    #expect(try Self.events(reopened) == eventsBefore)
+    #expect(try Self.allDocs(reopened) == docsBefore)
+    #expect(try reopened.get("churn")["n"]?.numberValue?.int64Value == 399)
+    #expect(try reopened.getLocal("cp")["seq"]?.numberValue?.int64Value == 1)
+    for name in reopened.projectionNames {
+      #expect(try reopened.verify(name).isEmpty, "\(name)")
+    }
+    #expect(try reopened.log.verify().isValid)
+    let next = try reopened.put(#"{"after":true}"#, id: "after", actor: "t")
+    #expect(next.ok)
+    #expect(try reopened.log.committedPosition.rawValue == position.rawValue + 1)
+
+    // A fresh process's view: close everything and open again.
+    data.closeAll()
+    let fresh = DataDirectory(path: dir.path)
+    let again = try fresh.open("db")
+    #expect(try again.get("after")["after"] == .bool(true))
+    #expect(try Self.events(again).count == eventsBefore.count + 1)
+    fresh.closeAll()
+  }
+
+  @Test("writes racing a compaction: every acknowledged one is there afterwards")
+  func writesDuringCompaction() async throws {
+    let dir = TestDirectory()
+    let data = dir.data
+    let store = try data.create("db")
+    for i in 0..<300 {
+      try store.put(
+        #"{"i":\#(i),"pad":"\#(String(repeating: "y", count: 2_000))"}"#, id: "seed-\(i)",
+        actor: "t")
+    }
+    let acked = await withTaskGroup(of: [String].self) { group in
+      for writer in 0..<4 {
+        group.addTask {
+          var ids: [String] = []
+          let deadline = Date().addingTimeInterval(1.5)
+          var k = 0
+          while Date() < deadline {
+            let id = "w\(writer)-\(k)"
+            k += 1
+            // The store of the moment: a compaction swaps it.
+            guard let s = try? data.open("db") else { continue }
+            if (try? s.put(#"{"k":\#(k)}"#, id: id, actor: "t"))?.ok == true { ids.append(id) }
+          }
+          return ids
+        }
+      }
+      group.addTask {
+        try? await Task.sleep(for: .milliseconds(300))
+        _ = try? data.compact("db")
+        return []
+      }
+      var all: [String] = []
+      for await ids in group { all += ids }
+      return all
+    }
+    #expect(acked.count > 10)
+    let after = try data.open("db")
+    for id in acked { #expect((try? after.get(id)) != nil, "\(id) was acknowledged") }
+    #expect(try after.log.verify().isValid)
+  }
+
+  @Test("POST /db/_compact: 415 without JSON, 404 for a missing database, 202 and done")
+  func compactOverHTTP() async throws {
+    try await withServer { client, dir in
+      try await client.call(.put, "/db")
+      for i in 0..<50 { try await client.call(.put, "/db/d\(i)", #"{"i":\#(i)}"#) }
+      #expect(try await client.call(.post, "/db/_compact").code == 415)
+      #expect(try await client.call(.post, "/nodb/_compact", "{}").code == 404)
+      #expect(try await client.call(.get, "/db/_compact").code == 405)
+      let started = try await client.call(.post, "/db/_compact", "{}")
+      #expect(started.code == 202)
+      #expect(started["ok"] == .bool(true))
+      var running = true
+      for _ in 0..<500 where running {
+        let info = try await client.call(.get, "/db")
+        #expect(info.code == 200, "\(info.text)")
+        running = info["compact_running"] == .bool(true)
+        if running { try await Task.sleep(for: .milliseconds(10)) }
+      }
+      #expect(!running)
+      let info = try await client.call(.get, "/db")
+      #expect(info["doc_count"]?.int == 50)
+      #expect(try await client.call(.get, "/db/d7")["i"]?.int == 7)
+      #expect(try await client.call(.put, "/db/after", "{}").code == 201)
+      let changes = try await client.call(.get, "/db/_changes")
+      #expect(changes["results"]?.arrayValue?.count == 51)
+      _ = dir
+    }
+  }
+
+  @Test("a database another process has open is not compacted: conflict, nothing changed")
+  func otherProcessHasItOpen() async throws {
+    let dir = TestDirectory()
+    let store = try dir.data.create("db")
+    try store.put(#"{"a":1}"#, id: "a", actor: "t")
+    dir.data.closeAll()
+    // `wikilog serve` opens the database on the first request for it.
+    let server = try ChildProcess(
+      ChildProcess.besideTests("wikilog"),
+      ["serve", "--db", dir.path, "--port", "0", "--log-level", "error"])
+    defer { server.kill() }
+    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("http://") } })
+    let line = try #require(server.lines.first { $0.contains("http://") })
+    let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
+    let status = try await httpStatus(.GET, String(url.dropLast()) + "/db/a", nil)
+    #expect(status == 200)
+    let error = #expect(throws: StoreError.self) { try dir.data.compact("db") }
+    #expect(error?.error == "conflict")
+    #expect(try dir.data.open("db").get("a")["a"]?.numberValue?.int64Value == 1)
+    server.kill()
+    dir.data.closeAll()
+    #expect(try dir.data.compact("db").bytesAfter > 0)
+    #expect(try dir.data.open("db").get("a")["a"]?.numberValue?.int64Value == 1)
+  }
+}
