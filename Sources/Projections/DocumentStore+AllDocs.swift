@@ -1,5 +1,5 @@
 public import JSON
-import Log
+public import Log
 import RevTree
 
 /// Options of `_all_docs`.
@@ -14,6 +14,9 @@ public struct AllDocsOptions: Sendable, Hashable {
   public var descending = false
   public var includeDocs = false
   public var conflicts = false
+  /// Also answer the database's update seq, read in the same snapshot as the rows
+  /// (`update_seq=true`).
+  public var updateSeq = false
 
   public init() {}
 }
@@ -23,22 +26,38 @@ public struct AllDocsResult: Sendable, Hashable {
   public var totalRows: Int
   public var offset: Int
   public var rows: [JSONValue]
+  /// The update seq the rows were read at, when ``AllDocsOptions/updateSeq`` asked for it.
+  public var updateSeq: LogPosition?
 
+  public init(totalRows: Int, offset: Int, rows: [JSONValue], updateSeq: LogPosition? = nil) {
+    self.totalRows = totalRows
+    self.offset = offset
+    self.rows = rows
+    self.updateSeq = updateSeq
+  }
+
+  /// `{"total_rows","offset","update_seq"?,"rows"}`, in CouchDB's order.
   public var json: JSONValue {
-    .object(
-      JSONObject([
-        .init(key: "total_rows", value: .number(JSONNumber(Int64(totalRows)))),
-        .init(key: "offset", value: .number(JSONNumber(Int64(offset)))),
-        .init(key: "rows", value: .array(rows)),
-      ]))
+    var members: [JSONObject.Member] = [
+      .init(key: "total_rows", value: .number(JSONNumber(Int64(totalRows)))),
+      .init(key: "offset", value: .number(JSONNumber(Int64(offset)))),
+    ]
+    if let updateSeq {
+      members.append(
+        .init(key: "update_seq", value: .number(JSONNumber(Int64(clamping: updateSeq.rawValue)))))
+    }
+    members.append(.init(key: "rows", value: .array(rows)))
+    return .object(JSONObject(members))
   }
 }
 
 extension DocumentStore {
   /// `_all_docs`: live documents by id (UTF-8 byte order, like CouchDB's raw id order).
+  /// `limit: 0` answers no rows (but the counts), as CouchDB does.
   public func allDocs(_ options: AllDocsOptions = AllDocsOptions()) throws -> AllDocsResult {
     try read { txn in
       let total = try documents.docCount(storage: documentStorage, txn: txn)
+      let updateSeq = options.updateSeq ? try txn.lastPosition : nil
       var rows: [JSONValue] = []
       let limit = options.limit ?? .max
       func row(_ record: DocumentRecord, key: String, includeDeleted: Bool) throws -> JSONValue? {
@@ -85,13 +104,15 @@ extension DocumentStore {
           }
           rows.append(r)
         }
-        return AllDocsResult(totalRows: total, offset: 0, rows: rows)
+        return AllDocsResult(totalRows: total, offset: 0, rows: rows, updateSeq: updateSeq)
       }
 
       let start = options.startKey.map { Array($0.utf8) }
       let end = options.endKey.map { Array($0.utf8) }
       var skipped = 0
       var offset = 0
+      // The first row the limit left out (with `limit: 0`, where the offset is counted from).
+      var firstLeftOut: String?
       try txn.scan(
         documentStorage["byId"], from: start, direction: options.descending ? .backward : .forward
       ) { key, value in
@@ -107,14 +128,19 @@ extension DocumentStore {
           skipped += 1
           return true
         }
+        guard rows.count < limit else {
+          firstLeftOut = record.docID
+          return false
+        }
         rows.append(r)
         return rows.count < limit
       }
       // CouchDB's offset: live documents before the first row in this direction. Without a
       // start key that is what was skipped; with one it takes a count (O(n); no rank in LMDB).
+      let first = rows.first?.objectValue?["id"]?.stringValue ?? firstLeftOut
       if start == nil {
-        offset = rows.isEmpty ? total : skipped
-      } else if let first = rows.first?.objectValue?["id"]?.stringValue {
+        offset = first == nil ? total : skipped
+      } else if let first {
         let firstKey = Array(first.utf8)
         try txn.scan(
           documentStorage["byId"], from: nil, direction: options.descending ? .backward : .forward
@@ -126,7 +152,7 @@ extension DocumentStore {
       } else {
         offset = total
       }
-      return AllDocsResult(totalRows: total, offset: offset, rows: rows)
+      return AllDocsResult(totalRows: total, offset: offset, rows: rows, updateSeq: updateSeq)
     }
   }
 }

@@ -29,12 +29,15 @@ extension DocumentStore {
   /// ``put(_:id:rev:actor:)`` through the writer queue: durable when it returns, and sharing
   /// one flushed commit with concurrent writers under ``EventLog/Durability/groupCommit``.
   ///
+  /// - Parameter idWinsOverBody: when `id` is given, use it even if the body's `_id` differs
+  ///   (CouchDB's `PUT /db/docid` uses the URL's id); by default that is a `bad_request`.
   /// - Throws: ``StoreError`` as ``put(_:id:rev:actor:)`` does; nothing is written then.
   @discardableResult
-  public func putAsync(_ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String)
-    async throws -> DocumentWriteResult
-  {
-    let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
+  public func putAsync(
+    _ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String,
+    idWinsOverBody: Bool = false
+  ) async throws -> DocumentWriteResult {
+    let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev, idWins: idWinsOverBody)
     // Worked out on the caller's thread, so that the one writer is left with the transaction.
     let prepared = prepareEdit(input, id: docID, rev: rev)
     return try await writeDocumentsQueued { txn in
@@ -108,12 +111,13 @@ extension DocumentStore {
 
   // MARK: Shared with the synchronous writes
 
-  /// Parses a `put` and checks that the id and rev given beside the body agree with it.
-  static func putInput(_ json: [UInt8], id: String?, rev: String?) throws -> (
-    input: DocumentInput, id: String, rev: String?
-  ) {
+  /// Parses a `put` and checks that the id and rev given beside the body agree with it; with
+  /// `idWins`, an `id` given beside the body wins over a different `_id` in it instead.
+  static func putInput(_ json: [UInt8], id: String?, rev: String?, idWins: Bool = false) throws
+    -> (input: DocumentInput, id: String, rev: String?)
+  {
     let input = try DocumentInput(json: json)
-    if let id, let bodyID = input.id, bodyID != id {
+    if !idWins, let id, let bodyID = input.id, bodyID != id {
       throw StoreError.badRequest("Document id in the body does not match the URL")
     }
     if let rev, let bodyRev = input.rev, bodyRev != rev {

@@ -13,6 +13,7 @@ public struct ChangesOptions: Sendable, Hashable {
 
   /// Rows after this position (exclusive), as CouchDB's `since`.
   public var since: LogPosition = .start
+  /// At most this many rows; `0` reads none and leaves `lastSeq` at `since` (CouchDB).
   public var limit: Int?
   /// Newest first; `since` then bounds from above (0 means from the newest).
   public var descending = false
@@ -96,7 +97,8 @@ extension DocumentStore {
       let last = try txn.lastPosition
       var lastSeq = options.descending ? last : options.since
       let bySeq = documentStorage["bySeq"]
-      var reachedLimit = false
+      // `limit=0`, as in CouchDB: no rows, `last_seq` stays at `since`, every row is pending.
+      var reachedLimit = limit == 0
       var visited = 0
       if limit > 0 {
         let from: [UInt8]? =
@@ -168,7 +170,7 @@ extension DocumentStore {
     var rows: [ChangeRow] = []
     let last = try through.map { min($0, try txn.lastPosition) } ?? txn.lastPosition
     var lastSeq = options.descending ? last : options.since
-    var reachedLimit = false
+    var reachedLimit = limit == 0
     let start =
       options.descending
       ? (options.since == .start ? last : min(last, LogPosition(options.since.rawValue - 1)))

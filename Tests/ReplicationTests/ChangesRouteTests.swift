@@ -147,7 +147,8 @@ import Wiki
       #expect(r["last_seq"]?.int == 7)
       let beat = try await client.call(
         .get, "/db/_changes?feed=longpoll&since=now&timeout=250&heartbeat=50")
-      #expect(beat.text.hasPrefix("\n"))
+      // CouchDB starts the object before it waits, then a newline per heartbeat.
+      #expect(beat.text.hasPrefix("{\"results\":[\n\n\n"))
       #expect(beat["last_seq"]?.int == 7)
     }
   }

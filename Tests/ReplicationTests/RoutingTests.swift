@@ -20,10 +20,14 @@ import Wiki
     #expect(try CouchRoute.parse("/wiki/_local/x%2Fy") == .local(db: "wiki", id: "x/y"))
     #expect(try CouchRoute.parse("/wiki/_design/app") == .document(db: "wiki", id: "_design/app"))
     #expect(try CouchRoute.parse("/wiki/_design%2Fapp") == .document(db: "wiki", id: "_design/app"))
-    if case .unsupported = try CouchRoute.parse("/wiki/doc/att") {
-    } else {
-      Issue.record("attachment")
-    }
+    #expect(
+      try CouchRoute.parse("/wiki/doc/att") == .databaseUnserved("wiki", CouchRoute.attachments))
+    #expect(try CouchRoute.parse("/wiki/_missing_revs") == .databaseEndpoint("wiki", .missingRevs))
+    #expect(try CouchRoute.parse("/_dbs_info") == .databasesInfo)
+    #expect(try CouchRoute.parse("/_node/_local") == .node("_local"))
+    #expect(
+      try CouchRoute.parse("/_node/_local/_stats/couchdb")
+        == .nodeStats(node: "_local", path: ["couchdb"]))
     #expect(throws: ReplicationError.self) { try CouchRoute.parse("/wiki/%E2%28") }
     #expect(throws: ReplicationError.self) { try CouchRoute.parse("/wiki/%2") }
   }
@@ -36,6 +40,11 @@ import Wiki
     #expect(q["flag"] == "")
     #expect(try q.bool("t"))
     #expect(throws: ReplicationError.self) { try q.bool("a") }
+    #expect(q.flag("t") && !q.flag("a") && !q.flag("missing"))
+    let cased = try QueryParameters("x=True&y=FALSE&Since=3&since=4")
+    #expect(try cased.bool("x") && !cased.bool("y"))
+    #expect(!cased.flag("x"))
+    #expect(cased.last(ofAny: ["since"]) == "4")
     #expect(throws: ReplicationError.self) { try q.int("n") }
     #expect(try q.seq("since") { .start } == LogPosition(12))
     #expect(QueryParameters.parseSeq("34-g1AAAA") == LogPosition(34))

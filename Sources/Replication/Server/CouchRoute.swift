@@ -4,11 +4,20 @@
 /// a name (`/wiki/w1%3AHome%2FSub` is document `w1:Home/Sub`), while a raw `/` separates
 /// segments. A trailing `/` is ignored (`/wiki/` is `/wiki`). `_design/name` is a document id
 /// over two segments, as in CouchDB.
+///
+/// Every endpoint of CouchDB 3.4 that wikilog does not serve has a route of its own that answers
+/// honestly (``unserved(_:)``, ``databaseUnserved(_:_:)``): `501 not_implemented` naming the
+/// feature, or CouchDB's own answer where that is the honest one (`410 gone` for `_temp_view`,
+/// `404` for `/favicon.ico`), so that no such path is mistaken for a database or a document.
 enum CouchRoute: Equatable, Sendable {
   case root
   case allDatabases
+  /// `GET /_dbs_info`, `POST /_dbs_info` with `{"keys": [...]}`.
+  case databasesInfo
   case up
   case uuids
+  /// `GET /_node/{node}`: the node's name.
+  case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
   case nodeStats(node: String, path: [String])
   case database(String)
@@ -16,14 +25,19 @@ enum CouchRoute: Equatable, Sendable {
   case databaseEndpoint(String, DatabaseEndpoint)
   case local(db: String, id: String)
   case document(db: String, id: String)
-  /// `/{db}/{docid}/{attachment}`, `/{db}/_design/{name}/_view/...` and the like.
-  case unsupported(String)
+  /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
+  /// with this error, whatever the method.
+  case unserved(ReplicationError)
+  /// The same below an existing database: the database is opened first (`404` when it does
+  /// not exist), then this error answers.
+  case databaseUnserved(String, ReplicationError)
 
   enum DatabaseEndpoint: String, Sendable, CaseIterable {
     case allDocs = "_all_docs"
     case bulkDocs = "_bulk_docs"
     case bulkGet = "_bulk_get"
     case revsDiff = "_revs_diff"
+    case missingRevs = "_missing_revs"
     case changes = "_changes"
     case ensureFullCommit = "_ensure_full_commit"
     case revsLimit = "_revs_limit"
@@ -38,39 +52,136 @@ enum CouchRoute: Equatable, Sendable {
     }
     guard let first = segments.first else { return .root }
     let rest = Array(segments.dropFirst())
-    if rest.isEmpty {
-      switch first {
-      case "_all_dbs": return .allDatabases
-      case "_up": return .up
-      case "_uuids": return .uuids
-      default: return .database(first)
-      }
-    }
-    if first == "_node" {
-      if rest.count >= 2 && rest[1] == "_stats" {
-        return .nodeStats(node: rest[0], path: Array(rest.dropFirst(2)))
-      }
-      return .unsupported("only /_node/{node}/_stats is supported by wikilog")
-    }
+    if let route = serverRoute(first, rest) { return route }
     let db = first
-    let head = rest[0]
+    guard let head = rest.first else { return .database(db) }
+    if let error = unservedDatabasePath(db: db, rest) { return .databaseUnserved(db, error) }
     switch head {
     case "_local":
       if rest.count == 2 { return .local(db: db, id: rest[1]) }
-      if rest.count == 1 { return .unsupported("_local requires a document id") }
-      return .unsupported("_local documents do not accept attachments")
+      if rest.count == 1 { return .unserved(.badRequest("Invalid _local document id.")) }
+      return .unserved(.badRequest("_local documents do not accept attachments."))
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
-      if rest.count == 1 { return .unsupported("_design requires a document id") }
-      return .unsupported("views, shows, lists and attachments are not supported by wikilog")
+      return .unserved(.badRequest("_design requires a document id"))
     default:
-      if rest.count == 1 {
-        if let endpoint = DatabaseEndpoint(rawValue: head) {
-          return .databaseEndpoint(db, endpoint)
-        }
-        return .document(db: db, id: head)
+      if let endpoint = DatabaseEndpoint(rawValue: head) {
+        if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
+        return .unserved(.notFound())
       }
-      return .unsupported("attachments are not supported by wikilog")
+      if rest.count == 1 { return .document(db: db, id: head) }
+      return .databaseUnserved(db, attachments)
     }
   }
+
+  /// The routes of the server's own endpoints (`/_...`, `/favicon.ico`), or nil for a database.
+  static func serverRoute(_ first: String, _ rest: [String]) -> CouchRoute? {
+    func only(_ route: CouchRoute) -> CouchRoute { rest.isEmpty ? route : .unserved(.notFound()) }
+    switch first {
+    case "_all_dbs": return only(.allDatabases)
+    case "_dbs_info": return only(.databasesInfo)
+    case "_up": return only(.up)
+    case "_uuids": return only(.uuids)
+    case "_node": return nodeRoute(rest)
+    case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
+    default:
+      guard let feature = unservedServerFeatures[first] else { return nil }
+      return .unserved(.notImplemented(feature))
+    }
+  }
+
+  /// The server endpoints of CouchDB 3.4 that wikilog does not serve, by first segment, with
+  /// the feature each belongs to. (`_users`, `_replicator` and `_global_changes` are CouchDB's
+  /// system databases; wikilog's database names start with a letter.)
+  static let unservedServerFeatures: [String: String] = [
+    "_active_tasks": "the list of running tasks (/_active_tasks)",
+    "_cluster_setup": "cluster setup (/_cluster_setup)",
+    "_db_updates": "the feed of database updates (/_db_updates)",
+    "_global_changes": "the feed of database updates (the _global_changes database)",
+    "_membership": "cluster membership (/_membership)",
+    "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
+    "_reload_query_servers": "query servers (/_reload_query_servers)",
+    "_replicate": "server-side replication (/_replicate)",
+    "_replicator": "server-side replication (the _replicator database)",
+    "_reshard": "resharding (/_reshard)",
+    "_scheduler": "server-side replication (/_scheduler)",
+    "_search_analyze": "full-text search (/_search_analyze)",
+    "_session": "users and sign-in (/_session)",
+    "_users": "users and sign-in (the _users database)",
+    "_utils": "Fauxton, the web interface at /_utils,",
+  ]
+
+  /// `/_node`, `/_node/{node}`, `/_node/{node}/_stats/...` and the node endpoints not served.
+  static func nodeRoute(_ rest: [String]) -> CouchRoute {
+    guard let node = rest.first else {
+      return .unserved(.badRequest("Incomplete path to _node request"))
+    }
+    guard rest.count >= 2 else { return .node(node) }
+    let endpoint = rest[1]
+    if endpoint == "_stats" { return .nodeStats(node: node, path: Array(rest.dropFirst(2))) }
+    let feature =
+      switch endpoint {
+      case "_config": "server configuration"
+      case "_system": "system statistics"
+      case "_prometheus": "Prometheus metrics"
+      case "_versions": "the versions of the server's components"
+      case "_restart": "restarting the server"
+      case "_smoosh": "automatic compaction (smoosh)"
+      default: "the node-local interface"
+      }
+    return .unserved(.notImplemented("\(feature) (/_node/{node}/\(endpoint))"))
+  }
+
+  /// The error for a path below database `db` that names a CouchDB feature wikilog does not
+  /// serve, or nil.
+  static func unservedDatabasePath(db: String, _ rest: [String]) -> ReplicationError? {
+    let head = rest[0]
+    let path = "/{db}/" + head
+    switch head {
+    case "_find", "_explain", "_index":
+      return .notImplemented("Mango queries and indexes (\(path))")
+    case "_all_docs" where rest.count > 1:
+      return .notImplemented("multiple queries in one request (\(path)/\(rest[1]))")
+    case "_design_docs", "_local_docs":
+      return .notImplemented("listing design or local documents (\(path))")
+    case "_shards", "_sync_shards":
+      return .notImplemented("shards (\(path))")
+    case "_view_cleanup", "_temp_view":
+      if head == "_temp_view" {
+        return ReplicationError("gone", "Temporary views are not supported in CouchDB", status: 410)
+      }
+      return .notImplemented("views (\(path))")
+    case "_search_cleanup", "_nouveau_cleanup":
+      return .notImplemented("full-text search (\(path))")
+    case "_security":
+      return .notImplemented("security objects (\(path)), part of users and sign-in,")
+    case "_purge", "_purged_infos", "_purged_infos_limit":
+      return .notImplemented("purging (\(path))")
+    case "_partition":
+      return .notImplemented("partitioned databases (\(path))")
+    case "_compact" where rest.count > 1:
+      return .notImplemented("views and their compaction (\(path)/{ddoc})")
+    case "_design" where rest.count > 2:
+      let action = rest[2]
+      let feature =
+        switch action {
+        case "_view": "views"
+        case "_show": "show functions"
+        case "_list": "list functions"
+        case "_update": "update functions"
+        case "_rewrite": "rewrites"
+        case "_info": "view index information"
+        case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
+          "full-text search"
+        default: "attachments"
+        }
+      let what = action.hasPrefix("_") ? action : "{attachment}"
+      return .notImplemented("\(feature) (/{db}/_design/{ddoc}/\(what))")
+    default:
+      return nil
+    }
+  }
+
+  static let attachments = ReplicationError.notImplemented(
+    "attachments (/{db}/{docid}/{attachment})")
 }

@@ -10,6 +10,9 @@ extension CouchServer {
   /// With `new_edits` (the default) the answer lists every document's result; with
   /// `new_edits: false` (replication) only failures are listed, as CouchDB does: a fully
   /// successful replicated batch answers `201 []`.
+  ///
+  /// `"all_or_nothing": true` is refused as CouchDB 3 refuses it: `417` with a
+  /// `not_implemented` error for every document, and nothing written.
   func bulkDocs(
     _ store: DocumentStore, request: Request, query: QueryParameters, context: Context
   ) async throws -> Response {
@@ -17,12 +20,15 @@ extension CouchServer {
     guard let docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("POST body must include `docs` parameter.")
     }
-    var newEdits = try query.bool("new_edits", default: true)
+    var newEdits = query["new_edits"] != "false"
     if let value = body["new_edits"] {
       guard let b = value.boolValue else {
         throw ReplicationError.badRequest("`new_edits` parameter must be a boolean.")
       }
       newEdits = b
+    }
+    if newEdits, body["all_or_nothing"] == .bool(true) {
+      return try allOrNothingRefused(docs)
     }
     let actor = options.actor
     let origin = replicationOrigin(context)
@@ -38,6 +44,26 @@ extension CouchServer {
     return CouchResponse.raw(bytes, status: .created)
   }
 
+  /// CouchDB 3's answer to `all_or_nothing` (`fabric_doc_update:validate_atomic_update`): every
+  /// document is checked as a write would check it (a malformed one is a `400` first), then
+  /// each gets `{"id","rev","error":"not_implemented","reason"}` (`rev` is `0-` for a new
+  /// document, an id is made up for one without) in a `417`.
+  func allOrNothingRefused(_ docs: [JSONValue]) throws -> Response {
+    var results: [JSONValue] = []
+    for doc in docs {
+      let input = try DocumentInput(doc)
+      results.append(
+        .object(
+          JSONObject([
+            "id": .string(input.id ?? Self.randomUUID()),
+            "rev": .string(input.rev ?? "0-"),
+            "error": .string("not_implemented"),
+            "reason": .string("all_or_nothing is not supported"),
+          ])))
+    }
+    return CouchResponse.json(.array(results), status: .expectationFailed)
+  }
+
   /// `POST /{db}/_bulk_get` with `{"docs": [{"id", "rev"?}]}` and `revs`, `latest` (and the other
   /// document options) in the query. Answers
   /// `{"results": [{"id", "docs": [{"ok": doc} | {"error": {"id","rev","error","reason"}}]}]}`.
@@ -48,11 +74,11 @@ extension CouchServer {
     guard let docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("Missing JSON list of 'docs'.")
     }
+    // Flags as for a document read: `true` sets one, anything else is ignored.
     let options = GetOptions(
-      revs: try query.bool("revs"), revsInfo: try query.bool("revs_info"),
-      conflicts: try query.bool("conflicts"),
-      deletedConflicts: try query.bool("deleted_conflicts"), latest: try query.bool("latest"),
-      localSeq: try query.bool("local_seq"))
+      revs: query.flag("revs"), revsInfo: query.flag("revs_info"),
+      conflicts: query.flag("conflicts"), deletedConflicts: query.flag("deleted_conflicts"),
+      latest: query.flag("latest"), localSeq: query.flag("local_seq"))
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, item) in docs.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
@@ -132,7 +158,29 @@ extension CouchServer {
     return CouchResponse.json(.object(out))
   }
 
-  /// `GET/POST /{db}/_all_docs`.
+  /// `POST /{db}/_missing_revs` with `{docid: [revs]}`: `{"missing_revs": {docid: [revs]}}`,
+  /// the revisions this database lacks, for the documents that lack any (CouchDB's older
+  /// form of `_revs_diff`).
+  func missingRevs(_ store: DocumentStore, request: Request) async throws -> Response {
+    let body = try await objectBody(of: request)
+    var asked: [(id: String, revs: [String])] = []
+    for member in body.members {
+      guard let revs = member.value.stringArray else {
+        throw ReplicationError.badRequest("revs for \(member.key) must be a JSON array of strings")
+      }
+      asked.append((member.key, revs))
+    }
+    var missing = JSONObject()
+    for (id, diff) in try store.revsDiff(asked) where !diff.missing.isEmpty {
+      missing.members.append(
+        .init(key: id, value: .array(diff.missing.map { .string($0.description) })))
+    }
+    return CouchResponse.json(.object(JSONObject(["missing_revs": .object(missing)])))
+  }
+
+  /// `GET/POST /{db}/_all_docs`: `keys`, `key`, `startkey`/`start_key`, `endkey`/`end_key`,
+  /// `inclusive_end`, `descending`, `include_docs`, `conflicts`, `limit` (`0`: no rows),
+  /// `skip` and `update_seq` (the seq the rows were read at, as `_changes` writes seqs).
   func allDocs(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
     -> Response
   {
@@ -153,10 +201,12 @@ extension CouchServer {
     default:
       throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
     }
+    // Booleans as CouchDB reads view options: `true`/`false` in any case, else 400.
     options.descending = try query.bool("descending")
     options.inclusiveEnd = try query.bool("inclusive_end", default: true)
     options.includeDocs = try query.bool("include_docs")
     options.conflicts = try query.bool("conflicts")
+    options.updateSeq = try query.bool("update_seq")
     options.limit = try query.int("limit")
     options.skip = try query.int("skip") ?? 0
     if let key = try query.json("key") {
@@ -164,7 +214,7 @@ extension CouchServer {
         // One key: a range of one, or nothing when the key is not a string.
         guard let s = key.stringValue else {
           return CouchResponse.json(
-            try Self.emptyAllDocs(store), includeBody: request.method != .head)
+            try Self.emptyAllDocs(store, options), includeBody: request.method != .head)
         }
         options.startKey = s
         options.endKey = s
@@ -191,16 +241,17 @@ extension CouchServer {
     let limited = options
     let result =
       empty
-      ? try Self.emptyAllDocs(store)
+      ? try Self.emptyAllDocs(store, options)
       : try await reading(limit: options.limit) { try store.allDocs(limited).json }
     return CouchResponse.json(result, includeBody: request.method != .head)
   }
 
-  static func emptyAllDocs(_ store: DocumentStore) throws -> JSONValue {
-    .object(
-      JSONObject([
-        "total_rows": .int(try store.info.docCount), "offset": .int(0), "rows": .array([]),
-      ]))
+  static func emptyAllDocs(_ store: DocumentStore, _ options: AllDocsOptions) throws -> JSONValue {
+    let info = try store.info
+    return AllDocsResult(
+      totalRows: info.docCount, offset: 0, rows: [],
+      updateSeq: options.updateSeq ? info.updateSeq : nil
+    ).json
   }
 
   enum CollationBound {

@@ -31,13 +31,20 @@ struct ChangesRequest: Sendable {
 extension CouchServer {
   /// `GET/POST /{db}/_changes`.
   ///
-  /// Options: `feed` (`normal`, `longpoll`, `continuous`, `eventsource`), `since` (`0`, `now` or
-  /// a seq), `limit`, `descending`, `style` (`main_only`, `all_docs`), `include_docs`,
-  /// `conflicts`, `heartbeat`, `timeout`, `filter=_doc_ids` (`doc_ids` in the query or the
-  /// body), `filter=_selector` (`selector` in the body), `filter=NAME` for a filter registered
-  /// with the data directory (``DocumentFilters``; the wiki's `filter=wiki&wiki=ID`: the wiki
-  /// document and its pages) and `history=true` (every revision event, with actor and origin, instead of
-  /// one row per document). Seqs are integers (log positions).
+  /// Options: `feed` (`normal`, `longpoll`, `continuous` or its alias `live`, `eventsource`),
+  /// `since` (`0`, `now` or a seq; `last-event-id` is the same option, and an eventsource feed's
+  /// `Last-Event-ID` header overrides both), `limit` (`0` answers no rows), `descending`, `style`
+  /// (`main_only`, `all_docs`), `include_docs`, `conflicts`, `heartbeat`, `timeout`,
+  /// `filter=_doc_ids` (`doc_ids` in the query or the body), `filter=_selector` (`selector` in
+  /// the body), `filter=NAME` for a filter registered with the data directory
+  /// (``DocumentFilters``; the wiki's `filter=wiki&wiki=ID`: the wiki document and its pages)
+  /// and `history=true` (every revision event, with actor and origin, instead of one row per
+  /// document). As in CouchDB, option names are read without case and a flag is set only by
+  /// `true` (any other value leaves it off). Seqs are integers (log positions).
+  ///
+  /// A `longpoll` with nothing to answer yet starts its response at once, as CouchDB does: the
+  /// status, the headers and `{"results":[` (then a newline per heartbeat), and the rows and
+  /// `last_seq` when a change comes or the timeout ends it.
   func changes(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
     -> Response
   {
@@ -53,31 +60,24 @@ extension CouchServer {
       }
       let hub = hubs.hub(for: store)
       let hubs = self.hubs
-      if parsed.heartbeat != nil {
-        // Stream newlines while waiting, then the answer.
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        headers[.cacheControl] = "must-revalidate"
-        return Response(
-          status: .ok, headers: headers,
-          body: ResponseBody { writer in
-            let result = try await withGracefulShutdownHandler {
-              try await Self.longpoll(store, hub, parsed, after: first) {
-                try await writer.write(ByteBuffer(string: "\n"))
-              }
-            } onGracefulShutdown: {
-              hubs.shutDown()
+      var headers = HTTPFields()
+      headers[.contentType] = "application/json"
+      headers[.cacheControl] = "must-revalidate"
+      return Response(
+        status: .ok, headers: headers,
+        body: ResponseBody { writer in
+          // What CouchDB sends before it waits: the start of the object and a newline.
+          try await writer.write(ByteBuffer(string: "{\"results\":[\n\n"))
+          let result = try await withGracefulShutdownHandler {
+            try await Self.longpoll(store, hub, parsed, after: first) {
+              try await writer.write(ByteBuffer(string: "\n"))
             }
-            try await writer.write(ByteBuffer(bytes: Self.changesJSON(result)))
-            try await writer.finish(nil)
-          })
-      }
-      let result = try await withGracefulShutdownHandler {
-        try await Self.longpoll(store, hub, parsed, after: first) {}
-      } onGracefulShutdown: {
-        hubs.shutDown()
-      }
-      return changesResponse(result)
+          } onGracefulShutdown: {
+            hubs.shutDown()
+          }
+          try await writer.write(ByteBuffer(bytes: Self.changesJSON(result, opened: true)))
+          try await writer.finish(nil)
+        })
     case .continuous, .eventsource:
       return streamChanges(store, hubs.hub(for: store), parsed)
     }
@@ -108,27 +108,54 @@ extension CouchServer {
     }
     let maxTimeout = options.maxChangesTimeoutMilliseconds
     var parsed = ChangesRequest(timeout: .milliseconds(maxTimeout))
-    if let feed = query["feed"] {
-      guard let f = ChangesFeed(rawValue: feed) else {
+    // CouchDB reads these options with their names lowercased, the last of a repeated one
+    // counting; flags are set by `true` alone, any other value is ignored.
+    func value(_ name: String) -> String? { query.last(ofAny: [name]) }
+    func flag(_ name: String) -> Bool { value(name) == "true" }
+    if let feed = value("feed") {
+      guard let f = feed == "live" ? .continuous : ChangesFeed(rawValue: feed) else {
         throw ReplicationError.badRequest(
-          "feed must be normal, longpoll, continuous or eventsource, not \"\(feed)\"")
+          "Supported `feed` types: normal, continuous, live, longpoll, eventsource")
       }
       parsed.feed = f
     }
     var o = ChangesOptions()
-    o.since = try query.seq("since") { try store.info.updateSeq } ?? .start
-    o.limit = try query.int("limit")
-    o.descending = try query.bool("descending")
-    switch query["style"] {
+    // `last-event-id` is another name for `since`; for an eventsource feed the
+    // `Last-Event-ID` header (a browser reconnecting) overrides both.
+    var since = query.last(ofAny: ["since", "last-event-id"])
+    if parsed.feed == .eventsource, let header = request.headers[Self.lastEventID] {
+      since = header
+    }
+    if let since {
+      if since == "now" {
+        o.since = try store.info.updateSeq
+      } else {
+        guard let seq = QueryParameters.parseSeq(since) else {
+          throw ReplicationError.badRequest("Invalid since sequence: \"\(since)\"")
+        }
+        o.since = seq
+      }
+    }
+    func nonNegative(_ name: String) throws(ReplicationError) -> Int? {
+      guard let text = value(name) else { return nil }
+      guard let n = Int(text) else {
+        throw .badRequest("The \(name) parameter should be a non-negative integer")
+      }
+      guard n >= 0 else { throw .badRequest("The \(name) value should be a non-negative integer") }
+      return n
+    }
+    o.limit = try nonNegative("limit")
+    o.descending = flag("descending")
+    switch value("style") {
     case nil, "main_only": o.style = .mainOnly
     case "all_docs": o.style = .allDocs
     case let other?:
       throw ReplicationError.badRequest("style must be main_only or all_docs, not \"\(other)\"")
     }
-    o.includeDocs = try query.bool("include_docs")
-    o.conflicts = try query.bool("conflicts")
-    o.history = try query.bool("history")
-    switch query["filter"] {
+    o.includeDocs = flag("include_docs")
+    o.conflicts = flag("conflicts")
+    o.history = flag("history")
+    switch value("filter") {
     case nil: break
     case "_doc_ids":
       let ids: [String]?
@@ -160,7 +187,7 @@ extension CouchServer {
       o.filter = filter
     }
     parsed.options = o
-    if let heartbeat = query["heartbeat"] {
+    if let heartbeat = value("heartbeat") {
       if heartbeat == "true" {
         parsed.heartbeat = .milliseconds(maxTimeout)
       } else if heartbeat != "false" {
@@ -171,17 +198,21 @@ extension CouchServer {
         parsed.heartbeat = .milliseconds(max(10, min(ms, maxTimeout)))
       }
     }
-    if let timeout = try query.int("timeout") {
+    if let timeout = try nonNegative("timeout") {
       parsed.timeout = .milliseconds(min(timeout, maxTimeout))
     }
     return parsed
   }
 
-  /// `{"results":[...],"last_seq":N,"pending":N}`, one row a line.
-  static func changesJSON(_ result: ChangesResult) -> [UInt8] {
-    var bytes: [UInt8] = Array(#"{"results":["#.utf8)
+  /// The `Last-Event-ID` request header.
+  static let lastEventID = HTTPField.Name("Last-Event-ID")!
+
+  /// `{"results":[...],"last_seq":N,"pending":N}`, one row a line; with `opened`, without the
+  /// `{"results":[` already sent.
+  static func changesJSON(_ result: ChangesResult, opened: Bool = false) -> [UInt8] {
+    var bytes: [UInt8] = opened ? [] : Array(#"{"results":["#.utf8)
     for (i, row) in result.results.enumerated() {
-      bytes.append(contentsOf: (i == 0 ? "\n" : ",\n").utf8)
+      bytes.append(contentsOf: (i == 0 ? (opened ? "" : "\n") : ",\n").utf8)
       rowJSON(row).serialize(into: &bytes)
     }
     bytes.append(

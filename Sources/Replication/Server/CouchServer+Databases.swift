@@ -29,21 +29,78 @@ extension CouchServer {
         ])), includeBody: !head)
   }
 
-  /// `GET /_uuids?count=N`: random 32-hex-digit ids, as CouchDB's `random` algorithm.
+  /// `GET /_uuids?count=N`: random 32-hex-digit ids, as CouchDB's `random` algorithm, with
+  /// CouchDB's limits (`count` at most `max_count`, ``CouchServerOptions/maxUUIDCount``) and
+  /// its cache-busting headers (`Cache-Control: no-cache`, `Pragma`, `Expires` in the past, an
+  /// `ETag` of the ids).
   func uuids(_ query: QueryParameters) throws -> Response {
-    let count = try query.int("count") ?? 1
-    guard count <= options.maxUUIDCount else {
-      throw ReplicationError.badRequest("count parameter too large")
+    var count = 1
+    if let text = query["count"] {
+      guard let n = Int(text), n >= 0 else {
+        throw ReplicationError.badRequest("count must be a positive integer")
+      }
+      guard n <= options.maxUUIDCount else {
+        throw ReplicationError.badRequest("count parameter too large")
+      }
+      count = n
     }
-    let ids: [JSONValue] = (0..<count).map { _ in
-      .string(String(UUID().uuidString.lowercased().filter { $0 != "-" }))
-    }
+    let ids = (0..<count).map { _ in Self.randomUUID() }
     var headers = HTTPFields()
     headers[HTTPField.Name("Pragma")!] = "no-cache"
-    headers[HTTPField.Name("Expires")!] = "Fri, 01 Jan 1990 00:00:00 GMT"
-    var response = CouchResponse.json(.object(JSONObject(["uuids": .array(ids)])), headers: headers)
-    response.headers[.cacheControl] = "must-revalidate, no-cache"
+    headers[HTTPField.Name("Expires")!] = "Mon, 01 Jan 1990 00:00:00 GMT"
+    headers[.eTag] = "\"\(MD5.hash(Array(ids.joined().utf8)).description)\""
+    var response = CouchResponse.json(
+      .object(JSONObject(["uuids": .array(ids.map { .string($0) })])), headers: headers)
+    response.headers[.cacheControl] = "no-cache"
     return response
+  }
+
+  /// A random 128-bit id in 32 lowercase hex digits (CouchDB's `random` uuids).
+  static func randomUUID() -> String {
+    String(UUID().uuidString.lowercased().filter { $0 != "-" })
+  }
+
+  /// The most keys one `POST /_dbs_info` may ask for (CouchDB's
+  /// `max_db_number_for_dbs_info_req`).
+  static let maxDatabasesInfoKeys = 100
+
+  /// `GET /_dbs_info`: `[{"key": name, "info": {...}}]` for every database, in name order;
+  /// `POST /_dbs_info` with `{"keys": [...]}`: the same for each key, in order, or
+  /// `{"key": key, "error": "not_found"}` for one that is not a database. `info` is what
+  /// `GET /{db}` answers.
+  func databasesInfo(_ request: Request) async throws -> Response {
+    var entries: [JSONValue] = []
+    switch request.method {
+    case .get, .head:
+      for name in dataDirectory.databaseNames() {
+        // A database deleted meanwhile is left out, as CouchDB does.
+        guard let store = try? await open(name) else { continue }
+        entries.append(
+          .object(JSONObject(["key": .string(name), "info": try databaseInfo(name, store)])))
+      }
+    case .post:
+      let body = try await objectBody(of: request)
+      guard let keys = body["keys"] else {
+        throw ReplicationError.badRequest("`keys` member must exist.")
+      }
+      guard let array = keys.arrayValue else {
+        throw ReplicationError.badRequest("`keys` member must be an array.")
+      }
+      guard array.count <= Self.maxDatabasesInfoKeys else {
+        throw ReplicationError.badRequest("too_many_keys")
+      }
+      for key in array {
+        if let name = key.stringValue, let store = try? await open(name) {
+          entries.append(
+            .object(JSONObject(["key": key, "info": try databaseInfo(name, store)])))
+        } else {
+          entries.append(.object(JSONObject(["key": key, "error": .string("not_found")])))
+        }
+      }
+    default:
+      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
+    }
+    return CouchResponse.json(.array(entries), includeBody: request.method != .head)
   }
 
   // MARK: Databases
@@ -58,6 +115,7 @@ extension CouchServer {
       return CouchResponse.json(
         try databaseInfo(name, store), includeBody: request.method == .get)
     case .put:
+      try Self.checkCreationOptions(query)
       try await blocking { _ = try dataDirectory.create(name) }
       var headers = HTTPFields()
       headers[.location] = "/" + PercentDecoding.encode(name)
@@ -76,10 +134,40 @@ extension CouchServer {
       let body = try await self.body(of: request)
       let actor = options.actor
       let result = try await store.putAsync(body, actor: actor)
-      return writeResponse(
-        result, location: "/\(PercentDecoding.encode(name))/\(PercentDecoding.encode(result.id))")
+      if query["batch"] == "ok" { return batchAccepted(result) }
+      return writeResponse(result, location: location(name, result.id))
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "POST", "PUT"])
+    }
+  }
+
+  /// The options of `PUT /{db}` that ask for what a wikilog database is not, refused before
+  /// anything is created: `partitioned=true` (`501`; `false` is what every database is),
+  /// `q` or `n` other than 1 (sharding and clustering, `501`; a wikilog database is one
+  /// unsharded copy, `q=1&n=1`), `placement` (`501`) and `engine` (`400
+  /// invalid_engine_extension`, CouchDB's answer for an engine it does not have). Values that
+  /// are not valid at all get CouchDB's `400`.
+  static func checkCreationOptions(_ query: QueryParameters) throws(ReplicationError) {
+    switch query["partitioned"] {
+    case nil, "false": break
+    case "true": throw .notImplemented("partitioned databases (?partitioned=true)")
+    default: throw .badRequest("Invalid `partitioned` parameter")
+    }
+    for (name, what) in [("q", "sharding"), ("n", "keeping several copies of a database")] {
+      guard let text = query[name] else { continue }
+      guard let n = Int(text), n > 0 else {
+        throw .badRequest("The `\(name)` value should be a positive integer.")
+      }
+      if n != 1 {
+        throw .notImplemented(
+          "\(what) (?\(name)=\(n))", "a wikilog database is one unsharded copy (q=1, n=1)")
+      }
+    }
+    if query["placement"] != nil {
+      throw .notImplemented("shard placement (?placement=)")
+    }
+    if query["engine"] != nil {
+      throw .badRequest("invalid_engine_extension")
     }
   }
 

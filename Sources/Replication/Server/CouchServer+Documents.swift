@@ -7,9 +7,16 @@ import RevTree
 extension CouchServer {
   // MARK: Documents
 
-  /// `GET/HEAD/PUT/DELETE /{db}/{docid}`.
+  /// `GET/HEAD/PUT/DELETE/COPY /{db}/{docid}`.
+  ///
+  /// `PUT` writes the document under the URL's id (a different `_id` in the body is ignored, as
+  /// CouchDB does); with `?batch=ok` it answers `202 {"ok":true,"id":...}` without the rev, as
+  /// CouchDB does (wikilog still makes the write durable before answering, and reports its
+  /// error if it fails). `COPY` copies the document (`?rev=` or `If-Match` names the source
+  /// revision) to the `Destination` header's id, which may end in `?rev=` to overwrite.
   func document(
-    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, context: Context
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context
   ) async throws -> Response {
     switch request.method {
     case .get, .head:
@@ -17,20 +24,81 @@ extension CouchServer {
     case .put:
       let body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
-      if try !query.bool("new_edits", default: true) {
-        return try await putReplicated(store, id: id, body: body, context: context)
+      let result: DocumentWriteResult
+      if query["new_edits"] == "false" {
+        result = try await putReplicated(store, id: id, body: body, context: context)
+      } else {
+        let actor = options.actor
+        result = try await store.putAsync(
+          body, id: id, rev: rev, actor: actor, idWinsOverBody: true)
       }
-      let actor = options.actor
-      let result = try await store.putAsync(body, id: id, rev: rev, actor: actor)
-      return writeResponse(result)
+      if query["batch"] == "ok" { return batchAccepted(result) }
+      return writeResponse(result, location: location(db, id))
     case .delete:
       guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
       let actor = options.actor
       let result = try await store.deleteAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
+    case Self.copy:
+      return try await copyDocument(store, db: db, id: id, request: request, query: query)
     default:
-      throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
+      throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT", "COPY"])
     }
+  }
+
+  /// The `COPY` method (WebDAV's, which CouchDB uses).
+  static let copy = HTTPRequest.Method("COPY")!
+
+  /// `/{db}/{docid}`, percent-encoded, for `Location`.
+  func location(_ db: String, _ id: String) -> String {
+    "/\(PercentDecoding.encode(db))/\(PercentDecoding.encode(id))"
+  }
+
+  /// `COPY /{db}/{docid}` with `Destination: {target}` or `Destination: {target}?rev={rev}`:
+  /// writes the body of the source document (its winner, or the revision `?rev=`/`If-Match`
+  /// names) as a new revision of `target` (a new document, or an edit of the leaf `rev`;
+  /// without `rev` an existing target is a `409` conflict). Answers `201` with the target's
+  /// id and new rev, `ETag` and `Location`, as CouchDB.
+  func copyDocument(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters
+  ) async throws -> Response {
+    guard let destination = request.headers[Self.destinationHeader] else {
+      throw ReplicationError.badRequest("Destination header is mandatory for COPY.")
+    }
+    let lowered = destination.lowercased()
+    if lowered.hasPrefix("http://") || lowered.hasPrefix("https://") {
+      throw ReplicationError.badRequest("Destination URL must be relative.")
+    }
+    var targetID = Substring(destination)
+    var targetRev: String?
+    if let question = destination.firstIndex(of: "?") {
+      targetID = destination[..<question]
+      let parameter = destination[destination.index(after: question)...]
+      guard let eq = parameter.firstIndex(of: "=") else {
+        throw ReplicationError.badRequest("Destination header must be {docid} or {docid}?rev={rev}")
+      }
+      targetRev = String(parameter[parameter.index(after: eq)...])
+    }
+    let target = try PercentDecoding.decode(targetID)
+    if target.hasPrefix("_local/") || id.hasPrefix("_local/") {
+      throw ReplicationError.notImplemented("COPY of _local documents")
+    }
+    let source = try store.get(id, options: GetOptions(rev: try requestedRev(request, query)))
+    var body = source.objectValue ?? JSONObject()
+    body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
+    let actor = options.actor
+    let result = try await store.putAsync(
+      JSONValue.object(body).serialized(), id: target, rev: targetRev, actor: actor)
+    return writeResponse(result, location: location(db, target))
+  }
+
+  /// The `Destination` request header of `COPY`.
+  static let destinationHeader = HTTPField.Name("Destination")!
+
+  /// CouchDB's answer to a `?batch=ok` write: `202 {"ok":true,"id":...}`, no rev, no `ETag`.
+  func batchAccepted(_ result: DocumentWriteResult) -> Response {
+    CouchResponse.json(
+      .object(JSONObject(["ok": .bool(true), "id": .string(result.id)])), status: .accepted)
   }
 
   /// `?rev=` or `If-Match`; both must agree when given.
@@ -50,17 +118,18 @@ extension CouchServer {
 
   /// `GET /{db}/{docid}` with `rev`, `revs`, `revs_info`, `open_revs`, `latest`, `conflicts`,
   /// `deleted_conflicts`, `local_seq` (and `meta`, which is `conflicts` + `deleted_conflicts` +
-  /// `revs_info`).
+  /// `revs_info`). As in CouchDB (`chttpd_db:parse_doc_query`), a flag is set by `true` alone;
+  /// any other value (`True`, `1`, `yes`) is ignored, without an error.
   func getDocument(_ store: DocumentStore, id: String, query: QueryParameters, head: Bool) throws
     -> Response
   {
-    let meta = try query.bool("meta")
+    let meta = query.flag("meta")
     var options = GetOptions(
-      rev: query["rev"], revs: try query.bool("revs"),
-      revsInfo: try query.bool("revs_info") || meta,
-      conflicts: try query.bool("conflicts") || meta,
-      deletedConflicts: try query.bool("deleted_conflicts") || meta,
-      latest: try query.bool("latest"), localSeq: try query.bool("local_seq"))
+      rev: query["rev"], revs: query.flag("revs"),
+      revsInfo: query.flag("revs_info") || meta,
+      conflicts: query.flag("conflicts") || meta,
+      deletedConflicts: query.flag("deleted_conflicts") || meta,
+      latest: query.flag("latest"), localSeq: query.flag("local_seq"))
     if let openRevs = query["open_revs"] {
       options.rev = nil
       let which: OpenRevs
@@ -81,26 +150,25 @@ extension CouchServer {
     return CouchResponse.json(doc, includeBody: !head, headers: headers)
   }
 
-  /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`.
+  /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`, stored
+  /// under the URL's id.
   func putReplicated(_ store: DocumentStore, id: String, body: [UInt8], context: Context)
-    async throws -> Response
+    async throws -> DocumentWriteResult
   {
     let input = try DocumentInput(json: body)
-    if let bodyID = input.id, bodyID != id {
-      throw ReplicationError.badRequest("Document id in the body does not match the URL")
-    }
     guard let rev = input.rev else {
       throw ReplicationError.badRequest("new_edits=false requires _rev")
     }
     var object = input.full.objectValue ?? JSONObject()
-    if input.id == nil { object.members.insert(.init(key: "_id", value: .string(id)), at: 0) }
+    object.members.removeAll { $0.key == "_id" }
+    object.members.insert(.init(key: "_id", value: .string(id)), at: 0)
     let doc = JSONValue.object(object)
     let actor = options.actor
     let origin = replicationOrigin(context)
     let failures = try await store.bulkDocsAsync(
       [doc], newEdits: false, actor: actor, origin: origin)
     if let error = failures.first?.error { throw error }
-    return writeResponse(DocumentWriteResult(id: id, rev: rev))
+    return DocumentWriteResult(id: id, rev: rev)
   }
 
   /// `201 {"ok":true,"id":...,"rev":...}` with `ETag` and `Location`.
@@ -133,6 +201,8 @@ extension CouchServer {
       let actor = options.actor
       let result = try await store.deleteLocalAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
+    case Self.copy:
+      throw ReplicationError.notImplemented("COPY of _local documents")
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
     }

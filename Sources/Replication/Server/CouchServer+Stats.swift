@@ -5,6 +5,17 @@ import Projections
 import RevTree
 
 extension CouchServer {
+  /// The name of this single node, which `{node}` in `/_node/{node}/...` must be (or `_local`).
+  static let nodeName = "nonode@nohost"
+
+  /// `node`'s name if it is this node (`_local` or ``nodeName``); `404` otherwise.
+  static func checkedNodeName(_ node: String) throws(ReplicationError) -> String {
+    guard node == "_local" || node == nodeName else {
+      throw ReplicationError("not_found", "no node named \(node)", status: 404)
+    }
+    return nodeName
+  }
+
   /// `GET /_node/{node}/_stats[/group[/metric]]`: CouchDB's statistics shape (each metric
   /// `{"value", "type", "desc"}`), for what this process has written through the databases it
   /// has open. `{node}` is `_local` or `nonode@nohost`, the name a single CouchDB node has.
@@ -13,9 +24,7 @@ extension CouchServer {
   /// `commits` counts write transactions and `grouped_writes` the writes that went through the
   /// writer queue, so `grouped_writes / group_commits` is the mean group size.
   func nodeStats(node: String, path: [String], head: Bool) throws -> Response {
-    guard node == "_local" || node == "nonode@nohost" else {
-      throw ReplicationError("not_found", "no node named \(node)", status: 404)
-    }
+    _ = try Self.checkedNodeName(node)
     let open = dataDirectory.openStores()
     var total = EventLog.Statistics()
     for (_, store) in open {

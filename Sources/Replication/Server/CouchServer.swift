@@ -130,6 +130,8 @@ public struct CouchServer: HTTPResponder {
       try allow(method, [.get, .head])
       return CouchResponse.json(
         .array(dataDirectory.databaseNames().map { .string($0) }), includeBody: method != .head)
+    case .databasesInfo:
+      return try await databasesInfo(request)
     case .up:
       try allow(method, [.get, .head])
       return CouchResponse.json(
@@ -137,6 +139,11 @@ public struct CouchServer: HTTPResponder {
     case .uuids:
       try allow(method, [.get, .head])
       return try uuids(query)
+    case .node(let node):
+      try allow(method, [.get, .head])
+      return CouchResponse.json(
+        .object(JSONObject(["name": .string(try Self.checkedNodeName(node))])),
+        includeBody: method != .head)
     case .nodeStats(let node, let path):
       try allow(method, [.get, .head])
       return try nodeStats(node: node, path: path, head: method == .head)
@@ -157,6 +164,9 @@ public struct CouchServer: HTTPResponder {
       case .revsDiff:
         try allow(method, [.post])
         return try await revsDiff(store, request: request)
+      case .missingRevs:
+        try allow(method, [.post])
+        return try await missingRevs(store, request: request)
       case .changes:
         return try await changes(store, request: request, query: query)
       case .ensureFullCommit:
@@ -172,9 +182,13 @@ public struct CouchServer: HTTPResponder {
       return try await local(store, id: id, request: request, query: query)
     case .document(let db, let id):
       let store = try await open(db)
-      return try await document(store, id: id, request: request, query: query, context: context)
-    case .unsupported(let reason):
-      throw ReplicationError.badRequest(reason)
+      return try await document(
+        store, db: db, id: id, request: request, query: query, context: context)
+    case .unserved(let error):
+      throw error
+    case .databaseUnserved(let db, let error):
+      _ = try await open(db)
+      throw error
     }
   }
 

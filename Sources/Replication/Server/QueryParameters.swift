@@ -34,14 +34,28 @@ struct QueryParameters: Sendable {
     ReplicationError(errorName, reason, status: 400)
   }
 
-  /// `true`/`false`; absent is `defaultValue`.
+  /// A flag as CouchDB reads the options of document reads, `_bulk_get` and `_changes`
+  /// (`chttpd_db:parse_doc_query`, `parse_changes_query`): exactly `true` sets it; any other
+  /// value, `True` included, is ignored and leaves it false, without an error.
+  func flag(_ name: String) -> Bool { self[name] == "true" }
+
+  /// A boolean as CouchDB reads the options of `_all_docs` and views
+  /// (`couch_mrview_http:parse_boolean`): `true` or `false` in any case (`True`, `FALSE`);
+  /// absent is `defaultValue`; anything else is `400 query_parse_error`
+  /// `Invalid boolean parameter: "yes"`.
   func bool(_ name: String, default defaultValue: Bool = false) throws(ReplicationError) -> Bool {
     guard let value = self[name] else { return defaultValue }
-    switch value {
+    switch value.lowercased() {
     case "true": return true
     case "false": return false
-    default: throw error("Invalid boolean parameter: \"\(name)=\(value)\"")
+    default: throw error("Invalid boolean parameter: \"\(value)\"")
     }
+  }
+
+  /// The last value of any of `names`, compared without case (CouchDB lowercases the names of
+  /// `_changes` options, and the last of repeated options counts).
+  func last(ofAny names: Set<String>) -> String? {
+    pairs.last { names.contains($0.name.lowercased()) }?.value
   }
 
   /// A non-negative integer, or nil when absent.

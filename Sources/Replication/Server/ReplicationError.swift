@@ -50,6 +50,15 @@ public struct ReplicationError: Error, Sendable, Hashable, HTTPResponseError {
     ReplicationError("not_found", reason, status: 404)
   }
 
+  /// `501 not_implemented`: "`feature` is not implemented by wikilog", with an optional note
+  /// after it. The answer for every CouchDB endpoint and option wikilog does not serve.
+  public static func notImplemented(_ feature: String, _ note: String? = nil) -> ReplicationError {
+    ReplicationError(
+      "not_implemented",
+      "\(feature) is not implemented by wikilog" + (note.map { "; " + $0 } ?? ""),
+      status: 501)
+  }
+
   /// `405 method_not_allowed`, listing the methods the resource takes in `Allow`.
   public static func methodNotAllowed(_ methods: [String]) -> ReplicationError {
     var e = ReplicationError(
