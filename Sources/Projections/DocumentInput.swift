@@ -6,8 +6,8 @@ public import RevTree
 /// CouchDB's rules (`couch_doc:transfer_fields`): `_id`, `_rev`, `_deleted` and `_revisions` are
 /// taken out; `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored;
 /// `_access` and the replicator's `_replication_*` fields stay in the body; any other top-level
-/// field starting with `_` is refused (`doc_validation`). Attachments are not
-/// supported by wikilog yet and are refused with a clear error rather than dropped.
+/// field starting with `_` is refused (`doc_validation`). Attachments are not built yet: a body
+/// with `_attachments` is refused (`not_implemented`) rather than stored without them.
 public struct DocumentInput: Sendable, Hashable {
   public var id: String?
   public var rev: String?
@@ -76,12 +76,15 @@ public struct DocumentInput: Sendable, Hashable {
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
-        throw StoreError.invalidDocument("attachments are not supported by wikilog")
+        throw StoreError.notImplemented("attachments (_attachments)")
       default:
         throw StoreError.invalidDocument("Bad special document member: \(key)")
       }
     }
     self.body = body
+    // As in CouchDB, `_revisions` names the revision edited (or replicated) when it is there,
+    // whatever `_rev` says.
+    if let revisions { rev = revisions.leaf.text }
   }
 
   /// Parses and splits a document from JSON bytes, enforcing ``maxBytes``.
@@ -179,7 +182,7 @@ public struct LocalDocumentInput: Sendable, Hashable {
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
-        throw StoreError.invalidDocument("attachments are not supported by wikilog")
+        throw StoreError.notImplemented("attachments (_attachments)")
       default:
         throw StoreError.invalidDocument("Bad special document member: \(key)")
       }

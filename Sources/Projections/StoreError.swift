@@ -24,6 +24,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case unavailable
     /// The disk or the map is full (507).
     case insufficientStorage
+    /// A CouchDB feature wikilog does not have (501).
+    case notImplemented
     /// A failure of the store itself (500).
     case internalError
   }
@@ -64,6 +66,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
   public static let conflict = StoreError("conflict", "Document update conflict.", code: .conflict)
   public static func forbidden(_ reason: String) -> StoreError {
     StoreError("forbidden", reason, code: .forbidden)
+  }
+  /// `not_implemented`: "`feature` is not implemented by wikilog".
+  public static func notImplemented(_ feature: String) -> StoreError {
+    StoreError("not_implemented", "\(feature) is not implemented by wikilog", code: .notImplemented)
   }
   public static func invalidDocument(_ reason: String) -> StoreError {
     StoreError("doc_validation", reason, code: .badRequest)

@@ -97,9 +97,6 @@ import Testing
     try cli.fails(
       ["import"], stdin: #"{"id":"b","revisions":[{"_id":"c","_rev":"1-x"}]}"#,
       "a revision of 'c' in the line of 'b'")
-    try cli.fails(
-      ["import"], stdin: #"{"_id":"b","_rev":"2-x","_revisions":{"start":2,"ids":["y","x"]}}"#,
-      "is not the first revision")
     try cli.fails(["import"], stdin: #"{"_id":"_bad","_rev":"1-x"}"#, "Only reserved document ids")
     try cli.fails(["import"], stdin: #"{"wikilog_export":7}"#, "unsupported export header")
     try cli.fails(["import"], stdin: "[1,2]", "expected a wikilog export")

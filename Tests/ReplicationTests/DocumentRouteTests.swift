@@ -110,12 +110,15 @@ import Wiki
       try await client.call(.put, "/db")
       for (uri, body) in [
         ("/db/doc", #"{"a":"#), ("/db/doc", "[1,2]"), ("/db/doc", ""), ("/db/_bad", "{}"),
-        ("/db/doc", #"{"_attachments":{}}"#), ("/db/doc", #"{"_unknown":1}"#),
+        ("/db/doc", #"{"_unknown":1}"#),
       ] {
         let r = try await client.call(.put, uri, body)
         #expect(r.code == 400, "\(uri) \(body)")
         #expect(r.json?["reason"]?.stringValue != nil)
       }
+      // Attachments are not built yet: refused as such, never stored without them.
+      let attachments = try await client.call(.put, "/db/doc", #"{"_attachments":{}}"#)
+      #expect(attachments.code == 501 && attachments.error == "not_implemented")
       #expect(try await client.call(.post, "/db", "nope").code == 400)
       #expect(try await client.call(.post, "/db/_bulk_docs", #"{"docs":[{"a":}]}"#).code == 400)
       #expect(try await client.call(.post, "/db/_bulk_docs", #"{"nodocs":[]}"#).code == 400)

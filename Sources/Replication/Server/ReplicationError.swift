@@ -112,6 +112,7 @@ extension StoreError.Code {
     case .tooLarge: 413
     case .unavailable: 503
     case .insufficientStorage: 507
+    case .notImplemented: 501
     case .internalError: 500
     }
   }
