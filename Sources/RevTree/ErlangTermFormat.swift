@@ -137,53 +137,64 @@ package enum ErlangTermFormat {
     case .number(let n): appendNumber(n, to: &out)
     case .string(let s): appendBinary(utf8: s, to: &out)
     case .array(let elements): appendArray(elements, to: &out)
-    case .object(let o): appendObject(o.members[...], to: &out)
+    case .object(let o): appendObject(o.members, to: &out)
     }
   }
 
-  /// Appends `{[{Key, Value}, ...]}` for `members`, in their order; of a key written more than
-  /// once only the last member is kept, where it stands (jiffy's `dedupe_keys`, which CouchDB
-  /// uses: `{"a":1,"b":2,"a":3}` is `{[{<<"b">>,2},{<<"a">>,3}]}`).
+  /// Appends `{[{Key, Value}, ...]}` for `members`, in their order, less those `skip` names;
+  /// of a key written more than once only the last member is kept, where it stands (jiffy's
+  /// `dedupe_keys`, which CouchDB uses: `{"a":1,"b":2,"a":3}` is `{[{<<"b">>,2},{<<"a">>,3}]}`).
   package static func appendObject(
-    _ members: some RandomAccessCollection<JSONObject.Member>, to out: inout ByteSink
+    _ members: [JSONObject.Member], skipping skip: (String) -> Bool = { _ in false },
+    to out: inout ByteSink
   ) {
     out.append(smallTuple)
     out.append(1)
-    guard !members.isEmpty else {
+    let n = members.count
+    // Which members are written: not skipped, and not followed by another of the same key.
+    // A bit mask for the usual object; a set past 64 members.
+    var small: UInt64 = 0
+    var large: Set<Int> = []
+    var written = 0
+    if n <= 64 {
+      for i in 0..<n where !skip(members[i].key) && !isShadowed(i, members) {
+        small |= 1 << UInt64(i)
+        written += 1
+      }
+    } else {
+      var seen: Set<String> = []
+      for i in stride(from: n - 1, through: 0, by: -1) {
+        let key = members[i].key
+        if seen.insert(key).inserted && !skip(key) { large.insert(i) }
+      }
+      written = large.count
+    }
+    guard written > 0 else {
       out.append(`nil`)
       return
     }
-    let shadowed = shadowedMembers(members)
     out.append(list)
-    appendUInt32(UInt32(members.count - shadowed.count), to: &out)
-    for (offset, m) in members.enumerated() where shadowed.isEmpty || !shadowed.contains(offset) {
+    appendUInt32(UInt32(written), to: &out)
+    for i in 0..<n {
+      guard n <= 64 ? small & (1 << UInt64(i)) != 0 : large.contains(i) else { continue }
       out.append(smallTuple)
       out.append(2)
-      appendBinary(utf8: m.key, to: &out)
-      appendJSON(m.value, to: &out)
+      appendBinary(utf8: members[i].key, to: &out)
+      appendJSON(members[i].value, to: &out)
     }
     out.append(`nil`)
   }
 
-  /// The offsets of members whose key is written again further on.
-  static func shadowedMembers(_ members: some RandomAccessCollection<JSONObject.Member>) -> Set<Int>
-  {
-    let keys = members.map(\.key)
-    var shadowed: Set<Int> = []
-    if keys.count <= 16 {
-      for i in keys.indices {
-        for j in (i + 1)..<keys.count where keys[i] == keys[j] {
-          shadowed.insert(i)
-          break
-        }
-      }
-    } else {
-      var seen: Set<String> = []
-      for i in keys.indices.reversed() where !seen.insert(keys[i]).inserted {
-        shadowed.insert(i)
-      }
+  /// Whether member `i`'s key is written again further on.
+  @inline(__always)
+  static func isShadowed(_ i: Int, _ members: [JSONObject.Member]) -> Bool {
+    let key = members[i].key
+    var j = i + 1
+    while j < members.count {
+      if members[j].key == key { return true }
+      j += 1
     }
-    return shadowed
+    return false
   }
 
   static func appendArray(_ elements: [JSONValue], to out: inout ByteSink) {

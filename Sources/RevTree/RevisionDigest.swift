@@ -89,11 +89,7 @@ public enum RevisionDigest {
       T.appendInteger(0, to: &out)
     }
     if case .object(let o) = body {
-      if o.members.contains(where: { isSpecialField($0.key) }) {
-        T.appendObject(o.members.filter { !isSpecialField($0.key) }, to: &out)
-      } else {
-        T.appendObject(o.members, to: &out)
-      }
+      T.appendObject(o.members, skipping: isSpecialField, to: &out)
     } else {
       T.appendJSON(body, to: &out)
     }
