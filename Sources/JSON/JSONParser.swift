@@ -3,7 +3,7 @@
 /// ```swift
 /// do { _ = try JSONValue(parsing: "[1,") } catch {
 ///   print(error)                      // unexpected end of input at byte 3
-///   print(error.kind == .unexpectedEnd, error.offset)   // true 3
+///   print(error.kind, error.offset)   // unexpectedEnd 3
 /// }
 /// ```
 public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -44,13 +44,12 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
 
   /// What went wrong and where, for people: `unexpected 'b' at byte 1`,
   /// `unexpected end of input at byte 3` (offsets count from 0).
-  public var description: String { "\(kind) at byte \(offset)" }
-}
+  public var description: String { "\(reason) at byte \(offset)" }
 
-extension JSONParseError.Kind: CustomStringConvertible {
-  /// What went wrong, for people: `unexpected 'b'`, `unexpected end of input`.
-  public var description: String {
-    switch self {
+  /// What went wrong, for people, without the offset: `unexpected 'b'`,
+  /// `unexpected end of input`. (``kind`` itself prints as its case: `unexpectedByte(98)`.)
+  public var reason: String {
+    switch kind {
     case .unexpectedEnd: "unexpected end of input"
     case .unexpectedByte(let byte):
       switch byte {

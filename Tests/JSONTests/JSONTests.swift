@@ -124,6 +124,8 @@ import Testing
     #expect(
       JSONParseError(.tooDeep(limit: 512), at: 512).description
         == "nested deeper than 512 levels at byte 512")
+    // The kind still prints as its case, as it always did.
+    #expect("\(JSONParseError.Kind.tooDeep(limit: 512))" == "tooDeep(limit: 512)")
     let ok = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
     #expect(throws: Never.self) { try JSONValue(parsing: ok) }
     let objects = String(repeating: "{\"a\":", count: 600)
