@@ -204,10 +204,17 @@ struct BulkDocs: ParsableCommand {
     let results = try db.store.bulkDocs(
       docs, newEdits: newEdits, actor: actor.name, origin: origin)
     printJSON(.array(results.map(\.json)))
-    let failed = results.filter { !$0.ok }.count
-    if failed > 0 {
+    let failed = results.filter { !$0.ok }
+    if !failed.isEmpty {
+      // A conflict needs the document's current revision: say where to find it.
+      let conflicts = failed.filter { $0.error?.code == .conflict }.map(\.id)
+      let hint =
+        conflicts.isEmpty
+        ? ""
+        : " (\(conflicts.count) in conflict: give each its current _rev, shown by \(global.suggest("get \(Shell.quote(conflicts[0]))"))\(conflicts.count > 1 ? " and so on" : ""))"
       throw CLIError(
-        "\(failed) of \(docs.count) documents were refused; the others were written", code: 2)
+        "\(failed.count) of \(docs.count) documents were refused\(hint); the others were written",
+        code: 2)
     }
   }
 }
