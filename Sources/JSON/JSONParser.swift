@@ -2,6 +2,7 @@
 ///
 /// ```swift
 /// do { _ = try JSONValue(parsing: "[1,") } catch {
+///   print(error)                      // unexpected end of input at byte 3
 ///   print(error.kind, error.offset)   // unexpectedEnd 3
 /// }
 /// ```
@@ -41,7 +42,35 @@ public struct JSONParseError: Error, Equatable, Sendable, CustomStringConvertibl
     self.offset = offset
   }
 
-  public var description: String { "invalid JSON at byte \(offset): \(kind)" }
+  /// What went wrong and where, for people: `unexpected 'b' at byte 1`,
+  /// `unexpected end of input at byte 3` (offsets count from 0).
+  public var description: String { "\(reason) at byte \(offset)" }
+
+  /// What went wrong, for people, without the offset: `unexpected 'b'`,
+  /// `unexpected end of input`. (``kind`` itself prints as its case: `unexpectedByte(98)`.)
+  public var reason: String {
+    switch kind {
+    case .unexpectedEnd: "unexpected end of input"
+    case .unexpectedByte(let byte):
+      switch byte {
+      case UInt8(ascii: "'"): #"unexpected "'""#
+      case 0x21...0x7E: "unexpected '\(Character(Unicode.Scalar(byte)))'"
+      case 0x20: "unexpected space"
+      case 0x09: "unexpected tab"
+      case 0x0A, 0x0D: "unexpected line break"
+      default:
+        "unexpected byte 0x\(byte < 0x10 ? "0" : "")\(String(byte, radix: 16, uppercase: true))"
+      }
+    case .invalidUTF8: "invalid UTF-8"
+    case .unescapedControlCharacter: "unescaped control character in a string"
+    case .invalidEscape: "invalid escape in a string"
+    case .loneSurrogate: "unpaired surrogate escape (\\uD800-\\uDFFF) in a string"
+    case .invalidNumber: "malformed number"
+    case .numberOutOfRange: "number out of range"
+    case .tooDeep(let limit): "nested deeper than \(limit) levels"
+    case .trailingData: "unexpected data after the JSON value"
+    }
+  }
 }
 
 extension JSONValue {

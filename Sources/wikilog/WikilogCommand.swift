@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Replication
 import Wiki
 
 @main
@@ -31,6 +32,8 @@ struct WikilogCommand: AsyncParsableCommand {
       Errors are one line on stderr (wikilog: error: ...); exit status 1 when a command fails \
       (nothing is written then), 64 for a usage error.
       """,
+    // One version for the command and the server (`GET /` reports it as the vendor version).
+    version: "wikilog \(CouchServer.version)",
     subcommands: [
       Init.self,
       Put.self,

@@ -87,10 +87,12 @@ import Testing
 
     let text = try cli.ok(["tail", "--format", "text", "--style", "all_docs"]).lines
     #expect(text.count == 1)
-    #expect(text.first?.contains("  repl  w:c  2-ccc (+1 leaves)  page: # ccc") == true)
+    // Each line shows its seq (#N), which --since and replay --as-of take.
+    #expect(text.first?.contains("Z  #2  repl  w:c  2-ccc (+1 leaves)  page: # ccc") == true)
     let historyText = try cli.ok(["tail", "--history", "--format", "text"]).lines
     #expect(historyText.count == 2)
-    #expect(historyText.first?.contains("repl  w:c  2-bbb  page: # bbb") == true)
+    #expect(historyText.first?.contains("Z  #1  repl  w:c  2-bbb  page: # bbb") == true)
+    #expect(historyText.last?.contains("Z  #2  repl  w:c  2-ccc  page: # ccc") == true)
   }
 
   @Test("ids and revisions that need escaping come out as valid JSON")

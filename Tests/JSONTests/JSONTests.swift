@@ -79,11 +79,38 @@ import Testing
     #expect(throws: error) { try JSONValue(parsing: input) }
   }
 
+  @Test(
+    "a parse error reads as what went wrong and where, not as an enum case",
+    arguments: [
+      ("{b", "unexpected 'b' at byte 1"),
+      ("[1,", "unexpected end of input at byte 3"),
+      ("[1,]", "unexpected ']' at byte 3"),
+      ("['a']", #"unexpected "'" at byte 1"#),
+      ("[1 \n", "unexpected end of input at byte 4"),
+      ("{\"a\" 1}", "unexpected '1' at byte 5"),
+      ("\u{1}", "unexpected byte 0x01 at byte 0"),
+      ("[1.]", "malformed number at byte 2"),
+      ("1e400", "number out of range at byte 0"),
+      ("\"a\tb\"", "unescaped control character in a string at byte 2"),
+      ("\"\\x\"", "invalid escape in a string at byte 1"),
+      ("1 2", "unexpected data after the JSON value at byte 2"),
+    ])
+  func described(input: String, message: String) {
+    #expect(throws: JSONParseError.self) { try JSONValue(parsing: input) }
+    do {
+      _ = try JSONValue(parsing: input)
+    } catch {
+      #expect(error.description == message)
+      #expect("\(error)" == message)
+    }
+  }
+
   @Test("invalid UTF-8 in a string is rejected")
   func invalidUTF8() {
     #expect(throws: JSONParseError(.invalidUTF8, at: 2)) {
       try JSONValue(parsing: [0x22, 0x61, 0xFF, 0x22])
     }
+    #expect(JSONParseError(.invalidUTF8, at: 2).description == "invalid UTF-8 at byte 2")
     #expect(throws: JSONParseError.self) { try JSONValue(parsing: [0x22, 0xC3, 0x22]) }
     #expect(throws: JSONParseError.self) {
       try JSONValue(parsing: [0x22, 0x5C, 0x6E, 0xED, 0xA0, 0x80, 0x22])
@@ -94,6 +121,11 @@ import Testing
   func deepNesting() {
     let deep = [UInt8](repeating: UInt8(ascii: "["), count: 100_000)
     #expect(throws: JSONParseError(.tooDeep(limit: 512), at: 512)) { try JSONValue(parsing: deep) }
+    #expect(
+      JSONParseError(.tooDeep(limit: 512), at: 512).description
+        == "nested deeper than 512 levels at byte 512")
+    // The kind still prints as its case, as it always did.
+    #expect("\(JSONParseError.Kind.tooDeep(limit: 512))" == "tooDeep(limit: 512)")
     let ok = String(repeating: "[", count: 512) + String(repeating: "]", count: 512)
     #expect(throws: Never.self) { try JSONValue(parsing: ok) }
     let objects = String(repeating: "{\"a\":", count: 600)

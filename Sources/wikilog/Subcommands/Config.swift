@@ -10,8 +10,8 @@ struct Config: ParsableCommand {
     abstract: "Show or change the database's settings.",
     discussion: """
       Examples:
-        wikilog config revs-limit          # print it
-        wikilog config revs-limit 100      # set it (applies from each document's next write)
+        wikilog config revs-limit        # print it
+        wikilog config revs-limit 100    # set it (from each document's next write)
       """,
     subcommands: [RevsLimit.self])
 }

@@ -9,9 +9,11 @@ struct Demo: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Seed a demo wiki into a database of the data directory, if that database is empty.",
     discussion: """
-      Writes a TouchWiki wiki document, linked pages with some history by alice, bob and carol, a
-      deleted page, and one conflict (two branches of a page written as replicated revisions).
-      Does nothing when the database already has documents, so it is safe to run again.
+      Writes a TouchWiki wiki document, linked pages with some history by alice, bob and \
+      carol, a deleted page, and one conflict (two branches of a page written as replicated \
+      revisions), all now: each document's created_at and updated_at are the times of the \
+      writes that made it. Does nothing when the database already has documents, so it is safe \
+      to run again.
 
       Example:
         wikilog demo --db /tmp/demo && wikilog serve --db /tmp/demo
@@ -43,77 +45,81 @@ struct Demo: ParsableCommand {
 }
 
 /// The demo content: a small TouchWiki wiki written through the document store.
+///
+/// Every document's `created_at` and `updated_at` are real times: `updated_at` is taken just
+/// before the write that carries it (as `wikilog wiki edit` does), so it is the time of that
+/// write's event to within the moment the write takes, never a made-up past.
 enum DemoWiki {
   static let wikiID = "demo"
-
-  static func timestamp(_ minutesAgo: Int) -> String {
-    let date = Date().addingTimeInterval(Double(-minutesAgo * 60))
-    return ISO8601DateFormatter().string(from: date)
-  }
 
   static func json(_ members: KeyValuePairs<String, JSONValue>) -> [UInt8] {
     JSONValue.object(JSONObject(members)).serialized()
   }
 
-  static func page(_ title: String, _ markdown: String, by user: String, minutesAgo: Int)
+  static func page(_ markdown: String, by user: String, created: String, updated: String)
     -> KeyValuePairs<String, JSONValue>
   {
     [
       "type": .string("page"), "wiki_id": .string(wikiID), "markdown": .string(markdown),
-      "created_at": .string(timestamp(minutesAgo)), "updated_at": .string(timestamp(minutesAgo)),
+      "created_at": .string(created), "updated_at": .string(updated),
       "updated_by": .string(user),
     ]
   }
 
   /// Writes everything; returns a one-line summary.
   static func seed(_ store: DocumentStore) throws -> String {
-    func wiki(members: [String], minutesAgo: Int) -> [UInt8] {
-      json([
+    var created: [String: String] = [:]  // each document's first write time
+    /// The time of the write about to be made to `id`, and when `id` was created.
+    func times(_ id: String) -> (created: String, updated: String) {
+      let now = Time.now()
+      if created[id] == nil { created[id] = now }
+      return (created[id]!, now)
+    }
+    func wiki(members: [String]) -> [UInt8] {
+      let (createdAt, updatedAt) = times(wikiID)
+      return json([
         "type": .string("wiki"), "title": .string("Demo Wiki"), "owner_id": .string("alice"),
         "members": .array(members.map { .string($0) }),
         "markdown": .string("A wiki to try wikilog. Start at [[Home]]."),
-        "created_at": .string(timestamp(120)), "updated_at": .string(timestamp(minutesAgo)),
+        "created_at": .string(createdAt), "updated_at": .string(updatedAt),
       ])
     }
-    func put(
-      _ title: String, _ markdown: String, by user: String, rev: String? = nil, minutesAgo: Int
-    )
+    func put(_ title: String, _ markdown: String, by user: String, rev: String? = nil)
       throws -> String
     {
-      try store.put(
-        json(page(title, markdown, by: user, minutesAgo: minutesAgo)), id: "\(wikiID):\(title)",
+      let id = "\(wikiID):\(title)"
+      let (createdAt, updatedAt) = times(id)
+      return try store.put(
+        json(page(markdown, by: user, created: createdAt, updated: updatedAt)), id: id,
         rev: rev, actor: user
       ).rev!
     }
 
     var revisions = 0
-    let wiki1 = try store.put(wiki(members: ["bob"], minutesAgo: 120), id: wikiID, actor: "alice")
-    _ = try store.put(
-      wiki(members: ["bob", "carol"], minutesAgo: 60), id: wikiID, rev: wiki1.rev, actor: "alice")
+    let wiki1 = try store.put(wiki(members: ["bob"]), id: wikiID, actor: "alice")
+    _ = try store.put(wiki(members: ["bob", "carol"]), id: wikiID, rev: wiki1.rev, actor: "alice")
     revisions += 2
 
     let home1 = try put(
-      "Home", "# Home\nWelcome! Read [[Getting Started]], then add to [[Ideas]].\n", by: "alice",
-      minutesAgo: 110)
+      "Home", "# Home\nWelcome! Read [[Getting Started]], then add to [[Ideas]].\n", by: "alice")
     _ = try put(
       "Home",
       "# Home\nWelcome! Read [[Getting Started]], then add to [[Ideas]].\n\nHow copies stay in step: [[Replication]].\n",
-      by: "carol", rev: home1, minutesAgo: 40)
+      by: "carol", rev: home1)
     let start1 = try put(
-      "Getting Started", "# Getting Started\n1. Run `make serve`.\n2. Open [[Home]].\n", by: "bob",
-      minutesAgo: 100)
+      "Getting Started", "# Getting Started\n1. Run `make serve`.\n2. Open [[Home]].\n", by: "bob")
     _ = try put(
       "Getting Started",
       "# Getting Started\n1. Run `make serve`.\n2. Open [[Home]].\n3. Follow `_changes?feed=continuous`.\n",
-      by: "alice", rev: start1, minutesAgo: 50)
-    let ideas1 = try put("Ideas", "# Ideas\n- an event log\n", by: "alice", minutesAgo: 90)
+      by: "alice", rev: start1)
+    let ideas1 = try put("Ideas", "# Ideas\n- an event log\n", by: "alice")
     let ideas2 = try put(
-      "Ideas", "# Ideas\n- an event log\n- replication\n", by: "bob", rev: ideas1, minutesAgo: 80)
+      "Ideas", "# Ideas\n- an event log\n- replication\n", by: "bob", rev: ideas1)
     _ = try put(
       "Replication",
       "# Replication\nwikilog speaks CouchDB's replication protocol. Back to [[Home]].\n",
-      by: "carol", minutesAgo: 70)
-    let scratch = try put("Scratch", "# Scratch\nto be deleted\n", by: "bob", minutesAgo: 65)
+      by: "carol")
+    let scratch = try put("Scratch", "# Scratch\nto be deleted\n", by: "bob")
     _ = try store.delete("\(wikiID):Scratch", rev: scratch, actor: "alice")
     revisions += 10
 
@@ -124,10 +130,10 @@ enum DemoWiki {
       ("bob", "demo:bob-laptop", "- drafts that autosave\n"),
       ("carol", "demo:carol-phone", "- offline editing on the phone\n"),
     ] {
+      let (createdAt, updatedAt) = times("\(wikiID):Ideas")
+      let markdown = "# Ideas\n- an event log\n- replication\n" + line
       let body = JSONValue.object(
-        JSONObject(
-          page("Ideas", "# Ideas\n- an event log\n- replication\n" + line, by: user, minutesAgo: 30)
-        ))
+        JSONObject(page(markdown, by: user, created: createdAt, updated: updatedAt)))
       let rev = RevisionDigest.revision(parent: parent, deleted: false, body: body)
       var members = body.objectValue!.members
       members.insert(

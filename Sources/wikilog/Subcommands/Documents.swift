@@ -13,7 +13,7 @@ struct Init: ParsableCommand {
       Does nothing (and says so) when the database already exists.
 
       Examples:
-        wikilog init                          # the 'wiki' database in the default directory
+        wikilog init                  # the database 'wiki' in the default directory
         wikilog init --db /var/lib/wikilog -d team
       """)
 
@@ -51,9 +51,11 @@ struct Put: ParsableCommand {
       Examples:
         wikilog put '{"_id":"note-1","text":"hello"}' --actor ann
         echo '{"text":"hello again"}' | wikilog put --id note-1 --rev 1-0c7f...
-        wikilog put '{"_id":"w1","type":"wiki","title":"W","owner_id":"ann","members":[]}'
-        wikilog put '{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"# Home"}'
-        wikilog put --new-edits=false '{"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}}'
+        wikilog put --actor ann \\
+          '{"_id":"w1","type":"wiki","title":"W","owner_id":"ann","members":[]}'
+        wikilog put '{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"Hi"}'
+        wikilog put --new-edits=false \\
+          '{"_id":"x","_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}}'
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -66,20 +68,33 @@ struct Put: ParsableCommand {
 
   func run() throws {
     let bytes = Input.read(document)
+    var doc = try Input.object(bytes, what: "document")
     let db = try global.openStore()
     defer { db.close() }
-    let localID = (id ?? (try? Input.object(bytes, what: ""))?["_id"]?.stringValue)
-    if let localID, localID.hasPrefix("_local/") {
+    let docID = id ?? doc["_id"]?.stringValue
+    if let docID, docID.hasPrefix("_local/") {
       guard newEdits else { throw CLIError("_local documents are never replicated") }
-      printJSON(try db.store.putLocal(Local.bareID(localID), bytes, actor: actor.name).json)
+      do {
+        printJSON(try db.store.putLocal(Local.bareID(docID), bytes, actor: actor.name).json)
+      } catch let error as StoreError where error.code == .conflict {
+        throw Conflicts.error(
+          docID: docID, given: doc["_rev"]?.stringValue, store: db.store,
+          fix: { #"to update it, put "_rev":"\#($0)" in the document"# })
+      }
       return
     }
     if newEdits {
-      let result = try db.store.put(bytes, id: id, rev: rev, actor: actor.name)
-      printJSON(result.json)
+      do {
+        let result = try db.store.put(bytes, id: id, rev: rev, actor: actor.name)
+        printJSON(result.json)
+      } catch let error as StoreError where error.code == .conflict && docID != nil {
+        throw Conflicts.error(
+          docID: docID!, given: rev ?? doc["_rev"]?.stringValue, store: db.store,
+          fix: { #"to update it, pass --rev \#($0) (or "_rev":"\#($0)" in the document)"# },
+          fixDeleted: { _ in "to write it again, leave out --rev and _rev" })
+      }
       return
     }
-    var doc = try Input.object(bytes, what: "document")
     for (key, value) in [("_id", id), ("_rev", rev)] {
       guard let value else { continue }
       if let given = doc[key]?.stringValue, given != value {
@@ -140,10 +155,17 @@ struct Delete: ParsableCommand {
     let db = try global.openStore()
     defer { db.close() }
     if docID.hasPrefix("_local/") {
-      printJSON(try db.store.deleteLocal(Local.bareID(docID), rev: rev, actor: actor.name).json)
+      try LocalDelete.delete(docID, rev: rev, db: db, global: global, actor: actor.name)
       return
     }
-    printJSON(try db.store.delete(docID, rev: rev, actor: actor.name).json)
+    do {
+      printJSON(try db.store.delete(docID, rev: rev, actor: actor.name).json)
+    } catch let error as StoreError where error.code == .conflict {
+      throw Conflicts.error(
+        docID: docID, given: rev, store: db.store,
+        fix: { "to delete it: \(global.suggest("delete \(Shell.quote(docID)) --rev \($0)"))" },
+        fixDeleted: { _ in "there is nothing left to delete" })
+    }
   }
 }
 
@@ -154,14 +176,13 @@ struct BulkDocs: ParsableCommand {
     discussion: """
       The body is {"docs": [...]} with an optional "new_edits": false (replication: revisions \
       stored as given with their _revisions). Each document succeeds or fails on its own, as in \
-      CouchDB; the accepted ones are written in one transaction. Prints the results array:
+      CouchDB; the accepted ones are written in one transaction. Prints the results array, \
       {"ok":true,"id":...,"rev":...} or {"id":...,"error":...,"reason":...} per document (with \
       new_edits false, only the failures). Exit status 2 when some documents failed.
 
       Examples:
         echo '{"docs":[{"_id":"a"},{"_id":"b","n":1}]}' | wikilog bulk-docs
-        curl -s http://couch/db/_all_docs | ...   # or a replication batch:
-        wikilog bulk-docs --origin http://peer/db < batch-with-new_edits-false.json
+        wikilog bulk-docs --origin http://peer/db < batch.json   # new_edits false
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -183,10 +204,17 @@ struct BulkDocs: ParsableCommand {
     let results = try db.store.bulkDocs(
       docs, newEdits: newEdits, actor: actor.name, origin: origin)
     printJSON(.array(results.map(\.json)))
-    let failed = results.filter { !$0.ok }.count
-    if failed > 0 {
+    let failed = results.filter { !$0.ok }
+    if !failed.isEmpty {
+      // A conflict needs the document's current revision: say where to find it.
+      let conflicts = failed.filter { $0.error?.code == .conflict }.map(\.id)
+      let hint =
+        conflicts.isEmpty
+        ? ""
+        : " (\(conflicts.count) in conflict: give each its current _rev, shown by \(global.suggest("get \(Shell.quote(conflicts[0]))"))\(conflicts.count > 1 ? " and so on" : ""))"
       throw CLIError(
-        "\(failed) of \(docs.count) documents were refused; the others were written", code: 2)
+        "\(failed.count) of \(docs.count) documents were refused\(hint); the others were written",
+        code: 2)
     }
   }
 }

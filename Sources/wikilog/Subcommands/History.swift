@@ -13,7 +13,8 @@ struct History: ParsableCommand {
       Oldest first. Each revision's diff of the markdown field is against the revision it was \
       made on (unified format). Revisions stemmed out of the revision tree still appear: the log \
       keeps them. --json prints an array of \
-      {"seq","time","actor","origin","rev","parent","deleted","insertions","deletions","diff"}.
+      {"seq", "time", "actor", "origin", "rev", "parent", "deleted", "insertions", "deletions", \
+      "diff"}.
 
       Examples:
         wikilog history 'w1:Home'
@@ -73,9 +74,20 @@ struct Audit: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Every write, filtered by wiki, user and time range: who did what, when.",
     discussion: """
-      Lists document, _local and settings writes in log order. Times are ISO-8601 (a date alone \
+      Lists every write in log order, one row per event. Times are ISO-8601 (a date alone \
       means its midnight UTC); --since is inclusive, --until inclusive to the microsecond. \
       --json prints an array of {"seq","time","actor","type","id","rev","deleted","origin"}.
+
+      The EVENT column ("type" in --json) is one of:
+        doc.edit         a document written here; "doc.edit (deleted)" for a deletion
+        doc.replicated   a revision written by replication (ORIGIN: its source)
+        local.put        a _local document written (DOCUMENT is _local/ID, REV 0-N)
+        local.delete     a _local document deleted
+        db.revs_limit    the revs limit changed (DOCUMENT is _revs_limit, no REV)
+        draft.save       a draft of a page saved (DOCUMENT is the page, REV its base)
+        draft.autosave   a draft saved by the editor on its own
+        draft.discard    a draft thrown away
+        draft.publish    a draft published (REV is the page revision it wrote)
 
       Examples:
         wikilog audit --user alice

@@ -67,7 +67,8 @@ struct Import: ParsableCommand {
 
       Examples:
         wikilog import backup.ndjson -d restored
-        curl -s 'http://couch:5984/db/_all_docs?include_docs=true' | wikilog import --origin http://couch:5984/db
+        curl -s 'http://couch:5984/db/_all_docs?include_docs=true' \\
+          | wikilog import --origin http://couch:5984/db
       """)
 
   @OptionGroup var global: GlobalOptions

@@ -58,7 +58,14 @@ struct LocalPut: ParsableCommand {
     let bytes = Input.read(document)
     let db = try global.openStore()
     defer { db.close() }
-    printJSON(try db.store.putLocal(Local.bareID(id), bytes, actor: actor.name).json)
+    do {
+      printJSON(try db.store.putLocal(Local.bareID(id), bytes, actor: actor.name).json)
+    } catch let error as StoreError where error.code == .conflict {
+      let given = (try? Input.object(bytes, what: "document"))?["_rev"]?.stringValue
+      throw Conflicts.error(
+        docID: "_local/" + Local.bareID(id), given: given, store: db.store,
+        fix: { #"to update it, put "_rev":"\#($0)" in the document"# })
+    }
   }
 }
 
@@ -75,6 +82,20 @@ struct LocalDelete: ParsableCommand {
   func run() throws {
     let db = try global.openStore()
     defer { db.close() }
-    printJSON(try db.store.deleteLocal(Local.bareID(id), rev: rev, actor: actor.name).json)
+    try Self.delete(id, rev: rev, db: db, global: global, actor: actor.name)
+  }
+
+  /// Deletes a `_local` document, or fails with a one-line error that gives its current `_rev`.
+  static func delete(
+    _ id: String, rev: String?, db: OpenStore, global: GlobalOptions, actor: String
+  ) throws {
+    let bare = Local.bareID(id)
+    do {
+      printJSON(try db.store.deleteLocal(bare, rev: rev, actor: actor).json)
+    } catch let error as StoreError where error.code == .conflict {
+      throw Conflicts.error(
+        docID: "_local/" + bare, given: rev, store: db.store,
+        fix: { "to delete it: \(global.suggest("local delete \(Shell.quote(bare)) --rev \($0)"))" })
+    }
   }
 }

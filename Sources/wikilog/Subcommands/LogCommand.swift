@@ -23,7 +23,11 @@ struct LogTail: AsyncParsableCommand {
     abstract: "Print the log's events in order, and with --follow keep printing new ones.",
     discussion: """
       Output is one JSON object per line (NDJSON), flushed line by line when following, so \
-      `wikilog log tail --follow | jq` works. --since is exclusive, like CouchDB's: events after it.
+      `wikilog log tail --follow | jq` works. --since is exclusive, like CouchDB's: events after \
+      it. --format text prints a line per event for people: time, #seq, actor, type, stream and \
+      the payload decoded (a document event's revision and body as JSON, a draft's base \
+      revision and text, any other payload as JSON or text when it is, else its size and first \
+      bytes).
 
       Examples:
         wikilog log tail --since 0 --limit 10

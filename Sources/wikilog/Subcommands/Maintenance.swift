@@ -128,9 +128,9 @@ struct Rebuild: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Rebuild projections from the log.",
     discussion: """
-      Clears a projection's databases and replays the whole log into them, in one transaction:
-      readers see the old state until the new one is complete. Without a name, every projection,
-      in one pass over the log.
+      Clears a projection's databases and replays the whole log into them, in one \
+      transaction: readers see the old state until the new one is complete. Without a name, \
+      every projection, in one pass over the log.
 
       Examples:
         wikilog rebuild

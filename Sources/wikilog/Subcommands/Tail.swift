@@ -43,7 +43,7 @@ struct Tail: AsyncParsableCommand {
   var docIDs: [String] = []
   @Option(help: "Only documents whose type field is this.") var type: String?
   @Option(help: "Only changes written by this actor.") var actor: String?
-  @Option(help: "json (NDJSON rows, default) or text (time, actor, doc, rev, summary).")
+  @Option(help: "json (NDJSON rows, default) or text (time, #seq, actor, doc, rev, summary).")
   var format: Format = .json
 
   enum Style: String, ExpressibleByArgument {
@@ -210,11 +210,12 @@ struct RowWriter {
     out.append("}\n")
   }
 
-  /// `2026-11-21T09:00:00.123456Z  alice  w1:Home  3-9f1c...  page: # Home`
+  /// `2026-11-21T09:00:00.123456Z  #12  alice  w1:Home  3-9f1c...  page: # Home` (#12: the
+  /// row's seq, what `--since` and `replay --as-of` take)
   mutating func writeText(_ row: ChangeRow) {
     let time = row.timestampMicroseconds.map { ISO8601.format(microseconds: $0) } ?? "-"
     let actor = (row.actor ?? "").isEmpty ? "-" : row.actor!
-    var line = "\(time)  \(actor)  \(row.id)  \(row.changes.first ?? "-")"
+    var line = "\(time)  #\(row.seq.rawValue)  \(actor)  \(row.id)  \(row.changes.first ?? "-")"
     if row.changes.count > 1 { line += " (+\(row.changes.count - 1) leaves)" }
     line += "  " + Summary.of(row.doc, deleted: row.deleted)
     if let origin = row.origin, !origin.isEmpty { line += "  (from \(origin))" }

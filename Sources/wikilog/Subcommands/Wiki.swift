@@ -39,12 +39,12 @@ struct Wiki: ParsableCommand {
   }
 
   /// The wiki `id`, or a one-line error.
-  static func requireWiki(_ id: String, _ store: DocumentStore, database: String) throws
+  static func requireWiki(_ id: String, _ store: DocumentStore, global: GlobalOptions) throws
     -> WikiSummary
   {
     guard let wiki = try WikiQueries(store).wiki(id) else {
       throw CLIError(
-        "no wiki '\(id)' in database '\(database)'; create it with: wikilog wiki create TITLE --id \(id)"
+        "no wiki '\(id)' in database '\(global.database)'; create it with: \(global.suggest("wiki create TITLE --id \(Shell.quote(id))"))"
       )
     }
     return wiki
@@ -67,7 +67,7 @@ struct WikiCreate: ParsableCommand {
       The owner defaults to the actor. Prints {"ok":true,"id":...,"rev":...}.
 
       Example:
-        wikilog wiki create "Recipes" --id recipes --owner ann --member bob --member carol
+        wikilog wiki create Recipes --id recipes --owner ann --member bob --member al
       """)
 
   @OptionGroup var global: GlobalOptions
@@ -157,7 +157,7 @@ struct WikiPages: ParsableCommand {
     let queries = try WikiQueries(db.store)
     let pages = try queries.pages(in: wiki)
     if pages.isEmpty, try queries.wiki(wiki) == nil {
-      _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
+      _ = try Wiki.requireWiki(wiki, db.store, global: global)
     }
     Self.print(pages, json: output.json)
   }
@@ -222,10 +222,14 @@ struct WikiEdit: ParsableCommand {
       The Markdown is read from standard input, or, when that is a terminal, edited in $VISUAL \
       or $EDITOR (vi by default) starting from the current text. Sets wiki_id, markdown, \
       updated_at and updated_by (the actor), and created_at for a new page; other fields are \
-      kept. Writes nothing when the text is unchanged or the editor fails.
+      kept. Writes nothing when the text is unchanged or the editor fails. --rev names the \
+      revision the edit is made on (see `wikilog wiki pages`): the edit is then refused, \
+      with the current revision, when the page has changed since; without it the edit is made \
+      on the current revision.
 
       Examples:
-        echo '# Soup\\nSee [[Stock]].' | wikilog wiki edit recipes Soup --actor bob
+        printf '# Soup\\nSee [[Stock]]\\n' | wikilog wiki edit recipes Soup --actor bob
+        echo '# Soup, hotter' | wikilog wiki edit recipes Soup --rev 1-ad1c...
         wikilog wiki edit recipes Soup          # opens $EDITOR
         EDITOR=nano wikilog wiki edit recipes Soup --editor < /dev/null
       """)
@@ -234,15 +238,35 @@ struct WikiEdit: ParsableCommand {
   @OptionGroup var actor: ActorOptions
   @Argument(help: "The wiki's id.") var wiki: String
   @Argument(help: "The page's title.") var page: String
+  @Option(
+    help:
+      "The revision the edit is made on (default: the current one); refused if the page has changed since."
+  )
+  var rev: String?
   @Flag(help: "Edit in $VISUAL or $EDITOR even when standard input is not a terminal.")
   var editor = false
 
   func run() throws {
     let db = try global.openStore()
     defer { db.close() }
-    _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
+    _ = try Wiki.requireWiki(wiki, db.store, global: global)
     let id = "\(wiki):\(page)"
-    let current = try Wiki.page(id, db.store)
+    let showAndRetry = { (current: String) in
+      "to edit the current text, see it with \(global.suggest("wiki show \(Shell.quote(wiki)) \(Shell.quote(page))")) and pass --rev \(current)"
+    }
+    let current: JSONObject?
+    if let rev {
+      // The revision named, which must exist; the store checks that it is still a leaf.
+      do {
+        current = try db.store.get(id, options: GetOptions(rev: rev)).objectValue
+      } catch let error as StoreError where error.code == .notFound {
+        throw Conflicts.error(
+          docID: id, given: rev, store: db.store, fix: showAndRetry,
+          fixDeleted: { _ in "to write it again, leave out --rev" })
+      }
+    } else {
+      current = try Wiki.page(id, db.store)
+    }
     let old = current?["markdown"]?.stringValue ?? ""
     let markdown: String
     if editor || Input.stdinIsTerminal {
@@ -267,13 +291,16 @@ struct WikiEdit: ParsableCommand {
       .init(key: "updated_at", value: .string(now)),
       .init(key: "updated_by", value: .string(actor.name)),
     ])
+    let base = current?["_rev"]?.stringValue
     do {
       let result = try db.store.put(
-        JSONValue.object(JSONObject(members)).serialized(), id: id,
-        rev: current?["_rev"]?.stringValue, actor: actor.name)
+        JSONValue.object(JSONObject(members)).serialized(), id: id, rev: base, actor: actor.name)
       printJSON(result.json)
     } catch let error as StoreError where error.code == .conflict {
-      throw CLIError("\(id) changed while it was being edited; nothing written, edit it again")
+      // --rev is no longer a leaf, or the page changed while it was being edited.
+      throw Conflicts.error(
+        docID: id, given: base, store: db.store, fix: showAndRetry,
+        fixDeleted: { _ in "to write it again, leave out --rev" })
     }
   }
 
@@ -314,7 +341,7 @@ struct WikiBacklinks: ParsableCommand {
     let queries = try WikiQueries(db.store)
     let titles = try queries.backlinks(to: page, in: wiki)
     if titles.isEmpty, try queries.wiki(wiki) == nil, try queries.pages(in: wiki).isEmpty {
-      _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
+      _ = try Wiki.requireWiki(wiki, db.store, global: global)
     }
     if output.json {
       printJSON(J.strings(titles))

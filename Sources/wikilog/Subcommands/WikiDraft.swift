@@ -54,9 +54,13 @@ struct WikiDraft: ParsableCommand {
   }
 
   /// The error for a missing draft.
-  static func noDraft(wiki: String, page: String, user: String) -> CLIError {
-    CLIError(
-      "no draft of '\(page)' in wiki '\(wiki)' by '\(user)'; save one with: wikilog wiki draft save \(wiki) '\(page)' --actor \(user)"
+  static func noDraft(wiki: String, page: String, user: String, global: GlobalOptions)
+    -> CLIError
+  {
+    let save =
+      "wiki draft save \(Shell.quote(wiki)) \(Shell.quote(page)) --actor \(Shell.quote(user))"
+    return CLIError(
+      "no draft of '\(page)' in wiki '\(wiki)' by '\(user)'; save one with: \(global.suggest(save))"
     )
   }
 }
@@ -89,7 +93,7 @@ struct WikiDraftSave: ParsableCommand {
   func run() throws {
     let db = try global.openStore()
     defer { db.close() }
-    _ = try Wiki.requireWiki(wiki, db.store, database: global.database)
+    _ = try Wiki.requireWiki(wiki, db.store, global: global)
     let drafts = try WikiDraft.drafts(db)
     let id = "\(wiki):\(page)"
     let user = actor.name
@@ -181,7 +185,7 @@ struct WikiDraftShow: ParsableCommand {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
     guard let d = try WikiDraft.drafts(db).draft(of: actor.name, page: "\(wiki):\(page)") else {
-      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name)
+      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name, global: global)
     }
     if output.json {
       printJSON(WikiDraft.json(d))
@@ -215,7 +219,7 @@ struct WikiDraftDiscard: ParsableCommand {
     do {
       try WikiDraft.drafts(db).discard(user: actor.name, page: id)
     } catch let error as StoreError where error.code == .notFound {
-      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name)
+      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name, global: global)
     }
     printJSON(J.object(["ok": .bool(true), "id": .string(id)]))
   }
@@ -256,7 +260,7 @@ struct WikiDraftPublish: ParsableCommand {
     do {
       result = try WikiDraft.drafts(db).publish(user: actor.name, page: id)
     } catch let error as StoreError where error.code == .notFound && error.draftConflict == nil {
-      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name)
+      throw WikiDraft.noDraft(wiki: wiki, page: page, user: actor.name, global: global)
     } catch let error as StoreError {
       guard let conflict = error.draftConflict else { throw error }
       if json {

@@ -5,8 +5,13 @@ import Log
 import Projections
 import Wiki
 
-/// Options every command shares: where the data directory is and which database in it.
-struct GlobalOptions: ParsableArguments {
+/// `--db`: the data directory. Every command has it through ``GlobalOptions``; `serve`, which
+/// serves every database in the directory, has it alone.
+///
+/// ArgumentParser hands an option group parsed by `wikilog` itself (`wikilog --db DIR serve`)
+/// to a subcommand that declares a group of the same type, so `--db` is this one type
+/// wherever it is declared.
+struct DataDirectoryOption: ParsableArguments {
   @Option(
     name: .long,
     help: ArgumentHelp(
@@ -14,13 +19,35 @@ struct GlobalOptions: ParsableArguments {
       valueName: "dir"))
   var db: String?
 
+  /// The data directory's path.
+  var directory: String { GlobalOptions.directory(db) }
+}
+
+/// `-d`: the database in the data directory.
+struct DatabaseOption: ParsableArguments {
   @Option(
     name: [.customShort("d"), .long],
     help: ArgumentHelp("The database in the data directory.", valueName: "name"))
-  var database: String = "wiki"
+  var database: String = GlobalOptions.defaultDatabase
+}
+
+/// Options every command shares: where the data directory is and which database in it.
+struct GlobalOptions: ParsableArguments {
+  @OptionGroup var data: DataDirectoryOption
+  @OptionGroup var name: DatabaseOption
+
+  /// `--db` as given.
+  var db: String? { data.db }
+  /// `-d`, or the default database.
+  var database: String { name.database }
+
+  static let defaultDatabase = "wiki"
 
   /// The data directory's path.
-  var directory: String {
+  var directory: String { Self.directory(db) }
+
+  /// The data directory: `db` when given, else $WIKILOG_DB, else the XDG data directory.
+  static func directory(_ db: String?) -> String {
     if let db { return db }
     let env = ProcessInfo.processInfo.environment
     if let db = env["WIKILOG_DB"], !db.isEmpty { return db }
@@ -28,6 +55,23 @@ struct GlobalOptions: ParsableArguments {
       env["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
       ?? (NSHomeDirectory() + "/.local/share")
     return base + "/wikilog"
+  }
+
+  /// A command line to suggest in a hint: `wikilog` and `words`, followed by the `--db` this
+  /// command was given and `-d` unless the database is the default one, so that the hint
+  /// works when pasted as it is.
+  func suggest(_ words: String) -> String {
+    var line = "wikilog " + words
+    if let db { line += " --db " + Shell.quote(db) }
+    if database != Self.defaultDatabase { line += " -d " + Shell.quote(database) }
+    return line
+  }
+
+  /// The error for a database that does not exist, with the commands that make one.
+  func noDatabase() -> CLIError {
+    CLIError(
+      "no database '\(database)' in \(directory); create it with: \(suggest("init")) (or seed a demo wiki: \(suggest("demo")))"
+    )
   }
 
   /// The data directory, with every log opened read-only or with the given durability.
@@ -48,10 +92,7 @@ struct GlobalOptions: ParsableArguments {
       throw CLIError(error.reason)
     }
     let data = dataDirectory(readOnly: readOnly, durability: durability)
-    guard data.exists(database) else {
-      throw CLIError(
-        "no database '\(database)' in \(directory); create it with: wikilog init -d \(database)")
-    }
+    guard data.exists(database) else { throw noDatabase() }
     do {
       return OpenStore(data: data, store: try data.open(database))
     } catch let error as StoreError {
@@ -64,10 +105,7 @@ struct GlobalOptions: ParsableArguments {
   func open(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws -> EventLog {
     do {
       try DataDirectory.validate(name: database)
-      if readOnly && !dataDirectory().exists(database) {
-        throw CLIError(
-          "no database '\(database)' in \(directory); create it with: wikilog init -d \(database)")
-      }
+      if readOnly && !dataDirectory().exists(database) { throw noDatabase() }
       let path = dataDirectory().directory(of: database)
       return try EventLog(
         directory: path, options: .init(durability: durability, readOnly: readOnly))
@@ -115,5 +153,20 @@ struct CLIError: Error, CustomStringConvertible {
   init(_ description: String, code: Int32 = 1) {
     self.description = description
     self.code = code
+  }
+}
+
+/// Quoting for the shell, for command lines printed in hints.
+enum Shell {
+  /// `word` as it is when the shell leaves it alone, else in single quotes.
+  static func quote(_ word: String) -> String {
+    let plain =
+      !word.isEmpty
+      && word.unicodeScalars.allSatisfy {
+        ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
+          || "/._-+:@%,".unicodeScalars.contains($0)
+      }
+    if plain { return word }
+    return "'" + word.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
   }
 }
