@@ -66,7 +66,16 @@ public struct CouchServer: HTTPResponder {
       if request.method == .options {
         response = options.cors.preflight(request)
       } else {
-        response = try await route(request, context: context)
+        do {
+          response = try await route(request, context: context)
+        } catch let error as StoreError
+          where error.code == .unavailable
+          && (request.method == .get || request.method == .head)
+        {
+          // A read that met its database closed under it by a compaction: the data directory
+          // has it open again on the compacted file, and a read has no body to replay.
+          response = try await route(request, context: context)
+        }
       }
     } catch {
       let e = ReplicationError(error)

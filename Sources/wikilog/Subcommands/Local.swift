@@ -58,14 +58,9 @@ struct LocalPut: ParsableCommand {
     let bytes = Input.read(document)
     let db = try global.openStore()
     defer { db.close() }
-    do {
-      printJSON(try db.store.putLocal(Local.bareID(id), bytes, actor: actor.name).json)
-    } catch let error as StoreError where error.code == .conflict {
-      let given = (try? Input.object(bytes, what: "document"))?["_rev"]?.stringValue
-      throw Conflicts.error(
-        docID: "_local/" + Local.bareID(id), given: given, store: db.store,
-        fix: { #"to update it, put "_rev":"\#($0)" in the document"# })
-    }
+    // As in CouchDB 3, a `_local` write is never a conflict: it gets the revision it names
+    // plus one (the last write wins).
+    printJSON(try db.store.putLocal(Local.bareID(id), bytes, actor: actor.name).json)
   }
 }
 
@@ -77,7 +72,8 @@ struct LocalDelete: ParsableCommand {
   @OptionGroup var global: GlobalOptions
   @OptionGroup var actor: ActorOptions
   @Argument(help: "The local document's id.") var id: String
-  @Option(help: "Its current revision (checked when given).") var rev: String?
+  @Option(help: "A revision 0-N (as in CouchDB 3, not compared with the stored one).")
+  var rev: String?
 
   func run() throws {
     let db = try global.openStore()
@@ -85,17 +81,10 @@ struct LocalDelete: ParsableCommand {
     try Self.delete(id, rev: rev, db: db, global: global, actor: actor.name)
   }
 
-  /// Deletes a `_local` document, or fails with a one-line error that gives its current `_rev`.
+  /// Deletes a `_local` document (`not_found` when there is none).
   static func delete(
     _ id: String, rev: String?, db: OpenStore, global: GlobalOptions, actor: String
   ) throws {
-    let bare = Local.bareID(id)
-    do {
-      printJSON(try db.store.deleteLocal(bare, rev: rev, actor: actor).json)
-    } catch let error as StoreError where error.code == .conflict {
-      throw Conflicts.error(
-        docID: "_local/" + bare, given: rev, store: db.store,
-        fix: { "to delete it: \(global.suggest("local delete \(Shell.quote(bare)) --rev \($0)"))" })
-    }
+    printJSON(try db.store.deleteLocal(Local.bareID(id), rev: rev, actor: actor).json)
   }
 }

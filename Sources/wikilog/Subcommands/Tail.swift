@@ -6,6 +6,13 @@ import Projections
 import RevTree
 import Wiki
 
+#if canImport(Glibc)
+  import Glibc
+  #if canImport(CDispatch)
+    import CDispatch  // where Glibc's `struct stat` is defined on Linux, for MemberImportVisibility
+  #endif
+#endif
+
 struct Tail: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Print the changes feed, and with --follow keep printing new changes.",

@@ -17,12 +17,6 @@ enum Conflicts {
   }
 
   static func current(of docID: String, in store: DocumentStore) -> Current {
-    if docID.hasPrefix("_local/") {
-      guard let rev = (try? store.getLocal(Local.bareID(docID)))?["_rev"]?.stringValue else {
-        return .none
-      }
-      return .live(rev)
-    }
     guard let winner = (try? store.record(docID))?.tree.winner else { return .none }
     return winner.isDeleted ? .deleted(winner.rev.description) : .live(winner.rev.description)
   }
