@@ -38,6 +38,10 @@ let package = Package(
       pkgConfig: "lmdb",
       providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
     ),
+    .systemLibrary(
+      name: "CZlib",
+      providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
+    ),
     .target(
       name: "Log",
       dependencies: ["CLMDB"],
@@ -48,7 +52,7 @@ let package = Package(
       name: "RevTree", dependencies: ["JSON"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
-      name: "Projections", dependencies: ["JSON", "Log", "RevTree"],
+      name: "Projections", dependencies: ["JSON", "Log", "RevTree", "CZlib"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
       name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections"],

@@ -1,0 +1,72 @@
+import Foundation
+import Projections
+import RevTree
+import Testing
+
+/// The bytes CouchDB stores for an attachment, and their digest: pinned to what Erlang/OTP's
+/// zlib writes with CouchDB's `couch_stream` settings (`deflateInit(Z, 8, deflated, 31, 8,
+/// default)`, fed in 4,096-byte chunks).
+@Suite struct AttachmentEncodingTests {
+  static func text(_ n: Int) -> [UInt8] {
+    var s = ""
+    for i in 1...n {
+      s += "line \(i): the quick brown fox jumps over the lazy dog \(i * i % 97)\n"
+    }
+    return Array(s.utf8)
+  }
+
+  @Test("gzip as CouchDB writes it: the same bytes, so the same digest")
+  func gzipMatchesErlang() {
+    let allBytes = [UInt8]((0...255).map { UInt8($0) })
+    let cases: [([UInt8], String, Int, String)] = [
+      ([], "7029066c27ac6f5ef18d660d5741979a", 20, "d41d8cd98f00b204e9800998ecf8427e"),
+      (
+        Array("hello".utf8), "88c6a20bcc2a885943d8d8cb4de9af09", 25,
+        "5d41402abc4b2a76b9719d911017c592"
+      ),
+      (
+        Self.text(3000), "b21a84e828dc704a0bdd45737ab65213", 12039,
+        "70d3735ad35c5ab341518f0e5a9021e8"
+      ),
+      (
+        Array(repeating: allBytes, count: 100).flatMap { $0 }, "08337dfcbe773a640fc0ac6f102340a6",
+        465,
+        "c73a756d7c65cb6991030bff87439016"
+      ),
+    ]
+    for (data, gzipMD5, gzipLength, md5) in cases {
+      let gz = AttachmentEncoding.gzip(data)
+      #expect(gz.count == gzipLength)
+      #expect(MD5.hash(gz).description == gzipMD5)
+      #expect(MD5.hash(data).description == md5)
+      // Fed in pieces, the stream is the same.
+      var encoder = GzipEncoder()
+      var pieces: [UInt8] = []
+      var i = 0
+      while i < data.count {
+        pieces += encoder.update(Array(data[i..<min(data.count, i + 1000)]))
+        i += 1000
+      }
+      pieces += encoder.finish()
+      #expect(pieces == gz)
+    }
+  }
+
+  @Test("compressible types: CouchDB's default list, its pattern rules")
+  func compressible() {
+    for type in [
+      "text/plain", "TEXT/HTML", " text/x-anything", "application/json",
+      "application/json; charset=utf-8", "Application/XML", "application/javascript ",
+    ] {
+      #expect(AttachmentEncoding.isCompressible(type), "\(type)")
+    }
+    for type in [
+      "image/png", "application/octet-stream", "application/jsonx", "application/json-patch",
+      "texts/plain", "",
+    ] {
+      #expect(!AttachmentEncoding.isCompressible(type), "\(type)")
+    }
+    #expect(AttachmentEncoding.stored([1, 2, 3], contentType: "image/png").encoding == nil)
+    #expect(AttachmentEncoding.stored([1, 2, 3], contentType: "text/plain").encoding == "gzip")
+  }
+}
