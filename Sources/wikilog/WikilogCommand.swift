@@ -50,6 +50,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Verify.self,
       Stats.self,
       Rebuild.self,
+      Compact.self,
       Replay.self,
       Wiki.self,
       Import.self,

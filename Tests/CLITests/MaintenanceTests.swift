@@ -55,3 +55,21 @@ import Testing
     try cli.fails(["-d", "nope", "log", "tail"], "no database 'nope'")
   }
 }
+
+@Suite struct CompactCommandTests {
+  @Test("compact keeps every document and event and says how the file changed")
+  func compact() throws {
+    let cli = try CLI()
+    for i in 0..<50 {
+      try cli.put(#"{"_id":"d\#(i)","pad":"\#(String(repeating: "p", count: 2_000))"}"#)
+    }
+    let before = try cli.eventCount()
+    let out = try cli.ok(["compact"]).stdout
+    #expect(out.hasPrefix("compacted wiki: data.mdb "))
+    #expect(try cli.eventCount() == before)
+    #expect(
+      try cli.ok(["get", "d7"]).object()["pad"] as? String == String(repeating: "p", count: 2_000))
+    try cli.ok(["verify"])
+    try cli.fails(["compact", "-d", "nothere"], "no database 'nothere'")
+  }
+}

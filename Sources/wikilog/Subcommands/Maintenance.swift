@@ -164,3 +164,37 @@ struct Rebuild: ParsableCommand {
     }
   }
 }
+
+struct Compact: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Compact a database's file, keeping every event.",
+    discussion: """
+      LMDB reuses the pages old transactions freed but never shrinks its file. This writes a \
+      compacted copy (only the pages in use, every event and projection record kept) and \
+      swaps it in, as POST /{db}/_compact does. It needs the database alone: while another \
+      process (a server, a tail --follow) has it open, it refuses and changes nothing.
+
+      Example:
+        wikilog compact -d wiki
+      """)
+
+  @OptionGroup var global: GlobalOptions
+
+  func run() throws {
+    let db = try global.openStore()
+    defer { db.close() }
+    do {
+      let result = try db.data.compact(global.database)
+      printText(
+        "compacted \(global.database): data.mdb \(Self.size(result.bytesBefore)) -> \(Self.size(result.bytesAfter))"
+      )
+    } catch let error as StoreError {
+      throw CLIError("cannot compact '\(global.database)': \(error.reason)")
+    }
+  }
+
+  static func size(_ bytes: Int) -> String {
+    bytes >= 1 << 20
+      ? "\(bytes / (1 << 20)).\(bytes % (1 << 20) * 10 / (1 << 20)) MiB" : "\(bytes) bytes"
+  }
+}
