@@ -57,6 +57,8 @@ struct WikilogCommand: AsyncParsableCommand {
       LogCommand.self,
       Demo.self,
       Serve.self,
+      UserCommand.self,
+      TokenCommand.self,
     ]
   )
 
