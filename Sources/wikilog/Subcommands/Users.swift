@@ -95,7 +95,7 @@ struct UserAdd: ParsableCommand {
     discussion: """
       Examples:
         wikilog user add ann --admin
-        printf '%s\\n' "$PW" | wikilog user add bob --role editor --role reviewer --password-stdin
+        printf '%s\\n' "$PW" | wikilog user add bob --role editor --password-stdin
       """)
 
   @OptionGroup var options: UsersOptions
