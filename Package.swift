@@ -20,6 +20,7 @@ let package = Package(
     .library(name: "Projections", targets: ["Projections"]),
     .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
+    .library(name: "Auth", targets: ["Auth"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
@@ -29,6 +30,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
+    .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
@@ -70,10 +72,19 @@ let package = Package(
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
+    .target(
+      name: "Auth",
+      dependencies: [
+        "Projections", "JSON", "Log",
+        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "_CryptoExtras", package: "swift-crypto"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
+        "Auth", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -107,6 +118,14 @@ let package = Package(
       name: "ProjectionsTests",
       dependencies: [
         "JSON", "Projections", "Log", "RevTree", "Wiki", "ProjectionsTestWorker", "TestSupport",
+      ],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "AuthTests",
+      dependencies: [
+        "Auth", "Projections", "JSON", "Log", "Wiki", "TestSupport",
+        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "_CryptoExtras", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings),
     .testTarget(

@@ -24,6 +24,9 @@ public final class DataDirectory: Sendable {
   public let validation: DocumentValidation
   /// The document filters of the changes feed, history and audit, by name.
   public let filters: DocumentFilters
+  /// The system databases (names beginning with `_`) this directory knows, by name; any other
+  /// name must follow CouchDB's rule (``validate(name:)``).
+  public let systemDatabases: [String: SystemDatabase]
   let open = Mutex<[String: DocumentStore]>([:])
   /// The databases being compacted.
   let compacting = Mutex<Set<String>>([])
@@ -33,18 +36,30 @@ public final class DataDirectory: Sendable {
   ///     by default: plain CouchDB databases).
   ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
   ///   - filters: the named document filters (``DocumentFilter``) its databases offer.
+  ///   - systemDatabases: the databases beginning with `_` it opens (none by default), each
+  ///     with its own projections and validation (``SystemDatabase``).
   ///
   /// The Wiki module's `DataDirectory.wiki(path:options:)` makes one of TouchWiki databases.
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
     projections: @escaping @Sendable () -> [any Projection] = { [] },
-    validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters()
+    validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters(),
+    systemDatabases: [SystemDatabase] = []
   ) {
     self.path = path
     self.options = options
     self.makeProjections = projections
     self.validation = validation
     self.filters = filters
+    self.systemDatabases = Dictionary(
+      systemDatabases.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+  }
+
+  /// Checks a database name: one of this directory's system databases, or a name that follows
+  /// CouchDB's rule (``validate(name:)``).
+  public func check(name: String) throws {
+    if systemDatabases[name] != nil { return }
+    try Self.validate(name: name)
   }
 
   deinit { closeAll() }
@@ -56,13 +71,13 @@ public final class DataDirectory: Sendable {
       entries
       .filter { FileManager.default.fileExists(atPath: "\(path)/\($0)/data.mdb") }
       .map { $0.replacingOccurrences(of: "%2F", with: "/") }
-      .filter { (try? Self.validate(name: $0)) != nil }
+      .filter { (try? check(name: $0)) != nil }
       .sorted()
   }
 
   /// Whether a database of this name exists.
   public func exists(_ name: String) -> Bool {
-    guard (try? Self.validate(name: name)) != nil else { return false }
+    guard (try? check(name: name)) != nil else { return false }
     return FileManager.default.fileExists(atPath: directory(of: name) + "/data.mdb")
   }
 
@@ -85,7 +100,7 @@ public final class DataDirectory: Sendable {
   /// Opens database `name`, creating it when `create` is true; a missing database is
   /// `not_found`. Repeated opens return the same store.
   public func open(_ name: String, create: Bool = false) throws -> DocumentStore {
-    try Self.validate(name: name)
+    try check(name: name)
     return try open.withLock { stores in
       // A store closed by a compaction is opened again on the compacted file.
       if let store = stores[name], !store.log.isClosed { return store }
@@ -101,8 +116,11 @@ public final class DataDirectory: Sendable {
           throw StoreError.internalError("cannot create \(dir): \(error.localizedDescription)")
         }
       }
+      let system = systemDatabases[name]
       let store = try DocumentStore(
-        directory: dir, options: options, projections: makeProjections(), validation: validation)
+        directory: dir, options: options,
+        projections: system?.makeProjections() ?? makeProjections(),
+        validation: system?.validation ?? validation)
       stores[name] = store
       return store
     }
@@ -111,7 +129,7 @@ public final class DataDirectory: Sendable {
   /// Creates database `name`; `file_exists` (412) when it is already there.
   @discardableResult
   public func create(_ name: String) throws -> DocumentStore {
-    try Self.validate(name: name)
+    try check(name: name)
     if exists(name) {
       throw StoreError(
         "file_exists", "The database could not be created, the file already exists.",
@@ -122,7 +140,7 @@ public final class DataDirectory: Sendable {
 
   /// Closes and removes database `name` with its whole log; `not_found` when it is absent.
   public func delete(_ name: String) throws {
-    try Self.validate(name: name)
+    try check(name: name)
     guard exists(name) else { throw StoreError.notFound("Database does not exist.") }
     open.withLock { stores in
       stores.removeValue(forKey: name)?.close()

@@ -292,3 +292,27 @@ extension DocumentStore {
     }
   }
 }
+
+extension DocumentStore {
+  /// The `_local` documents whose ids (without the `_local/` prefix) begin with `prefix`, in id
+  /// order, with their `0-N` revisions and bodies as stored (as CouchDB's `_local_docs` lists
+  /// them, read in one snapshot).
+  public func localDocuments(prefix: String = "") throws -> [(
+    id: String, rev: String, body: JSONObject
+  )] {
+    let start = DocumentKey.key(prefix)
+    return try read { txn in
+      var out: [(id: String, rev: String, body: JSONObject)] = []
+      try txn.scan(documentStorage["local"], from: start) { key, _ in
+        guard key.starts(with: start) else { return false }
+        let id = String(decoding: key, as: UTF8.self)
+        if let (rev, body) = try localDocument(id, txn: txn) {
+          let object = (try? JSONValue(parsing: body).objectValue) ?? JSONObject()
+          out.append((id, rev, object))
+        }
+        return true
+      }
+      return out
+    }
+  }
+}

@@ -5,17 +5,20 @@ extension DataDirectory {
   /// A data directory of TouchWiki databases: each has the wiki and draft projections, checks
   /// the TouchWiki schema (``DocumentValidation/touchWiki``) and offers the `wiki` filter
   /// (``DocumentFilter/wiki(_:)``). What `wikilog` and `wikilog serve` open.
+  /// `systemDatabases` are the `_`-databases it also opens, with their own rules (the command
+  /// line passes the Auth module's `_users`).
   ///
   /// ```swift
   /// let data = DataDirectory.wiki(path: "/var/lib/wikilog")
   /// let store = try data.open("wiki", create: true)
   /// ```
-  public static func wiki(path: String, options: EventLog.Options = EventLog.Options())
-    -> DataDirectory
-  {
+  public static func wiki(
+    path: String, options: EventLog.Options = EventLog.Options(),
+    systemDatabases: [SystemDatabase] = []
+  ) -> DataDirectory {
     DataDirectory(
       path: path, options: options, projections: { [WikiProjection(), DraftProjection()] },
-      validation: .touchWiki, filters: .wiki)
+      validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases)
   }
 }
 

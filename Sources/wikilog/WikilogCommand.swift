@@ -58,6 +58,8 @@ struct WikilogCommand: AsyncParsableCommand {
       LogCommand.self,
       Demo.self,
       Serve.self,
+      UserCommand.self,
+      TokenCommand.self,
     ]
   )
 

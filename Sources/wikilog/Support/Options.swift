@@ -1,4 +1,5 @@
 import ArgumentParser
+import Auth
 import Foundation
 import JSON
 import Log
@@ -74,24 +75,27 @@ struct GlobalOptions: ParsableArguments {
     )
   }
 
-  /// The data directory, with every log opened read-only or with the given durability.
+  /// The data directory, with every log opened read-only or with the given durability. It
+  /// knows `_users` (Auth's rules: no clear password is ever stored), so `-d _users` works
+  /// for the document commands; `wikilog serve` opens its own, without it.
   func dataDirectory(readOnly: Bool = false, durability: EventLog.Durability = .synced)
     -> DataDirectory
   {
     DataDirectory.wiki(
-      path: directory, options: EventLog.Options(durability: durability, readOnly: readOnly))
+      path: directory, options: EventLog.Options(durability: durability, readOnly: readOnly),
+      systemDatabases: [.users])
   }
 
   /// Opens the selected database, which must exist (`wikilog init` creates it).
   func openStore(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws
     -> OpenStore
   {
+    let data = dataDirectory(readOnly: readOnly, durability: durability)
     do {
-      try DataDirectory.validate(name: database)
+      try data.check(name: database)
     } catch let error as StoreError {
       throw CLIError(error.reason)
     }
-    let data = dataDirectory(readOnly: readOnly, durability: durability)
     guard data.exists(database) else { throw noDatabase() }
     do {
       return OpenStore(data: data, store: try data.open(database))
@@ -104,7 +108,7 @@ struct GlobalOptions: ParsableArguments {
   /// `readOnly`.
   func open(readOnly: Bool = false, durability: EventLog.Durability = .synced) throws -> EventLog {
     do {
-      try DataDirectory.validate(name: database)
+      try dataDirectory().check(name: database)
       if readOnly && !dataDirectory().exists(database) { throw noDatabase() }
       let path = dataDirectory().directory(of: database)
       return try EventLog(

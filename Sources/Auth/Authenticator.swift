@@ -1,0 +1,286 @@
+public import Foundation
+public import JSON
+public import Projections
+
+/// Who signed a request in, and how.
+public struct Authentication: Sendable, Hashable {
+  public var context: UserContext
+  /// nil for an anonymous request.
+  public var method: AuthenticationMethod?
+  /// A `Set-Cookie` value to send with the response: a fresh `AuthSession` cookie when the
+  /// presented one has used up more than 10% of its time (CouchDB's refresh rule).
+  public var setCookie: String?
+
+  public init(context: UserContext, method: AuthenticationMethod?, setCookie: String? = nil) {
+    self.context = context
+    self.method = method
+    self.setCookie = setCookie
+  }
+}
+
+/// Signs requests in: the one place an HTTP server asks, with the request's `Authorization` and
+/// `Cookie` header values, who is making the request (``authenticate(authorization:cookie:client:secure:)``),
+/// and what `/_session` answers (``signIn(name:password:client:secure:)``, ``sessionInfo(_:)``,
+/// ``signOutCookie(secure:)``).
+///
+/// Accepted, in CouchDB's order: an `AuthSession` cookie (``SessionCookies``; an invalid or
+/// expired one is ignored, as CouchDB does), then the `Authorization` header: `Basic`
+/// (a `_users` name and password), `Bearer` (a JWT, when ``jwt`` is configured), `Token
+/// token=...` (an ``APITokens`` token). Nothing presented is an anonymous request.
+///
+/// Passwords: PBKDF2 runs once per user and password, then the match is cached in memory
+/// (``CredentialCache``, keyed by the stored hash so a password change misses); comparisons are
+/// constant-time; a wrong password and an unknown user get the same answer after the same work;
+/// repeated failures per user name and client address wait longer and longer
+/// (``SignInThrottle``).
+///
+/// ```swift
+/// let data = DataDirectory.wiki(path: dir, systemDatabases: [.users])
+/// let auth = try Authenticator(data: data)
+/// switch await auth.authenticate(authorization: request.headers[.authorization],
+///                                cookie: request.headers[.cookie], client: peerAddress) {
+/// case .success(let who): ... who.context.name, who.context.roles; who.setCookie
+/// case .failure(let error): respond(error.status, error.json)
+/// }
+/// ```
+public final class Authenticator: Sendable {
+  public let users: UserStore
+  public let tokens: APITokens
+  public let sessions: SessionCookies
+  public let jwt: JWTVerifier?
+  public let throttle: SignInThrottle
+  let cache: CredentialCache
+  let now: @Sendable () -> Date
+
+  public init(
+    users: UserStore, sessions: SessionCookies, jwt: JWTVerifier? = nil,
+    throttle: SignInThrottle = SignInThrottle(), cacheCapacity: Int = 1_000,
+    tokenLastUsedGranularity: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }
+  ) {
+    self.users = users
+    self.tokens = APITokens(users: users, lastUsedGranularity: tokenLastUsedGranularity, now: now)
+    self.sessions = sessions
+    self.jwt = jwt
+    self.throttle = throttle
+    self.cache = CredentialCache(capacity: cacheCapacity)
+    self.now = now
+  }
+
+  /// For a data directory that knows `_users` (`systemDatabases: [.users]`): its users and its
+  /// server secret (``ServerSecret``, made on first use).
+  public convenience init(
+    data: DataDirectory, jwt: JWTVerifier? = nil, sessionTimeout: Int = 600,
+    throttle: SignInThrottle = SignInThrottle()
+  ) throws {
+    let secret = try ServerSecret.load(directory: data.path)
+    self.init(
+      users: try UserStore(data: data),
+      sessions: SessionCookies(secret: secret, timeout: sessionTimeout), jwt: jwt,
+      throttle: throttle)
+  }
+
+  // MARK: Passwords
+
+  /// User `name` if `password` is theirs, else nil; no throttling (see
+  /// ``verifyPassword(name:password:client:)``). Runs PBKDF2 unless the pair is cached; for an
+  /// unknown user or one without a password it runs it too, on a dummy, so that the time taken
+  /// does not tell whether the user exists.
+  public func checkPassword(name: String, password: String) throws -> User? {
+    guard let user = try users.user(named: name), let stored = user.credentials else {
+      _ = Password.pbkdf2(
+        password: Array(password.utf8), salt: Array("wikilog-no-such-user".utf8),
+        iterations: Password.iterations)
+      return nil
+    }
+    if cache.contains(name, stored, password: password) { return user }
+    guard
+      let derived = Password.pbkdf2(
+        password: Array(password.utf8), salt: Array(stored.salt.utf8),
+        iterations: stored.iterations, prf: stored.prf, length: stored.derivedKey.count),
+      Password.constantTimeEqual(derived, stored.derivedKey)
+    else { return nil }
+    cache.insert(name, stored, password: password)
+    return user
+  }
+
+  /// User `name` if `password` is theirs; otherwise 401 "Name or password is incorrect."
+  /// whether or not the user exists. Waits first as long as the throttle says for this name
+  /// and client address, and records the outcome.
+  public func verifyPassword(name: String, password: String, client: String?)
+    async throws(AuthError) -> User
+  {
+    await wait(throttle.delay(user: name, client: client))
+    let user: User?
+    do {
+      user = try checkPassword(name: name, password: password)
+    } catch {
+      throw Self.internalError(error)
+    }
+    guard let user else {
+      throttle.recordFailure(user: name, client: client)
+      throw AuthError.incorrectCredentials
+    }
+    throttle.recordSuccess(user: name, client: client)
+    return user
+  }
+
+  // MARK: Sessions
+
+  /// `POST /_session`: checks the name and password and returns CouchDB's answer
+  /// (`{"ok":true,"name":...,"roles":[...]}`) with the `Set-Cookie` value of a new session.
+  /// A refusal is 401 "Name or password is incorrect." (send ``signOutCookie(secure:)`` with
+  /// it, as CouchDB does).
+  public func signIn(name: String, password: String, client: String?, secure: Bool = false)
+    async throws(AuthError) -> (body: JSONValue, setCookie: String)
+  {
+    let user = try await verifyPassword(name: name, password: password, client: client)
+    let body = JSONValue.object(
+      JSONObject([
+        "ok": .bool(true), "name": .string(user.name),
+        "roles": .array(user.roles.map(JSONValue.string)),
+      ]))
+    return (body, cookie(for: user, secure: secure))
+  }
+
+  /// The `Set-Cookie` value of a new session of `user`.
+  public func cookie(for user: User, secure: Bool = false) -> String {
+    let time = now()
+    return sessions.setCookie(
+      value: sessions.value(name: user.name, salt: user.salt, time: time), secure: secure,
+      now: time)
+  }
+
+  /// `DELETE /_session`'s `Set-Cookie` value (an emptied `AuthSession`).
+  public func signOutCookie(secure: Bool = false) -> String {
+    sessions.clearCookie(secure: secure, now: now())
+  }
+
+  /// `GET /_session`'s answer for a request signed in as `authentication`.
+  public func sessionInfo(_ authentication: Authentication) -> JSONValue {
+    var info = JSONObject([
+      "authentication_handlers": .array(
+        (["cookie", "default"] + (jwt == nil ? [] : ["jwt"]) + ["token"]).map(JSONValue.string))
+    ])
+    if let method = authentication.method {
+      info["authenticated"] = .string(method.rawValue)
+    }
+    info["authentication_db"] = .string(UserStore.databaseName)
+    return .object(
+      JSONObject([
+        "ok": .bool(true), "userCtx": authentication.context.json, "info": .object(info),
+      ]))
+  }
+
+  /// The user a presented `AuthSession` cookie value signs in, with the refresh to send; nil
+  /// when it is not valid (wrong MAC, expired, unknown user, password changed since).
+  public func verifyCookie(_ value: String, secure: Bool = false) throws(AuthError)
+    -> Authentication?
+  {
+    let parts = try SessionCookies.parse(value)
+    let user: User?
+    do { user = try users.user(named: parts.name) } catch { throw Self.internalError(error) }
+    guard let user else { return nil }
+    let time = now()
+    guard
+      let verified = sessions.verify(
+        name: parts.name, time: parts.time, mac: parts.mac, salt: user.salt, now: time)
+    else { return nil }
+    return Authentication(
+      context: user.context, method: .cookie,
+      setCookie: verified.needsRefresh ? cookie(for: user, secure: secure) : nil)
+  }
+
+  // MARK: Requests
+
+  /// Who makes a request, from its `Authorization` and `Cookie` header values (nil when
+  /// absent) and the client's address (for the throttle). `secure` is whether the request came
+  /// over HTTPS (a refreshed cookie is then `Secure`).
+  ///
+  /// - Returns: the signed-in user (``UserContext/anonymous`` when nothing was presented), or
+  ///   CouchDB's error: 401 `unauthorized` for a wrong name or password, token or expired JWT;
+  ///   400 `bad_request` for a malformed header, cookie or JWT (CouchDB's answers).
+  public func authenticate(
+    authorization: String?, cookie: String?, client: String?, secure: Bool = false
+  ) async -> Result<Authentication, AuthError> {
+    do throws(AuthError) {
+      if let cookie, let value = SessionCookies.cookieValue(inHeader: cookie), !value.isEmpty,
+        let signedIn = try verifyCookie(value, secure: secure)
+      {
+        return .success(signedIn)
+      }
+      guard let authorization = authorization?.trimmingCharacters(in: .whitespaces),
+        let space = authorization.firstIndex(of: " ")
+      else { return .success(Authentication(context: .anonymous, method: nil)) }
+      let scheme = authorization[..<space].lowercased()
+      let credentials = authorization[authorization.index(after: space)...]
+        .trimmingCharacters(in: .whitespaces)
+      switch scheme {
+      case "basic":
+        guard let decoded = Base64URL.decodeStandard(credentials),
+          let text = String(validating: decoded, as: UTF8.self)
+        else { throw AuthError.badRequest("Authorization header has invalid base64 value") }
+        guard let colon = text.firstIndex(of: ":") else {
+          return .success(Authentication(context: .anonymous, method: nil))
+        }
+        let name = String(text[..<colon])
+        let password = String(text[text.index(after: colon)...])
+        if name == "_" && password == "_" {  // CouchDB's "signed out" pair
+          return .success(Authentication(context: .anonymous, method: nil))
+        }
+        let user = try await verifyPassword(name: name, password: password, client: client)
+        return .success(Authentication(context: user.context, method: .basic))
+      case "bearer":
+        guard let jwt else { return .success(Authentication(context: .anonymous, method: nil)) }
+        return .success(Authentication(context: try jwt.verify(credentials), method: .jwt))
+      case "token":
+        return .success(try await verifyToken(Self.tokenParameter(credentials), client: client))
+      default:
+        return .success(Authentication(context: .anonymous, method: nil))
+      }
+    } catch {
+      return .failure(error)
+    }
+  }
+
+  /// The signed-in user of an API token; 401 "Invalid API token." otherwise (throttled per
+  /// client address).
+  public func verifyToken(_ token: String, client: String?) async throws(AuthError)
+    -> Authentication
+  {
+    await wait(throttle.delay(user: nil, client: client))
+    let user: User?
+    do { user = try tokens.verify(token) } catch { throw Self.internalError(error) }
+    guard let user else {
+      throttle.recordFailure(user: nil, client: client)
+      throw AuthError.unauthorized("Invalid API token.")
+    }
+    return Authentication(context: user.context, method: .token)
+  }
+
+  /// The token of `Token token=...` (`token="..."` too, and other parameters after `,` or `;`),
+  /// or of `Token ...` with the token alone.
+  static func tokenParameter(_ credentials: String) -> String {
+    for part in credentials.split(whereSeparator: { $0 == "," || $0 == ";" }) {
+      let pair = part.trimmingCharacters(in: .whitespaces)
+      guard pair.hasPrefix("token=") else { continue }
+      var value = String(pair.dropFirst("token=".count))
+      if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+        value = String(value.dropFirst().dropLast())
+      }
+      return value
+    }
+    return credentials
+  }
+
+  private func wait(_ delay: Duration) async {
+    guard delay > .zero else { return }
+    try? await Task.sleep(for: delay)
+  }
+
+  static func internalError(_ error: any Error) -> AuthError {
+    if let store = error as? StoreError {
+      return AuthError(status: 500, error: store.error, reason: store.reason)
+    }
+    return AuthError(status: 500, error: "unknown_error", reason: "\(error)")
+  }
+}

@@ -1,0 +1,213 @@
+public import JSON
+public import Projections
+
+/// A user of `_users`, as ``UserStore`` reads it: never with its derived key or salt in any
+/// public member.
+public struct User: Sendable, Hashable {
+  public var name: String
+  public var roles: [String]
+  /// The document's current revision.
+  public var rev: String
+  /// The stored PBKDF2 hash, if the user has a password.
+  let credentials: StoredCredentials?
+
+  /// Whether the user can sign in with a password.
+  public var hasPassword: Bool { credentials != nil }
+  /// Whether the user has the `_admin` role.
+  public var isAdmin: Bool { roles.contains(UserContext.adminRole) }
+  /// The user as a request's context.
+  public var context: UserContext { UserContext(name: name, roles: roles) }
+  /// The salt of the password hash ("" without a password): part of the session cookie's key,
+  /// so a password change ends every session (as in CouchDB).
+  var salt: String { credentials?.salt ?? "" }
+}
+
+/// A password hash as a `_users` document stores it.
+struct StoredCredentials: Sendable, Hashable {
+  var salt: String
+  var derivedKey: [UInt8]
+  var iterations: Int
+  var prf: String
+
+  init?(_ body: JSONObject) {
+    guard body["password_scheme"]?.stringValue == "pbkdf2",
+      let salt = body["salt"]?.stringValue,
+      let key = body["derived_key"]?.stringValue.flatMap(Hex.decode), !key.isEmpty,
+      let iterations = body["iterations"]?.numberValue?.int64Value, iterations > 0,
+      iterations <= 1_000_000_000
+    else { return nil }
+    self.salt = salt
+    self.derivedKey = key
+    self.iterations = Int(iterations)
+    // CouchDB's default for documents without the field (older CouchDB wrote SHA-1 hashes).
+    self.prf = body["pbkdf2_prf"]?.stringValue ?? "sha"
+  }
+}
+
+/// The users of a data directory, in its `_users` database (CouchDB's document shape:
+/// `_id` `org.couchdb.user:NAME`, `name`, `roles`, `type: "user"`, and the PBKDF2 fields).
+///
+/// Every write goes through ``hashingPassword(_:)`` first: a `password` member is replaced by
+/// `derived_key`, `salt`, `iterations` (``Password/iterations``), `password_scheme: "pbkdf2"`
+/// and `pbkdf2_prf: "sha256"` before the document reaches the store, and the database's
+/// validation (``UsersValidator``) refuses a clear password from any other path.
+///
+/// Administrators are users with the `_admin` role.
+///
+/// ```swift
+/// let data = DataDirectory(path: dir, systemDatabases: [.users])
+/// let users = try UserStore(data: data)
+/// try users.add(name: "ann", password: "correct horse", roles: ["editor"], actor: "admin")
+/// ```
+public final class UserStore: Sendable {
+  /// The database's name.
+  public static let databaseName = "_users"
+  public let store: DocumentStore
+
+  /// Uses an open `_users` store (opened with ``Projections/SystemDatabase/users``' validation).
+  public init(store: DocumentStore) {
+    self.store = store
+  }
+
+  /// Opens `_users` in `data`, which must know it (`systemDatabases: [.users]`), creating it
+  /// when `create` is true.
+  public convenience init(data: DataDirectory, create: Bool = true) throws {
+    guard data.systemDatabases[Self.databaseName] != nil else {
+      throw StoreError.internalError(
+        "the data directory was opened without the _users database (systemDatabases: [.users])")
+    }
+    self.init(store: try data.open(Self.databaseName, create: create))
+  }
+
+  /// The document id of user `name`.
+  public static func documentID(of name: String) -> String { UsersValidator.idPrefix + name }
+
+  /// User `name`, or nil when there is none (or it was removed).
+  public func user(named name: String) throws -> User? {
+    let doc: JSONValue
+    do {
+      doc = try store.get(Self.documentID(of: name))
+    } catch let error as StoreError where error.code == .notFound {
+      return nil
+    }
+    return doc.objectValue.flatMap(Self.user(from:))
+  }
+
+  /// Every user, by name.
+  public func users() throws -> [User] {
+    var options = AllDocsOptions()
+    options.startKey = UsersValidator.idPrefix
+    options.endKey = UsersValidator.idPrefix + "\u{10FFFF}"
+    options.includeDocs = true
+    return try store.allDocs(options).rows.compactMap { row in
+      row["doc"]?.objectValue.flatMap(Self.user(from:))
+    }
+  }
+
+  /// Adds user `name`; `conflict` when it exists.
+  @discardableResult
+  public func add(name: String, password: String?, roles: [String] = [], actor: String) throws
+    -> User
+  {
+    if try user(named: name) != nil {
+      throw StoreError("conflict", "The user \(name) already exists.", code: .conflict)
+    }
+    var body = JSONObject([
+      "_id": .string(Self.documentID(of: name)), "name": .string(name),
+      "roles": .array(roles.map(JSONValue.string)), "type": .string("user"),
+    ])
+    if let password { body["password"] = .string(password) }
+    try write(body, actor: actor)
+    guard let added = try user(named: name) else { throw StoreError.notFound("missing") }
+    return added
+  }
+
+  /// Sets the password of user `name` (a new salt, so its sessions end).
+  public func setPassword(of name: String, to password: String, actor: String) throws {
+    try update(name, actor: actor) { body in body["password"] = .string(password) }
+  }
+
+  /// Replaces the roles of user `name`.
+  public func setRoles(of name: String, to roles: [String], actor: String) throws {
+    try update(name, actor: actor) { body in body["roles"] = .array(roles.map(JSONValue.string)) }
+  }
+
+  /// Removes user `name` (a deletion: the history stays in the log). Its API tokens stop
+  /// working, since a token signs in only a user that exists.
+  public func remove(name: String, actor: String) throws {
+    guard let user = try user(named: name) else {
+      throw StoreError.notFound("no user \(name)")
+    }
+    let result = try store.delete(Self.documentID(of: name), rev: user.rev, actor: actor)
+    if let error = result.error { throw error }
+  }
+
+  /// Writes a user document given as JSON (with `_rev` to update), hashing its `password`
+  /// first: what a `PUT /_users/org.couchdb.user:NAME` does in CouchDB.
+  @discardableResult
+  public func put(_ body: JSONObject, actor: String) throws -> DocumentWriteResult {
+    try write(body, actor: actor)
+  }
+
+  /// `body` with its `password` replaced by a PBKDF2-SHA256 hash with a new salt (CouchDB's
+  /// `couch_users_db:save_doc`); unchanged without a `password` (or with `"password": null`,
+  /// which is removed). An empty or non-string password is refused.
+  public static func hashingPassword(_ body: JSONObject) throws -> JSONObject {
+    guard let password = body["password"] else { return body }
+    var out = body
+    out["password"] = nil
+    if password == .null { return out }
+    guard let clear = password.stringValue, !clear.isEmpty else {
+      throw StoreError.validation("The password must be a non-empty string.")
+    }
+    let salt = Password.newSalt()
+    guard
+      let key = Password.pbkdf2(
+        password: Array(clear.utf8), salt: Array(salt.utf8), iterations: Password.iterations)
+    else { throw StoreError.internalError("cannot hash the password") }
+    for field in [
+      "derived_key", "iterations", "password_scheme", "password_sha", "preserve_salt",
+      "pbkdf2_prf", "salt",
+    ] {
+      out[field] = nil
+    }
+    out["password_scheme"] = .string("pbkdf2")
+    out["pbkdf2_prf"] = .string("sha256")
+    out["salt"] = .string(salt)
+    out["iterations"] = .number(JSONNumber(Int64(Password.iterations)))
+    out["derived_key"] = .string(Hex.encode(key))
+    return out
+  }
+
+  // MARK: -
+
+  private func update(_ name: String, actor: String, _ change: (inout JSONObject) -> Void)
+    throws
+  {
+    let doc: JSONValue
+    do {
+      doc = try store.get(Self.documentID(of: name))
+    } catch let error as StoreError where error.code == .notFound {
+      throw StoreError.notFound("no user \(name)")
+    }
+    guard var body = doc.objectValue else { throw StoreError.notFound("no user \(name)") }
+    change(&body)
+    try write(body, actor: actor)
+  }
+
+  @discardableResult
+  private func write(_ body: JSONObject, actor: String) throws -> DocumentWriteResult {
+    let hashed = try Self.hashingPassword(body)
+    let result = try store.put(JSONValue.object(hashed).serialized(), actor: actor)
+    if let error = result.error { throw error }
+    return result
+  }
+
+  static func user(from body: JSONObject) -> User? {
+    guard body["type"]?.stringValue == "user", let name = body["name"]?.stringValue,
+      let rev = body["_rev"]?.stringValue
+    else { return nil }
+    let roles = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    return User(name: name, roles: roles, rev: rev, credentials: StoredCredentials(body))
+  }
+}
