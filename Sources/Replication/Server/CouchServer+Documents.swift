@@ -83,7 +83,9 @@ extension CouchServer {
     if target.hasPrefix("_local/") || id.hasPrefix("_local/") {
       throw ReplicationError.notImplemented("COPY of _local documents")
     }
-    let source = try store.get(id, options: GetOptions(rev: try requestedRev(request, query)))
+    // With the attachments' data, so that the copy has them.
+    let source = try store.get(
+      id, options: GetOptions(rev: try requestedRev(request, query), attachments: true))
     var body = source.objectValue ?? JSONObject()
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
     let actor = options.actor
@@ -129,7 +131,9 @@ extension CouchServer {
       revsInfo: query.flag("revs_info") || meta,
       conflicts: query.flag("conflicts") || meta,
       deletedConflicts: query.flag("deleted_conflicts") || meta,
-      latest: query.flag("latest"), localSeq: query.flag("local_seq"))
+      latest: query.flag("latest"), localSeq: query.flag("local_seq"),
+      attachments: query.flag("attachments"), attsSince: try query.stringArray("atts_since"),
+      attEncodingInfo: query.flag("att_encoding_info"))
     if let openRevs = query["open_revs"] {
       options.rev = nil
       let which: OpenRevs
