@@ -216,6 +216,8 @@ extension CouchServer {
     options.inclusiveEnd = try query.bool("inclusive_end", default: true)
     options.includeDocs = try query.bool("include_docs")
     options.conflicts = try query.bool("conflicts")
+    options.attachments = try query.bool("attachments")
+    options.attEncodingInfo = try query.bool("att_encoding_info")
     options.updateSeq = try query.bool("update_seq")
     options.limit = try query.int("limit")
     options.skip = try query.int("skip") ?? 0

@@ -1,0 +1,141 @@
+public import JSON
+import Log
+public import RevTree
+
+/// An attachment found by ``DocumentStore/attachment(_:name:rev:)``: its metadata and the
+/// revision it was read from.
+public struct FoundAttachment: Sendable {
+  public let attachment: StoredAttachment
+  public let rev: RevID
+}
+
+extension DocumentStore {
+  /// Attachment `name` of document `id` at revision `rev` (the winner when nil), as
+  /// `GET /db/doc/att` finds it (`chttpd_db:db_attachment_req`): `not_found` `missing` or
+  /// `deleted` for the document, `Document is missing attachment` for the attachment.
+  public func attachment(_ id: String, name: String, rev: String? = nil) throws -> FoundAttachment {
+    try read { txn in
+      let (record, revision) = try openRevision(id, rev: rev, txn: txn)
+      guard let position = revision.body,
+        let found = try attachments(at: position, txn: txn).first(where: { $0.name == name })
+      else {
+        _ = record
+        throw StoreError.notFound("Document is missing attachment")
+      }
+      return FoundAttachment(attachment: found, rev: revision.rev)
+    }
+  }
+
+  /// The revision `rev` of `id` (the winner when nil) that a read opens.
+  func openRevision(_ id: String, rev: String?, txn: ReadTransaction) throws -> (
+    DocumentRecord, RevisionTree.Revision
+  ) {
+    guard let record = try documents.record(id, storage: documentStorage, txn: txn) else {
+      throw StoreError.notFound("missing")
+    }
+    if let rev {
+      let parsed: RevID
+      do { parsed = try RevID(rev) } catch { throw StoreError.badRequest("Invalid rev format") }
+      guard let found = record.tree.revision(parsed), found.status != .missing else {
+        throw StoreError.notFound("missing")
+      }
+      return (record, found)
+    }
+    guard let winner = record.tree.winner else { throw StoreError.notFound("missing") }
+    guard winner.status == .available else { throw StoreError.notFound("deleted") }
+    return (record, winner)
+  }
+
+  /// The write of `PUT /db/doc/att` (`data` with `contentType`) or, when `data` is nil,
+  /// `DELETE /db/doc/att`, as `chttpd_db:db_attachment_req` builds it: without `rev` a new
+  /// document holding only the attachment (a conflict when the document exists); with `rev`
+  /// that revision's body and attachments, the new attachment first, the one of that name
+  /// replaced (or, for a delete, removed: `not_found` when it has none).
+  func attachmentEdit(
+    _ id: String, name: String, data: [UInt8]?, contentType: String, rev: String?
+  ) throws -> (DocumentInput, String?) {
+    guard !name.hasPrefix("_") else {
+      throw StoreError.badRequest("Attachment name '\(name)' starts with prohibited character '_'")
+    }
+    var members: [JSONObject.Member] = []
+    var others: [AttachmentInput] = []
+    if let rev {
+      try read { txn in
+        let (_, revision) = try openRevisionForEdit(id, rev: rev, txn: txn)
+        if let position = revision.body {
+          members = try body(at: position, txn: txn).members
+          let existing = try attachments(at: position, txn: txn)
+          if data == nil, !existing.contains(where: { $0.name == name }) {
+            throw StoreError.notFound("Document is missing attachment")
+          }
+          others = existing.filter { $0.name != name }.map {
+            .stub(name: $0.name, revpos: $0.revpos)
+          }
+        }
+      }
+    } else if data == nil {
+      // CouchDB checks that the document and the attachment exist, then writes a new document
+      // (which conflicts with the existing one).
+      _ = try attachment(id, name: name)
+    }
+    var input = try DocumentInput(.object(JSONObject(members)))
+    let new: [AttachmentInput] =
+      data.map {
+        [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
+      } ?? []
+    let all = new + others
+    input.attachments = all.isEmpty ? nil : all
+    return (input, rev)
+  }
+
+  /// Revision `rev` of `id` for an attachment edit: a missing one is CouchDB's
+  /// `{{not_found, missing}, Rev}`, answered `409 not_found missing_rev`.
+  func openRevisionForEdit(_ id: String, rev: String, txn: ReadTransaction) throws -> (
+    DocumentRecord, RevisionTree.Revision
+  ) {
+    let parsed: RevID
+    do { parsed = try RevID(rev) } catch { throw StoreError.badRequest("Invalid rev format") }
+    guard let record = try documents.record(id, storage: documentStorage, txn: txn),
+      let found = record.tree.revision(parsed), found.status != .missing
+    else { throw StoreError("not_found", "missing_rev", code: .conflict) }
+    return (record, found)
+  }
+
+  /// `PUT /db/doc/att?rev=`: a new revision with attachment `name` holding `data`.
+  @discardableResult
+  public func putAttachment(
+    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?, actor: String
+  ) throws -> DocumentWriteResult {
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: data, contentType: contentType, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev)
+    return try writeDocuments { txn in
+      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// ``putAttachment(_:name:data:contentType:rev:actor:)`` through the writer queue.
+  @discardableResult
+  public func putAttachmentAsync(
+    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?, actor: String
+  ) async throws -> DocumentWriteResult {
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: data, contentType: contentType, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// `DELETE /db/doc/att?rev=`: a new revision without attachment `name`.
+  @discardableResult
+  public func deleteAttachmentAsync(_ id: String, name: String, rev: String?, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    let (input, rev) = try attachmentEdit(id, name: name, data: nil, contentType: "", rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+}
