@@ -1,5 +1,5 @@
 public import JSON
-import Log
+package import Log
 public import RevTree
 
 /// An attachment found by ``DocumentStore/attachment(_:name:rev:)``: its metadata and the
@@ -10,6 +10,16 @@ public struct FoundAttachment: Sendable {
 }
 
 extension DocumentStore {
+  /// The attachments of the revision whose event is at `position`.
+  package func attachments(at position: UInt64, txn: ReadTransaction) throws
+    -> [StoredAttachment]
+  {
+    guard let event = try txn.event(at: LogPosition(position)) else {
+      throw StoreError.internalError("the body at \(position) is missing from the log")
+    }
+    return try DocumentEvent(decoding: event).attachments ?? []
+  }
+
   /// Attachment `name` of document `id` at revision `rev` (the winner when nil), as
   /// `GET /db/doc/att` finds it (`chttpd_db:db_attachment_req`): `not_found` `missing` or
   /// `deleted` for the document, `Document is missing attachment` for the attachment.
@@ -108,7 +118,7 @@ extension DocumentStore {
   ) throws -> DocumentWriteResult {
     let (input, rev) = try attachmentEdit(
       id, name: name, data: data, contentType: contentType, rev: rev)
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
     }
@@ -121,7 +131,7 @@ extension DocumentStore {
   ) async throws -> DocumentWriteResult {
     let (input, rev) = try attachmentEdit(
       id, name: name, data: data, contentType: contentType, rev: rev)
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
@@ -133,7 +143,7 @@ extension DocumentStore {
     async throws -> DocumentWriteResult
   {
     let (input, rev) = try attachmentEdit(id, name: name, data: nil, contentType: "", rev: rev)
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }

@@ -269,7 +269,7 @@ public final class DocumentStore: Sendable {
   {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
     // Worked out before the writer lock is taken: concurrent writers prepare in parallel.
-    let prepared = prepareEdit(input, id: docID, rev: rev)
+    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: docID, rev: try edit(prepared, actor: actor, txn: txn))
     }
@@ -287,7 +287,7 @@ public final class DocumentStore: Sendable {
   @discardableResult
   public func delete(_ id: String, rev: String, actor: String) throws -> DocumentWriteResult {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
     }

@@ -75,7 +75,13 @@ final class PreparedWrite: Sendable {
 extension DocumentStore {
   /// Works out a local edit (`new_edits=true`) of document `id` naming leaf `rev`, short of
   /// the store.
-  func prepareEdit(_ input: DocumentInput, id: String, rev: String?) -> PreparedWrite {
+  ///
+  /// With `readParent`, stubs are resolved here against the revision `rev` names, in a read
+  /// transaction of its own (never on the writer's thread inside its transaction); otherwise
+  /// the writer resolves them.
+  func prepareEdit(_ input: DocumentInput, id: String, rev: String?, readParent: Bool = false)
+    -> PreparedWrite
+  {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
     }
@@ -111,7 +117,8 @@ extension DocumentStore {
         attachments = try? resolve(
           stored, id: id,
           parent: try requested.flatMap { rev in
-            try read { txn in
+            guard readParent else { return nil }
+            return try read { txn in
               try documents.record(id, storage: documentStorage, txn: txn).flatMap {
                 try parentAttachments($0, rev, txn: txn)
               }
@@ -284,14 +291,6 @@ extension DocumentStore {
   {
     guard let found = record.tree.revision(rev), let position = found.body else { return nil }
     return try attachments(at: position, txn: txn)
-  }
-
-  /// The attachments of the revision whose event is at `position`.
-  func attachments(at position: UInt64, txn: ReadTransaction) throws -> [StoredAttachment] {
-    guard let event = try txn.event(at: LogPosition(position)) else {
-      throw StoreError.internalError("the body at \(position) is missing from the log")
-    }
-    return try DocumentEvent(decoding: event).attachments ?? []
   }
 
   /// The change projections' shares of revision `rev` of `input`.

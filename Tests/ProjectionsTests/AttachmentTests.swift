@@ -219,4 +219,32 @@ import Testing
     #expect(f3.first?.error?.error == "missing_stub")
     #expect(try store.record("q") == nil)
   }
+
+  @Test("_bulk_docs with stubs, inline and on the helper thread, resolve against each _rev")
+  func bulkStubs() throws {
+    let t = try TestStore(validation: .couchDB)
+    let store = t.store!
+    var docs: [JSONValue] = []
+    for i in 0..<20 {
+      docs.append(json(Self.doc(#""_id":"b\#(i)""#, [("f", Self.inline([UInt8(i)]))])))
+    }
+    let first = try store.bulkDocs(docs, actor: "a")
+    #expect(first.allSatisfy { $0.ok })
+    for count in [2, 20] {  // inline, then through the helper thread
+      var edits: [JSONValue] = []
+      for r in first.prefix(count) {
+        let doc = try store.get(r.id)
+        var object = try #require(doc.objectValue)
+        object["n"] = .number(JSONNumber(Int64(count)))
+        edits.append(.object(object))  // its _attachments are stubs
+      }
+      let results = try store.bulkDocs(edits, actor: "a")
+      #expect(results.allSatisfy { $0.ok }, "\(results)")
+      for (i, r) in results.enumerated() {
+        let doc = try store.get(r.id, options: GetOptions(attachments: true))
+        #expect(doc["_attachments"]?["f"]?["data"] == .string(Base64.encode([UInt8(i)])))
+        #expect(doc["_attachments"]?["f"]?["revpos"] == .number(1))
+      }
+    }
+  }
 }
