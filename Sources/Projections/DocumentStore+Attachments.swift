@@ -148,4 +148,35 @@ extension DocumentStore {
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
+
+  /// Writes a document already split into a ``DocumentInput`` (a `multipart/related` body
+  /// whose attachments have their data, ``DocumentInput/attachFollowing(_:)``), under `id`:
+  /// a local edit of `rev` (`_rev` when nil), or with `newEdits: false` the replicated revision
+  /// with its `_revisions`. Through the writer queue.
+  @discardableResult
+  public func writeAsync(
+    _ input: DocumentInput, id: String, rev: String?, newEdits: Bool, origin: String = "",
+    actor: String
+  ) async throws -> DocumentWriteResult {
+    var input = input
+    input.id = id
+    if newEdits {
+      if let rev, let bodyRev = input.rev, bodyRev != rev {
+        throw StoreError.badRequest(
+          "Document rev from request body and query string have different values")
+      }
+      let prepared = prepareEdit(input, id: id, rev: rev ?? input.rev, readParent: true)
+      return try await writeDocumentsQueued { txn in
+        DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+      }
+    }
+    guard let revision = input.rev else {
+      throw StoreError.badRequest("new_edits=false requires _rev")
+    }
+    let prepared = prepareReplicated(input, id: id, origin: origin)
+    try await writeDocumentsQueued { txn in
+      try self.replicate(prepared, actor: actor, txn: txn)
+    }
+    return DocumentWriteResult(id: id, rev: revision)
+  }
 }

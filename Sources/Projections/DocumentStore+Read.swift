@@ -22,6 +22,9 @@ public struct GetOptions: Sendable, Hashable {
   public var attsSince: [String]? = nil
   /// `att_encoding_info=true`: `encoding` and `encoded_length` of gzip-stored attachments.
   public var attEncodingInfo = false
+  /// With ``attachments``: `"follows": true` (and `length`) instead of the data, which a
+  /// multipart answer sends in parts of its own.
+  public var follows = false
 
   public init(
     rev: String? = nil, revs: Bool = false, revsInfo: Bool = false, conflicts: Bool = false,
@@ -291,9 +294,13 @@ extension DocumentStore {
     var members: [JSONObject.Member] = []
     members.reserveCapacity(attachments.count)
     for a in attachments {
-      let data = withData && a.revpos > since ? try attachmentData(a) : nil
+      let send = withData && a.revpos > since
+      let data = send && !options.follows ? try attachmentData(a) : nil
       members.append(
-        .init(key: a.name, value: a.json(data: data, showEncoding: options.attEncodingInfo)))
+        .init(
+          key: a.name,
+          value: a.json(
+            data: data, follows: send && options.follows, showEncoding: options.attEncodingInfo)))
     }
     return .object(JSONObject(members))
   }

@@ -227,10 +227,11 @@ extension DocumentStore {
     // Everything is checked before the first blob is written.
     for att in list {
       switch att {
-      case .follows(let name, _, _, _):
+      case .follows(let f):
         throw StoreError.badRequest(
-          "Attachment \(name) says follows, but the request is not multipart/related")
-      case .data(let name, _, let bytes, _) where bytes.count > Self.maxAttachmentBytes:
+          "Attachment \(f.name) says follows, but the request is not multipart/related")
+      case .data(let name, _, let bytes, _) where bytes.count > Self.maxAttachmentBytes,
+        .encoded(let name, _, let bytes, _, _) where bytes.count > Self.maxAttachmentBytes:
         throw StoreError("attachment_too_large", name, code: .tooLarge)
       default: continue
       }
@@ -242,6 +243,14 @@ extension DocumentStore {
       case .stub(let name, let revpos):
         out.append(.stub(name: name, revpos: revpos))
       case .follows: continue
+      case .encoded(let name, let contentType, let bytes, let length, let revpos):
+        let md5 = AttachmentEncoding.md5(bytes)
+        try blobs.write(bytes, md5: md5)
+        out.append(
+          .stored(
+            StoredAttachment(
+              name: name, contentType: contentType, length: length, storedLength: bytes.count,
+              encoding: "gzip", md5: md5, revpos: revpos)))
       case .data(let name, let contentType, let bytes, let revpos):
         let stored = AttachmentEncoding.stored(bytes, contentType: contentType.stringValue ?? "")
         let md5 = AttachmentEncoding.md5(stored.bytes)

@@ -103,12 +103,31 @@ public enum AttachmentInput: Sendable, Hashable {
   /// Inline `data` (base64), decoded, with the `revpos` given (0 when absent; a local edit
   /// sets it to the new generation, as `couch_db:set_new_att_revpos/1`).
   case data(name: String, contentType: JSONValue, bytes: [UInt8], revpos: Int)
-  /// `"follows": true`: the data follows in a `multipart/related` body.
-  case follows(name: String, contentType: JSONValue, length: Int?, revpos: Int)
+  /// `"follows": true`: the data follows in a `multipart/related` body (``Follows``).
+  case follows(Follows)
+  /// Bytes already encoded as `encoding` (gzip), stored as they are (a `follows` attachment
+  /// sent encoded, as CouchDB's replicator sends compressed ones).
+  case encoded(name: String, contentType: JSONValue, bytes: [UInt8], length: Int, revpos: Int)
+
+  /// What a `"follows": true` entry says of the part that carries its data.
+  public struct Follows: Sendable, Hashable {
+    public var name: String
+    public var contentType: JSONValue
+    /// `length` (decoded).
+    public var length: Int?
+    /// `encoding` (`gzip`), nil for identity.
+    public var encoding: String?
+    /// `encoded_length`, or `length`: the size of the part.
+    public var partLength: Int?
+    /// The MD5 `digest` names, checked against the part when given.
+    public var md5: [UInt8]?
+    public var revpos: Int
+  }
 
   public var name: String {
     switch self {
-    case .stub(let name, _), .data(let name, _, _, _), .follows(let name, _, _, _): name
+    case .stub(let name, _), .data(let name, _, _, _), .encoded(let name, _, _, _, _): name
+    case .follows(let f): f.name
     }
   }
 
@@ -134,10 +153,18 @@ public enum AttachmentInput: Sendable, Hashable {
       if props["stub"] == .bool(true) {
         att = .stub(name: name, revpos: props["revpos"]?.numberValue?.int64Value.map { Int($0) })
       } else if props["follows"] == .bool(true) {
+        let length = props["length"]?.numberValue?.int64Value.map { Int($0) }
+        let encoding = props["encoding"]?.stringValue.flatMap { $0 == "identity" ? nil : $0 }
+        var md5: [UInt8]? = nil
+        if let digest = props["digest"]?.stringValue, digest.hasPrefix("md5-") {
+          md5 = Base64.decode(String(digest.dropFirst(4)))
+        }
         att = .follows(
-          name: name, contentType: type,
-          length: props["length"]?.numberValue?.int64Value.map { Int($0) },
-          revpos: revpos(props))
+          Follows(
+            name: name, contentType: type, length: length, encoding: encoding,
+            partLength: encoding == nil
+              ? length : props["encoded_length"]?.numberValue?.int64Value.map { Int($0) } ?? length,
+            md5: md5, revpos: revpos(props)))
       } else {
         guard let text = props["data"]?.stringValue, let bytes = Base64.decode(text) else {
           throw StoreError.badRequest("Invalid attachment data for \(name)")
@@ -159,6 +186,55 @@ public enum AttachmentInput: Sendable, Hashable {
 
   private static func revpos(_ props: JSONObject) -> Int {
     props["revpos"]?.numberValue?.int64Value.map { Int(clamping: $0) } ?? 0
+  }
+}
+
+extension DocumentInput {
+  /// The `follows` attachments given their data: the parts after the JSON of a
+  /// `multipart/related` body, in the order of `_attachments` (`couch_doc:doc_from_multi_part_stream`).
+  /// A part of another length than the entry says, or whose MD5 is not its `digest`, is refused
+  /// as CouchDB refuses it.
+  public mutating func attachFollowing(_ parts: [[UInt8]]) throws(StoreError) {
+    guard let list = attachments else {
+      if !parts.isEmpty { throw StoreError.badRequest("attachment parts without attachments") }
+      return
+    }
+    var next = 0
+    var out: [AttachmentInput] = []
+    for att in list {
+      guard case .follows(let f) = att else {
+        out.append(att)
+        continue
+      }
+      guard next < parts.count else {
+        throw StoreError.badRequest("attachment shorter than expected")
+      }
+      let bytes = parts[next]
+      next += 1
+      if let expected = f.partLength, expected != bytes.count {
+        throw StoreError.badRequest(
+          bytes.count > expected
+            ? "attachment longer than expected" : "attachment shorter than expected")
+      }
+      if let md5 = f.md5, !md5.isEmpty, md5 != AttachmentEncoding.md5(bytes) {
+        throw StoreError("content_md5_mismatch", "Possible message corruption.", code: .badRequest)
+      }
+      if let encoding = f.encoding {
+        guard encoding == "gzip" else {
+          throw StoreError.badRequest("Unsupported attachment encoding: \(encoding)")
+        }
+        out.append(
+          .encoded(
+            name: f.name, contentType: f.contentType, bytes: bytes, length: f.length ?? bytes.count,
+            revpos: f.revpos))
+      } else {
+        out.append(.data(name: f.name, contentType: f.contentType, bytes: bytes, revpos: f.revpos))
+      }
+    }
+    guard next == parts.count else {
+      throw StoreError.badRequest("more attachment parts than attachments that follow")
+    }
+    attachments = out
   }
 }
 
