@@ -1,4 +1,4 @@
-public import JSON
+import JSON
 package import Log
 public import RevTree
 
@@ -25,13 +25,10 @@ extension DocumentStore {
   /// `deleted` for the document, `Document is missing attachment` for the attachment.
   public func attachment(_ id: String, name: String, rev: String? = nil) throws -> FoundAttachment {
     try read { txn in
-      let (record, revision) = try openRevision(id, rev: rev, txn: txn)
+      let (_, revision) = try openRevision(id, rev: rev, txn: txn)
       guard let position = revision.body,
         let found = try attachments(at: position, txn: txn).first(where: { $0.name == name })
-      else {
-        _ = record
-        throw StoreError.notFound("Document is missing attachment")
-      }
+      else { throw StoreError.notFound("Document is missing attachment") }
       return FoundAttachment(attachment: found, rev: revision.rev)
     }
   }

@@ -247,4 +247,31 @@ import Testing
       }
     }
   }
+
+  @Test("events: without attachments the payload is the format of before; with them it round-trips")
+  func eventFormat() throws {
+    let path = try RevisionPath(start: 1, ids: [String(repeating: "a", count: 32)])
+    let plain = DocumentEvent(
+      kind: .edit, docID: "d", rev: "1-" + String(repeating: "a", count: 32), path: path,
+      body: Array(#"{"x":1}"#.utf8))
+    let bytes = plain.encoded()
+    #expect(Array(bytes.prefix(3)) == [1, 1, 0])  // format, kind, flags: no attachment bit
+    var with = plain
+    with.deleted = true
+    with.attachments = [
+      StoredAttachment(
+        name: "ü/x", contentType: .string("text/plain"), length: 5, storedLength: 25,
+        encoding: "gzip", md5: Array(0..<16), revpos: 3),
+      StoredAttachment(
+        name: "e", contentType: .number(7), length: 0, storedLength: 0, encoding: nil,
+        md5: MD5.hash([]).bytes, revpos: 1),
+    ]
+    let t = try TestStore(validation: .couchDB)
+    let recorded = try t.store.log.append([
+      NewEvent(type: "doc.edit", stream: "d", actor: "a", payload: bytes),
+      NewEvent(type: "doc.edit", stream: "d", actor: "a", payload: with.encoded()),
+    ])
+    #expect(try DocumentEvent(decoding: recorded[0]) == plain)
+    #expect(try DocumentEvent(decoding: recorded[1]) == with)
+  }
 }

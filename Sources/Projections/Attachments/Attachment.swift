@@ -1,5 +1,5 @@
 public import JSON
-public import RevTree
+import RevTree
 
 /// One attachment of a revision as the store keeps it: its metadata, recorded in the revision's
 /// event (``DocumentEvent/attachments``), and its bytes as stored, in the database's
