@@ -59,7 +59,8 @@ extension DocumentStore {
   /// that revision's body and attachments, the new attachment first, the one of that name
   /// replaced (or, for a delete, removed: `not_found` when it has none).
   func attachmentEdit(
-    _ id: String, name: String, data: [UInt8]?, contentType: String, rev: String?
+    _ id: String, name: String, data: [UInt8]?, contentType: String, rev: String?,
+    gzipped: Bool = false
   ) throws -> (DocumentInput, String?) {
     guard !name.hasPrefix("_") else {
       throw StoreError.badRequest("Attachment name '\(name)' starts with prohibited character '_'")
@@ -86,9 +87,17 @@ extension DocumentStore {
       _ = try attachment(id, name: name)
     }
     var input = try DocumentInput(.object(JSONObject(members)))
+    // A body sent gzip (`Content-Encoding: gzip`) is stored as sent, its length unknown:
+    // CouchDB shows the gzip length as both (`couch_db:with_stream/3`).
     let new: [AttachmentInput] =
       data.map {
-        [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
+        gzipped
+          ? [
+            .encoded(
+              name: name, contentType: .string(contentType), bytes: $0, length: $0.count,
+              revpos: 0)
+          ]
+          : [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
       } ?? []
     let all = new + others
     input.attachments = all.isEmpty ? nil : all
@@ -123,11 +132,14 @@ extension DocumentStore {
 
   /// ``putAttachment(_:name:data:contentType:rev:actor:)`` through the writer queue.
   @discardableResult
+  ///
+  /// With `gzipped`, `data` is gzip (`Content-Encoding: gzip`) and stored as it is.
   public func putAttachmentAsync(
-    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?, actor: String
+    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?,
+    gzipped: Bool = false, actor: String
   ) async throws -> DocumentWriteResult {
     let (input, rev) = try attachmentEdit(
-      id, name: name, data: data, contentType: contentType, rev: rev)
+      id, name: name, data: data, contentType: contentType, rev: rev, gzipped: gzipped)
     let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))

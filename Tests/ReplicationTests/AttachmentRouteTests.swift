@@ -134,6 +134,25 @@ extension TestClientProtocol {
       #expect(try await client.raw(.get, "/db/t/a.txt", headers: accept).bytes == text)
       let inline = try await client.call(.get, "/db/t?attachments=true")
       #expect(inline["_attachments"]?["a.txt"]?["data"] == .string(Base64.encode(text)))
+
+      // Sent gzip: stored as sent, CouchDB's lengths (the gzip length twice), served either way.
+      var encodedHeaders = Self.type("text/plain")
+      encodedHeaders[.contentEncoding] = "gzip"
+      let rev = try #require(try await client.call(.get, "/db/t")["_rev"]?.stringValue)
+      let sent = AttachmentEncoding.gzip(Array("sent gzip".utf8), level: 1)
+      #expect(
+        try await client.raw(.put, "/db/t/g.txt?rev=\(rev)", sent, headers: encodedHeaders).code
+          == 201)
+      let g = try await client.call(.get, "/db/t?att_encoding_info=true")["_attachments"]?["g.txt"]
+      #expect(g?["length"] == .number(JSONNumber(Int64(sent.count))))
+      #expect(g?["encoding"] == .string("gzip"))
+      #expect(g?["digest"] == .string("md5-" + Base64.encode(MD5.hash(sent).bytes)))
+      #expect(try await client.raw(.get, "/db/t/g.txt").bytes == Array("sent gzip".utf8))
+      accept[.acceptEncoding] = "gzip"
+      #expect(try await client.raw(.get, "/db/t/g.txt", headers: accept).bytes == sent)
+      encodedHeaders[.contentEncoding] = "br"
+      let refused = try await client.raw(.put, "/db/t/b.txt", sent, headers: encodedHeaders)
+      #expect(refused.code == 415 && refused.json?["error"] == .string("bad_content_type"))
     }
   }
 

@@ -16,7 +16,7 @@ extension CouchServer {
   /// goes out gzip (`Content-Encoding: gzip`) when `Accept-Encoding` takes gzip, else decoded;
   /// an identity-stored one honours a single `Range` (`206`). `PUT` writes the body as the
   /// attachment (`Content-Type` its type; `Content-MD5` checked when given; without `rev` a new
-  /// document); `DELETE` removes it. Both answer `{"ok","id","rev"}`.
+  /// document; `Content-Encoding: gzip` stored as sent); `DELETE` removes it. Both answer `{"ok","id","rev"}`.
   func attachment(
     _ store: DocumentStore, db: String, id: String, name: String, request: Request,
     query: QueryParameters
@@ -30,12 +30,7 @@ extension CouchServer {
       let encoding = (request.headers[.contentEncoding] ?? "identity")
         .trimmingCharacters(in: .whitespaces).lowercased()
       switch encoding {
-      case "identity": break
-      case "gzip":
-        throw ReplicationError(
-          "bad_content_type",
-          "gzip-encoded attachment uploads are not implemented by wikilog; send identity",
-          status: 415)
+      case "identity", "gzip": break
       default:
         throw ReplicationError(
           "bad_content_type", "Only gzip and identity content-encodings are supported",
@@ -51,7 +46,8 @@ extension CouchServer {
       let rev = try requestedRev(request, query)
       let actor = options.actor
       let result = try await store.putAttachmentAsync(
-        id, name: name, data: data, contentType: type, rev: rev, actor: actor)
+        id, name: name, data: data, contentType: type, rev: rev, gzipped: encoding == "gzip",
+        actor: actor)
       var headers = HTTPFields()
       headers[.location] = location(db, id) + "/" + PercentDecoding.encode(name)
       return CouchResponse.json(result.json, status: .created, headers: headers)
