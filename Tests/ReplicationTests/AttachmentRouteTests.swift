@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JSON
 import NIOCore
 import Projections
+import Replication
 import RevTree
 import Testing
 
@@ -235,6 +236,26 @@ extension TestClientProtocol {
       _ = try dir.data.compact("db")
       #expect(try await client.raw(.get, "/db/d/a?rev=\(rev1)").bytes == Self.allBytes)
       #expect(try await client.raw(.get, "/db/d/b").bytes == [1, 2, 3])
+
+      // Deleting the database removes its blobs with it.
+      let blobs = dir.data.directory(of: "db") + "/attachments"
+      #expect(FileManager.default.fileExists(atPath: blobs))
+      #expect(try await client.call(.delete, "/db").code == 200)
+      #expect(!FileManager.default.fileExists(atPath: blobs))
+    }
+  }
+
+  @Test("an attachment larger than the server accepts is 413, nothing written")
+  func tooLarge() async throws {
+    var options = CouchServerOptions()
+    options.maxRequestBytes = 1000
+    try await withServer(options: options) { client, dir in
+      try await client.call(.put, "/db")
+      let big = try await client.raw(.put, "/db/big/a.bin", [UInt8](repeating: 7, count: 2000))
+      #expect(big.code == 413 && big.json?["error"] == .string("too_large"))
+      #expect(try await client.call(.get, "/db/big").code == 404)
+      #expect(
+        !FileManager.default.fileExists(atPath: dir.data.directory(of: "db") + "/attachments"))
     }
   }
 }
