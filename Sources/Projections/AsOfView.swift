@@ -165,7 +165,7 @@ extension DocumentStore {
     do {
       store = try DocumentStore(
         log: scratchLog, projections: others.map(\.projection), ownsLog: true,
-        validation: validation, scratch: directory)
+        validation: validation, scratch: directory, blobs: blobs)
     } catch {
       scratchLog.close()
       directory.remove()

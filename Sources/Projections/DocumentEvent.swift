@@ -8,14 +8,18 @@ public import RevTree
 /// document id, its actor who wrote it; the payload is this value, encoded by ``encoded()``:
 ///
 /// ```
-/// u8 format (1) · u8 kind · u8 flags (bit 0: deleted)
+/// u8 format (1) · u8 kind · u8 flags (bit 0: deleted, bit 1: attachments)
 /// string doc id · string rev ("" when none)
 /// varint path start · varint path length · string id × length   (the merged `_revisions`)
 /// string origin ("" for a local edit; the peer for a replicated write)
 /// varint revs_limit (for a `db.revs_limit` event, else 0)
+/// when flag bit 1: varint count · attachment × count, each:
+///     string name · bytes content_type (its JSON) · varint length · varint stored length
+///     · u8 encoding (0 identity, 1 gzip) · 16 bytes MD5 of the stored bytes · varint revpos
 /// the body: a JSON object without the `_`-fields, as bytes (the rest)
 /// ```
-/// (strings are LEB128 length + UTF-8). The body of every revision stays readable forever: a
+/// (strings are LEB128 length + UTF-8). Events written before attachments existed have flag
+/// bit 1 clear and decode unchanged. The attachments' bytes are in the ``BlobStore``. The body of every revision stays readable forever: a
 /// document's tree points each revision to the position of the event that carried its body.
 public struct DocumentEvent: Sendable, Hashable {
   public enum Kind: UInt8, Sendable {
@@ -62,11 +66,15 @@ public struct DocumentEvent: Sendable, Hashable {
   public var revsLimit: Int
   /// The JSON object of the body, without `_id`, `_rev` and the other special fields.
   public var body: [UInt8]
+  /// The revision's attachments in the document's `_attachments` order; nil when it has none.
+  public var attachments: [StoredAttachment]?
 
   public init(
     kind: Kind, docID: String, rev: String, path: RevisionPath? = nil, deleted: Bool = false,
-    origin: String = "", revsLimit: Int = 0, body: [UInt8] = Array("{}".utf8)
+    origin: String = "", revsLimit: Int = 0, body: [UInt8] = Array("{}".utf8),
+    attachments: [StoredAttachment]? = nil
   ) {
+    self.attachments = attachments
     self.kind = kind
     self.docID = docID
     self.rev = rev
@@ -92,7 +100,7 @@ public struct DocumentEvent: Sendable, Hashable {
     var w = ByteWriter(capacity: 64 + body.count)
     w.byte(Self.format)
     w.byte(kind.rawValue)
-    w.byte(deleted ? 1 : 0)
+    w.byte((deleted ? 1 : 0) | (attachments != nil ? 2 : 0))
     w.string(docID)
     w.string(rev)
     if let path {
@@ -105,6 +113,10 @@ public struct DocumentEvent: Sendable, Hashable {
     }
     w.string(origin)
     w.varint(revsLimit)
+    if let attachments {
+      w.varint(attachments.count)
+      for a in attachments { a.encode(into: &w) }
+    }
     w.raw(body)
     return w.bytes
   }
@@ -124,7 +136,8 @@ public struct DocumentEvent: Sendable, Hashable {
         throw StoreError.internalError("event \(position) has an unknown document format")
       }
       self.kind = kind
-      deleted = try r.byte() & 1 != 0
+      let flags = try r.byte()
+      deleted = flags & 1 != 0
       docID = try r.string()
       rev = try r.string()
       let start = try r.int()
@@ -140,6 +153,16 @@ public struct DocumentEvent: Sendable, Hashable {
       }
       origin = try r.string()
       revsLimit = try r.int()
+      if flags & 2 != 0 {
+        let count = try r.int()
+        guard count <= payload.count else { throw ByteReader.Truncated() }
+        var list: [StoredAttachment] = []
+        list.reserveCapacity(count)
+        for _ in 0..<count { list.append(try StoredAttachment(decoding: &r)) }
+        attachments = list
+      } else {
+        attachments = nil
+      }
       body = Array(r.rest())
     } catch let error as StoreError {
       throw error

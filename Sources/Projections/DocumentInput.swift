@@ -6,8 +6,8 @@ public import RevTree
 /// CouchDB's rules (`couch_doc:transfer_fields`): `_id`, `_rev`, `_deleted` and `_revisions` are
 /// taken out; `_conflicts`, `_deleted_conflicts`, `_revs_info` and `_local_seq` are ignored;
 /// `_access` and the replicator's `_replication_*` fields stay in the body; any other top-level
-/// field starting with `_` is refused (`doc_validation`). Attachments are not built yet: a body
-/// with `_attachments` is refused (`not_implemented`) rather than stored without them.
+/// field starting with `_` is refused (`doc_validation`). `_attachments` is read as
+/// `couch_att:from_json/2` reads it (``AttachmentInput/parse(_:)``).
 public struct DocumentInput: Sendable, Hashable {
   public var id: String?
   public var rev: String?
@@ -17,6 +17,8 @@ public struct DocumentInput: Sendable, Hashable {
   public var body: JSONObject
   /// The whole document as received (for the revision digest, which skips `_` fields itself).
   public var full: JSONValue
+  /// `_attachments`, in its order; nil when the document has none (an empty object included).
+  public var attachments: [AttachmentInput]?
 
   /// The largest accepted document, like CouchDB's default `max_document_size` (8 MB).
   public static let maxBytes = 8 << 20
@@ -76,7 +78,8 @@ public struct DocumentInput: Sendable, Hashable {
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
-        throw StoreError.notImplemented("attachments (_attachments)")
+        let list = try AttachmentInput.parse(member.value)
+        attachments = list.isEmpty ? nil : list
       default:
         throw StoreError.invalidDocument("Bad special document member: \(key)")
       }

@@ -14,6 +14,9 @@ public struct AllDocsOptions: Sendable, Hashable {
   public var descending = false
   public var includeDocs = false
   public var conflicts = false
+  /// With `includeDocs`: attachments' data inline, `encoding` of gzip-stored ones.
+  public var attachments = false
+  public var attEncodingInfo = false
   /// Also answer the database's update seq, read in the same snapshot as the rows
   /// (`update_seq=true`).
   public var updateSeq = false
@@ -77,7 +80,10 @@ extension DocumentStore {
               value: deleted
                 ? .null
                 : try documentJSON(
-                  record, winner, options: GetOptions(conflicts: options.conflicts), txn: txn)))
+                  record, winner,
+                  options: GetOptions(
+                    conflicts: options.conflicts, attachments: options.attachments,
+                    attEncodingInfo: options.attEncodingInfo), txn: txn)))
         }
         return .object(JSONObject(members))
       }

@@ -39,7 +39,7 @@ extension DocumentStore {
   ) async throws -> DocumentWriteResult {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev, idWins: idWinsOverBody)
     // Worked out on the caller's thread, so that the one writer is left with the transaction.
-    let prepared = prepareEdit(input, id: docID, rev: rev)
+    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: docID, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
@@ -59,7 +59,7 @@ extension DocumentStore {
     -> DocumentWriteResult
   {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }

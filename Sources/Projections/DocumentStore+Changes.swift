@@ -21,6 +21,9 @@ public struct ChangesOptions: Sendable, Hashable {
   public var includeDocs = false
   /// With `includeDocs`: add `_conflicts` to each document.
   public var conflicts = false
+  /// With `includeDocs`: attachments' data inline, `encoding` of gzip-stored ones.
+  public var attachments = false
+  public var attEncodingInfo = false
   /// `filter=_doc_ids`.
   public var docIDs: Set<String>?
   /// `filter=_selector`: conditions on top-level fields of the winning body.
@@ -153,7 +156,10 @@ extension DocumentStore {
     var doc: JSONValue?
     if options.includeDocs || options.selector != nil {
       doc = try documentJSON(
-        record, winner, options: GetOptions(conflicts: options.conflicts), txn: txn)
+        record, winner,
+        options: GetOptions(
+          conflicts: options.conflicts, attachments: options.attachments,
+          attEncodingInfo: options.attEncodingInfo), txn: txn)
       if let selector = options.selector, !selector.matches(doc!) { return nil }
     }
     return ChangeRow(
@@ -217,6 +223,15 @@ extension DocumentStore {
         members.append(contentsOf: body.members)
       }
       if e.deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
+      if let attachments = e.attachments, !attachments.isEmpty {
+        var atts: [JSONObject.Member] = []
+        for a in attachments {
+          let data = options.attachments ? try attachmentData(a) : nil
+          atts.append(
+            .init(key: a.name, value: a.json(data: data, showEncoding: options.attEncodingInfo)))
+        }
+        members.append(.init(key: "_attachments", value: .object(JSONObject(atts))))
+      }
       doc = .object(JSONObject(members))
       if let selector = options.selector, !selector.matches(doc!) { return nil }
     }

@@ -22,7 +22,9 @@ import RevTree
 // merges each path: every body becomes an event of its own, and the union of the paths is the
 // original tree. Ancestors known only by id (`missing`) come back as ids inside the paths.
 // Revisions stemmed out of a tree are not exported: they are no longer part of the document
-// (``DocumentStore/history(of:)`` still shows them from the log).
+// (``DocumentStore/history(of:)`` still shows them from the log). Attachments are exported
+// inline (`data` in base64) and imported as replicated inline data, which stores the same
+// bytes (gzip is deterministic) under the same digests.
 
 extension DocumentStore {
   /// Every revision of `record` whose body the log holds, in the order they were written, each
@@ -56,6 +58,16 @@ extension DocumentStore {
       ]
       if revision.status == .deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
       members.append(contentsOf: try body(at: position, txn: txn).members)
+      // Attachments inline (base64 of the data, with their revpos), so that an import stores
+      // the same bytes and digests.
+      let attachments = try attachments(at: position, txn: txn)
+      if !attachments.isEmpty {
+        var atts: [JSONObject.Member] = []
+        for a in attachments {
+          atts.append(.init(key: a.name, value: a.json(data: try attachmentData(a))))
+        }
+        members.append(.init(key: "_attachments", value: .object(JSONObject(atts))))
+      }
       return .object(JSONObject(members))
     }
   }
@@ -132,6 +144,42 @@ extension DocumentStore {
 }
 
 extension DocumentStore {
+  /// Checks every attachment blob that an event of the log references: that it exists, has
+  /// the stored length and the MD5 its digest says. Returns one line per problem.
+  public func verifyAttachments(maxProblems: Int = 20) throws -> [String] {
+    var referenced: [[UInt8]: (length: Int, where: String)] = [:]
+    try read { txn in
+      try txn.forEachEvent(
+        from: .start,
+        ofTypes: [DocumentEvent.Kind.edit.eventType, DocumentEvent.Kind.replicated.eventType]
+      ) { event in
+        let e = try DocumentEvent(decoding: event)
+        for a in e.attachments ?? [] where referenced[a.md5] == nil {
+          referenced[a.md5] = (
+            a.storedLength, "attachment \(a.name) of \(e.docID) \(e.rev) (event \(event.position))"
+          )
+        }
+        return true
+      }
+    }
+    var problems: [String] = []
+    for (md5, (length, place)) in referenced.sorted(by: { $0.value.where < $1.value.where }) {
+      guard problems.count < maxProblems else { break }
+      let hex = BlobStore.hex(md5)
+      guard blobs.exists(md5) else {
+        problems.append("blob \(hex) is missing: \(place)")
+        continue
+      }
+      let bytes = try blobs.read(md5)
+      if bytes.count != length {
+        problems.append("blob \(hex) has \(bytes.count) bytes, not \(length): \(place)")
+      } else if AttachmentEncoding.md5(bytes) != md5 {
+        problems.append("blob \(hex) does not match its digest: \(place)")
+      }
+    }
+    return problems
+  }
+
   /// Checks, without writing, that `input` can be written with `new_edits=false`: a valid
   /// document id in `_id`, and a `_rev` that is the newest revision of its `_revisions`.
   ///

@@ -14,11 +14,26 @@ public struct GetOptions: Sendable, Hashable {
   /// With `rev` or `open_revs`: the leaves that descend from the named revisions instead.
   public var latest = false
   public var localSeq = false
+  /// `attachments=true`: each attachment's data inline (base64 of the decoded bytes) instead
+  /// of a stub.
+  public var attachments = false
+  /// `atts_since=[revs]`: data only for attachments newer than the nearest of these revisions
+  /// in the revision's history (implies ``attachments``, as in CouchDB).
+  public var attsSince: [String]? = nil
+  /// `att_encoding_info=true`: `encoding` and `encoded_length` of gzip-stored attachments.
+  public var attEncodingInfo = false
+  /// With ``attachments``: `"follows": true` (and `length`) instead of the data, which a
+  /// multipart answer sends in parts of its own.
+  public var follows = false
 
   public init(
     rev: String? = nil, revs: Bool = false, revsInfo: Bool = false, conflicts: Bool = false,
-    deletedConflicts: Bool = false, latest: Bool = false, localSeq: Bool = false
+    deletedConflicts: Bool = false, latest: Bool = false, localSeq: Bool = false,
+    attachments: Bool = false, attsSince: [String]? = nil, attEncodingInfo: Bool = false
   ) {
+    self.attachments = attachments
+    self.attsSince = attsSince
+    self.attEncodingInfo = attEncodingInfo
     self.rev = rev
     self.revs = revs
     self.revsInfo = revsInfo
@@ -173,8 +188,9 @@ extension DocumentStore {
     }
   }
 
-  /// A revision as CouchDB renders it: `_id`, `_rev`, the body, `_deleted`, then `_revisions`,
-  /// `_revs_info`, `_conflicts`, `_deleted_conflicts`, `_local_seq` as asked.
+  /// A revision as CouchDB renders it (`couch_doc:to_json_obj/2`): `_id`, `_rev`, the body,
+  /// `_deleted`, then `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`,
+  /// `_local_seq` as asked, then `_attachments` (stubs, or data as ``GetOptions`` asks).
   func documentJSON(
     _ record: DocumentRecord, _ revision: RevisionTree.Revision, options: GetOptions,
     txn: ReadTransaction
@@ -183,8 +199,19 @@ extension DocumentStore {
       .init(key: "_id", value: .string(record.docID)),
       .init(key: "_rev", value: .string(revision.rev.description)),
     ]
+    var attachments: [StoredAttachment]? = nil
     if let position = revision.body {
-      members.append(contentsOf: try body(at: position, txn: txn).members)
+      guard let event = try txn.event(at: LogPosition(position)) else {
+        throw StoreError.internalError("the body at \(position) is missing from the log")
+      }
+      let e = try DocumentEvent(decoding: event)
+      attachments = e.attachments
+      do {
+        members.append(
+          contentsOf: (try JSONValue(parsing: e.body).objectValue ?? JSONObject()).members)
+      } catch {
+        throw StoreError.internalError("the body at position \(position) is not JSON")
+      }
     }
     if revision.status == .deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
     let tree = record.tree
@@ -231,7 +258,66 @@ extension DocumentStore {
     if options.localSeq {
       members.append(.init(key: "_local_seq", value: .number(JSONNumber(Int64(record.updateSeq)))))
     }
+    if let attachments, !attachments.isEmpty {
+      members.append(
+        .init(
+          key: "_attachments",
+          value: try attachmentsJSON(
+            attachments, of: revision.rev, tree: tree, options: options)))
+    }
     return .object(JSONObject(members))
+  }
+
+  /// `_attachments` of revision `rev` as `couch_doc:to_json_attachments` writes it, with data
+  /// where ``GetOptions/attachments`` (and ``GetOptions/attsSince``) ask for it.
+  func attachmentsJSON(
+    _ attachments: [StoredAttachment], of rev: RevID, tree: RevisionTree, options: GetOptions
+  ) throws -> JSONValue {
+    let withData = options.attachments || options.attsSince != nil
+    // `couch_db:find_ancestor_rev_pos/2`: the generation of the newest revision of the
+    // history that `atts_since` names; attachments no newer than it are stubs.
+    var since = 0
+    if let names = options.attsSince, let path = tree.revisions(of: rev) {
+      var wanted = Set<RevID>()
+      for name in names {
+        do { wanted.insert(try RevID(name)) } catch {
+          throw StoreError.badRequest("Invalid rev format")
+        }
+      }
+      for (i, hash) in path.ids.enumerated() {
+        if let r = try? RevID(generation: path.start - i, hash: hash), wanted.contains(r) {
+          since = r.generation
+          break
+        }
+      }
+    }
+    var members: [JSONObject.Member] = []
+    members.reserveCapacity(attachments.count)
+    for a in attachments {
+      let send = withData && a.revpos > since
+      let data = send && !options.follows ? try attachmentData(a) : nil
+      members.append(
+        .init(
+          key: a.name,
+          value: a.json(
+            data: data, follows: send && options.follows, showEncoding: options.attEncodingInfo)))
+    }
+    return .object(JSONObject(members))
+  }
+
+  /// The data of attachment `a`, decoded (gunzipped when stored gzip).
+  public func attachmentData(_ a: StoredAttachment) throws -> [UInt8] {
+    let stored = try blobs.read(a.md5)
+    guard a.encoding == "gzip" else { return stored }
+    guard let data = Gunzip.decode(stored) else {
+      throw StoreError.internalError("attachment blob \(BlobStore.hex(a.md5)) is not gzip")
+    }
+    return data
+  }
+
+  /// The bytes of attachment `a` as stored.
+  public func attachmentStoredBytes(_ a: StoredAttachment) throws -> [UInt8] {
+    try blobs.read(a.md5)
   }
 
   /// `_revs_diff`: for each document, the given revisions the store does not have, and the

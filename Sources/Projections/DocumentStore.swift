@@ -64,16 +64,22 @@ public final class DocumentStore: Sendable {
     validation: DocumentValidation = .couchDB
   ) throws {
     try self.init(
-      log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil)
+      log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil,
+      blobs: nil)
   }
+
+  /// The attachments' bytes (``BlobStore``), beside the log (an as-of view reads the live
+  /// store's).
+  public let blobs: BlobStore
 
   /// A scratch directory (of an as-of view) removed once the store is gone.
   let scratch: ScratchDirectory?
 
   init(
     log: EventLog, projections: [any Projection], ownsLog: Bool, validation: DocumentValidation,
-    scratch: ScratchDirectory?
+    scratch: ScratchDirectory?, blobs: BlobStore?
   ) throws {
+    self.blobs = blobs ?? BlobStore(databaseDirectory: log.path)
     self.log = log
     self.ownsLog = ownsLog
     self.validation = validation
@@ -173,7 +179,21 @@ public final class DocumentStore: Sendable {
     // The event worked out ahead holds when the tree agrees on the parent (a new document
     // that recreates a deleted one does not: its parent is the deleted leaf).
     let ready = p.event != nil && parent == p.guessedParent
-    let e = ready ? p.event! : Self.editEvent(p.input, id: p.id, parent: parent, body: body).event
+    let e: DocumentEvent
+    if ready {
+      e = p.event!
+    } else {
+      // Stubs are the attachments of the revision edited (`couch_doc:merge_stubs/2`).
+      var attachments: [StoredAttachment]? = nil
+      if let pending = p.pending {
+        let onParent = try parent.flatMap { try parentAttachments(record, $0, txn: txn) }
+        attachments = try resolve(
+          pending, id: p.id, parent: onParent, revpos: (p.requested?.generation ?? 0) + 1)
+      }
+      e =
+        Self.editEvent(p.input, id: p.id, parent: parent, body: body, attachments: attachments)
+        .event
+    }
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
@@ -211,9 +231,27 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { return }
+    var event = e
+    var payload = p.payload
+    if let pending = p.pending, p.event?.attachments == nil {
+      // Stubs: the attachments of the nearest ancestor on the path that the store has a body
+      // of (`couch_db:make_first_doc_on_disk/4`).
+      var ancestor: [StoredAttachment]? = nil
+      if let path = e.path {
+        for (i, hash) in path.ids.enumerated().dropFirst() {
+          let rev = try RevID(generation: path.start - i, hash: hash)
+          if let found = tree.revision(rev), let position = found.body {
+            ancestor = try attachments(at: position, txn: txn)
+            break
+          }
+        }
+      }
+      event.attachments = try resolve(pending, id: p.id, parent: ancestor, revpos: nil)
+      payload = nil
+    }
     try append(
-      e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
-      context: context, payload: p.payload, shares: p.shares)
+      event, actor: actor, txn: txn, record: record, merged: tree,
+      parsedBody: .object(p.input.body), context: context, payload: payload, shares: p.shares)
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).
@@ -231,7 +269,7 @@ public final class DocumentStore: Sendable {
   {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev)
     // Worked out before the writer lock is taken: concurrent writers prepare in parallel.
-    let prepared = prepareEdit(input, id: docID, rev: rev)
+    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: docID, rev: try edit(prepared, actor: actor, txn: txn))
     }
@@ -249,7 +287,7 @@ public final class DocumentStore: Sendable {
   @discardableResult
   public func delete(_ id: String, rev: String, actor: String) throws -> DocumentWriteResult {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
-    let prepared = prepareEdit(input, id: id, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
     }

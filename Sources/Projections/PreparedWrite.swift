@@ -41,12 +41,17 @@ final class PreparedWrite: Sendable {
   let payload: [UInt8]?
   /// The change projections' shares of `event`'s revision.
   let shares: Shares
+  /// The document's attachments, their new data already in the blob store; nil when it has
+  /// none (the write path of a document without attachments goes no further than this check).
+  let pending: [PendingAttachment]?
 
   init(
     input: DocumentInput, id: String, early: StoreError?, requested: RevID?,
     schema: Result<[DocumentRequirement], StoreError>, body: Result<[UInt8], StoreError>,
-    event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?, shares: Shares
+    event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?, shares: Shares,
+    pending: [PendingAttachment]? = nil
   ) {
+    self.pending = pending
     self.input = input
     self.id = id
     self.early = early
@@ -70,7 +75,13 @@ final class PreparedWrite: Sendable {
 extension DocumentStore {
   /// Works out a local edit (`new_edits=true`) of document `id` naming leaf `rev`, short of
   /// the store.
-  func prepareEdit(_ input: DocumentInput, id: String, rev: String?) -> PreparedWrite {
+  ///
+  /// With `readParent`, stubs are resolved here against the revision `rev` names, in a read
+  /// transaction of its own (never on the writer's thread inside its transaction); otherwise
+  /// the writer resolves them.
+  func prepareEdit(_ input: DocumentInput, id: String, rev: String?, readParent: Bool = false)
+    -> PreparedWrite
+  {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
     }
@@ -94,26 +105,62 @@ extension DocumentStore {
         input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
         event: nil, guessedParent: requested, payload: nil, shares: .none)
     }
+    var pending: [PendingAttachment]? = nil
+    var attachments: [StoredAttachment]? = nil
+    if let list = input.attachments {
+      do {
+        let stored = try storeAttachments(list)
+        pending = stored
+        // New data gets the new generation (`couch_db:set_new_att_revpos/1`); stubs are the
+        // parent's attachments, read now when the parent is there (a revision never changes),
+        // else by the writer, after it has checked `_rev`.
+        attachments = try? resolve(
+          stored, id: id,
+          parent: try requested.flatMap { rev in
+            guard readParent else { return nil }
+            return try read { txn in
+              try documents.record(id, storage: documentStorage, txn: txn).flatMap {
+                try parentAttachments($0, rev, txn: txn)
+              }
+            }
+          }, revpos: (requested?.generation ?? 0) + 1)
+      } catch {
+        return refused(StoreError.from(error))
+      }
+      guard attachments != nil else {
+        return PreparedWrite(
+          input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
+          event: nil, guessedParent: requested, payload: nil, shares: .none, pending: pending)
+      }
+    }
     // The parent is the `_rev` named; a new document has none (unless it recreates a deleted
     // one, which the writer finds in the tree).
-    let event = Self.editEvent(input, id: id, parent: requested, body: bytes)
+    let event = Self.editEvent(
+      input, id: id, parent: requested, body: bytes, attachments: attachments)
     return PreparedWrite(
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
-      shares: shares(input, id: id, rev: event.rev))
+      shares: shares(input, id: id, rev: event.rev), pending: pending)
   }
 
   /// The event of a local edit on `parent`, and its new revision.
-  static func editEvent(_ input: DocumentInput, id: String, parent: RevID?, body: [UInt8])
-    -> (event: DocumentEvent, rev: RevID)
-  {
-    let newRev = RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
+  static func editEvent(
+    _ input: DocumentInput, id: String, parent: RevID?, body: [UInt8],
+    attachments: [StoredAttachment]? = nil
+  ) -> (event: DocumentEvent, rev: RevID) {
+    let newRev =
+      attachments.map {
+        RevisionDigest.revision(
+          parent: parent, deleted: input.deleted, body: input.full,
+          attachments: $0.map(\.digestInput))
+      } ?? RevisionDigest.revision(parent: parent, deleted: input.deleted, body: input.full)
     // Cannot throw: the generations line up and there are one or two ids.
     let path = try! RevisionPath(
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
     return (
       DocumentEvent(
-        kind: .edit, docID: id, rev: newRev.text, path: path, deleted: input.deleted, body: body),
+        kind: .edit, docID: id, rev: newRev.text, path: path, deleted: input.deleted, body: body,
+        attachments: attachments),
       newRev
     )
   }
@@ -150,13 +197,109 @@ extension DocumentStore {
     } catch {
       return refused(error)
     }
+    var pending: [PendingAttachment]? = nil
+    var attachments: [StoredAttachment]? = nil
+    if let list = input.attachments {
+      do {
+        let stored = try storeAttachments(list)
+        pending = stored
+        // Without stubs the attachments are known now; stubs are resolved by the writer
+        // against the tree (the revision's nearest stored ancestor), when the revision is new.
+        if !stored.contains(where: { if case .stub = $0 { true } else { false } }) {
+          attachments = try resolve(stored, id: id, parent: nil, revpos: nil)
+        }
+      } catch {
+        return refused(StoreError.from(error))
+      }
+    }
     let e = DocumentEvent(
       kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
-      origin: origin, body: bytes)
+      origin: origin, body: bytes, attachments: attachments)
     return PreparedWrite(
       input: input, id: id, early: nil, requested: nil, schema: .success([]),
       body: .success(bytes), event: e, guessedParent: nil, payload: e.encoded(),
-      shares: shares(input, id: id, rev: rev))
+      shares: shares(input, id: id, rev: rev), pending: pending)
+  }
+
+  /// Writes the new data of `list` to the blob store (gzip for a compressible type, as
+  /// CouchDB stores it) and returns what the revision will record of each.
+  func storeAttachments(_ list: [AttachmentInput]) throws(StoreError) -> [PendingAttachment] {
+    // Everything is checked before the first blob is written.
+    for att in list {
+      switch att {
+      case .follows(let f):
+        throw StoreError.badRequest(
+          "Attachment \(f.name) says follows, but the request is not multipart/related")
+      case .data(let name, _, let bytes, _) where bytes.count > Self.maxAttachmentBytes,
+        .encoded(let name, _, let bytes, _, _) where bytes.count > Self.maxAttachmentBytes:
+        throw StoreError("attachment_too_large", name, code: .tooLarge)
+      default: continue
+      }
+    }
+    var out: [PendingAttachment] = []
+    out.reserveCapacity(list.count)
+    for att in list {
+      switch att {
+      case .stub(let name, let revpos):
+        out.append(.stub(name: name, revpos: revpos))
+      case .follows: continue
+      case .encoded(let name, let contentType, let bytes, let length, let revpos):
+        let md5 = AttachmentEncoding.md5(bytes)
+        try blobs.write(bytes, md5: md5)
+        out.append(
+          .stored(
+            StoredAttachment(
+              name: name, contentType: contentType, length: length, storedLength: bytes.count,
+              encoding: "gzip", md5: md5, revpos: revpos)))
+      case .data(let name, let contentType, let bytes, let revpos):
+        let stored = AttachmentEncoding.stored(bytes, contentType: contentType.stringValue ?? "")
+        let md5 = AttachmentEncoding.md5(stored.bytes)
+        try blobs.write(stored.bytes, md5: md5)
+        out.append(
+          .stored(
+            StoredAttachment(
+              name: name, contentType: contentType, length: bytes.count,
+              storedLength: stored.bytes.count, encoding: stored.encoding, md5: md5,
+              revpos: revpos)))
+      }
+    }
+    return out
+  }
+
+  /// The largest attachment accepted (CouchDB's default `max_attachment_size`: 1 GiB).
+  public static let maxAttachmentBytes = 1 << 30
+
+  /// The attachments of a revision: the new ones with `revpos` (nil: as given) and each stub
+  /// replaced by `parent`'s attachment of its name (`couch_att:merge_stubs/2`); a stub with no
+  /// such attachment, or with another `revpos`, is CouchDB's `412 missing_stub`.
+  func resolve(
+    _ pending: [PendingAttachment], id: String, parent: [StoredAttachment]?, revpos: Int?
+  ) throws(StoreError) -> [StoredAttachment] {
+    try pending.map { p throws(StoreError) in
+      switch p {
+      case .stored(var a):
+        if let revpos { a.revpos = revpos }
+        return a
+      case .stub(let name, let pos):
+        guard let found = parent?.first(where: { $0.name == name }),
+          pos == nil || pos == found.revpos
+        else {
+          throw StoreError(
+            "missing_stub", "Invalid attachment stub in \(id) for \(name)",
+            code: .preconditionFailed)
+        }
+        return found
+      }
+    }
+  }
+
+  /// The attachments of revision `rev` of `record` ([] when it has none), or nil when the
+  /// store has no body of it.
+  func parentAttachments(_ record: DocumentRecord, _ rev: RevID, txn: ReadTransaction) throws
+    -> [StoredAttachment]?
+  {
+    guard let found = record.tree.revision(rev), let position = found.body else { return nil }
+    return try attachments(at: position, txn: txn)
   }
 
   /// The change projections' shares of revision `rev` of `input`.
@@ -187,6 +330,13 @@ extension DocumentStore {
         }
       })
   }
+}
+
+/// An attachment of a write, its data stored: new data (`revpos` as given), or a stub to
+/// resolve against the parent revision.
+enum PendingAttachment: Sendable {
+  case stored(StoredAttachment)
+  case stub(name: String, revpos: Int?)
 }
 
 /// The documents of one `_bulk_docs` call, being prepared (``DocumentStore/prepareBulk(_:newEdits:origin:)``).

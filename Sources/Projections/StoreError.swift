@@ -18,6 +18,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case forbidden
     /// Already there (412: a database that exists).
     case alreadyExists
+    /// A precondition of the request does not hold (412: an attachment stub with nothing to
+    /// stand for, CouchDB's `missing_stub`).
+    case preconditionFailed
     /// Larger than the store accepts (413).
     case tooLarge
     /// The store is closed or going away (503).

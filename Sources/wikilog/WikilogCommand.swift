@@ -38,6 +38,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Init.self,
       Put.self,
       Get.self,
+      Attach.self,
       Delete.self,
       BulkDocs.self,
       RevsDiff.self,

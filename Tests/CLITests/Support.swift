@@ -10,6 +10,8 @@ struct Run {
   let status: Int32
   let stdout: String
   let stderr: String
+  /// Standard output as bytes.
+  var data = Data()
 
   var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
@@ -97,7 +99,7 @@ final class CLI {
     process.waitUntilExit()
     return Run(
       status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
-      stderr: String(decoding: errorData, as: UTF8.self))
+      stderr: String(decoding: errorData, as: UTF8.self), data: outputData)
   }
 
   /// Runs a command that must succeed.

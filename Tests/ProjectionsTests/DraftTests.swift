@@ -266,4 +266,23 @@ private final class DraftStore {
     let plain = try TestStore()
     #expect(throws: StoreError.self) { try Drafts(plain.store) }
   }
+
+  @Test("publishing keeps the page's attachments, merged or not")
+  func publishKeepsAttachments() throws {
+    let d = try DraftStore()
+    let withFile = try d.s.putAttachment(
+      "w1:Home", name: "logo.png", data: [0, 1, 2, 255], contentType: "image/png", rev: d.home,
+      actor: "ann")
+    try d.drafts.save(user: "bob", page: "w1:Home", baseRev: withFile.rev, markdown: "a\nB\n")
+    _ = try d.drafts.publish(user: "bob", page: "w1:Home")
+    #expect(try d.s.get("w1:Home")[path: "_attachments"]?["logo.png"]?["revpos"] == .number(2))
+    // A draft on an older base, merged with an edit made since (which kept the stub).
+    try d.drafts.save(
+      user: "bob", page: "w1:Home", baseRev: withFile.rev, markdown: "a\nb\nc\nd\nE\n")
+    try d.edit("w1:Home", "a\nB\nc\nd\ne\n", by: "ann")
+    let merged = try d.drafts.publish(user: "bob", page: "w1:Home")
+    #expect(merged.merged)
+    let found = try d.s.attachment("w1:Home", name: "logo.png")
+    #expect(try d.s.attachmentData(found.attachment) == [0, 1, 2, 255])
+  }
 }

@@ -445,10 +445,6 @@ import Testing
         (.get, "/db/_design/d/_search_disk_size/i", "full-text search"),
         (.get, "/db/_design/d/_nouveau/i", "full-text search"),
         (.get, "/db/_design/d/_nouveau_info/i", "full-text search"),
-        (.get, "/db/_design/d/logo.png", "attachments"),
-        (.get, "/db/doc/att.txt", "attachments"),
-        (.put, "/db/doc/att.txt", "attachments"),
-        (.delete, "/db/doc/att.txt", "attachments"),
       ]
       for (method, path, feature) in unserved {
         let body = method == .post || method == .put ? "{}" : nil

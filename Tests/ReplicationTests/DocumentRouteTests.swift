@@ -116,9 +116,43 @@ import Wiki
         #expect(r.code == 400, "\(uri) \(body)")
         #expect(r.json?["reason"]?.stringValue != nil)
       }
-      // Attachments are not built yet: refused as such, never stored without them.
-      let attachments = try await client.call(.put, "/db/doc", #"{"_attachments":{}}"#)
-      #expect(attachments.code == 501 && attachments.error == "not_implemented")
+      // Malformed attachments, as CouchDB refuses them; no blob is written either.
+      for (body, code, error, reason) in [
+        (
+          #"{"_attachments":{"a":{"data":"AA=="},"b":{"data":"!!"}}}"#, 400, "bad_request",
+          "Invalid attachment data for b"
+        ),
+        (
+          #"{"_attachments":{"a":{"content_type":"text/plain"}}}"#, 400, "bad_request",
+          "Invalid attachment data for a"
+        ),
+        (
+          #"{"_attachments":{"_a":{"data":"AA=="}}}"#, 400, "bad_request",
+          "Attachment name '_a' starts with prohibited character '_'"
+        ),
+        (
+          #"{"_attachments":{"a":{"data":"AA=="},"a":{"data":"AQ=="}}}"#, 400, "bad_request",
+          "Duplicate attachments"
+        ),
+        (
+          #"{"_attachments":[1]}"#, 400, "doc_validation",
+          "Bad special document member: _attachments"
+        ),
+        (
+          #"{"_attachments":{"a":{"data":"AA=="},"b":{"follows":true}}}"#, 400, "bad_request",
+          "Attachment b says follows, but the request is not multipart/related"
+        ),
+        (
+          #"{"_attachments":{"a":{"stub":true}}}"#, 412, "missing_stub",
+          "Invalid attachment stub in doc for a"
+        ),
+      ] {
+        let r = try await client.call(.put, "/db/doc", body)
+        #expect(r.code == code && r.error == error, "\(body): \(r.text)")
+        #expect(r["reason"]?.stringValue == reason)
+      }
+      #expect(
+        !FileManager.default.fileExists(atPath: dir.data.directory(of: "db") + "/attachments"))
       #expect(try await client.call(.post, "/db", "nope").code == 400)
       #expect(try await client.call(.post, "/db/_bulk_docs", #"{"docs":[{"a":}]}"#).code == 400)
       #expect(try await client.call(.post, "/db/_bulk_docs", #"{"nodocs":[]}"#).code == 400)

@@ -177,4 +177,50 @@ import Wiki
       }
     }
   }
+
+  @Test("attachments replicate: data once, stubs for what the target has, the same revisions")
+  func attachmentsReplicate() async throws {
+    let a = TestDirectory("replication-att-a")
+    let b = TestDirectory("replication-att-b")
+    let storeA = try a.data.create("wiki")
+    let storeB = try b.data.create("wiki")
+    let bytes = [UInt8]((0...255).map { UInt8($0) })
+    let r1 = try storeA.putAttachment(
+      "doc", name: "bin/all.bin", data: bytes, contentType: "image/png", rev: nil, actor: "a")
+    _ = try storeA.putAttachment(
+      "doc", name: "notes.txt", data: Array("some text".utf8), contentType: "text/plain",
+      rev: r1.rev, actor: "a")
+    let appA = buildApplication(
+      dataDirectory: a.data,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    let appB = buildApplication(
+      dataDirectory: b.data,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    try await appA.test(.live) { clientA in
+      try await appB.test(.live) { clientB in
+        let wikiA = CouchEndpoint(
+          transport: HTTPClientTransport(baseURL: "http://127.0.0.1:\(try #require(clientA.port))"),
+          database: "wiki", identity: "a/wiki")
+        let wikiB = CouchEndpoint(
+          transport: HTTPClientTransport(baseURL: "http://127.0.0.1:\(try #require(clientB.port))"),
+          database: "wiki", identity: "b/wiki")
+        let push = try await Replicator(source: wikiA, target: wikiB).replicate()
+        #expect(push.docWriteFailures == 0 && push.docsWritten == 1)
+        #expect(try storeB.get("doc") == storeA.get("doc"))
+        // An edit that keeps one attachment as a stub reaches B as a stub of B's ancestor.
+        let current = try storeA.get("doc")
+        var object = try #require(current.objectValue)
+        object["edited"] = .bool(true)
+        _ = try storeA.put(JSONValue.object(object).serialized(), actor: "a")
+        let again = try await Replicator(source: wikiA, target: wikiB).replicate()
+        #expect(again.docWriteFailures == 0 && again.docsWritten == 1)
+        let docB = try storeB.get("doc", options: GetOptions(attachments: true))
+        #expect(docB == (try storeA.get("doc", options: GetOptions(attachments: true))))
+        #expect(docB["_attachments"]?["bin/all.bin"]?["data"] == .string(Base64.encode(bytes)))
+        #expect(try storeB.verifyAttachments().isEmpty)
+      }
+    }
+  }
 }

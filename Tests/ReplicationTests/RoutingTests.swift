@@ -21,7 +21,13 @@ import Wiki
     #expect(try CouchRoute.parse("/wiki/_design/app") == .document(db: "wiki", id: "_design/app"))
     #expect(try CouchRoute.parse("/wiki/_design%2Fapp") == .document(db: "wiki", id: "_design/app"))
     #expect(
-      try CouchRoute.parse("/wiki/doc/att") == .databaseUnserved("wiki", CouchRoute.attachments))
+      try CouchRoute.parse("/wiki/doc/att") == .attachment(db: "wiki", id: "doc", name: "att"))
+    #expect(
+      try CouchRoute.parse("/wiki/doc/a/b%2Fc/%C3%BC")
+        == .attachment(db: "wiki", id: "doc", name: "a/b/c/ü"))
+    #expect(
+      try CouchRoute.parse("/wiki/_design/d/logo.png")
+        == .attachment(db: "wiki", id: "_design/d", name: "logo.png"))
     #expect(try CouchRoute.parse("/wiki/_missing_revs") == .databaseEndpoint("wiki", .missingRevs))
     #expect(try CouchRoute.parse("/_dbs_info") == .databasesInfo)
     #expect(try CouchRoute.parse("/_node/_local") == .node("_local"))

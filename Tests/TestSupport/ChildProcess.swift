@@ -10,6 +10,8 @@ public final class ChildProcess: @unchecked Sendable {
   private let lock = NSLock()
   private var buffer = Data()
   private var collected: [String] = []
+  /// Whether the child's standard output has ended (all its lines are collected).
+  private var ended = false
 
   /// The path of an executable built beside the running test bundle, such as a test worker.
   public static func besideTests(_ name: String) -> String {
@@ -39,6 +41,7 @@ public final class ChildProcess: @unchecked Sendable {
           String(decoding: self.buffer[self.buffer.startIndex..<newline], as: UTF8.self))
         self.buffer.removeSubrange(self.buffer.startIndex...newline)
       }
+      if data.isEmpty { self.ended = true }
       self.lock.unlock()
       if data.isEmpty { handle.readabilityHandler = nil }
     }
@@ -72,6 +75,9 @@ public final class ChildProcess: @unchecked Sendable {
       kill()
       return false
     }
+    // The process has ended; its last lines may still be in the pipe.
+    let drained = Date().addingTimeInterval(2)
+    while Date() < drained && !lock.withLock({ ended }) { usleep(2_000) }
     return true
   }
 

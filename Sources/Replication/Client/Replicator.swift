@@ -16,7 +16,8 @@ import RevTree
 ///    sequence both agree on (same session, or a session both histories share; else 0).
 /// 4. Read `_changes?style=all_docs&since=...&limit=<batch>`, ask the target
 ///    `_revs_diff` which leaf revisions it lacks,
-/// 5. fetch those with their history from the source (`_bulk_get?revs=true&latest=true`) and
+/// 5. fetch those with their history from the source (`_bulk_get?revs=true&latest=true`, with
+///    `attachments=true` and each document's possible ancestors as `atts_since`) and
 ///    write them to the target with `_bulk_docs` and `new_edits: false`,
 /// 6. `_ensure_full_commit` on the target, then write the checkpoint to both sides;
 ///    repeat until the feed is exhausted.
@@ -88,8 +89,15 @@ public struct Replicator: Sendable {
         target, "POST", target.path("/_revs_diff"), body: JSONValue.object(asked))
       var wanted: [JSONValue] = []
       for member in diff.objectValue?.members ?? [] {
+        // As CouchDB's replicator: attachments the target's possible ancestors have come as
+        // stubs, the rest with their data (`atts_since`).
+        let ancestors = member.value["possible_ancestors"]?.arrayValue ?? []
         for rev in member.value["missing"]?.arrayValue ?? [] {
-          wanted.append(.object(JSONObject(["id": .string(member.key), "rev": rev])))
+          var entry = JSONObject(["id": .string(member.key), "rev": rev])
+          if !ancestors.isEmpty {
+            entry.members.append(.init(key: "atts_since", value: .array(ancestors)))
+          }
+          wanted.append(.object(entry))
         }
       }
       report.missingFound += wanted.count
@@ -97,7 +105,7 @@ public struct Replicator: Sendable {
       if !wanted.isEmpty {
         // Fetch them with their history and write them as they are.
         let fetched = try await request(
-          source, "POST", source.path("/_bulk_get?revs=true&latest=true"),
+          source, "POST", source.path("/_bulk_get?revs=true&latest=true&attachments=true"),
           body: .object(JSONObject(["docs": .array(wanted)])))
         var docs: [JSONValue] = []
         for result in fetched["results"]?.arrayValue ?? [] {

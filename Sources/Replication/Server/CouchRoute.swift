@@ -25,6 +25,8 @@ enum CouchRoute: Equatable, Sendable {
   case databaseEndpoint(String, DatabaseEndpoint)
   case local(db: String, id: String)
   case document(db: String, id: String)
+  /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
+  case attachment(db: String, id: String, name: String)
   /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
   /// with this error, whatever the method.
   case unserved(ReplicationError)
@@ -63,6 +65,10 @@ enum CouchRoute: Equatable, Sendable {
       return .unserved(.badRequest("_local documents do not accept attachments."))
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
+      if rest.count > 2 {
+        return .attachment(
+          db: db, id: "_design/" + rest[1], name: rest[2...].joined(separator: "/"))
+      }
       return .unserved(.badRequest("_design requires a document id"))
     default:
       if let endpoint = DatabaseEndpoint(rawValue: head) {
@@ -70,7 +76,7 @@ enum CouchRoute: Equatable, Sendable {
         return .unserved(.notFound())
       }
       if rest.count == 1 { return .document(db: db, id: head) }
-      return .databaseUnserved(db, attachments)
+      return .attachment(db: db, id: head, name: rest[1...].joined(separator: "/"))
     }
   }
 
@@ -161,7 +167,7 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("partitioned databases (\(path))")
     case "_compact" where rest.count > 1:
       return .notImplemented("views and their compaction (\(path)/{ddoc})")
-    case "_design" where rest.count > 2:
+    case "_design" where rest.count > 2 && rest[2].hasPrefix("_"):
       let action = rest[2]
       let feature =
         switch action {
@@ -173,15 +179,11 @@ enum CouchRoute: Equatable, Sendable {
         case "_info": "view index information"
         case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
           "full-text search"
-        default: "attachments"
+        default: "design document functions"
         }
-      let what = action.hasPrefix("_") ? action : "{attachment}"
-      return .notImplemented("\(feature) (/{db}/_design/{ddoc}/\(what))")
+      return .notImplemented("\(feature) (/{db}/_design/{ddoc}/\(action))")
     default:
       return nil
     }
   }
-
-  static let attachments = ReplicationError.notImplemented(
-    "attachments (/{db}/{docid}/{attachment})")
 }

@@ -78,7 +78,8 @@ extension CouchServer {
     let options = GetOptions(
       revs: query.flag("revs"), revsInfo: query.flag("revs_info"),
       conflicts: query.flag("conflicts"), deletedConflicts: query.flag("deleted_conflicts"),
-      latest: query.flag("latest"), localSeq: query.flag("local_seq"))
+      latest: query.flag("latest"), localSeq: query.flag("local_seq"),
+      attachments: query.flag("attachments"), attEncodingInfo: query.flag("att_encoding_info"))
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, item) in docs.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
@@ -89,6 +90,7 @@ extension CouchServer {
   }
 
   func bulkGetResult(_ store: DocumentStore, _ item: JSONValue, options: GetOptions) -> JSONValue {
+    var options = options
     func failure(id: String, rev: String?, _ e: ReplicationError) -> JSONValue {
       .object(
         JSONObject([
@@ -110,6 +112,14 @@ extension CouchServer {
     let rev = object["rev"]?.stringValue
     if object["rev"] != nil && rev == nil {
       return result(id, [failure(id: id, rev: nil, .badRequest("Invalid rev format"))])
+    }
+    // `atts_since` per document (`chttpd_db:bulk_get_parse_atts_since`): implies attachments.
+    if let since = object["atts_since"], since != .array([]) {
+      guard let revs = since.stringArray else {
+        return result(
+          id, [failure(id: id, rev: rev, .badRequest("att_since value must be array of revs."))])
+      }
+      options.attsSince = revs
     }
     do {
       guard let rev else {
@@ -206,6 +216,8 @@ extension CouchServer {
     options.inclusiveEnd = try query.bool("inclusive_end", default: true)
     options.includeDocs = try query.bool("include_docs")
     options.conflicts = try query.bool("conflicts")
+    options.attachments = try query.bool("attachments")
+    options.attEncodingInfo = try query.bool("att_encoding_info")
     options.updateSeq = try query.bool("update_seq")
     options.limit = try query.int("limit")
     options.skip = try query.int("skip") ?? 0

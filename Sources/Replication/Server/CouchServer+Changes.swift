@@ -154,6 +154,8 @@ extension CouchServer {
     }
     o.includeDocs = flag("include_docs")
     o.conflicts = flag("conflicts")
+    o.attachments = flag("attachments")
+    o.attEncodingInfo = flag("att_encoding_info")
     o.history = flag("history")
     switch value("filter") {
     case nil: break

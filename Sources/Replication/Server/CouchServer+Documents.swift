@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import JSON
+import NIOCore
 import Projections
 import RevTree
 
@@ -20,12 +21,20 @@ extension CouchServer {
   ) async throws -> Response {
     switch request.method {
     case .get, .head:
-      return try getDocument(store, id: id, query: query, head: request.method == .head)
+      return try getDocument(
+        store, id: id, query: query, head: request.method == .head,
+        accept: request.headers[.accept])
     case .put:
       let body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
       let result: DocumentWriteResult
-      if query["new_edits"] == "false" {
+      if let type = request.headers[.contentType],
+        type.lowercased().hasPrefix("multipart/related")
+      {
+        result = try await putMultipart(
+          store, id: id, body: body, contentType: type, rev: rev,
+          newEdits: query["new_edits"] != "false", context: context)
+      } else if query["new_edits"] == "false" {
         result = try await putReplicated(store, id: id, body: body, context: context)
       } else {
         let actor = options.actor
@@ -83,7 +92,9 @@ extension CouchServer {
     if target.hasPrefix("_local/") || id.hasPrefix("_local/") {
       throw ReplicationError.notImplemented("COPY of _local documents")
     }
-    let source = try store.get(id, options: GetOptions(rev: try requestedRev(request, query)))
+    // With the attachments' data, so that the copy has them.
+    let source = try store.get(
+      id, options: GetOptions(rev: try requestedRev(request, query), attachments: true))
     var body = source.objectValue ?? JSONObject()
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
     let actor = options.actor
@@ -120,16 +131,18 @@ extension CouchServer {
   /// `deleted_conflicts`, `local_seq` (and `meta`, which is `conflicts` + `deleted_conflicts` +
   /// `revs_info`). As in CouchDB (`chttpd_db:parse_doc_query`), a flag is set by `true` alone;
   /// any other value (`True`, `1`, `yes`) is ignored, without an error.
-  func getDocument(_ store: DocumentStore, id: String, query: QueryParameters, head: Bool) throws
-    -> Response
-  {
+  func getDocument(
+    _ store: DocumentStore, id: String, query: QueryParameters, head: Bool, accept: String? = nil
+  ) throws -> Response {
     let meta = query.flag("meta")
     var options = GetOptions(
       rev: query["rev"], revs: query.flag("revs"),
       revsInfo: query.flag("revs_info") || meta,
       conflicts: query.flag("conflicts") || meta,
       deletedConflicts: query.flag("deleted_conflicts") || meta,
-      latest: query.flag("latest"), localSeq: query.flag("local_seq"))
+      latest: query.flag("latest"), localSeq: query.flag("local_seq"),
+      attachments: query.flag("attachments"), attsSince: try query.stringArray("atts_since"),
+      attEncodingInfo: query.flag("att_encoding_info"))
     if let openRevs = query["open_revs"] {
       options.rev = nil
       let which: OpenRevs
@@ -140,6 +153,9 @@ extension CouchServer {
           throw ReplicationError.badRequest("open_revs must be \"all\" or a JSON array of revs")
         }
         which = .revs(revs)
+      }
+      if let accept, accept.lowercased().contains("multipart/mixed") {
+        return try openRevsMultipart(store, id: id, which, options: options, head: head)
       }
       let results = try store.openRevs(id, which, options: options)
       return CouchResponse.json(.array(results), includeBody: !head)
@@ -169,6 +185,88 @@ extension CouchServer {
       [doc], newEdits: false, actor: actor, origin: origin)
     if let error = failures.first?.error { throw error }
     return DocumentWriteResult(id: id, rev: rev)
+  }
+
+  /// `PUT /{db}/{docid}` with a `multipart/related` body: the document's JSON first, then the
+  /// bytes of each `"follows": true` attachment in order (CouchDB's replicator sends documents
+  /// with attachments so, gzip-stored ones still gzip with `encoding`).
+  func putMultipart(
+    _ store: DocumentStore, id: String, body: [UInt8], contentType: String, rev: String?,
+    newEdits: Bool, context: Context
+  ) async throws -> DocumentWriteResult {
+    guard let boundary = Multipart.boundary(of: contentType),
+      let parts = Multipart.parse(body, boundary: boundary), let first = parts.first
+    else { throw ReplicationError.badRequest("malformed multipart/related body") }
+    if let type = first.headers["content-type"],
+      !type.lowercased().hasPrefix("application/json")
+    {
+      throw ReplicationError(
+        "bad_content_type", "Content-Type must be application/json", status: 415)
+    }
+    var input = try DocumentInput(json: first.body)
+    try input.attachFollowing(parts.dropFirst().map(\.body))
+    let actor = options.actor
+    return try await store.writeAsync(
+      input, id: id, rev: rev, newEdits: newEdits, origin: replicationOrigin(context),
+      actor: actor)
+  }
+
+  /// `GET /{db}/{docid}?open_revs=...` with `Accept: multipart/mixed`, as
+  /// `chttpd_db:send_docs_multipart`: one part per revision, a revision with attachments to
+  /// send a `multipart/related` part of its JSON (`"follows": true` entries) and their bytes
+  /// as stored (gzip ones with `Content-Encoding: gzip`); a missing revision an
+  /// `application/json; error="true"` part. (CouchDB also answers so when `Accept` is absent or
+  /// `*/*`; wikilog answers JSON unless multipart/mixed is named.)
+  func openRevsMultipart(
+    _ store: DocumentStore, id: String, _ which: OpenRevs, options: GetOptions, head: Bool
+  ) throws -> Response {
+    var options = options
+    options.attachments = true
+    options.follows = true
+    options.attEncodingInfo = true
+    let results = try store.openRevs(id, which, options: options)
+    let outer = Multipart.newBoundary()
+    let inner = Multipart.newBoundary()
+    var out: [UInt8] = Array("--\(outer)".utf8)
+    for result in results {
+      if let doc = result["ok"] {
+        var following: [StoredAttachment] = []
+        if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue {
+          for member in atts.members where member.value["follows"] == .bool(true) {
+            following.append(try store.attachment(id, name: member.key, rev: rev).attachment)
+          }
+        }
+        let json = doc.serialized()
+        if following.isEmpty {
+          out += Array("\r\nContent-Type: application/json\r\n\r\n".utf8) + json
+        } else {
+          out += Array("\r\nContent-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n".utf8)
+          out += Array("--\(inner)\r\nContent-Type: application/json\r\n\r\n".utf8) + json
+          out += Array("\r\n--\(inner)".utf8)
+          for a in following {
+            let bytes = try store.attachmentStoredBytes(a)
+            let type =
+              a.contentTypeString ?? String(decoding: a.contentType.serialized(), as: UTF8.self)
+            var headers =
+              "\r\nContent-Disposition: attachment; filename=\"\(a.name)\"\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)"
+            if let encoding = a.encoding { headers += "\r\nContent-Encoding: \(encoding)" }
+            out += Array((headers + "\r\n\r\n").utf8) + bytes + Array("\r\n--\(inner)".utf8)
+          }
+          out += Array("--".utf8)
+        }
+      } else {
+        out += Array("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
+        out += result.serialized()
+      }
+      out += Array("\r\n--\(outer)".utf8)
+    }
+    out += Array("--".utf8)
+    var headers = HTTPFields()
+    headers[.contentType] = "multipart/mixed; boundary=\"\(outer)\""
+    headers[.contentLength] = String(out.count)
+    if head { return Response(status: .ok, headers: headers, body: ResponseBody()) }
+    return Response(
+      status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: out)))
   }
 
   /// `201 {"ok":true,"id":...,"rev":...}` with `ETag` and `Location`.

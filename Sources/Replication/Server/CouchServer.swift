@@ -193,6 +193,9 @@ public struct CouchServer: HTTPResponder {
       let store = try await open(db)
       return try await document(
         store, db: db, id: id, request: request, query: query, context: context)
+    case .attachment(let db, let id, let name):
+      let store = try await open(db)
+      return try await attachment(store, db: db, id: id, name: name, request: request, query: query)
     case .unserved(let error):
       throw error
     case .databaseUnserved(let db, let error):

@@ -108,7 +108,7 @@ extension StoreError.Code {
     case .notFound: 404
     case .conflict: 409
     case .forbidden: 403
-    case .alreadyExists: 412
+    case .alreadyExists, .preconditionFailed: 412
     case .tooLarge: 413
     case .unavailable: 503
     case .insufficientStorage: 507

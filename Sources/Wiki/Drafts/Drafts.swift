@@ -296,9 +296,16 @@ public struct Drafts: Sendable {
       body["markdown"] = .string(text)
       body["updated_at"] = .string(now)
       body["updated_by"] = .string(user)
+      var input = try DocumentInput(.object(body))
+      // The page keeps its attachments (stubs of the parent's, resolved by the writer).
+      if let parent, let at = parent.body {
+        let attachments = try store.attachments(at: at, txn: txn)
+        if !attachments.isEmpty {
+          input.attachments = attachments.map { .stub(name: $0.name, revpos: $0.revpos) }
+        }
+      }
       let rev = try store.edit(
-        try DocumentInput(.object(body)), id: page, rev: parent?.rev.description, actor: user,
-        txn: txn)
+        input, id: page, rev: parent?.rev.description, actor: user, txn: txn)
       try store.appendEvent(
         draftEvent(
           DraftEvent(

@@ -123,16 +123,85 @@ struct Get: ParsableCommand {
         wikilog get 'w1:Home' --open-revs all
         wikilog get 'w1:Home' --open-revs '["2-9a1f...","3-77c0..."]' --latest
         wikilog get _local/checkpoint
+        wikilog get 'w1:Home' --attachments
+        wikilog get 'w1:Home' --attachment logo.png > logo.png
       """)
 
   @OptionGroup var global: GlobalOptions
   @Argument(help: "The document id (_local/... for a local document).") var docID: String
   @OptionGroup var read: DocumentReadOptions
+  @Option(
+    help: "Write this attachment's bytes (decoded) to standard output instead of the document.")
+  var attachment: String?
 
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
+    if let attachment {
+      let found: FoundAttachment
+      do {
+        found = try db.store.attachment(docID, name: attachment, rev: read.rev)
+      } catch let error as StoreError where error.code == .notFound {
+        throw CLIError(
+          "not_found: attachment '\(attachment)' of '\(docID)': \(error.reason) in database '\(global.database)'"
+        )
+      }
+      var out = OutputBuffer()
+      out.append(try db.store.attachmentData(found.attachment))
+      out.flush()
+      return
+    }
     try read.print(docID, from: db.store, location: "in database '\(global.database)'")
+  }
+}
+
+struct Attach: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Add or replace an attachment of a document (CouchDB's PUT /db/docid/name).",
+    discussion: """
+      Reads FILE ('-' for standard input) and writes a new revision of the document with the \
+      attachment NAME holding its bytes; the document's other attachments are kept. Without \
+      --rev it creates a new document that holds only the attachment. Text, JSON, JavaScript \
+      and XML types are stored gzip, as CouchDB stores them. Prints \
+      {"ok":true,"id":...,"rev":...}.
+
+      Examples:
+        wikilog attach 'w1:Home' logo.png ./logo.png --type image/png --rev 2-9a1f...
+        cat notes.txt | wikilog attach notes notes.txt - --type text/plain
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var actor: ActorOptions
+  @Argument(help: "The document id.") var docID: String
+  @Argument(help: "The attachment's name (may contain '/').") var name: String
+  @Argument(help: "The file to attach ('-' for standard input).") var file: String
+  @Option(help: "The content type.") var type: String = "application/octet-stream"
+  @Option(help: "The leaf revision being edited (none: a new document).") var rev: String?
+
+  func run() throws {
+    let data: [UInt8]
+    if file == "-" {
+      data = Array(FileHandle.standardInput.readDataToEndOfFile())
+    } else {
+      guard let contents = FileManager.default.contents(atPath: file) else {
+        throw CLIError("cannot read \(file)")
+      }
+      data = Array(contents)
+    }
+    let db = try global.openStore()
+    defer { db.close() }
+    do {
+      printJSON(
+        try db.store.putAttachment(
+          docID, name: name, data: data, contentType: type, rev: rev, actor: actor.name
+        ).json)
+    } catch let error as StoreError where error.code == .conflict && error.error == "conflict" {
+      throw Conflicts.error(
+        docID: docID, given: rev, store: db.store,
+        fix: {
+          "to attach to it: \(global.suggest("attach \(Shell.quote(docID)) \(Shell.quote(name)) \(Shell.quote(file)) --rev \($0)"))"
+        })
+    }
   }
 }
 

@@ -12,7 +12,8 @@ struct Verify: ParsableCommand {
     discussion: """
       The log: dense positions, checksums, ordered times, the stream index. Each projection \
       (docs, wiki, ...): rebuilt by replaying the log into scratch databases and compared entry \
-      by entry with the live one. Exits with status 1 when anything is wrong.
+      by entry with the live one. Attachments: every blob a revision references exists, with \
+      its stored length and MD5. Exits with status 1 when anything is wrong.
 
       Examples:
         wikilog verify
@@ -33,8 +34,11 @@ struct Verify: ParsableCommand {
       progress.update("verifying projection \(name)…")
       projections.append((name, try db.store.verify(name)))
     }
+    progress.update("verifying attachments…")
+    let attachments = try db.store.verifyAttachments()
     progress.finish()
-    let problems = report.problems.count + projections.reduce(0) { $0 + $1.1.count }
+    let problems =
+      report.problems.count + projections.reduce(0) { $0 + $1.1.count } + attachments.count
     if output.json {
       printJSON(
         J.object([
@@ -46,6 +50,7 @@ struct Verify: ParsableCommand {
           ]),
           "projections": .object(
             JSONObject(projections.map { .init(key: $0.0, value: J.strings($0.1)) })),
+          "attachments": J.object(["problems": J.strings(attachments)]),
         ]))
     } else {
       var text = "log: \(report)\n"
@@ -53,6 +58,8 @@ struct Verify: ParsableCommand {
         text += differences.isEmpty ? "projection \(name): ok\n" : "projection \(name):\n"
         for d in differences { text += "  \(d)\n" }
       }
+      text += attachments.isEmpty ? "attachments: ok\n" : "attachments:\n"
+      for p in attachments { text += "  \(p)\n" }
       printText(text)
     }
     if problems > 0 { throw CLIError("verification found \(problems) problem(s)") }

@@ -37,6 +37,8 @@ struct DocumentReadOptions: ParsableArguments {
   @Flag(help: "With --rev or --open-revs: the leaves below the named revisions instead.")
   var latest = false
   @Flag(help: "Add _local_seq, the document's update sequence.") var localSeq = false
+  @Flag(help: "Attachments with their data inline (base64) instead of stubs.")
+  var attachments = false
 
   /// Prints document `docID` of `source` as GET /db/docid would answer with these options;
   /// `location` ("in database 'wiki'") completes the not-found error.
@@ -47,7 +49,8 @@ struct DocumentReadOptions: ParsableArguments {
     }
     let options = GetOptions(
       rev: rev, revs: revs, revsInfo: revsInfo, conflicts: conflicts,
-      deletedConflicts: deletedConflicts, latest: latest, localSeq: localSeq)
+      deletedConflicts: deletedConflicts, latest: latest, localSeq: localSeq,
+      attachments: attachments)
     guard let openRevs else {
       do {
         printJSON(try source.get(docID, options: options))

@@ -1,0 +1,191 @@
+import JSON
+package import Log
+public import RevTree
+
+/// An attachment found by ``DocumentStore/attachment(_:name:rev:)``: its metadata and the
+/// revision it was read from.
+public struct FoundAttachment: Sendable {
+  public let attachment: StoredAttachment
+  public let rev: RevID
+}
+
+extension DocumentStore {
+  /// The attachments of the revision whose event is at `position`.
+  package func attachments(at position: UInt64, txn: ReadTransaction) throws
+    -> [StoredAttachment]
+  {
+    guard let event = try txn.event(at: LogPosition(position)) else {
+      throw StoreError.internalError("the body at \(position) is missing from the log")
+    }
+    return try DocumentEvent(decoding: event).attachments ?? []
+  }
+
+  /// Attachment `name` of document `id` at revision `rev` (the winner when nil), as
+  /// `GET /db/doc/att` finds it (`chttpd_db:db_attachment_req`): `not_found` `missing` or
+  /// `deleted` for the document, `Document is missing attachment` for the attachment.
+  public func attachment(_ id: String, name: String, rev: String? = nil) throws -> FoundAttachment {
+    try read { txn in
+      let (_, revision) = try openRevision(id, rev: rev, txn: txn)
+      guard let position = revision.body,
+        let found = try attachments(at: position, txn: txn).first(where: { $0.name == name })
+      else { throw StoreError.notFound("Document is missing attachment") }
+      return FoundAttachment(attachment: found, rev: revision.rev)
+    }
+  }
+
+  /// The revision `rev` of `id` (the winner when nil) that a read opens.
+  func openRevision(_ id: String, rev: String?, txn: ReadTransaction) throws -> (
+    DocumentRecord, RevisionTree.Revision
+  ) {
+    guard let record = try documents.record(id, storage: documentStorage, txn: txn) else {
+      throw StoreError.notFound("missing")
+    }
+    if let rev {
+      let parsed: RevID
+      do { parsed = try RevID(rev) } catch { throw StoreError.badRequest("Invalid rev format") }
+      guard let found = record.tree.revision(parsed), found.status != .missing else {
+        throw StoreError.notFound("missing")
+      }
+      return (record, found)
+    }
+    guard let winner = record.tree.winner else { throw StoreError.notFound("missing") }
+    guard winner.status == .available else { throw StoreError.notFound("deleted") }
+    return (record, winner)
+  }
+
+  /// The write of `PUT /db/doc/att` (`data` with `contentType`) or, when `data` is nil,
+  /// `DELETE /db/doc/att`, as `chttpd_db:db_attachment_req` builds it: without `rev` a new
+  /// document holding only the attachment (a conflict when the document exists); with `rev`
+  /// that revision's body and attachments, the new attachment first, the one of that name
+  /// replaced (or, for a delete, removed: `not_found` when it has none).
+  func attachmentEdit(
+    _ id: String, name: String, data: [UInt8]?, contentType: String, rev: String?,
+    gzipped: Bool = false
+  ) throws -> (DocumentInput, String?) {
+    guard !name.hasPrefix("_") else {
+      throw StoreError.badRequest("Attachment name '\(name)' starts with prohibited character '_'")
+    }
+    var members: [JSONObject.Member] = []
+    var others: [AttachmentInput] = []
+    if let rev {
+      try read { txn in
+        let (_, revision) = try openRevisionForEdit(id, rev: rev, txn: txn)
+        if let position = revision.body {
+          members = try body(at: position, txn: txn).members
+          let existing = try attachments(at: position, txn: txn)
+          if data == nil, !existing.contains(where: { $0.name == name }) {
+            throw StoreError.notFound("Document is missing attachment")
+          }
+          others = existing.filter { $0.name != name }.map {
+            .stub(name: $0.name, revpos: $0.revpos)
+          }
+        }
+      }
+    } else if data == nil {
+      // CouchDB checks that the document and the attachment exist, then writes a new document
+      // (which conflicts with the existing one).
+      _ = try attachment(id, name: name)
+    }
+    var input = try DocumentInput(.object(JSONObject(members)))
+    // A body sent gzip (`Content-Encoding: gzip`) is stored as sent, its length unknown:
+    // CouchDB shows the gzip length as both (`couch_db:with_stream/3`).
+    let new: [AttachmentInput] =
+      data.map {
+        gzipped
+          ? [
+            .encoded(
+              name: name, contentType: .string(contentType), bytes: $0, length: $0.count,
+              revpos: 0)
+          ]
+          : [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
+      } ?? []
+    let all = new + others
+    input.attachments = all.isEmpty ? nil : all
+    return (input, rev)
+  }
+
+  /// Revision `rev` of `id` for an attachment edit: a missing one is CouchDB's
+  /// `{{not_found, missing}, Rev}`, answered `409 not_found missing_rev`.
+  func openRevisionForEdit(_ id: String, rev: String, txn: ReadTransaction) throws -> (
+    DocumentRecord, RevisionTree.Revision
+  ) {
+    let parsed: RevID
+    do { parsed = try RevID(rev) } catch { throw StoreError.badRequest("Invalid rev format") }
+    guard let record = try documents.record(id, storage: documentStorage, txn: txn),
+      let found = record.tree.revision(parsed), found.status != .missing
+    else { throw StoreError("not_found", "missing_rev", code: .conflict) }
+    return (record, found)
+  }
+
+  /// `PUT /db/doc/att?rev=`: a new revision with attachment `name` holding `data`.
+  @discardableResult
+  public func putAttachment(
+    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?, actor: String
+  ) throws -> DocumentWriteResult {
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: data, contentType: contentType, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    return try writeDocuments { txn in
+      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// ``putAttachment(_:name:data:contentType:rev:actor:)`` through the writer queue.
+  @discardableResult
+  ///
+  /// With `gzipped`, `data` is gzip (`Content-Encoding: gzip`) and stored as it is.
+  public func putAttachmentAsync(
+    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?,
+    gzipped: Bool = false, actor: String
+  ) async throws -> DocumentWriteResult {
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: data, contentType: contentType, rev: rev, gzipped: gzipped)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// `DELETE /db/doc/att?rev=`: a new revision without attachment `name`.
+  @discardableResult
+  public func deleteAttachmentAsync(_ id: String, name: String, rev: String?, actor: String)
+    async throws -> DocumentWriteResult
+  {
+    let (input, rev) = try attachmentEdit(id, name: name, data: nil, contentType: "", rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// Writes a document already split into a ``DocumentInput`` (a `multipart/related` body
+  /// whose attachments have their data, ``DocumentInput/attachFollowing(_:)``), under `id`:
+  /// a local edit of `rev` (`_rev` when nil), or with `newEdits: false` the replicated revision
+  /// with its `_revisions`. Through the writer queue.
+  @discardableResult
+  public func writeAsync(
+    _ input: DocumentInput, id: String, rev: String?, newEdits: Bool, origin: String = "",
+    actor: String
+  ) async throws -> DocumentWriteResult {
+    var input = input
+    input.id = id
+    if newEdits {
+      if let rev, let bodyRev = input.rev, bodyRev != rev {
+        throw StoreError.badRequest(
+          "Document rev from request body and query string have different values")
+      }
+      let prepared = prepareEdit(input, id: id, rev: rev ?? input.rev, readParent: true)
+      return try await writeDocumentsQueued { txn in
+        DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+      }
+    }
+    guard let revision = input.rev else {
+      throw StoreError.badRequest("new_edits=false requires _rev")
+    }
+    let prepared = prepareReplicated(input, id: id, origin: origin)
+    try await writeDocumentsQueued { txn in
+      try self.replicate(prepared, actor: actor, txn: txn)
+    }
+    return DocumentWriteResult(id: id, rev: revision)
+  }
+}
