@@ -116,7 +116,8 @@ public struct DocumentInput: Sendable, Hashable {
 /// not compare `N` with the stored revision: the last write wins, so a replicator updating its
 /// checkpoint with `"_rev":"0-1"` and `"_revisions":{"start":0,"ids":["1"]}` gets `0-2`
 /// (`couch_db_updater:update_local_doc_revs/1`). A revision that is not `0-<integer>` is
-/// `Invalid rev format`. `"_deleted":true` deletes the document (`0-0`).
+/// `Invalid rev format`. `"_deleted":true` deletes the document (`0-0`). `_attachments` are read
+/// and dropped, as CouchDB drops them (a local document is its body alone).
 public struct LocalDocumentInput: Sendable, Hashable {
   /// The revision number written: one more than the one named.
   public var newRevision: Int
@@ -185,7 +186,9 @@ public struct LocalDocumentInput: Sendable, Hashable {
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
-        throw StoreError.notImplemented("attachments (_attachments)")
+        // CouchDB reads them (bad base64 is refused) and then stores a local document's body
+        // alone: a `_local` document has no attachments.
+        _ = try AttachmentInput.parse(member.value)
       default:
         throw StoreError.invalidDocument("Bad special document member: \(key)")
       }

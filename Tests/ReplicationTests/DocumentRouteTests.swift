@@ -296,8 +296,15 @@ import Wiki
       let bad = try await client.call(.put, path, #"{"_rev":"0-x"}"#)
       #expect(bad.code == 400 && bad["reason"]?.stringValue == "Invalid rev format")
       #expect(try await client.call(.get, path)["_rev"]?.stringValue == "0-42")
+      // Attachments of a local document are read and dropped, as CouchDB does.
+      let withAttachment = try await client.call(
+        .put, path, #"{"a":1,"_attachments":{"x.txt":{"data":"aGk="}}}"#)
+      #expect(withAttachment.code == 201)
+      #expect(try await client.call(.get, path)["_attachments"] == nil)
+      let badData = try await client.call(.put, path, #"{"_attachments":{"x.txt":{"data":"!"}}}"#)
+      #expect(badData.code == 400)
       // `_deleted` in the body deletes it.
-      let gone = try await client.call(.put, path, #"{"_rev":"0-42","_deleted":true}"#)
+      let gone = try await client.call(.put, path, #"{"_rev":"0-43","_deleted":true}"#)
       #expect(gone.code == 201 && gone["rev"]?.stringValue == "0-0")
       #expect(try await client.call(.get, path).code == 404)
     }
