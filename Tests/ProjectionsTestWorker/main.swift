@@ -7,7 +7,8 @@
 //       conflicts. synced: one writer, every write a synced commit. group: 8 concurrent
 //       writers through the async API, sharing group commits. After each write returns (is
 //       durable) it prints "ack ID REV N" for every revision written, N naming the body
-//       {"n": N, "pad": ...} (see `fields(_:)`), "ack ID REV -" for a deletion, and
+//       {"n": N, "pad": ...} (see `fields(_:)`; some also carry an attachment "a-(N%3).bin" of
+//       `attachmentData(N)`), "ack ID REV -" for a deletion, and
 //       "ack ID REV ?" for a replicated revision (whose body may be an earlier copy's).
 import Foundation
 import JSON
@@ -36,6 +37,13 @@ func fields(_ n: Int) -> [JSONObject.Member] {
     .init(key: "pad", value: .string(String(repeating: "x", count: 20 + n % 300))),
   ]
 }
+
+/// The n-th attachment's data: a few hundred bytes derived from n.
+func attachmentData(_ n: Int) -> [UInt8] {
+  (0..<(200 + n % 500)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) }
+}
+
+func attachmentBase64(_ n: Int) -> String { Data(attachmentData(n)).base64EncodedString() }
 
 /// One writer's plan: what it writes next, from its own counter and documents.
 struct Plan {
@@ -71,6 +79,18 @@ struct Plan {
         body["wiki_id"] = .string("w")
         body["markdown"] = .string("see [[Page \(writer)-\((step + 1) % 9)]] \(n)")
         return .put(id: page, rev: revs[page], body: body, n: n)
+      }
+      if step % 4 == 1 {
+        // With an attachment: its blob is written before the event, so a kill between the
+        // two leaves at most an orphan blob, never an event without its blob.
+        body["_attachments"] = .object(
+          JSONObject([
+            "a-\(n % 3).bin": .object(
+              JSONObject([
+                "content_type": .string(n % 2 == 0 ? "text/plain" : "application/octet-stream"),
+                "data": .string(attachmentBase64(n)),
+              ]))
+          ]))
       }
       return .put(id: id, rev: revs[id], body: body, n: n)
     case 3, 4:

@@ -9,13 +9,14 @@ import Wiki
 
 @Suite(.serialized) struct DocumentCrashTests {
   /// Kills a writing worker at random moments, reopening the same directory each time: every
-  /// acknowledged revision is there with its body, every projection equals its rebuild, and the
-  /// log verifies.
+  /// acknowledged revision is there with its body and its attachments, every projection equals
+  /// its rebuild, and the log and every referenced attachment blob verify.
   func crashTrials(mode: String, trials: Int) throws {
     let path = NSTemporaryDirectory() + "wikilog-doccrash-\(mode)-\(UUID().uuidString)"
     defer { try? FileManager.default.removeItem(atPath: path) }
     var generator = SystemRandomNumberGenerator()
     var totalAcked = 0
+    var attachmentsChecked = 0
     for trial in 0..<trials {
       let worker = try ChildProcess(
         ChildProcess.besideTests("ProjectionsTestWorker"), ["write", path, mode])
@@ -51,7 +52,18 @@ import Wiki
         case "-": #expect(doc[path: "_deleted"] == .bool(true), "trial \(trial): \(ack)")
         case "?": break
         default:
-          #expect(doc[path: "n"] == .number(JSONNumber(Int64(ack.n)!)), "trial \(trial): \(ack)")
+          let n = Int(ack.n)!
+          #expect(doc[path: "n"] == .number(JSONNumber(Int64(n))), "trial \(trial): \(ack)")
+          // An acknowledged attachment is there, whole (the worker's attachmentData(n)).
+          if let stub = doc["_attachments"]?["a-\(n % 3).bin"] {
+            #expect(stub["stub"] == .bool(true))
+            let found = try store.attachment(ack.id, name: "a-\(n % 3).bin", rev: ack.rev)
+            let data = try store.attachmentData(found.attachment)
+            #expect(
+              data == (0..<(200 + n % 500)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) },
+              "trial \(trial): \(ack) attachment")
+            attachmentsChecked += 1
+          }
         }
       }
       for name in store.projectionNames {
@@ -59,12 +71,15 @@ import Wiki
       }
       let report = try store.log.verify()
       #expect(report.isValid, "trial \(trial): \(report)")
+      // No event references a blob that is missing or damaged.
+      #expect(try store.verifyAttachments() == [], "trial \(trial): attachment blobs")
       let all = try store.allDocs()
       let docCount = try store.info.docCount
       #expect(all.rows.count == all.totalRows && all.totalRows == docCount)
       store.close()
     }
     #expect(totalAcked > trials)
+    #expect(attachmentsChecked > 0)
   }
 
   @Test("SIGKILL during synced document writes loses no acknowledged revision")
