@@ -227,6 +227,9 @@ public final class BlobUpload: @unchecked Sendable {
   /// How many bytes were received so far.
   public private(set) var receivedLength = 0
   private var storedLength = 0
+  private var unsynced = 0
+  /// How many bytes are written between flushes of the temporary file.
+  static let syncInterval = 16 << 20
 
   init(store: BlobStore, gzip: Bool) throws(StoreError) {
     self.store = store
@@ -268,6 +271,12 @@ public final class BlobUpload: @unchecked Sendable {
     storedLength += bytes.count
     do {
       try handle.write(contentsOf: bytes)
+      unsynced += bytes.count
+      if unsynced >= Self.syncInterval {
+        // Flushed as it goes, so the flush before the rename has little left to do.
+        try handle.synchronize()
+        unsynced = 0
+      }
     } catch {
       discard()
       throw StoreError.internalError("cannot write \(temporary): \(error)")

@@ -89,11 +89,14 @@ extension CouchServer {
     let compress = !gzipped && AttachmentEncoding.isCompressible(contentType)
     let blobs = store.blobs
     let upload = try await blocking { try blobs.upload(gzip: compress) }
+    var writing: Task<Void, any Error>? = nil
     do {
       let chunk = Self.attachmentChunkBytes
       var pending: [UInt8] = []
       pending.reserveCapacity(chunk)
       var received = 0
+      // One chunk is hashed and written on the thread pool while the next is received: at
+      // most two chunks in memory.
       for try await buffer in request.body {
         received += buffer.readableBytes
         if let limit, received > limit { throw tooLarge }
@@ -101,9 +104,12 @@ extension CouchServer {
         if pending.count >= chunk {
           let piece = pending
           pending.removeAll(keepingCapacity: true)
-          try await blocking { try upload.write(piece) }
+          try await writing?.value
+          writing = Task { try await self.blocking { try upload.write(piece) } }
         }
       }
+      try await writing?.value
+      writing = nil
       if let declared, declared != received {
         throw ReplicationError.badRequest(
           "the attachment body ended after \(received) of its \(declared) bytes")
@@ -116,6 +122,8 @@ extension CouchServer {
       }
       return (blob, gzipped || compress)
     } catch {
+      // The chunk being written ends before the file goes.
+      _ = try? await writing?.value
       upload.discard()
       throw error
     }
