@@ -59,9 +59,10 @@ extension DocumentStore {
   /// that revision's body and attachments, the new attachment first, the one of that name
   /// replaced (or, for a delete, removed: `not_found` when it has none).
   func attachmentEdit(
-    _ id: String, name: String, data: [UInt8]?, contentType: String, rev: String?,
-    gzipped: Bool = false
+    _ id: String, name: String, data: [UInt8]?, stored: StoredAttachment? = nil,
+    contentType: String, rev: String?, gzipped: Bool = false
   ) throws -> (DocumentInput, String?) {
+    let removing = data == nil && stored == nil
     guard !name.hasPrefix("_") else {
       throw StoreError.badRequest("Attachment name '\(name)' starts with prohibited character '_'")
     }
@@ -73,7 +74,7 @@ extension DocumentStore {
         if let position = revision.body {
           members = try body(at: position, txn: txn).members
           let existing = try attachments(at: position, txn: txn)
-          if data == nil, !existing.contains(where: { $0.name == name }) {
+          if removing, !existing.contains(where: { $0.name == name }) {
             throw StoreError.notFound("Document is missing attachment")
           }
           others = existing.filter { $0.name != name }.map {
@@ -81,7 +82,7 @@ extension DocumentStore {
           }
         }
       }
-    } else if data == nil {
+    } else if removing {
       // CouchDB checks that the document and the attachment exist, then writes a new document
       // (which conflicts with the existing one).
       _ = try attachment(id, name: name)
@@ -98,7 +99,7 @@ extension DocumentStore {
               revpos: 0)
           ]
           : [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
-      } ?? []
+      } ?? stored.map { [.stored($0)] } ?? []
     let all = new + others
     input.attachments = all.isEmpty ? nil : all
     return (input, rev)
@@ -140,6 +141,27 @@ extension DocumentStore {
   ) async throws -> DocumentWriteResult {
     let (input, rev) = try attachmentEdit(
       id, name: name, data: data, contentType: contentType, rev: rev, gzipped: gzipped)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// `PUT /db/doc/att?rev=` of an attachment streamed into the blob store already
+  /// (``BlobStore/upload(gzip:)``): a new revision with attachment `name` of `contentType`
+  /// whose bytes are `blob`, stored gzip when `gzipped` (compressed by the upload, or sent
+  /// `Content-Encoding: gzip`; `length` is then the decoded length when known, else the
+  /// stored one, as CouchDB shows it). Through the writer queue.
+  @discardableResult
+  public func putStoredAttachmentAsync(
+    _ id: String, name: String, blob: BlobUpload.Result, length: Int, gzipped: Bool,
+    contentType: String, rev: String?, actor: String
+  ) async throws -> DocumentWriteResult {
+    let stored = StoredAttachment(
+      name: name, contentType: .string(contentType), length: length,
+      storedLength: blob.storedLength, encoding: gzipped ? "gzip" : nil, md5: blob.md5, revpos: 0)
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: nil, stored: stored, contentType: contentType, rev: rev)
     let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))

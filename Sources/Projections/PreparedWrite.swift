@@ -243,6 +243,8 @@ extension DocumentStore {
       case .stub(let name, let revpos):
         out.append(.stub(name: name, revpos: revpos))
       case .follows: continue
+      case .stored(let a):
+        out.append(.stored(a))
       case .encoded(let name, let contentType, let bytes, let length, let revpos):
         let md5 = AttachmentEncoding.md5(bytes)
         try blobs.write(bytes, md5: md5)

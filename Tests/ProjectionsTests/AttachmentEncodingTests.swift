@@ -70,3 +70,78 @@ import Testing
     #expect(AttachmentEncoding.stored([1, 2, 3], contentType: "text/plain").encoding == "gzip")
   }
 }
+
+/// ``GunzipStream`` and ``BlobUpload``: attachments decoded and stored a piece at a time.
+@Suite struct AttachmentStreamTests {
+  static let text: [UInt8] = {
+    var out: [UInt8] = []
+    var x: UInt32 = 1
+    while out.count < 300_000 {
+      x = x &* 1_103_515_245 &+ 12345
+      out += Array("line \(x % 1000) of some text\n".utf8)
+    }
+    return out
+  }()
+
+  @Test("a gzip stream decoded in small pieces, with bounded output, is the data")
+  func gunzipPieces() throws {
+    let gz = AttachmentEncoding.gzip(Self.text)
+    for (inputSize, outputSize) in [(1, 7), (100, 4096), (gz.count, 1 << 20)] {
+      let stream = GunzipStream()
+      var out: [UInt8] = []
+      var at = 0
+      while !stream.isFinished {
+        let piece = try #require(stream.pull(upTo: outputSize))
+        #expect(piece.count <= outputSize)
+        out += piece
+        if piece.isEmpty {
+          guard at < gz.count else { break }
+          stream.push(Array(gz[at..<min(at + inputSize, gz.count)]))
+          at += inputSize
+        }
+      }
+      #expect(stream.isFinished && out == Self.text, "pieces of \(inputSize)/\(outputSize)")
+    }
+    #expect(Gunzip.decode(gz) == Self.text)
+    #expect(Gunzip.decode(Array(gz.dropLast(9))) == nil, "a truncated stream")
+    let stream = GunzipStream()
+    stream.push(Array("not gzip at all".utf8))
+    #expect(stream.pull(upTo: 100) == nil)
+  }
+
+  @Test("an upload gzips a compressible body as CouchDB would, dedups, and discards cleanly")
+  func upload() throws {
+    let dir = NSTemporaryDirectory() + "wikilog-upload-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let blobs = BlobStore(path: dir)
+    let upload = try blobs.upload(gzip: true)
+    var at = 0
+    while at < Self.text.count {
+      try upload.write(Array(Self.text[at..<min(at + 65_536, Self.text.count)]))
+      at += 65_536
+    }
+    let result = try upload.finish(expectingMD5: AttachmentEncoding.md5(Self.text))
+    let gz = AttachmentEncoding.gzip(Self.text)
+    #expect(result.md5 == AttachmentEncoding.md5(gz))
+    #expect(result.receivedMD5 == AttachmentEncoding.md5(Self.text))
+    #expect(result.storedLength == gz.count && result.receivedLength == Self.text.count)
+    #expect(try blobs.read(result.md5) == gz)
+
+    // The same bytes again: the blob is kept, the temporary file dropped.
+    let again = try blobs.upload(gzip: false)
+    try again.write(gz)
+    #expect(try again.finish().md5 == result.md5)
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [BlobStore.hex(result.md5)])
+
+    // A wrong MD5, or a discarded upload, leaves nothing.
+    let wrong = try blobs.upload(gzip: false)
+    try wrong.write([1, 2, 3])
+    #expect(throws: StoreError.self) {
+      try wrong.finish(expectingMD5: [UInt8](repeating: 0, count: 16))
+    }
+    let dropped = try blobs.upload(gzip: false)
+    try dropped.write([4, 5, 6])
+    dropped.discard()
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [BlobStore.hex(result.md5)])
+  }
+}

@@ -248,11 +248,12 @@ extension TestClientProtocol {
   @Test("an attachment larger than the server accepts is 413, nothing written")
   func tooLarge() async throws {
     var options = CouchServerOptions()
-    options.maxRequestBytes = 1000
+    options.maxAttachmentBytes = 1000
     try await withServer(options: options) { client, dir in
       try await client.call(.put, "/db")
       let big = try await client.raw(.put, "/db/big/a.bin", [UInt8](repeating: 7, count: 2000))
-      #expect(big.code == 413 && big.json?["error"] == .string("too_large"))
+      #expect(big.code == 413 && big.json?["error"] == .string("attachment_too_large"))
+      #expect(big.json?["reason"] == .string("a.bin"))
       #expect(try await client.call(.get, "/db/big").code == 404)
       #expect(
         !FileManager.default.fileExists(atPath: dir.data.directory(of: "db") + "/attachments"))

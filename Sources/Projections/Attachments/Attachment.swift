@@ -108,6 +108,8 @@ public enum AttachmentInput: Sendable, Hashable {
   /// Bytes already encoded as `encoding` (gzip), stored as they are (a `follows` attachment
   /// sent encoded, as CouchDB's replicator sends compressed ones).
   case encoded(name: String, contentType: JSONValue, bytes: [UInt8], length: Int, revpos: Int)
+  /// Bytes already in the blob store (a streamed `PUT /db/doc/att`, ``BlobUpload``).
+  case stored(StoredAttachment)
 
   /// What a `"follows": true` entry says of the part that carries its data.
   public struct Follows: Sendable, Hashable {
@@ -128,6 +130,7 @@ public enum AttachmentInput: Sendable, Hashable {
     switch self {
     case .stub(let name, _), .data(let name, _, _, _), .encoded(let name, _, _, _, _): name
     case .follows(let f): f.name
+    case .stored(let a): a.name
     }
   }
 

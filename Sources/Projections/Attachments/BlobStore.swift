@@ -1,4 +1,5 @@
 import Foundation
+import RevTree
 
 /// The attachment bytes of one database: content-addressed files beside its log,
 /// `<database dir>/attachments/<hex MD5 of the stored bytes>`, each written once and shared by
@@ -94,6 +95,233 @@ public struct BlobStore: Sendable {
   /// Whether blob `md5` is there.
   public func exists(_ md5: [UInt8]) -> Bool {
     FileManager.default.fileExists(atPath: file(md5))
+  }
+
+  /// Blob `md5` opened for reading in pieces; `internal_server_error` when it is missing.
+  public func open(_ md5: [UInt8]) throws(StoreError) -> BlobReader {
+    guard let handle = FileHandle(forReadingAtPath: file(md5)) else {
+      throw StoreError.internalError("attachment blob \(Self.hex(md5)) is missing")
+    }
+    return BlobReader(handle: handle, name: Self.hex(md5))
+  }
+
+  /// A blob written from chunks (``BlobUpload``), to a temporary file in this directory.
+  public func upload(gzip: Bool) throws(StoreError) -> BlobUpload {
+    try BlobUpload(store: self, gzip: gzip)
+  }
+
+  /// Moves the synced temporary file `temporary` (whose bytes have MD5 `md5`) into place as
+  /// blob `md5`, or removes it when that blob is there already with the same bytes, then
+  /// flushes the directory.
+  func install(_ temporary: String, md5: [UInt8]) throws(StoreError) {
+    let target = file(md5)
+    let fm = FileManager.default
+    do {
+      if fm.fileExists(atPath: target) {
+        defer { try? fm.removeItem(atPath: temporary) }
+        guard try Self.sameContents(temporary, target) else {
+          throw StoreError.internalError(
+            "attachment blob \(Self.hex(md5)) exists with other bytes (an MD5 collision?)")
+        }
+        return
+      }
+      do {
+        try fm.moveItem(atPath: temporary, toPath: target)
+      } catch {
+        // Another writer put the same blob in place meanwhile.
+        try? fm.removeItem(atPath: temporary)
+        guard fm.fileExists(atPath: target) else { throw error }
+      }
+      let directory = try FileHandle(forReadingAtPath: path).unwrap(path)
+      defer { try? directory.close() }
+      try directory.synchronize()
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError.internalError("cannot write attachment blob \(Self.hex(md5)): \(error)")
+    }
+  }
+
+  /// Whether files `a` and `b` hold the same bytes, compared a megabyte at a time.
+  static func sameContents(_ a: String, _ b: String) throws -> Bool {
+    let fm = FileManager.default
+    let sizeA = try fm.attributesOfItem(atPath: a)[.size] as? Int
+    let sizeB = try fm.attributesOfItem(atPath: b)[.size] as? Int
+    guard sizeA == sizeB else { return false }
+    let ha = try FileHandle(forReadingAtPath: a).unwrap(a)
+    defer { try? ha.close() }
+    let hb = try FileHandle(forReadingAtPath: b).unwrap(b)
+    defer { try? hb.close() }
+    while true {
+      let x = try ha.read(upToCount: 1 << 20) ?? Data()
+      let y = try hb.read(upToCount: 1 << 20) ?? Data()
+      guard x == y else { return false }
+      if x.isEmpty { return true }
+    }
+  }
+}
+
+/// A blob being read a piece at a time (``BlobStore/open(_:)``), for sending an attachment
+/// without holding it in memory. Used by one task at a time; closed when released.
+public final class BlobReader: @unchecked Sendable {
+  private let handle: FileHandle
+  private let name: String
+
+  init(handle: FileHandle, name: String) {
+    self.handle = handle
+    self.name = name
+  }
+
+  deinit { try? handle.close() }
+
+  /// Moves to byte `offset`.
+  public func seek(to offset: Int) throws(StoreError) {
+    do {
+      try handle.seek(toOffset: UInt64(offset))
+    } catch {
+      throw StoreError.internalError("cannot read attachment blob \(name): \(error)")
+    }
+  }
+
+  /// Up to `count` next bytes; empty at the end.
+  public func read(upTo count: Int) throws(StoreError) -> [UInt8] {
+    do {
+      guard let data = try handle.read(upToCount: count) else { return [] }
+      return [UInt8](data)
+    } catch {
+      throw StoreError.internalError("cannot read attachment blob \(name): \(error)")
+    }
+  }
+}
+
+/// A blob written as its bytes arrive (`PUT /db/doc/att`), with bounded memory: each chunk
+/// goes to a temporary file in the blob directory (gzipped first, with CouchDB's settings,
+/// when `gzip`), and the MD5s of the bytes received and of the bytes stored are kept as it
+/// goes. ``finish(expectingMD5:)`` syncs the file and moves it into place as its blob (or
+/// drops it when the blob is there), so that, as with ``BlobStore/write(_:md5:)``, the blob is
+/// durable before an event names it. ``discard()`` (or an error in ``write(_:)`` or
+/// ``finish(expectingMD5:)``) removes the temporary file: an upload that does not finish
+/// leaves nothing behind (a crash mid-upload leaves a `.tmp-` file no event names).
+///
+/// Used by one task at a time (the request that uploads), so not locked.
+public final class BlobUpload: @unchecked Sendable {
+  /// What a finished upload stored.
+  public struct Result: Sendable {
+    /// The MD5 of the bytes stored: the blob's name and the digest.
+    public var md5: [UInt8]
+    /// The MD5 of the bytes received (equal to ``md5`` when stored as received).
+    public var receivedMD5: [UInt8]
+    /// How many bytes were received.
+    public var receivedLength: Int
+    /// How many bytes were stored.
+    public var storedLength: Int
+  }
+
+  private let store: BlobStore
+  private let temporary: String
+  private var handle: FileHandle?
+  private var encoder: GzipEncoder?
+  private var received = MD5()
+  private var stored = MD5()
+  private let gzip: Bool
+  /// How many bytes were received so far.
+  public private(set) var receivedLength = 0
+  private var storedLength = 0
+  private var unsynced = 0
+  /// How many bytes are written between flushes of the temporary file.
+  static let syncInterval = 16 << 20
+
+  init(store: BlobStore, gzip: Bool) throws(StoreError) {
+    self.store = store
+    self.gzip = gzip
+    temporary = store.path + "/.tmp-" + UUID().uuidString
+    let fm = FileManager.default
+    do {
+      try fm.createDirectory(atPath: store.path, withIntermediateDirectories: true)
+    } catch {
+      throw StoreError.internalError("cannot create \(store.path): \(error)")
+    }
+    guard fm.createFile(atPath: temporary, contents: nil),
+      let handle = FileHandle(forWritingAtPath: temporary)
+    else { throw StoreError.internalError("cannot create \(temporary)") }
+    self.handle = handle
+    if gzip { encoder = GzipEncoder() }
+  }
+
+  deinit {
+    if handle != nil { discard() }
+  }
+
+  /// Adds `chunk` of the data.
+  public func write(_ chunk: [UInt8]) throws(StoreError) {
+    guard handle != nil else { throw StoreError.internalError("the upload is closed") }
+    receivedLength += chunk.count
+    received.update(chunk)
+    if gzip {
+      let out = encoder!.update(chunk)
+      try append(out)
+    } else {
+      try append(chunk)
+    }
+  }
+
+  private func append(_ bytes: [UInt8]) throws(StoreError) {
+    guard !bytes.isEmpty, let handle else { return }
+    if gzip { stored.update(bytes) }
+    storedLength += bytes.count
+    do {
+      try handle.write(contentsOf: bytes)
+      unsynced += bytes.count
+      if unsynced >= Self.syncInterval {
+        // Flushed as it goes, so the flush before the rename has little left to do.
+        try handle.synchronize()
+        unsynced = 0
+      }
+    } catch {
+      discard()
+      throw StoreError.internalError("cannot write \(temporary): \(error)")
+    }
+  }
+
+  /// Ends the data: syncs the file and puts it in place as its blob. With `expectingMD5`
+  /// (a `Content-MD5`), data of another MD5 is `400 content_md5_mismatch` and nothing is kept.
+  public func finish(expectingMD5: [UInt8]? = nil) throws(StoreError) -> Result {
+    guard let handle else { throw StoreError.internalError("the upload is closed") }
+    if gzip, let encoder = encoder.take() {
+      try append(encoder.finish())
+    }
+    let receivedMD5 = received.finalize().bytes
+    let md5 = gzip ? stored.finalize().bytes : receivedMD5
+    if let expectingMD5, expectingMD5 != receivedMD5 {
+      discard()
+      throw StoreError("content_md5_mismatch", "Possible message corruption.", code: .badRequest)
+    }
+    do {
+      try handle.synchronize()
+      try handle.close()
+    } catch {
+      discard()
+      throw StoreError.internalError("cannot write \(temporary): \(error)")
+    }
+    self.handle = nil
+    do throws(StoreError) {
+      try store.install(temporary, md5: md5)
+    } catch {
+      try? FileManager.default.removeItem(atPath: temporary)
+      throw error
+    }
+    return Result(
+      md5: md5, receivedMD5: receivedMD5, receivedLength: receivedLength,
+      storedLength: storedLength)
+  }
+
+  /// Abandons the upload: closes and removes the temporary file.
+  public func discard() {
+    if let handle {
+      try? handle.close()
+      self.handle = nil
+    }
+    try? FileManager.default.removeItem(atPath: temporary)
   }
 }
 

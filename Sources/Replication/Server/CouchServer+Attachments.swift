@@ -36,18 +36,14 @@ extension CouchServer {
           "bad_content_type", "Only gzip and identity content-encodings are supported",
           status: 415)
       }
-      let data = try await self.body(of: request)
-      if let md5 = request.headers[Self.contentMD5] {
-        guard let given = Base64.decode(md5), given == AttachmentEncoding.md5(data) else {
-          throw ReplicationError(
-            "content_md5_mismatch", "Possible message corruption.", status: 400)
-        }
-      }
       let rev = try requestedRev(request, query)
+      let gzipped = encoding == "gzip"
+      let received = try await receiveAttachment(
+        store, name: name, request: request, contentType: type, gzipped: gzipped)
       let actor = options.actor
-      let result = try await store.putAttachmentAsync(
-        id, name: name, data: data, contentType: type, rev: rev, gzipped: encoding == "gzip",
-        actor: actor)
+      let result = try await store.putStoredAttachmentAsync(
+        id, name: name, blob: received.blob, length: received.blob.receivedLength,
+        gzipped: received.gzipStored, contentType: type, rev: rev, actor: actor)
       var headers = HTTPFields()
       headers[.location] = location(db, id) + "/" + PercentDecoding.encode(name)
       return CouchResponse.json(result.json, status: .created, headers: headers)
@@ -58,6 +54,78 @@ extension CouchServer {
       return CouchResponse.json(result.json, status: .ok)
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
+    }
+  }
+
+  /// How much of an attachment's body is gathered before it goes to the blob file, and how
+  /// much of a blob is read at a time to send it.
+  static let attachmentChunkBytes = 1 << 20
+
+  /// Streams the body of `PUT /db/doc/att` into the blob store (``BlobUpload``) a chunk at a
+  /// time, the file written on the thread pool: gzipped on the way when the type is
+  /// compressible and the body not sent gzip (as CouchDB stores it), checked against
+  /// `Content-MD5` when given. A body beyond ``CouchServerOptions/maxAttachmentBytes`` is
+  /// `413 attachment_too_large` (before reading when `Content-Length` says so), one that
+  /// ends before its `Content-Length` (a client gone) `400`; either way the temporary file
+  /// is removed and nothing is stored. The blob is synced and in place when this returns.
+  func receiveAttachment(
+    _ store: DocumentStore, name: String, request: Request, contentType: String, gzipped: Bool
+  ) async throws -> (blob: BlobUpload.Result, gzipStored: Bool) {
+    guard !name.hasPrefix("_") else {
+      throw ReplicationError.badRequest(
+        "Attachment name '\(name)' starts with prohibited character '_'")
+    }
+    let limit = options.maxAttachmentBytes
+    let tooLarge = ReplicationError("attachment_too_large", name, status: 413)
+    let declared = request.headers[.contentLength].flatMap { Int($0) }
+    if let limit, let declared, declared > limit { throw tooLarge }
+    var expectedMD5: [UInt8]? = nil
+    if let md5 = request.headers[Self.contentMD5] {
+      guard let given = Base64.decode(md5) else {
+        throw ReplicationError("content_md5_mismatch", "Possible message corruption.", status: 400)
+      }
+      expectedMD5 = given
+    }
+    let compress = !gzipped && AttachmentEncoding.isCompressible(contentType)
+    let blobs = store.blobs
+    let upload = try await blocking { try blobs.upload(gzip: compress) }
+    var writing: Task<Void, any Error>? = nil
+    do {
+      let chunk = Self.attachmentChunkBytes
+      var pending: [UInt8] = []
+      pending.reserveCapacity(chunk)
+      var received = 0
+      // One chunk is hashed and written on the thread pool while the next is received: at
+      // most two chunks in memory.
+      for try await buffer in request.body {
+        received += buffer.readableBytes
+        if let limit, received > limit { throw tooLarge }
+        pending.append(contentsOf: buffer.readableBytesView)
+        if pending.count >= chunk {
+          let piece = pending
+          pending.removeAll(keepingCapacity: true)
+          try await writing?.value
+          writing = Task { try await self.blocking { try upload.write(piece) } }
+        }
+      }
+      try await writing?.value
+      writing = nil
+      if let declared, declared != received {
+        throw ReplicationError.badRequest(
+          "the attachment body ended after \(received) of its \(declared) bytes")
+      }
+      let last = pending
+      let expected = expectedMD5
+      let blob = try await blocking {
+        try upload.write(last)
+        return try upload.finish(expectingMD5: expected)
+      }
+      return (blob, gzipped || compress)
+    } catch {
+      // The chunk being written ends before the file goes.
+      _ = try? await writing?.value
+      upload.discard()
+      throw error
     }
   }
 
@@ -88,20 +156,58 @@ extension CouchServer {
     {
       return Response(status: .notModified, headers: headers, body: ResponseBody())
     }
-    var bytes =
-      sendEncoded ? try store.attachmentStoredBytes(a) : try store.attachmentData(a)
+    // The stored bytes go out as they are, or (gzip-stored, sent decoded) inflated.
+    let inflate = gzip && !sendEncoded
+    let total = sendEncoded ? a.storedLength : a.length
+    var from = 0
+    var count = total
     var status = HTTPResponse.Status.ok
     if !gzip, let range = request.headers[.range],
-      let (from, to) = try Self.singleRange(range, length: bytes.count)
+      let (first, last) = try Self.singleRange(range, length: total)
     {
-      headers[.contentRange] = "bytes \(from)-\(to)/\(bytes.count)"
-      bytes = Array(bytes[from...to])
+      headers[.contentRange] = "bytes \(first)-\(last)/\(total)"
+      from = first
+      count = last - first + 1
       status = .partialContent
     }
-    headers[.contentLength] = String(bytes.count)
+    // Stored as sent gzip, its decoded length unknown (recorded as the gzip length): sent
+    // decoded without a length, as CouchDB falls back to a chunked response.
+    let lengthKnown = !(inflate && a.length == a.storedLength)
+    if lengthKnown { headers[.contentLength] = String(count) }
     if head { return Response(status: status, headers: headers, body: ResponseBody()) }
-    return Response(
-      status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+    let reader = try store.blobs.open(a.md5)
+    let chunk = Self.attachmentChunkBytes
+    let start = from
+    let length = count
+    let body = ResponseBody(contentLength: lengthKnown ? length : nil) { writer in
+      var left = lengthKnown ? length : Int.max
+      if start > 0 { try await self.blocking { try reader.seek(to: start) } }
+      let decoder = inflate ? GunzipStream() : nil
+      while left > 0 {
+        let want = min(chunk, left)
+        var piece = try await self.blocking { () throws -> [UInt8] in
+          guard let decoder else { return try reader.read(upTo: want) }
+          while true {
+            guard let out = decoder.pull(upTo: want) else {
+              throw StoreError.internalError("attachment blob \(name) is not gzip")
+            }
+            if !out.isEmpty || decoder.isFinished { return out }
+            let input = try reader.read(upTo: chunk)
+            if input.isEmpty { return [] }
+            decoder.push(input)
+          }
+        }
+        if piece.isEmpty {
+          if !lengthKnown { break }
+          throw StoreError.internalError("attachment blob for \(name) is shorter than recorded")
+        }
+        if piece.count > left { piece.removeLast(piece.count - left) }
+        left -= piece.count
+        try await writer.write(ByteBuffer(bytes: piece))
+      }
+      try await writer.finish(nil)
+    }
+    return Response(status: status, headers: headers, body: body)
   }
 
   /// Whether `Accept-Encoding` takes gzip (`couch_httpd:accepted_encodings/1`: `gzip` or `*`
