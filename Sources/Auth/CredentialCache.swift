@@ -1,4 +1,5 @@
 import Crypto
+import JSON
 import Synchronization
 
 /// Passwords already checked, so that PBKDF2 runs once per user and password (CouchDB's

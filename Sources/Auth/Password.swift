@@ -1,4 +1,5 @@
 import Crypto
+import JSON
 import _CryptoExtras
 
 /// Password hashing as CouchDB 3 does it for `_users` documents (couch_users_db, couch_passwords):
@@ -56,41 +57,5 @@ enum Random {
   static func bytes(_ count: Int) -> [UInt8] {
     var generator = SystemRandomNumberGenerator()
     return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-  }
-}
-
-/// Lowercase hex, as CouchDB writes derived keys.
-enum Hex {
-  static func encode(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 0x0f)])
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
-
-  static func decode(_ text: String) -> [UInt8]? {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    func value(_ c: UInt8) -> UInt8? {
-      switch c {
-      case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-      case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-      case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-      default: nil
-      }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var i = 0
-    while i < chars.count {
-      guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { return nil }
-      out.append(hi << 4 | lo)
-      i += 2
-    }
-    return out
   }
 }

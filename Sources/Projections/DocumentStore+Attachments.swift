@@ -60,7 +60,7 @@ extension DocumentStore {
   /// replaced (or, for a delete, removed: `not_found` when it has none).
   func attachmentEdit(
     _ id: String, name: String, data: [UInt8]?, stored: StoredAttachment? = nil,
-    contentType: String, rev: String?, gzipped: Bool = false
+    contentType: String, rev: String?
   ) throws -> (DocumentInput, String?) {
     let removing = data == nil && stored == nil
     guard !name.hasPrefix("_") else {
@@ -88,18 +88,9 @@ extension DocumentStore {
       _ = try attachment(id, name: name)
     }
     var input = try DocumentInput(.object(JSONObject(members)))
-    // A body sent gzip (`Content-Encoding: gzip`) is stored as sent, its length unknown:
-    // CouchDB shows the gzip length as both (`couch_db:with_stream/3`).
     let new: [AttachmentInput] =
-      data.map {
-        gzipped
-          ? [
-            .encoded(
-              name: name, contentType: .string(contentType), bytes: $0, length: $0.count,
-              revpos: 0)
-          ]
-          : [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)]
-      } ?? stored.map { [.stored($0)] } ?? []
+      data.map { [.data(name: name, contentType: .string(contentType), bytes: $0, revpos: 0)] }
+      ?? stored.map { [.stored($0)] } ?? []
     let all = new + others
     input.attachments = all.isEmpty ? nil : all
     return (input, rev)
@@ -128,22 +119,6 @@ extension DocumentStore {
     let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try writeDocuments { txn in
       DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
-    }
-  }
-
-  /// ``putAttachment(_:name:data:contentType:rev:actor:)`` through the writer queue.
-  @discardableResult
-  ///
-  /// With `gzipped`, `data` is gzip (`Content-Encoding: gzip`) and stored as it is.
-  public func putAttachmentAsync(
-    _ id: String, name: String, data: [UInt8], contentType: String, rev: String?,
-    gzipped: Bool = false, actor: String
-  ) async throws -> DocumentWriteResult {
-    let (input, rev) = try attachmentEdit(
-      id, name: name, data: data, contentType: contentType, rev: rev, gzipped: gzipped)
-    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
-    return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Projections
 import Synchronization
 import Testing

@@ -28,14 +28,8 @@ import Testing
     let path = NSTemporaryDirectory() + "wikilog-stream-\(UUID().uuidString)"
     defer { try? FileManager.default.removeItem(atPath: path) }
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let server = try ChildProcess(
-      ChildProcess.besideTests("wikilog"),
-      ["serve", "--db", path, "--port", "0", "--log-level", "error"])
+    let (server, base) = try ChildProcess.serve(path)
     defer { server.kill() }
-    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("serving") } })
-    let line = try #require(server.lines.first { $0.contains("serving") })
-    let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
-    let base = String(url.dropLast())
     let pid = server.process.processIdentifier
     #expect(try await httpStatus(.PUT, base + "/db", nil) == 201)
     let baseline = try #require(Self.memory(pid, "VmHWM"))

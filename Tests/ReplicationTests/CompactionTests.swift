@@ -150,14 +150,9 @@ import Testing
     try store.put(#"{"a":1}"#, id: "a", actor: "t")
     dir.data.closeAll()
     // `wikilog serve` opens the database on the first request for it.
-    let server = try ChildProcess(
-      ChildProcess.besideTests("wikilog"),
-      ["serve", "--db", dir.path, "--port", "0", "--log-level", "error"])
+    let (server, base) = try ChildProcess.serve(dir.path)
     defer { server.kill() }
-    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("http://") } })
-    let line = try #require(server.lines.first { $0.contains("http://") })
-    let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
-    let status = try await httpStatus(.GET, String(url.dropLast()) + "/db/a", nil)
+    let status = try await httpStatus(.GET, base + "/db/a", nil)
     #expect(status == 200)
     let error = #expect(throws: StoreError.self) { try dir.data.compact("db") }
     #expect(error?.error == "conflict")

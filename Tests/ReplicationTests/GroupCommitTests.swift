@@ -69,14 +69,8 @@ import Wiki
     let path = NSTemporaryDirectory() + "wikilog-httpkill-\(UUID().uuidString)"
     defer { try? FileManager.default.removeItem(atPath: path) }
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let server = try ChildProcess(
-      ChildProcess.besideTests("wikilog"),
-      ["serve", "--db", path, "--port", "0", "--log-level", "error"])
+    let (server, base) = try ChildProcess.serve(path)
     defer { server.kill() }
-    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("serving") } })
-    let line = try #require(server.lines.first { $0.contains("serving") })
-    let url = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") })
-    let base = String(url.dropLast())
 
     let send: @Sendable (HTTPMethod, String, String?) async throws -> Int = { method, path, body in
       try await httpStatus(method, base + path, body)

@@ -3,18 +3,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import JSON
+import TestSupport
 import Testing
 
 /// The cases of ../shared/revids/vectors.json replayed over HTTP, exactly as CouchDB 3.4.3 was
 /// sent them: each step's raw body with `PUT /db/<id>`, or `DELETE /db/<id>?rev=`.
 @Suite struct RevisionIDRouteTests {
-  static let vectorsURL = URL(fileURLWithPath: #filePath)
-    .resolvingSymlinksInPath()
-    .deletingLastPathComponent()  // ReplicationTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // main
-    .deletingLastPathComponent()  // beside the repository
-    .appendingPathComponent("shared/revids/vectors.json")
+  static let vectorsURL = sharedFile("revids/vectors.json")
 
   @Test("every step answers CouchDB's revision id, inline attachments included")
   func replayOverHTTP() async throws {

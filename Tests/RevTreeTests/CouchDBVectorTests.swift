@@ -1,17 +1,12 @@
 import Foundation
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// The 150 scenarios of ../shared/revtree/vectors.json, computed with CouchDB's own code.
 @Suite struct CouchDBVectorTests {
-  static let vectorsURL = URL(fileURLWithPath: #filePath)
-    .resolvingSymlinksInPath()
-    .deletingLastPathComponent()  // RevTreeTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // main
-    .deletingLastPathComponent()  // beside the repository
-    .appendingPathComponent("shared/revtree/vectors.json")
+  static let vectorsURL = sharedFile("revtree/vectors.json")
 
   static func loadScenarios() throws -> [JSONValue] {
     let data = try Data(contentsOf: vectorsURL)

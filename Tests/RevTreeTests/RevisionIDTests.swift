@@ -1,17 +1,12 @@
 import Foundation
 import JSON
 import RevTree
+import TestSupport
 import Testing
 
 /// Revision ids against the 100 cases of ../shared/revids/vectors.json, computed by CouchDB 3.4.3.
 @Suite struct RevisionIDTests {
-  static let vectorsURL = URL(fileURLWithPath: #filePath)
-    .resolvingSymlinksInPath()
-    .deletingLastPathComponent()  // RevTreeTests
-    .deletingLastPathComponent()  // Tests
-    .deletingLastPathComponent()  // main
-    .deletingLastPathComponent()  // beside the repository
-    .appendingPathComponent("shared/revids/vectors.json")
+  static let vectorsURL = sharedFile("revids/vectors.json")
 
   static func cases() throws -> [JSONValue] {
     let file = try JSONValue(parsing: [UInt8](Data(contentsOf: vectorsURL)))

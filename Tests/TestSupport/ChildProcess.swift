@@ -95,3 +95,35 @@ public final class ChildProcess: @unchecked Sendable {
     }
   }
 }
+
+extension ChildProcess {
+  /// `wikilog serve` on data directory `path` and a free port, started and serving; its
+  /// base URL (`http://127.0.0.1:PORT`, no trailing slash). The caller kills it.
+  public static func serve(_ path: String, timeout: Double = 30) throws -> (
+    server: ChildProcess, base: String
+  ) {
+    let server = try ChildProcess(
+      besideTests("wikilog"), ["serve", "--db", path, "--port", "0", "--log-level", "error"])
+    guard server.waitFor(timeout: timeout, { $0.contains { $0.contains("serving") } }),
+      let line = server.lines.first(where: { $0.contains("serving") }),
+      let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://") })
+    else {
+      server.kill()
+      throw CocoaError(
+        .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "wikilog serve did not start"])
+    }
+    return (server, String(url.dropLast()))
+  }
+}
+
+/// A file of ../shared (beside the repository), from a test file's `#filePath`
+/// (`Tests/<Suite>/<file>.swift`): `sharedFile("revids/vectors.json")`.
+public func sharedFile(_ relative: String, from filePath: String = #filePath) -> URL {
+  URL(fileURLWithPath: filePath)
+    .resolvingSymlinksInPath()
+    .deletingLastPathComponent()  // the test target
+    .deletingLastPathComponent()  // Tests
+    .deletingLastPathComponent()  // the repository
+    .deletingLastPathComponent()  // beside it
+    .appendingPathComponent("shared/" + relative)
+}

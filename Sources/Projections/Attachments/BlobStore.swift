@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import RevTree
 
 /// The attachment bytes of one database: content-addressed files beside its log,
@@ -28,20 +29,13 @@ public struct BlobStore: Sendable {
     self.init(path: databaseDirectory + "/attachments")
   }
 
-  public static func hex(_ md5: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(md5.count * 2)
-    for b in md5 {
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
+  /// A blob's file name: its MD5 in lowercase hexadecimal.
+  public static func hex(_ md5: [UInt8]) -> String { Hex.encode(md5) }
 
   public func file(_ md5: [UInt8]) -> String { path + "/" + Self.hex(md5) }
 
-  /// Writes `bytes` (whose MD5 is `md5`) durably unless the same blob is there already.
+  /// Writes `bytes` (whose MD5 is `md5`) durably unless the same blob is there already: to a
+  /// synced temporary file, then into place as ``install(_:md5:)`` does for an upload.
   public func write(_ bytes: [UInt8], md5: [UInt8]) throws(StoreError) {
     let target = file(md5)
     let fm = FileManager.default
@@ -52,36 +46,22 @@ public struct BlobStore: Sendable {
       }
       return
     }
+    let temporary = path + "/.tmp-" + UUID().uuidString
     do {
       try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
-      let temporary = path + "/.tmp-" + UUID().uuidString
       guard fm.createFile(atPath: temporary, contents: nil) else {
         throw StoreError.internalError("cannot create \(temporary)")
       }
-      do {
-        let handle = try FileHandle(forWritingAtPath: temporary).unwrap(temporary)
-        defer { try? handle.close() }
-        try handle.write(contentsOf: bytes)
-        try handle.synchronize()
-      } catch {
-        try? fm.removeItem(atPath: temporary)
-        throw error
-      }
-      do {
-        try fm.moveItem(atPath: temporary, toPath: target)
-      } catch {
-        // Another writer put the same blob in place meanwhile.
-        try? fm.removeItem(atPath: temporary)
-        guard fm.fileExists(atPath: target) else { throw error }
-      }
-      let directory = try FileHandle(forReadingAtPath: path).unwrap(path)
-      defer { try? directory.close() }
-      try directory.synchronize()
-    } catch let error as StoreError {
-      throw error
+      let handle = try FileHandle(forWritingAtPath: temporary).unwrap(temporary)
+      defer { try? handle.close() }
+      try handle.write(contentsOf: bytes)
+      try handle.synchronize()
     } catch {
+      try? fm.removeItem(atPath: temporary)
+      if let error = error as? StoreError { throw error }
       throw StoreError.internalError("cannot write attachment blob \(Self.hex(md5)): \(error)")
     }
+    try install(temporary, md5: md5)
   }
 
   /// The stored bytes of blob `md5`; `internal_server_error` when it is missing.
