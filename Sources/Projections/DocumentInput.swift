@@ -19,6 +19,14 @@ public struct DocumentInput: Sendable, Hashable {
   public var full: JSONValue
   /// `_attachments`, in its order; nil when the document has none (an empty object included).
   public var attachments: [AttachmentInput]?
+  /// `_revisions` as given (start and ids), before it is made a ``RevisionPath``: a local
+  /// document's `{"start":0,"ids":["1"]}` is no path (``LocalDocumentInput``).
+  var givenRevisions: GivenRevisions?
+
+  struct GivenRevisions: Sendable, Hashable {
+    var start: Int
+    var ids: [String]
+  }
 
   /// The largest accepted document, like CouchDB's default `max_document_size` (8 MB).
   public static let maxBytes = 8 << 20
@@ -31,6 +39,12 @@ public struct DocumentInput: Sendable, Hashable {
   ]
 
   public init(_ value: JSONValue) throws(StoreError) {
+    try self.init(value, local: false)
+  }
+
+  /// Splits `value`; for a `_local` document (`local`) `_revisions` is only read, not made a
+  /// path (``givenRevisions``).
+  init(_ value: JSONValue, local: Bool) throws(StoreError) {
     guard let object = value.objectValue else {
       throw StoreError.badRequest("Document must be a JSON object")
     }
@@ -60,21 +74,7 @@ public struct DocumentInput: Sendable, Hashable {
         }
         deleted = b
       case "_revisions":
-        guard let o = member.value.objectValue, let start = o["start"]?.numberValue?.int64Value,
-          let ids = o["ids"]?.arrayValue
-        else { throw StoreError.badRequest("_revisions must be {\"start\": N, \"ids\": [...]}") }
-        var strings: [String] = []
-        for id in ids {
-          guard let s = id.stringValue else {
-            throw StoreError.badRequest("_revisions.ids must be strings")
-          }
-          strings.append(s)
-        }
-        do {
-          revisions = try RevisionPath(start: Int(start), ids: strings)
-        } catch {
-          throw StoreError.badRequest("invalid _revisions: \(error)")
-        }
+        givenRevisions = try Self.revisions(member.value)
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
@@ -85,23 +85,52 @@ public struct DocumentInput: Sendable, Hashable {
       }
     }
     self.body = body
-    // As in CouchDB, `_revisions` names the revision edited (or replicated) when it is there,
-    // whatever `_rev` says.
-    if let revisions { rev = revisions.leaf.text }
+    if let given = givenRevisions, !local {
+      do {
+        revisions = try RevisionPath(start: given.start, ids: given.ids)
+      } catch {
+        throw StoreError.badRequest("invalid _revisions: \(error)")
+      }
+      // As in CouchDB, `_revisions` names the revision edited (or replicated) when it is
+      // there, whatever `_rev` says.
+      rev = revisions?.leaf.text
+    }
+  }
+
+  /// `_revisions` read as `couch_doc:transfer_fields/3` reads it.
+  static func revisions(_ value: JSONValue) throws(StoreError) -> GivenRevisions {
+    guard let o = value.objectValue else {
+      throw StoreError.invalidDocument("Bad special document member: _revisions")
+    }
+    guard let start = o["start"]?.numberValue?.int64Value else {
+      throw StoreError.invalidDocument("_revisions.start isn't an integer.")
+    }
+    guard let ids = o["ids"]?.arrayValue else {
+      throw StoreError.invalidDocument("_revisions.ids isn't a array.")
+    }
+    var strings: [String] = []
+    for id in ids {
+      guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
+      strings.append(s)
+    }
+    return GivenRevisions(start: Int(clamping: start), ids: strings)
+  }
+
+  /// Parses JSON bytes, enforcing ``maxBytes``.
+  static func parse(_ bytes: [UInt8]) throws(StoreError) -> JSONValue {
+    guard bytes.count <= Self.maxBytes else {
+      throw StoreError.tooLarge("Document is \(bytes.count) bytes; the limit is \(Self.maxBytes)")
+    }
+    do {
+      return try JSONValue(parsing: bytes)
+    } catch {
+      throw StoreError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
   }
 
   /// Parses and splits a document from JSON bytes, enforcing ``maxBytes``.
   public init(json bytes: [UInt8]) throws(StoreError) {
-    guard bytes.count <= Self.maxBytes else {
-      throw StoreError.tooLarge("Document is \(bytes.count) bytes; the limit is \(Self.maxBytes)")
-    }
-    let value: JSONValue
-    do {
-      value = try JSONValue(parsing: bytes)
-    } catch {
-      throw StoreError.badRequest("invalid UTF-8 JSON: \(error)")
-    }
-    try self.init(value)
+    try self.init(Self.parse(bytes))
   }
 
   /// The body as stored in the event.
@@ -127,86 +156,24 @@ public struct LocalDocumentInput: Sendable, Hashable {
 
   /// Parses `json`; `rev` is the request's `?rev=`, which must agree with a `_rev` in the body.
   public init(json bytes: [UInt8], rev queryRev: String? = nil) throws(StoreError) {
-    guard bytes.count <= DocumentInput.maxBytes else {
-      throw StoreError.tooLarge(
-        "Document is \(bytes.count) bytes; the limit is \(DocumentInput.maxBytes)")
-    }
-    let value: JSONValue
-    do {
-      value = try JSONValue(parsing: bytes)
-    } catch {
-      throw StoreError.badRequest("invalid UTF-8 JSON: \(error)")
-    }
-    guard let object = value.objectValue else {
-      throw StoreError.badRequest("Document must be a JSON object")
-    }
-    var revs: (start: Int, ids: [String])? = nil
-    var deleted = false
-    var body = JSONObject()
-    for member in object.members {
-      let key = member.key
-      guard key.hasPrefix("_"), !DocumentInput.keptSpecialFields.contains(key) else {
-        body.members.append(member)
-        continue
-      }
-      switch key {
-      case "_id":
-        guard member.value.stringValue != nil else {
-          throw StoreError.badRequest("Document id must be a string")
-        }
-      case "_rev":
-        guard let s = member.value.stringValue else {
-          throw StoreError.badRequest("Invalid rev format")
-        }
-        // As CouchDB: the first `_rev` counts unless `_revisions` came before it.
-        if revs == nil { revs = try Self.parseRev(s) }
-      case "_revisions":
-        guard let o = member.value.objectValue else {
-          throw StoreError.invalidDocument("Bad special document member: _revisions")
-        }
-        guard let start = o["start"]?.numberValue?.int64Value else {
-          throw StoreError.invalidDocument("_revisions.start isn't an integer.")
-        }
-        guard let ids = o["ids"]?.arrayValue else {
-          throw StoreError.invalidDocument("_revisions.ids isn't a array.")
-        }
-        var strings: [String] = []
-        for id in ids {
-          guard let s = id.stringValue else {
-            throw StoreError.invalidDocument("RevId isn't a string")
-          }
-          strings.append(s)
-        }
-        revs = (Int(clamping: start), strings)
-      case "_deleted":
-        guard let b = member.value.boolValue else {
-          throw StoreError.invalidDocument("Bad special document member: _deleted")
-        }
-        deleted = b
-      case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
-        continue
-      case "_attachments":
-        // CouchDB reads them (bad base64 is refused) and then stores a local document's body
-        // alone: a `_local` document has no attachments.
-        _ = try AttachmentInput.parse(member.value)
-      default:
-        throw StoreError.invalidDocument("Bad special document member: \(key)")
-      }
-    }
+    // The special fields are read as for any document; attachments are then dropped.
+    let input = try DocumentInput(DocumentInput.parse(bytes), local: true)
+    var revs = input.givenRevisions.map { ($0.start, $0.ids) }
+    if revs == nil, let rev = input.rev { revs = try Self.parseRev(rev) }
     if let queryRev {
       let q = try Self.parseRev(queryRev)
-      if let revs, let first = revs.ids.first, revs.start != q.start || first != q.ids[0] {
+      if let revs, let first = revs.1.first, revs.0 != q.start || first != q.ids[0] {
         throw StoreError.badRequest(
           "Document rev from request body and query string have different values")
       }
-      if revs?.ids.first == nil { revs = q }
+      if revs?.1.first == nil { revs = q }
     }
-    self.deleted = deleted
-    self.body = JSONValue.object(body).serialized()
+    deleted = input.deleted
+    body = input.bodyBytes
     if deleted {
       newRevision = 0
-    } else if let revs, revs.start != 0 || !revs.ids.isEmpty {
-      guard revs.start == 0, let n = Int(revs.ids[0]), n < Int.max else {
+    } else if let (start, ids) = revs, start != 0 || !ids.isEmpty {
+      guard start == 0, let n = Int(ids[0]), n < Int.max else {
         throw StoreError.badRequest("Invalid rev format")
       }
       newRevision = n + 1
