@@ -31,6 +31,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
@@ -62,8 +63,9 @@ let package = Package(
     .target(
       name: "Replication",
       dependencies: [
-        "Projections", "JSON", "RevTree", "Log",
+        "Auth", "Projections", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -87,6 +89,9 @@ let package = Package(
         "Auth", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "HummingbirdTLS", package: "hummingbird"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
       ],

@@ -1,6 +1,7 @@
 import Crypto
 public import Foundation
 import JSON
+public import Projections
 import _CryptoExtras
 
 /// Verifies JSON Web Tokens (`Authorization: Bearer ...`) as CouchDB's `jwt_authentication_handler`

@@ -27,6 +27,9 @@ public final class DataDirectory: Sendable {
   /// The system databases (names beginning with `_`) this directory knows, by name; any other
   /// name must follow CouchDB's rule (``validate(name:)``).
   public let systemDatabases: [String: SystemDatabase]
+  /// Per-document access rules of its databases beyond their security objects (none by
+  /// default; the Wiki module's wiki membership). System databases have none.
+  public let access: (any DocumentAccess)?
   let open = Mutex<[String: DocumentStore]>([:])
   /// The databases being compacted.
   let compacting = Mutex<Set<String>>([])
@@ -38,14 +41,17 @@ public final class DataDirectory: Sendable {
   ///   - filters: the named document filters (``DocumentFilter``) its databases offer.
   ///   - systemDatabases: the databases beginning with `_` it opens (none by default), each
   ///     with its own projections and validation (``SystemDatabase``).
+  ///   - access: per-document access rules (``DocumentAccess``); its projection, if it needs
+  ///     one, must be among `projections`.
   ///
   /// The Wiki module's `DataDirectory.wiki(path:options:)` makes one of TouchWiki databases.
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
     projections: @escaping @Sendable () -> [any Projection] = { [] },
     validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters(),
-    systemDatabases: [SystemDatabase] = []
+    systemDatabases: [SystemDatabase] = [], access: (any DocumentAccess)? = nil
   ) {
+    self.access = access
     self.path = path
     self.options = options
     self.makeProjections = projections
@@ -73,6 +79,11 @@ public final class DataDirectory: Sendable {
       .map { $0.replacingOccurrences(of: "%2F", with: "/") }
       .filter { (try? check(name: $0)) != nil }
       .sorted()
+  }
+
+  /// The access rules of database `name`: ``access``, except for system databases.
+  public func access(of name: String) -> (any DocumentAccess)? {
+    systemDatabases[name] == nil ? access : nil
   }
 
   /// Whether a database of this name exists.

@@ -20,6 +20,10 @@ public struct AllDocsOptions: Sendable, Hashable {
   /// Also answer the database's update seq, read in the same snapshot as the rows
   /// (`update_seq=true`).
   public var updateSeq = false
+  /// Only the documents this filter passes exist (a user's view under a ``DocumentAccess``):
+  /// rows, `keys` lookups (`not_found` otherwise), `skip` and `offset` count only them.
+  /// `total_rows` and `update_seq` are then the caller's to set from the view.
+  public var visible: DocumentFilter?
 
   public init() {}
 }
@@ -93,7 +97,8 @@ extension DocumentStore {
         for key in (options.descending ? keys.reversed() : keys) {
           guard rows.count < limit else { break }
           let r: JSONValue
-          if let record = try documents.record(key, storage: documentStorage, txn: txn),
+          if options.visible?.includes(key) ?? true,
+            let record = try documents.record(key, storage: documentStorage, txn: txn),
             let found = try row(record, key: key, includeDeleted: true)
           {
             r = found
@@ -129,6 +134,7 @@ extension DocumentStore {
           if past || (!options.inclusiveEnd && key == end) { return false }
         }
         let record = try DocumentRecord(decoding: value)
+        if let visible = options.visible, !visible.includes(record.docID) { return true }
         guard let r = try row(record, key: record.docID, includeDeleted: false) else { return true }
         if skipped < options.skip {
           skipped += 1
@@ -152,7 +158,8 @@ extension DocumentStore {
           documentStorage["byId"], from: nil, direction: options.descending ? .backward : .forward
         ) { key, value in
           if key == firstKey { return false }
-          if try DocumentRecord(decoding: value).isLive { offset += 1 }
+          let record = try DocumentRecord(decoding: value)
+          if record.isLive && options.visible?.includes(record.docID) ?? true { offset += 1 }
           return true
         }
       } else {

@@ -88,6 +88,19 @@ public struct ChangesResult: Sendable, Hashable {
   public var lastSeq: LogPosition
   /// Rows after `lastSeq` (for the unfiltered main feed; filtered feeds count candidates).
   public var pending: Int
+  /// The log position the feed has read up to, when it differs from `lastSeq` (a user's
+  /// feed under a ``DocumentAccess`` keeps `lastSeq` at the last row the user may see): what a
+  /// waiting feed waits after.
+  public var readThrough: LogPosition? = nil
+
+  public init(
+    results: [ChangeRow], lastSeq: LogPosition, pending: Int, readThrough: LogPosition? = nil
+  ) {
+    self.results = results
+    self.lastSeq = lastSeq
+    self.pending = pending
+    self.readThrough = readThrough
+  }
 }
 
 extension DocumentStore {
@@ -144,8 +157,10 @@ extension DocumentStore {
     }
   }
 
-  /// The row of a document whose latest change is at `seq`, or nil if a filter drops it.
-  func changeRow(docID: String, seq: UInt64, options: ChangesOptions, txn: ReadTransaction) throws
+  /// The row of a document whose latest change is at `seq`, or nil if a filter drops it (or
+  /// the document is absent).
+  public func changeRow(docID: String, seq: UInt64, options: ChangesOptions, txn: ReadTransaction)
+    throws
     -> ChangeRow?
   {
     if let ids = options.docIDs, !ids.contains(docID) { return nil }

@@ -2,7 +2,8 @@ public import Log
 public import Projections
 
 extension DataDirectory {
-  /// A data directory of TouchWiki databases: each has the wiki and draft projections, checks
+  /// A data directory of TouchWiki databases: each has the wiki, draft and access projections
+  /// (``WikiAccessProjection``), wiki membership as its access rules (``WikiAccess``), checks
   /// the TouchWiki schema (``DocumentValidation/touchWiki``) and offers the `wiki` filter
   /// (``DocumentFilter/wiki(_:)``). What `wikilog` and `wikilog serve` open.
   /// `systemDatabases` are the `_`-databases it also opens, with their own rules (the command
@@ -17,8 +18,10 @@ extension DataDirectory {
     systemDatabases: [SystemDatabase] = []
   ) -> DataDirectory {
     DataDirectory(
-      path: path, options: options, projections: { [WikiProjection(), DraftProjection()] },
-      validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases)
+      path: path, options: options,
+      projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
+      validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases,
+      access: WikiAccess())
   }
 }
 

@@ -1,4 +1,5 @@
 public import Hummingbird
+public import HummingbirdCore
 import JSON
 public import Logging
 public import Projections
@@ -15,6 +16,7 @@ public import Projections
 /// ```
 public func buildApplication(
   dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
+  server: HTTPServerBuilder = .http1(),
   configuration: ApplicationConfiguration = ApplicationConfiguration(
     address: .hostname("127.0.0.1", port: 5984)),
   logger: Logger = Logger(label: "wikilog.http"),
@@ -22,6 +24,7 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
   Application(
     responder: CouchServer(dataDirectory: dataDirectory, options: options, logger: logger),
+    server: server,
     configuration: configuration,
     onServerRunning: { channel in await onServerRunning(channel.localAddress?.port) },
     logger: logger)

@@ -11,6 +11,8 @@
 /// `404` for `/favicon.ico`), so that no such path is mistaken for a database or a document.
 enum CouchRoute: Equatable, Sendable {
   case root
+  /// `/_session`: sign-in.
+  case session
   case allDatabases
   /// `GET /_dbs_info`, `POST /_dbs_info` with `{"keys": [...]}`.
   case databasesInfo
@@ -44,6 +46,7 @@ enum CouchRoute: Equatable, Sendable {
     case ensureFullCommit = "_ensure_full_commit"
     case revsLimit = "_revs_limit"
     case compact = "_compact"
+    case security = "_security"
   }
 
   /// Parses a path such as `/wiki/_local/abc%2Fdef`.
@@ -85,6 +88,8 @@ enum CouchRoute: Equatable, Sendable {
     func only(_ route: CouchRoute) -> CouchRoute { rest.isEmpty ? route : .unserved(.notFound()) }
     switch first {
     case "_all_dbs": return only(.allDatabases)
+    case "_session": return only(.session)
+    case "_users": return nil  // a database (when the data directory has it)
     case "_dbs_info": return only(.databasesInfo)
     case "_up": return only(.up)
     case "_uuids": return only(.uuids)
@@ -97,8 +102,8 @@ enum CouchRoute: Equatable, Sendable {
   }
 
   /// The server endpoints of CouchDB 3.4 that wikilog does not serve, by first segment, with
-  /// the feature each belongs to. (`_users`, `_replicator` and `_global_changes` are CouchDB's
-  /// system databases; wikilog's database names start with a letter.)
+  /// the feature each belongs to. (`_replicator` and `_global_changes` are CouchDB's system
+  /// databases; wikilog serves `_users` as a database.)
   static let unservedServerFeatures: [String: String] = [
     "_active_tasks": "the list of running tasks (/_active_tasks)",
     "_cluster_setup": "cluster setup (/_cluster_setup)",
@@ -112,8 +117,6 @@ enum CouchRoute: Equatable, Sendable {
     "_reshard": "resharding (/_reshard)",
     "_scheduler": "server-side replication (/_scheduler)",
     "_search_analyze": "full-text search (/_search_analyze)",
-    "_session": "users and sign-in (/_session)",
-    "_users": "users and sign-in (the _users database)",
     "_utils": "Fauxton, the web interface at /_utils,",
   ]
 
@@ -159,8 +162,6 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("views (\(path))")
     case "_search_cleanup", "_nouveau_cleanup":
       return .notImplemented("full-text search (\(path))")
-    case "_security":
-      return .notImplemented("security objects (\(path)), part of users and sign-in,")
     case "_purge", "_purged_infos", "_purged_infos_limit":
       return .notImplemented("purging (\(path))")
     case "_partition":

@@ -1,3 +1,4 @@
+import Auth
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -19,10 +20,14 @@ extension CouchServer {
   /// document; `Content-Encoding: gzip` stored as sent); `DELETE` removes it. Both answer `{"ok","id","rev"}`.
   func attachment(
     _ store: DocumentStore, db: String, id: String, name: String, request: Request,
-    query: QueryParameters
+    query: QueryParameters, caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
+    if db == UserStore.databaseName && request.method != .get && request.method != .head {
+      try requireServerAdmin(caller)
+    }
     switch request.method {
     case .get, .head:
+      try access.checkRead(id, in: store)
       return try getAttachment(
         store, id: id, name: name, request: request, query: query, head: request.method == .head)
     case .put:
@@ -37,10 +42,15 @@ extension CouchServer {
           status: 415)
       }
       let rev = try requestedRev(request, query)
+      // An attachment leaves the document's other fields as they are.
+      let current = (try? store.get(id, options: GetOptions(rev: rev)))
+      if current != nil { try access.checkRead(id, in: store) }
+      try access.checkWrite(
+        docID: id, body: current ?? .object(JSONObject()), replicated: false, in: store)
       let gzipped = encoding == "gzip"
       let received = try await receiveAttachment(
         store, name: name, request: request, contentType: type, gzipped: gzipped)
-      let actor = options.actor
+      let actor = caller.actor
       let result = try await store.putStoredAttachmentAsync(
         id, name: name, blob: received.blob, length: received.blob.receivedLength,
         gzipped: received.gzipStored, contentType: type, rev: rev, actor: actor)
@@ -49,7 +59,11 @@ extension CouchServer {
       return CouchResponse.json(result.json, status: .created, headers: headers)
     case .delete:
       let rev = try requestedRev(request, query)
-      let actor = options.actor
+      try access.checkRead(id, in: store)
+      try access.checkWrite(
+        docID: id, body: (try? store.get(id)) ?? .object(JSONObject()), replicated: false,
+        in: store)
+      let actor = caller.actor
       let result = try await store.deleteAttachmentAsync(id, name: name, rev: rev, actor: actor)
       return CouchResponse.json(result.json, status: .ok)
     default:

@@ -14,7 +14,8 @@ extension CouchServer {
   /// `"all_or_nothing": true` is refused as CouchDB 3 refuses it: `417` with a
   /// `not_implemented` error for every document, and nothing written.
   func bulkDocs(
-    _ store: DocumentStore, request: Request, query: QueryParameters, context: Context
+    _ store: DocumentStore, request: Request, query: QueryParameters, context: Context,
+    caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
     let body = try await objectBody(of: request)
     guard let docs = body["docs"]?.arrayValue else {
@@ -30,11 +31,48 @@ extension CouchServer {
     if newEdits, body["all_or_nothing"] == .bool(true) {
       return try allOrNothingRefused(docs)
     }
-    let actor = options.actor
+    let actor = caller.actor
     let origin = replicationOrigin(context)
     let edits = newEdits
-    let results = try await store.bulkDocsAsync(
-      docs, newEdits: edits, actor: actor, origin: origin)
+    // Each document the caller may not write is refused on its own (`forbidden`), the rest
+    // are written; a wiki created earlier in the call counts for the pages after it.
+    var refused: [Int: DocumentWriteResult] = [:]
+    var allowed: [JSONValue] = []
+    var batch = AccessBatch()
+    for (i, doc) in docs.enumerated() {
+      guard let object = doc.objectValue, let id = object["_id"]?.stringValue else {
+        allowed.append(doc)
+        continue
+      }
+      do {
+        let deleted = object["_deleted"] == .bool(true)
+        try access.checkWrite(
+          AccessWrite(docID: id, body: deleted ? nil : object, replicated: !edits), in: store,
+          batch: &batch)
+        allowed.append(doc)
+      } catch let error as StoreError {
+        refused[i] = DocumentWriteResult(id: id, rev: object["_rev"]?.stringValue, error: error)
+      }
+    }
+    let written =
+      allowed.isEmpty
+      ? [] : try await store.bulkDocsAsync(allowed, newEdits: edits, actor: actor, origin: origin)
+    var results: [DocumentWriteResult] = []
+    if refused.isEmpty {
+      results = written
+    } else if edits {
+      var next = written.makeIterator()
+      for i in docs.indices {
+        if let r = refused[i] {
+          results.append(r)
+        } else if let r = next.next() {
+          results.append(r)
+        }
+      }
+    } else {
+      // Replicated writes list failures only.
+      results = refused.sorted { $0.key < $1.key }.map(\.value) + written
+    }
     var bytes: [UInt8] = [UInt8(ascii: "[")]
     for (i, result) in results.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
@@ -67,9 +105,9 @@ extension CouchServer {
   /// `POST /{db}/_bulk_get` with `{"docs": [{"id", "rev"?}]}` and `revs`, `latest` (and the other
   /// document options) in the query. Answers
   /// `{"results": [{"id", "docs": [{"ok": doc} | {"error": {"id","rev","error","reason"}}]}]}`.
-  func bulkGet(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
-    -> Response
-  {
+  func bulkGet(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+  ) async throws -> Response {
     let body = try await objectBody(of: request)
     guard let docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("Missing JSON list of 'docs'.")
@@ -83,13 +121,15 @@ extension CouchServer {
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, item) in docs.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
-      bulkGetResult(store, item, options: options).serialize(into: &bytes)
+      bulkGetResult(store, item, options: options, access: access).serialize(into: &bytes)
     }
     bytes.append(contentsOf: "]}".utf8)
     return CouchResponse.raw(bytes)
   }
 
-  func bulkGetResult(_ store: DocumentStore, _ item: JSONValue, options: GetOptions) -> JSONValue {
+  func bulkGetResult(
+    _ store: DocumentStore, _ item: JSONValue, options: GetOptions, access: DatabaseAccess
+  ) -> JSONValue {
     var options = options
     func failure(id: String, rev: String?, _ e: ReplicationError) -> JSONValue {
       .object(
@@ -122,6 +162,7 @@ extension CouchServer {
       options.attsSince = revs
     }
     do {
+      try access.checkRead(id, in: store)
       guard let rev else {
         return result(id, [.object(JSONObject(["ok": try store.get(id, options: options)]))])
       }
@@ -140,7 +181,9 @@ extension CouchServer {
   }
 
   /// `POST /{db}/_revs_diff` with `{docid: [revs]}`: the revisions this database lacks.
-  func revsDiff(_ store: DocumentStore, request: Request) async throws -> Response {
+  func revsDiff(_ store: DocumentStore, request: Request, access: DatabaseAccess) async throws
+    -> Response
+  {
     let body = try await objectBody(of: request)
     var asked: [(id: String, revs: [String])] = []
     asked.reserveCapacity(body.count)
@@ -150,7 +193,7 @@ extension CouchServer {
       }
       asked.append((member.key, revs))
     }
-    let diffs = try store.revsDiff(asked)
+    let diffs = try visibleRevsDiff(store, asked, access: access)
     var out = JSONObject()
     out.members.reserveCapacity(diffs.count)
     for (id, diff) in diffs {
@@ -171,7 +214,9 @@ extension CouchServer {
   /// `POST /{db}/_missing_revs` with `{docid: [revs]}`: `{"missing_revs": {docid: [revs]}}`,
   /// the revisions this database lacks, for the documents that lack any (CouchDB's older
   /// form of `_revs_diff`).
-  func missingRevs(_ store: DocumentStore, request: Request) async throws -> Response {
+  func missingRevs(_ store: DocumentStore, request: Request, access: DatabaseAccess) async throws
+    -> Response
+  {
     let body = try await objectBody(of: request)
     var asked: [(id: String, revs: [String])] = []
     for member in body.members {
@@ -181,20 +226,58 @@ extension CouchServer {
       asked.append((member.key, revs))
     }
     var missing = JSONObject()
-    for (id, diff) in try store.revsDiff(asked) where !diff.missing.isEmpty {
+    for (id, diff) in try visibleRevsDiff(store, asked, access: access)
+    where !diff.missing.isEmpty {
       missing.members.append(
         .init(key: id, value: .array(diff.missing.map { .string($0.description) })))
     }
     return CouchResponse.json(.object(JSONObject(["missing_revs": .object(missing)])))
   }
 
+  /// ``DocumentStore/revsDiff(_:)`` as the caller may see it: a document they may not read
+  /// lacks every revision asked about, as if it did not exist.
+  func visibleRevsDiff(
+    _ store: DocumentStore, _ asked: [(id: String, revs: [String])], access: DatabaseAccess
+  ) throws -> [(id: String, diff: RevsDiff)] {
+    guard access.restricted else { return try store.revsDiff(asked) }
+    var visible: [(id: String, revs: [String])] = []
+    var hidden: [String: [String]] = [:]
+    for entry in asked {
+      if try access.canRead(entry.id, in: store) {
+        visible.append(entry)
+      } else {
+        hidden[entry.id] = entry.revs
+      }
+    }
+    var found: [String: RevsDiff] = [:]
+    for (id, diff) in try store.revsDiff(visible) { found[id] = diff }
+    var out: [(id: String, diff: RevsDiff)] = []
+    for entry in asked {
+      if let diff = found[entry.id] {
+        out.append((entry.id, diff))
+      } else if let revs = hidden[entry.id] {
+        var parsed: [RevID] = []
+        for rev in revs {
+          do { parsed.append(try RevID(rev)) } catch {
+            throw StoreError.badRequest("Invalid rev format: \(rev)")
+          }
+        }
+        let diff = RevisionTree().revsDiff(parsed)
+        if !diff.missing.isEmpty { out.append((entry.id, diff)) }
+      }
+    }
+    return out
+  }
+
   /// `GET/POST /{db}/_all_docs`: `keys`, `key`, `startkey`/`start_key`, `endkey`/`end_key`,
   /// `inclusive_end`, `descending`, `include_docs`, `conflicts`, `limit` (`0`: no rows),
   /// `skip` and `update_seq` (the seq the rows were read at, as `_changes` writes seqs).
-  func allDocs(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
-    -> Response
-  {
+  func allDocs(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+  ) async throws -> Response {
     var options = AllDocsOptions()
+    let view = try access.view(store)
+    options.visible = view?.filter
     switch request.method {
     case .get, .head:
       options.keys = try query.stringArray("keys")
@@ -226,7 +309,7 @@ extension CouchServer {
         // One key: a range of one, or nothing when the key is not a string.
         guard let s = key.stringValue else {
           return CouchResponse.json(
-            try Self.emptyAllDocs(store, options), includeBody: request.method != .head)
+            try Self.emptyAllDocs(store, options, view: view), includeBody: request.method != .head)
         }
         options.startKey = s
         options.endKey = s
@@ -251,18 +334,29 @@ extension CouchServer {
       }
     }
     let limited = options
-    let result =
-      empty
-      ? try Self.emptyAllDocs(store, options)
-      : try await reading(limit: options.limit) { try store.allDocs(limited).json }
+    let result: JSONValue
+    if empty {
+      result = try Self.emptyAllDocs(store, options, view: view)
+    } else {
+      var found = try await reading(limit: options.limit) { try store.allDocs(limited) }
+      if let view {
+        // The counts of what the caller may see, never the database's.
+        if found.rows.isEmpty && found.offset == found.totalRows { found.offset = view.docCount }
+        found.totalRows = view.docCount
+        if found.updateSeq != nil { found.updateSeq = view.updateSeq }
+      }
+      result = found.json
+    }
     return CouchResponse.json(result, includeBody: request.method != .head)
   }
 
-  static func emptyAllDocs(_ store: DocumentStore, _ options: AllDocsOptions) throws -> JSONValue {
+  static func emptyAllDocs(
+    _ store: DocumentStore, _ options: AllDocsOptions, view: (any AccessView)? = nil
+  ) throws -> JSONValue {
     let info = try store.info
     return AllDocsResult(
-      totalRows: info.docCount, offset: 0, rows: [],
-      updateSeq: options.updateSeq ? info.updateSeq : nil
+      totalRows: view?.docCount ?? info.docCount, offset: 0, rows: [],
+      updateSeq: options.updateSeq ? (view?.updateSeq ?? info.updateSeq) : nil
     ).json
   }
 

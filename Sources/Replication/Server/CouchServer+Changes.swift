@@ -26,6 +26,11 @@ struct ChangesRequest: Sendable {
   var heartbeat: Duration?
   /// How long `longpoll` waits, and `continuous` stays idle, before ending.
   var timeout: Duration
+  /// Reads a page of the feed: the store's, or the caller's view of it under access rules
+  /// (made anew for each page, so that membership changes apply at once).
+  var read: @Sendable (ChangesOptions) throws -> ChangesResult = { _ in
+    ChangesResult(results: [], lastSeq: .start, pending: 0)
+  }
 }
 
 extension CouchServer {
@@ -45,16 +50,30 @@ extension CouchServer {
   /// A `longpoll` with nothing to answer yet starts its response at once, as CouchDB does: the
   /// status, the headers and `{"results":[` (then a newline per heartbeat), and the rows and
   /// `last_seq` when a change comes or the timeout ends it.
-  func changes(_ store: DocumentStore, request: Request, query: QueryParameters) async throws
-    -> Response
-  {
-    let parsed = try await changesRequest(store, request: request, query: query)
+  func changes(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+  ) async throws -> Response {
+    var changesRequest = try await changesRequest(store, request: request, query: query)
+    if access.restricted {
+      if query.last(ofAny: ["since", "last-event-id"]) == "now" {
+        changesRequest.options.since =
+          try access.view(store)?.updateSeq ?? changesRequest.options.since
+      }
+      changesRequest.read = { options in
+        guard let view = try access.view(store) else { return try store.changes(options) }
+        return try view.changes(options)
+      }
+    } else {
+      changesRequest.read = { options in try store.changes(options) }
+    }
+    let read = changesRequest.read
+    let parsed = changesRequest
     switch parsed.feed {
     case .normal:
       let options = parsed.options
-      return changesResponse(try await reading(limit: options.limit) { try store.changes(options) })
+      return changesResponse(try await reading(limit: options.limit) { try read(options) })
     case .longpoll:
-      let first = try store.changes(parsed.options)
+      let first = try read(parsed.options)
       if !first.results.isEmpty || parsed.options.descending {
         return changesResponse(first)
       }
@@ -254,18 +273,20 @@ extension CouchServer {
     let deadline = clock.now + request.timeout
     var options = request.options
     options.since = first.lastSeq
+    var waitAfter = first.readThrough ?? first.lastSeq
     let filter = ChangesHub.Filter(options)
     var lastBeat = clock.now
     while true {
       var until = deadline
       if let heartbeat = request.heartbeat { until = min(until, lastBeat + heartbeat) }
-      switch await wait(hub, after: options.since, filter: filter, until: until) {
+      switch await wait(hub, after: waitAfter, filter: filter, until: until) {
       case .changed:
-        let result = try store.changes(options)
+        let result = try request.read(options)
         if !result.results.isEmpty { return result }
         options.since = result.lastSeq
+        waitAfter = result.readThrough ?? result.lastSeq
       case .timeout:
-        if clock.now >= deadline { return try store.changes(options) }
+        if clock.now >= deadline { return try request.read(options) }
         try await onHeartbeat()
         lastBeat = clock.now
       case .closed:
@@ -346,7 +367,7 @@ extension CouchServer {
             page.limit = min(500, limit - written)
             let result: ChangesResult
             do {
-              result = try store.changes(page)
+              result = try request.read(page)
             } catch {
               break feed  // the database closed
             }
@@ -357,9 +378,10 @@ extension CouchServer {
               lastWrite = clock.now
               lastChange = lastWrite
             }
-            if result.results.count == page.limit { continue }  // more backlog
+            if result.results.count >= page.limit! { continue }  // more backlog
             let until = request.heartbeat.map { lastWrite + $0 } ?? (lastChange + request.timeout)
-            switch await Self.wait(hub, after: options.since, filter: filter, until: until) {
+            let after = result.readThrough ?? result.lastSeq
+            switch await Self.wait(hub, after: after, filter: filter, until: until) {
             case .changed:
               continue
             case .closed:

@@ -1,3 +1,4 @@
+import Auth
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -107,14 +108,20 @@ extension CouchServer {
 
   /// `HEAD/GET/PUT/DELETE/POST /{db}`.
   func database(
-    _ name: String, request: Request, query: QueryParameters, context: Context
+    _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
   ) async throws -> Response {
     switch request.method {
     case .head, .get:
       let store = try await open(name)
+      let access = try databaseAccess(name, store, caller)
+      if name == UserStore.databaseName && !caller.user.isAdmin {
+        throw Self.notMember(caller.user)
+      }
       return CouchResponse.json(
-        try databaseInfo(name, store), includeBody: request.method == .get)
+        try databaseInfo(name, store, view: try access.view(store)),
+        includeBody: request.method == .get)
     case .put:
+      try requireServerAdmin(caller)
       try Self.checkCreationOptions(query)
       try await blocking { _ = try dataDirectory.create(name) }
       var headers = HTTPFields()
@@ -122,6 +129,7 @@ extension CouchServer {
       return CouchResponse.json(
         .object(JSONObject(["ok": .bool(true)])), status: .created, headers: headers)
     case .delete:
+      try requireServerAdmin(caller)
       if query.contains("rev") {
         throw ReplicationError.badRequest(
           "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
@@ -131,9 +139,18 @@ extension CouchServer {
       return CouchResponse.ok()
     case .post:
       let store = try await open(name)
-      let body = try await self.body(of: request)
-      let actor = options.actor
-      let result = try await store.putAsync(body, actor: actor)
+      let access = try databaseAccess(name, store, caller)
+      if name == UserStore.databaseName { try requireServerAdmin(caller) }
+      var body = try await self.body(of: request)
+      if name == UserStore.databaseName { body = try Self.hashingPassword(body) }
+      let parsed: JSONValue
+      do { parsed = try JSONValue(parsing: body) } catch {
+        throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
+      }
+      let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
+      try access.checkWrite(docID: docID, body: parsed, replicated: false, in: store)
+      let actor = caller.actor
+      let result = try await store.putAsync(body, id: docID, actor: actor)
       if query["batch"] == "ok" { return batchAccepted(result) }
       return writeResponse(result, location: location(name, result.id))
     default:
@@ -171,11 +188,14 @@ extension CouchServer {
     }
   }
 
-  /// `GET /{db}`'s body.
-  func databaseInfo(_ name: String, _ store: DocumentStore) throws -> JSONValue {
+  /// `GET /{db}`'s body; with `view` (a user under access rules), the counts and update seq
+  /// of what the user may see, and no sizes.
+  func databaseInfo(_ name: String, _ store: DocumentStore, view: (any AccessView)? = nil) throws
+    -> JSONValue
+  {
     let info = try store.info
     // LMDB does not separate live data from free pages cheaply: every size is the data file's.
-    let file = Self.fileSize(dataDirectory.directory(of: name) + "/data.mdb")
+    let file = view == nil ? Self.fileSize(dataDirectory.directory(of: name) + "/data.mdb") : 0
     let sizes = JSONObject([
       "file": .int(file), "external": .int(file), "active": .int(file),
     ])
@@ -183,11 +203,11 @@ extension CouchServer {
       JSONObject([
         "db_name": .string(name),
         "purge_seq": .int(0),
-        "update_seq": .int(info.updateSeq.rawValue),
+        "update_seq": .int(view?.updateSeq.rawValue ?? info.updateSeq.rawValue),
         "sizes": .object(sizes),
         "props": .object(JSONObject()),
-        "doc_del_count": .int(info.deletedDocCount),
-        "doc_count": .int(info.docCount),
+        "doc_del_count": .int(view?.deletedDocCount ?? info.deletedDocCount),
+        "doc_count": .int(view?.docCount ?? info.docCount),
         "disk_format_version": .int(Int(EventLog.formatVersion)),
         "compact_running": .bool(dataDirectory.isCompacting(name)),
         "cluster": .object(JSONObject(["q": .int(1), "n": .int(1), "w": .int(1), "r": .int(1)])),
@@ -246,7 +266,9 @@ extension CouchServer {
   }
 
   /// `GET/PUT /{db}/_revs_limit`.
-  func revsLimit(_ store: DocumentStore, request: Request) async throws -> Response {
+  func revsLimit(_ store: DocumentStore, request: Request, caller: Caller) async throws
+    -> Response
+  {
     switch request.method {
     case .get, .head:
       return CouchResponse.json(.int(try store.revsLimit), includeBody: request.method == .get)
@@ -255,7 +277,7 @@ extension CouchServer {
       guard let n = value.numberValue?.int64Value, n > 0, n <= Int64(Int32.max) else {
         throw ReplicationError.badRequest("revs_limit must be a positive integer")
       }
-      let actor = options.actor
+      let actor = caller.actor
       try await store.setRevsLimitAsync(Int(n), actor: actor)
       return CouchResponse.ok()
     default:

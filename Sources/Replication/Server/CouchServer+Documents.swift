@@ -1,3 +1,4 @@
+import Auth
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -17,39 +18,54 @@ extension CouchServer {
   /// revision) to the `Destination` header's id, which may end in `?rev=` to overwrite.
   func document(
     _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
-    context: Context
+    context: Context, caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
     switch request.method {
     case .get, .head:
+      try access.checkRead(id, in: store)
       return try getDocument(
         store, id: id, query: query, head: request.method == .head,
         accept: request.headers[.accept])
     case .put:
-      let body = try await self.body(of: request)
+      var body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
       let result: DocumentWriteResult
+      let replicated = query["new_edits"] == "false"
       if let type = request.headers[.contentType],
         type.lowercased().hasPrefix("multipart/related")
       {
         result = try await putMultipart(
           store, id: id, body: body, contentType: type, rev: rev,
-          newEdits: query["new_edits"] != "false", context: context)
-      } else if query["new_edits"] == "false" {
-        result = try await putReplicated(store, id: id, body: body, context: context)
+          newEdits: !replicated, context: context, caller: caller, access: access)
       } else {
-        let actor = options.actor
-        result = try await store.putAsync(
-          body, id: id, rev: rev, actor: actor, idWinsOverBody: true)
+        if db == UserStore.databaseName {
+          body = try Self.hashingPassword(body)
+          try checkOwnRoles(try JSONValue(parsing: body), id: id, store: store, caller: caller)
+        }
+        try access.checkWrite(
+          docID: id, body: try? JSONValue(parsing: body), replicated: replicated, in: store)
+        if replicated {
+          result = try await putReplicated(
+            store, id: id, body: body, context: context, caller: caller)
+        } else {
+          let actor = caller.actor
+          result = try await store.putAsync(
+            body, id: id, rev: rev, actor: actor, idWinsOverBody: true)
+        }
       }
       if query["batch"] == "ok" { return batchAccepted(result) }
       return writeResponse(result, location: location(db, id))
     case .delete:
       guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
-      let actor = options.actor
+      try access.checkRead(id, in: store)
+      try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
+      let actor = caller.actor
       let result = try await store.deleteAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
     case Self.copy:
-      return try await copyDocument(store, db: db, id: id, request: request, query: query)
+      try access.checkRead(id, in: store)
+      return try await copyDocument(
+        store, db: db, id: id, request: request, query: query, caller: caller, access: access)
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT", "COPY"])
     }
@@ -69,7 +85,8 @@ extension CouchServer {
   /// without `rev` an existing target is a `409` conflict). Answers `201` with the target's
   /// id and new rev, `ETag` and `Location`, as CouchDB.
   func copyDocument(
-    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
     guard let destination = request.headers[Self.destinationHeader] else {
       throw ReplicationError.badRequest("Destination header is mandatory for COPY.")
@@ -97,7 +114,9 @@ extension CouchServer {
       id, options: GetOptions(rev: try requestedRev(request, query), attachments: true))
     var body = source.objectValue ?? JSONObject()
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
-    let actor = options.actor
+    if db == UserStore.databaseName { try requireServerAdmin(caller) }
+    try access.checkWrite(docID: target, body: .object(body), replicated: false, in: store)
+    let actor = caller.actor
     let result = try await store.putAsync(
       JSONValue.object(body).serialized(), id: target, rev: targetRev, actor: actor)
     return writeResponse(result, location: location(db, target))
@@ -168,9 +187,9 @@ extension CouchServer {
 
   /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`, stored
   /// under the URL's id.
-  func putReplicated(_ store: DocumentStore, id: String, body: [UInt8], context: Context)
-    async throws -> DocumentWriteResult
-  {
+  func putReplicated(
+    _ store: DocumentStore, id: String, body: [UInt8], context: Context, caller: Caller
+  ) async throws -> DocumentWriteResult {
     let input = try DocumentInput(json: body)
     guard let rev = input.rev else {
       throw ReplicationError.badRequest("new_edits=false requires _rev")
@@ -179,7 +198,7 @@ extension CouchServer {
     object.members.removeAll { $0.key == "_id" }
     object.members.insert(.init(key: "_id", value: .string(id)), at: 0)
     let doc = JSONValue.object(object)
-    let actor = options.actor
+    let actor = caller.actor
     let origin = replicationOrigin(context)
     let failures = try await store.bulkDocsAsync(
       [doc], newEdits: false, actor: actor, origin: origin)
@@ -192,7 +211,7 @@ extension CouchServer {
   /// with attachments so, gzip-stored ones still gzip with `encoding`).
   func putMultipart(
     _ store: DocumentStore, id: String, body: [UInt8], contentType: String, rev: String?,
-    newEdits: Bool, context: Context
+    newEdits: Bool, context: Context, caller: Caller, access: DatabaseAccess
   ) async throws -> DocumentWriteResult {
     guard let boundary = Multipart.boundary(of: contentType),
       let parts = Multipart.parse(body, boundary: boundary), let first = parts.first
@@ -205,7 +224,12 @@ extension CouchServer {
     }
     var input = try DocumentInput(json: first.body)
     try input.attachFollowing(parts.dropFirst().map(\.body))
-    let actor = options.actor
+    if store === dataDirectory.storeIfOpen(UserStore.databaseName) {
+      try requireServerAdmin(caller)
+    }
+    try access.checkWrite(
+      docID: id, body: try? JSONValue(parsing: first.body), replicated: !newEdits, in: store)
+    let actor = caller.actor
     return try await store.writeAsync(
       input, id: id, rev: rev, newEdits: newEdits, origin: replicationOrigin(context),
       actor: actor)
@@ -282,21 +306,21 @@ extension CouchServer {
   // MARK: _local documents
 
   /// `GET/PUT/DELETE /{db}/_local/{id}`: never replicated, never in `_changes`.
-  func local(_ store: DocumentStore, id: String, request: Request, query: QueryParameters)
-    async throws -> Response
-  {
+  func local(
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller
+  ) async throws -> Response {
     switch request.method {
     case .get, .head:
       return CouchResponse.json(try store.getLocal(id), includeBody: request.method == .get)
     case .put:
       let body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
-      let actor = options.actor
+      let actor = caller.actor
       let result = try await store.putLocalAsync(id, body, rev: rev, actor: actor)
       return writeResponse(result)
     case .delete:
       let rev = try requestedRev(request, query)
-      let actor = options.actor
+      let actor = caller.actor
       let result = try await store.deleteLocalAsync(id, rev: rev, actor: actor)
       return writeResponse(result, status: .ok)
     case Self.copy:

@@ -1,3 +1,4 @@
+import Auth
 import HTTPTypes
 public import Hummingbird
 import JSON
@@ -39,6 +40,8 @@ public struct CouchServer: HTTPResponder {
   let serverUUID: String
   /// What waiting feeds wait on, one hub per open database.
   let hubs = ChangesHubs()
+  /// Whether `_users` has an administrator (for the admin party).
+  let adminPresence = AdminPresence()
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
@@ -62,19 +65,22 @@ public struct CouchServer: HTTPResponder {
     let origin = request.headers[.origin]
     var response: Response
     var failure: ReplicationError?
+    var setCookie: String?
     do {
       if request.method == .options {
         response = options.cors.preflight(request)
       } else {
+        let caller = try await caller(request, context: context)
+        setCookie = caller.authentication.setCookie
         do {
-          response = try await route(request, context: context)
+          response = try await route(request, context: context, caller: caller)
         } catch let error as StoreError
           where error.code == .unavailable
           && (request.method == .get || request.method == .head)
         {
           // A read that met its database closed under it by a compaction: the data directory
           // has it open again on the compacted file, and a read has no body to replay.
-          response = try await route(request, context: context)
+          response = try await route(request, context: context, caller: caller)
         }
       }
     } catch {
@@ -83,6 +89,9 @@ public struct CouchServer: HTTPResponder {
       response = e.response(includeBody: request.method != .head)
     }
     response.headers[.server] = Self.serverHeader
+    if let setCookie, response.headers[.setCookie] == nil {
+      response.headers[.setCookie] = setCookie
+    }
     options.cors.apply(to: &response.headers, origin: origin)
     let line = "\(request.method) \(request.uri.string)"
     if response.body.contentLength == nil {
@@ -127,7 +136,7 @@ public struct CouchServer: HTTPResponder {
 
   // MARK: Routing
 
-  func route(_ request: Request, context: Context) async throws -> Response {
+  func route(_ request: Request, context: Context, caller: Caller) async throws -> Response {
     let route = try CouchRoute.parse(request.uri.path)
     var query = try QueryParameters(request.uri.query)
     let method = request.method
@@ -135,11 +144,15 @@ public struct CouchServer: HTTPResponder {
     case .root:
       try allow(method, [.get, .head])
       return welcome(head: method == .head)
+    case .session:
+      return try await session(request, caller: caller, context: context)
     case .allDatabases:
       try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
       return CouchResponse.json(
         .array(dataDirectory.databaseNames().map { .string($0) }), includeBody: method != .head)
     case .databasesInfo:
+      try requireServerAdmin(caller)
       return try await databasesInfo(request)
     case .up:
       try allow(method, [.get, .head])
@@ -155,51 +168,88 @@ public struct CouchServer: HTTPResponder {
         includeBody: method != .head)
     case .nodeStats(let node, let path):
       try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
       return try nodeStats(node: node, path: path, head: method == .head)
     case .database(let name):
-      return try await database(name, request: request, query: query, context: context)
+      return try await database(
+        name, request: request, query: query, context: context, caller: caller)
     case .databaseEndpoint(let db, let endpoint):
       let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        throw caller.user.name == nil
+          ? ReplicationError(
+            "unauthorized", "You are not authorized to access this db.", status: 401)
+          : ReplicationError(
+            "forbidden", "Only admins can access \(endpoint.rawValue) of system databases.",
+            status: 403)
+      }
       switch endpoint {
       case .allDocs:
         query.errorName = "query_parse_error"
-        return try await allDocs(store, request: request, query: query)
+        return try await allDocs(store, request: request, query: query, access: access)
       case .bulkDocs:
         try allow(method, [.post])
-        return try await bulkDocs(store, request: request, query: query, context: context)
+        return try await bulkDocs(
+          store, request: request, query: query, context: context, caller: caller, access: access)
       case .bulkGet:
         try allow(method, [.post])
-        return try await bulkGet(store, request: request, query: query)
+        return try await bulkGet(store, request: request, query: query, access: access)
       case .revsDiff:
         try allow(method, [.post])
-        return try await revsDiff(store, request: request)
+        return try await revsDiff(store, request: request, access: access)
       case .missingRevs:
         try allow(method, [.post])
-        return try await missingRevs(store, request: request)
+        return try await missingRevs(store, request: request, access: access)
       case .changes:
-        return try await changes(store, request: request, query: query)
+        return try await changes(store, request: request, query: query, access: access)
       case .ensureFullCommit:
         try allow(method, [.post])
         return try await ensureFullCommit(store)
       case .compact:
+        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
         return try await compact(db, request: request)
       case .revsLimit:
-        return try await revsLimit(store, request: request)
+        if method == .put && !access.isAdmin { throw Self.notDatabaseAdmin(caller.user) }
+        return try await revsLimit(store, request: request, caller: caller)
+      case .security:
+        return try await securityObject(store, access: access, request: request, caller: caller)
       }
     case .local(let db, let id):
       let store = try await open(db)
-      return try await local(store, id: id, request: request, query: query)
+      _ = try databaseAccess(db, store, caller)
+      if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
+        // The security object and the API tokens' records: reached through their own APIs.
+        throw ReplicationError(
+          "forbidden", "_local/org.wikilog.* documents are reserved to wikilog.", status: 403)
+      }
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        throw Self.notMember(caller.user)
+      }
+      return try await local(store, id: id, request: request, query: query, caller: caller)
     case .document(let db, let id):
       let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        try usersDocumentAccess(id, store: store, request: request, caller: caller)
+      }
       return try await document(
-        store, db: db, id: id, request: request, query: query, context: context)
+        store, db: db, id: id, request: request, query: query, context: context, caller: caller,
+        access: access)
     case .attachment(let db, let id, let name):
       let store = try await open(db)
-      return try await attachment(store, db: db, id: id, name: name, request: request, query: query)
+      let access = try databaseAccess(db, store, caller)
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        try usersDocumentAccess(id, store: store, request: request, caller: caller)
+      }
+      return try await attachment(
+        store, db: db, id: id, name: name, request: request, query: query, caller: caller,
+        access: access)
     case .unserved(let error):
       throw error
     case .databaseUnserved(let db, let error):
-      _ = try await open(db)
+      let store = try await open(db)
+      _ = try databaseAccess(db, store, caller)
       throw error
     }
   }
@@ -274,7 +324,7 @@ public struct CouchServer: HTTPResponder {
     return try await blocking(body)
   }
 
-  /// The origin recorded for writes replicated over HTTP (`new_edits=false`).
+  /// The origin recorded for writes made over HTTP: the client's address.
   func replicationOrigin(_ context: Context) -> String {
     context.peerAddress.map { "http:\($0)" } ?? "http"
   }

@@ -1,8 +1,17 @@
+public import Auth
+
 /// Settings of a ``CouchServer``.
 public struct CouchServerOptions: Sendable {
-  /// Who writes, in the log's events, for every write made over HTTP. Users and authentication
-  /// come later; until then every HTTP write is made by this one actor.
+  /// Signs requests in (`_users`, cookies, tokens, JWT) and answers `/_session`. With one, every
+  /// request is checked against the database's security object and access rules, and every
+  /// write is recorded as made by the signed-in user. Without one (nil, the default: a server
+  /// embedded in a program that checks for itself), every request is a server administrator's
+  /// and writes are made by ``actor``.
+  public var authenticator: Authenticator?
+  /// The actor of every write when there is no ``authenticator``.
   public var actor = "anonymous"
+  /// Whether the server is reached over HTTPS (session cookies are then `Secure`).
+  public var secure = false
   /// Which browser origins may call the server.
   public var cors = CORSPolicy.anyOrigin
   /// The largest request body accepted (`413 too_large` beyond).

@@ -1,10 +1,14 @@
 import ArgumentParser
+import Auth
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import JSON
 import Log
 import Logging
 import NIOCore
+import NIOSSL
 import Projections
 import Replication
 import Synchronization
@@ -15,16 +19,21 @@ struct Serve: AsyncParsableCommand {
     abstract: "Serve every database of the data directory over CouchDB's HTTP API.",
     discussion: """
       CouchDB's replicator, PouchDB and other CouchDB clients can read, write and replicate \
-      the databases (one per subdirectory of the data directory; there is no -d). There are \
-      no users and no authentication yet: every write over HTTP is made by the actor \
-      "anonymous", and the server binds to 127.0.0.1 unless told otherwise. SIGINT (Ctrl-C) \
-      or SIGTERM stops it once the requests in flight are answered.
+      the databases (one per subdirectory of the data directory; there is no -d). Users sign \
+      in as in CouchDB (HTTP Basic, POST /_session cookies, JWT with --jwt-*) or with API \
+      tokens (wikilog token create); each sees and edits only the wikis they own or are a \
+      member of, and every write is recorded as theirs. Administrators (the _admin role) may \
+      do everything: --admin NAME makes or updates one, with the password from \
+      $WIKILOG_ADMIN_PASSWORD or a prompt. While there is no administrator at all the server \
+      binds only loopback addresses and every anonymous request acts as an administrator \
+      (CouchDB's old "admin party"); it says so at start. --tls-cert and --tls-key serve \
+      HTTPS. SIGINT (Ctrl-C) or SIGTERM stops it once the requests in flight are answered.
 
       Examples:
-        wikilog demo && wikilog serve     # http://127.0.0.1:5984/
-        curl http://127.0.0.1:5984/_all_dbs
-        curl 'http://127.0.0.1:5984/wiki/_changes?feed=continuous&since=now'
-        wikilog serve --port 8080 --cors-origin https://wiki.example
+        WIKILOG_ADMIN_PASSWORD=s3cret wikilog serve --admin admin   # http://127.0.0.1:5984/
+        curl -u admin:s3cret http://127.0.0.1:5984/_all_dbs
+        curl -u alice:pw 'http://127.0.0.1:5984/wiki/_changes?feed=continuous&since=now'
+        wikilog serve --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
       """)
 
   /// Only --db: every database of the data directory is served.
@@ -46,6 +55,42 @@ struct Serve: AsyncParsableCommand {
   @Option(help: "The log level: trace, debug, info, notice, warning, error or critical.")
   var logLevel = "info"
 
+  @Option(
+    help: ArgumentHelp(
+      "Make (or update) the administrator NAME before serving; the password comes from $WIKILOG_ADMIN_PASSWORD or a prompt.",
+      valueName: "name"))
+  var admin: String?
+
+  @Option(
+    name: .customLong("tls-cert"),
+    help: ArgumentHelp("Serve HTTPS with this certificate chain (PEM).", valueName: "file"))
+  var tlsCert: String?
+
+  @Option(
+    name: .customLong("tls-key"),
+    help: ArgumentHelp("The private key (PEM) of --tls-cert.", valueName: "file"))
+  var tlsKey: String?
+
+  @Option(
+    name: .customLong("jwt-secret-file"),
+    help: ArgumentHelp(
+      "Accept HS256 JWTs (Authorization: Bearer) signed with the secret in this file.",
+      valueName: "file"))
+  var jwtSecretFile: String?
+
+  @Option(
+    name: .customLong("jwt-key"),
+    help: ArgumentHelp(
+      "Accept RS256 or ES256 JWTs verified by this PEM public key; KID=FILE names its kid (repeatable).",
+      valueName: "[kid=]file"))
+  var jwtKeys: [String] = []
+
+  @Option(
+    help: ArgumentHelp(
+      "How long an AuthSession cookie stays valid, in seconds (CouchDB's default 600).",
+      valueName: "seconds"))
+  var sessionTimeout = 600
+
   func validate() throws {
     // -d is an option of `wikilog` itself, which ArgumentParser accepts anywhere on the line;
     // for serve it would mean nothing.
@@ -57,6 +102,10 @@ struct Serve: AsyncParsableCommand {
       }
     }
     guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+    guard (tlsCert == nil) == (tlsKey == nil) else {
+      throw ValidationError("--tls-cert and --tls-key go together")
+    }
+    guard sessionTimeout > 0 else { throw ValidationError("--session-timeout must be positive") }
     guard Logger.Level(rawValue: logLevel) != nil else {
       throw ValidationError(
         "--log-level must be trace, debug, info, notice, warning, error or critical")
@@ -86,20 +135,39 @@ struct Serve: AsyncParsableCommand {
     // commit, and each is answered once that commit is on disk.
     var logOptions = EventLog.Options()
     logOptions.durability = .groupCommit
-    let data = DataDirectory.wiki(path: directory, options: logOptions)
+    let data = DataDirectory.wiki(
+      path: directory, options: logOptions, systemDatabases: [.users])
     defer { data.closeAll() }
+    let authenticator = try Authenticator(
+      data: data, jwt: try jwtVerifier(), sessionTimeout: sessionTimeout)
+    if let admin { try Self.ensureAdmin(admin, auth: authenticator) }
+    let hasAdmin = try authenticator.users.users().contains { $0.isAdmin }
+    if !hasAdmin && !Self.isLoopback(bind) {
+      throw CLIError(
+        "there is no administrator, so wikilog serves only loopback addresses; make one with --admin NAME (or wikilog user add NAME --admin) to serve \(bind)"
+      )
+    }
+    options.authenticator = authenticator
+    options.secure = tlsCert != nil
+    let server = try tlsServer()
     let listening = OnceFlag()
     let host = bind.contains(":") ? "[\(bind)]" : bind
+    let scheme = tlsCert == nil ? "http" : "https"
     let app = buildApplication(
-      dataDirectory: data, options: options,
+      dataDirectory: data, options: options, server: server,
       configuration: ApplicationConfiguration(
         address: .hostname(bind, port: port), serverName: nil),
       logger: Logger(label: "wikilog.http"),
       onServerRunning: { actualPort in
         listening.set()
-        let url = "http://\(host):\(actualPort ?? port)/"
-        let names = data.databaseNames()
+        let url = "\(scheme)://\(host):\(actualPort ?? port)/"
+        let names = data.databaseNames().filter { !$0.hasPrefix("_") }
         printText(Self.banner(directory: directory, url: url, databases: names))
+        if !hasAdmin {
+          printText(
+            "wikilog: no administrator yet: serving loopback only, and anonymous requests act as an administrator (\"admin party\"); make one with --admin NAME"
+          )
+        }
       })
     do {
       try await app.runService()
@@ -131,6 +199,94 @@ struct Serve: AsyncParsableCommand {
     let db = " --db " + Shell.quote(directory)
     return
       "\(serving)  (no databases yet: create one with `wikilog init\(db)` or `curl -X PUT \(url)wiki`, or seed a demo wiki with `wikilog demo\(db)`)"
+  }
+
+  /// Makes `name` an administrator with the password from `$WIKILOG_ADMIN_PASSWORD` or a
+  /// prompt: a new user, or an existing one given the `_admin` role and the password.
+  static func ensureAdmin(_ name: String, auth: Authenticator) throws {
+    let users = auth.users
+    let password: String
+    if let fromEnvironment = ProcessInfo.processInfo.environment["WIKILOG_ADMIN_PASSWORD"],
+      !fromEnvironment.isEmpty
+    {
+      password = fromEnvironment
+    } else {
+      guard isatty(0) == 1 else {
+        throw CLIError(
+          "--admin \(name) needs a password: set WIKILOG_ADMIN_PASSWORD or run on a terminal")
+      }
+      password = try Terminal.askSecret("Password for the administrator \(name): ")
+      guard !password.isEmpty else { throw CLIError("the password must not be empty") }
+    }
+    do {
+      if let user = try users.user(named: name) {
+        if !user.isAdmin {
+          try users.setRoles(of: name, to: user.roles + [UserContext.adminRole], actor: name)
+        }
+        if try auth.checkPassword(name: name, password: password) == nil {
+          try users.setPassword(of: name, to: password, actor: name)
+        }
+      } else {
+        _ = try users.add(
+          name: name, password: password, roles: [UserContext.adminRole], actor: name)
+      }
+    } catch let error as StoreError {
+      throw CLIError("cannot make the administrator \(name): \(error.reason)")
+    }
+  }
+
+  /// The JWT keys of --jwt-secret-file and --jwt-key, or nil when none is given.
+  func jwtVerifier() throws -> JWTVerifier? {
+    guard jwtSecretFile != nil || !jwtKeys.isEmpty else { return nil }
+    var verifier = JWTVerifier()
+    if let file = jwtSecretFile {
+      guard var secret = FileManager.default.contents(atPath: file).map(Array.init) else {
+        throw CLIError("cannot read the JWT secret \(file)")
+      }
+      while let last = secret.last, last == 10 || last == 13 { secret.removeLast() }
+      guard !secret.isEmpty else { throw CLIError("the JWT secret \(file) is empty") }
+      verifier.addHMACKey(secret)
+    }
+    for entry in jwtKeys {
+      var kid = JWTVerifier.defaultKeyID
+      var file = entry
+      if let eq = entry.firstIndex(of: "="), !FileManager.default.fileExists(atPath: entry) {
+        kid = String(entry[..<eq])
+        file = String(entry[entry.index(after: eq)...])
+      }
+      guard
+        let pem = FileManager.default.contents(atPath: file).map({
+          String(decoding: $0, as: UTF8.self)
+        })
+      else { throw CLIError("cannot read the JWT key \(file)") }
+      do {
+        try verifier.addRSAKey(pem: pem, kid: kid)
+      } catch {
+        do { try verifier.addECKey(pem: pem, kid: kid) } catch {
+          throw CLIError("\(file) is not an RSA or P-256 public key in PEM")
+        }
+      }
+    }
+    return verifier
+  }
+
+  /// HTTP/1.1, over TLS when --tls-cert and --tls-key are given.
+  func tlsServer() throws -> HTTPServerBuilder {
+    guard let tlsCert, let tlsKey else { return .http1() }
+    do {
+      let chain = try NIOSSLCertificate.fromPEMFile(tlsCert).map {
+        NIOSSLCertificateSource.certificate($0)
+      }
+      guard !chain.isEmpty else { throw CLIError("no certificate in \(tlsCert)") }
+      let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
+      let configuration = TLSConfiguration.makeServerConfiguration(
+        certificateChain: chain, privateKey: .privateKey(key))
+      return try .tls(.http1(), tlsConfiguration: configuration)
+    } catch let error as CLIError {
+      throw error
+    } catch {
+      throw CLIError("cannot use --tls-cert \(tlsCert) and --tls-key \(tlsKey): \(error)")
+    }
   }
 
   static func isLoopback(_ address: String) -> Bool {

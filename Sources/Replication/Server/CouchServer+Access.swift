@@ -1,0 +1,309 @@
+import Auth
+import HTTPTypes
+import Hummingbird
+import JSON
+import Log
+import Projections
+import Synchronization
+
+/// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
+/// recorded under, and a refreshed session cookie to send back.
+struct Caller: Sendable {
+  var authentication: Authentication
+  /// The user the rules see: the signed-in one, or a server administrator for an anonymous
+  /// request while the server has no administrator at all ("admin party", loopback only).
+  var user: UserContext
+  /// The actor of the request's writes: the user's name, or `anonymous`.
+  var actor: String
+
+  /// A server administrator, as the library-embedded server without an ``Authenticator`` sees
+  /// every request.
+  static func administrator(actor: String) -> Caller {
+    Caller(
+      authentication: Authentication(context: .anonymous, method: nil),
+      user: UserContext(name: nil, roles: [UserContext.adminRole]), actor: actor)
+  }
+}
+
+/// What the caller may do with one database: its security object and access rules, worked out
+/// once per request.
+struct DatabaseAccess: Sendable {
+  let name: String
+  let user: UserContext
+  let security: SecurityObject
+  /// Per-document rules (the wiki's membership); nil for a plain database.
+  let rules: (any DocumentAccess)?
+
+  var isServerAdmin: Bool { user.isAdmin }
+  var isAdmin: Bool { security.isAdmin(user) }
+  var isMember: Bool { security.isMember(user) }
+  /// Whether reads are filtered to what the rules grant (a user other than a server
+  /// administrator, in a database with rules).
+  var restricted: Bool { rules != nil && !user.isAdmin }
+
+  /// The caller's view of `store`, when ``restricted``.
+  func view(_ store: DocumentStore) throws -> (any AccessView)? {
+    guard restricted, let rules else { return nil }
+    return try rules.view(for: user, isMember: isMember, in: store)
+  }
+
+  /// Whether the caller may read document `docID`.
+  func canRead(_ docID: String, in store: DocumentStore) throws -> Bool {
+    guard restricted, let rules else { return true }
+    return try store.read { txn in
+      guard let rights = try rules.rights(of: user, to: docID, in: store, txn: txn) else {
+        return isMember
+      }
+      return rights >= .member
+    }
+  }
+
+  /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
+  /// read `docID`.
+  func checkRead(_ docID: String, in store: DocumentStore) throws {
+    if try !canRead(docID, in: store) { throw StoreError.notFound("missing") }
+  }
+
+  /// Refuses a write the caller may not make: design documents need a database admin; the
+  /// rules decide the rest (the security object, for a plain database: checked at the gate).
+  func checkWrite(
+    _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
+  ) throws {
+    if write.docID.hasPrefix("_design/") && !isAdmin {
+      throw StoreError.forbidden("You are not a db or server admin.")
+    }
+    guard let rules, !user.isAdmin else { return }
+    try store.read { txn in
+      try rules.checkWrite(
+        write, by: user, isMember: isMember, in: store, txn: txn, batch: &batch)
+    }
+  }
+
+  /// ``checkWrite(_:in:batch:)`` for a JSON body.
+  func checkWrite(
+    docID: String, body: JSONValue?, replicated: Bool, in store: DocumentStore
+  ) throws {
+    var batch = AccessBatch()
+    let object = body?.objectValue
+    let deleted = object?["_deleted"] == .bool(true)
+    try checkWrite(
+      AccessWrite(docID: docID, body: deleted ? nil : object, replicated: replicated), in: store,
+      batch: &batch)
+  }
+}
+
+extension CouchServer {
+  /// Signs the request in (``CouchServerOptions/authenticator``); without an authenticator
+  /// every request is a server administrator's.
+  func caller(_ request: Request, context: Context) async throws -> Caller {
+    guard let auth = options.authenticator else { return .administrator(actor: options.actor) }
+    let result = await auth.authenticate(
+      authorization: request.headers[.authorization], cookie: request.headers[.cookie],
+      client: context.peerAddress, secure: options.secure)
+    switch result {
+    case .failure(let error):
+      throw ReplicationError(error.error, error.reason, status: error.status)
+    case .success(let authentication):
+      var user = authentication.context
+      if user.name == nil, try adminParty(auth) {
+        user = UserContext(name: nil, roles: [UserContext.adminRole])
+      }
+      return Caller(
+        authentication: authentication, user: user, actor: user.name ?? "anonymous")
+    }
+  }
+
+  /// Whether no user is an administrator: anonymous requests are then an administrator's, as
+  /// in CouchDB's old "admin party" (`wikilog serve` binds only loopback addresses then).
+  func adminParty(_ auth: Authenticator) throws -> Bool {
+    try !adminPresence.hasAdmin(auth.users)
+  }
+
+  /// Throws CouchDB's refusal unless the caller is a server administrator.
+  func requireServerAdmin(_ caller: Caller) throws {
+    guard caller.user.isAdmin else {
+      throw ReplicationError("unauthorized", "You are not a server admin.", status: 401)
+    }
+  }
+
+  /// The caller's access to database `name` (opened as `store`), after CouchDB's member check:
+  /// 401 for an anonymous caller and 403 for a signed-in one who may not use the database. A
+  /// database with rules lets every signed-in user in (they see what the rules grant).
+  func databaseAccess(_ name: String, _ store: DocumentStore, _ caller: Caller) throws
+    -> DatabaseAccess
+  {
+    let access = DatabaseAccess(
+      name: name, user: caller.user,
+      security: caller.user.isAdmin ? .empty : try store.security(),
+      rules: dataDirectory.access(of: name))
+    if access.isServerAdmin { return access }
+    if name == UserStore.databaseName {
+      // `_users`: each user reaches their own document only (``usersDocumentAccess``).
+      return access
+    }
+    if access.isMember { return access }
+    if access.rules != nil && caller.user.name != nil { return access }
+    throw Self.notMember(caller.user)
+  }
+
+  static func notMember(_ user: UserContext) -> ReplicationError {
+    user.name == nil
+      ? ReplicationError("unauthorized", "You are not authorized to access this db.", status: 401)
+      : ReplicationError("forbidden", "You are not allowed to access this db.", status: 403)
+  }
+
+  static func notDatabaseAdmin(_ user: UserContext) -> ReplicationError {
+    user.name == nil
+      ? ReplicationError("unauthorized", "You are not a db or server admin.", status: 401)
+      : ReplicationError("forbidden", "You are not a db or server admin.", status: 403)
+  }
+
+  // MARK: _security
+
+  /// `GET/PUT /{db}/_security`: members read it, database admins replace it.
+  func securityObject(
+    _ store: DocumentStore, access: DatabaseAccess, request: Request, caller: Caller
+  ) async throws -> Response {
+    switch request.method {
+    case .get, .head:
+      return CouchResponse.json(
+        try store.security().json, includeBody: request.method == .get)
+    case .put:
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      let security: SecurityObject
+      do { security = try SecurityObject(json: try await jsonBody(of: request)) } catch let e
+        as StoreError
+      {
+        throw ReplicationError(e)
+      }
+      try await store.setSecurityAsync(security, actor: caller.actor)
+      return CouchResponse.ok()
+    default:
+      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "PUT"])
+    }
+  }
+
+  // MARK: _users
+
+  /// What a user who is not a server administrator may do in `_users`: read, write and delete
+  /// their own `org.couchdb.user:NAME` document, without changing its roles. Everything else
+  /// of the database (listings, feeds, other users) is refused.
+  func usersDocumentAccess(
+    _ id: String, store: DocumentStore, request: Request, caller: Caller
+  ) throws {
+    guard let name = caller.user.name else {
+      throw ReplicationError(
+        "unauthorized", "You are not authorized to access this db.", status: 401)
+    }
+    guard id == UserStore.documentID(of: name) else {
+      // Another user's document: as if it did not exist.
+      throw StoreError.notFound("missing")
+    }
+  }
+
+  /// Refuses a change of a user's own roles by a user who is not a server administrator.
+  func checkOwnRoles(_ body: JSONValue, id: String, store: DocumentStore, caller: Caller) throws {
+    guard !caller.user.isAdmin else { return }
+    let current = try? store.get(id).objectValue
+    let wanted = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    let had = current?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    if current == nil || Set(wanted) != Set(had) {
+      throw StoreError.forbidden(
+        current == nil
+          ? "Only admins may create users." : "Only admins may change a user's roles.")
+    }
+  }
+
+  /// A `_users` document body with its `password` replaced by the PBKDF2 fields, before it
+  /// goes near the log.
+  static func hashingPassword(_ body: [UInt8]) throws -> [UInt8] {
+    let value: JSONValue
+    do { value = try JSONValue(parsing: body) } catch {
+      throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
+    guard let object = value.objectValue else {
+      throw ReplicationError.badRequest("Document must be a JSON object")
+    }
+    guard object["password"] != nil else { return body }
+    return JSONValue.object(try UserStore.hashingPassword(object)).serialized()
+  }
+
+  // MARK: /_session
+
+  /// `GET/POST/DELETE /_session`, as CouchDB's `couch_httpd_auth:handle_session_req`.
+  func session(_ request: Request, caller: Caller, context: Context) async throws -> Response {
+    guard let auth = options.authenticator else {
+      throw ReplicationError.notImplemented("sign-in (/_session) on a server without users")
+    }
+    switch request.method {
+    case .get, .head:
+      var info = auth.sessionInfo(caller.authentication)
+      if caller.user != caller.authentication.context, var object = info.objectValue {
+        object["userCtx"] = caller.user.json  // admin party
+        info = .object(object)
+      }
+      return CouchResponse.json(info, includeBody: request.method == .get)
+    case .post:
+      let bytes = try await body(of: request)
+      let type = (request.headers[.contentType] ?? "").lowercased()
+      var name: String?
+      var password: String?
+      if type.hasPrefix("application/x-www-form-urlencoded") {
+        let form = try QueryParameters(String(decoding: bytes, as: UTF8.self))
+        name = form["name"] ?? form["username"]
+        password = form["password"]
+      } else {
+        let object: JSONObject?
+        do { object = try JSONValue(parsing: bytes).objectValue } catch {
+          throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
+        }
+        name = object?["name"]?.stringValue ?? object?["username"]?.stringValue
+        password = object?["password"]?.stringValue
+      }
+      guard let name, let password else {
+        throw ReplicationError.badRequest("Name or password is missing.")
+      }
+      do {
+        let signed = try await auth.signIn(
+          name: name, password: password, client: context.peerAddress, secure: options.secure)
+        var headers = HTTPFields()
+        headers[.setCookie] = signed.setCookie
+        let query = try QueryParameters(request.uri.query)
+        if let next = query["next"], next.hasPrefix("/"), !next.hasPrefix("//") {
+          headers[.location] = next
+          return CouchResponse.json(signed.body, status: .found, headers: headers)
+        }
+        return CouchResponse.json(signed.body, headers: headers)
+      } catch let error as AuthError {
+        var headers = HTTPFields()
+        headers[.setCookie] = auth.signOutCookie(secure: options.secure)
+        return CouchResponse.json(error.json, status: .init(code: error.status), headers: headers)
+      }
+    case .delete:
+      var headers = HTTPFields()
+      headers[.setCookie] = auth.signOutCookie(secure: options.secure)
+      let query = try QueryParameters(request.uri.query)
+      if let next = query["next"], next.hasPrefix("/"), !next.hasPrefix("//") {
+        headers[.location] = next
+        return CouchResponse.json(
+          .object(JSONObject(["ok": .bool(true)])), status: .found, headers: headers)
+      }
+      return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), headers: headers)
+    default:
+      throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "POST"])
+    }
+  }
+}
+
+/// Whether `_users` holds an administrator, read again only when `_users` has changed.
+final class AdminPresence: Sendable {
+  private let state = Mutex<(seq: LogPosition, hasAdmin: Bool)?>(nil)
+
+  func hasAdmin(_ users: UserStore) throws -> Bool {
+    let seq = try users.store.info.updateSeq
+    if let known = state.withLock({ $0 }), known.seq == seq { return known.hasAdmin }
+    let hasAdmin = try users.users().contains { $0.isAdmin }
+    state.withLock { $0 = (seq, hasAdmin) }
+    return hasAdmin
+  }
+}
