@@ -136,7 +136,8 @@ let package = Package(
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
+        "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport", "Auth",
+        .product(name: "Crypto", package: "swift-crypto"),
         // Built so that the tests can run `wikilog serve` as a child process.
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),

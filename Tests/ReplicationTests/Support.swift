@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Auth
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -20,11 +21,16 @@ final class TestDirectory: Sendable {
   let path: String
   let data: DataDirectory
 
-  init(_ name: String = #function, options: EventLog.Options = EventLog.Options()) {
+  /// With `users`, the directory also knows `_users`.
+  init(
+    _ name: String = #function, options: EventLog.Options = EventLog.Options(),
+    users: Bool = false
+  ) {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-repltests-\(safe)-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    data = DataDirectory.wiki(path: path, options: options)
+    data = DataDirectory.wiki(
+      path: path, options: options, systemDatabases: users ? [.users] : [])
   }
 
   deinit {

@@ -30,9 +30,9 @@ struct Serve: AsyncParsableCommand {
       HTTPS. SIGINT (Ctrl-C) or SIGTERM stops it once the requests in flight are answered.
 
       Examples:
-        WIKILOG_ADMIN_PASSWORD=s3cret wikilog serve --admin admin   # http://127.0.0.1:5984/
+        WIKILOG_ADMIN_PASSWORD=s3cret wikilog serve --admin admin
         curl -u admin:s3cret http://127.0.0.1:5984/_all_dbs
-        curl -u alice:pw 'http://127.0.0.1:5984/wiki/_changes?feed=continuous&since=now'
+        curl -u alice:pw 'http://127.0.0.1:5984/wiki/_changes?since=now'
         wikilog serve --bind 0.0.0.0 --tls-cert cert.pem --tls-key key.pem
       """)
 
