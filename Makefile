@@ -15,12 +15,13 @@ test: bootstrap
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 
-# Seeds the demo wiki into the database "wiki" of the default data directory (or DB=dir) when it
-# is empty, then serves every database there over CouchDB's HTTP API (PORT=5984 by default).
+# Seeds the demo wikis into the database "wiki" of the default data directory (or DB=dir) when
+# it is empty, makes the demo's sign-ins (admin, alice, bob, carol; printed), then serves every
+# database there over CouchDB's HTTP API (PORT=5984 by default).
 serve: bootstrap
 	$(SWIFT) build --product wikilog
 	@bin=$$($(SWIFT) build --show-bin-path)/wikilog; \
-	  $$bin demo $(if $(DB),--db $(DB)) && \
+	  $$bin demo --users $(if $(DB),--db $(DB)) && \
 	  exec $$bin serve $(if $(DB),--db $(DB)) $(if $(PORT),--port $(PORT))
 
 bench:

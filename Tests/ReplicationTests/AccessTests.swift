@@ -540,6 +540,59 @@ func encodeID(_ id: String) -> String {
     withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-_.~:")))!
 }
 
+@Suite struct AccessReplicationTests {
+  @Test("pull and push as a member: exactly the user's wikis come, a foreign wiki's page is refused alone")
+  func replicateAsMember() async throws {
+    let fixture = try AccessFixture()
+    let local = TestDirectory("access-local")
+    let localStore = try local.data.create("wiki")
+    let server = buildApplication(
+      dataDirectory: fixture.dir.data, options: fixture.options,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    let device = buildApplication(
+      dataDirectory: local.data,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    try await server.test(.live) { serverClient in
+      try await device.test(.live) { deviceClient in
+        let bob = "Basic " + Data("bob:pw-bob".utf8).base64EncodedString()
+        let remote = CouchEndpoint(
+          transport: HTTPClientTransport(
+            baseURL: "http://127.0.0.1:\(try #require(serverClient.port))", authorization: bob),
+          database: "wiki", identity: "server/wiki")
+        let mine = CouchEndpoint(
+          transport: HTTPClientTransport(
+            baseURL: "http://127.0.0.1:\(try #require(deviceClient.port))"),
+          database: "wiki", identity: "device/wiki")
+        let pull = try await Replicator(source: remote, target: mine).replicate()
+        #expect(pull.docWriteFailures == 0)
+        let ids = Set(
+          try localStore.allDocs().rows.compactMap { $0["id"]?.stringValue })
+        #expect(ids == ["w1", "w1:Home"])
+        // Offline edits on the device: one in bob's wiki, one slipped into carol's.
+        try localStore.put(
+          #"{"type":"page","wiki_id":"w1","markdown":"from the device"}"#, id: "w1:Device",
+          actor: "bob")
+        try localStore.put(
+          #"{"type":"wiki","title":"Secret w2","owner_id":"carol","members":[]}"#, id: "w2",
+          actor: "bob")
+        let push = try await Replicator(source: mine, target: remote).replicate()
+        #expect(push.docWriteFailures == 1)
+        #expect(try fixture.store.get("w1:Device")["markdown"]?.stringValue == "from the device")
+        #expect(try fixture.store.get("w2")["owner_id"]?.stringValue == "carol")
+        #expect((try fixture.store.openRevs("w2", .all)).count == 1)
+        // The writes are bob's, from the device's replicator.
+        let history = try fixture.store.changes(ChangesOptions.history()).results
+        #expect(history.last { $0.id == "w1:Device" }?.actor == "bob")
+        // A second pull finds nothing new for bob (his feed checkpoint holds).
+        let again = try await Replicator(source: remote, target: mine).replicate()
+        #expect(again.docsWritten == 0)
+      }
+    }
+  }
+}
+
 extension ChangesOptions {
   static func history() -> ChangesOptions {
     var o = ChangesOptions()

@@ -97,12 +97,15 @@ extension JSONValue {
 /// A ``CouchTransport`` over AsyncHTTPClient, for the end-to-end tests.
 struct HTTPClientTransport: CouchTransport {
   let baseURL: String
+  /// An `Authorization` header value to send with every request.
+  var authorization: String? = nil
 
   func send(_ method: String, _ path: String, body: [UInt8]?) async throws
     -> CouchTransportResponse
   {
     var request = HTTPClientRequest(url: baseURL + path)
     request.method = .init(rawValue: method)
+    if let authorization { request.headers.add(name: "Authorization", value: authorization) }
     if let body {
       request.headers.add(name: "Content-Type", value: "application/json")
       request.body = .bytes(body)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Auth
 import Foundation
 import JSON
 import Projections
@@ -15,12 +16,21 @@ struct Demo: ParsableCommand {
       writes that made it. Does nothing when the database already has documents, so it is safe \
       to run again.
 
+      With --users it also adds the wikis garden (bob's, alice a member) and travel \
+      (carol's alone), and signs-ins for them: the administrator admin and the users alice, \
+      bob and carol, with random passwords kept in DIR/demo-sign-ins.txt (mode 0600) and \
+      printed each time (`make serve` runs this).
+
       Example:
         wikilog demo --db /tmp/demo && wikilog serve --db /tmp/demo
         wikilog demo -d sandbox
+        wikilog demo --users --db /tmp/demo
       """)
 
   @OptionGroup var global: GlobalOptions
+
+  @Flag(help: "Also make the demo's users and their wikis, and print their sign-ins.")
+  var users = false
 
   func run() throws {
     let directory = global.directory
@@ -34,10 +44,12 @@ struct Demo: ParsableCommand {
       if info.docCount + info.deletedDocCount > 0 {
         print(
           "wikilog: database '\(database)' in \(directory) already has documents; left as it is")
-        return
+      } else {
+        let summary = try DemoWiki.seed(store)
+        print("wikilog: seeded database '\(database)' in \(directory): \(summary)")
+        if users { try DemoWiki.seedMoreWikis(store) }
       }
-      let summary = try DemoWiki.seed(store)
-      print("wikilog: seeded database '\(database)' in \(directory): \(summary)")
+      if users { print(try DemoUsers.ensure(directory: directory)) }
     } catch let error as StoreError {
       throw CLIError("\(error)")
     }
@@ -156,5 +168,70 @@ enum DemoWiki {
     let info = try store.info
     return
       "\(info.docCount) documents (+\(info.deletedDocCount) deleted), \(revisions) revisions, 1 conflict on \(wikiID):Ideas"
+  }
+}
+
+extension DemoWiki {
+  /// Two more wikis, so that each demo user is a member of some and not of others: garden
+  /// (bob's; alice a member) and travel (carol's alone).
+  static func seedMoreWikis(_ store: DocumentStore) throws {
+    for (id, title, owner, members, pages) in [
+      ("garden", "Garden", "bob", ["alice"], [("Home", "# Garden\nTomatoes, then [[Beans]].\n")]),
+      ("travel", "Travel", "carol", [String](), [("Home", "# Travel\nPlaces to go.\n")]),
+    ] {
+      let now = Time.now()
+      _ = try store.put(
+        json([
+          "type": .string("wiki"), "title": .string(title), "owner_id": .string(owner),
+          "members": .array(members.map { .string($0) }),
+          "created_at": .string(now), "updated_at": .string(now),
+        ]), id: id, actor: owner)
+      for (page, markdown) in pages {
+        let at = Time.now()
+        _ = try store.put(
+          json([
+            "type": .string("page"), "wiki_id": .string(id), "markdown": .string(markdown),
+            "created_at": .string(at), "updated_at": .string(at), "updated_by": .string(owner),
+          ]), id: "\(id):\(page)", actor: owner)
+      }
+    }
+  }
+}
+
+/// The demo's sign-ins: the administrator `admin` and the users alice, bob and carol, with
+/// random passwords kept in `DIR/demo-sign-ins.txt` (mode 0600), so that `make serve` can
+/// print them every time.
+enum DemoUsers {
+  static let names = ["admin", "alice", "bob", "carol"]
+
+  /// Makes the users that are missing; returns the lines to print.
+  static func ensure(directory: String) throws -> String {
+    let file = directory + "/demo-sign-ins.txt"
+    var known: [String: String] = [:]
+    if let text = try? String(contentsOfFile: file, encoding: .utf8) {
+      for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        if parts.count == 2 { known[parts[0]] = parts[1] }
+      }
+    }
+    let data = DataDirectory(path: directory, systemDatabases: [.users])
+    defer { data.closeAll() }
+    let users = try UserStore(data: data)
+    for name in names where try users.user(named: name) == nil || known[name] == nil {
+      let password = Hex.encode((0..<6).map { _ in UInt8.random(in: 0...255) })
+      if try users.user(named: name) == nil {
+        _ = try users.add(
+          name: name, password: password, roles: name == "admin" ? [UserContext.adminRole] : [],
+          actor: "demo")
+      } else {
+        try users.setPassword(of: name, to: password, actor: "demo")
+      }
+      known[name] = password
+    }
+    let text = names.map { "\($0) \(known[$0]!)" }.joined(separator: "\n") + "\n"
+    FileManager.default.createFile(
+      atPath: file, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+    return "wikilog: demo sign-ins (name password; admin is an administrator):\n"
+      + names.map { "  \($0) \(known[$0]!)" }.joined(separator: "\n")
   }
 }
