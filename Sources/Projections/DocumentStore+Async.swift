@@ -33,15 +33,17 @@ extension DocumentStore {
   ///   (CouchDB's `PUT /db/docid` uses the URL's id); by default that is a `bad_request`.
   /// - Throws: ``StoreError`` as ``put(_:id:rev:actor:)`` does; nothing is written then.
   @discardableResult
+  ///   - origin: where the write came from (a client's address), kept in the event.
   public func putAsync(
-    _ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String,
+    _ json: [UInt8], id: String? = nil, rev: String? = nil, actor: String, origin: String = "",
     idWinsOverBody: Bool = false
   ) async throws -> DocumentWriteResult {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev, idWins: idWinsOverBody)
     // Worked out on the caller's thread, so that the one writer is left with the transaction.
     let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(id: docID, rev: try self.edit(prepared, actor: actor, txn: txn))
+      DocumentWriteResult(
+        id: docID, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
     }
   }
 
@@ -55,13 +57,14 @@ extension DocumentStore {
 
   /// ``delete(_:rev:actor:)`` through the writer queue.
   @discardableResult
-  public func deleteAsync(_ id: String, rev: String, actor: String) async throws
-    -> DocumentWriteResult
+  public func deleteAsync(_ id: String, rev: String, actor: String, origin: String = "")
+    async throws -> DocumentWriteResult
   {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
     let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+      DocumentWriteResult(
+        id: id, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
     }
   }
 
@@ -75,11 +78,11 @@ extension DocumentStore {
     let attempt = BulkAttempt()
     do {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, attempt: attempt, txn: txn)
+        try self.writeBulk(prepared, actor: actor, origin: origin, attempt: attempt, txn: txn)
       }
     } catch  where attempt.needsSavepoints {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, attempt: nil, txn: txn)
+        try self.writeBulk(prepared, actor: actor, origin: origin, attempt: nil, txn: txn)
       }
     }
   }
@@ -154,7 +157,8 @@ extension DocumentStore {
   /// `attempt.needsSavepoints` and fails the transaction; the caller then runs the call again
   /// with `attempt: nil`, a savepoint per document.
   func writeBulk(
-    _ prepared: BulkPrepared, actor: String, attempt: BulkAttempt?, txn: WriteTransaction
+    _ prepared: BulkPrepared, actor: String, origin: String = "", attempt: BulkAttempt?,
+    txn: WriteTransaction
   ) throws -> [DocumentWriteResult] {
     let documents = prepared.documents
     var results: [DocumentWriteResult] = []
@@ -169,7 +173,8 @@ extension DocumentStore {
           if prepared.newEdits {
             results.append(
               DocumentWriteResult(
-                id: p.id, rev: try edit(p, actor: actor, txn: txn, context: context)))
+                id: p.id,
+                rev: try edit(p, actor: actor, origin: origin, txn: txn, context: context)))
           } else {
             try replicate(p, actor: actor, txn: txn, context: context)
           }

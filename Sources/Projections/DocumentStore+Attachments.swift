@@ -173,7 +173,8 @@ extension DocumentStore {
       }
       let prepared = prepareEdit(input, id: id, rev: rev ?? input.rev, readParent: true)
       return try await writeDocumentsQueued { txn in
-        DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
+        DocumentWriteResult(
+          id: id, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
       }
     }
     guard let revision = input.rev else {

@@ -222,6 +222,8 @@ func withAccessServer(
       // The write is recorded as bob's.
       let rows = try fixture.store.changes(ChangesOptions.history()).results
       #expect(rows.last { $0.id == "w1:New" }?.actor == "bob")
+      // And where it came from.
+      #expect(rows.last { $0.id == "w1:New" }?.origin?.hasPrefix("http") == true)
 
       var w1 = try fixture.store.get("w1").objectValue!
       w1["members"] = .array([.string("bob"), .string("carol")])
@@ -541,7 +543,9 @@ func encodeID(_ id: String) -> String {
 }
 
 @Suite struct AccessReplicationTests {
-  @Test("pull and push as a member: exactly the user's wikis come, a foreign wiki's page is refused alone")
+  @Test(
+    "pull and push as a member: exactly the user's wikis come, a foreign wiki's page is refused alone"
+  )
   func replicateAsMember() async throws {
     let fixture = try AccessFixture()
     let local = TestDirectory("access-local")

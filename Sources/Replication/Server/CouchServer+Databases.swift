@@ -150,7 +150,8 @@ extension CouchServer {
       let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
       try access.checkWrite(docID: docID, body: parsed, replicated: false, in: store)
       let actor = caller.actor
-      let result = try await store.putAsync(body, id: docID, actor: actor)
+      let result = try await store.putAsync(
+        body, id: docID, actor: actor, origin: replicationOrigin(context))
       if query["batch"] == "ok" { return batchAccepted(result) }
       return writeResponse(result, location: location(name, result.id))
     default:

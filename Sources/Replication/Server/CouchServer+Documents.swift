@@ -50,7 +50,8 @@ extension CouchServer {
         } else {
           let actor = caller.actor
           result = try await store.putAsync(
-            body, id: id, rev: rev, actor: actor, idWinsOverBody: true)
+            body, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
+            idWinsOverBody: true)
         }
       }
       if query["batch"] == "ok" { return batchAccepted(result) }
@@ -60,7 +61,8 @@ extension CouchServer {
       try access.checkRead(id, in: store)
       try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
       let actor = caller.actor
-      let result = try await store.deleteAsync(id, rev: rev, actor: actor)
+      let result = try await store.deleteAsync(
+        id, rev: rev, actor: actor, origin: replicationOrigin(context))
       return writeResponse(result, status: .ok)
     case Self.copy:
       try access.checkRead(id, in: store)

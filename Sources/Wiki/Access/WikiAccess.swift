@@ -138,6 +138,37 @@ public struct WikiAccess: DocumentAccess {
     }
   }
 
+  /// Who could read and edit wiki `id` when: an entry for every change of its access, oldest
+  /// first (an entry with no members: nobody but administrators, such as after its deletion
+  /// or while its leaves disagree entirely).
+  public func history(of id: String, in store: DocumentStore) throws -> [WikiAccessEntry] {
+    let storage = try storage(store)
+    let prefix = Array(id.utf8) + [0]
+    return try store.read { txn in
+      var out: [WikiAccessEntry] = []
+      try txn.scan(storage["history"], from: prefix) { key, value in
+        guard key.starts(with: prefix), key.count == prefix.count + 8,
+          let seq = UInt64(bigEndianArray: Array(key[prefix.count...]))
+        else { return false }
+        var r = ByteReader(value)
+        let row: WikiAccessRow
+        let micros: UInt64
+        do {
+          row = try WikiAccessRow(decoding: Array(try r.data()))
+          micros = try r.varint()
+        } catch {
+          throw WikiRowError.corrupt("access history")
+        }
+        out.append(
+          WikiAccessEntry(
+            position: LogPosition(seq), timestampMicroseconds: Int64(bitPattern: micros),
+            members: row.members, owners: row.owners))
+        return true
+      }
+      return out
+    }
+  }
+
   static func names(_ value: JSONValue?) -> Set<String> {
     Set(value?.arrayValue?.compactMap(\.stringValue) ?? [])
   }
@@ -203,6 +234,17 @@ public struct WikiAccess: DocumentAccess {
         updateSeq: LogPosition(updateSeq))
     }
   }
+}
+
+/// Who could read and edit a wiki from a position of the log on (``WikiAccess/history(of:in:)``).
+public struct WikiAccessEntry: Sendable, Hashable {
+  public let position: LogPosition
+  /// When that event was committed, in microseconds since 1970.
+  public let timestampMicroseconds: Int64
+  /// The names that could read and edit it (owners included), sorted by bytes.
+  public let members: [String]
+  /// The names that could also change its access or delete it.
+  public let owners: [String]
 }
 
 /// One user's view under ``WikiAccess``.

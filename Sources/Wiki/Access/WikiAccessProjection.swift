@@ -28,9 +28,10 @@ import RevTree
 /// | `access.bySeq` | G · seq | document id: one row per document at its last change, per group |
 /// | `access.grants` | varint length · user name · wiki id | seq since which the user has had access without a break |
 /// | `access.counts` | G | varint live · varint deleted |
+/// | `access.history` | wiki id · 0x00 · seq | the `wikis` row from then on · varint commit time (µs): who could read and edit the wiki when |
 public final class WikiAccessProjection: DocumentChangeProjection {
   public let name = "access"
-  public let databaseNames = ["wikis", "docs", "bySeq", "grants", "counts"]
+  public let databaseNames = ["wikis", "docs", "bySeq", "grants", "counts", "history"]
 
   public init() {}
 
@@ -61,6 +62,12 @@ public final class WikiAccessProjection: DocumentChangeProjection {
         group = .wiki(docID)
         if row != before {
           try txn.put(row.encoded(), forKey: Array(docID.utf8), in: storage["wikis"])
+          var entry = ByteWriter()
+          entry.data(row.encoded())
+          entry.varint(UInt64(bitPattern: change.event.timestampMicroseconds))
+          try txn.put(
+            entry.bytes, forKey: Array(docID.utf8) + [0] + position.bigEndianBytes,
+            in: storage["history"])
           let old = Set(before?.members ?? [])
           let new = Set(row.members)
           for user in old.subtracting(new) {

@@ -31,7 +31,7 @@ struct Wiki: ParsableCommand {
       """,
     subcommands: [
       WikiCreate.self, WikiList.self, WikiPages.self, WikiShow.self, WikiEdit.self,
-      WikiBacklinks.self, WikiConflicts.self, WikiDraft.self,
+      WikiBacklinks.self, WikiConflicts.self, WikiDraft.self, WikiAccessHistory.self,
     ])
 
   static func queries(_ store: DocumentStore) throws -> WikiQueries {
@@ -139,6 +139,56 @@ struct WikiList: ParsableCommand {
       ])
     }
     return table
+  }
+}
+
+struct WikiAccessHistory: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "access",
+    abstract: "Who could read and edit a wiki when: every change of its owner and members.",
+    discussion: """
+      One line per change, oldest first: the seq and time from which it held, the owners \
+      (who may also change the members and delete the wiki) and everyone who could read and \
+      edit it. While conflicting revisions of the wiki document disagree, only what every \
+      one grants counts. --json prints [{"seq","time","owners","members"}].
+
+      Examples:
+        wikilog wiki access demo
+        wikilog wiki access demo --json
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @OptionGroup var output: JSONFlag
+  @Argument(help: "The wiki's id.") var wiki: String
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    let history = try WikiAccess().history(of: wiki, in: db.store)
+    guard !history.isEmpty else {
+      throw CLIError("no wiki '\(wiki)' in database '\(global.database)'")
+    }
+    if output.json {
+      printJSON(
+        .array(
+          history.map { e in
+            J.object([
+              "seq": J.int(e.position.rawValue),
+              "time": .string(ISO8601.format(microseconds: e.timestampMicroseconds)),
+              "owners": J.strings(e.owners), "members": J.strings(e.members),
+            ])
+          }))
+    } else {
+      var table = TextTable(header: ["SEQ", "FROM", "OWNERS", "READ AND EDIT"])
+      for e in history {
+        table.add([
+          String(e.position.rawValue), ISO8601.format(microseconds: e.timestampMicroseconds),
+          e.owners.isEmpty ? "-" : e.owners.joined(separator: ","),
+          e.members.isEmpty ? "(administrators only)" : e.members.joined(separator: ","),
+        ])
+      }
+      printText(table.text)
+    }
   }
 }
 
