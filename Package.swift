@@ -168,6 +168,13 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare",
       swiftSettings: swiftSettings)
   )
+  // The per-user changes feed beside the database's (the access issue's target).
+  package.targets.append(
+    .executableTarget(
+      name: "AccessCompare", dependencies: ["JSON", "Projections", "Log", "Wiki"],
+      path: "Benchmarks/AccessCompare",
+      swiftSettings: swiftSettings)
+  )
   package.targets.append(
     .executableTarget(
       name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
