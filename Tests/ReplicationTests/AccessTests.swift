@@ -298,6 +298,15 @@ func withAccessServer(
         #"{"docs":[{"_id":"w2:A","type":"page","wiki_id":"w2","markdown":"x"},{"_id":"w4","type":"wiki","title":"b","owner_id":"bob","members":[]},{"_id":"w4:P","type":"page","wiki_id":"w4","markdown":"z"}]}"#,
         headers: AccessFixture.basic("bob"))
       #expect(edits.json?[0]?["error"]?.stringValue == "forbidden")
+      // A document without an id is checked with the id it gets: a note (bob is a member of
+      // the security object by now), not a wiki of alice's.
+      let anonymousIDs = try await client.call(
+        .post, "/wiki/_bulk_docs",
+        #"{"docs":[{"type":"note"},{"type":"wiki","title":"t","owner_id":"alice","members":["bob"]}]}"#,
+        headers: AccessFixture.basic("bob"))
+      #expect(anonymousIDs.json?[0]?["ok"] == .bool(true))
+      #expect(anonymousIDs.json?[1]?["error"]?.stringValue == "forbidden")
+      #expect(anonymousIDs.json?[1]?["id"]?.stringValue?.count == 32)
       #expect(edits.json?[1]?["ok"] == .bool(true))
       #expect(edits.json?[2]?["ok"] == .bool(true))
     }

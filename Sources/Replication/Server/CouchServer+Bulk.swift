@@ -39,8 +39,17 @@ extension CouchServer {
     var refused: [Int: DocumentWriteResult] = [:]
     var allowed: [JSONValue] = []
     var batch = AccessBatch()
-    for (i, doc) in docs.enumerated() {
-      guard let object = doc.objectValue, let id = object["_id"]?.stringValue else {
+    for (i, var doc) in docs.enumerated() {
+      guard var object = doc.objectValue else {
+        allowed.append(doc)  // refused by the store as CouchDB refuses it
+        continue
+      }
+      // A document without an id gets its generated one here, so that it is checked too.
+      if object["_id"] == nil && edits {
+        object.members.insert(.init(key: "_id", value: .string(Self.randomUUID())), at: 0)
+        doc = .object(object)
+      }
+      guard let id = object["_id"]?.stringValue else {
         allowed.append(doc)
         continue
       }
