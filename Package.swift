@@ -21,6 +21,8 @@ let package = Package(
     .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
     .library(name: "Auth", targets: ["Auth"]),
+    .library(name: "WikiMarkdown", targets: ["WikiMarkdown"]),
+    .library(name: "WikiApp", targets: ["WikiApp"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
@@ -32,6 +34,7 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
   ],
@@ -40,6 +43,13 @@ let package = Package(
       name: "CLMDB",
       pkgConfig: "lmdb",
       providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
+    ),
+    // GitHub's cmark-gfm with its extensions (Debian's libcmark-gfm-dev and
+    // libcmark-gfm-extensions-dev), for the wiki's Markdown.
+    .systemLibrary(
+      name: "CMark",
+      pkgConfig: "libcmark-gfm",
+      providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"]), .brew(["cmark-gfm"])]
     ),
     .systemLibrary(
       name: "CZlib",
@@ -83,10 +93,28 @@ let package = Package(
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
+    .target(
+      name: "WikiMarkdown", dependencies: ["CMark"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    .target(
+      name: "WikiApp",
+      dependencies: [
+        "Auth", "JSON", "Log", "Projections", "Replication", "RevTree", "Wiki", "WikiMarkdown",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "Mustache", package: "swift-mustache"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+      ],
+      resources: [.copy("Templates"), .copy("Static")],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "Auth", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
+        "Auth", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki", "WikiApp",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -131,6 +159,19 @@ let package = Package(
         "Auth", "Projections", "JSON", "Log", "Wiki", "TestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
+      ],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "WikiMarkdownTests", dependencies: ["WikiMarkdown"], swiftSettings: swiftSettings),
+    .testTarget(
+      name: "WikiAppTests",
+      dependencies: [
+        "WikiApp", "Auth", "Replication", "Projections", "JSON", "Log", "Wiki", "TestSupport",
+        "wikilog",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: swiftSettings),
     .testTarget(

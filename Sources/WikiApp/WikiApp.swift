@@ -1,0 +1,1 @@
+// WikiApp: the wiki in a browser.
