@@ -104,11 +104,12 @@ let package = Package(
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Mustache", package: "swift-mustache"),
+        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
       ],
-      resources: [.copy("Templates"), .copy("Static")],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .executableTarget(

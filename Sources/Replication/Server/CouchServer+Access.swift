@@ -1,9 +1,9 @@
 import Auth
 import HTTPTypes
-import Hummingbird
+public import Hummingbird
 import JSON
 import Log
-import Projections
+public import Projections
 import Synchronization
 
 /// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
@@ -305,5 +305,31 @@ final class AdminPresence: Sendable {
     let hasAdmin = try users.users().contains { $0.isAdmin }
     state.withLock { $0 = (seq, hasAdmin) }
     return hasAdmin
+  }
+}
+
+/// Who makes a request, as another module serving pages beside the API (the web UI) sees it.
+public struct SignedInUser: Sendable {
+  /// The user the access rules see (an administrator for an anonymous request while the server
+  /// has no administrator at all).
+  public let user: UserContext
+  /// Whether a name and password, cookie, token or JWT signed the request in.
+  public let isSignedIn: Bool
+  /// The actor of the user's writes.
+  public let actor: String
+  /// Where the request came from, for the events' origin.
+  public let origin: String
+  /// A refreshed `AuthSession` cookie to send with the response, if any.
+  public let setCookie: String?
+}
+
+extension CouchServer {
+  /// Signs a request in as the API does (cookie, Basic, token, JWT; the admin party); throws
+  /// the API's refusal (a ``ReplicationError``) for bad credentials.
+  public func signIn(_ request: Request, context: Context) async throws -> SignedInUser {
+    let who = try await caller(request, context: context)
+    return SignedInUser(
+      user: who.user, isSignedIn: who.authentication.method != nil, actor: who.actor,
+      origin: replicationOrigin(context), setCookie: who.authentication.setCookie)
   }
 }

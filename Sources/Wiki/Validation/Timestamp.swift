@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
-  import FoundationEssentials
+  public import FoundationEssentials
 #else
-  import Foundation
+  public import Foundation
 #endif
 
 /// ISO-8601 timestamps as TouchWiki writes them (`2024-05-01T10:00:00.123Z`): formatting the
 /// current time, and checking a string's shape.
-enum Timestamp {
+public enum Timestamp {
   /// `date` in UTC with milliseconds, like JavaScript's `Date.prototype.toJSON`.
-  static func iso8601(_ date: Date = Date()) -> String {
+  public static func iso8601(_ date: Date = Date()) -> String {
     let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     let days = millis >= 0 ? millis / 86_400_000 : (millis - 86_399_999) / 86_400_000
     let ms = millis - days * 86_400_000

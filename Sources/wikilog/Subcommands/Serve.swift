@@ -13,6 +13,7 @@ import Projections
 import Replication
 import Synchronization
 import Wiki
+import WikiApp
 
 struct Serve: AsyncParsableCommand {
   static let configuration = CommandConfiguration(
@@ -22,7 +23,9 @@ struct Serve: AsyncParsableCommand {
       the databases (one per subdirectory of the data directory; there is no -d). Users sign \
       in as in CouchDB (HTTP Basic, POST /_session cookies, JWT with --jwt-*) or with API \
       tokens (wikilog token create); each sees and edits only the wikis they own or are a \
-      member of, and every write is recorded as theirs. Administrators (the _admin role) may \
+      member of, and every write is recorded as theirs. The wiki itself, for people, is at \
+      /_wiki/ (the database --wiki-db, "wiki" by default; a browser's GET / goes there). \
+      Administrators (the _admin role) may \
       do everything: --admin NAME makes or updates one, with the password from \
       $WIKILOG_ADMIN_PASSWORD or a prompt. While there is no administrator at all the server \
       binds only loopback addresses and every anonymous request acts as an administrator \
@@ -86,6 +89,11 @@ struct Serve: AsyncParsableCommand {
   var jwtKeys: [String] = []
 
   @Option(
+    name: .customLong("wiki-db"),
+    help: ArgumentHelp("The database the web UI at /_wiki/ shows.", valueName: "name"))
+  var wikiDatabase = "wiki"
+
+  @Option(
     help: ArgumentHelp(
       "How long an AuthSession cookie stays valid, in seconds (CouchDB's default 600).",
       valueName: "seconds"))
@@ -104,6 +112,9 @@ struct Serve: AsyncParsableCommand {
     guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
     guard (tlsCert == nil) == (tlsKey == nil) else {
       throw ValidationError("--tls-cert and --tls-key go together")
+    }
+    do { try DataDirectory.validate(name: wikiDatabase) } catch {
+      throw ValidationError("--wiki-db: \(error)")
     }
     guard sessionTimeout > 0 else { throw ValidationError("--session-timeout must be positive") }
     guard Logger.Level(rawValue: logLevel) != nil else {
@@ -153,8 +164,10 @@ struct Serve: AsyncParsableCommand {
     let listening = OnceFlag()
     let host = bind.contains(":") ? "[\(bind)]" : bind
     let scheme = tlsCert == nil ? "http" : "https"
-    let app = buildApplication(
-      dataDirectory: data, options: options, server: server,
+    var wikiOptions = WikiAppOptions()
+    wikiOptions.database = wikiDatabase
+    let app = buildWikiApplication(
+      dataDirectory: data, options: options, wiki: wikiOptions, server: server,
       configuration: ApplicationConfiguration(
         address: .hostname(bind, port: port), serverName: nil),
       logger: Logger(label: "wikilog.http"),
@@ -163,6 +176,7 @@ struct Serve: AsyncParsableCommand {
         let url = "\(scheme)://\(host):\(actualPort ?? port)/"
         let names = data.databaseNames().filter { !$0.hasPrefix("_") }
         printText(Self.banner(directory: directory, url: url, databases: names))
+        printText("wikilog: the wiki in a browser: \(url)_wiki/")
         if !hasAdmin {
           printText(
             "wikilog: no administrator yet: serving loopback only, and anonymous requests act as an administrator (\"admin party\"); make one with --admin NAME"

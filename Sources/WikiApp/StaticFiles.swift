@@ -1,0 +1,144 @@
+/// The UI's one stylesheet and one small script, compiled into the binary and served at
+/// `/_wiki/_static/`. The pages work without the script; it adds the draft autosave, the
+/// live preview, live recent changes and keyboard shortcuts.
+enum StaticFiles {
+  static let files: [String: (type: String, text: String)] = [
+    "app.css": ("text/css; charset=utf-8", css),
+    "app.js": ("text/javascript; charset=utf-8", js),
+  ]
+
+  static let css = """
+    :root { --ink: #1d232a; --muted: #5d6873; --line: #d8dee4; --accent: #0b63c5; --warn: #fff4d6;
+      --bg: #fbfcfd; --missing: #c0392b; font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
+    * { box-sizing: border-box; }
+    body { margin: 0; color: var(--ink); background: var(--bg); line-height: 1.55; }
+    a { color: var(--accent); text-decoration: none; }
+    a:hover { text-decoration: underline; }
+    header.top { display: flex; gap: 1.5rem; align-items: center; padding: .6rem 1.2rem;
+      background: #fff; border-bottom: 1px solid var(--line); flex-wrap: wrap; }
+    header.top .brand { font-weight: 700; color: var(--ink); font-size: 1.15rem; }
+    header.top nav { display: flex; gap: 1rem; flex: 1; }
+    header.top .who { display: flex; gap: .6rem; align-items: center; color: var(--muted); }
+    header.top form { display: inline; margin: 0; }
+    main { max-width: 68rem; margin: 0 auto; padding: 1.2rem; }
+    h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
+    h2 { font-size: 1.15rem; margin-top: 1.6rem; }
+    .meta, .crumbs { color: var(--muted); font-size: .92rem; }
+    .bar { padding: .6rem 1rem; background: #eaf2fc; border: 1px solid #c9ddf5; border-radius: 6px; margin: .8rem auto; max-width: 68rem; }
+    .bar.warn { background: var(--warn); border-color: #efd38a; }
+    .bar form { display: inline; }
+    .error { color: var(--missing); }
+    .empty { color: var(--muted); }
+    ul.cards { list-style: none; padding: 0; display: grid; gap: .6rem; }
+    ul.cards li { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem 1rem; }
+    ul.cards .wiki { font-weight: 600; font-size: 1.08rem; display: block; }
+    form { margin: 1rem 0; }
+    label { display: block; margin: .4rem 0; }
+    input, textarea, button { font: inherit; }
+    input, textarea { padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; }
+    textarea { width: 100%; font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92rem; }
+    button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
+    button#discard, header.top button { background: #fff; color: var(--accent); }
+    .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
+    .narrow { max-width: 24rem; margin: 3rem auto; }
+    .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
+    .markdown table { border-collapse: collapse; }
+    .markdown th, .markdown td { border: 1px solid var(--line); padding: .3rem .6rem; }
+    .markdown pre, pre { background: #f3f5f7; padding: .7rem; border-radius: 6px; overflow-x: auto; }
+    a.missing-page { color: var(--missing); border-bottom: 1px dashed var(--missing); }
+    .editor-panes { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+    .editor-bar { display: flex; gap: .8rem; align-items: center; }
+    #draft-status { flex: 1; color: var(--muted); }
+    pre.diff { white-space: pre-wrap; }
+    ol#history li { margin-bottom: 1rem; }
+    table#blame { border-collapse: collapse; width: 100%; font-size: .9rem; }
+    table#blame td, table#blame th { border-bottom: 1px solid var(--line); padding: .15rem .5rem; text-align: left; vertical-align: top; }
+    table#blame td.text code { white-space: pre-wrap; }
+    .leaves { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
+    .leaf { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem; }
+    .actions { float: right; }
+    @media (max-width: 760px) {
+      .columns, .editor-panes { grid-template-columns: 1fr; }
+      .actions { float: none; }
+      main { padding: .7rem; }
+    }
+    """
+
+  static let js = """
+    (function () {
+      "use strict";
+      var csrf = document.body.getAttribute("data-csrf") || "";
+      function post(url, fields) {
+        var body = new URLSearchParams(fields);
+        body.set("csrf", csrf);
+        return fetch(url, { method: "POST", body: body, credentials: "same-origin",
+          headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+      }
+      // The editor: live preview and a draft autosaved two seconds after the last keystroke.
+      var editor = document.getElementById("editor");
+      if (editor) {
+        var area = document.getElementById("markdown");
+        var status = document.getElementById("draft-status");
+        var preview = document.getElementById("preview");
+        var base = editor.querySelector("input[name=base]");
+        var timer = null, previewTimer = null, dirty = false;
+        function autosave() {
+          timer = null;
+          post(editor.getAttribute("data-autosave"), { markdown: area.value, base: base.value })
+            .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+            .then(function (j) { dirty = false; status.textContent = "Draft saved " + j.saved_at + " (not published yet)."; })
+            .catch(function (e) { status.textContent = "Could not save the draft (" + e + ")."; });
+        }
+        area.addEventListener("input", function () {
+          dirty = true;
+          status.textContent = "Typing…";
+          if (timer) { clearTimeout(timer); }
+          timer = setTimeout(autosave, 2000);
+          if (previewTimer) { clearTimeout(previewTimer); }
+          previewTimer = setTimeout(function () {
+            post(editor.getAttribute("data-preview"), { markdown: area.value })
+              .then(function (r) { return r.text(); })
+              .then(function (html) { preview.innerHTML = html; });
+          }, 400);
+        });
+        editor.addEventListener("submit", function () { dirty = false; if (timer) { clearTimeout(timer); } });
+        document.addEventListener("keydown", function (e) {
+          if ((e.ctrlKey || e.metaKey) && e.key === "s") { e.preventDefault(); editor.requestSubmit(document.getElementById("publish")); }
+        });
+        window.addEventListener("beforeunload", function () { if (dirty && timer) { autosave(); } });
+      } else {
+        // Elsewhere: "e" edits the page shown.
+        document.addEventListener("keydown", function (e) {
+          var t = e.target && e.target.tagName;
+          if (e.key === "e" && !e.ctrlKey && !e.metaKey && t !== "INPUT" && t !== "TEXTAREA") {
+            var edit = document.getElementById("edit");
+            if (edit) { window.location = edit.href; }
+          }
+        });
+      }
+      // Recent changes, live from the changes feed (the user's own view of it).
+      var recent = document.getElementById("recent");
+      if (recent && window.EventSource && recent.getAttribute("data-feed")) {
+        var source = new EventSource(recent.getAttribute("data-feed"), { withCredentials: true });
+        source.onmessage = function (m) {
+          try {
+            var row = JSON.parse(m.data);
+            var id = row.id, colon = id.indexOf(":");
+            var wiki = colon < 0 ? id : id.slice(0, colon);
+            var href = "/_wiki/" + encodeURIComponent(wiki) + "/" + (colon < 0 ? "" : encodeURIComponent(id.slice(colon + 1)));
+            var li = document.createElement("li");
+            var a = document.createElement("a");
+            a.href = href;
+            a.textContent = colon < 0 ? id : id.slice(colon + 1);
+            li.appendChild(a);
+            var meta = document.createElement("span");
+            meta.className = "meta";
+            meta.textContent = " just now";
+            li.appendChild(meta);
+            recent.insertBefore(li, recent.firstChild);
+          } catch (err) { }
+        };
+      }
+    })();
+    """
+}

@@ -1,0 +1,195 @@
+import Mustache
+
+/// The UI's Mustache templates, compiled into the binary (so a copied `wikilog` needs no
+/// resource files). `{{name}}` is HTML-escaped; `{{{name}}}` is used only for HTML the server
+/// made itself (rendered Markdown, the page inside the layout).
+enum Templates {
+  static let library: MustacheLibrary = {
+    var library = MustacheLibrary()
+    for (name, text) in sources {
+      // The templates are constants of this file: a parse error is a programming error that
+      // every test run would show.
+      try! library.register(text, named: name)
+    }
+    return library
+  }()
+
+  static func render(_ name: String, _ object: [String: Any]) -> String {
+    library.render(object, withTemplate: name) ?? ""
+  }
+
+  static let sources: [String: String] = [
+    "layout": """
+    <!doctype html>
+    <html lang="en">
+    <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>{{title}} · wikilog</title>
+    <link rel="stylesheet" href="/_wiki/_static/app.css">
+    <script src="/_wiki/_static/app.js" defer></script>
+    </head>
+    <body data-csrf="{{csrf}}">
+    <header class="top">
+      <a class="brand" href="/_wiki/">wikilog</a>
+      <nav>
+        {{#user}}<a href="/_wiki/">My wikis</a> <a href="/_wiki/_recent">Recent changes</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
+      </nav>
+      <div class="who">
+        {{#user}}<span id="user">{{user}}</span>
+        <form id="signout" method="post" action="/_wiki/_signout"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out</button></form>{{/user}}
+      </div>
+    </header>
+    {{#asOf}}<div id="asof-bar" class="bar">Read-only: as of {{asOf}}. <a href="{{asOfExit}}">Back to now</a></div>{{/asOf}}
+    <main>
+    {{{body}}}
+    </main>
+    </body>
+    </html>
+    """,
+    "signin": """
+    <section class="narrow">
+    <h1>Sign in</h1>
+    {{#error}}<p class="error" id="signin-error">{{error}}</p>{{/error}}
+    <form id="signin" method="post" action="/_wiki/_signin">
+      <input type="hidden" name="next" value="{{next}}">
+      <label>Name <input name="name" autocomplete="username" required autofocus value="{{name}}"></label>
+      <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
+      <button type="submit">Sign in</button>
+    </form>
+    </section>
+    """,
+    "wikis": """
+    <h1>My wikis</h1>
+    <ul id="wikis" class="cards">
+    {{#wikis}}
+      <li><a class="wiki" href="{{href}}">{{title}}</a>
+        <span class="meta">owner {{owner}} · {{#members}}{{.}} {{/members}}{{^members}}no other members{{/members}} · {{pages}} pages · updated {{updated}}</span></li>
+    {{/wikis}}
+    {{^wikis}}<li class="empty">No wikis yet.</li>{{/wikis}}
+    </ul>
+    <form id="create-wiki" method="post" action="/_wiki/">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <label>New wiki <input name="title" required placeholder="Title"></label>
+      <button type="submit">Create</button>
+    </form>
+    """,
+    "wiki": """
+    <h1>{{title}}</h1>
+    {{#owner}}<p class="meta">owner {{owner}} · members: {{#members}}{{.}} {{/members}}{{^members}}none{{/members}}
+     · <a id="settings" href="?action=settings">Settings</a> · <a id="conflicts" href="?action=conflicts">Conflicts</a>
+     · <a id="recent" href="/_wiki/_recent">Recent changes</a></p>{{/owner}}
+    <form id="new-page" method="get" action="{{newPageAction}}">
+      <input type="hidden" name="action" value="edit">
+      <label>New page <input name="title" required placeholder="Page Name"></label>
+      <button type="submit">Create</button>
+    </form>
+    <div class="columns">
+    <section><h2>Pages</h2>
+    <ul id="pages">
+    {{#pages}}<li><a class="page" href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{updatedAt}}</span></li>{{/pages}}
+    {{^pages}}<li class="empty">No pages yet.</li>{{/pages}}
+    </ul></section>
+    <section><h2>Recently changed</h2>
+    <ol id="recent-pages">
+    {{#recent}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{updatedAt}}</span></li>{{/recent}}
+    </ol></section>
+    </div>
+    """,
+    "settings": """
+    <h1>Settings of {{title}}</h1>
+    <p class="meta">owner {{owner}}</p>
+    <h2>Members</h2>
+    <ul id="members">{{#members}}<li>{{.}}</li>{{/members}}{{^members}}<li class="empty">none</li>{{/members}}</ul>
+    {{#isOwner}}
+    <form id="settings" method="post" action="?action=settings">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <input type="hidden" name="rev" value="{{rev}}">
+      <label>Title <input name="title" required value="{{title}}"></label>
+      <label>Members, one name a line <textarea name="members" rows="6">{{membersText}}</textarea></label>
+      <button type="submit">Save</button>
+    </form>
+    {{/isOwner}}
+    {{^isOwner}}<p>Only the owner changes the title and the members.</p>{{/isOwner}}
+    <p><a href="{{wikiHref}}">Back to the wiki</a></p>
+    """,
+    "page": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
+    {{#conflicted}}<div id="conflict-banner" class="bar warn">This page has conflicting revisions. <a id="resolve" href="{{wikiHref}}?action=conflicts">Resolve</a></div>{{/conflicted}}
+    {{#oldRev}}<div id="old-revision" class="bar">You are viewing revision {{oldRev}}, not the current one.
+      <form id="restore" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{oldRev}}"><button type="submit">Restore this revision</button></form></div>{{/oldRev}}
+    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history">History</a> · <a id="blame" href="{{pageHref}}?action=blame">Blame</a></div>
+    <h1 class="page-title">{{title}}</h1>
+    <article id="content" class="markdown">{{{html}}}</article>
+    <footer class="page-meta">
+      <p id="last-change">Last changed by {{updatedBy}} {{updatedAt}} · revision {{rev}}</p>
+      <h2>What links here</h2>
+      <ul id="backlinks">{{#backlinks}}<li><a href="{{href}}">{{title}}</a></li>{{/backlinks}}{{^backlinks}}<li class="empty">Nothing links here.</li>{{/backlinks}}</ul>
+    </footer>
+    """,
+    "edit": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>Editing {{title}}</h1>
+    {{#conflict}}<div id="merge-conflict" class="bar warn"><p>The page changed while you edited it, and the changes overlap. Settle the marked lines below and publish again.</p>
+    <pre class="diff3">{{conflict}}</pre></div>{{/conflict}}
+    <form id="editor" method="post" action="{{pageHref}}?action=publish" data-autosave="{{pageHref}}?action=autosave" data-preview="{{pageHref}}?action=preview">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <input type="hidden" name="base" value="{{base}}">
+      <div class="editor-panes">
+        <textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea>
+        <div id="preview" class="markdown">{{{preview}}}</div>
+      </div>
+      <p class="editor-bar"><span id="draft-status">{{draftStatus}}</span>
+        <button id="publish" type="submit" accesskey="s">Publish</button>
+        <button id="discard" type="submit" formaction="{{pageHref}}?action=discard" formnovalidate>Discard draft</button></p>
+    </form>
+    """,
+    "history": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>History of {{title}}</h1>
+    <ol id="history">
+    {{#revisions}}<li class="revision"><p><a class="view" href="{{pageHref}}?rev={{rev}}"><span class="rev">{{rev}}</span></a>
+      by <span class="author">{{actor}}</span> <span class="time">{{time}}</span> <span class="origin">{{origin}}</span>{{#deleted}} <strong>deleted</strong>{{/deleted}}</p>
+      {{#diff}}<pre class="diff">{{diff}}</pre>{{/diff}}</li>{{/revisions}}
+    </ol>
+    """,
+    "blame": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>Blame of {{title}}</h1>
+    <table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
+    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}">{{shortRev}}</a></td><td class="author">{{actor}}</td><td class="time">{{time}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
+    """,
+    "conflicts": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
+    <h1>Conflicts in {{wikiTitle}}</h1>
+    {{#pages}}<section class="conflict"><h2><a href="{{href}}">{{title}}</a></h2>
+      <form class="resolve" method="post" action="{{wikiHref}}?action=resolve">
+      <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="page" value="{{id}}">
+      <div class="leaves">{{#leaves}}<div class="leaf"><p><span class="rev">{{rev}}</span> by {{actor}}{{#winner}} (current){{/winner}}</p><pre>{{markdown}}</pre>
+        <button type="submit" name="keep" value="{{rev}}">Keep this one</button></div>{{/leaves}}</div>
+      </form></section>{{/pages}}
+    {{^pages}}<p id="no-conflicts">No conflicts.</p>{{/pages}}
+    """,
+    "recent": """
+    <h1>Recent changes</h1>
+    <ol id="recent" data-feed="{{feed}}">
+    {{#changes}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{wikiTitle}} · {{actor}} · {{time}}</span></li>{{/changes}}
+    </ol>
+    """,
+    "sync": """
+    <h1>Sync</h1>
+    <p id="sync-status">Replication is not configured on this server: wikilog does not run replications of its own yet. Replicate with a CouchDB, PouchDB or another wikilog from their side, signed in as a user of this server.</p>
+    """,
+    "notfound": """
+    <section id="not-found">
+    <h1>Not found</h1>
+    <p>{{message}}</p>
+    {{#createHref}}<p><a id="create-page" href="{{createHref}}">Create the page “{{title}}”</a></p>{{/createHref}}
+    <p><a href="/_wiki/">My wikis</a></p>
+    </section>
+    """,
+    "error": """
+    <section><h1>{{heading}}</h1><p class="error">{{message}}</p><p><a href="/_wiki/">My wikis</a></p></section>
+    """,
+  ]
+}
