@@ -1,1 +1,369 @@
+import Auth
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JSON
+import Log
+import Logging
+import NIOCore
+import Projections
+import Replication
 import Testing
+import Wiki
+import WikiApp
+
+/// A data directory with users (alice owns `w1` with bob; carol owns `w2`), served with the UI.
+final class UIFixture: Sendable {
+  let path: String
+  let data: DataDirectory
+  let store: DocumentStore
+  let auth: Authenticator
+
+  init(_ name: String = #function) throws {
+    let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
+    path = NSTemporaryDirectory() + "wikilog-ui-\(safe)-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    data = DataDirectory.wiki(path: path, systemDatabases: [.users])
+    let users = try UserStore(data: data)
+    for name in ["admin", "alice", "bob", "carol"] {
+      let salt = "0123456789abcdef0123456789abcdef"
+      let key = Password.pbkdf2(
+        password: Array("pw-\(name)".utf8), salt: Array(salt.utf8), iterations: 10)!
+      _ = try users.put(
+        JSONObject([
+          "_id": .string(UserStore.documentID(of: name)), "name": .string(name),
+          "roles": .array(name == "admin" ? [.string("_admin")] : []), "type": .string("user"),
+          "password_scheme": .string("pbkdf2"), "pbkdf2_prf": .string("sha256"),
+          "iterations": .number(JSONNumber(Int64(10))), "salt": .string(salt),
+          "derived_key": .string(Hex.encode(key)),
+        ]), actor: "test")
+    }
+    auth = try Authenticator(data: data)
+    store = try data.create("wiki")
+    try store.put(
+      #"{"type":"wiki","title":"Secret w1","owner_id":"alice","members":["bob"]}"#, id: "w1",
+      actor: "alice")
+    try store.put(
+      JSONValue.object(
+        JSONObject([
+          "type": .string("page"), "wiki_id": .string("w1"),
+          "markdown": .string("# Home\nSee [[Other]] and [[Missing]]."),
+        ])
+      ).serialized(), id: "w1:Home", actor: "alice")
+    try store.put(
+      #"{"type":"page","wiki_id":"w1","markdown":"Other text"}"#, id: "w1:Other", actor: "bob")
+    try store.put(
+      #"{"type":"wiki","title":"Carol's","owner_id":"carol","members":[]}"#, id: "w2",
+      actor: "carol")
+  }
+
+  deinit {
+    data.closeAll()
+    try? FileManager.default.removeItem(atPath: path)
+  }
+
+  func withServer(_ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    var options = CouchServerOptions()
+    options.authenticator = auth
+    let app = buildWikiApplication(
+      dataDirectory: data, options: options,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+    try await app.test(.router) { client in try await body(client) }
+  }
+}
+
+struct Page {
+  let status: Int
+  let headers: HTTPFields
+  let text: String
+
+  /// The page's CSRF token.
+  var csrf: String? {
+    text.firstMatch(of: #/data-csrf="([0-9a-f]+)"/#).map { String($0.1) }
+  }
+}
+
+extension TestClientProtocol {
+  func page(
+    _ method: HTTPRequest.Method, _ uri: String, as user: String?, form: [String: String]? = nil,
+    headers extra: HTTPFields = [:]
+  ) async throws -> Page {
+    var headers = extra
+    if let user {
+      headers[.authorization] = "Basic " + Data("\(user):pw-\(user)".utf8).base64EncodedString()
+    }
+    var body: ByteBuffer? = nil
+    if let form {
+      headers[.contentType] = "application/x-www-form-urlencoded"
+      body = ByteBuffer(
+        string: form.map {
+          "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")"
+        }.joined(separator: "&"))
+    }
+    return try await execute(uri: uri, method: method, headers: headers, body: body) { r in
+      Page(status: Int(r.status.code), headers: r.headers, text: String(buffer: r.body))
+    }
+  }
+}
+
+@Suite struct WikiAppTests {
+  @Test(
+    "sign-in: anonymous pages redirect to it; a browser's / goes to the UI; the cookie is HttpOnly and SameSite"
+  )
+  func signIn() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let home = try await client.page(.get, "/_wiki/", as: nil)
+      #expect(home.status == 303)
+      #expect(home.headers[.location]?.hasPrefix("/_wiki/_signin?next=") == true)
+      let browser = try await client.page(.get, "/", as: nil, headers: [.accept: "text/html"])
+      #expect(browser.status == 302 && browser.headers[.location] == "/_wiki/")
+      let api = try await client.page(.get, "/", as: nil)
+      #expect(api.text.contains("Welcome"))
+      let form = try await client.page(.get, "/_wiki/_signin", as: nil)
+      #expect(form.text.contains(#"id="signin""#))
+      let wrong = try await client.page(
+        .post, "/_wiki/_signin", as: nil, form: ["name": "alice", "password": "nope"])
+      #expect(wrong.status == 401)
+      #expect(wrong.text.contains("Name or password is incorrect."))
+      let ok = try await client.page(
+        .post, "/_wiki/_signin", as: nil,
+        form: ["name": "alice", "password": "pw-alice", "next": "/_wiki/w1/"])
+      #expect(ok.status == 303 && ok.headers[.location] == "/_wiki/w1/")
+      let cookie = try #require(ok.headers[.setCookie])
+      #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"))
+      // The cookie signs the UI in, as it does the API.
+      let signed = try await client.page(
+        .get, "/_wiki/", as: nil, headers: [.cookie: String(cookie.prefix { $0 != ";" })])
+      #expect(signed.status == 200)
+      #expect(signed.text.contains("Secret w1"))
+      #expect(
+        signed.headers[HTTPField.Name("Content-Security-Policy")!]?.contains("script-src 'self'")
+          == true)
+      // An offsite next is not followed.
+      let offsite = try await client.page(
+        .post, "/_wiki/_signin", as: nil,
+        form: ["name": "alice", "password": "pw-alice", "next": "https://evil.example/"])
+      #expect(offsite.headers[.location] == "/_wiki/")
+    }
+  }
+
+  @Test(
+    "a non-member never sees a wiki: absent from the list, 404 like a missing one, no title anywhere"
+  )
+  func hidden() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let list = try await client.page(.get, "/_wiki/", as: "carol")
+      #expect(list.text.contains("Carol&#39;s") || list.text.contains("Carol's"))
+      #expect(!list.text.contains("Secret w1"))
+      for uri in [
+        "/_wiki/w1/", "/_wiki/w1/Home", "/_wiki/w1/Home?action=history",
+        "/_wiki/w1/Home?action=blame", "/_wiki/w1/Home?action=edit", "/_wiki/w1/?action=settings",
+        "/_wiki/w1/?action=conflicts", "/_wiki/w1/Home?as_of=3", "/_wiki/nowhere/",
+      ] {
+        let page = try await client.page(.get, uri, as: "carol")
+        #expect(page.status == 404, "\(uri)")
+        #expect(page.text.contains(#"id="not-found""#), "\(uri)")
+        #expect(!page.text.contains("Secret") && !page.text.contains("Home\nSee"), "\(uri)")
+      }
+      let recent = try await client.page(.get, "/_wiki/_recent", as: "carol")
+      #expect(!recent.text.contains("w1"))
+      // A member sees it.
+      #expect(try await client.page(.get, "/_wiki/w1/Home", as: "bob").status == 200)
+    }
+  }
+
+  @Test(
+    "a page: rendered Markdown, wiki links to existing and missing pages, backlinks, 404 offers to create"
+  )
+  func pageView() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let home = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(home.status == 200)
+      #expect(home.text.contains("<h1>Home</h1>"))
+      #expect(home.text.contains(#"href="/_wiki/w1/Other""#))
+      #expect(home.text.contains("missing-page"))
+      #expect(home.text.contains(#"href="/_wiki/w1/Missing?action=edit""#))
+      let other = try await client.page(.get, "/_wiki/w1/Other", as: "alice")
+      #expect(other.text.contains(#"id="backlinks""#) && other.text.contains(">Home</a>"))
+      let missing = try await client.page(.get, "/_wiki/w1/Missing", as: "alice")
+      #expect(missing.status == 404)
+      #expect(missing.text.contains(#"id="create-page""#))
+    }
+  }
+
+  @Test("forms need the CSRF token and this site's Origin")
+  func csrf() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let noToken = try await client.page(.post, "/_wiki/", as: "alice", form: ["title": "X"])
+      #expect(noToken.status == 403)
+      let token = try #require(try await client.page(.get, "/_wiki/", as: "alice").csrf)
+      let offsite = try await client.page(
+        .post, "/_wiki/", as: "alice", form: ["title": "X", "csrf": token],
+        headers: [.origin: "https://evil.example"])
+      #expect(offsite.status == 403)
+      let made = try await client.page(
+        .post, "/_wiki/", as: "alice", form: ["title": "Fresh Wiki", "csrf": token])
+      #expect(made.status == 303)
+      let location = try #require(made.headers[.location])
+      #expect(location.hasPrefix("/_wiki/fresh-wiki-"))
+      let id = String(location.dropFirst("/_wiki/".count).dropLast())
+      let doc = try fixture.store.get(id)
+      #expect(doc["owner_id"]?.stringValue == "alice")
+      #expect(doc["title"]?.stringValue == "Fresh Wiki")
+      // Another user's token does not do.
+      let bobs = try #require(try await client.page(.get, "/_wiki/", as: "bob").csrf)
+      #expect(bobs != token)
+      let crossed = try await client.page(
+        .post, "/_wiki/", as: "alice", form: ["title": "Y", "csrf": bobs])
+      #expect(crossed.status == 403)
+    }
+  }
+
+  @Test(
+    "edit: autosave keeps a private draft, publish writes the page as the user, history and blame show it"
+  )
+  func editFlow() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let edit = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "bob")
+      let token = try #require(edit.csrf)
+      let base = try #require(
+        edit.text.firstMatch(of: #/name="base" value="([^"]*)"/#).map { String($0.1) })
+      let autosave = try await client.page(
+        .post, "/_wiki/w1/Home?action=autosave", as: "bob",
+        form: ["markdown": "# Home\nbob's draft", "base": base, "csrf": token])
+      #expect(autosave.status == 200)
+      #expect(autosave.text.contains("saved_at"))
+      // The draft is bob's alone, and not in the page.
+      #expect(
+        try Drafts(fixture.store).draft(of: "bob", page: "w1:Home")?.markdown
+          == "# Home\nbob's draft")
+      #expect(try fixture.store.get("w1:Home")["markdown"]?.stringValue?.contains("draft") == false)
+      let again = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "bob")
+      #expect(again.text.contains("bob&#39;s draft") || again.text.contains("bob's draft"))
+      #expect(again.text.contains("Your draft"))
+      let aliceEdit = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "alice")
+      #expect(
+        !aliceEdit.text.contains("bob&#39;s draft") && !aliceEdit.text.contains("bob's draft"))
+      let published = try await client.page(
+        .post, "/_wiki/w1/Home?action=publish", as: "bob",
+        form: ["markdown": "# Home\nbob's text\n", "base": base, "csrf": token])
+      #expect(published.status == 303)
+      #expect(try fixture.store.get("w1:Home")["markdown"]?.stringValue == "# Home\nbob's text\n")
+      #expect(try Drafts(fixture.store).draft(of: "bob", page: "w1:Home") == nil)
+      let history = try await client.page(.get, "/_wiki/w1/Home?action=history", as: "alice")
+      #expect(history.text.components(separatedBy: "class=\"revision\"").count == 3)
+      #expect(history.text.contains(">bob</span>"))
+      #expect(history.text.contains("+bob"))
+      let blame = try await client.page(.get, "/_wiki/w1/Home?action=blame", as: "alice")
+      #expect(blame.text.contains(#"<td class="author">alice</td>"#))  // "# Home" is alice's
+      #expect(blame.text.contains(#"<td class="author">bob</td>"#))
+      // A page that did not exist: publishing creates it.
+      let created = try await client.page(
+        .post, "/_wiki/w1/Missing?action=publish", as: "bob",
+        form: ["markdown": "now here", "base": "", "csrf": token])
+      #expect(created.status == 303)
+      #expect(try fixture.store.get("w1:Missing")["markdown"]?.stringValue == "now here")
+    }
+  }
+
+  @Test("settings: the owner changes members; a member may not")
+  func settings() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let bobView = try await client.page(.get, "/_wiki/w1/?action=settings", as: "bob")
+      #expect(!bobView.text.contains(#"id="settings""#))
+      let bobToken = try #require(bobView.csrf)
+      let refused = try await client.page(
+        .post, "/_wiki/w1/?action=settings", as: "bob",
+        form: ["title": "Mine now", "members": "bob\ncarol", "csrf": bobToken])
+      #expect(refused.status == 403)
+      let aliceView = try await client.page(.get, "/_wiki/w1/?action=settings", as: "alice")
+      #expect(aliceView.text.contains(#"id="settings""#))
+      let saved = try await client.page(
+        .post, "/_wiki/w1/?action=settings", as: "alice",
+        form: ["title": "Secret w1", "members": "bob\ncarol", "csrf": try #require(aliceView.csrf)])
+      #expect(saved.status == 303)
+      #expect(try await client.page(.get, "/_wiki/w1/Home", as: "carol").status == 200)
+    }
+  }
+
+  @Test("conflicts: the banner, the leaves side by side, keeping one deletes the others")
+  func conflicts() async throws {
+    let fixture = try UIFixture()
+    let rev = try fixture.store.get("w1:Home")["_rev"]!.stringValue!
+    let hash = rev.split(separator: "-")[1]
+    for (leaf, text) in [("aaaa", "left text"), ("bbbb", "right text")] {
+      _ = try fixture.store.bulkDocs(
+        [
+          try JSONValue(
+            parsing:
+              #"{"_id":"w1:Home","_rev":"2-\#(leaf)","_revisions":{"start":2,"ids":["\#(leaf)","\#(hash)"]},"type":"page","wiki_id":"w1","markdown":"\#(text)"}"#
+          )
+        ], newEdits: false, actor: "alice")
+    }
+    try await fixture.withServer { client in
+      let page = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(page.text.contains(#"id="conflict-banner""#))
+      let list = try await client.page(.get, "/_wiki/w1/?action=conflicts", as: "alice")
+      #expect(list.text.contains("left text") && list.text.contains("right text"))
+      let resolved = try await client.page(
+        .post, "/_wiki/w1/?action=resolve", as: "alice",
+        form: ["page": "w1:Home", "keep": "2-aaaa", "csrf": try #require(list.csrf)])
+      #expect(resolved.status == 303)
+      let after = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(!after.text.contains(#"id="conflict-banner""#))
+      #expect(after.text.contains("left text"))
+    }
+  }
+
+  @Test("time travel: a page as of an earlier seq, read-only with the as-of bar")
+  func timeTravel() async throws {
+    let fixture = try UIFixture()
+    let seq = try fixture.store.info.updateSeq.rawValue
+    let rev = try fixture.store.get("w1:Home")["_rev"]!.stringValue!
+    try fixture.store.put(
+      #"{"type":"page","wiki_id":"w1","markdown":"newer text"}"#, id: "w1:Home", rev: rev,
+      actor: "alice")
+    try await fixture.withServer { client in
+      let then = try await client.page(.get, "/_wiki/w1/Home?as_of=\(seq)", as: "alice")
+      #expect(then.status == 200)
+      #expect(then.text.contains(#"id="asof-bar""#))
+      #expect(then.text.contains("See") && !then.text.contains("newer text"))
+      #expect(!then.text.contains(#"id="edit""#))
+      let now = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(now.text.contains("newer text"))
+    }
+  }
+
+  @Test("XSS through page text and titles renders inert")
+  func xss() async throws {
+    let fixture = try UIFixture()
+    let markdown =
+      #"<script>alert(1)</script> <img src=x onerror=alert(2)> [x](javascript:alert(3)) [[<b onmouseover=alert(4)>t</b>]] [[x\" onclick=\"alert(5)]]"#
+    try fixture.store.put(
+      JSONValue.object(
+        JSONObject([
+          "type": .string("page"), "wiki_id": .string("w1"), "markdown": .string(markdown),
+        ])
+      ).serialized(), id: "w1:<script>alert(6)</script>", actor: "alice")
+    try await fixture.withServer { client in
+      let uri =
+        "/_wiki/w1/" + "<script>alert(6)</script>".addingPercentEncoding(
+          withAllowedCharacters: .alphanumerics)!
+      let page = try await client.page(.get, uri, as: "alice")
+      #expect(page.status == 200)
+      #expect(!page.text.contains("<script>alert"))
+      #expect(!page.text.contains("javascript:"))
+      #expect(page.text.range(of: #"<[^>]*\son[a-z]+\s*="#, options: .regularExpression) == nil)
+      let wiki = try await client.page(.get, "/_wiki/w1/", as: "alice")
+      #expect(!wiki.text.contains("<script>alert"))
+    }
+  }
+}
