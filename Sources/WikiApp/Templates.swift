@@ -53,6 +53,7 @@ enum Templates {
     {{#error}}<p class="error" id="signin-error">{{error}}</p>{{/error}}
     <form id="signin" method="post" action="/_wiki/_signin">
       <input type="hidden" name="next" value="{{next}}">
+      <input type="hidden" name="csrf" value="{{csrf}}">
       <label>Name <input name="name" autocomplete="username" required autofocus value="{{name}}"></label>
       <label>Password <input name="password" type="password" autocomplete="current-password" required></label>
       <button type="submit">Sign in</button>

@@ -205,14 +205,15 @@ extension WikiSite {
 
   func editPage(
     wiki: String, title: String, id: String, _ session: Session, _ store: DocumentStore,
-    base: [String: Any], conflict: String? = nil, text: String? = nil
+    base: [String: Any], conflict: String? = nil, text: String? = nil, baseRev: String? = nil
   ) throws -> Page {
     var object = base
     let current = try? store.get(id).objectValue
     let draft = try session.user.name.flatMap { try Drafts(store).draft(of: $0, page: id) }
     let markdown = text ?? draft?.markdown ?? current?["markdown"]?.stringValue ?? ""
     object["markdown"] = markdown
-    object["base"] = draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
+    // After a merge conflict the settled text goes onto the current revision.
+    object["base"] = baseRev ?? draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
     object["preview"] = try rendered(markdown, wiki: wiki, key: nil, store)
     if let draft {
       object["draftStatus"] =
@@ -275,7 +276,8 @@ extension WikiSite {
           var page = try editPage(
             wiki: wiki, title: title, id: id, session, store, base: base,
             conflict: conflict.markedText ?? "The page was deleted since you started.",
-            text: conflict.markedText ?? markdown)
+            text: conflict.markedText ?? markdown,
+            baseRev: conflict.currentDeleted ? "" : conflict.currentRev)
           page.status = .conflict
           return .page(page)
         }

@@ -243,6 +243,20 @@ struct WikiSite: Sendable {
       let bytes = try await request.body.collect(upTo: 1 << 20)
       let form = Query(String(buffer: bytes))
       if let n = form["next"], n.hasPrefix("/_wiki/") { next = n }
+      let cookies = request.headers[.cookie] ?? ""
+      let expected = cookies.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+        .first { $0.hasPrefix(Self.signInCookie + "=") }
+        .map { String($0.dropFirst(Self.signInCookie.count + 1)) }
+      if let origin = request.headers[.origin], let host = request.head.authority,
+        origin != "http://" + host && origin != "https://" + host
+      {
+        throw Failure(status: .forbidden, message: "The form came from another site.")
+      }
+      guard let expected, !expected.isEmpty, form["csrf"] == expected else {
+        throw Failure(
+          status: .forbidden,
+          message: "The sign-in form has expired or came from another site; reload it.")
+      }
       let name = form["name"] ?? ""
       do {
         let signed = try await auth.signIn(
@@ -253,14 +267,24 @@ struct WikiSite: Sendable {
         var page = Page(
           title: "Sign in",
           body: Templates.render(
-            "signin", ["error": error.reason, "next": next, "name": name]))
+            "signin", ["error": error.reason, "next": next, "name": name, "csrf": expected]))
         page.status = .init(code: error.status)
         return html(page, session: nil)
       }
     }
-    return html(
-      Page(title: "Sign in", body: Templates.render("signin", ["next": next])), session: nil)
+    // Login CSRF: a random token in a SameSite=Strict cookie and in the form (double submit).
+    let token = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
+    var response = html(
+      Page(title: "Sign in", body: Templates.render("signin", ["next": next, "csrf": token])),
+      session: nil)
+    response.headers[.setCookie] =
+      "\(Self.signInCookie)=\(token); Path=/_wiki/_signin; HttpOnly; SameSite=Strict"
+      + (couch.options.secure ? "; Secure" : "")
+    return response
   }
+
+  /// The cookie of the sign-in form's CSRF token.
+  static let signInCookie = "wikilog_signin"
 
   // MARK: Responses
 

@@ -124,13 +124,23 @@ extension TestClientProtocol {
       #expect(api.text.contains("Welcome"))
       let form = try await client.page(.get, "/_wiki/_signin", as: nil)
       #expect(form.text.contains(#"id="signin""#))
+      // The sign-in form's CSRF token, doubled in a SameSite=Strict cookie.
+      let token = try #require(
+        form.text.firstMatch(of: #/name="csrf" value="([0-9a-f]+)"/#).map { String($0.1) })
+      #expect(form.headers[.setCookie]?.contains("SameSite=Strict") == true)
+      let jar: HTTPFields = [.cookie: "wikilog_signin=\(token)"]
+      let forged = try await client.page(
+        .post, "/_wiki/_signin", as: nil, form: ["name": "alice", "password": "pw-alice"])
+      #expect(forged.status == 403)
       let wrong = try await client.page(
-        .post, "/_wiki/_signin", as: nil, form: ["name": "alice", "password": "nope"])
+        .post, "/_wiki/_signin", as: nil,
+        form: ["name": "alice", "password": "nope", "csrf": token], headers: jar)
       #expect(wrong.status == 401)
       #expect(wrong.text.contains("Name or password is incorrect."))
       let ok = try await client.page(
         .post, "/_wiki/_signin", as: nil,
-        form: ["name": "alice", "password": "pw-alice", "next": "/_wiki/w1/"])
+        form: ["name": "alice", "password": "pw-alice", "next": "/_wiki/w1/", "csrf": token],
+        headers: jar)
       #expect(ok.status == 303 && ok.headers[.location] == "/_wiki/w1/")
       let cookie = try #require(ok.headers[.setCookie])
       #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"))
@@ -145,7 +155,10 @@ extension TestClientProtocol {
       // An offsite next is not followed.
       let offsite = try await client.page(
         .post, "/_wiki/_signin", as: nil,
-        form: ["name": "alice", "password": "pw-alice", "next": "https://evil.example/"])
+        form: [
+          "name": "alice", "password": "pw-alice", "next": "https://evil.example/", "csrf": token,
+        ],
+        headers: jar)
       #expect(offsite.headers[.location] == "/_wiki/")
     }
   }

@@ -1,0 +1,940 @@
+#!/usr/bin/env python3
+"""End-to-end test of the wiki web UI (/_wiki/) in headless Chromium.
+
+    WIKI_ADMIN=admin WIKI_ADMIN_PASSWORD=... \\
+    WIKI_USER1=alice WIKI_USER1_PASSWORD=... \\
+    WIKI_USER2=carol WIKI_USER2_PASSWORD=... \\
+    python3 Tests/browser/e2e_wiki.py http://127.0.0.1:5984 /tmp/e2e-shots
+
+Runs against a server that is already running at BASE. Prints one line per check
+(``ok - name`` or ``FAIL - name: why``) and, last, ``N passed, M failed``; exits 0 only when
+nothing failed. Screenshots go to OUTDIR (signin.png, wikis.png, page.png, edit.png,
+history.png, blame.png, conflicts.png, asof.png, notfound.png; fail-NN.png and fail-NN.html for
+each failed check; console.log with the pages' console output).
+
+A check that needs something an earlier check failed to produce (the wiki's URL, say) fails
+with "not run: needs ..." rather than being skipped, so the count never looks better than it is.
+Set E2E_TIMEOUT (seconds, default 10) to change how long each element wait lasts.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import secrets
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # keep Tests/browser free of __pycache__
+
+from cdp import Browser, js  # noqa: E402
+
+quote = urllib.parse.quote
+unquote = urllib.parse.unquote
+urlsplit = urllib.parse.urlsplit
+
+# urllib honours http_proxy and friends; the API calls go straight to BASE.
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+# JavaScript helpers evaluated in the page -------------------------------------------------
+
+JS_CSRF_AUDIT = r"""
+Array.from(document.forms)
+  .filter(f => (f.getAttribute('method') || 'get').toLowerCase() === 'post')
+  .filter(f => { const c = f.querySelector('input[name=csrf]');
+                 return !c || c.type !== 'hidden' || !c.value; })
+  .map(f => f.id ? 'form#' + f.id
+                 : 'form' + (f.className ? '.' + String(f.className).trim().split(/\s+/).join('.') : '')
+                   + '[action=' + (f.getAttribute('action') || '') + ']')
+"""
+
+JS_HISTORY = r"""
+Array.from(document.querySelectorAll('ol#history > li.revision')).map(li => {
+  const q = s => li.querySelector(s);
+  const t = s => q(s) ? (q(s).innerText || q(s).textContent || '').trim() : null;
+  return {rev: t('.rev'), author: t('.author'), time: t('.time'), origin: t('.origin'),
+          diff: q('pre.diff') ? q('pre.diff').textContent : null,
+          view: q('a.view') ? q('a.view').href : null};
+})
+"""
+
+JS_BLAME = r"""
+Array.from(document.querySelectorAll('table#blame tbody tr')).map(tr => {
+  const t = s => tr.querySelector(s) ? tr.querySelector(s).textContent : null;
+  return {rev: t('td.rev'), author: t('td.author'), time: t('td.time'), text: t('td.text')};
+})
+"""
+
+# Provokes what a hostile page could hang on events, then reports what a sanitizer must remove.
+JS_XSS_PROBE = r"""
+((root) => {
+  const scope = document.querySelector(root);
+  if (scope) for (const el of scope.querySelectorAll('*')) {
+    for (const type of ['mouseover', 'mouseenter', 'mousemove', 'focus', 'pointerover']) {
+      try { el.dispatchEvent(new MouseEvent(type, {bubbles: true})); } catch (e) {}
+    }
+  }
+  const onAttrs = [];
+  for (const el of document.querySelectorAll('*'))
+    for (const a of el.attributes)
+      if (/^on/i.test(a.name)) onAttrs.push(el.tagName.toLowerCase() + '[' + a.name + ']');
+  const jsLinks = Array.from(document.querySelectorAll('a[href], area[href]')).filter(a => {
+    const raw = (a.getAttribute('href') || '').replace(/[\u0000-\u0020]/g, '').toLowerCase();
+    return raw.startsWith('javascript:') || a.protocol === 'javascript:';
+  }).map(a => a.outerHTML.slice(0, 100));
+  const scripts = scope ? scope.querySelectorAll('script').length : -1;
+  return {xss: (typeof window.__xss === 'undefined') ? null : String(window.__xss),
+          onAttrs, jsLinks, scripts, scope: !!scope};
+})
+"""
+
+
+class CheckFailed(AssertionError):
+    pass
+
+
+def expect(cond, why):
+    if not cond:
+        raise CheckFailed(why)
+
+
+def norm(text) -> str:
+    """Newlines normalized, trailing spaces and the final newline dropped."""
+    text = (text or "").replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
+
+
+def word_re(word: str):
+    return re.compile(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40]
+
+
+class Scenario:
+    def __init__(self, base: str, outdir: str, creds: dict):
+        self.base = base.rstrip("/")
+        self.outdir = outdir
+        self.creds = creds
+        self.passed = 0
+        self.failed = 0
+        self.n = 0
+        self.state: dict = {}
+        self.csrf_violations: list[str] = []
+        self.page = None
+        self.rand = secrets.token_hex(4)
+        self.title = f"Browser Test {self.rand}"
+
+    # -- reporting
+
+    def check(self, name: str, needs: tuple = ()):
+        """Decorator: runs the check at once and reports it."""
+        def run(fn):
+            self.n += 1
+            missing = [k for k in needs if self.state.get(k) is None]
+            if missing:
+                self._fail(name, f"not run: needs {', '.join(missing)} (an earlier check failed)", dump=False)
+                return fn
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - any error fails the check
+                why = f"{type(e).__name__}: {e}" if not isinstance(e, CheckFailed) else str(e)
+                if os.environ.get("E2E_TRACE"):
+                    traceback.print_exc()
+                self._fail(name, why)
+            else:
+                self.passed += 1
+                print(f"ok - {name}", flush=True)
+            return fn
+        return run
+
+    def _fail(self, name: str, why: str, dump: bool = True) -> None:
+        self.failed += 1
+        why = re.sub(r"\s+", " ", why).strip()
+        if dump and self.page is not None:
+            stem = os.path.join(self.outdir, f"fail-{self.n:02d}")
+            try:
+                self.page.screenshot(stem + ".png")
+                with open(stem + ".html", "w", encoding="utf-8") as f:
+                    f.write(f"<!-- {self.page.url} -->\n" + (self.page.html() or ""))
+                why += f" (see fail-{self.n:02d}.png/.html)"
+            except Exception:  # noqa: BLE001
+                pass
+        print(f"FAIL - {name}: {why}", flush=True)
+
+    # -- helpers: URLs, API, browser
+
+    def ui(self, rest: str = "") -> str:
+        return f"{self.base}/_wiki/{rest}"
+
+    def api(self, method: str, path: str, who: str, body=None, timeout: float = 60):
+        user, password = self.creds[who]
+        data = json.dumps(body).encode("utf-8") if body is not None else None
+        req = urllib.request.Request(self.base + path, data=data, method=method)
+        token = base64.b64encode(f"{user}:{password}".encode("utf-8")).decode("ascii")
+        req.add_header("Authorization", "Basic " + token)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with OPENER.open(req, timeout=timeout) as resp:
+                raw, status = resp.read(), resp.status
+        except urllib.error.HTTPError as e:
+            raw, status = e.read(), e.code
+        try:
+            return status, json.loads(raw) if raw else None
+        except ValueError:
+            return status, raw.decode("utf-8", "replace")
+
+    def doc_path(self, page_name: str) -> str:
+        return "/wiki/" + quote(f"{self.state['wiki_id']}:{page_name}", safe="")
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(os.path.join(self.outdir, name))
+
+    def audit(self) -> None:
+        """Records POST forms of the current page that lack a hidden, non-empty csrf input."""
+        try:
+            bad = self.page.eval(JS_CSRF_AUDIT) or []
+        except Exception:  # noqa: BLE001
+            return
+        if bad:
+            where = urlsplit(self.page.url)
+            entry = f"{where.path}{'?' + where.query if where.query else ''}: {', '.join(bad)}"
+            if entry not in self.csrf_violations:
+                self.csrf_violations.append(entry)
+
+    def go(self, url: str):
+        status = self.page.goto(url)
+        self.audit()
+        return status
+
+    def follow(self, selector: str) -> None:
+        """Clicks a link (or button) and waits for the new document."""
+        self.page.click(selector, navigate=True)
+        self.audit()
+
+    def send(self, selector: str) -> None:
+        """Submits a form (or with a submit button) and waits for the new document."""
+        self.page.submit(selector)
+        self.audit()
+
+    def where(self) -> str:
+        """The current URL and the start of the page's text, for failure messages."""
+        try:
+            text = self.page.eval("document.body ? document.body.innerText : ''") or ""
+        except Exception:  # noqa: BLE001
+            text = ""
+        text = re.sub(r"\s+", " ", text).strip()[:160]
+        return f"at {self.page.url} [{self.page.status_of_last_navigation}] page says: {text!r}"
+
+    def path(self) -> str:
+        return unquote(urlsplit(self.page.url).path)
+
+    def query(self) -> dict:
+        return urllib.parse.parse_qs(urlsplit(self.page.url).query, keep_blank_values=True)
+
+    def expect_page_view(self, page_name: str) -> None:
+        """The page view of page_name: its path, no action, article#content."""
+        expect(self.path() == unquote(urlsplit(self.state["wiki_url"]).path) + page_name,
+               f"expected the page view of {page_name!r}, {self.where()}")
+        expect("action" not in self.query() and "rev" not in self.query(),
+               f"expected the plain page view of {page_name!r}, {self.where()}")
+        self.page.wait_for_selector("article#content")
+
+    def expect_editor(self, page_name: str) -> None:
+        expect(self.path() == unquote(urlsplit(self.state["wiki_url"]).path) + page_name,
+               f"expected the edit view of {page_name!r}, {self.where()}")
+        self.page.wait_for_selector("form#editor textarea[name=markdown]")
+
+    def content_text(self) -> str:
+        return self.page.text("article#content")
+
+    def expect_not_found(self, what: str) -> None:
+        status = self.page.status_of_last_navigation
+        expect(status == 404, f"{what}: status {status}, expected 404, {self.where()}")
+        expect(self.page.exists("#not-found"), f"{what}: no #not-found, {self.where()}")
+        self.expect_title_absent(what)
+
+    def expect_title_absent(self, what: str) -> None:
+        html = self.page.html() or ""
+        expect(self.title.lower() not in html.lower(),
+               f"{what}: the wiki's title {self.title!r} appears in the page ({self.page.url})")
+
+    def sign_in(self, who: str, shot_before: str | None = None, shot_after: str | None = None) -> None:
+        user, password = self.creds[who]
+        page = self.page
+        # reuse the sign-in page we were sent to only when it leads back to /_wiki/
+        nxt = unquote(self.query().get("next", [""])[0])
+        if self.path() != "/_wiki/_signin" or nxt not in ("", "/_wiki/", "/_wiki") or not page.exists("form#signin"):
+            self.go(self.ui("_signin"))
+        page.wait_for_selector("form#signin")
+        page.fill("form#signin input[name=name]", user)
+        page.fill("form#signin input[name=password]", password)
+        if shot_before:
+            self.shot(shot_before)
+        self.send("form#signin")
+        expect(self.path() == "/_wiki/", f"after signing {user} in, expected /_wiki/, {self.where()}")
+        shown = page.text("#user")
+        expect(word_re(user).search(shown), f"#user shows {shown!r}, not {user!r}")
+        expect(page.exists("form#signout"), "no form#signout on /_wiki/")
+        if shot_after:
+            self.shot(shot_after)
+
+    def sign_out(self) -> None:
+        if not self.page.exists("form#signout"):
+            self.go(self.ui())
+        self.send("form#signout")
+
+    def new_page(self, name: str) -> None:
+        """On the wiki: form#new-page with the title; lands on the edit view."""
+        self.go(self.state["wiki_url"])
+        self.page.fill("form#new-page input[name=title]", name)
+        self.send("form#new-page")
+        self.expect_editor(name)
+
+    def publish(self) -> None:
+        self.send("button#publish")
+
+    def wait_status(self, pattern: str, timeout: float) -> str:
+        """Waits until #draft-status matches the regular expression (case-insensitive)."""
+        self.page.wait_for(
+            f"(() => {{ const e = document.querySelector('#draft-status'); if (!e) return false; "
+            f"const t = e.textContent; return new RegExp({js(pattern)}, 'i').test(t) && "
+            f"!/unsaved|not saved|failed|error/i.test(t); }})()",
+            timeout, what=f"#draft-status matching /{pattern}/i")
+        return self.page.text("#draft-status")
+
+    # -- the scenario
+
+    def run(self) -> None:
+        st = self.state
+        page = self.page
+        admin, alice, carol = (self.creds[k][0] for k in ("admin", "alice", "carol"))
+
+        home_v1 = "# Home\nSee [[Second Page]]."
+        second_text = "# Second Page\nThis is the second page."
+        home_v2 = "# Home\nSee [[Second Page]].\nA second line, added later."
+
+        # 1. alice signs in -----------------------------------------------------------------
+
+        @self.check("not signed in, /_wiki/ redirects to /_wiki/_signin?next=...")
+        def _():
+            self.go(self.ui())
+            expect(self.path() == "/_wiki/_signin", f"expected the sign-in page, {self.where()}")
+            expect("next" in self.query(), f"no next parameter in {page.url}")
+            page.wait_for_selector("form#signin")
+
+        @self.check(f"alice ({alice}) signs in and lands on /_wiki/ with her name in #user")
+        def _():
+            self.sign_in("alice", shot_before="signin.png", shot_after="wikis.png")
+            st["alice_in"] = True
+
+        # 2. a wiki, its settings ------------------------------------------------------------
+
+        @self.check("alice creates a wiki with form#create-wiki and lands on it", needs=("alice_in",))
+        def _():
+            self.go(self.ui())
+            page.fill("form#create-wiki input[name=title]", self.title)
+            self.send("form#create-wiki")
+            url = urlsplit(page.url)
+            m = re.fullmatch(r"/_wiki/([^/]+)/", url.path)
+            expect(m and not m.group(1).startswith("_"), f"expected /_wiki/{{id}}/, {self.where()}")
+            h1s = [t.strip() for t in page.texts("h1")]
+            expect(self.title in h1s, f"no h1 {self.title!r} (h1s: {h1s})")
+            st["wiki_id"] = unquote(m.group(1))
+            st["wiki_url"] = f"{url.scheme}://{url.netloc}{url.path}"
+
+        @self.check("the new wiki is listed in alice's /_wiki/ (a.wiki)", needs=("wiki_url",))
+        def _():
+            self.go(self.ui())
+            link = page.mark("#wikis li a.wiki", self.title)
+            href = page.href(link)
+            expect(urlsplit(href).path == urlsplit(st["wiki_url"]).path, f"a.wiki href {href}")
+
+        @self.check(f"alice sets the wiki's members to {admin} only (a#settings, form#settings)",
+                    needs=("wiki_url",))
+        def _():
+            self.go(st["wiki_url"])
+            self.follow("a#settings")
+            expect(self.query().get("action") == ["settings"], f"a#settings led to {page.url}")
+            title_value = page.value("form#settings input[name=title]")
+            expect(title_value == self.title, f"settings title field holds {title_value!r}")
+            page.fill("form#settings textarea[name=members]", admin)
+            self.send("form#settings")
+            expect(self.query().get("action") == ["settings"], f"after saving, {self.where()}")
+            members = page.texts("#members li")
+            expect(any(word_re(admin).search(m) for m in members), f"#members li lacks {admin}: {members}")
+            expect(not any(word_re(carol).search(m) for m in members), f"#members li lists {carol}: {members}")
+            kept = norm(page.value("form#settings textarea[name=members]"))
+            expect(kept.split() == [admin], f"members field after saving holds {kept!r}")
+            st["members_set"] = True
+
+        # 3. Home: editor, autosaved draft, publish ------------------------------------------
+
+        @self.check("alice starts page Home with form#new-page and gets its editor", needs=("wiki_url",))
+        def _():
+            self.new_page("Home")
+            expect(self.query().get("action") == ["edit"], f"expected ?action=edit, {self.where()}")
+            for sel in ("input[name=base]", "button#publish", "button#discard", "#preview", "#draft-status"):
+                expect(page.exists(f"form#editor {sel}") or page.exists(sel), f"the editor lacks {sel}")
+            url = urlsplit(page.url)
+            st["home_edit_url"] = f"{url.scheme}://{url.netloc}{url.path}?{url.query}"
+
+        @self.check("typing into the editor updates the #preview", needs=("home_edit_url",))
+        def _():
+            page.fill("form#editor textarea[name=markdown]", home_v1)
+            page.wait_for("(() => { const h = document.querySelector('#preview h1'); "
+                          "return h && h.textContent.trim() === 'Home'; })()", what="#preview h1 'Home'")
+            page.wait_for("document.querySelector('#preview').textContent.includes('Second Page')",
+                          what="#preview mentioning 'Second Page'")
+            self.shot("edit.png")
+
+        @self.check("the draft is autosaved (#draft-status says saved)", needs=("home_edit_url",))
+        def _():
+            if norm(page.value("form#editor textarea[name=markdown]")) != home_v1:
+                page.fill("form#editor textarea[name=markdown]", home_v1)
+            self.wait_status(r"\bsaved\b", timeout=15)
+            st["draft_saved"] = True
+
+        @self.check("reloading the edit view shows the draft's text and a 'draft' status",
+                    needs=("home_edit_url", "draft_saved"))
+        def _():
+            page.reload()
+            self.expect_editor("Home")
+            text = norm(page.value("form#editor textarea[name=markdown]"))
+            expect(text == home_v1, f"the textarea holds {text!r}, not the draft {home_v1!r}")
+            status = page.text("#draft-status")
+            expect(re.search(r"\bdraft\b", status, re.I), f"#draft-status is {status!r}")
+
+        @self.check("publishing Home shows h1 'Home' and a missing-page link to Second Page",
+                    needs=("home_edit_url",))
+        def _():
+            if not page.exists("form#editor") or "Home" not in self.path():
+                self.go(st["home_edit_url"])
+            if norm(page.value("form#editor textarea[name=markdown]")) != home_v1:
+                page.fill("form#editor textarea[name=markdown]", home_v1)
+            self.publish()
+            self.expect_page_view("Home")
+            h1 = page.text("article#content h1")
+            expect(h1.strip() == "Home", f"article#content h1 is {h1!r}")
+            link = page.mark("article#content a.missing-page", "Second Page")
+            classes = page.eval(f"document.querySelector({js(link)}).className")
+            expect("wikilink" in classes.split(), f"the missing link's classes are {classes!r}")
+            href = urlsplit(page.href(link))
+            expect(unquote(href.path).endswith("/Second Page") and
+                   urllib.parse.parse_qs(href.query).get("action") == ["edit"],
+                   f"the missing link's href is {page.href(link)}")
+            last = page.text("#last-change")
+            expect(word_re(alice).search(last), f"#last-change is {last!r}")
+            for sel in ("a#edit", "a#history", "a#blame"):
+                expect(page.exists(sel), f"no {sel}")
+            self.shot("page.png")
+            url = urlsplit(page.url)
+            st["home_url"] = f"{url.scheme}://{url.netloc}{url.path}"
+
+        # 4. Second Page through the missing link ------------------------------------------
+
+        @self.check("following the missing link opens the editor of Second Page", needs=("home_url",))
+        def _():
+            if self.path() != unquote(urlsplit(st["home_url"]).path):
+                self.go(st["home_url"])
+            link = page.mark("article#content a.missing-page", "Second Page")
+            self.follow(link)
+            self.expect_editor("Second Page")
+            expect(self.query().get("action") == ["edit"], f"expected ?action=edit, {self.where()}")
+            st["second_edit"] = True
+
+        @self.check("publishing Second Page shows it", needs=("second_edit",))
+        def _():
+            page.fill("form#editor textarea[name=markdown]", second_text)
+            self.publish()
+            self.expect_page_view("Second Page")
+            expect("This is the second page." in self.content_text(), f"content: {self.content_text()!r}")
+            url = urlsplit(page.url)
+            st["second_url"] = f"{url.scheme}://{url.netloc}{url.path}"
+
+        @self.check("Second Page's #backlinks list Home", needs=("second_url",))
+        def _():
+            if self.path() != unquote(urlsplit(st["second_url"]).path):
+                self.go(st["second_url"])
+            items = page.texts("#backlinks li")
+            expect(any("Home" in t for t in items), f"#backlinks li: {items}")
+
+        @self.check("back on Home, the link to Second Page is a wikilink without missing-page",
+                    needs=("second_url", "home_url"))
+        def _():
+            if page.exists("#backlinks li a"):
+                self.follow(page.mark("#backlinks li a", "Home", exact=False))
+            else:
+                self.go(st["home_url"])
+            self.expect_page_view("Home")
+            link = page.mark("article#content a.wikilink", "Second Page")
+            classes = page.eval(f"document.querySelector({js(link)}).className").split()
+            expect("missing-page" not in classes, f"the link's classes are {classes}")
+            href = page.href(link)
+            expect(urlsplit(href).path == urlsplit(st["second_url"]).path and not urlsplit(href).query,
+                   f"the link goes to {href}, not {st['second_url']}")
+
+        @self.check("the wiki lists Home and Second Page (#pages li > a.page)", needs=("wiki_url",))
+        def _():
+            self.go(st["wiki_url"])
+            names = [t.strip() for t in page.texts("#pages li > a.page")]
+            expect("Home" in names and "Second Page" in names, f"#pages: {names}")
+            if st.get("second_url"):
+                href = page.href(page.mark("#pages li > a.page", "Second Page"))
+                expect(urlsplit(href).path == urlsplit(st["second_url"]).path, f"a.page href {href}")
+            expect(page.exists("a#conflicts") and page.exists("a#settings"), "no a#conflicts or a#settings")
+
+        @self.check("API: alice's GET /wiki gives an update_seq (remembered for as_of)", needs=("home_url",))
+        def _():
+            status, info = self.api("GET", "/wiki", "alice")
+            expect(status == 200 and isinstance(info, dict) and "update_seq" in info,
+                   f"GET /wiki as {alice}: {status} {str(info)[:200]}")
+            time.sleep(1.2)
+            st["iso"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            time.sleep(1.2)
+            st["seq"] = str(info["update_seq"])
+
+        # 5. a second edit, history, blame, an old revision --------------------------------
+
+        @self.check("alice edits Home again (a#edit) and publishes", needs=("home_url",))
+        def _():
+            self.go(st["home_url"])
+            self.follow("a#edit")
+            self.expect_editor("Home")
+            current = norm(page.value("form#editor textarea[name=markdown]"))
+            expect("[[Second Page]]" in current, f"the editor does not hold Home's text: {current!r}")
+            page.fill("form#editor textarea[name=markdown]", home_v2)
+            self.publish()
+            self.expect_page_view("Home")
+            expect("A second line, added later." in self.content_text(), f"content: {self.content_text()!r}")
+            st["home_v2"] = True
+
+        @self.check("history: two or more revisions by alice, newest first, a diff with a + line",
+                    needs=("home_v2",))
+        def _():
+            self.go(st["home_url"])
+            self.follow("a#history")
+            expect(self.query().get("action") == ["history"], f"a#history led to {page.url}")
+            revs = page.eval(JS_HISTORY)
+            expect(len(revs) >= 2, f"{len(revs)} li.revision")
+            for i, r in enumerate(revs[:2]):
+                expect(r["author"] and word_re(alice).search(r["author"]), f"revision {i} author {r['author']!r}")
+                for key in ("rev", "time", "origin", "diff", "view"):
+                    expect(r[key] is not None, f"revision {i} lacks its {key}")
+                expect(r["rev"] and r["time"], f"revision {i}: empty .rev or .time")
+            plus = [ln for ln in revs[0]["diff"].splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+            expect(any("A second line, added later." in ln for ln in plus),
+                   f"the newest diff has no '+A second line...' line: {revs[0]['diff'][:300]!r}")
+            expect(revs[-1]["view"] and urllib.parse.parse_qs(urlsplit(revs[-1]["view"]).query).get("rev"),
+                   f"the oldest revision's a.view href is {revs[-1]['view']}")
+            self.shot("history.png")
+            st["history_count"] = len(revs)
+
+        @self.check("blame: one row per line of Home, each by alice, line 3 from a later revision",
+                    needs=("home_v2",))
+        def _():
+            self.go(st["home_url"])
+            self.follow("a#blame")
+            expect(self.query().get("action") == ["blame"], f"a#blame led to {page.url}")
+            rows = page.eval(JS_BLAME)
+            while rows and not (rows[-1]["text"] or "").strip():  # a final newline's empty row
+                rows.pop()
+            lines = home_v2.split("\n")
+            texts = [(r["text"] or "").strip() for r in rows]
+            expect(texts == [ln.strip() for ln in lines], f"td.text per row: {texts}, expected {lines}")
+            for i, r in enumerate(rows):
+                expect(r["author"] and word_re(alice).search(r["author"]), f"row {i} author {r['author']!r}")
+                expect((r["rev"] or "").strip() and (r["time"] or "").strip(), f"row {i}: empty td.rev or td.time")
+            expect(rows[2]["rev"].strip() != rows[0]["rev"].strip(),
+                   f"line 3 was added by a later revision, yet its td.rev equals line 1's ({rows[0]['rev']!r})")
+            self.shot("blame.png")
+
+        @self.check("viewing the first revision (a.view) shows the old text with #old-revision",
+                    needs=("home_v2",))
+        def _():
+            self.go(st["home_url"])
+            self.follow("a#history")
+            oldest = page.mark("ol#history > li.revision a.view", predicate=(
+                "el.closest('li.revision') === Array.from(document.querySelectorAll('ol#history > li.revision')).pop()"))
+            self.follow(oldest)
+            expect(self.query().get("rev"), f"a.view led to {page.url}")
+            page.wait_for_selector("#old-revision", visible=True)
+            text = self.content_text()
+            expect("Second Page" in text and "A second line" not in text, f"old revision's content: {text!r}")
+            expect(page.exists("form#restore"), "no form#restore")
+            st["old_rev_url"] = page.url
+
+        # 6. time travel ------------------------------------------------------------------
+
+        @self.check("as_of=SEQ (before the second edit) shows Home's old text with #asof-bar",
+                    needs=("seq", "home_url", "home_v2"))
+        def _():
+            status = self.go(st["home_url"] + "?as_of=" + quote(st["seq"], safe=""))
+            expect(status == 200, f"status {status}, {self.where()}")
+            page.wait_for_selector("#asof-bar", visible=True)
+            text = self.content_text()
+            expect("Second Page" in text, f"as-of content lacks the old text: {text!r}")
+            expect("A second line" not in text, f"as-of content shows the newer text: {text!r}")
+            self.shot("asof.png")
+
+        @self.check("as_of=ISO time (before the second edit) shows Home's old text",
+                    needs=("iso", "home_url", "home_v2"))
+        def _():
+            status = self.go(st["home_url"] + "?as_of=" + quote(st["iso"], safe=""))
+            expect(status == 200, f"status {status}, {self.where()}")
+            page.wait_for_selector("#asof-bar", visible=True)
+            text = self.content_text()
+            expect("Second Page" in text and "A second line" not in text, f"as-of content: {text!r}")
+
+        @self.check("as_of=SEQ on the wiki URL shows #asof-bar and the pages then", needs=("seq", "wiki_url"))
+        def _():
+            status = self.go(st["wiki_url"] + "?as_of=" + quote(st["seq"], safe=""))
+            expect(status == 200, f"status {status}, {self.where()}")
+            page.wait_for_selector("#asof-bar", visible=True)
+            names = [t.strip() for t in page.texts("#pages li > a.page")]
+            expect("Home" in names and "Second Page" in names, f"#pages then: {names}")
+
+        @self.check("form#restore on the first revision writes it as a new revision", needs=("old_rev_url",))
+        def _():
+            self.go(st["old_rev_url"])
+            self.send("form#restore")
+            self.expect_page_view("Home")
+            text = self.content_text()
+            expect("Second Page" in text and "A second line" not in text, f"content after restore: {text!r}")
+            self.follow("a#history")
+            count = len(page.eval(JS_HISTORY))
+            expect(count == st.get("history_count", 2) + 1, f"{count} revisions after the restore")
+
+        # 7. a conflict made through the API, resolved in the UI ---------------------------
+
+        @self.check("API: two sibling revisions of Home written with _bulk_docs new_edits=false",
+                    needs=("wiki_id", "home_url"))
+        def _():
+            path = self.doc_path("Home")
+            status, doc = self.api("GET", path, "admin")
+            expect(status == 200 and isinstance(doc, dict), f"GET {path}: {status} {str(doc)[:200]}")
+            gen, parent = doc["_rev"].split("-", 1)
+            gen = int(gen) + 1
+            body = {k: v for k, v in doc.items() if not k.startswith("_")}
+            hashes = [secrets.token_hex(16), secrets.token_hex(16)]
+            while hashes[1] == hashes[0]:
+                hashes[1] = secrets.token_hex(16)
+            leaves = {}
+            docs = []
+            for label, h in zip("AB", hashes):
+                marker = f"Leaf {label} {self.rand}"
+                rev = f"{gen}-{h}"
+                leaves[rev] = marker
+                docs.append(dict(body, _id=doc["_id"], _rev=rev, _revisions={"start": gen, "ids": [h, parent]},
+                                 markdown=f"# Home\n{marker}\nSee [[Second Page]]."))
+            status, answer = self.api("POST", "/wiki/_bulk_docs", "admin", {"new_edits": False, "docs": docs})
+            expect(status in (200, 201, 202), f"_bulk_docs: {status} {str(answer)[:300]}")
+            expect(not any(isinstance(a, dict) and a.get("error") for a in (answer or [])), f"_bulk_docs: {answer}")
+            status, now = self.api("GET", path + "?conflicts=true", "admin")
+            expect(status == 200 and now.get("_rev") in leaves and set(now.get("_conflicts", [])) & set(leaves),
+                   f"after _bulk_docs, Home is {now.get('_rev')} with _conflicts {now.get('_conflicts')}")
+            st["winner"] = now["_rev"]
+            st["loser"] = next(r for r in leaves if r != now["_rev"])
+            st["leaves"] = leaves
+
+        @self.check("Home shows #conflict-banner with a#resolve (and the winning leaf's text)", needs=("leaves",))
+        def _():
+            self.go(st["home_url"])
+            page.wait_for_selector("#conflict-banner", visible=True)
+            expect(page.exists("#conflict-banner a#resolve"), "no a#resolve in #conflict-banner")
+            expect(page.attr("a#resolve", "href"), "a#resolve has no href")
+            text = self.content_text()
+            expect(st["leaves"][st["winner"]] in text, f"the page does not show the winning leaf: {text!r}")
+
+        @self.check("?action=conflicts (a#conflicts) lists Home with both leaves", needs=("leaves", "wiki_url"))
+        def _():
+            self.go(st["wiki_url"])
+            self.follow("a#conflicts")
+            expect(self.query().get("action") == ["conflicts"], f"a#conflicts led to {page.url}")
+            markers = list(st["leaves"].values())
+            section = page.mark("section.conflict", predicate=" && ".join(
+                f"el.textContent.includes({js(m)})" for m in markers))
+            leaves = page.eval(f"Array.from(document.querySelectorAll({js(section + ' .leaf')}), l => ({{"
+                               "pre: l.querySelector('pre') ? l.querySelector('pre').textContent : null, "
+                               "keep: Array.from(l.querySelectorAll('button[name=keep]'), "
+                               "b => (b.closest('form.resolve') ? '' : 'outside form.resolve: ') + b.value)}))")
+            expect(len(leaves) == 2, f"{len(leaves)} .leaf in the section")
+            for rev, marker in st["leaves"].items():
+                match = [leaf for leaf in leaves if leaf["pre"] and marker in leaf["pre"]]
+                expect(len(match) == 1, f"no single .leaf pre with {marker!r}")
+                expect(any(v == rev or v.endswith(rev.split("-", 1)[1]) for v in match[0]["keep"]),
+                       f"the leaf of {marker!r} has keep values {match[0]['keep']}, not {rev}")
+            self.shot("conflicts.png")
+            url = urlsplit(page.url)
+            st["conflicts_url"] = f"{url.scheme}://{url.netloc}{url.path}?{url.query}"
+
+        @self.check("keeping the losing leaf resolves the conflict: no banner, its text shown",
+                    needs=("conflicts_url", "leaves"))
+        def _():
+            if page.url != st["conflicts_url"]:
+                self.go(st["conflicts_url"])
+            keep, drop = st["loser"], st["winner"]
+            button = page.mark("section.conflict .leaf button[name=keep]", predicate=(
+                f"!!el.closest('form.resolve') && "
+                f"(el.value === {js(keep)} || el.value.endsWith({js(keep.split('-', 1)[1])}))"))
+            self.send(button)
+            self.expect_page_view("Home")
+            expect(not page.exists("#conflict-banner"), "#conflict-banner is still shown")
+            text = self.content_text()
+            expect(st["leaves"][keep] in text, f"the page does not show the kept leaf: {text!r}")
+            expect(st["leaves"][drop] not in text, f"the page still shows the other leaf: {text!r}")
+            status, now = self.api("GET", self.doc_path("Home") + "?conflicts=true", "admin")
+            expect(status == 200 and not now.get("_conflicts"), f"API still has _conflicts {now.get('_conflicts')}")
+            expect(st["leaves"][keep] in now.get("markdown", ""), "API: the kept leaf's text is not current")
+
+        # 8. carol sees nothing of the wiki -------------------------------------------------
+
+        @self.check("alice signs out with form#signout; /_wiki/ then asks to sign in", needs=("alice_in",))
+        def _():
+            self.sign_out()
+            self.go(self.ui())
+            expect(self.path() == "/_wiki/_signin", f"after sign-out, /_wiki/ gives {self.where()}")
+
+        @self.check("signed out, a wiki page redirects to the sign-in page with next", needs=("home_url",))
+        def _():
+            self.go(st["home_url"])
+            expect(self.path() == "/_wiki/_signin", f"expected the sign-in page, {self.where()}")
+            nxt = self.query().get("next", [""])[0]
+            expect(nxt and "/_wiki/" in unquote(nxt), f"next is {nxt!r}")
+            self.expect_title_absent("the sign-in page")
+
+        @self.check(f"carol ({carol}) signs in")
+        def _():
+            page.clear_cookies()
+            self.sign_in("carol")
+            st["carol_in"] = True
+
+        @self.check("carol's /_wiki/ does not list the wiki", needs=("carol_in",))
+        def _():
+            self.go(self.ui())
+            page.wait_for_selector("#user")  # #wikis may be left out when carol has no wiki
+            titles = [t.strip() for t in page.texts("#wikis li a.wiki")]
+            expect(self.title not in titles, f"carol's wikis: {titles}")
+            self.expect_title_absent("carol's /_wiki/")
+
+        @self.check("carol gets 404 #not-found for the wiki", needs=("carol_in", "wiki_url"))
+        def _():
+            self.go(st["wiki_url"])
+            self.expect_not_found("the wiki")
+
+        @self.check("carol gets 404 #not-found for Home", needs=("carol_in", "home_url"))
+        def _():
+            self.go(st["home_url"])
+            self.expect_not_found("Home")
+            self.shot("notfound.png")
+
+        @self.check("carol gets 404 for the wiki's other views (settings, conflicts, history, blame, "
+                    "edit, as_of, Second Page)", needs=("carol_in", "wiki_url", "home_url"))
+        def _():
+            urls = [st["wiki_url"] + "?action=settings", st["wiki_url"] + "?action=conflicts",
+                    st["home_url"] + "?action=history", st["home_url"] + "?action=blame",
+                    st["home_url"] + "?action=edit"]
+            if st.get("seq"):
+                urls.append(st["home_url"] + "?as_of=" + quote(st["seq"], safe=""))
+            if st.get("second_url"):
+                urls.append(st["second_url"])
+            for url in urls:
+                self.go(url)
+                self.expect_not_found(urlsplit(url).path + "?" + urlsplit(url).query)
+
+        @self.check("carol's /_wiki/_recent does not mention the wiki", needs=("carol_in",))
+        def _():
+            self.go(self.ui("_recent"))
+            page.wait_for_selector("#user")
+            time.sleep(1.0)  # the list is live: give its script a moment to add rows
+            self.expect_title_absent("carol's /_wiki/_recent")
+
+        # 9. hostile Markdown ---------------------------------------------------------------
+
+        @self.check("alice signs in again")
+        def _():
+            if st.get("carol_in"):
+                self.sign_out()
+            page.clear_cookies()
+            # A sign-in form whose token cookie was just cleared has expired: load a fresh one.
+            self.go(self.ui("_signin"))
+            self.sign_in("alice")
+            st["alice_again"] = True
+
+        xss_md = ("# XSS Test\n"
+                  "<script>window.__xss=1</script>\n\n"
+                  "<img src=x onerror=\"window.__xss=2\">\n\n"
+                  "[x](javascript:window.__xss=3)\n\n"
+                  "[[<b onmouseover=window.__xss=4>x</b>]]\n")
+
+        @self.check("XSS: the editor's #preview of hostile Markdown runs nothing",
+                    needs=("alice_again", "wiki_url"))
+        def _():
+            self.new_page("XSS Test")
+            page.fill("form#editor textarea[name=markdown]", xss_md)
+            page.wait_for("document.querySelector('#preview').textContent.includes('XSS Test')",
+                          what="#preview showing 'XSS Test'")
+            time.sleep(1.0)  # an <img onerror> would have fired by now
+            probe = page.eval(JS_XSS_PROBE + "('#preview')")
+            expect(probe["xss"] is None, f"window.__xss = {probe['xss']} in the editor")
+            expect(probe["scripts"] == 0, f"{probe['scripts']} script elements in #preview")
+            st["xss_editor"] = True
+
+        @self.check("XSS: the hostile page is published", needs=("xss_editor",))
+        def _():
+            if norm(page.value("form#editor textarea[name=markdown]")) != norm(xss_md):
+                page.fill("form#editor textarea[name=markdown]", xss_md)
+            self.publish()
+            self.expect_page_view("XSS Test")
+            time.sleep(1.0)
+            st["xss_probe"] = page.eval(JS_XSS_PROBE + "('article#content')")
+            expect(st["xss_probe"]["scope"], "no article#content")
+
+        @self.check("XSS: window.__xss is undefined on the page view", needs=("xss_probe",))
+        def _():
+            probe = page.eval(JS_XSS_PROBE + "('article#content')")
+            expect(st["xss_probe"]["xss"] is None and probe["xss"] is None,
+                   f"window.__xss = {probe['xss'] or st['xss_probe']['xss']}")
+
+        @self.check("XSS: no element has an on* attribute", needs=("xss_probe",))
+        def _():
+            expect(not st["xss_probe"]["onAttrs"], f"on* attributes: {st['xss_probe']['onAttrs'][:10]}")
+
+        @self.check("XSS: no javascript: link", needs=("xss_probe",))
+        def _():
+            expect(not st["xss_probe"]["jsLinks"], f"javascript: links: {st['xss_probe']['jsLinks'][:5]}")
+
+        @self.check("XSS: no script element inside article#content", needs=("xss_probe",))
+        def _():
+            expect(st["xss_probe"]["scripts"] == 0, f"{st['xss_probe']['scripts']} script elements")
+
+        # 10. more of the contract: merges on publish, recent changes, sync ----------------
+
+        def api_set(page_name: str, markdown: str) -> None:
+            path = self.doc_path(page_name)
+            status, doc = self.api("GET", path, "alice")
+            expect(status == 200, f"GET {path} as {alice}: {status} {str(doc)[:200]}")
+            doc["markdown"] = markdown
+            status, answer = self.api("PUT", path, "alice", doc)
+            expect(status in (201, 202), f"PUT {path} as {alice}: {status} {str(answer)[:200]}")
+
+        def open_editor(url: str, page_name: str) -> None:
+            self.go(url)
+            self.follow("a#edit")
+            self.expect_editor(page_name)
+
+        @self.check("publishing over a concurrent overlapping change answers #merge-conflict with markers",
+                    needs=("alice_again", "second_url"))
+        def _():
+            open_editor(st["second_url"], "Second Page")
+            api_set("Second Page", "# Second Page\nChanged through the API.")
+            page.fill("form#editor textarea[name=markdown]", "# Second Page\nChanged in the browser.")
+            self.publish()
+            page.wait_for_selector("#merge-conflict pre.diff3")
+            merged = page.value("form#editor textarea[name=markdown]")
+            expect("<<<<<<<" in merged and ">>>>>>>" in merged, f"no conflict markers in {merged!r}")
+            expect("Changed through the API." in merged and "Changed in the browser." in merged,
+                   f"the merged text lacks a side: {merged!r}")
+            st["merge_conflict"] = True
+
+        @self.check("after resolving the markers by hand, publishing succeeds", needs=("merge_conflict",))
+        def _():
+            page.fill("form#editor textarea[name=markdown]", "# Second Page\nChanged in both places.")
+            self.publish()
+            self.expect_page_view("Second Page")
+            expect("Changed in both places." in self.content_text(), f"content: {self.content_text()!r}")
+
+        @self.check("publishing over a concurrent change to other lines merges cleanly",
+                    needs=("alice_again", "second_url"))
+        def _():
+            lines = ["# Second Page", "one", "two", "three", "four"]
+            api_set("Second Page", "\n".join(lines))
+            open_editor(st["second_url"], "Second Page")
+            api_set("Second Page", "\n".join(["# Second Page", "one (api)", "two", "three", "four"]))
+            page.fill("form#editor textarea[name=markdown]",
+                      "\n".join(["# Second Page", "one", "two", "three", "four (browser)"]))
+            self.publish()
+            expect(not page.exists("#merge-conflict"), f"a merge conflict for separate lines, {self.where()}")
+            self.expect_page_view("Second Page")
+            text = self.content_text()
+            expect("one (api)" in text and "four (browser)" in text, f"merged content: {text!r}")
+
+        @self.check("alice's /_wiki/_recent lists changes of her wiki", needs=("alice_again", "home_url"))
+        def _():
+            self.go(self.ui("_recent"))
+            wanted = [self.title, "Home", "Second Page"]
+            try:  # live: rows may arrive after the page has loaded
+                page.wait_for("Array.from(document.querySelectorAll('ol#recent li')).some(li => "
+                              f"{js(wanted)}.some(w => li.textContent.includes(w)))",
+                              what="an ol#recent li naming the wiki or one of its pages")
+            except Exception:
+                items = page.texts("ol#recent li")
+                raise CheckFailed(f"no ol#recent li names the wiki or its pages; rows: {items[:5]}") from None
+
+        @self.check("/_wiki/_sync shows #sync-status", needs=("alice_again",))
+        def _():
+            self.go(self.ui("_sync"))
+            page.wait_for_selector("#sync-status")
+
+        @self.check("every POST form carries a hidden, non-empty input[name=csrf]")
+        def _():
+            expect(not self.csrf_violations, "; ".join(self.csrf_violations[:8]))
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(f"usage: {os.path.basename(argv[0])} BASE OUTDIR   (e.g. http://127.0.0.1:5984 /tmp/shots)",
+              file=sys.stderr)
+        return 2
+    base, outdir = argv[1], argv[2]
+    os.makedirs(outdir, exist_ok=True)
+    names = {"admin": ("WIKI_ADMIN", "WIKI_ADMIN_PASSWORD"), "alice": ("WIKI_USER1", "WIKI_USER1_PASSWORD"),
+             "carol": ("WIKI_USER2", "WIKI_USER2_PASSWORD")}
+    missing = [v for pair in names.values() for v in pair if not os.environ.get(v)]
+    if missing:
+        print(f"FAIL - environment: set {', '.join(missing)}", flush=True)
+        print("0 passed, 1 failed", flush=True)
+        return 1
+    creds = {who: (os.environ[u], os.environ[p]) for who, (u, p) in names.items()}
+    scenario = Scenario(base, outdir, creds)
+    host = urlsplit(base).hostname or ""
+    browser = None
+    try:
+        browser = Browser(isolate_network=host in ("127.0.0.1", "localhost", "::1"))
+        browser.start()
+        scenario.page = browser.new_page(new_context=True)
+        timeout = float(os.environ.get("E2E_TIMEOUT", "10"))
+        scenario.page.default_timeout = timeout
+        scenario.page.navigation_timeout = max(20.0, 2 * timeout)
+        scenario.run()
+    except Exception as e:  # noqa: BLE001 - the browser itself failed
+        scenario.failed += 1
+        why = re.sub(r"\s+", " ", str(e))[:500]
+        print(f"FAIL - browser: {type(e).__name__}: {why}", flush=True)
+    finally:
+        if scenario.page is not None:
+            try:
+                with open(os.path.join(outdir, "console.log"), "w", encoding="utf-8") as f:
+                    f.write("\n".join(scenario.page.console) + "\n")
+            except OSError:
+                pass
+        if browser is not None:
+            browser.close()
+    print(f"{scenario.passed} passed, {scenario.failed} failed", flush=True)
+    return 0 if scenario.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
