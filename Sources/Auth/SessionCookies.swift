@@ -128,16 +128,32 @@ public struct SessionCookies: Sendable {
   /// The value of the `AuthSession` cookie in a `Cookie` header (`a=1; AuthSession=...`), nil
   /// when there is none.
   public static func cookieValue(inHeader header: String) -> String? {
-    for pair in header.split(separator: ";") {
-      let trimmed = pair.trimmingCharacters(in: .whitespaces)
-      guard let eq = trimmed.firstIndex(of: "=") else { continue }
-      if trimmed[..<eq].trimmingCharacters(in: .whitespaces) == name {
-        var value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
-        if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-          value = String(value.dropFirst().dropLast())
+    // Byte by byte: this runs for every request that carries cookies.
+    let bytes = Array(header.utf8)
+    let key = Array(name.utf8)
+    func isSpace(_ b: UInt8) -> Bool { b == 32 || b == 9 }
+    var start = 0
+    while start < bytes.count {
+      var end = start
+      while end < bytes.count && bytes[end] != UInt8(ascii: ";") { end += 1 }
+      var a = start
+      var z = end
+      while a < z && isSpace(bytes[a]) { a += 1 }
+      while z > a && isSpace(bytes[z - 1]) { z -= 1 }
+      if let eq = bytes[a..<z].firstIndex(of: UInt8(ascii: "=")) {
+        var k = eq
+        while k > a && isSpace(bytes[k - 1]) { k -= 1 }
+        if bytes[a..<k].elementsEqual(key) {
+          var v = eq + 1
+          while v < z && isSpace(bytes[v]) { v += 1 }
+          if z - v >= 2 && bytes[v] == UInt8(ascii: "\"") && bytes[z - 1] == UInt8(ascii: "\"") {
+            v += 1
+            z -= 1
+          }
+          return String(decoding: bytes[v..<z], as: UTF8.self)
         }
-        return value
       }
+      start = end + 1
     }
     return nil
   }

@@ -1,5 +1,7 @@
 public import JSON
+import Log
 public import Projections
+import Synchronization
 
 /// A user of `_users`, as ``UserStore`` reads it: never with its derived key or salt in any
 /// public member.
@@ -63,6 +65,10 @@ public final class UserStore: Sendable {
   /// The database's name.
   public static let databaseName = "_users"
   public let store: DocumentStore
+  /// Users looked up since `_users` last changed (its last committed position): every signed-in
+  /// request looks its user up, and a commit to `_users` (a new password, new roles, a removal)
+  /// empties it.
+  private let cache = Mutex<(position: LogPosition, users: [String: User?])>((.start, [:]))
 
   /// Uses an open `_users` store (opened with ``Projections/SystemDatabase/users``' validation).
   public init(store: DocumentStore) {
@@ -84,13 +90,22 @@ public final class UserStore: Sendable {
 
   /// User `name`, or nil when there is none (or it was removed).
   public func user(named name: String) throws -> User? {
+    let position: LogPosition
+    do { position = try store.log.committedPosition } catch { throw StoreError.storage(error) }
+    if let hit = cache.withLock({ $0.position == position ? $0.users[name] : nil }) { return hit }
     let doc: JSONValue
+    let user: User?
     do {
       doc = try store.get(Self.documentID(of: name))
+      user = doc.objectValue.flatMap(Self.user(from:))
     } catch let error as StoreError where error.code == .notFound {
-      return nil
+      user = nil
     }
-    return doc.objectValue.flatMap(Self.user(from:))
+    cache.withLock { state in
+      if state.position != position { state = (position, [:]) }
+      if state.users.count < 10_000 { state.users[name] = .some(user) }
+    }
+    return user
   }
 
   /// Every user, by name.

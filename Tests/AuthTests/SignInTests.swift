@@ -398,3 +398,34 @@ extension Date {
     #expect(elapsed < .milliseconds(700))
   }
 }
+
+@Suite struct Base64URLTests {
+  @Test("base64url: every length round-trips and agrees with Foundation; bad input is nil")
+  func roundTrip() {
+    for length in 0..<70 {
+      let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ length) }
+      let encoded = Base64URL.encode(bytes)
+      let foundation = Data(bytes).base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        .replacingOccurrences(of: "=", with: "")
+      #expect(encoded == foundation)
+      #expect(Base64URL.decode(encoded) == bytes)
+      #expect(
+        Base64URL.decode(encoded + String(repeating: "=", count: (4 - encoded.count % 4) % 4))
+          == bytes)
+    }
+    #expect(Base64URL.decode("ab+c") == nil)
+    #expect(Base64URL.decode("ab/c") == nil)
+    #expect(Base64URL.decode("abcde") == nil)
+    #expect(Base64URL.decode("ab c") == nil)
+  }
+
+  @Test("the AuthSession value in a Cookie header: spaces, quotes, other cookies, absent")
+  func cookieHeader() {
+    #expect(SessionCookies.cookieValue(inHeader: "AuthSession=abc") == "abc")
+    #expect(SessionCookies.cookieValue(inHeader: "a=1;  AuthSession = \"x y\" ; b=2") == "x y")
+    #expect(SessionCookies.cookieValue(inHeader: "a=1; b=2") == nil)
+    #expect(SessionCookies.cookieValue(inHeader: "AuthSessionX=1; AuthSession=") == "")
+    #expect(SessionCookies.cookieValue(inHeader: "") == nil)
+  }
+}

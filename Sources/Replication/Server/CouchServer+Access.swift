@@ -134,7 +134,7 @@ extension CouchServer {
   {
     let access = DatabaseAccess(
       name: name, user: caller.user,
-      security: caller.user.isAdmin ? .empty : try store.security(),
+      security: caller.user.isAdmin ? .empty : try securityCache.security(of: store),
       rules: dataDirectory.access(of: name))
     if access.isServerAdmin { return access }
     if name == UserStore.databaseName {
@@ -300,7 +300,8 @@ final class AdminPresence: Sendable {
   private let state = Mutex<(seq: LogPosition, hasAdmin: Bool)?>(nil)
 
   func hasAdmin(_ users: UserStore) throws -> Bool {
-    let seq = try users.store.info.updateSeq
+    let seq: LogPosition
+    do { seq = try users.store.log.committedPosition } catch { throw StoreError.storage(error) }
     if let known = state.withLock({ $0 }), known.seq == seq { return known.hasAdmin }
     let hasAdmin = try users.users().contains { $0.isAdmin }
     state.withLock { $0 = (seq, hasAdmin) }
@@ -331,5 +332,25 @@ extension CouchServer {
     return SignedInUser(
       user: who.user, isSignedIn: who.authentication.method != nil, actor: who.actor,
       origin: replicationOrigin(context), setCookie: who.authentication.setCookie)
+  }
+}
+
+/// Each database's security object, read again only when the database has changed (its last
+/// committed position): every request by a user who is not an administrator needs it.
+final class SecurityCache: Sendable {
+  private let state = Mutex<[ObjectIdentifier: (position: LogPosition, security: SecurityObject)]>(
+    [:])
+
+  func security(of store: DocumentStore) throws -> SecurityObject {
+    let position: LogPosition
+    do { position = try store.log.committedPosition } catch { throw StoreError.storage(error) }
+    let key = ObjectIdentifier(store)
+    if let hit = state.withLock({ $0[key] }), hit.position == position { return hit.security }
+    let security = try store.security()
+    state.withLock { entries in
+      if entries.count > 1_000 { entries.removeAll() }
+      entries[key] = (position, security)
+    }
+    return security
   }
 }

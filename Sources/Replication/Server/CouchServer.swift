@@ -42,6 +42,8 @@ public struct CouchServer: HTTPResponder {
   let hubs = ChangesHubs()
   /// Whether `_users` has an administrator (for the admin party).
   let adminPresence = AdminPresence()
+  /// The databases' security objects.
+  let securityCache = SecurityCache()
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
