@@ -1,7 +1,9 @@
 import Crypto
 public import Foundation
 import JSON
+import Log
 import Projections
+import Synchronization
 
 /// An API token's record, without its secret.
 public struct APIToken: Sendable, Hashable {
@@ -24,6 +26,17 @@ public struct APIToken: Sendable, Hashable {
 /// revoking and using tokens is auditable, but never replicated and never in the changes feed.
 /// A token signs in only while its user exists; its roles are the user's at that moment.
 public final class APITokens: Sendable {
+  /// Tokens verified since `_users` last changed, by digest: their user and last use.
+  private let verified = Mutex<
+    (position: LogPosition, tokens: [String: (user: User, lastUsedAt: Date?)])
+  >(
+    (.start, [:]))
+  /// Token records read since `_users` last changed.
+  private let cache = Mutex<
+    (position: LogPosition, records: [String: (rev: String, body: JSONObject)?])
+  >(
+    (.start, [:]))
+
   /// The `_local` id prefix of token records.
   public static let idPrefix = "org.wikilog.token:"
   /// What every token begins with.
@@ -89,14 +102,30 @@ public final class APITokens: Sendable {
     let rest = token.dropFirst(Self.tokenPrefix.count)
     guard rest.count == 16 + 1 + 64, rest.dropFirst(16).first == "_" else { return nil }
     let id = String(rest.prefix(16))
+    let position: LogPosition
+    do { position = try users.store.log.committedPosition } catch {
+      throw StoreError.storage(error)
+    }
+    let digest = Self.digest(token)
+    if let hit = verified.withLock({ $0.position == position ? $0.tokens[digest] : nil }),
+      hit.lastUsedAt.map({ now().timeIntervalSince($0) < lastUsedGranularity }) ?? false
+    {
+      return hit.user
+    }
     guard Self.isID(id), let (rev, body) = try local(Self.idPrefix + id),
       let stored = body["sha256"]?.stringValue.flatMap(Hex.decode),
-      let presented = Hex.decode(Self.digest(token)),
+      let presented = Hex.decode(digest),
       Password.constantTimeEqual(stored, presented),
       let record = Self.record(id: id, body),
       let user = try users.user(named: record.user)
     else { return nil }
     let time = now()
+    verified.withLock { state in
+      if state.position != position { state = (position, [:]) }
+      if state.tokens.count < 10_000 {
+        state.tokens[digest] = (user, record.lastUsedAt)
+      }
+    }
     if record.lastUsedAt.map({ time.timeIntervalSince($0) >= lastUsedGranularity }) ?? true {
       var updated = body
       updated["last_used_at"] = .string(Self.timestamp(time))
@@ -110,16 +139,33 @@ public final class APITokens: Sendable {
   // MARK: -
 
   private func local(_ docID: String) throws -> (rev: String, body: JSONObject)? {
+    // Every token request reads its record: kept until `_users` changes.
+    let position: LogPosition
+    do { position = try users.store.log.committedPosition } catch {
+      throw StoreError.storage(error)
+    }
+    if let hit = cache.withLock({ $0.position == position ? $0.records[docID] : nil }) {
+      return hit
+    }
     let doc: JSONValue
+    let found: (rev: String, body: JSONObject)?
     do {
       doc = try users.store.getLocal(docID)
+      if var body = doc.objectValue, let rev = body["_rev"]?.stringValue {
+        body["_id"] = nil
+        body["_rev"] = nil
+        found = (rev, body)
+      } else {
+        found = nil
+      }
     } catch let error as StoreError where error.code == .notFound {
-      return nil
+      found = nil
     }
-    guard var body = doc.objectValue, let rev = body["_rev"]?.stringValue else { return nil }
-    body["_id"] = nil
-    body["_rev"] = nil
-    return (rev, body)
+    cache.withLock { state in
+      if state.position != position { state = (position, [:]) }
+      if state.records.count < 10_000 { state.records[docID] = .some(found) }
+    }
+    return found
   }
 
   static func isID(_ id: String) -> Bool {

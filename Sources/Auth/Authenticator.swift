@@ -208,12 +208,11 @@ public final class Authenticator: Sendable {
       {
         return .success(signedIn)
       }
-      guard let authorization = authorization?.trimmingCharacters(in: .whitespaces),
-        let space = authorization.firstIndex(of: " ")
+      guard let header = authorization.map({ Self.trimmedSpaces($0[...]) }),
+        let space = header.firstIndex(of: " ")
       else { return .success(Authentication(context: .anonymous, method: nil)) }
-      let scheme = authorization[..<space].lowercased()
-      let credentials = authorization[authorization.index(after: space)...]
-        .trimmingCharacters(in: .whitespaces)
+      let scheme = header[..<space].lowercased()
+      let credentials = String(Self.trimmedSpaces(header[header.index(after: space)...]))
       switch scheme {
       case "basic":
         guard let decoded = Base64URL.decodeStandard(credentials),
@@ -261,15 +260,23 @@ public final class Authenticator: Sendable {
   /// or of `Token ...` with the token alone.
   static func tokenParameter(_ credentials: String) -> String {
     for part in credentials.split(whereSeparator: { $0 == "," || $0 == ";" }) {
-      let pair = part.trimmingCharacters(in: .whitespaces)
+      let pair = trimmedSpaces(part)
       guard pair.hasPrefix("token=") else { continue }
-      var value = String(pair.dropFirst("token=".count))
+      var value = pair.dropFirst("token=".count)
       if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-        value = String(value.dropFirst().dropLast())
+        value = value.dropFirst().dropLast()
       }
-      return value
+      return String(value)
     }
     return credentials
+  }
+
+  /// `text` without the spaces and tabs around it (without Foundation: this runs per request).
+  static func trimmedSpaces(_ text: Substring) -> Substring {
+    var s = text
+    while let first = s.first, first == " " || first == "\t" { s = s.dropFirst() }
+    while let last = s.last, last == " " || last == "\t" { s = s.dropLast() }
+    return s
   }
 
   private func wait(_ delay: Duration) async {
