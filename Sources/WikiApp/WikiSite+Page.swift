@@ -83,19 +83,16 @@ extension WikiSite {
 
   // MARK: Reading
 
-  /// The HTML of a revision's Markdown, rendered once per revision (and per state of the
-  /// pages it links to).
+  /// The HTML of a revision's Markdown, rendered once per revision and state of its wiki
+  /// (`key` names both: a page created or deleted changes the wiki's last update, and with it
+  /// which links are to missing pages).
   func rendered(_ markdown: String, wiki: String, key: String?, _ store: DocumentStore) throws
     -> String
   {
+    if let key, let html = cache.get(key, valid: { _ in true }) { return html }
     let queries = try WikiQueries(store)
     func exists(_ title: String) -> Bool {
       (try? queries.page(title, in: wiki)) != nil
-    }
-    if let key,
-      let html = cache.get(key, valid: { links in links.allSatisfy { exists($0.key) == $0.value } })
-    {
-      return html
     }
     var links: [String: Bool] = [:]
     let html = renderer.render(markdown) { target in
@@ -112,6 +109,22 @@ extension WikiSite {
     wiki: String, title: String, id: String, rev: String?, _ store: DocumentStore,
     base: [String: Any]
   ) throws -> Page {
+    // The current revision's page is the same for everyone who may see it until the page or
+    // its wiki changes: it is kept whole, keyed by both (the tree alone says which revision
+    // wins and whether it has conflicts; no body is read).
+    var wholeKey: String? = nil
+    if rev == nil {
+      guard let record = try store.record(id), let winner = record.tree.winner,
+        !winner.isDeleted
+      else { return missing(wiki, title) }
+      let live = record.tree.leaves.filter { !$0.isDeleted }.count
+      let version = try WikiQueries(store).wiki(wiki)?.lastUpdate.rawValue ?? 0
+      let key = "page:\(id)@\(winner.rev.description)@\(version)@\(live)"
+      if let body = cache.get(key, valid: { _ in true }) {
+        return Page(title: title, body: body)
+      }
+      wholeKey = key
+    }
     let doc: JSONObject
     do {
       doc =
@@ -124,7 +137,9 @@ extension WikiSite {
     let currentRev = doc["_rev"]?.stringValue ?? ""
     let markdown = doc["markdown"]?.stringValue ?? ""
     var object = base
-    object["html"] = try rendered(markdown, wiki: wiki, key: id + "@" + currentRev, store)
+    let version = try WikiQueries(store).wiki(wiki)?.lastUpdate.rawValue ?? 0
+    object["html"] = try rendered(
+      markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store)
     object["rev"] = currentRev
     object["updatedBy"] = doc["updated_by"]?.stringValue ?? ""
     object["updatedAt"] = doc["updated_at"]?.stringValue ?? ""
@@ -135,7 +150,9 @@ extension WikiSite {
     object["backlinks"] = try WikiQueries(store).backlinks(to: title, in: wiki).map {
       ["href": Self.pageHref(wiki, $0), "title": $0]
     }
-    return Page(title: title, body: Templates.render("page", object))
+    let body = Templates.render("page", object)
+    if let wholeKey { cache.put(wholeKey, RenderCache.Entry(html: body, links: [:])) }
+    return Page(title: title, body: body)
   }
 
   func pageAsOf(

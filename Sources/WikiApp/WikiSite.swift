@@ -292,15 +292,21 @@ struct WikiSite: Sendable {
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
   func html(_ page: Page, session: Session?, head: Bool = false) -> Response {
+    // The body goes in after the layout is rendered: Mustache need not carry it.
+    let marker = "\u{1}wikilog-body\u{1}"
     var object: [String: Any] = [
-      "title": page.title, "body": page.body, "csrf": session?.csrf ?? "",
+      "title": page.title, "body": marker, "csrf": session?.csrf ?? "",
     ]
     if let session { object["user"] = session.displayName }
     if let asOf = page.asOf {
       object["asOf"] = asOf
       object["asOfExit"] = page.asOfExit ?? "?"
     }
-    let text = Templates.render("layout", object)
+    let layout = Templates.render("layout", object)
+    var text = layout
+    if let range = layout.range(of: marker) {
+      text = String(layout[..<range.lowerBound]) + page.body + String(layout[range.upperBound...])
+    }
     var headers = HTTPFields()
     headers[.contentType] = "text/html; charset=utf-8"
     headers[HTTPField.Name("Content-Security-Policy")!] = Self.contentSecurityPolicy
