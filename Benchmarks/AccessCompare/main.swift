@@ -37,37 +37,40 @@ let data = DataDirectory.wiki(path: base, options: logOptions)
 let store = try data.open("wiki", create: true)
 
 let writeStart = Date()
-var batch: [JSONValue] = []
-func flush() throws {
-  guard !batch.isEmpty else { return }
-  let results = try store.bulkDocs(batch, actor: "owner")
-  if let failure = results.first(where: { $0.error != nil }) {
-    fatalError("write failed: \(failure.error!)")
+func writeAll(_ store: DocumentStore) throws {
+  var batch: [JSONValue] = []
+  func flush() throws {
+    guard !batch.isEmpty else { return }
+    let results = try store.bulkDocs(batch, actor: "owner")
+    if let failure = results.first(where: { $0.error != nil }) {
+      fatalError("write failed: \(failure.error!)")
+    }
+    batch.removeAll(keepingCapacity: true)
   }
-  batch.removeAll(keepingCapacity: true)
-}
-for w in 0..<wikiCount {
-  let members: [JSONValue] = w % 100 == 0 ? [.string("alice")] : [.string("bob")]
-  batch.append(
-    .object(
-      JSONObject([
-        "_id": .string("w\(w)"), "type": .string("wiki"), "title": .string("Wiki \(w)"),
-        "owner_id": .string("owner"), "members": .array(members),
-      ])))
-}
-try flush()
-for p in 0..<pageCount {
   for w in 0..<wikiCount {
+    let members: [JSONValue] = w % 100 == 0 ? [.string("alice")] : [.string("bob")]
     batch.append(
       .object(
         JSONObject([
-          "_id": .string("w\(w):Page \(p)"), "type": .string("page"), "wiki_id": .string("w\(w)"),
-          "markdown": .string("# Page \(p)\nSee [[Page \(p + 1)]]."),
+          "_id": .string("w\(w)"), "type": .string("wiki"), "title": .string("Wiki \(w)"),
+          "owner_id": .string("owner"), "members": .array(members),
         ])))
-    if batch.count == 10_000 { try flush() }
   }
+  try flush()
+  for p in 0..<pageCount {
+    for w in 0..<wikiCount {
+      batch.append(
+        .object(
+          JSONObject([
+            "_id": .string("w\(w):Page \(p)"), "type": .string("page"),
+            "wiki_id": .string("w\(w)"), "markdown": .string("# Page \(p)\nSee [[Page \(p + 1)]]."),
+          ])))
+      if batch.count == 10_000 { try flush() }
+    }
+  }
+  try flush()
 }
-try flush()
+try writeAll(store)
 let info = try store.info
 print(
   "# wrote \(info.docCount) documents in \(String(format: "%.1f", Date().timeIntervalSince(writeStart))) s"
