@@ -59,6 +59,13 @@ public final class DataDirectory: Sendable {
     self.filters = filters
     self.systemDatabases = Dictionary(
       systemDatabases.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
+    if !options.readOnly {
+      // What a delete interrupted by a crash left behind (``delete(_:)``).
+      for entry in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+      where entry.hasPrefix(".deleted-") {
+        try? FileManager.default.removeItem(atPath: "\(path)/\(entry)")
+      }
+    }
   }
 
   /// Checks a database name: one of this directory's system databases, or a name that follows
@@ -112,55 +119,73 @@ public final class DataDirectory: Sendable {
   /// `not_found`. Repeated opens return the same store.
   public func open(_ name: String, create: Bool = false) throws -> DocumentStore {
     try check(name: name)
-    return try open.withLock { stores in
-      // A store closed by a compaction is opened again on the compacted file.
-      if let store = stores[name], !store.log.isClosed { return store }
-      let dir = directory(of: name)
-      if !FileManager.default.fileExists(atPath: dir + "/data.mdb") {
-        guard create, !options.readOnly else {
-          throw StoreError.notFound("Database does not exist.")
-        }
-        do {
-          try FileManager.default.createDirectory(
-            atPath: dir, withIntermediateDirectories: true)
-        } catch {
-          throw StoreError.internalError("cannot create \(dir): \(error.localizedDescription)")
-        }
+    return try open.withLock { stores in try openLocked(name, create: create, &stores) }
+  }
+
+  /// ``open(_:create:)`` with the lock of the open stores held.
+  func openLocked(_ name: String, create: Bool, _ stores: inout [String: DocumentStore]) throws
+    -> DocumentStore
+  {
+    // A store closed by a compaction is opened again on the compacted file.
+    if let store = stores[name], !store.log.isClosed { return store }
+    let dir = directory(of: name)
+    if !FileManager.default.fileExists(atPath: dir + "/data.mdb") {
+      guard create, !options.readOnly else {
+        throw StoreError.notFound("Database does not exist.")
       }
-      let system = systemDatabases[name]
-      let store = try DocumentStore(
-        directory: dir, options: options,
-        projections: system?.makeProjections() ?? makeProjections(),
-        validation: system?.validation ?? validation)
-      stores[name] = store
-      return store
+      do {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+      } catch {
+        throw StoreError.internalError("cannot create \(dir): \(error.localizedDescription)")
+      }
     }
+    let system = systemDatabases[name]
+    let store = try DocumentStore(
+      directory: dir, options: options,
+      projections: system?.makeProjections() ?? makeProjections(),
+      validation: system?.validation ?? validation)
+    stores[name] = store
+    return store
   }
 
   /// Creates database `name`; `file_exists` (412) when it is already there.
   @discardableResult
   public func create(_ name: String) throws -> DocumentStore {
     try check(name: name)
-    if exists(name) {
-      throw StoreError(
-        "file_exists", "The database could not be created, the file already exists.",
-        code: .alreadyExists)
+    // Under the lock of the open stores, so that of concurrent creations exactly one succeeds.
+    return try open.withLock { stores in
+      if FileManager.default.fileExists(atPath: directory(of: name) + "/data.mdb") {
+        throw StoreError(
+          "file_exists", "The database could not be created, the file already exists.",
+          code: .alreadyExists)
+      }
+      return try openLocked(name, create: true, &stores)
     }
-    return try open(name, create: true)
   }
 
   /// Closes and removes database `name` with its whole log; `not_found` when it is absent.
+  ///
+  /// Atomic with respect to every other use of this directory: under the lock of the open
+  /// stores the store is closed and its directory renamed out of the way (`.deleted-UUID`, a
+  /// name no database can have), so a write acknowledged before the delete is deleted with it,
+  /// and a write or open after it finds no database (`not_found`) and never creates it again.
+  /// The renamed directory is then removed.
   public func delete(_ name: String) throws {
     try check(name: name)
-    guard exists(name) else { throw StoreError.notFound("Database does not exist.") }
-    open.withLock { stores in
+    let tomb = "\(path)/.deleted-\(UUID().uuidString)"
+    try open.withLock { stores in
+      let dir = directory(of: name)
+      guard FileManager.default.fileExists(atPath: dir + "/data.mdb") else {
+        throw StoreError.notFound("Database does not exist.")
+      }
       stores.removeValue(forKey: name)?.close()
+      do {
+        try FileManager.default.moveItem(atPath: dir, toPath: tomb)
+      } catch {
+        throw StoreError.internalError("cannot remove \(name): \(error.localizedDescription)")
+      }
     }
-    do {
-      try FileManager.default.removeItem(atPath: directory(of: name))
-    } catch {
-      throw StoreError.internalError("cannot remove \(name): \(error.localizedDescription)")
-    }
+    try? FileManager.default.removeItem(atPath: tomb)
   }
 
   /// Compacts database `name` (`POST /db/_compact`): its LMDB file is replaced by a compacted

@@ -105,8 +105,13 @@ public struct ChangesResult: Sendable, Hashable {
 
 extension DocumentStore {
   /// The changes feed (`GET /db/_changes`, `feed=normal`).
+  ///
+  /// A `since` past the end of the log is taken as the end (CouchDB does the same), so a
+  /// consumer never checkpoints a seq the database has not reached.
   public func changes(_ options: ChangesOptions = ChangesOptions()) throws -> ChangesResult {
     try read { txn in
+      var options = options
+      options.since = min(options.since, try txn.lastPosition)
       if options.history { return try historyChanges(options, txn: txn) }
       let limit = options.limit ?? .max
       var rows: [ChangeRow] = []

@@ -33,6 +33,25 @@ import Wiki
     r["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
   }
 
+  @Test("a since past the end is the end: last_seq never passes the database's update_seq")
+  func sinceBeyondTheEnd() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      try await client.call(.put, "/db/a", #"{"n":1}"#)
+      let seq = try await client.call(.get, "/db")["update_seq"]?.int
+      for feed in ["normal", "longpoll"] {
+        let r = try await client.call(
+          .get, "/db/_changes?since=99999999999&feed=\(feed)&timeout=50")
+        #expect(r["last_seq"]?.int == seq, "\(feed): \(r.text)")
+        #expect(r["results"]?.arrayValue?.isEmpty == true)
+      }
+      // A later change is still delivered to a consumer that checkpointed that last_seq.
+      try await client.call(.put, "/db/b", #"{"n":2}"#)
+      let next = try await client.call(.get, "/db/_changes?since=\(seq ?? 0)")
+      #expect(next["results"]?[0]?["id"]?.stringValue == "b")
+    }
+  }
+
   @Test("normal feed: one row per document, since, limit, descending, style, docs")
   func normalFeed() async throws {
     try await withServer { client, _ in

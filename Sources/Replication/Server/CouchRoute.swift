@@ -49,6 +49,17 @@ enum CouchRoute: Equatable, Sendable {
     case security = "_security"
   }
 
+  /// The database the route names, if any.
+  var database: String? {
+    switch self {
+    case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
+      .attachment(let db, _, _), .databaseUnserved(let db, _):
+      return db
+    default:
+      return nil
+    }
+  }
+
   /// Parses a path such as `/wiki/_local/abc%2Fdef`.
   static func parse(_ path: String) throws(ReplicationError) -> CouchRoute {
     var segments: [String] = []

@@ -86,7 +86,13 @@ public struct CouchServer: HTTPResponder {
         }
       }
     } catch {
-      let e = ReplicationError(error)
+      var e = ReplicationError(error)
+      if e.statusCode == 503, let db = (try? CouchRoute.parse(request.uri.path))?.database,
+        !dataDirectory.exists(db)
+      {
+        // A request that met its database closed under it by a delete: the database is gone.
+        e = ReplicationError("not_found", "Database does not exist.", status: 404)
+      }
       failure = e
       response = e.response(includeBody: request.method != .head)
     }

@@ -306,7 +306,8 @@ final class WikiAccessView: AccessView {
   func changes(_ options: ChangesOptions) throws -> ChangesResult {
     try store.read { txn in
       let last = try txn.lastPosition.rawValue
-      let since = options.since.rawValue
+      // A since past the end of the log is the end.
+      let since = min(options.since.rawValue, last)
       if options.history {
         var o = options
         o.filter = filter
