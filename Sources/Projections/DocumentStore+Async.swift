@@ -166,8 +166,8 @@ extension DocumentStore {
     let context = WriteContext()
     for i in 0..<documents.count {
       switch documents.value(i) {
-      case .failure(let error):
-        results.append(DocumentWriteResult(id: "", rev: nil, error: error))
+      case .failure(let failure):
+        results.append(DocumentWriteResult(id: failure.id, rev: nil, error: failure.error))
       case .success(let p):
         func write(_ txn: WriteTransaction) throws {
           if prepared.newEdits {

@@ -324,7 +324,13 @@ extension DocumentStore {
       newEdits: newEdits,
       documents: Lookahead(count: docs.count, helper: docs.count >= Self.bulkHelperThreshold) {
         [self] i in
-        Result { () throws(StoreError) in try DocumentInput(docs[i]) }.map { input in
+        Result { () throws(BulkFailure) -> DocumentInput in
+          do { return try DocumentInput(docs[i]) } catch {
+            // The id as given, when the document has one, for its error row.
+            throw BulkFailure(
+              id: docs[i].objectValue?["_id"]?.stringValue ?? "", error: StoreError.from(error))
+          }
+        }.map { (input: DocumentInput) -> PreparedWrite in
           let id = input.id ?? (newEdits ? Self.newID() : "")
           return newEdits
             ? prepareEdit(input, id: id, rev: input.rev)
@@ -341,11 +347,17 @@ enum PendingAttachment: Sendable {
   case stub(name: String, revpos: Int?)
 }
 
+/// A document of a `_bulk_docs` call that is not one at all, with its `_id` when it has one.
+struct BulkFailure: Error {
+  let id: String
+  let error: StoreError
+}
+
 /// The documents of one `_bulk_docs` call, being prepared (``DocumentStore/prepareBulk(_:newEdits:origin:)``).
 struct BulkPrepared: Sendable {
   let newEdits: Bool
   /// Each document prepared, or why it is not a document at all (not an object, say).
-  let documents: Lookahead<Result<PreparedWrite, StoreError>>
+  let documents: Lookahead<Result<PreparedWrite, BulkFailure>>
 
   /// Lets the documents go on another thread: freeing a thousand parsed bodies, events and
   /// rows is work the caller (the writer, when it runs the call) need not wait for.

@@ -69,6 +69,24 @@ import Wiki
       #expect(
         try await client.call(.post, "/db/_bulk_docs", #"{"docs":[],"new_edits":"no"}"#).code == 400
       )
+      // A document refused before it is one (a malformed _revisions) keeps its id in its row.
+      let malformed = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"new_edits":false,"docs":[{"_id":"m","_rev":"2-aa","_revisions":{"start":"x","ids":[]}}]}"#
+      )
+      #expect(malformed.json?[0]?["id"]?.stringValue == "m", "\(malformed.text)")
+      // The body must be declared JSON, as CouchDB checks it.
+      let plain = try await client.execute(
+        uri: "/db/_bulk_docs", method: .post, headers: [.contentType: "text/plain"],
+        body: ByteBuffer(string: #"{"docs":[{"_id":"t"}]}"#)
+      ) { $0.status.code }
+      #expect(plain == 415)
+      let post = try await client.execute(
+        uri: "/db", method: .post, headers: [.contentType: "text/plain"],
+        body: ByteBuffer(string: #"{"_id":"t"}"#)
+      ) { $0.status.code }
+      #expect(post == 415)
+      #expect(try await client.call(.get, "/db/t").code == 404)
     }
   }
 

@@ -17,6 +17,7 @@ extension CouchServer {
     _ store: DocumentStore, request: Request, query: QueryParameters, context: Context,
     caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
+    try Self.requireJSONContentType(request)
     let body = try await objectBody(of: request)
     guard let docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("POST body must include `docs` parameter.")

@@ -110,6 +110,11 @@ extension CouchServer {
   func database(
     _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
   ) async throws -> Response {
+    // A name no database can have names no database: CouchDB answers 404 for reads and
+    // deletes of it (creating one is the 400 illegal_database_name).
+    if request.method != .put, (try? dataDirectory.check(name: name)) == nil {
+      throw ReplicationError.notFound("Database does not exist.")
+    }
     switch request.method {
     case .head, .get:
       let store = try await open(name)
@@ -140,6 +145,7 @@ extension CouchServer {
     case .post:
       let store = try await open(name)
       let access = try databaseAccess(name, store, caller)
+      try Self.requireJSONContentType(request)
       if name == UserStore.databaseName { try requireServerAdmin(caller) }
       var body = try await self.body(of: request)
       if name == UserStore.databaseName { body = try Self.hashingPassword(body) }

@@ -279,6 +279,16 @@ public struct CouchServer: HTTPResponder {
     return try await blocking { try data.open(name, create: false) }
   }
 
+  /// CouchDB's check of `POST /db` and `_bulk_docs` (`couch_httpd:validate_ctype`): the body
+  /// must be declared `application/json`; 415 `bad_content_type` otherwise.
+  static func requireJSONContentType(_ request: Request) throws(ReplicationError) {
+    let type = request.headers[.contentType]?.lowercased() ?? ""
+    guard type.hasPrefix("application/json") else {
+      throw ReplicationError(
+        "bad_content_type", "Content-Type must be application/json", status: 415)
+    }
+  }
+
   /// Reads the whole request body, up to the configured limit.
   func body(of request: Request) async throws -> [UInt8] {
     if let length = request.headers[.contentLength].flatMap({ Int($0) }),
