@@ -21,8 +21,18 @@ extension EventLog {
   /// decodes and matches its checksum, timestamps never decrease, each stream's versions run from
   /// 1 with every record pointing back to the stream's previous event, stream heads and
   /// checkpoints match the events, and every idempotency entry points into the log.
+  ///
+  /// The data file's pages are checked first with plain file reads
+  /// (``checkPages(directory:maxProblems:)``); when they are damaged the report lists that and
+  /// the records are not read, since LMDB would follow the damaged pages.
   public func verify(maxProblems: Int = 100) throws -> VerificationReport {
-    try read { txn in
+    let damaged = try Self.checkPages(directory: path, maxProblems: maxProblems)
+    if !damaged.isEmpty {
+      var report = VerificationReport()
+      report.problems = damaged.map { "\(path)/data.mdb is damaged: \($0)" }
+      return report
+    }
+    return try read { txn in
       var report = VerificationReport()
       func problem(_ text: String) {
         if report.problems.count < maxProblems { report.problems.append(text) }

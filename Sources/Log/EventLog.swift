@@ -154,6 +154,14 @@ public final class EventLog: Sendable {
     self.options = options
     // Waits while another process compacts the log, then keeps others from compacting it.
     openLock = OpenLock(directory: canonical, create: !options.readOnly)
+    // Before LMDB maps the file: a page number past its end would be a SIGBUS there.
+    do {
+      try Self.checkDataFile(canonical + "/data.mdb")
+    } catch {
+      openLock?.release()
+      OpenPaths.release(canonical)
+      throw error
+    }
     let page = Int(sysconf(Int32(_SC_PAGESIZE)))
     let mapSize = max(page, (options.mapSize + page - 1) / page * page)
     do {
@@ -294,6 +302,72 @@ public final class EventLog: Sendable {
   private static func canonicalPath(_ directory: String) -> String {
     let url = URL(fileURLWithPath: directory).standardizedFileURL.resolvingSymlinksInPath()
     return url.path
+  }
+
+  /// The cheap checks made at every open, with plain file reads: both meta pages, the file's
+  /// length against the last page in use, the main database's pages and every database's root
+  /// page. A check that fails is made again (up to three times) when another process committed
+  /// meanwhile, since its writes may reuse pages of the snapshot read.
+  static func checkDataFile(_ file: String) throws(LogError) {
+    try retryingWhileWritten(file) { check throws(DataFileDamage) in
+      try check.checkLength()
+      try check.checkRoots()
+    }
+  }
+
+  /// Checks every page of the log's data file in `directory` that its newest snapshot uses, with
+  /// plain file reads (never through LMDB's map, so a damaged page is a finding, not a crash):
+  /// each page's number, kind, offsets and depth, and every overflow run. Returns the problems
+  /// found, at most `maxProblems`; empty when the structure is sound (the records' checksums are
+  /// checked by ``verify(maxProblems:)``).
+  ///
+  /// - Throws: ``LogError/damaged(path:reason:)`` when the meta pages or the length are wrong,
+  ///   ``LogError/notALog(path:reason:)`` when there is no `data.mdb`.
+  public static func checkPages(directory: String, maxProblems: Int = 100) throws(LogError)
+    -> [String]
+  {
+    let file = directory + "/data.mdb"
+    guard FileManager.default.fileExists(atPath: file) else {
+      throw LogError.notALog(path: directory, reason: "no data.mdb in it")
+    }
+    var problems: [String] = []
+    do {
+      try retryingWhileWritten(file) { check throws(DataFileDamage) in
+        problems = []
+        try check.checkLength()
+        problems = check.checkAllPages(maxProblems: maxProblems)
+        if let first = problems.first { throw DataFileDamage(reason: first) }
+      }
+    } catch  where !problems.isEmpty {
+      return problems
+    }
+    return problems
+  }
+
+  private static func retryingWhileWritten(
+    _ file: String, _ body: (DataFileCheck) throws(DataFileDamage) -> Void
+  ) throws(LogError) {
+    var attempt = 0
+    while true {
+      attempt += 1
+      let check: DataFileCheck
+      do throws(DataFileDamage) {
+        guard let opened = try DataFileCheck.open(path: file) else { return }
+        check = opened
+      } catch {
+        throw LogError.damaged(path: file, reason: error.reason)
+      }
+      defer { check.close() }
+      do throws(DataFileDamage) {
+        try body(check)
+        return
+      } catch {
+        let now = try? DataFileCheck.open(path: file)
+        defer { now?.close() }
+        if attempt < 3, let now, now.meta.txnID != check.meta.txnID { continue }
+        throw LogError.damaged(path: file, reason: error.reason)
+      }
+    }
   }
 
   private static func openError(_ error: LMDBError, path: String) -> LogError {

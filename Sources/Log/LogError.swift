@@ -19,6 +19,9 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
   case corruptRecord(position: LogPosition, reason: String)
   /// LMDB reports structural corruption of the data file.
   case corruptDatabase(path: String, reason: String)
+  /// The data file at `path` is damaged (cut short, or pages overwritten), found by the checks
+  /// made at open and by ``EventLog/checkPages(directory:)``; `reason` says what is wrong.
+  case damaged(path: String, reason: String)
   /// Every reader slot of the environment is taken.
   case readersFull(maxReaders: UInt32)
   /// The log was written in a format this build does not read.
@@ -56,6 +59,8 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
       "the event at position \(position) is corrupt (\(reason)); restore the log from a backup or a replica"
     case .corruptDatabase(let path, let reason):
       "the log at \(path) is corrupt (\(reason)); restore it from a backup or a replica"
+    case .damaged(let path, let reason):
+      "\(path) is damaged: \(reason); restore it from a backup"
     case .readersFull(let max):
       "all \(max) reader slots are in use; end long-running readers or open the log with more maxReaders"
     case .versionMismatch(let found, let supported):

@@ -98,6 +98,8 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case .inUse: StoreError("conflict", error.description, code: .conflict)
     case .diskFull, .mapFull:
       StoreError("insufficient_storage", error.description, code: .insufficientStorage)
+    case .damaged, .corruptDatabase:
+      StoreError("database_damaged", error.description, code: .internalError)
     default: .internalError(error.description)
     }
   }

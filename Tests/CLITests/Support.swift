@@ -12,6 +12,8 @@ struct Run {
   let stderr: String
   /// Standard output as bytes.
   var data = Data()
+  /// True when the process died of a signal instead of exiting.
+  var signaled = false
 
   var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 
@@ -99,7 +101,8 @@ final class CLI {
     process.waitUntilExit()
     return Run(
       status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
-      stderr: String(decoding: errorData, as: UTF8.self), data: outputData)
+      stderr: String(decoding: errorData, as: UTF8.self), data: outputData,
+      signaled: process.terminationReason == .uncaughtSignal)
   }
 
   /// Runs a command that must succeed.

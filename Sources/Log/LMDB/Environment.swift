@@ -46,6 +46,8 @@ import Synchronization
       unsafe try check(
         mdb_env_set_maxreaders(env, configuration.maxReaders), "mdb_env_set_maxreaders")
       unsafe try check(mdb_env_set_maxdbs(env, configuration.maxDatabases), "mdb_env_set_maxdbs")
+      // A command-line tool's one-line error instead of LMDB's assertion text (FatalSignal).
+      unsafe _ = mdb_env_set_assert(env, lmdbAssertionFailed)
       var flags = UInt32(MDB_NOTLS)
       if configuration.readOnly { flags |= UInt32(MDB_RDONLY) }
       if configuration.noSync { flags |= UInt32(MDB_NOSYNC) }

@@ -24,6 +24,22 @@ struct Verify: ParsableCommand {
   @OptionGroup var output: JSONFlag
 
   func run() throws {
+    // The pages first, with plain file reads: opening the store reads the log through LMDB,
+    // which a damaged page can crash.
+    let directory = global.dataDirectory().directory(of: global.database)
+    if FileManager.default.fileExists(atPath: directory + "/data.mdb") {
+      let damaged: [String]
+      do {
+        damaged = try EventLog.checkPages(directory: directory)
+      } catch {
+        throw CLIError("\(error)")
+      }
+      if let first = damaged.first {
+        let more = damaged.count > 1 ? " (and \(damaged.count - 1) more damaged page(s))" : ""
+        throw CLIError(
+          "\(directory)/data.mdb is damaged: \(first)\(more); restore it from a backup")
+      }
+    }
     let db = try global.openStore()
     defer { db.close() }
     let progress = Progress()

@@ -75,6 +75,16 @@ struct GlobalOptions: ParsableArguments {
     )
   }
 
+  /// Makes a crash while the database is open (liblmdb following a damaged page the checks at
+  /// open do not reach) end with one `wikilog: error:` line naming its file and exit status 1.
+  func installCrashLine() {
+    let file = dataDirectory().directory(of: database) + "/data.mdb"
+    let verify = suggest("verify")
+    FatalSignal.install { signal in
+      "wikilog: error: reading \(file) crashed the process (\(signal)): the file is probably damaged; check it with: \(verify), and restore it from a backup"
+    }
+  }
+
   /// The data directory, with every log opened read-only or with the given durability. It
   /// knows `_users` (Auth's rules: no clear password is ever stored), so `-d _users` works
   /// for the document commands; `wikilog serve` opens its own, without it.
@@ -97,6 +107,7 @@ struct GlobalOptions: ParsableArguments {
       throw CLIError(error.reason)
     }
     guard data.exists(database) else { throw noDatabase() }
+    installCrashLine()
     do {
       return OpenStore(data: data, store: try data.open(database))
     } catch let error as StoreError {
@@ -111,6 +122,7 @@ struct GlobalOptions: ParsableArguments {
       try dataDirectory().check(name: database)
       if readOnly && !dataDirectory().exists(database) { throw noDatabase() }
       let path = dataDirectory().directory(of: database)
+      installCrashLine()
       return try EventLog(
         directory: path, options: .init(durability: durability, readOnly: readOnly))
     } catch let error as StoreError {
