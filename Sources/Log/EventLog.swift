@@ -61,6 +61,11 @@ public final class EventLog: Sendable {
     /// In group commit, how long the writer waits for the callers of the previous group to
     /// submit again before it commits what it has.
     public var groupCommitWindow: Duration = .microseconds(100)
+    /// Also walk every page the file uses (``checkPages(directory:maxProblems:)``) before LMDB
+    /// maps it, refusing a damaged one with ``LogError/damaged(path:reason:)``: a page LMDB
+    /// follows into garbage can crash the process, and a server must not go down with every
+    /// other database because one file is damaged. Costs one read of the file per open.
+    public var checkPagesAtOpen = false
 
     public init() {}
 
@@ -155,8 +160,14 @@ public final class EventLog: Sendable {
     // Waits while another process compacts the log, then keeps others from compacting it.
     openLock = OpenLock(directory: canonical, create: !options.readOnly)
     // Before LMDB maps the file: a page number past its end would be a SIGBUS there.
-    do {
+    do throws(LogError) {
       try Self.checkDataFile(canonical + "/data.mdb")
+      if options.checkPagesAtOpen,
+        FileManager.default.fileExists(atPath: canonical + "/data.mdb"),
+        let first = try Self.checkPages(directory: canonical, maxProblems: 5).first
+      {
+        throw LogError.damaged(path: canonical + "/data.mdb", reason: first)
+      }
     } catch {
       openLock?.release()
       OpenPaths.release(canonical)

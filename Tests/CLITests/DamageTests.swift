@@ -149,4 +149,31 @@ import Testing
     #expect(try curl(base + "/_all_dbs").status == 200)
     #expect(!server.waitForExit(timeout: 0.2), "the server stopped")
   }
+
+  @Test(
+    "serve: every kind of damage to one database leaves the server up and the others served",
+    arguments: Damage.allCases)
+  func serveSurvives(_ kind: Damage) throws {
+    let cli = try Self.fixture()
+    try cli.ok(["init", "-d", "good"])
+    try cli.put(#"{"_id":"a","n":1}"#, ["-d", "good"])
+    try Self.damage(cli.path + "/wiki/data.mdb", kind)
+    let (server, base) = try ChildProcess.serve(cli.path)
+    defer { server.kill() }
+    // The server checks every page of a database when it first opens it.
+    var statuses: [String: Int] = [:]
+    for path in [
+      "/wiki", "/wiki/_all_docs?include_docs=true", "/wiki/_changes", "/wiki/doc0", "/wiki/doc200",
+    ] {
+      statuses[path] = try curl(base + path).status
+    }
+    #expect(server.process.isRunning, "\(kind): the server died: \(statuses)")
+    let good = try curl(base + "/good/a")
+    #expect(good.status == 200, "\(kind): \(good)")
+    #expect(server.process.isRunning, "\(kind): the server died")
+    if kind != .bytesFlipped {
+      // Damage to the structure: refused when the database opens.
+      #expect(statuses["/wiki"] == 500, "\(kind): \(statuses)")
+    }
+  }
 }
