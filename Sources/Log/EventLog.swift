@@ -231,6 +231,35 @@ public final class EventLog: Sendable {
     public var bytesAfter: Int
   }
 
+  /// Writes a consistent, compacted copy of the log into `destination`, a directory that must
+  /// not exist yet (it is created): `mdb_env_copy2` with `MDB_CP_COMPACT` in a read transaction
+  /// of its own, so the log goes on taking writes meanwhile and the copy holds exactly the
+  /// events committed when it began. The copy is synced. Works on a read-only log too (a
+  /// backup beside a running server). Returns the copy's size in bytes.
+  public func backup(to destination: String) throws(LogError) -> Int {
+    let fm = FileManager.default
+    guard !fm.fileExists(atPath: destination) else {
+      throw .permissionDenied(path: destination + " (it exists already)")
+    }
+    do {
+      try fm.createDirectory(atPath: destination, withIntermediateDirectories: true)
+    } catch {
+      throw .permissionDenied(path: destination)
+    }
+    guard !isClosed else { throw .closed }
+    let copied = env.mapLock.withShared {
+      Result { () throws(LMDBError) in try env.copyCompacted(to: destination) }
+    }
+    if case .failure(let error) = copied {
+      try? fm.removeItem(atPath: destination)
+      throw LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
+    }
+    try FileOperations.fsync(destination + "/data.mdb")
+    try? FileOperations.fsync(destination)
+    let value = (try? fm.attributesOfItem(atPath: destination + "/data.mdb"))?[.size]
+    return (value as? Int) ?? (value as? UInt64).map { Int($0) } ?? 0
+  }
+
   /// Replaces the log's file with a compacted copy and closes the log; open it again to go on.
   ///
   /// LMDB never shrinks its file: pages freed by old transactions are reused, not returned.

@@ -62,7 +62,7 @@ public final class DataDirectory: Sendable {
     if !options.readOnly {
       // What a delete interrupted by a crash left behind (``delete(_:)``).
       for entry in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-      where entry.hasPrefix(".deleted-") {
+      where entry.hasPrefix(".deleted-") || entry.hasPrefix(".restoring-") {
         try? FileManager.default.removeItem(atPath: "\(path)/\(entry)")
       }
     }
@@ -186,6 +186,103 @@ public final class DataDirectory: Sendable {
       }
     }
     try? FileManager.default.removeItem(atPath: tomb)
+  }
+
+  /// Backs database `name` up into the data directory `destination` (created, or an existing
+  /// directory without a database of that name): a consistent, compacted copy of its log
+  /// (``EventLog/backup(to:)``, taken while the database goes on serving) and its attachments'
+  /// blobs, so that `destination` is a data directory holding `name`, to check with `verify`
+  /// and bring back with ``restore(_:from:)``. Returns the log copy's size in bytes.
+  @discardableResult
+  public func backup(_ name: String, to destination: String) throws -> Int {
+    let store = try open(name)
+    let target = DataDirectory(path: destination).directory(of: name)
+    if FileManager.default.fileExists(atPath: target) {
+      throw StoreError(
+        "file_exists", "\(target) exists already; back up into a new directory",
+        code: .alreadyExists)
+    }
+    let size: Int
+    do { size = try store.log.backup(to: target) } catch { throw StoreError.from(error) }
+    // Blobs are written (and synced) before the event that names them, so every blob the copy
+    // names is there now; later ones are harmless extras.
+    try Self.copyBlobs(from: directory(of: name) + "/attachments", to: target + "/attachments")
+    return size
+  }
+
+  /// Brings database `name` back from the data directory `source` (a ``backup(_:to:)``): its
+  /// pages and records are checked first (``EventLog/checkPages(directory:maxProblems:)`` and
+  /// ``EventLog/verify(maxProblems:)`` on the copy), then it is copied beside the databases and
+  /// renamed into place in one step. `name` must not exist here (delete a damaged one first).
+  public func restore(_ name: String, from source: String) throws {
+    try check(name: name)
+    let origin = DataDirectory(path: source).directory(of: name)
+    guard FileManager.default.fileExists(atPath: origin + "/data.mdb") else {
+      throw StoreError.notFound("\(source) holds no backup of '\(name)' (no \(origin)/data.mdb)")
+    }
+    if exists(name) {
+      throw StoreError(
+        "file_exists", "a database '\(name)' exists here; delete it first to restore the backup",
+        code: .alreadyExists)
+    }
+    do {
+      let problems = try EventLog.checkPages(directory: origin)
+      if let first = problems.first {
+        throw StoreError.internalError("the backup is damaged: \(first)")
+      }
+      var readOnly = EventLog.Options()
+      readOnly.readOnly = true
+      let log = try EventLog(directory: origin, options: readOnly)
+      let report = try log.verify()
+      log.close()
+      if let problem = report.problems.first {
+        throw StoreError.internalError("the backup does not verify: \(problem)")
+      }
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError.from(error)
+    }
+    let staging = "\(path)/.restoring-\(UUID().uuidString)"
+    do {
+      try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+      try FileManager.default.copyItem(atPath: origin + "/data.mdb", toPath: staging + "/data.mdb")
+      try Self.copyBlobs(from: origin + "/attachments", to: staging + "/attachments")
+    } catch let error as StoreError {
+      try? FileManager.default.removeItem(atPath: staging)
+      throw error
+    } catch {
+      try? FileManager.default.removeItem(atPath: staging)
+      throw StoreError.internalError("cannot copy the backup: \(error.localizedDescription)")
+    }
+    try open.withLock { _ in
+      guard !exists(name) else {
+        try? FileManager.default.removeItem(atPath: staging)
+        throw StoreError(
+          "file_exists", "a database '\(name)' was created meanwhile; nothing restored",
+          code: .alreadyExists)
+      }
+      do {
+        try FileManager.default.moveItem(atPath: staging, toPath: directory(of: name))
+      } catch {
+        try? FileManager.default.removeItem(atPath: staging)
+        throw StoreError.internalError("cannot restore \(name): \(error.localizedDescription)")
+      }
+    }
+  }
+
+  /// Copies every blob file of `source` (when it exists) into `destination`.
+  static func copyBlobs(from source: String, to destination: String) throws {
+    let fm = FileManager.default
+    guard let names = try? fm.contentsOfDirectory(atPath: source) else { return }
+    do {
+      try fm.createDirectory(atPath: destination, withIntermediateDirectories: true)
+      for name in names where !name.hasPrefix(".") && !name.hasSuffix(".tmp") {
+        try fm.copyItem(atPath: source + "/" + name, toPath: destination + "/" + name)
+      }
+    } catch {
+      throw StoreError.internalError("cannot copy attachments: \(error.localizedDescription)")
+    }
   }
 
   /// Compacts database `name` (`POST /db/_compact`): its LMDB file is replaced by a compacted

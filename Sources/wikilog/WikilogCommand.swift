@@ -52,6 +52,8 @@ struct WikilogCommand: AsyncParsableCommand {
       Stats.self,
       Rebuild.self,
       Compact.self,
+      Backup.self,
+      Restore.self,
       Replay.self,
       Wiki.self,
       Import.self,

@@ -221,3 +221,62 @@ struct Compact: ParsableCommand {
       ? "\(bytes / (1 << 20)).\(bytes % (1 << 20) * 10 / (1 << 20)) MiB" : "\(bytes) bytes"
   }
 }
+
+struct Backup: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Back a database up: a consistent, compacted copy, taken while it serves.",
+    discussion: """
+      Writes the database's log as it is at one moment (LMDB's copy with compaction, in a \
+      read transaction: a running server goes on taking writes) and its attachments into \
+      DEST/NAME, so that DEST is a data directory holding the database. Check a backup with \
+      `wikilog verify --db DEST -d NAME`; bring it back with `wikilog restore DEST`.
+
+      Examples:
+        wikilog backup /backups/2026-11-25
+        wikilog verify --db /backups/2026-11-25 -d wiki
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The data directory to write the backup into (it may exist, without NAME).")
+  var destination: String
+
+  func run() throws {
+    let db = try global.openStore(readOnly: true)
+    defer { db.close() }
+    do {
+      let bytes = try db.data.backup(global.database, to: destination)
+      printText(
+        "backed up \(global.database) into \(destination): data.mdb \(Compact.size(bytes)); check it with: wikilog verify --db \(Shell.quote(destination)) -d \(Shell.quote(global.database))"
+      )
+    } catch let error as StoreError {
+      throw CLIError("cannot back up '\(global.database)': \(error.reason)")
+    }
+  }
+}
+
+struct Restore: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    abstract: "Bring a database back from a backup made by wikilog backup.",
+    discussion: """
+      Checks the backup's pages and records first, then copies it in beside the other \
+      databases and puts it in place in one step. The database must not exist: delete a \
+      damaged one first (stop the server and remove its directory, or DELETE /NAME).
+
+      Example:
+        wikilog restore /backups/2026-11-25 -d wiki
+      """)
+
+  @OptionGroup var global: GlobalOptions
+  @Argument(help: "The data directory a backup was written into.") var source: String
+
+  func run() throws {
+    let data = global.dataDirectory()
+    defer { data.closeAll() }
+    do {
+      try data.restore(global.database, from: source)
+      printText("restored \(global.database) from \(source)")
+    } catch let error as StoreError {
+      throw CLIError("cannot restore '\(global.database)': \(error.reason)")
+    }
+  }
+}
