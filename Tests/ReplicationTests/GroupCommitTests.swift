@@ -64,54 +64,68 @@ import Wiki
     }
   }
 
+  /// Trials of ``killDuringHTTPWrites()``: 3 in `make test`; `WIKILOG_KILL_TRIALS=50` for the
+  /// long run.
+  static let killTrials =
+    ProcessInfo.processInfo.environment["WIKILOG_KILL_TRIALS"].flatMap { Int($0) } ?? 3
+
   @Test("SIGKILL of wikilog serve during concurrent HTTP writes loses no acknowledged write")
   func killDuringHTTPWrites() async throws {
     let path = NSTemporaryDirectory() + "wikilog-httpkill-\(UUID().uuidString)"
     defer { try? FileManager.default.removeItem(atPath: path) }
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let (server, base) = try ChildProcess.serve(path)
-    defer { server.kill() }
-
-    let send: @Sendable (HTTPMethod, String, String?) async throws -> Int = { method, path, body in
-      try await httpStatus(method, base + path, body)
-    }
-    #expect(try await send(.PUT, "/db", nil) == 201)
-
-    let acks = await withTaskGroup(of: [String].self) { group in
-      for writer in 0..<16 {
-        group.addTask {
-          var acknowledged: [String] = []
-          // Until the server is gone: a write either gets its 201 or fails.
-          while let code = try? await send(
-            .PUT, "/db/w\(writer)-\(acknowledged.count)", #"{"n":\#(acknowledged.count)}"#),
-            code == 201
-          {
-            acknowledged.append("w\(writer)-\(acknowledged.count)")
+    var everyAck: [String] = []
+    for trial in 0..<Self.killTrials {
+      // Each trial restarts the server on what the last one left, and kills it at a random
+      // moment while 16 writers on keep-alive connections write.
+      let (server, base) = try ChildProcess.serve(path)
+      defer { server.kill() }
+      let send: @Sendable (HTTPMethod, String, String?) async throws -> Int = {
+        method, path, body in
+        try await httpStatus(method, base + path, body)
+      }
+      if trial == 0 { #expect(try await send(.PUT, "/db", nil) == 201) }
+      let killAfter = Duration.milliseconds(Int.random(in: 300...1_500))
+      let acks = await withTaskGroup(of: [String].self) { group in
+        for writer in 0..<16 {
+          group.addTask {
+            var acknowledged: [String] = []
+            // Until the server is gone: a write either gets its 201 or fails.
+            while case let id = "t\(trial)-w\(writer)-\(acknowledged.count)",
+              let code = try? await send(.PUT, "/db/\(id)", #"{"n":\#(acknowledged.count)}"#),
+              code == 201
+            {
+              acknowledged.append(id)
+            }
+            return acknowledged
           }
-          return acknowledged
+        }
+        group.addTask {
+          try? await Task.sleep(for: killAfter)
+          server.kill()
+          return []
+        }
+        var all: [String] = []
+        for await ids in group { all += ids }
+        return all
+      }
+      #expect(acks.count > 16, "trial \(trial)")
+      everyAck += acks
+
+      let data = DataDirectory.wiki(path: path)
+      defer { data.closeAll() }
+      let store = try data.open("db")
+      for id in everyAck {
+        #expect(throws: Never.self, "trial \(trial): acknowledged \(id) is lost") {
+          try store.get(id)
         }
       }
-      group.addTask {
-        try? await Task.sleep(for: .seconds(1))
-        server.kill()
-        return []
+      for name in store.projectionNames {
+        #expect(try store.verify(name) == [], "trial \(trial): projection \(name)")
       }
-      var all: [String] = []
-      for await ids in group { all += ids }
-      return all
+      #expect(try store.log.verify().isValid, "trial \(trial)")
+      data.closeAll()
     }
-    #expect(acks.count > 16)
-
-    let data = DataDirectory.wiki(path: path)
-    defer { data.closeAll() }
-    let store = try data.open("db")
-    for id in acks {
-      #expect(throws: Never.self, "acknowledged \(id) is lost") { try store.get(id) }
-    }
-    for name in store.projectionNames {
-      #expect(try store.verify(name) == [], "projection \(name)")
-    }
-    #expect(try store.log.verify().isValid)
   }
 }
 
