@@ -21,6 +21,13 @@ import RevTree
 /// The server is a Hummingbird responder; ``buildApplication(dataDirectory:options:configuration:logger:)``
 /// wraps it in an application (used by `wikilog serve` and the tests).
 ///
+/// With ``CouchServerOptions/authenticator`` every request is signed in (cookie, Basic, JWT,
+/// token; `/_session`), the database's security object and the data directory's
+/// ``DocumentAccess`` rules decide what it may read and write (a user's filtered view of
+/// `_all_docs` and `_changes`, per-document checks of every write: `CouchServer+Access.swift`),
+/// and every write is recorded with the user as its actor and the client's address as its
+/// origin. Without one, every request is an administrator's.
+///
 /// Every response, errors included, carries the CORS headers when the request's `Origin` is
 /// allowed; errors are `{"error","reason"}` with CouchDB's status codes; each request is logged
 /// in one line at `info` (method, path, status, duration).
