@@ -242,17 +242,33 @@ extension DocumentInput {
 }
 
 /// Base64 with the standard alphabet and padding, as Erlang's `base64` module: decoding skips
-/// whitespace and requires the padding.
+/// whitespace and requires the padding. The URL alphabet without padding (`b64url`, as CouchDB
+/// writes cookies and JWTs) is ``encodeURL(_:)`` and ``decodeURL(_:)``.
 public enum Base64 {
   static let alphabet = Array(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-  static let values: [UInt8] = {
+  static let urlAlphabet = Array(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+  static let values = table(alphabet)
+  static let urlValues = table(urlAlphabet)
+
+  /// Each byte's 6-bit value in `alphabet`, or 0xFF for a byte outside it.
+  static func table(_ alphabet: [UInt8]) -> [UInt8] {
     var table = [UInt8](repeating: 0xFF, count: 256)
     for (i, c) in alphabet.enumerated() { table[Int(c)] = UInt8(i) }
     return table
-  }()
+  }
 
   public static func encode(_ bytes: [UInt8]) -> String {
+    encode(bytes, alphabet: alphabet, padded: true)
+  }
+
+  /// base64url without padding.
+  public static func encodeURL(_ bytes: [UInt8]) -> String {
+    encode(bytes, alphabet: urlAlphabet, padded: false)
+  }
+
+  static func encode(_ bytes: [UInt8], alphabet: [UInt8], padded: Bool) -> String {
     var out: [UInt8] = []
     out.reserveCapacity((bytes.count + 2) / 3 * 4)
     var i = 0
@@ -269,10 +285,33 @@ public enum Base64 {
       let n = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
       out.append(alphabet[Int(n >> 18 & 63)])
       out.append(alphabet[Int(n >> 12 & 63)])
-      out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
-      out.append(UInt8(ascii: "="))
+      if rest == 2 { out.append(alphabet[Int(n >> 6 & 63)]) }
+      if padded { out.append(contentsOf: Array(repeating: UInt8(ascii: "="), count: 3 - rest)) }
     }
     return String(decoding: out, as: UTF8.self)
+  }
+
+  /// The bytes of base64url text (padding optional); nil for a character outside the URL
+  /// alphabet (`+` and `/` included) or a length no encoding gives.
+  public static func decodeURL(_ text: some StringProtocol) -> [UInt8]? {
+    var input = Array(text.utf8)
+    while input.last == UInt8(ascii: "=") { input.removeLast() }
+    guard input.count % 4 != 1 else { return nil }
+    var out: [UInt8] = []
+    out.reserveCapacity(input.count * 3 / 4)
+    var buffer: UInt32 = 0
+    var bits = 0
+    for c in input {
+      let v = urlValues[Int(c)]
+      guard v != 0xFF else { return nil }
+      buffer = buffer << 6 | UInt32(v)
+      bits += 6
+      if bits >= 8 {
+        bits -= 8
+        out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+      }
+    }
+    return out
   }
 
   /// The bytes of `text`, or nil when it is not base64.
