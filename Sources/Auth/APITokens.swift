@@ -3,7 +3,6 @@ public import Foundation
 import JSON
 import Log
 import Projections
-import Synchronization
 
 /// An API token's record, without its secret.
 public struct APIToken: Sendable, Hashable {
@@ -26,16 +25,16 @@ public struct APIToken: Sendable, Hashable {
 /// revoking and using tokens is auditable, but never replicated and never in the changes feed.
 /// A token signs in only while its user exists; its roles are the user's at that moment.
 public final class APITokens: Sendable {
-  /// Tokens verified since `_users` last changed, by digest: their user and last use.
-  private let verified = Mutex<
-    (position: LogPosition, tokens: [String: (user: User, lastUsedAt: Date?)])
-  >(
-    (.start, [:]))
-  /// Token records read since `_users` last changed.
-  private let cache = Mutex<
-    (position: LogPosition, records: [String: (rev: String, body: JSONObject)?])
-  >(
-    (.start, [:]))
+  /// What each presented token (by digest) resolved to, until `_users` next changes.
+  private let verified = CommittedCache<String, Verified?>()
+
+  /// A live token's user and record.
+  struct Verified: Sendable {
+    let user: User
+    let lastUsedAt: Date?
+    let rev: String
+    let body: JSONObject
+  }
 
   /// The `_local` id prefix of token records.
   public static let idPrefix = "org.wikilog.token:"
@@ -102,16 +101,30 @@ public final class APITokens: Sendable {
     let rest = token.dropFirst(Self.tokenPrefix.count)
     guard rest.count == 16 + 1 + 64, rest.dropFirst(16).first == "_" else { return nil }
     let id = String(rest.prefix(16))
-    let position: LogPosition
-    do { position = try users.store.log.committedPosition } catch {
+    let digest = Self.digest(token)
+    let found: Verified?
+    do {
+      found = try verified.value(for: digest, in: users.store.log) {
+        try lookUp(id: id, digest: digest)
+      }
+    } catch let error as LogError {
       throw StoreError.storage(error)
     }
-    let digest = Self.digest(token)
-    if let hit = verified.withLock({ $0.position == position ? $0.tokens[digest] : nil }),
-      hit.lastUsedAt.map({ now().timeIntervalSince($0) < lastUsedGranularity }) ?? false
-    {
-      return hit.user
+    guard let found else { return nil }
+    let time = now()
+    if found.lastUsedAt.map({ time.timeIntervalSince($0) >= lastUsedGranularity }) ?? true {
+      var updated = found.body
+      updated["last_used_at"] = .string(Self.timestamp(time))
+      // Last write wins; a failure to record the use does not refuse the request.
+      _ = try? users.store.putLocal(
+        Self.idPrefix + id, JSONValue.object(updated).serialized(), rev: found.rev,
+        actor: found.user.name)
     }
+    return found.user
+  }
+
+  /// The user and record of live token `id` whose SHA-256 is `digest`, nil when there is none.
+  private func lookUp(id: String, digest: String) throws -> Verified? {
     guard Self.isID(id), let (rev, body) = try local(Self.idPrefix + id),
       let stored = body["sha256"]?.stringValue.flatMap(Hex.decode),
       let presented = Hex.decode(digest),
@@ -119,53 +132,22 @@ public final class APITokens: Sendable {
       let record = Self.record(id: id, body),
       let user = try users.user(named: record.user)
     else { return nil }
-    let time = now()
-    verified.withLock { state in
-      if state.position != position { state = (position, [:]) }
-      if state.tokens.count < 10_000 {
-        state.tokens[digest] = (user, record.lastUsedAt)
-      }
-    }
-    if record.lastUsedAt.map({ time.timeIntervalSince($0) >= lastUsedGranularity }) ?? true {
-      var updated = body
-      updated["last_used_at"] = .string(Self.timestamp(time))
-      // Last write wins; a failure to record the use does not refuse the request.
-      _ = try? users.store.putLocal(
-        Self.idPrefix + id, JSONValue.object(updated).serialized(), rev: rev, actor: user.name)
-    }
-    return user
+    return Verified(user: user, lastUsedAt: record.lastUsedAt, rev: rev, body: body)
   }
 
   // MARK: -
 
   private func local(_ docID: String) throws -> (rev: String, body: JSONObject)? {
-    // Every token request reads its record: kept until `_users` changes.
-    let position: LogPosition
-    do { position = try users.store.log.committedPosition } catch {
-      throw StoreError.storage(error)
-    }
-    if let hit = cache.withLock({ $0.position == position ? $0.records[docID] : nil }) {
-      return hit
-    }
     let doc: JSONValue
-    let found: (rev: String, body: JSONObject)?
     do {
       doc = try users.store.getLocal(docID)
-      if var body = doc.objectValue, let rev = body["_rev"]?.stringValue {
-        body["_id"] = nil
-        body["_rev"] = nil
-        found = (rev, body)
-      } else {
-        found = nil
-      }
     } catch let error as StoreError where error.code == .notFound {
-      found = nil
+      return nil
     }
-    cache.withLock { state in
-      if state.position != position { state = (position, [:]) }
-      if state.records.count < 10_000 { state.records[docID] = .some(found) }
-    }
-    return found
+    guard var body = doc.objectValue, let rev = body["_rev"]?.stringValue else { return nil }
+    body["_id"] = nil
+    body["_rev"] = nil
+    return (rev, body)
   }
 
   static func isID(_ id: String) -> Bool {

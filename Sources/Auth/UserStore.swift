@@ -1,7 +1,6 @@
 public import JSON
 import Log
 public import Projections
-import Synchronization
 
 /// A user of `_users`, as ``UserStore`` reads it: never with its derived key or salt in any
 /// public member.
@@ -68,7 +67,7 @@ public final class UserStore: Sendable {
   /// Users looked up since `_users` last changed (its last committed position): every signed-in
   /// request looks its user up, and a commit to `_users` (a new password, new roles, a removal)
   /// empties it.
-  private let cache = Mutex<(position: LogPosition, users: [String: User?])>((.start, [:]))
+  private let cache = CommittedCache<String, User?>()
 
   /// Uses an open `_users` store (opened with ``Projections/SystemDatabase/users``' validation).
   public init(store: DocumentStore) {
@@ -90,22 +89,19 @@ public final class UserStore: Sendable {
 
   /// User `name`, or nil when there is none (or it was removed).
   public func user(named name: String) throws -> User? {
-    let position: LogPosition
-    do { position = try store.log.committedPosition } catch { throw StoreError.storage(error) }
-    if let hit = cache.withLock({ $0.position == position ? $0.users[name] : nil }) { return hit }
-    let doc: JSONValue
-    let user: User?
     do {
-      doc = try store.get(Self.documentID(of: name))
-      user = doc.objectValue.flatMap(Self.user(from:))
-    } catch let error as StoreError where error.code == .notFound {
-      user = nil
+      return try cache.value(for: name, in: store.log) {
+        let doc: JSONValue
+        do {
+          doc = try store.get(Self.documentID(of: name))
+        } catch let error as StoreError where error.code == .notFound {
+          return nil
+        }
+        return doc.objectValue.flatMap(Self.user(from:))
+      }
+    } catch let error as LogError {
+      throw StoreError.storage(error)
     }
-    cache.withLock { state in
-      if state.position != position { state = (position, [:]) }
-      if state.users.count < 10_000 { state.users[name] = .some(user) }
-    }
-    return user
   }
 
   /// Every user, by name.

@@ -4,7 +4,6 @@ public import Hummingbird
 import JSON
 import Log
 public import Projections
-import Synchronization
 
 /// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
 /// recorded under, and a refreshed session cookie to send back.
@@ -188,9 +187,7 @@ extension CouchServer {
   /// What a user who is not a server administrator may do in `_users`: read, write and delete
   /// their own `org.couchdb.user:NAME` document, without changing its roles. Everything else
   /// of the database (listings, feeds, other users) is refused.
-  func usersDocumentAccess(
-    _ id: String, store: DocumentStore, request: Request, caller: Caller
-  ) throws {
+  func usersDocumentAccess(_ id: String, caller: Caller) throws {
     guard let name = caller.user.name else {
       throw ReplicationError(
         "unauthorized", "You are not authorized to access this db.", status: 401)
@@ -297,15 +294,16 @@ extension CouchServer {
 
 /// Whether `_users` holds an administrator, read again only when `_users` has changed.
 final class AdminPresence: Sendable {
-  private let state = Mutex<(seq: LogPosition, hasAdmin: Bool)?>(nil)
+  private let cache = CommittedCache<Bool, Bool>(capacity: 1)
 
   func hasAdmin(_ users: UserStore) throws -> Bool {
-    let seq: LogPosition
-    do { seq = try users.store.log.committedPosition } catch { throw StoreError.storage(error) }
-    if let known = state.withLock({ $0 }), known.seq == seq { return known.hasAdmin }
-    let hasAdmin = try users.users().contains { $0.isAdmin }
-    state.withLock { $0 = (seq, hasAdmin) }
-    return hasAdmin
+    do {
+      return try cache.value(for: true, in: users.store.log) {
+        try users.users().contains { $0.isAdmin }
+      }
+    } catch let error as LogError {
+      throw StoreError.storage(error)
+    }
   }
 }
 
@@ -338,19 +336,15 @@ extension CouchServer {
 /// Each database's security object, read again only when the database has changed (its last
 /// committed position): every request by a user who is not an administrator needs it.
 final class SecurityCache: Sendable {
-  private let state = Mutex<[ObjectIdentifier: (position: LogPosition, security: SecurityObject)]>(
-    [:])
+  private let cache = CommittedCache<ObjectIdentifier, SecurityObject>(capacity: 1_000)
 
   func security(of store: DocumentStore) throws -> SecurityObject {
-    let position: LogPosition
-    do { position = try store.log.committedPosition } catch { throw StoreError.storage(error) }
-    let key = ObjectIdentifier(store)
-    if let hit = state.withLock({ $0[key] }), hit.position == position { return hit.security }
-    let security = try store.security()
-    state.withLock { entries in
-      if entries.count > 1_000 { entries.removeAll() }
-      entries[key] = (position, security)
+    do {
+      return try cache.value(for: ObjectIdentifier(store), in: store.log) {
+        try store.security()
+      }
+    } catch let error as LogError {
+      throw StoreError.storage(error)
     }
-    return security
   }
 }
