@@ -40,10 +40,9 @@ extension DocumentStore {
   ) async throws -> DocumentWriteResult {
     let (input, docID, rev) = try Self.putInput(json, id: id, rev: rev, idWins: idWinsOverBody)
     // Worked out on the caller's thread, so that the one writer is left with the transaction.
-    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true)
+    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true, origin: origin)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(
-        id: docID, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
+      DocumentWriteResult(id: docID, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
 
@@ -61,10 +60,9 @@ extension DocumentStore {
     async throws -> DocumentWriteResult
   {
     let input = try DocumentInput(.object(JSONObject([.init(key: "_deleted", value: .bool(true))])))
-    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true, origin: origin)
     return try await writeDocumentsQueued { txn in
-      DocumentWriteResult(
-        id: id, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
+      DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
   }
 
@@ -78,11 +76,11 @@ extension DocumentStore {
     let attempt = BulkAttempt()
     do {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, origin: origin, attempt: attempt, txn: txn)
+        try self.writeBulk(prepared, actor: actor, attempt: attempt, txn: txn)
       }
     } catch  where attempt.needsSavepoints {
       return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, origin: origin, attempt: nil, txn: txn)
+        try self.writeBulk(prepared, actor: actor, attempt: nil, txn: txn)
       }
     }
   }
@@ -157,8 +155,7 @@ extension DocumentStore {
   /// `attempt.needsSavepoints` and fails the transaction; the caller then runs the call again
   /// with `attempt: nil`, a savepoint per document.
   func writeBulk(
-    _ prepared: BulkPrepared, actor: String, origin: String = "", attempt: BulkAttempt?,
-    txn: WriteTransaction
+    _ prepared: BulkPrepared, actor: String, attempt: BulkAttempt?, txn: WriteTransaction
   ) throws -> [DocumentWriteResult] {
     let documents = prepared.documents
     var results: [DocumentWriteResult] = []
@@ -173,8 +170,7 @@ extension DocumentStore {
           if prepared.newEdits {
             results.append(
               DocumentWriteResult(
-                id: p.id,
-                rev: try edit(p, actor: actor, origin: origin, txn: txn, context: context)))
+                id: p.id, rev: try edit(p, actor: actor, txn: txn, context: context)))
           } else {
             try replicate(p, actor: actor, txn: txn, context: context)
           }

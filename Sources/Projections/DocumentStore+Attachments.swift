@@ -171,10 +171,10 @@ extension DocumentStore {
         throw StoreError.badRequest(
           "Document rev from request body and query string have different values")
       }
-      let prepared = prepareEdit(input, id: id, rev: rev ?? input.rev, readParent: true)
+      let prepared = prepareEdit(
+        input, id: id, rev: rev ?? input.rev, readParent: true, origin: origin)
       return try await writeDocumentsQueued { txn in
-        DocumentWriteResult(
-          id: id, rev: try self.edit(prepared, actor: actor, origin: origin, txn: txn))
+        DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
       }
     }
     guard let revision = input.rev else {

@@ -161,12 +161,8 @@ public final class DocumentStore: Sendable {
   }
 
   /// ``edit(_:id:rev:actor:txn:context:)`` with its request worked out already.
-  ///
-  /// `origin` is where the edit came from (the HTTP server records the client's address), kept
-  /// in the event; "" for none.
   func edit(
-    _ p: PreparedWrite, actor: String, origin: String = "", txn: WriteTransaction,
-    context: WriteContext? = nil
+    _ p: PreparedWrite, actor: String, txn: WriteTransaction, context: WriteContext? = nil
   ) throws -> String {
     if let early = p.early { throw early }
     let record =
@@ -183,7 +179,7 @@ public final class DocumentStore: Sendable {
     // The event worked out ahead holds when the tree agrees on the parent (a new document
     // that recreates a deleted one does not: its parent is the deleted leaf).
     let ready = p.event != nil && parent == p.guessedParent
-    var e: DocumentEvent
+    let e: DocumentEvent
     if ready {
       e = p.event!
     } else {
@@ -195,12 +191,11 @@ public final class DocumentStore: Sendable {
           pending, id: p.id, parent: onParent, revpos: (p.requested?.generation ?? 0) + 1)
       }
       e =
-        Self.editEvent(p.input, id: p.id, parent: parent, body: body, attachments: attachments)
-        .event
+        Self.editEvent(
+          p.input, id: p.id, parent: parent, body: body, attachments: attachments,
+          origin: p.origin
+        ).event
     }
-    // The payload worked out ahead has no origin.
-    let payloadReady = ready && origin.isEmpty
-    e.origin = origin
     var tree = record.tree
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
@@ -208,7 +203,7 @@ public final class DocumentStore: Sendable {
     guard outcome.updated else { throw StoreError.conflict }
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
-      context: context, payload: payloadReady ? p.payload : nil, shares: ready ? p.shares : .none)
+      context: context, payload: ready ? p.payload : nil, shares: ready ? p.shares : .none)
     return e.rev
   }
 

@@ -44,14 +44,17 @@ final class PreparedWrite: Sendable {
   /// The document's attachments, their new data already in the blob store; nil when it has
   /// none (the write path of a document without attachments goes no further than this check).
   let pending: [PendingAttachment]?
+  /// Where the write came from (a client's address), recorded in its event.
+  let origin: String
 
   init(
     input: DocumentInput, id: String, early: StoreError?, requested: RevID?,
     schema: Result<[DocumentRequirement], StoreError>, body: Result<[UInt8], StoreError>,
     event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?, shares: Shares,
-    pending: [PendingAttachment]? = nil
+    pending: [PendingAttachment]? = nil, origin: String = ""
   ) {
     self.pending = pending
+    self.origin = origin
     self.input = input
     self.id = id
     self.early = early
@@ -79,9 +82,10 @@ extension DocumentStore {
   /// With `readParent`, stubs are resolved here against the revision `rev` names, in a read
   /// transaction of its own (never on the writer's thread inside its transaction); otherwise
   /// the writer resolves them.
-  func prepareEdit(_ input: DocumentInput, id: String, rev: String?, readParent: Bool = false)
-    -> PreparedWrite
-  {
+  func prepareEdit(
+    _ input: DocumentInput, id: String, rev: String?, readParent: Bool = false,
+    origin: String = ""
+  ) -> PreparedWrite {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
     }
@@ -103,7 +107,7 @@ extension DocumentStore {
     else {
       return PreparedWrite(
         input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
-        event: nil, guessedParent: requested, payload: nil, shares: .none)
+        event: nil, guessedParent: requested, payload: nil, shares: .none, origin: origin)
     }
     var pending: [PendingAttachment]? = nil
     var attachments: [StoredAttachment]? = nil
@@ -130,23 +134,24 @@ extension DocumentStore {
       guard attachments != nil else {
         return PreparedWrite(
           input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
-          event: nil, guessedParent: requested, payload: nil, shares: .none, pending: pending)
+          event: nil, guessedParent: requested, payload: nil, shares: .none, pending: pending,
+          origin: origin)
       }
     }
     // The parent is the `_rev` named; a new document has none (unless it recreates a deleted
     // one, which the writer finds in the tree).
     let event = Self.editEvent(
-      input, id: id, parent: requested, body: bytes, attachments: attachments)
+      input, id: id, parent: requested, body: bytes, attachments: attachments, origin: origin)
     return PreparedWrite(
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
-      shares: shares(input, id: id, rev: event.rev), pending: pending)
+      shares: shares(input, id: id, rev: event.rev), pending: pending, origin: origin)
   }
 
   /// The event of a local edit on `parent`, and its new revision.
   static func editEvent(
     _ input: DocumentInput, id: String, parent: RevID?, body: [UInt8],
-    attachments: [StoredAttachment]? = nil
+    attachments: [StoredAttachment]? = nil, origin: String = ""
   ) -> (event: DocumentEvent, rev: RevID) {
     let newRev =
       attachments.map {
@@ -159,8 +164,8 @@ extension DocumentStore {
       start: newRev.generation, ids: [newRev.hash] + (parent.map { [$0.hash] } ?? []))
     return (
       DocumentEvent(
-        kind: .edit, docID: id, rev: newRev.text, path: path, deleted: input.deleted, body: body,
-        attachments: attachments),
+        kind: .edit, docID: id, rev: newRev.text, path: path, deleted: input.deleted,
+        origin: origin, body: body, attachments: attachments),
       newRev
     )
   }
@@ -333,7 +338,7 @@ extension DocumentStore {
         }.map { (input: DocumentInput) -> PreparedWrite in
           let id = input.id ?? (newEdits ? Self.newID() : "")
           return newEdits
-            ? prepareEdit(input, id: id, rev: input.rev)
+            ? prepareEdit(input, id: id, rev: input.rev, origin: origin)
             : prepareReplicated(input, id: id, origin: origin)
         }
       })
