@@ -63,12 +63,10 @@ public func buildWikiApplication(
   logger: Logger = Logger(label: "wikilog.http"),
   onServerRunning: @escaping @Sendable (Int?) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-  Application(
+  buildApplication(
     responder: WikiServer(
       couch: CouchServer(dataDirectory: dataDirectory, options: options, logger: logger),
       options: wiki),
-    server: server,
-    configuration: configuration,
-    onServerRunning: { channel in await onServerRunning(channel.localAddress?.port) },
-    logger: logger)
+    server: server, configuration: configuration, logger: logger,
+    onServerRunning: onServerRunning)
 }

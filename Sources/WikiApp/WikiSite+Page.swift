@@ -21,9 +21,9 @@ extension WikiSite {
     wiki: String, title: String, query: Query, form: Query?, _ session: Session,
     _ store: DocumentStore, method: HTTPRequest.Method
   ) async throws -> PageResult {
-    guard let rights = try rights(session, wiki: wiki, store),
-      let summary = try WikiQueries(store).wiki(wiki)
-    else { return .page(notFound("There is no wiki here, or it is not yours to see.")) }
+    guard let (summary, _) = try self.wiki(wiki, for: session, store) else {
+      return .page(notFound("There is no wiki here, or it is not yours to see."))
+    }
     if title == "_new" {
       let name = (query["title"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
       guard !name.isEmpty else { throw Redirect(location: Self.wikiHref(wiki)) }
@@ -35,7 +35,6 @@ extension WikiSite {
       "title": title, "wikiTitle": wikiTitle, "wikiHref": Self.wikiHref(wiki),
       "pageHref": Self.pageHref(wiki, title), "csrf": session.csrf,
     ]
-    _ = rights
     if let form {
       return try await pageAction(
         wiki: wiki, title: title, id: id, action: query["action"] ?? "", form: form, session, store,
@@ -71,7 +70,9 @@ extension WikiSite {
       return .page(Page(title: "Blame of \(title)", body: Templates.render("blame", base)))
     default:
       return .page(
-        try viewPage(wiki: wiki, title: title, id: id, rev: query["rev"], store, base: base))
+        try viewPage(
+          wiki: wiki, title: title, id: id, rev: query["rev"],
+          version: summary.lastUpdate.rawValue, store, base: base))
     }
   }
 
@@ -89,25 +90,25 @@ extension WikiSite {
   func rendered(_ markdown: String, wiki: String, key: String?, _ store: DocumentStore) throws
     -> String
   {
-    if let key, let html = cache.get(key, valid: { _ in true }) { return html }
+    if let key, let html = cache.get(key) { return html }
     let queries = try WikiQueries(store)
     func exists(_ title: String) -> Bool {
       (try? queries.page(title, in: wiki)) != nil
     }
-    var links: [String: Bool] = [:]
     let html = renderer.render(markdown) { target in
       let found = exists(target)
-      links[target] = found
       return WikiLinkTarget(
         href: Self.pageHref(wiki, target) + (found ? "" : "?action=edit"), exists: found)
     }
-    if let key { cache.put(key, RenderCache.Entry(html: html, links: links)) }
+    if let key { cache.put(key, html) }
     return html
   }
 
+  /// `version`: the wiki's last update, which changes whenever a page of it is created,
+  /// changed or deleted (and with it which links are to missing pages, and the backlinks).
   func viewPage(
-    wiki: String, title: String, id: String, rev: String?, _ store: DocumentStore,
-    base: [String: Any]
+    wiki: String, title: String, id: String, rev: String?, version: UInt64,
+    _ store: DocumentStore, base: [String: Any]
   ) throws -> Page {
     // The current revision's page is the same for everyone who may see it until the page or
     // its wiki changes: it is kept whole, keyed by both (the tree alone says which revision
@@ -118,9 +119,8 @@ extension WikiSite {
         !winner.isDeleted
       else { return missing(wiki, title) }
       let live = record.tree.leaves.filter { !$0.isDeleted }.count
-      let version = try WikiQueries(store).wiki(wiki)?.lastUpdate.rawValue ?? 0
       let key = "page:\(id)@\(winner.rev.description)@\(version)@\(live)"
-      if let body = cache.get(key, valid: { _ in true }) {
+      if let body = cache.get(key) {
         return Page(title: title, body: body)
       }
       wholeKey = key
@@ -137,7 +137,6 @@ extension WikiSite {
     let currentRev = doc["_rev"]?.stringValue ?? ""
     let markdown = doc["markdown"]?.stringValue ?? ""
     var object = base
-    let version = try WikiQueries(store).wiki(wiki)?.lastUpdate.rawValue ?? 0
     object["html"] = try rendered(
       markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store)
     object["rev"] = currentRev
@@ -151,7 +150,7 @@ extension WikiSite {
       ["href": Self.pageHref(wiki, $0), "title": $0]
     }
     let body = Templates.render("page", object)
-    if let wholeKey { cache.put(wholeKey, RenderCache.Entry(html: body, links: [:])) }
+    if let wholeKey { cache.put(wholeKey, body) }
     return Page(title: title, body: body)
   }
 

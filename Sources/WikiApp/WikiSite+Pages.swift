@@ -15,15 +15,19 @@ import WikiMarkdown
 extension WikiSite {
   // MARK: Access
 
-  /// What `session`'s user may do with wiki `wiki` (its document and pages): nil when the
-  /// wiki does not exist or is hidden from them (the same answer).
-  func rights(_ session: Session, wiki: String, _ store: DocumentStore) throws -> DocumentRights? {
-    guard try WikiQueries(store).wiki(wiki) != nil else { return nil }
-    let rights = try store.read { txn in
-      try WikiAccess().rights(of: session.user, to: wiki, in: store, txn: txn)
+  /// Wiki `wiki` as `session`'s user may see it, and what they may do with it (its document
+  /// and pages); nil when the wiki does not exist or is hidden from them (the same answer).
+  /// Read in one snapshot.
+  func wiki(_ wiki: String, for session: Session, _ store: DocumentStore) throws
+    -> (summary: WikiSummary, rights: DocumentRights)?
+  {
+    try store.read { txn in
+      guard let summary = try WikiQueries(store).wiki(wiki, using: txn),
+        let rights = try WikiAccess().rights(of: session.user, to: wiki, in: store, txn: txn),
+        rights >= .member
+      else { return nil }
+      return (summary, rights)
     }
-    guard let rights, rights >= .member else { return nil }
-    return rights
   }
 
   /// Refuses a write the access rules refuse (403), as the API does.
@@ -93,9 +97,9 @@ extension WikiSite {
   func wikiRequest(
     _ wiki: String, query: Query, form: Query?, _ session: Session, _ store: DocumentStore
   ) async throws -> Page {
-    guard let rights = try rights(session, wiki: wiki, store),
-      let summary = try WikiQueries(store).wiki(wiki)
-    else { return notFound("There is no wiki here, or it is not yours to see.") }
+    guard let (summary, rights) = try self.wiki(wiki, for: session, store) else {
+      return notFound("There is no wiki here, or it is not yours to see.")
+    }
     let title = summary.title.isEmpty ? wiki : summary.title
     if let form {
       switch query["action"] {

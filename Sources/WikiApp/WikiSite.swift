@@ -397,29 +397,22 @@ struct Query: Sendable {
   subscript(name: String) -> String? { values[name] }
 }
 
-/// Rendered Markdown by document and revision: a revision never changes, so each is rendered
-/// once (the existence of the pages it links to is part of the key).
+/// Rendered pages and Markdown by key (a document revision and the state of its wiki): what a
+/// key names never changes, so each is made once. At most `capacity` entries, the oldest
+/// dropped first.
 final class RenderCache: Sendable {
-  struct Entry {
-    let html: String
-    let links: [String: Bool]
-  }
-
-  private let state = Mutex<(entries: [String: Entry], order: [String])>(([:], []))
+  private let state = Mutex<(entries: [String: String], order: [String])>(([:], []))
   let capacity: Int
 
   init(capacity: Int) { self.capacity = capacity }
 
-  func get(_ key: String, valid: ([String: Bool]) -> Bool) -> String? {
-    state.withLock { s in
-      guard let entry = s.entries[key], valid(entry.links) else { return nil }
-      return entry.html
-    }
+  func get(_ key: String) -> String? {
+    state.withLock { $0.entries[key] }
   }
 
-  func put(_ key: String, _ entry: Entry) {
+  func put(_ key: String, _ html: String) {
     state.withLock { s in
-      if s.entries.updateValue(entry, forKey: key) == nil { s.order.append(key) }
+      if s.entries.updateValue(html, forKey: key) == nil { s.order.append(key) }
       if s.order.count > capacity {
         let old = s.order.removeFirst()
         s.entries[old] = nil

@@ -109,19 +109,6 @@ import Testing
   }
 
   /// curl `url`: the HTTP status and the body.
-  func curl(_ url: String) throws -> (status: Int, body: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "-m", "10", "-w", "\n%{http_code}", url]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
-  }
 
   @Test("serve: a truncated database answers 500 database_damaged, the others are served")
   func serveWithOneDamaged() throws {
@@ -133,10 +120,10 @@ import Testing
     try Self.damage(file, .truncatedToHalf)
     let (server, base) = try ChildProcess.serve(cli.path)
     defer { server.kill() }
-    let good = try curl(base + "/wiki/a")
+    let good = try curl([base + "/wiki/a"])
     #expect(good.status == 200, "\(good)")
     for path in ["/broken/b", "/broken", "/broken/_all_docs"] {
-      let bad = try curl(base + path)
+      let bad = try curl([base + path])
       #expect(bad.status == 500, "\(path): \(bad)")
       let body = try #require(
         try JSONSerialization.jsonObject(with: Data(bad.body.utf8)) as? [String: Any])
@@ -145,8 +132,8 @@ import Testing
       #expect(reason.contains(file + " is damaged") && !reason.contains("\n"), "\(reason)")
       #expect(reason.contains("restore it from a backup"), "\(reason)")
     }
-    #expect(try curl(base + "/wiki/a").status == 200)
-    #expect(try curl(base + "/_all_dbs").status == 200)
+    #expect(try curl([base + "/wiki/a"]).status == 200)
+    #expect(try curl([base + "/_all_dbs"]).status == 200)
     #expect(!server.waitForExit(timeout: 0.2), "the server stopped")
   }
 
@@ -165,10 +152,10 @@ import Testing
     for path in [
       "/wiki", "/wiki/_all_docs?include_docs=true", "/wiki/_changes", "/wiki/doc0", "/wiki/doc200",
     ] {
-      statuses[path] = try curl(base + path).status
+      statuses[path] = try curl([base + path]).status
     }
     #expect(server.process.isRunning, "\(kind): the server died: \(statuses)")
-    let good = try curl(base + "/good/a")
+    let good = try curl([base + "/good/a"])
     #expect(good.status == 200, "\(kind): \(good)")
     #expect(server.process.isRunning, "\(kind): the server died")
     if kind != .bytesFlipped {

@@ -4,20 +4,6 @@ import Testing
 
 /// `wikilog serve` with users: no open door, --admin, HTTPS.
 @Suite struct ServeAccessTests {
-  /// Runs curl with `arguments`; returns the HTTP status and the body.
-  func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    process.arguments = ["-s", "-m", "10", "-w", "\n%{http_code}"] + arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-    return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
-  }
 
   func start(_ cli: CLI, _ arguments: [String], password: String? = nil) throws -> (
     server: ChildProcess, url: String
@@ -29,7 +15,8 @@ import Testing
       environment: environment)
     #expect(server.waitFor(timeout: 60) { $0.contains { $0.contains("serving") } })
     let banner = try #require(server.lines.first { $0.contains("serving") })
-    let url = try #require(banner.firstMatch(of: #/https?://127\.0\.0\.1:\d+/#).map { String($0.0) + "/" })
+    let url = try #require(
+      banner.firstMatch(of: #/https?://127\.0\.0\.1:\d+/#).map { String($0.0) + "/" })
     return (server, url)
   }
 

@@ -157,3 +157,19 @@ final class CLI {
 func startBackground(_ cli: CLI, _ arguments: [String]) throws -> ChildProcess {
   try ChildProcess(wikilogPath, ["--db", cli.path] + arguments, environment: CLI.environment)
 }
+
+/// Runs curl with `arguments` (loopback URLs only); returns the HTTP status (0 when no answer
+/// came) and the body.
+func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+  process.arguments = ["-s", "-m", "10", "-w", "\n%{http_code}"] + arguments
+  let pipe = Pipe()
+  process.standardOutput = pipe
+  try process.run()
+  let data = pipe.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  let text = String(decoding: data, as: UTF8.self)
+  let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+  return (Int(lines.last ?? "") ?? 0, lines.dropLast().joined(separator: "\n"))
+}

@@ -22,8 +22,20 @@ public func buildApplication(
   logger: Logger = Logger(label: "wikilog.http"),
   onServerRunning: @escaping @Sendable (Int?) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-  Application(
+  buildApplication(
     responder: CouchServer(dataDirectory: dataDirectory, options: options, logger: logger),
+    server: server, configuration: configuration, logger: logger,
+    onServerRunning: onServerRunning)
+}
+
+/// The application around any responder of ``CouchRequestContext`` (the web UI's, which wraps a
+/// ``CouchServer``): `onServerRunning` gets the port it listens on.
+public func buildApplication<Responder: HTTPResponder>(
+  responder: Responder, server: HTTPServerBuilder, configuration: ApplicationConfiguration,
+  logger: Logger, onServerRunning: @escaping @Sendable (Int?) async -> Void
+) -> some ApplicationProtocol where Responder.Context == CouchRequestContext {
+  Application(
+    responder: responder,
     server: server,
     configuration: configuration,
     onServerRunning: { channel in await onServerRunning(channel.localAddress?.port) },

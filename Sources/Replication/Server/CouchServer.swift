@@ -246,7 +246,7 @@ public struct CouchServer: HTTPResponder {
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)
       if db == UserStore.databaseName && !caller.user.isAdmin {
-        try usersDocumentAccess(id, store: store, request: request, caller: caller)
+        try usersDocumentAccess(id, caller: caller)
       }
       return try await document(
         store, db: db, id: id, request: request, query: query, context: context, caller: caller,
@@ -255,7 +255,7 @@ public struct CouchServer: HTTPResponder {
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)
       if db == UserStore.databaseName && !caller.user.isAdmin {
-        try usersDocumentAccess(id, store: store, request: request, caller: caller)
+        try usersDocumentAccess(id, caller: caller)
       }
       return try await attachment(
         store, db: db, id: id, name: name, request: request, query: query, caller: caller,

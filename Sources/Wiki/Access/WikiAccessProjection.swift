@@ -39,12 +39,7 @@ public final class WikiAccessProjection: DocumentChangeProjection {
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
   {
-    guard let kind = DocumentEvent.Kind(eventType: event.type),
-      kind == .edit || kind == .replicated
-    else { return }
-    throw StoreError.internalError(
-      "the access projection takes each edit's revision tree from the documents projection; "
-        + "apply it through a DocumentStore")
+    try WikiProjection.refuseDocumentEdit(event, projection: name)
   }
 
   public func apply(

@@ -77,12 +77,19 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
   {
+    try Self.refuseDocumentEdit(event, projection: name)
+  }
+
+  /// What a ``DocumentChangeProjection`` of this module does with an event handed to it
+  /// outside a ``DocumentStore``: a document edit needs the tree the documents projection
+  /// merged, so it throws; every other event is not its business.
+  static func refuseDocumentEdit(_ event: RecordedEvent, projection: String) throws {
     guard let kind = DocumentEvent.Kind(eventType: event.type),
       kind == .edit || kind == .replicated
     else { return }
     throw StoreError.internalError(
-      "the wiki projection takes each edit's revision tree from the documents projection; "
-        + "apply it through a DocumentStore")
+      "the \(projection) projection takes each edit's revision tree from the documents "
+        + "projection; apply it through a DocumentStore")
   }
 
   /// Works out the projection's share of a revision ahead of the writer (``Prepared``).
