@@ -1,5 +1,6 @@
 // The document workloads of scripts/compare (issues 4 and 7), on a DocumentStore with the
-// projections a wikilog database has (documents, wiki, drafts), printed as
+// projections a wikilog database has (documents, wiki, drafts, access; --no-access leaves the
+// last out), printed as
 // "<workload> <count> <seconds> <per_second>" lines, the format of LogCompare and the C baselines.
 //
 //   DocCompare DIR [--docs N] [--updates N] [--replicated N] [--writers N] [--per-writer N]
@@ -27,11 +28,11 @@
 // Bodies are ~300-byte TouchWiki pages ({"type":"page","wiki_id":...,"markdown":...}) with two
 // [[links]], so the wiki projection does its full work (pages, links, backlinks, wikis).
 import Foundation
+import JSON
 import Log
 import Projections
-import Wiki
-import JSON
 import RevTree
+import Wiki
 
 // MARK: Arguments
 
@@ -52,6 +53,9 @@ let writers = option("--writers", 64)
 let perWriter = option("--per-writer", 200)
 let singleCount = option("--single", 500)
 let docsOnly = arguments.contains("--docs-only")
+/// Leave out the access projection (WikiAccessProjection), which every database of a wiki data
+/// directory has since issue 17: to measure what it costs.
+let noAccess = arguments.contains("--no-access")
 /// The batched workloads' durability: unsynced (the default, as SQLite's synchronous=NORMAL:
 /// a crash of the process loses nothing, a power loss may lose the last commits) or synced
 /// (every commit flushed, as synchronous=FULL; the workload names then end in "-synced").
@@ -93,7 +97,9 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
   options.mapSize = 4 << 30
   let store = try DocumentStore(
     directory: dir, options: options,
-    projections: docsOnly ? [] : [WikiProjection(), DraftProjection()], validation: .touchWiki)
+    projections: docsOnly
+      ? [] : [WikiProjection(), DraftProjection()] + (noAccess ? [] : [WikiAccessProjection()]),
+    validation: .touchWiki)
   if fresh { try createWikis(store) }
   return store
 }
