@@ -551,6 +551,33 @@ func encodeID(_ id: String) -> String {
     withAllowedCharacters: .alphanumerics.union(.init(charactersIn: "-_.~:")))!
 }
 
+@Suite struct AccessProjectionTests {
+  @Test("the access projection after random edits, deletions and recreations equals its replay")
+  func replayEqualsLive() throws {
+    let fixture = try AccessFixture()
+    let store = fixture.store
+    var rng = SystemRandomNumberGenerator()
+    var revs: [String: String] = [:]
+    for step in 0..<400 {
+      let id = ["w1:P\(step % 7)", "w2:Q\(step % 5)", "note\(step % 3)", "w\(3 + step % 2)"][
+        Int.random(in: 0..<4, using: &rng)]
+      let isWiki = !id.contains(":") && id.hasPrefix("w")
+      let body =
+        isWiki
+        ? #"{"type":"wiki","title":"t","owner_id":"alice","members":["\#(["bob", "carol"][step % 2])"]}"#
+        : #"{"type":"page","wiki_id":"\#(id.split(separator: ":").first ?? "")","markdown":"\#(step)"}"#
+      if let rev = revs[id], Bool.random(using: &rng) && step % 3 == 0 {
+        revs[id] = try store.delete(id, rev: rev, actor: "alice").rev
+        revs[id] = nil
+      } else {
+        let json = id.hasPrefix("note") ? #"{"n":\#(step)}"# : body
+        revs[id] = try store.put(json, id: id, rev: revs[id], actor: "alice").rev
+      }
+    }
+    #expect(try store.verify("access") == [])
+  }
+}
+
 @Suite struct AccessReplicationTests {
   @Test(
     "pull and push as a member: exactly the user's wikis come, a foreign wiki's page is refused alone"

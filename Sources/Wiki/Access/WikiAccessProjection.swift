@@ -77,22 +77,32 @@ public final class WikiAccessProjection: DocumentChangeProjection {
       }
     }
 
-    // The document's row of its group's feed moves to this change.
+    // The document's row of its group's feed moves to this change; the group's counts change
+    // only when the document changes group or is deleted or recreated (not for an update).
     let deleted = change.tree.winner.map(\.isDeleted) ?? true
     let key = Array(docID.utf8)
-    if let old = try txn.get(key, in: storage["docs"]) {
+    let groupKey = group.key
+    var counted = false
+    // A document's first event (its stream's first version) has no row to move.
+    let old = change.event.streamVersion == 1 ? nil : try txn.get(key, in: storage["docs"])
+    if let old {
       let entry = try DocEntry(decoding: old)
       try txn.delete(entry.group + entry.seq.bigEndianBytes, in: storage["bySeq"])
-      try Self.count(
-        entry.group, live: entry.deleted ? 0 : -1, deleted: entry.deleted ? -1 : 0,
-        storage, txn)
+      if entry.group == groupKey && entry.deleted == deleted {
+        counted = true
+      } else {
+        try Self.count(
+          entry.group, live: entry.deleted ? 0 : -1, deleted: entry.deleted ? -1 : 0,
+          storage, txn)
+      }
     }
-    let groupKey = group.key
     try txn.put(
       DocEntry(group: groupKey, seq: position, deleted: deleted).encoded(), forKey: key,
       in: storage["docs"])
     try txn.put(key, forKey: groupKey + position.bigEndianBytes, in: storage["bySeq"])
-    try Self.count(groupKey, live: deleted ? 0 : 1, deleted: deleted ? 1 : 0, storage, txn)
+    if !counted {
+      try Self.count(groupKey, live: deleted ? 0 : 1, deleted: deleted ? 1 : 0, storage, txn)
+    }
   }
 
   static func count(
