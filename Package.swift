@@ -34,6 +34,7 @@ let package = Package(
     .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.0.0"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -79,6 +80,8 @@ let package = Package(
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],
@@ -187,6 +190,8 @@ let package = Package(
         .product(name: "AsyncHTTPClient", package: "async-http-client"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -238,5 +243,33 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
         plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
       )
     )
+  }
+}
+
+// libFuzzer targets (`make fuzz`, which sets `WIKILOG_FUZZ=1` and builds them with
+// `-sanitize=fuzzer,address` in `.build-fuzz`); never part of `make test`. See Fuzz/README.md.
+if ProcessInfo.processInfo.environment["WIKILOG_FUZZ"] != nil {
+  let fuzzTargets: [(String, [Target.Dependency])] = [
+    ("JSON", ["JSON"]),
+    ("RevTree", ["RevTree"]),
+    ("EventRecord", ["Log"]),
+    ("Route", ["Replication"]),
+    ("Revisions", ["JSON", "Projections", "RevTree"]),
+    (
+      "Request",
+      [
+        "Replication", "Projections", "Log", "Wiki",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOEmbedded", package: "swift-nio"),
+      ]
+    ),
+  ]
+  for (name, dependencies) in fuzzTargets {
+    package.targets.append(
+      .executableTarget(
+        name: "Fuzz\(name)", dependencies: dependencies, path: "Fuzz/\(name)"))
   }
 }

@@ -99,6 +99,19 @@ struct Serve: AsyncParsableCommand {
       valueName: "seconds"))
   var sessionTimeout = 600
 
+  @Option(
+    name: .customLong("header-timeout"),
+    help: ArgumentHelp(
+      "Seconds a connection may take to send a request's head (and may stay idle between requests) before it is closed.",
+      valueName: "seconds"))
+  var headerTimeout = 60
+
+  @Option(
+    name: .customLong("max-connections"),
+    help: ArgumentHelp(
+      "Connections open at once; more get 503 service_unavailable.", valueName: "count"))
+  var maxConnections = 2048
+
   func validate() throws {
     // -d is an option of `wikilog` itself, which ArgumentParser accepts anywhere on the line;
     // for serve it would mean nothing.
@@ -117,6 +130,8 @@ struct Serve: AsyncParsableCommand {
       throw ValidationError("--wiki-db: \(error)")
     }
     guard sessionTimeout > 0 else { throw ValidationError("--session-timeout must be positive") }
+    guard headerTimeout > 0 else { throw ValidationError("--header-timeout must be positive") }
+    guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
     guard Logger.Level(rawValue: logLevel) != nil else {
       throw ValidationError(
         "--log-level must be trace, debug, info, notice, warning, error or critical")
@@ -286,9 +301,13 @@ struct Serve: AsyncParsableCommand {
     return verifier
   }
 
-  /// HTTP/1.1, over TLS when --tls-cert and --tls-key are given.
+  /// HTTP/1.1 with the connection guard (--header-timeout, --max-connections), over TLS when
+  /// --tls-cert and --tls-key are given.
   func tlsServer() throws -> HTTPServerBuilder {
-    guard let tlsCert, let tlsKey else { return .http1() }
+    let http1 = HTTPServerBuilder.couchHTTP1(
+      limits: ConnectionLimits(
+        headerTimeout: .seconds(headerTimeout), maxConnections: maxConnections))
+    guard let tlsCert, let tlsKey else { return http1 }
     do {
       let chain = try NIOSSLCertificate.fromPEMFile(tlsCert).map {
         NIOSSLCertificateSource.certificate($0)
@@ -297,7 +316,7 @@ struct Serve: AsyncParsableCommand {
       let key = try NIOSSLPrivateKey(file: tlsKey, format: .pem)
       let configuration = TLSConfiguration.makeServerConfiguration(
         certificateChain: chain, privateKey: .privateKey(key))
-      return try .tls(.http1(), tlsConfiguration: configuration)
+      return try .tls(http1, tlsConfiguration: configuration)
     } catch let error as CLIError {
       throw error
     } catch {

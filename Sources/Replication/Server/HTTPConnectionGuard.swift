@@ -1,0 +1,200 @@
+import HTTPTypes
+public import HummingbirdCore
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import Synchronization
+
+/// Limits on the server's connections: how long a client may take to send a request's head, and
+/// how many connections may be open at once.
+///
+/// `wikilog serve --header-timeout` and `--max-connections` set them.
+///
+/// ```swift
+/// let server = HTTPServerBuilder.couchHTTP1(limits: ConnectionLimits(headerTimeout: .seconds(10)))
+/// ```
+public struct ConnectionLimits: Sendable {
+  /// How long a connection may wait for a complete request head: from the connection's start,
+  /// and after each response, until the next head has arrived. A client that trickles its
+  /// headers (or keeps a connection open without asking anything) is disconnected then.
+  public var headerTimeout: Duration
+  /// Connections open at once; a connection beyond them gets a `503` and is closed.
+  public var maxConnections: Int
+
+  public init(headerTimeout: Duration = .seconds(60), maxConnections: Int = 2048) {
+    self.headerTimeout = headerTimeout
+    self.maxConnections = maxConnections
+  }
+}
+
+extension HTTPServerBuilder {
+  /// Hummingbird's HTTP/1.1 server with wikilog's connection guard: CouchDB-style
+  /// `{"error","reason"}` bodies for requests the HTTP parser refuses (Hummingbird's own answer
+  /// is an empty `400`), the header time-out and the connection limit of `limits`.
+  public static func couchHTTP1(limits: ConnectionLimits = ConnectionLimits()) -> HTTPServerBuilder
+  {
+    let open = OpenConnections()
+    return .http1(
+      configuration: HTTP1Channel.Configuration(
+        additionalChannelHandlers: [HTTPConnectionGuard(limits: limits, open: open)]))
+  }
+}
+
+/// The number of open connections, shared by every connection's guard.
+final class OpenConnections: Sendable {
+  let count = Atomic<Int>(0)
+}
+
+/// One connection's guard, after the HTTP codec: answers parser errors with a JSON body, closes
+/// a connection whose request head does not arrive in time, and refuses connections beyond the
+/// limit.
+final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+  typealias InboundIn = HTTPRequestPart
+  typealias InboundOut = HTTPRequestPart
+  typealias OutboundIn = HTTPResponsePart
+  typealias OutboundOut = HTTPResponsePart
+
+  let limits: ConnectionLimits
+  let open: OpenConnections
+  private var counted = false
+  private var overLimit = false
+  private var headTimer: Scheduled<Void>?
+  private var answered = false
+  /// Requests whose head has arrived and whose response has not ended (pipelined requests).
+  private var inFlight = 0
+
+  init(limits: ConnectionLimits, open: OpenConnections) {
+    self.limits = limits
+    self.open = open
+  }
+
+  func handlerAdded(context: ChannelHandlerContext) {
+    let now = open.count.add(1, ordering: .relaxed).newValue
+    counted = true
+    overLimit = now > limits.maxConnections
+    armHeadTimer(context: context)
+  }
+
+  func handlerRemoved(context: ChannelHandlerContext) {
+    headTimer?.cancel()
+    headTimer = nil
+    if counted {
+      open.count.subtract(1, ordering: .relaxed)
+      counted = false
+    }
+  }
+
+  func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    if case .head = unwrapInboundIn(data) {
+      inFlight += 1
+      headTimer?.cancel()
+      headTimer = nil
+      if overLimit {
+        answer(
+          context: context, status: .serviceUnavailable, error: "service_unavailable",
+          reason:
+            "The server has \(limits.maxConnections) connections open, its limit; try again later.")
+        return
+      }
+    }
+    guard !answered else { return }
+    context.fireChannelRead(data)
+  }
+
+  func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    if case .end = unwrapOutboundIn(data) {
+      inFlight = max(0, inFlight - 1)
+      if inFlight == 0 { armHeadTimer(context: context) }
+    }
+    context.write(data, promise: promise)
+  }
+
+  func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    guard let parserError = error as? HTTPParserError else {
+      context.fireErrorCaught(error)
+      return
+    }
+    headTimer?.cancel()
+    headTimer = nil
+    answer(
+      context: context, status: .badRequest, error: "bad_request",
+      reason: Self.reason(parserError))
+  }
+
+  /// Arms the head time-out, replacing any armed before.
+  private func armHeadTimer(context: ChannelHandlerContext) {
+    headTimer?.cancel()
+    let nanoseconds =
+      limits.headerTimeout.components.seconds * 1_000_000_000
+      + limits.headerTimeout.components.attoseconds / 1_000_000_000
+    headTimer = context.eventLoop.assumeIsolated().scheduleTask(
+      in: .nanoseconds(max(1, nanoseconds))
+    ) {
+      context.close(promise: nil)
+    }
+  }
+
+  /// Writes a complete JSON error response and closes the connection after it.
+  private func answer(
+    context: ChannelHandlerContext, status: HTTPResponse.Status, error: String, reason: String
+  ) {
+    guard !answered else { return }
+    answered = true
+    let body =
+      Array(#"{"error":"#.utf8) + jsonString(error) + Array(#","reason":"#.utf8)
+      + jsonString(reason) + Array("}\n".utf8)
+    var head = HTTPResponse(status: status)
+    head.headerFields[.contentType] = "application/json"
+    head.headerFields[.contentLength] = String(body.count)
+    head.headerFields[.connection] = "close"
+    head.headerFields[.server] = CouchServer.serverHeader
+    context.write(wrapOutboundOut(.head(head)), promise: nil)
+    context.write(wrapOutboundOut(.body(ByteBuffer(bytes: body))), promise: nil)
+    context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
+      context.close(promise: nil)
+    }
+  }
+
+  /// A JSON string literal of `text` (the reasons here are ASCII; quotes and backslashes escaped).
+  private func jsonString(_ text: String) -> [UInt8] {
+    var out: [UInt8] = [UInt8(ascii: "\"")]
+    for byte in text.utf8 {
+      switch byte {
+      case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+        out.append(UInt8(ascii: "\\"))
+        out.append(byte)
+      case 0..<0x20: out.append(UInt8(ascii: " "))
+      default: out.append(byte)
+      }
+    }
+    out.append(UInt8(ascii: "\""))
+    return out
+  }
+
+  /// What the parser refused, in words.
+  static func reason(_ error: HTTPParserError) -> String {
+    let what =
+      switch error {
+      case .headerOverflow: "its headers are too large or too many"
+      case .invalidMethod: "its method is not a valid HTTP method (methods are upper case)"
+      case .invalidURL, .invalidPath, .invalidQueryString, .invalidFragment, .invalidHost,
+        .invalidPort:
+        "its request target is not a valid URL"
+      case .invalidVersion: "its HTTP version is not valid"
+      case .invalidContentLength: "its Content-Length is not a valid number"
+      case .unexpectedContentLength:
+        "it has a Content-Length together with chunked Transfer-Encoding, or two lengths"
+      case .invalidChunkSize: "a chunk size of its chunked body is not valid"
+      case .invalidHeaderToken, .invalidCharactersUsed:
+        "a header line is malformed (each is `Name: value`)"
+      case .lfExpected, .invalidConstant, .strictModeAssertion:
+        "its request line or headers are malformed"
+      case .trailingGarbage: "it is followed by bytes that are not a request"
+      case .invalidEOFState, .closedConnection: "the connection ended in the middle of it"
+      case .unknown:
+        "its framing is malformed (a Content-Length together with chunked Transfer-Encoding, for one)"
+      default: "the HTTP parser refused it (\(error))"
+      }
+    return "The request could not be read: " + what + "."
+  }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTesting
+import JSON
+import NIOCore
+import NIOPosix
+import Replication
+import Testing
+
+/// The connection guard of `wikilog serve` (`HTTPServerBuilder.couchHTTP1`): requests the HTTP
+/// parser refuses get CouchDB's `{"error","reason"}` body, stalled heads are cut off, and
+/// connections beyond the limit are refused.
+@Suite struct ConnectionGuardTests {
+  /// Runs `body` with the port of a live server with `limits`.
+  func withGuardedServer(
+    _ limits: ConnectionLimits, name: String = #function,
+    _ body: @Sendable (Int) async throws -> Void
+  ) async throws {
+    let dir = TestDirectory(name)
+    let app = buildApplication(
+      dataDirectory: dir.data, server: .couchHTTP1(limits: limits),
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    try await app.test(.live) { client in try await body(client.port!) }
+  }
+
+  /// Malformed requests by name (the names keep the test's output short), with words the
+  /// reason must contain.
+  static let malformed: [String: (request: String, words: String)] = [
+    "lowercase method": ("get / HTTP/1.1\r\nHost: x\r\n\r\n", "method"),
+    "header without colon": ("GET / HTTP/1.1\r\nHost x\r\n\r\n", "header line"),
+    "length and chunked": (
+      "POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      "Content-Length"
+    ),
+    "bad length": ("GET / HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", "Content-Length"),
+    "100 KB URL": (
+      "GET /" + String(repeating: "a", count: 100_000) + " HTTP/1.1\r\n\r\n", "too large"
+    ),
+    "10,000 headers": (
+      "GET / HTTP/1.1\r\n" + (0..<10_000).map { "X-\($0): 1\r\n" }.joined() + "\r\n",
+      "too large or too many"
+    ),
+  ]
+
+  @Test(arguments: malformed.keys.sorted())
+  func parserErrorsGetCouchDBBodies(_ name: String) async throws {
+    let (request, words) = Self.malformed[name]!
+    try await withGuardedServer(ConnectionLimits()) { port in
+      let answer = try await RawConnection.exchange(port: port, Array(request.utf8))
+      #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer.prefix(200))")
+      #expect(answer.contains("Content-Type: application/json"))
+      let body = answer.components(separatedBy: "\r\n\r\n").dropFirst().joined()
+      let json = try JSONValue(parsing: body)
+      #expect(json["error"]?.stringValue == "bad_request")
+      #expect(json["reason"]?.stringValue?.contains(words) == true, "\(body)")
+    }
+  }
+
+  @Test func aStalledHeadIsCutOff() async throws {
+    try await withGuardedServer(ConnectionLimits(headerTimeout: .milliseconds(300))) { port in
+      let start = ContinuousClock.now
+      let answer = try await RawConnection.exchange(
+        port: port, Array("GET / HTTP/1.1\r\nHo".utf8), wait: .seconds(10))
+      let elapsed = ContinuousClock.now - start
+      #expect(answer.isEmpty)
+      #expect(elapsed < .seconds(5), "closed after \(elapsed)")
+      // A complete request on a fresh connection is still served.
+      let served = try await RawConnection.exchange(
+        port: port, Array("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+      #expect(served.hasPrefix("HTTP/1.1 200 OK"))
+    }
+  }
+
+  @Test func connectionsBeyondTheLimitAreRefused() async throws {
+    try await withGuardedServer(ConnectionLimits(maxConnections: 2)) { port in
+      let held = try await [RawConnection.open(port: port), RawConnection.open(port: port)]
+      try await Task.sleep(for: .milliseconds(200))
+      let answer = try await RawConnection.exchange(
+        port: port, Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+      #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer.prefix(200))")
+      #expect(answer.contains(#""error":"service_unavailable""#))
+      for channel in held { try await channel.close() }
+      try await Task.sleep(for: .milliseconds(200))
+      let served = try await RawConnection.exchange(
+        port: port, Array("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+      #expect(served.hasPrefix("HTTP/1.1 200 OK"), "\(served.prefix(200))")
+    }
+  }
+}
+
+/// A TCP connection that sends raw bytes and collects whatever comes back until the server
+/// closes it (or `wait` passes).
+enum RawConnection {
+  static func open(port: Int) async throws -> any Channel {
+    try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .connect(host: "127.0.0.1", port: port).get()
+  }
+
+  static func exchange(port: Int, _ bytes: [UInt8], wait: Duration = .seconds(10)) async throws
+    -> String
+  {
+    let collector = Collector()
+    let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+      .channelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+          try channel.pipeline.syncOperations.addHandler(collector)
+        }
+      }
+      .connect(host: "127.0.0.1", port: port).get()
+    try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    let deadline = ContinuousClock.now + wait
+    while channel.isActive, ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    try? await channel.close()
+    return collector.text
+  }
+
+  final class Collector: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    private let lock = NSLock()
+    private var bytes: [UInt8] = []
+
+    var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+      var buffer = unwrapInboundIn(data)
+      let read = buffer.readBytes(length: buffer.readableBytes) ?? []
+      lock.withLock { bytes += read }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+      context.close(promise: nil)
+    }
+  }
+}
