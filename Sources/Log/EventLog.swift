@@ -148,7 +148,9 @@ public final class EventLog: Sendable {
         try FileManager.default.createDirectory(
           atPath: directory, withIntermediateDirectories: true)
       } catch {
-        throw LogError.permissionDenied(path: directory)
+        throw FileSystem.problem(creating: directory).map {
+          LogError.unusableDirectory(path: directory, reason: $0)
+        } ?? LogError.permissionDenied(path: directory)
       }
     } else if !FileManager.default.fileExists(atPath: directory + "/data.mdb") {
       throw LogError.notALog(path: directory, reason: "no data.mdb in it")
@@ -414,7 +416,9 @@ public final class EventLog: Sendable {
     switch error.code {
     case LMDBError.versionMismatch, LMDBError.invalid:
       return .notALog(path: path, reason: "LMDB does not recognise the files: \(error)")
-    case EACCES, EPERM, EROFS:
+    case EROFS:
+      return .readOnlyFileSystem(path: path)
+    case EACCES, EPERM:
       return .permissionDenied(path: path)
     case ENOENT:
       return .notALog(path: path, reason: "missing files")
@@ -810,7 +814,11 @@ extension LogError {
     case LMDBError.corrupted, LMDBError.pageNotFound, LMDBError.panic:
       .corruptDatabase(path: path, reason: "\(error)")
     case ENOSPC, EDQUOT: .diskFull(path: path)
-    case EACCES, EPERM, EROFS: .permissionDenied(path: path)
+    // A full disk can reach the commit as EIO (the page writes themselves failed): say so
+    // when the file system has no room left.
+    case EIO where (FileSystem.availableBytes(path) ?? .max) < 1 << 20: .diskFull(path: path)
+    case EROFS: .readOnlyFileSystem(path: path)
+    case EACCES, EPERM: .permissionDenied(path: path)
     default: .storage(code: error.code, operation: "\(error.operation)", message: "\(error)")
     }
   }

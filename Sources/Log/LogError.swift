@@ -46,6 +46,10 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
   case transactionTooLarge
   /// The operating system refused access to the directory.
   case permissionDenied(path: String)
+  /// The directory is on a file system mounted read-only.
+  case readOnlyFileSystem(path: String)
+  /// The directory cannot be made or used, for the reason given (an ancestor is a file, say).
+  case unusableDirectory(path: String, reason: String)
   /// Any other storage failure.
   case storage(code: Int32, operation: String, message: String)
 
@@ -54,7 +58,11 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
     case .mapFull(let size, let limit):
       "the log's map is full at \(size) bytes and may not grow past its limit of \(limit) bytes; open it with a larger maxMapSize"
     case .diskFull(let path):
-      "no space left on the device holding \(path); free disk space, then retry (nothing of the failed write was stored)"
+      "the disk is full: no space left on the device holding \(path)\(FileSystem.availableBytes(path).map { " (\($0) bytes free)" } ?? ""); free disk space, then retry (nothing of the failed write was stored; writes resume once there is room)"
+    case .unusableDirectory(let path, let reason):
+      "cannot use \(path) for a log: \(reason)"
+    case .readOnlyFileSystem(let path):
+      "\(path) is on a read-only file system; remount it read-write, or open the log read-only"
     case .corruptRecord(let position, let reason):
       "the event at position \(position) is corrupt (\(reason)); restore the log from a backup or a replica"
     case .corruptDatabase(let path, let reason):

@@ -136,7 +136,9 @@ public final class DataDirectory: Sendable {
       do {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
       } catch {
-        throw StoreError.internalError("cannot create \(dir): \(error.localizedDescription)")
+        throw StoreError.internalError(
+          "cannot create \(dir): "
+            + (FileSystem.problem(creating: dir) ?? error.localizedDescription))
       }
     }
     let system = systemDatabases[name]

@@ -88,6 +88,8 @@ struct WikilogCommand: AsyncParsableCommand {
   static func exit(reporting error: any Error) -> Never {
     switch error {
     case let e as CLIError: fail(e.description, code: e.code)
+    // A failure of the store itself reads better without its HTTP error name.
+    case let e as StoreError where e.error == "internal_server_error": fail(e.reason)
     case let e as StoreError: fail(e.description)
     case let e as LogError: fail(e.description)
     case let e as ExitCode: Foundation.exit(e.rawValue)

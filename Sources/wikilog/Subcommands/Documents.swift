@@ -351,7 +351,7 @@ struct AllDocs: ParsableCommand {
   @Option(help: "The first id.") var startKey: String?
   @Option(help: "The last id.") var endKey: String?
   @Option(help: "Whether --end-key itself is included.") var inclusiveEnd: Bool = true
-  @Option(help: "At most this many rows.") var limit: Int?
+  @Option(parsing: .unconditional, help: "At most this many rows.") var limit: Int?
   @Option(help: "Skip this many rows first.") var skip: Int = 0
   @Flag(help: "Newest id first.") var descending = false
   @Flag(help: "Add each document.") var includeDocs = false

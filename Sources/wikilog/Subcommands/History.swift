@@ -101,7 +101,7 @@ struct Audit: ParsableCommand {
   @Option(help: "Only writes by this user (actor).") var user: String?
   @Option(help: "From this time on (ISO-8601).") var since: String?
   @Option(help: "Up to this time (ISO-8601).") var until: String?
-  @Option(help: "At most this many entries.") var limit: Int?
+  @Option(parsing: .unconditional, help: "At most this many entries.") var limit: Int?
 
   func validate() throws {
     for (name, value) in [("--since", since), ("--until", until)] {

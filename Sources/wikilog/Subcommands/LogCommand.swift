@@ -37,7 +37,7 @@ struct LogTail: AsyncParsableCommand {
 
   @OptionGroup var global: GlobalOptions
   @Option(help: "0 (everything), now, a position, or an ISO-8601 time.") var since: String = "0"
-  @Option(help: "Stop after this many events.") var limit: Int?
+  @Option(parsing: .unconditional, help: "Stop after this many events.") var limit: Int?
   @Flag(help: "Keep running and print new events as they are appended (by any process).")
   var follow = false
   @Option(help: "json (NDJSON, default) or text.") var format: OutputFormat = .json

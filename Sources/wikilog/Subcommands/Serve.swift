@@ -143,7 +143,9 @@ struct Serve: AsyncParsableCommand {
     do {
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
     } catch {
-      throw CLIError("cannot create \(directory): \(error.localizedDescription)")
+      throw CLIError(
+        "cannot create \(directory): "
+          + (FileSystem.problem(creating: directory) ?? error.localizedDescription))
     }
     let level = Logger.Level(rawValue: logLevel) ?? .info
     LoggingSystem.bootstrap { label in

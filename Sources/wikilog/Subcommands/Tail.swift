@@ -36,7 +36,7 @@ struct Tail: AsyncParsableCommand {
   @OptionGroup var global: GlobalOptions
   @Option(help: "0 (everything), now, a sequence number, or an ISO-8601 time.")
   var since: String = "0"
-  @Option(help: "Stop after this many rows.") var limit: Int?
+  @Option(parsing: .unconditional, help: "Stop after this many rows.") var limit: Int?
   @Option(help: "main_only (the winner) or all_docs (every leaf revision).")
   var style: Style = .mainOnly
   @Flag(help: "Add each row's document.") var includeDocs = false

@@ -70,7 +70,16 @@ struct GlobalOptions: ParsableArguments {
 
   /// The error for a database that does not exist, with the commands that make one.
   func noDatabase() -> CLIError {
-    CLIError(
+    // A --db that is not a usable directory (a file, a read-only place) is the real problem.
+    var isDirectory: ObjCBool = false
+    if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory),
+      !isDirectory.boolValue
+    {
+      return CLIError(
+        "\(directory) is a file, not a data directory; pass --db a directory (it is made when missing)"
+      )
+    }
+    return CLIError(
       "no database '\(database)' in \(directory); create it with: \(suggest("init")) (or seed a demo wiki: \(suggest("demo")))"
     )
   }
