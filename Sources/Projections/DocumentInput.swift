@@ -97,6 +97,41 @@ public struct DocumentInput: Sendable, Hashable {
     }
   }
 
+  /// The checks CouchDB makes of every document of a `_bulk_docs` request before it writes any
+  /// (`couch_doc:from_json_obj_validate/2`, called for the whole list): a document that fails
+  /// them fails the request with `400`, not a row of its own. They look at the special members
+  /// only (`_id`, `_rev`, `_deleted`, `_revisions`, the names CouchDB knows), so they cost
+  /// little beside the write; what they do not look at is checked per document as before.
+  public static func checkShape(_ value: JSONValue) throws(StoreError) {
+    guard let object = value.objectValue else {
+      throw StoreError.badRequest("Document must be a JSON object")
+    }
+    for member in object.members where member.key.utf8.first == UInt8(ascii: "_") {
+      switch member.key {
+      case "_id":
+        guard let id = member.value.stringValue else {
+          throw StoreError.badRequest("Document id must be a string")
+        }
+        try DocumentKey.validate(id, allowLocal: true, checkLength: false)
+      case "_rev":
+        guard let rev = member.value.stringValue else {
+          throw StoreError.badRequest("Invalid rev format")
+        }
+        _ = try LocalDocumentInput.parseRev(rev)
+      case "_deleted":
+        guard member.value.boolValue != nil else {
+          throw StoreError.invalidDocument("Bad special document member: _deleted")
+        }
+      case "_revisions":
+        _ = try revisions(member.value)
+      case "_attachments", "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
+        continue
+      default:
+        throw StoreError.invalidDocument("Bad special document member: \(member.key)")
+      }
+    }
+  }
+
   /// `_revisions` read as `couch_doc:transfer_fields/3` reads it.
   static func revisions(_ value: JSONValue) throws(StoreError) -> GivenRevisions {
     guard let o = value.objectValue else {
@@ -111,6 +146,10 @@ public struct DocumentInput: Sendable, Hashable {
     var strings: [String] = []
     for id in ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
+      // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number.
+      if s.utf8.count == 32, !s.utf8.allSatisfy({ Hex.value($0) != nil }) {
+        throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
+      }
       strings.append(s)
     }
     return GivenRevisions(start: Int(clamping: start), ids: strings)

@@ -54,9 +54,11 @@ enum DocumentKey {
   static func key(_ id: String) -> [UInt8] { Array(id.utf8) }
 
   /// Checks a document id as CouchDB does, plus the key-length limit.
-  static func validate(_ id: String, allowLocal: Bool = false) throws(StoreError) {
+  static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
+    throws(StoreError)
+  {
     guard !id.isEmpty else { throw StoreError.badRequest("Document id must not be empty") }
-    guard id.utf8.count <= maxBytes else {
+    guard !checkLength || id.utf8.count <= maxBytes else {
       throw StoreError.badRequest(
         "Document id is \(id.utf8.count) bytes; wikilog accepts ids up to \(maxBytes) bytes")
     }

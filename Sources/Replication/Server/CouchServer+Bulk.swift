@@ -32,6 +32,8 @@ extension CouchServer {
     if newEdits, body["all_or_nothing"] == .bool(true) {
       return try allOrNothingRefused(docs)
     }
+    // As CouchDB, a document whose special members are malformed fails the whole request.
+    for doc in docs { try DocumentInput.checkShape(doc) }
     let actor = caller.actor
     let origin = replicationOrigin(context)
     let edits = newEdits
