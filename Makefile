@@ -3,7 +3,7 @@ SWIFT ?= swift
 DB ?=
 PORT ?=
 
-.PHONY: bootstrap build test serve bench compare compare-log clean
+.PHONY: bootstrap build test serve bench compare compare-log fuzz clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -37,5 +37,10 @@ compare:
 compare-log:
 	scripts/compare-log
 
+# libFuzzer targets (Fuzz/), address sanitizer on, each run for FUZZ_TIME seconds (900 by
+# default) on its corpus in Fuzz/corpus/; see Fuzz/README.md.
+fuzz: bootstrap
+	scripts/fuzz
+
 clean:
-	rm -rf .build .build-bench
+	rm -rf .build .build-bench .build-fuzz

@@ -28,7 +28,6 @@ import Testing
   /// Malformed requests by name (the names keep the test's output short), with words the
   /// reason must contain.
   static let malformed: [String: (request: String, words: String)] = [
-    "lowercase method": ("get / HTTP/1.1\r\nHost: x\r\n\r\n", "method"),
     "header without colon": ("GET / HTTP/1.1\r\nHost x\r\n\r\n", "header line"),
     "length and chunked": (
       "POST /db HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
@@ -55,6 +54,16 @@ import Testing
       let json = try JSONValue(parsing: body)
       #expect(json["error"]?.stringValue == "bad_request")
       #expect(json["reason"]?.stringValue?.contains(words) == true, "\(body)")
+    }
+  }
+
+  @Test(arguments: ["get", "FOO", "Post"])
+  func unknownMethodsAre405(method: String) async throws {
+    try await withGuardedServer(ConnectionLimits()) { port in
+      let answer = try await RawConnection.exchange(
+        port: port, Array("\(method) / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+      #expect(answer.hasPrefix("HTTP/1.1 405 Method Not Allowed\r\n"), "\(answer.prefix(200))")
+      #expect(answer.contains(#""error":"method_not_allowed""#))
     }
   }
 

@@ -116,6 +116,14 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     }
     headTimer?.cancel()
     headTimer = nil
+    if parserError == .invalidMethod {
+      // A method the parser does not know (`FOO`, `get`): CouchDB answers 405 for any method
+      // its handlers do not take.
+      answer(
+        context: context, status: .methodNotAllowed, error: "method_not_allowed",
+        reason: "Only DELETE,GET,HEAD,POST,PUT,COPY allowed (methods are upper case)")
+      return
+    }
     answer(
       context: context, status: .badRequest, error: "bad_request",
       reason: Self.reason(parserError))
