@@ -267,9 +267,10 @@ if ProcessInfo.processInfo.environment["WIKILOG_FUZZ"] != nil {
       ]
     ),
   ]
+  package.targets.append(.target(name: "FuzzDriver", path: "Fuzz/Driver"))
   for (name, dependencies) in fuzzTargets {
     package.targets.append(
       .executableTarget(
-        name: "Fuzz\(name)", dependencies: dependencies, path: "Fuzz/\(name)"))
+        name: "Fuzz\(name)", dependencies: dependencies + ["FuzzDriver"], path: "Fuzz/\(name)"))
   }
 }

@@ -1,6 +1,7 @@
 // libFuzzer target: the log's event-record decoder (what `verify`, `tail` and every read run on
 // the bytes of data.mdb). Any bytes decode or throw; none crash.
 import Foundation
+import FuzzDriver
 
 @testable import Log
 
@@ -32,15 +33,4 @@ public func fuzzEventRecord(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   return 0
 }
 
-// SwiftPM links this module's entry point as `main`, in place of libFuzzer's own `main`:
-// the top-level code hands the arguments and the target to libFuzzer's driver.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-  _ argc: UnsafeMutablePointer<CInt>,
-  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ target: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runFuzzerDriver(&argc, &argv, { data, size in fuzzEventRecord(data, size) }))
+runFuzzer(fuzzEventRecord)

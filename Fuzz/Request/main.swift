@@ -8,6 +8,7 @@
 // first newline (prefixed with `/db` unless it starts with `/`), then the body.
 import Dispatch
 import Foundation
+import FuzzDriver
 import HTTPTypes
 import Hummingbird
 import Log
@@ -91,15 +92,4 @@ public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   return 0
 }
 
-// SwiftPM links this module's entry point as `main`, in place of libFuzzer's own `main`:
-// the top-level code hands the arguments and the target to libFuzzer's driver.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-  _ argc: UnsafeMutablePointer<CInt>,
-  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ target: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runFuzzerDriver(&argc, &argv, { data, size in fuzzRequest(data, size) }))
+runFuzzer(fuzzRequest)

@@ -1,6 +1,7 @@
 // libFuzzer target: the revision-tree decoder. Any bytes decode or throw; a decoded tree keeps
 // its invariants and encodes to bytes that decode to the same tree.
 import Foundation
+import FuzzDriver
 import RevTree
 
 func check(_ original: RevisionTree) {
@@ -41,15 +42,4 @@ public func fuzzRevTree(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   return 0
 }
 
-// SwiftPM links this module's entry point as `main`, in place of libFuzzer's own `main`:
-// the top-level code hands the arguments and the target to libFuzzer's driver.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-  _ argc: UnsafeMutablePointer<CInt>,
-  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ target: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runFuzzerDriver(&argc, &argv, { data, size in fuzzRevTree(data, size) }))
+runFuzzer(fuzzRevTree)

@@ -2,6 +2,7 @@
 // `new_edits: false` or a replicated PUT sends it) is split into its special fields; a valid
 // `_revisions` merges into a revision tree, which keeps its invariants.
 import Foundation
+import FuzzDriver
 import JSON
 import Projections
 import RevTree
@@ -20,15 +21,4 @@ public func fuzzRevisions(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   return 0
 }
 
-// SwiftPM links this module's entry point as `main`, in place of libFuzzer's own `main`:
-// the top-level code hands the arguments and the target to libFuzzer's driver.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-  _ argc: UnsafeMutablePointer<CInt>,
-  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ target: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runFuzzerDriver(&argc, &argv, { data, size in fuzzRevisions(data, size) }))
+runFuzzer(fuzzRevisions)

@@ -2,6 +2,7 @@
 // is a request target (`/db/doc?rev=...`); routing and every typed reader of the query either
 // answer or throw CouchDB's error.
 import Foundation
+import FuzzDriver
 
 @testable import Replication
 
@@ -34,15 +35,4 @@ public func fuzzRoute(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   return 0
 }
 
-// SwiftPM links this module's entry point as `main`, in place of libFuzzer's own `main`:
-// the top-level code hands the arguments and the target to libFuzzer's driver.
-@_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(
-  _ argc: UnsafeMutablePointer<CInt>,
-  _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-  _ target: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-) -> CInt
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(runFuzzerDriver(&argc, &argv, { data, size in fuzzRoute(data, size) }))
+runFuzzer(fuzzRoute)
