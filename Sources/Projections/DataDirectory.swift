@@ -142,7 +142,7 @@ public final class DataDirectory: Sendable {
     let system = systemDatabases[name]
     let store = try DocumentStore(
       directory: dir, options: options,
-      projections: system?.makeProjections() ?? makeProjections(),
+      projections: Self.withMango(system?.makeProjections() ?? makeProjections()),
       validation: system?.validation ?? validation)
     stores[name] = store
     return store

@@ -29,6 +29,8 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
+  /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
+  case index(db: String, path: [String])
   /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
   /// with this error, whatever the method.
   case unserved(ReplicationError)
@@ -47,13 +49,17 @@ enum CouchRoute: Equatable, Sendable {
     case revsLimit = "_revs_limit"
     case compact = "_compact"
     case security = "_security"
+    case find = "_find"
+    case explain = "_explain"
+    case index = "_index"
+    case search = "_search"
   }
 
   /// The database the route names, if any.
   var database: String? {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
-      .attachment(let db, _, _), .databaseUnserved(let db, _):
+      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _):
       return db
     default:
       return nil
@@ -85,6 +91,7 @@ enum CouchRoute: Equatable, Sendable {
       }
       return .unserved(.badRequest("_design requires a document id"))
     default:
+      if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
       if let endpoint = DatabaseEndpoint(rawValue: head) {
         if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
         return .unserved(.notFound())
@@ -158,8 +165,6 @@ enum CouchRoute: Equatable, Sendable {
     let head = rest[0]
     let path = "/{db}/" + head
     switch head {
-    case "_find", "_explain", "_index":
-      return .notImplemented("Mango queries and indexes (\(path))")
     case "_all_docs" where rest.count > 1:
       return .notImplemented("multiple queries in one request (\(path)/\(rest[1]))")
     case "_design_docs", "_local_docs":

@@ -1,0 +1,15 @@
+public import JSON
+public import Projections
+
+extension TextSearchSchema {
+  /// TouchWiki pages: the group is the page's wiki, the title its name (the id after the
+  /// colon), the text its Markdown. Wikis and other documents are not searched.
+  public static var wikiPages: TextSearchSchema {
+    TextSearchSchema { docID, body in
+      guard body["type"]?.stringValue == "page", let (wiki, title) = WikiID.split(docID),
+        !wiki.isEmpty
+      else { return nil }
+      return .init(group: wiki, title: title, text: body["markdown"]?.stringValue ?? "")
+    }
+  }
+}
