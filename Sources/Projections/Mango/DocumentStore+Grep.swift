@@ -1,6 +1,7 @@
 import Foundation
 public import JSON
 public import Log
+import RevTree
 
 /// One field value a ``DocumentStore/grep(_:field:type:history:visible:_:)`` found.
 public struct GrepMatch: Sendable, Hashable {

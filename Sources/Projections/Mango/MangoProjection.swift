@@ -60,10 +60,18 @@ public final class MangoProjection: DocumentChangeProjection {
     }
     let indexes = try definitions(storage: storage, txn: txn)
     guard !indexes.isEmpty else { return }
-    let body = live == nil ? nil : try change.winnerBody(in: txn)
+    let body = live == nil ? nil : Self.withID(change.docID, try change.winnerBody(in: txn))
     for index in indexes {
       try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
     }
+  }
+
+  /// A stored body with its `_id` (which bodies are stored without), as selectors and index
+  /// fields see a document.
+  static func withID(_ id: String, _ body: JSONValue?) -> JSONValue? {
+    guard case .object(var object) = body else { return body }
+    object.members.insert(.init(key: "_id", value: .string(id)), at: 0)
+    return .object(object)
   }
 
   /// The indexes defined now, in definition-key order (design doc, then name).
@@ -167,7 +175,8 @@ public final class MangoProjection: DocumentChangeProjection {
     for (n, (id, at)) in docs.enumerated() {
       if n % 1024 == 0 { Self.builds.progress(task, done: n) }
       if id.hasPrefix("_design/") { continue }
-      let body = try? JSONValue(parsing: try DocumentChange.body(at: at, in: txn))
+      let body = Self.withID(
+        id, try? JSONValue(parsing: try DocumentChange.body(at: at, in: txn)))
       try update(index, docID: id, body: body, storage: storage, txn: txn)
     }
   }

@@ -168,7 +168,7 @@ extension DocumentStore {
           idf = known
         } else {
           let d = Double(try df(term))
-          idf = log(1 + (Double(n) - d + 0.5) / (d + 0.5))
+          idf = Foundation.log(1 + (Double(n) - d + 0.5) / (d + 0.5))
           idfs[term] = idf
         }
         let dl = Double(try length(key))

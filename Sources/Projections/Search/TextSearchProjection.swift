@@ -97,7 +97,7 @@ public final class TextSearchProjection: DocumentChangeProjection {
     record.string(indexed.group)
     record.varint(indexed.length)
     record.varint(indexed.terms.count)
-    for (term, positions) in indexed.terms {
+    for (term, positions) in indexed.terms.sorted(by: { $0.key < $1.key }) {
       record.string(term)
       var value = ByteWriter(capacity: positions.count + 2)
       var last = 0

@@ -125,9 +125,9 @@ extension CouchServer {
     var groups = try query["wiki"].map { [$0] } ?? store.searchGroups()
     let view = try access.view(store)
     if let view { groups = groups.filter { view.includes($0) } }
-    let chosen = groups
+    let (chosen, asked) = (groups, search)
     let body = try await blocking {
-      var result = try store.search(search, groups: chosen)
+      var result = try store.search(asked, groups: chosen)
       if let view { result.hits = result.hits.filter { view.includes($0.docID) } }
       return try store.searchJSON(result)
     }

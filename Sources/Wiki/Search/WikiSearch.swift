@@ -6,10 +6,11 @@ extension TextSearchSchema {
   /// colon), the text its Markdown. Wikis and other documents are not searched.
   public static var wikiPages: TextSearchSchema {
     TextSearchSchema { docID, body in
-      guard body["type"]?.stringValue == "page", let (wiki, title) = WikiID.split(docID),
-        !wiki.isEmpty
+      guard body["type"]?.stringValue == "page", let parts = WikiID.split(docID),
+        !parts.wiki.isEmpty
       else { return nil }
-      return .init(group: wiki, title: title, text: body["markdown"]?.stringValue ?? "")
+      return .init(
+        group: parts.wiki, title: parts.title, text: body["markdown"]?.stringValue ?? "")
     }
   }
 }

@@ -19,8 +19,8 @@ struct Find: ParsableCommand {
       table the "fields" (or _id and _rev) as tab-separated columns.
 
       Examples:
-        wikilog find '{"selector":{"type":"page","wiki_id":"w1"},"fields":["_id","title"]}'
-        wikilog find '{"selector":{"year":{"$gt":2000}},"sort":[{"year":"desc"}]}' --format table
+        wikilog find '{"selector":{"type":"page"},"fields":["_id","wiki_id"]}'
+        wikilog find --format table '{"selector":{"year":{"$gt":2000}}}'
         wikilog find --explain '{"selector":{"year":2010}}'
       """)
 
@@ -66,6 +66,12 @@ struct IndexCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "index",
     abstract: "Create, list and drop Mango JSON indexes (CouchDB's /db/_index).",
+    discussion: """
+      Examples:
+        wikilog index create year --ddoc by-year --name year --actor admin
+        wikilog index list
+        wikilog index drop by-year year --actor admin
+      """,
     subcommands: [Create.self, List.self, Drop.self])
 
   struct Create: ParsableCommand {
@@ -136,7 +142,13 @@ struct IndexCommand: ParsableCommand {
 
   struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
-      abstract: "List the indexes: CouchDB's GET /db/_index.")
+      abstract: "List the indexes: CouchDB's GET /db/_index.",
+      discussion: """
+        One line per index: design document, name, fields (and a partial filter). --json \
+        prints CouchDB's answer.
+
+        Example: wikilog index list --json
+        """)
     @OptionGroup var global: GlobalOptions
     @OptionGroup var json: JSONFlag
 
