@@ -18,7 +18,8 @@ import Testing
     #expect(scan["warning"] as? String != nil)
     let created = try cli.ok(["index", "create", "year", "--ddoc", "y", "--name", "year"]).object()
     #expect(created["result"] as? String == "created")
-    #expect(try cli.ok(["index", "list"]).lines == ["_all_docs\t(special)\t_id", "_design/y\tyear\tyear"])
+    #expect(
+      try cli.ok(["index", "list"]).lines == ["_all_docs\t(special)\t_id", "_design/y\tyear\tyear"])
     let indexed = try cli.ok(["find", q]).object()
     #expect(indexed["warning"] == nil)
     #expect(try cli.ok(["find", "--format", "ndjson", q]).lines.count == 2)

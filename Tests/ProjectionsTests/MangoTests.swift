@@ -218,11 +218,14 @@ import Testing
     let p6 = try store.get("p006")
     _ = try store.delete("p006", rev: p6["_rev"]!.stringValue!, actor: "t")
     #expect(ids(try find(store, #"{"selector": {"age": 99}}"#)) == ["p005"])
-    #expect(!ids(try find(store, #"{"selector": {"age": {"$gt": null}}, "limit": 999}"#)).contains("p006"))
+    #expect(
+      !ids(try find(store, #"{"selector": {"age": {"$gt": null}}, "limit": 999}"#)).contains("p006")
+    )
     #expect(try store.verify("mango") == [])
   }
 
-  @Test("sort ascending and descending by index, limit, skip, fields; sort without an index is refused")
+  @Test(
+    "sort ascending and descending by index, limit, skip, fields; sort without an index is refused")
   func sortAndOptions() throws {
     let t = try mangoStore()
     let store = t.store!
@@ -269,11 +272,16 @@ import Testing
     let plain = try find(store, #"{"selector": {"age": {"$gt": 0}}, "limit": 99}"#)
     #expect(plain.warning != nil)
     let named = try find(
-      store, #"{"selector": {"age": {"$gt": 0}, "type": "admin"}, "use_index": ["adm", "admins"], "limit": 99}"#)
+      store,
+      #"{"selector": {"age": {"$gt": 0}, "type": "admin"}, "use_index": ["adm", "admins"], "limit": 99}"#
+    )
     #expect(named.warning == nil)
-    #expect(Set(ids(named)) == Set(ids(plain).filter { id in
-      (try? store.get(id)["type"]) == .string("admin")
-    }))
+    #expect(
+      Set(ids(named))
+        == Set(
+          ids(plain).filter { id in
+            (try? store.get(id)["type"]) == .string("admin")
+          }))
     let unusable = try find(store, #"{"selector": {"type": "user"}, "use_index": "n"}"#)
     #expect(unusable.warning?.contains("_design/n was not used") == true)
     #expect(throws: StoreError.self) {
@@ -302,8 +310,9 @@ import Testing
     #expect(listing["total_rows"] == .number(3))
     #expect(listing["indexes"]?[0]?["name"] == .string("_all_docs"))
     #expect(
-      listing["indexes"]?[1]?["def"] == json(
-        #"{"fields":[{"age":"asc"}],"partial_filter_selector":{"type":"admin"}}"#))
+      listing["indexes"]?[1]?["def"]
+        == json(
+          #"{"fields":[{"age":"asc"}],"partial_filter_selector":{"type":"admin"}}"#))
   }
 
   @Test("bookmarks page through a database that changes between pages")
@@ -349,7 +358,8 @@ import Testing
     }
   }
 
-  @Test("an index rebuilt by replay equals the live one; verify covers it; dropping removes its rows")
+  @Test(
+    "an index rebuilt by replay equals the live one; verify covers it; dropping removes its rows")
   func replayEqualsLive() throws {
     let t = try mangoStore()
     let store = t.store!
@@ -367,15 +377,20 @@ import Testing
         continue
       }
       let k = Int.random(in: 0..<4, using: &rng)
-      let v = ["\"s\(Int.random(in: 0..<9, using: &rng))\"", "\(Int.random(in: 0..<9, using: &rng))", "null", "[1]"][k]
+      let v = [
+        "\"s\(Int.random(in: 0..<9, using: &rng))\"", "\(Int.random(in: 0..<9, using: &rng))",
+        "null", "[1]",
+      ][k]
       let body = k == 3 ? #"{"k":\#(k)}"# : #"{"k":\#(k),"v":\#(v)}"#
       let r = try store.put(Array(body.utf8), id: id, rev: revs[id], actor: "t")
       revs[id] = r.rev
     }
     #expect(try store.verify("mango") == [])
-    let before = try find(store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
+    let before = try find(
+      store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
     try store.rebuild("mango")
-    let after = try find(store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
+    let after = try find(
+      store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
     #expect(ids(before) == ids(after))
     #expect(before.warning == nil && !before.docs.isEmpty)
     // Dropping the design document removes both its definition and its rows.
@@ -384,7 +399,8 @@ import Testing
     #expect(try store.mangoIndexes().map(\.name) == ["kv"])
     let storage = try #require(store.storage(of: "mango"))
     let rows = try store.read { txn in try txn.count(of: storage["rows"]) }
-    let kvRows = try find(store, #"{"selector": {"k": {"$gt": null}, "v": {"$exists": true}}, "limit": 999}"#)
+    let kvRows = try find(
+      store, #"{"selector": {"k": {"$gt": null}, "v": {"$exists": true}}, "limit": 999}"#)
     #expect(rows == kvRows.docs.count, "only the kv index has rows")
     #expect(try store.verify("mango") == [])
   }

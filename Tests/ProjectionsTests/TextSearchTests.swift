@@ -73,7 +73,9 @@ import Wiki
     let snippet = DocumentStore.snippet(text, matched: hit.matched)
     #expect(snippet.contains("<mark>Apple</mark> pie"))
     #expect(snippet.contains("the <mark>apple</mark> filling"))
-    #expect(DocumentStore.snippet("a <b> & apple", matched: ["apple"]) == "a &lt;b&gt; &amp; <mark>apple</mark>")
+    #expect(
+      DocumentStore.snippet("a <b> & apple", matched: ["apple"])
+        == "a &lt;b&gt; &amp; <mark>apple</mark>")
 
     let bread = try store.get("w1:Banana Bread")
     try store.put(

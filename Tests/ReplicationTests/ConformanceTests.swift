@@ -377,7 +377,6 @@ import Testing
       try await client.call(.put, "/db/doc", "{}")
       try await client.call(.put, "/db/_design/d", "{}")
       let unserved: [(HTTPRequest.Method, String, String)] = [
-        (.get, "/_active_tasks", "running tasks"),
         (.post, "/_cluster_setup", "cluster setup"),
         (.get, "/_cluster_setup", "cluster setup"),
         (.get, "/_db_updates", "database updates"),

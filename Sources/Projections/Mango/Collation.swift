@@ -74,7 +74,9 @@ public enum Collation {
     out.append(numberTag)
     var bits = (d == 0 ? 0.0 : d).bitPattern
     bits = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
-    for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
+    for shift in stride(from: 56, through: 0, by: -8) {
+      out.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
+    }
   }
 
   /// The string tag and the string's two levels (see the type's discussion), each with its
@@ -92,7 +94,12 @@ public enum Collation {
     var out: [UInt8] = [stringTag]
     let folded = levels(prefix).folded
     for b in folded {
-      if b <= 1 { out.append(1); out.append(b + 1) } else { out.append(b) }
+      if b <= 1 {
+        out.append(1)
+        out.append(b + 1)
+      } else {
+        out.append(b)
+      }
     }
     return out
   }

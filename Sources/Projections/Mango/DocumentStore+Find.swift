@@ -47,10 +47,13 @@ public struct FindResult: Sendable {
           key: "execution_stats",
           value: .object(
             JSONObject([
-              .init(key: "total_keys_examined", value: .number(JSONNumber(Int64(stats.keysExamined)))),
-              .init(key: "total_docs_examined", value: .number(JSONNumber(Int64(stats.docsExamined)))),
+              .init(
+                key: "total_keys_examined", value: .number(JSONNumber(Int64(stats.keysExamined)))),
+              .init(
+                key: "total_docs_examined", value: .number(JSONNumber(Int64(stats.docsExamined)))),
               .init(key: "total_quorum_docs_examined", value: .number(0)),
-              .init(key: "results_returned", value: .number(JSONNumber(Int64(stats.resultsReturned)))),
+              .init(
+                key: "results_returned", value: .number(JSONNumber(Int64(stats.resultsReturned)))),
               .init(
                 key: "execution_time_ms",
                 value: .number(JSONNumber((stats.milliseconds * 1000).rounded() / 1000) ?? 0)),
@@ -134,7 +137,8 @@ extension DocumentStore {
         let label = query.useIndex.count < 2 ? ddoc : "\(ddoc), \(query.useIndex[1])"
         guard query.allowFallback else {
           throw StoreError(
-            "no_usable_index", "The index specified with \"use_index\" is not usable for the query.",
+            "no_usable_index",
+            "The index specified with \"use_index\" is not usable for the query.",
             code: .badRequest)
         }
         warning = "\(label) was not used because it does not contain a valid index for this query."
@@ -253,7 +257,10 @@ extension DocumentStore {
     if upper == nil && !fixed.isEmpty { upper = fixed }
     return (
       lower.map(MangoIndex.truncated), upper.map(MangoIndex.truncated),
-      .array(startJSON), endJSON.count == index.fields.count ? .array(endJSON) : .array(endJSON + [.object(JSONObject([.init(key: "<MAX>", value: .bool(true))]))])
+      .array(startJSON),
+      endJSON.count == index.fields.count
+        ? .array(endJSON)
+        : .array(endJSON + [.object(JSONObject([.init(key: "<MAX>", value: .bool(true))]))])
     )
   }
 
@@ -343,7 +350,8 @@ extension DocumentStore {
     let elapsed = ContinuousClock.now - clock
     stats.milliseconds =
       Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-    let bookmark = lastKey.map { Self.encodeBookmark($0, index: plan.index) } ?? query.bookmark ?? "nil"
+    let bookmark =
+      lastKey.map { Self.encodeBookmark($0, index: plan.index) } ?? query.bookmark ?? "nil"
     return FindResult(
       docs: docs, bookmark: bookmark, warning: plan.warning,
       stats: query.executionStats ? stats : nil)
@@ -406,7 +414,8 @@ extension DocumentStore {
   /// A bookmark: the index it belongs to and the last key read, base64url.
   static func encodeBookmark(_ key: [UInt8], index: MangoIndex?) -> String {
     let tag = Array((index.map { "\($0.ddoc)\u{0}\($0.name)" } ?? "_all_docs").utf8)
-    let bytes = [UInt8(truncatingIfNeeded: tag.count >> 8), UInt8(truncatingIfNeeded: tag.count)] + tag + key
+    let bytes =
+      [UInt8(truncatingIfNeeded: tag.count >> 8), UInt8(truncatingIfNeeded: tag.count)] + tag + key
     return Data(bytes).base64EncodedString()
       .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
       .replacingOccurrences(of: "=", with: "")
@@ -466,7 +475,8 @@ extension DocumentStore {
                 )
               ]))),
         ]))
-    let fields: JSONValue = query.fields.map { .array($0.map { .string($0) }) } ?? .string("all_fields")
+    let fields: JSONValue =
+      query.fields.map { .array($0.map { .string($0) }) } ?? .string("all_fields")
     let sort = JSONValue.object(
       JSONObject(
         query.sort.map { .init(key: $0.field, value: .string($0.descending ? "desc" : "asc")) }))
@@ -523,7 +533,8 @@ extension DocumentStore {
         body: .object(
           JSONObject([
             .init(key: "language", value: .string("query")),
-            .init(key: "views", value: .object(JSONObject([.init(key: index.name, value: current)]))),
+            .init(
+              key: "views", value: .object(JSONObject([.init(key: index.name, value: current)]))),
           ]))
       ).first == index, object["language"]?.stringValue == "query"
     {

@@ -26,7 +26,9 @@ public struct GrepMatch: Sendable, Hashable {
       let date = Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
       members.append(.init(key: "time", value: .string(date.formatted(.iso8601))))
     }
-    if let seq { members.append(.init(key: "seq", value: .number(JSONNumber(Int64(seq.rawValue))))) }
+    if let seq {
+      members.append(.init(key: "seq", value: .number(JSONNumber(Int64(seq.rawValue)))))
+    }
     return .object(JSONObject(members))
   }
 }

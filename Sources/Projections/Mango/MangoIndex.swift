@@ -83,7 +83,9 @@ public struct MangoIndex: Sendable, Hashable {
       JSONObject([
         .init(key: "map", value: .object(JSONObject(map))),
         .init(key: "reduce", value: .string("_count")),
-        .init(key: "options", value: .object(JSONObject([.init(key: "def", value: .object(JSONObject(def)))]))),
+        .init(
+          key: "options",
+          value: .object(JSONObject([.init(key: "def", value: .object(JSONObject(def)))]))),
       ]))
   }
 
@@ -99,8 +101,10 @@ public struct MangoIndex: Sendable, Hashable {
         !fields.members.isEmpty
       else { continue }
       let directions = Set(fields.members.map { $0.value.stringValue ?? "asc" })
-      let partial = (map["partial_filter_selector"] ?? view.value["options"]?["def"]?[
-        "partial_filter_selector"]).flatMap { try? Selector($0) }
+      let partial =
+        (map["partial_filter_selector"]
+        ?? view.value["options"]?["def"]?[
+          "partial_filter_selector"]).flatMap { try? Selector($0) }
       out.append(
         MangoIndex(
           ddoc: id, name: view.key, fields: fields.members.map(\.key),

@@ -1,3 +1,4 @@
+import Foundation
 public import JSON
 public import Log
 public import RevTree
@@ -30,7 +31,10 @@ public final class MangoProjection: DocumentChangeProjection {
   /// Parsed definitions by their stored bytes (a definition is parsed once per process).
   private let parsed = Mutex<[[UInt8]: MangoIndex]>([:])
 
-  public init() {}
+  /// The database's name, for the builds' progress (``MangoBuilds``).
+  let database: String
+
+  public init(database: String = "") { self.database = database }
 
   /// Builds in progress, for `_active_tasks` and the command line.
   public static let builds = MangoBuilds()
@@ -165,7 +169,7 @@ public final class MangoProjection: DocumentChangeProjection {
   /// Adds every live document's row to `index` (bodies read from the log).
   func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
     let total = try txn.count(of: storage["docs"])
-    let task = Self.builds.start(index, total: total)
+    let task = Self.builds.start(index, database: database, total: total)
     defer { Self.builds.finish(task) }
     var docs: [(String, UInt64)] = []
     try txn.scan(storage["docs"]) { key, value in
@@ -186,24 +190,29 @@ public final class MangoProjection: DocumentChangeProjection {
 public final class MangoBuilds: Sendable {
   public struct Task: Sendable, Hashable {
     public let id: Int
+    public let database: String
     public let ddoc: String
     public let name: String
     public let total: Int
     public var done: Int
-    public let started: ContinuousClock.Instant
+    /// Seconds since 1970.
+    public let started: Int64
   }
 
   private let tasks = Mutex<(next: Int, running: [Int: Task])>((0, [:]))
 
   /// The builds running now.
-  public var running: [Task] { tasks.withLock { Array($0.running.values) }.sorted { $0.id < $1.id } }
+  public var running: [Task] {
+    tasks.withLock { Array($0.running.values) }.sorted { $0.id < $1.id }
+  }
 
-  func start(_ index: MangoIndex, total: Int) -> Int {
+  func start(_ index: MangoIndex, database: String, total: Int) -> Int {
     tasks.withLock { state in
       state.next += 1
       state.running[state.next] = Task(
-        id: state.next, ddoc: index.ddoc, name: index.name, total: total, done: 0,
-        started: .now)
+        id: state.next, database: database, ddoc: index.ddoc, name: index.name, total: total,
+        done: 0,
+        started: Int64(Date().timeIntervalSince1970))
       return state.next
     }
   }
@@ -220,7 +229,8 @@ public final class MangoBuilds: Sendable {
 extension DataDirectory {
   /// `projections` and the Mango indexes (``MangoProjection``): every database of a data
   /// directory answers `_find` and keeps its `_index` definitions.
-  static func withMango(_ projections: [any Projection]) -> [any Projection] {
-    projections.contains { $0.name == "mango" } ? projections : projections + [MangoProjection()]
+  static func withMango(_ projections: [any Projection], database: String) -> [any Projection] {
+    projections.contains { $0.name == "mango" }
+      ? projections : projections + [MangoProjection(database: database)]
   }
 }

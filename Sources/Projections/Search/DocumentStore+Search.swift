@@ -184,7 +184,8 @@ extension DocumentStore {
           for (key, entries) in try postings(t, prefix: isPrefix) {
             if let candidates, candidates[key] == nil { continue }
             for (term, positions) in entries {
-              found[key, default: ([:], [])].score[term] = try bm25(term, tf: positions.count, key: key)
+              found[key, default: ([:], [])].score[term] = try bm25(
+                term, tf: positions.count, key: key)
               found[key, default: ([:], [])].matched.insert(term)
             }
           }
@@ -286,9 +287,11 @@ extension DocumentStore {
       rows.append(
         .object(
           JSONObject([
-            .init(key: "id", value: .string(hit.docID)), .init(key: "wiki", value: .string(hit.group)),
+            .init(key: "id", value: .string(hit.docID)),
+            .init(key: "wiki", value: .string(hit.group)),
             .init(key: "title", value: .string(s?.title ?? "")),
-            .init(key: "score", value: .number(JSONNumber((hit.score * 10000).rounded() / 10000) ?? 0)),
+            .init(
+              key: "score", value: .number(JSONNumber((hit.score * 10000).rounded() / 10000) ?? 0)),
             .init(
               key: "snippet", value: .string(Self.snippet(s?.text ?? "", matched: hit.matched))),
           ])))

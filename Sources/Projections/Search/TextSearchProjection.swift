@@ -150,7 +150,8 @@ public final class TextSearchProjection: DocumentChangeProjection {
     if n <= 0 {
       _ = try txn.delete(group, in: db)
     } else {
-      try txn.put(UInt64(n).bigEndianBytes + UInt64(max(total, 0)).bigEndianBytes, forKey: group, in: db)
+      try txn.put(
+        UInt64(n).bigEndianBytes + UInt64(max(total, 0)).bigEndianBytes, forKey: group, in: db)
     }
   }
 }

@@ -18,6 +18,8 @@ enum CouchRoute: Equatable, Sendable {
   case databasesInfo
   case up
   case uuids
+  /// `/_active_tasks`: the Mango index builds under way.
+  case activeTasks
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -110,6 +112,7 @@ enum CouchRoute: Equatable, Sendable {
     case "_users": return nil  // a database (when the data directory has it)
     case "_dbs_info": return only(.databasesInfo)
     case "_up": return only(.up)
+    case "_active_tasks": return only(.activeTasks)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
@@ -123,7 +126,6 @@ enum CouchRoute: Equatable, Sendable {
   /// the feature each belongs to. (`_replicator` and `_global_changes` are CouchDB's system
   /// databases; wikilog serves `_users` as a database.)
   static let unservedServerFeatures: [String: String] = [
-    "_active_tasks": "the list of running tasks (/_active_tasks)",
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
     "_global_changes": "the feed of database updates (the _global_changes database)",

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -132,5 +133,31 @@ extension CouchServer {
       return try store.searchJSON(result)
     }
     return CouchResponse.json(body, includeBody: request.method != .head)
+  }
+}
+
+extension CouchServer {
+  /// `GET /_active_tasks` (server admins): the Mango index builds under way, in CouchDB's
+  /// shape for an `indexer` task.
+  static func activeTasks() -> JSONValue {
+    .array(
+      MangoProjection.builds.running.map { task in
+        let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
+        return .object(
+          JSONObject([
+            .init(key: "type", value: .string("indexer")),
+            .init(key: "node", value: .string("nonode@nohost")),
+            .init(key: "pid", value: .string("<0.\(task.id).0>")),
+            .init(key: "database", value: .string(task.database)),
+            .init(key: "design_document", value: .string(task.ddoc)),
+            .init(key: "index", value: .string(task.name)),
+            .init(key: "changes_done", value: n(task.done)),
+            .init(key: "total_changes", value: n(task.total)),
+            .init(key: "progress", value: n(task.total == 0 ? 100 : task.done * 100 / task.total)),
+            .init(key: "started_on", value: .number(JSONNumber(task.started))),
+            .init(
+              key: "updated_on", value: .number(JSONNumber(Int64(Date().timeIntervalSince1970)))),
+          ]))
+      })
   }
 }

@@ -176,6 +176,10 @@ public struct CouchServer: HTTPResponder {
     case .uuids:
       try allow(method, [.get, .head])
       return try uuids(query)
+    case .activeTasks:
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(Self.activeTasks(), includeBody: method != .head)
     case .node(let node):
       try allow(method, [.get, .head])
       return CouchResponse.json(
@@ -239,7 +243,8 @@ public struct CouchServer: HTTPResponder {
         try allow(method, [.get, .head])
         return try await search(store, request: request, query: query, access: access)
       case .index:
-        return try await indexes(store, request: request, context: context, caller: caller, access: access)
+        return try await indexes(
+          store, request: request, context: context, caller: caller, access: access)
       }
     case .index(let db, let path):
       let store = try await open(db)

@@ -194,7 +194,8 @@ struct IndexCommand: ParsableCommand {
         _ = try db.store.delete(id, rev: rev, actor: actor.name)
       } else {
         object["views"] = .object(views)
-        _ = try db.store.put(JSONValue.object(object).serialized(), id: id, rev: rev, actor: actor.name)
+        _ = try db.store.put(
+          JSONValue.object(object).serialized(), id: id, rev: rev, actor: actor.name)
       }
       printJSON(.object(JSONObject([.init(key: "ok", value: .bool(true))])))
     }
@@ -212,7 +213,9 @@ final class ProgressReporter: @unchecked Sendable {
       while lock.withLock({ running }) {
         Thread.sleep(forTimeInterval: 0.5)
         for task in MangoProjection.builds.running {
-          printError("wikilog: building index \(task.ddoc) \(task.name): \(task.done)/\(task.total) documents")
+          printError(
+            "wikilog: building index \(task.ddoc) \(task.name): \(task.done)/\(task.total) documents"
+          )
         }
       }
     }
@@ -318,7 +321,9 @@ struct Search: ParsableCommand {
     var lines: [String] = []
     for row in body["rows"]?.arrayValue ?? [] {
       let snippet = (row["snippet"]?.stringValue ?? "")
-        .replacingOccurrences(of: "<mark>", with: "[").replacingOccurrences(of: "</mark>", with: "]")
+        .replacingOccurrences(of: "<mark>", with: "[").replacingOccurrences(
+          of: "</mark>", with: "]"
+        )
         .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
         .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&amp;", with: "&")
       let score = row["score"]?.numberValue?.doubleValue ?? 0
