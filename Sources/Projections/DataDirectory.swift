@@ -144,7 +144,8 @@ public final class DataDirectory: Sendable {
     let system = systemDatabases[name]
     let store = try DocumentStore(
       directory: dir, options: options,
-      projections: system?.makeProjections() ?? makeProjections(),
+      projections: Self.withMango(
+        system?.makeProjections() ?? makeProjections(), database: name),
       validation: system?.validation ?? validation)
     stores[name] = store
     return store

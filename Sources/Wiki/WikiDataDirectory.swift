@@ -19,7 +19,12 @@ extension DataDirectory {
   ) -> DataDirectory {
     DataDirectory(
       path: path, options: options,
-      projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
+      projections: {
+        [
+          WikiProjection(), DraftProjection(), WikiAccessProjection(),
+          TextSearchProjection(schema: .wikiPages),
+        ]
+      },
       validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases,
       access: WikiAccess())
   }

@@ -43,6 +43,7 @@ struct WikilogCommand: AsyncParsableCommand {
       BulkDocs.self,
       RevsDiff.self,
       AllDocs.self,
+      Find.self, IndexCommand.self, Grep.self, Search.self,
       Local.self,
       Config.self,
       Tail.self,

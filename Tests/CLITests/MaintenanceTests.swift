@@ -18,7 +18,10 @@ import Testing
     let verify = try cli.ok(["verify", "--json"]).object()
     #expect(verify["ok"] as? Bool == true)
     let projections = try #require(verify["projections"] as? [String: [String]])
-    #expect(projections == ["docs": [], "wiki": [], "drafts": [], "access": []])
+    #expect(
+      projections == [
+        "docs": [], "wiki": [], "drafts": [], "access": [], "search": [], "mango": [],
+      ])
     #expect(try cli.ok(["verify"]).stdout.contains("projection wiki: ok"))
 
     let stats = try cli.ok(["stats", "--json"]).object()
@@ -30,18 +33,21 @@ import Testing
     #expect(stats["durable_position"] as? Int == 5)
     #expect((stats["size_bytes"] as? Int ?? 0) > 0)
     #expect(
-      stats["checkpoints"] as? [String: Int] == ["docs": 5, "wiki": 5, "drafts": 5, "access": 5])
+      stats["checkpoints"] as? [String: Int] == [
+        "docs": 5, "wiki": 5, "drafts": 5, "access": 5, "search": 5, "mango": 5,
+      ])
     #expect(try cli.ok(["stats"]).stdout.contains("with conflicts      1"))
 
     #expect(
       try cli.ok(["rebuild"]).lines == [
         "rebuilt docs from 5 events", "rebuilt wiki from 5 events", "rebuilt drafts from 5 events",
-        "rebuilt access from 5 events",
+        "rebuilt access from 5 events", "rebuilt search from 5 events",
+        "rebuilt mango from 5 events",
       ])
     #expect(try cli.ok(["rebuild", "wiki"]).lines == ["rebuilt wiki from 5 events"])
     try cli.fails(
       ["rebuild", "nope"],
-      "no projection named 'nope'; the projections are docs, wiki, drafts, access")
+      "no projection named 'nope'; the projections are docs, wiki, drafts, access, search, mango")
     #expect(try cli.ok(["verify", "--json"]).object()["ok"] as? Bool == true)
     #expect(try cli.ok(["get", "x", "--conflicts"]).object()["_conflicts"] as? [String] == ["2-b"])
   }

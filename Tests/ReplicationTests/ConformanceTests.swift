@@ -377,7 +377,6 @@ import Testing
       try await client.call(.put, "/db/doc", "{}")
       try await client.call(.put, "/db/_design/d", "{}")
       let unserved: [(HTTPRequest.Method, String, String)] = [
-        (.get, "/_active_tasks", "running tasks"),
         (.post, "/_cluster_setup", "cluster setup"),
         (.get, "/_cluster_setup", "cluster setup"),
         (.get, "/_db_updates", "database updates"),
@@ -405,11 +404,6 @@ import Testing
         (.get, "/_utils", "Fauxton"),
         (.get, "/_utils/", "Fauxton"),
         (.get, "/_utils/index.html", "Fauxton"),
-        (.post, "/db/_find", "Mango"),
-        (.post, "/db/_explain", "Mango"),
-        (.get, "/db/_index", "Mango"),
-        (.post, "/db/_index", "Mango"),
-        (.delete, "/db/_index/_design/x/json/name", "Mango"),
         (.get, "/db/_shards", "shards"),
         (.get, "/db/_shards/doc", "shards"),
         (.post, "/db/_sync_shards", "shards"),

@@ -18,6 +18,8 @@ enum CouchRoute: Equatable, Sendable {
   case databasesInfo
   case up
   case uuids
+  /// `/_active_tasks`: the Mango index builds under way.
+  case activeTasks
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -29,6 +31,8 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
+  /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
+  case index(db: String, path: [String])
   /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
   /// with this error, whatever the method.
   case unserved(ReplicationError)
@@ -47,13 +51,17 @@ enum CouchRoute: Equatable, Sendable {
     case revsLimit = "_revs_limit"
     case compact = "_compact"
     case security = "_security"
+    case find = "_find"
+    case explain = "_explain"
+    case index = "_index"
+    case search = "_search"
   }
 
   /// The database the route names, if any.
   var database: String? {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
-      .attachment(let db, _, _), .databaseUnserved(let db, _):
+      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _):
       return db
     default:
       return nil
@@ -85,6 +93,7 @@ enum CouchRoute: Equatable, Sendable {
       }
       return .unserved(.badRequest("_design requires a document id"))
     default:
+      if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
       if let endpoint = DatabaseEndpoint(rawValue: head) {
         if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
         return .unserved(.notFound())
@@ -103,6 +112,7 @@ enum CouchRoute: Equatable, Sendable {
     case "_users": return nil  // a database (when the data directory has it)
     case "_dbs_info": return only(.databasesInfo)
     case "_up": return only(.up)
+    case "_active_tasks": return only(.activeTasks)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
@@ -116,7 +126,6 @@ enum CouchRoute: Equatable, Sendable {
   /// the feature each belongs to. (`_replicator` and `_global_changes` are CouchDB's system
   /// databases; wikilog serves `_users` as a database.)
   static let unservedServerFeatures: [String: String] = [
-    "_active_tasks": "the list of running tasks (/_active_tasks)",
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
     "_global_changes": "the feed of database updates (the _global_changes database)",
@@ -158,8 +167,6 @@ enum CouchRoute: Equatable, Sendable {
     let head = rest[0]
     let path = "/{db}/" + head
     switch head {
-    case "_find", "_explain", "_index":
-      return .notImplemented("Mango queries and indexes (\(path))")
     case "_all_docs" where rest.count > 1:
       return .notImplemented("multiple queries in one request (\(path)/\(rest[1]))")
     case "_design_docs", "_local_docs":

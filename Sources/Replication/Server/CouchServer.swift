@@ -176,6 +176,10 @@ public struct CouchServer: HTTPResponder {
     case .uuids:
       try allow(method, [.get, .head])
       return try uuids(query)
+    case .activeTasks:
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(Self.activeTasks(), includeBody: method != .head)
     case .node(let node):
       try allow(method, [.get, .head])
       return CouchResponse.json(
@@ -229,7 +233,25 @@ public struct CouchServer: HTTPResponder {
         return try await revsLimit(store, request: request, caller: caller)
       case .security:
         return try await securityObject(store, access: access, request: request, caller: caller)
+      case .find:
+        try allow(method, [.post])
+        return try await find(store, request: request, access: access)
+      case .explain:
+        try allow(method, [.post])
+        return try await explain(store, db: db, request: request)
+      case .search:
+        try allow(method, [.get, .head])
+        return try await search(store, request: request, query: query, access: access)
+      case .index:
+        return try await indexes(
+          store, request: request, context: context, caller: caller, access: access)
       }
+    case .index(let db, let path):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      try allow(method, [.delete])
+      return try await deleteIndex(
+        store, path: path, context: context, caller: caller, access: access)
     case .local(let db, let id):
       let store = try await open(db)
       _ = try databaseAccess(db, store, caller)

@@ -1,0 +1,549 @@
+import Foundation
+public import JSON
+public import Log
+import RevTree
+
+/// How a `_find` reads: the index (nil: `_all_docs`), its key range and direction.
+public struct FindPlan: Sendable {
+  /// The index chosen; nil for CouchDB's special `_all_docs` index (a scan by id).
+  public let index: MangoIndex?
+  /// Bytes of the first key to read (after the index prefix), nil from the start.
+  let lower: [UInt8]?
+  /// Bytes the last key may start with or precede (after the prefix), nil to the end.
+  let upper: [UInt8]?
+  /// Read backwards (a descending sort).
+  public let descending: Bool
+  /// The JSON bounds, for `_explain` (`start_key`, `end_key`).
+  let startKey: JSONValue
+  let endKey: JSONValue
+  /// Why no index or the named one was not used, for the response's `warning`.
+  public let warning: String?
+}
+
+/// What `_find` answers.
+public struct FindResult: Sendable {
+  public var docs: [JSONValue]
+  /// Where the next page starts (`"nil"` when nothing was returned).
+  public var bookmark: String
+  public var warning: String?
+  public var stats: Stats?
+
+  public struct Stats: Sendable, Hashable {
+    public var keysExamined = 0
+    public var docsExamined = 0
+    public var resultsReturned = 0
+    public var milliseconds = 0.0
+  }
+
+  /// CouchDB's body: `docs`, `bookmark`, then `warning` and `execution_stats` when present.
+  public var json: JSONValue {
+    var members: [JSONObject.Member] = [
+      .init(key: "docs", value: .array(docs)), .init(key: "bookmark", value: .string(bookmark)),
+    ]
+    if let warning { members.append(.init(key: "warning", value: .string(warning))) }
+    if let stats {
+      members.append(
+        .init(
+          key: "execution_stats",
+          value: .object(
+            JSONObject([
+              .init(
+                key: "total_keys_examined", value: .number(JSONNumber(Int64(stats.keysExamined)))),
+              .init(
+                key: "total_docs_examined", value: .number(JSONNumber(Int64(stats.docsExamined)))),
+              .init(key: "total_quorum_docs_examined", value: .number(0)),
+              .init(
+                key: "results_returned", value: .number(JSONNumber(Int64(stats.resultsReturned)))),
+              .init(
+                key: "execution_time_ms",
+                value: .number(JSONNumber((stats.milliseconds * 1000).rounded() / 1000) ?? 0)),
+            ]))))
+    }
+    return .object(JSONObject(members))
+  }
+}
+
+extension DocumentStore {
+  /// The Mango projection's databases, when the store has one.
+  var mangoStorage: ProjectionStorage? { projections.storage(of: "mango") }
+
+  /// The JSON indexes defined in the store's design documents (none without a
+  /// ``MangoProjection``).
+  public func mangoIndexes() throws -> [MangoIndex] {
+    guard let storage = mangoStorage,
+      let projection = others.first(where: { $0.projection.name == "mango" })?.projection
+        as? MangoProjection
+    else { return [] }
+    return try read { txn in try projection.definitions(storage: storage, txn: txn) }
+  }
+
+  /// `GET /db/_index`: the special `_all_docs` index, then the JSON indexes.
+  public func indexListing() throws -> JSONValue {
+    let indexes = try mangoIndexes()
+    let special = JSONValue.object(
+      JSONObject([
+        .init(key: "ddoc", value: .null), .init(key: "name", value: .string("_all_docs")),
+        .init(key: "type", value: .string("special")),
+        .init(
+          key: "def",
+          value: .object(
+            JSONObject([
+              .init(
+                key: "fields",
+                value: .array([.object(JSONObject([.init(key: "_id", value: .string("asc"))]))]))
+            ]))),
+      ]))
+    return .object(
+      JSONObject([
+        .init(key: "total_rows", value: .number(JSONNumber(Int64(indexes.count + 1)))),
+        .init(key: "indexes", value: .array([special] + indexes.map(\.listing))),
+      ]))
+  }
+
+  // MARK: Planning
+
+  /// Chooses how to answer `query`, as CouchDB's planner does: an index every one of whose
+  /// fields the selector requires (so the documents it leaves out cannot match) and that
+  /// serves the sort; `use_index` first when it qualifies; otherwise the one whose leading
+  /// fields the selector bounds most, then the one with the fewest fields. Indexes with a
+  /// `partial_filter_selector` are used only when named. With none, `_all_docs` (with the
+  /// warning).
+  ///
+  /// - Throws: 400 `no_usable_index` when a sort needs an index that does not exist, or when
+  ///   `allow_fallback` is false and the named index cannot serve the query.
+  public func plan(_ query: FindQuery) throws -> FindPlan {
+    let required = query.selector.requiredConditions
+    let requiredPaths = Set(
+      required.filter { $0.1 != .exists(false) }.map { $0.0 })
+    let sortPaths = query.sort.map { Selector.path($0.field) }
+    let descending = query.sort.first?.descending ?? false
+    let indexes = try mangoIndexes()
+
+    func usable(_ index: MangoIndex) -> Bool {
+      guard index.paths.allSatisfy(requiredPaths.contains) else { return false }
+      return sortPaths.isEmpty || index.paths.starts(with: sortPaths)
+    }
+    let allDocsServesSort = sortPaths.isEmpty || sortPaths == [["_id"]]
+
+    var warning: String?
+    var chosen: MangoIndex?
+    if let ddoc = query.useIndexDDoc {
+      let named = indexes.filter {
+        $0.ddoc == ddoc && (query.useIndex.count < 2 || $0.name == query.useIndex[1])
+      }
+      if let index = named.first(where: usable) {
+        chosen = index
+      } else {
+        let label = query.useIndex.count < 2 ? ddoc : "\(ddoc), \(query.useIndex[1])"
+        guard query.allowFallback else {
+          throw StoreError(
+            "no_usable_index",
+            "The index specified with \"use_index\" is not usable for the query.",
+            code: .badRequest)
+        }
+        warning = "\(label) was not used because it does not contain a valid index for this query."
+      }
+    }
+    if chosen == nil {
+      let candidates = indexes.filter { $0.partialFilter == nil && usable($0) }
+      chosen = candidates.max { a, b in
+        let (ra, rb) = (boundColumns(a, required), boundColumns(b, required))
+        if ra != rb { return ra < rb }
+        if a.fields.count != b.fields.count { return a.fields.count > b.fields.count }
+        return (a.ddoc, a.name) > (b.ddoc, b.name)
+      }
+    }
+    guard let index = chosen else {
+      guard allDocsServesSort else {
+        throw StoreError(
+          "no_usable_index",
+          "No global index exists for this sort, try indexing by the sort fields.",
+          code: .badRequest)
+      }
+      if query.useIndexDDoc == nil && !query.allowFallback {
+        throw StoreError(
+          "no_usable_index", "No index exists for this selector and allow_fallback is false.",
+          code: .badRequest)
+      }
+      let (lower, upper, start, end) = idRange(required)
+      return FindPlan(
+        index: nil, lower: lower, upper: upper, descending: descending, startKey: start,
+        endKey: end,
+        warning: warning ?? "No matching index found, create an index to optimize query time.")
+    }
+    let (lower, upper, start, end) = range(index, required)
+    return FindPlan(
+      index: index, lower: lower, upper: upper, descending: descending, startKey: start,
+      endKey: end, warning: warning)
+  }
+
+  /// How many leading fields of `index` the conditions bound (equalities, then one range).
+  func boundColumns(_ index: MangoIndex, _ required: [([String], Selector.Condition)]) -> Int {
+    var n = 0
+    for path in index.paths {
+      let conditions = required.filter { $0.0 == path }.map(\.1)
+      if conditions.contains(where: { if case .eq = $0 { true } else { false } }) {
+        n += 2
+        continue
+      }
+      if conditions.contains(where: Self.isRange) { n += 1 }
+      break
+    }
+    return n
+  }
+
+  static func isRange(_ c: Selector.Condition) -> Bool {
+    switch c {
+    case .gt, .gte, .lt, .lte, .beginsWith: true
+    default: false
+    }
+  }
+
+  /// The key range of `index` the conditions allow: the equal leading fields, then the bounds
+  /// of the next field. Bounds are inclusive; the selector, applied to every document read,
+  /// drops what an exclusive bound leaves out.
+  func range(_ index: MangoIndex, _ required: [([String], Selector.Condition)]) -> (
+    [UInt8]?, [UInt8]?, JSONValue, JSONValue
+  ) {
+    var fixed: [UInt8] = []
+    var startJSON: [JSONValue] = []
+    var endJSON: [JSONValue] = []
+    var lower: [UInt8]?
+    var upper: [UInt8]?
+    for path in index.paths {
+      let conditions = required.filter { $0.0 == path }.map(\.1)
+      if let eq = conditions.lazy.compactMap({ c -> JSONValue? in
+        if case .eq(let v) = c { return v }
+        return nil
+      }).first {
+        Collation.encode(eq, into: &fixed)
+        startJSON.append(eq)
+        endJSON.append(eq)
+        continue
+      }
+      var low: JSONValue?
+      var high: JSONValue?
+      var prefixBound: String?
+      for c in conditions {
+        switch c {
+        case .gt(let v), .gte(let v):
+          if low.map({ Collation.compare(v, $0) > 0 }) ?? true { low = v }
+        case .lt(let v), .lte(let v):
+          if high.map({ Collation.compare(v, $0) < 0 }) ?? true { high = v }
+        case .beginsWith(let s):
+          prefixBound = s
+        default: break
+        }
+      }
+      if let prefixBound, low == nil, high == nil {
+        let p = Collation.foldedPrefix(prefixBound)
+        lower = fixed + p
+        upper = fixed + p
+        startJSON.append(.string(prefixBound))
+        endJSON.append(.string(prefixBound + "\u{10FFFF}"))
+      } else {
+        if let low {
+          lower = fixed + Collation.encode(low)
+          startJSON.append(low)
+        }
+        if let high {
+          upper = fixed + Collation.encode(high)
+          endJSON.append(high)
+        }
+      }
+      break
+    }
+    if lower == nil && !fixed.isEmpty { lower = fixed }
+    if upper == nil && !fixed.isEmpty { upper = fixed }
+    return (
+      lower.map(MangoIndex.truncated), upper.map(MangoIndex.truncated),
+      .array(startJSON),
+      endJSON.count == index.fields.count
+        ? .array(endJSON)
+        : .array(endJSON + [.object(JSONObject([.init(key: "<MAX>", value: .bool(true))]))])
+    )
+  }
+
+  /// The id range of `_all_docs` the `_id` conditions allow.
+  func idRange(_ required: [([String], Selector.Condition)]) -> (
+    [UInt8]?, [UInt8]?, JSONValue, JSONValue
+  ) {
+    var low: String?
+    var high: String?
+    for (path, c) in required where path == ["_id"] {
+      switch c {
+      case .eq(.string(let s)):
+        low = s
+        high = s
+      case .gt(.string(let s)), .gte(.string(let s)):
+        if low.map({ $0.utf8.lexicographicallyPrecedes(s.utf8) }) ?? true { low = s }
+      case .lt(.string(let s)), .lte(.string(let s)):
+        if high.map({ s.utf8.lexicographicallyPrecedes($0.utf8) }) ?? true { high = s }
+      case .beginsWith(let s):
+        low = s
+        high = s
+      default: break
+      }
+    }
+    return (
+      low.map { Array($0.utf8) }, high.map { Array($0.utf8) }, low.map { .string($0) } ?? .null,
+      high.map { .string($0) } ?? .string("<MAX>")
+    )
+  }
+
+  // MARK: Running
+
+  /// Runs a `_find`: plans it, reads the index range (or `_all_docs`), applies the selector to
+  /// each winning revision, skips and limits, and projects `fields`.
+  ///
+  /// - Parameter visible: the documents the caller may read (an ``AccessView``'s filter); the
+  ///   others are passed over before they are read or counted.
+  public func find(_ query: FindQuery, visible: DocumentFilter? = nil) throws -> FindResult {
+    let clock = ContinuousClock.now
+    let plan = try plan(query)
+    var stats = FindResult.Stats()
+    var docs: [JSONValue] = []
+    var lastKey: [UInt8]?
+    var after: [UInt8]?
+    if let bookmark = query.bookmark {
+      guard let decoded = Self.decodeBookmark(bookmark, index: plan.index) else {
+        throw StoreError(
+          "invalid_bookmark", "Invalid bookmark value: \"\(bookmark)\"", code: .badRequest)
+      }
+      after = decoded
+    }
+    var skipped = 0
+    try read { txn in
+      func consider(_ docID: String, key: [UInt8]) throws -> Bool {
+        if let visible, !visible.includes(docID) { return true }
+        stats.keysExamined += 1
+        guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
+          let winner = record.tree.winner, winner.status == .available, let at = winner.body
+        else { return true }
+        _ = at
+        stats.docsExamined += 1
+        let full = try documentJSON(
+          record, winner, options: GetOptions(conflicts: query.conflicts), txn: txn)
+        guard query.selector.matches(full) else { return true }
+        if skipped < query.skip {
+          skipped += 1
+          return true
+        }
+        guard docs.count < query.limit else { return false }
+        docs.append(Self.project(full, query.fields))
+        lastKey = key
+        return docs.count < query.limit
+      }
+      guard query.limit > 0 else { return }
+      if let index = plan.index {
+        guard let storage = mangoStorage else { return }
+        try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id in
+          try consider(id, key: key)
+        }
+      } else {
+        try scanAllDocs(plan, after: after, txn: txn) { id in
+          try consider(id, key: Array(id.utf8))
+        }
+      }
+    }
+    stats.resultsReturned = docs.count
+    let elapsed = ContinuousClock.now - clock
+    stats.milliseconds =
+      Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+    let bookmark =
+      lastKey.map { Self.encodeBookmark($0, index: plan.index) } ?? query.bookmark ?? "nil"
+    return FindResult(
+      docs: docs, bookmark: bookmark, warning: plan.warning,
+      stats: query.executionStats ? stats : nil)
+  }
+
+  /// Reads `index`'s rows in the plan's range and direction, after `after` (a bookmark's
+  /// key) when given; `body` gets each row key (past the prefix) and document id.
+  func scanIndex(
+    _ index: MangoIndex, _ plan: FindPlan, after: [UInt8]?, storage: ProjectionStorage,
+    txn: ReadTransaction, _ body: ([UInt8], String) throws -> Bool
+  ) throws {
+    let prefix = index.prefix
+    let start: [UInt8]
+    if let after {
+      start = prefix + after
+    } else if plan.descending {
+      start = prefix + (plan.upper ?? []) + [UInt8](repeating: 0xFF, count: 150)
+    } else {
+      start = prefix + (plan.lower ?? [])
+    }
+    try txn.scan(
+      storage["rows"], from: start, direction: plan.descending ? .backward : .forward
+    ) { key, value in
+      guard key.starts(with: prefix) else { return false }
+      let rest = Array(key[prefix.count...])
+      if let after, rest == after { return true }
+      let id = String(decoding: value, as: UTF8.self)
+      let fieldPart = Array(rest.prefix(rest.count - MangoIndex.docKey(id).count))
+      if plan.descending {
+        if let lower = plan.lower, fieldPart.lexicographicallyPrecedes(lower) { return false }
+      } else if let upper = plan.upper, !fieldPart.starts(with: upper),
+        upper.lexicographicallyPrecedes(fieldPart)
+      {
+        return false
+      }
+      return try body(rest, id)
+    }
+  }
+
+  /// Reads `docs.byId` in the plan's id range and direction, after `after` when given.
+  func scanAllDocs(
+    _ plan: FindPlan, after: [UInt8]?, txn: ReadTransaction, _ body: (String) throws -> Bool
+  ) throws {
+    let start = after ?? (plan.descending ? plan.upper.map { $0 + [0xFF] } : plan.lower)
+    try txn.scan(
+      documentStorage["byId"], from: start, direction: plan.descending ? .backward : .forward
+    ) { key, _ in
+      if let after, key == after { return true }
+      if plan.descending {
+        if let lower = plan.lower, key.lexicographicallyPrecedes(lower) { return false }
+      } else if let upper = plan.upper, !key.starts(with: upper),
+        upper.lexicographicallyPrecedes(key)
+      {
+        return false
+      }
+      return try body(String(decoding: key, as: UTF8.self))
+    }
+  }
+
+  /// A bookmark: the index it belongs to and the last key read, base64url.
+  static func encodeBookmark(_ key: [UInt8], index: MangoIndex?) -> String {
+    let tag = Array((index.map { "\($0.ddoc)\u{0}\($0.name)" } ?? "_all_docs").utf8)
+    let bytes =
+      [UInt8(truncatingIfNeeded: tag.count >> 8), UInt8(truncatingIfNeeded: tag.count)] + tag + key
+    return Data(bytes).base64EncodedString()
+      .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+      .replacingOccurrences(of: "=", with: "")
+  }
+
+  static func decodeBookmark(_ text: String, index: MangoIndex?) -> [UInt8]? {
+    var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+    while s.count % 4 != 0 { s += "=" }
+    guard let data = Data(base64Encoded: s), data.count >= 2 else { return nil }
+    let bytes = [UInt8](data)
+    let n = Int(bytes[0]) << 8 | Int(bytes[1])
+    let tag = Array((index.map { "\($0.ddoc)\u{0}\($0.name)" } ?? "_all_docs").utf8)
+    guard bytes.count >= 2 + n, Array(bytes[2..<(2 + n)]) == tag else { return nil }
+    return Array(bytes[(2 + n)...])
+  }
+
+  /// The document with only `fields` (dotted paths), nested as in the document; all of it
+  /// when `fields` is nil.
+  static func project(_ doc: JSONValue, _ fields: [String]?) -> JSONValue {
+    guard let fields else { return doc }
+    var out = JSONValue.object(JSONObject())
+    for field in fields {
+      let path = Selector.path(field)
+      guard let value = Selector.value(at: path, in: doc) else { continue }
+      out = insert(value, at: path[...], into: out)
+    }
+    return out
+  }
+
+  static func insert(_ value: JSONValue, at path: ArraySlice<String>, into target: JSONValue)
+    -> JSONValue
+  {
+    guard let key = path.first else { return value }
+    var object = target.objectValue ?? JSONObject()
+    object[key] = insert(value, at: path.dropFirst(), into: object[key] ?? .object(JSONObject()))
+    return .object(object)
+  }
+
+  // MARK: _explain
+
+  /// `POST /db/_explain`: the index the query would use and how.
+  public func explain(_ query: FindQuery, databaseName: String) throws -> JSONValue {
+    let plan = try plan(query)
+    let indexJSON: JSONValue =
+      plan.index?.listing
+      ?? .object(
+        JSONObject([
+          .init(key: "ddoc", value: .null), .init(key: "name", value: .string("_all_docs")),
+          .init(key: "type", value: .string("special")),
+          .init(
+            key: "def",
+            value: .object(
+              JSONObject([
+                .init(
+                  key: "fields",
+                  value: .array([.object(JSONObject([.init(key: "_id", value: .string("asc"))]))])
+                )
+              ]))),
+        ]))
+    let fields: JSONValue =
+      query.fields.map { .array($0.map { .string($0) }) } ?? .string("all_fields")
+    let sort = JSONValue.object(
+      JSONObject(
+        query.sort.map { .init(key: $0.field, value: .string($0.descending ? "desc" : "asc")) }))
+    let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
+    let opts = JSONValue.object(
+      JSONObject([
+        .init(key: "use_index", value: .array(query.useIndex.map { .string($0) })),
+        .init(key: "bookmark", value: .string(query.bookmark ?? "nil")),
+        .init(key: "limit", value: n(query.limit)), .init(key: "skip", value: n(query.skip)),
+        .init(key: "sort", value: sort), .init(key: "fields", value: fields),
+        .init(key: "partition", value: .string("")), .init(key: "r", value: n(query.r)),
+        .init(key: "conflicts", value: .bool(query.conflicts)),
+        .init(key: "stale", value: .bool(false)), .init(key: "update", value: .bool(query.update)),
+        .init(key: "stable", value: .bool(query.stable)),
+        .init(key: "execution_stats", value: .bool(query.executionStats)),
+        .init(key: "allow_fallback", value: .bool(query.allowFallback)),
+      ]))
+    let mrargs = JSONValue.object(
+      JSONObject([
+        .init(key: "include_docs", value: .bool(true)),
+        .init(key: "view_type", value: .string("map")), .init(key: "reduce", value: .bool(false)),
+        .init(key: "partition", value: .null),
+        .init(key: "start_key", value: plan.descending ? plan.endKey : plan.startKey),
+        .init(key: "end_key", value: plan.descending ? plan.startKey : plan.endKey),
+        .init(key: "direction", value: .string(plan.descending ? "rev" : "fwd")),
+        .init(key: "stable", value: .bool(query.stable)),
+        .init(key: "update", value: .bool(query.update)),
+        .init(key: "conflicts", value: .string("undefined")),
+      ]))
+    var members: [JSONObject.Member] = [
+      .init(key: "dbname", value: .string(databaseName)), .init(key: "index", value: indexJSON),
+      .init(key: "partitioned", value: .bool(false)),
+      .init(key: "selector", value: query.selector.json), .init(key: "opts", value: opts),
+      .init(key: "limit", value: n(query.limit)), .init(key: "skip", value: n(query.skip)),
+      .init(key: "fields", value: fields), .init(key: "mrargs", value: mrargs),
+      .init(key: "covering", value: .bool(false)),
+    ]
+    if let warning = plan.warning { members.append(.init(key: "warning", value: .string(warning))) }
+    return .object(JSONObject(members))
+  }
+
+  // MARK: Creating and dropping indexes
+
+  /// The design document that adds `index` to `existing` (the current winner's body, nil when
+  /// there is none), and whether the index was already there (`exists`).
+  public static func designDocument(adding index: MangoIndex, to existing: JSONValue?) -> (
+    body: JSONValue, exists: Bool
+  ) {
+    var object = existing?.objectValue ?? JSONObject()
+    var views = object["views"]?.objectValue ?? JSONObject()
+    if let current = views[index.name],
+      MangoIndex.indexes(
+        inDesignDocument: index.ddoc,
+        body: .object(
+          JSONObject([
+            .init(key: "language", value: .string("query")),
+            .init(
+              key: "views", value: .object(JSONObject([.init(key: index.name, value: current)]))),
+          ]))
+      ).first == index, object["language"]?.stringValue == "query"
+    {
+      return (.object(object), true)
+    }
+    object["_id"] = .string(index.ddoc)
+    object["language"] = .string("query")
+    views[index.name] = index.view
+    object["views"] = .object(views)
+    return (.object(object), false)
+  }
+}

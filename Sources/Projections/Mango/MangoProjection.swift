@@ -1,0 +1,236 @@
+import Foundation
+public import JSON
+public import Log
+public import RevTree
+import Synchronization
+
+/// The Mango indexes of a database, as one projection (`mango.*`).
+///
+/// | database | key | value |
+/// | --- | --- | --- |
+/// | `mango.docs` | document id | log position of its winning revision's body (live documents) |
+/// | `mango.defs` | design doc id · 0x00 · index name | the index's view, as JSON |
+/// | `mango.rows` | index prefix · encoded field values (≤ 250 bytes) · doc key | document id |
+/// | `mango.byDoc` | index prefix · doc key | the document's row key in that index |
+///
+/// The index prefix is the length (2 bytes) and bytes of `ddoc 0x00 name`; field values are
+/// encoded by ``Collation`` (so LMDB's byte order is CouchDB's collation); a doc key is the
+/// id, or for ids past 150 bytes a prefix and an MD5 (``MangoIndex/docKey(_:)``).
+///
+/// The definitions come from design documents: when a design document's winner changes, the
+/// indexes it no longer defines (or defines differently) lose their rows, and new ones are
+/// built in the same transaction from `mango.docs` and the bodies in the log. Every other
+/// change updates each index's row for the document. Everything depends on the change, the
+/// log and these databases alone, so a replay rebuilds the same rows and `verify` compares
+/// them; `mango.docs` is what lets an index defined later be built without the documents
+/// projection's databases.
+public final class MangoProjection: DocumentChangeProjection {
+  public let name = "mango"
+  public let databaseNames = ["docs", "defs", "rows", "byDoc"]
+
+  /// Parsed definitions by their stored bytes (a definition is parsed once per process).
+  private let parsed = Mutex<[[UInt8]: MangoIndex]>([:])
+
+  /// The database's name, for the builds' progress (``MangoBuilds``).
+  let database: String
+
+  public init(database: String = "") { self.database = database }
+
+  /// Builds in progress, for `_active_tasks` and the command line.
+  public static let builds = MangoBuilds()
+
+  public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
+  {}
+
+  public func apply(
+    _ change: DocumentChange, share: Void?, to storage: ProjectionStorage, in txn: WriteTransaction
+  ) throws {
+    guard change.winnerChanged else { return }
+    let id = Array(change.docID.utf8)
+    let live: UInt64?
+    if let winner = change.tree.winner, !winner.isDeleted, let at = winner.body {
+      live = at
+      try txn.put(at.bigEndianBytes, forKey: id, in: storage["docs"])
+    } else {
+      live = nil
+      _ = try txn.delete(id, in: storage["docs"])
+    }
+    if change.docID.hasPrefix("_design/") {
+      let body = live == nil ? nil : try change.winnerBody(in: txn)
+      try updateDefinitions(
+        change.docID, MangoIndex.indexes(inDesignDocument: change.docID, body: body),
+        storage: storage, txn: txn)
+      return
+    }
+    let indexes = try definitions(storage: storage, txn: txn)
+    guard !indexes.isEmpty else { return }
+    let body = live == nil ? nil : Self.withID(change.docID, try change.winnerBody(in: txn))
+    for index in indexes {
+      try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
+    }
+  }
+
+  /// A stored body with its `_id` (which bodies are stored without), as selectors and index
+  /// fields see a document.
+  static func withID(_ id: String, _ body: JSONValue?) -> JSONValue? {
+    guard case .object(var object) = body else { return body }
+    object.members.insert(.init(key: "_id", value: .string(id)), at: 0)
+    return .object(object)
+  }
+
+  /// The indexes defined now, in definition-key order (design doc, then name).
+  func definitions(storage: ProjectionStorage, txn: ReadTransaction) throws -> [MangoIndex] {
+    var out: [MangoIndex] = []
+    try txn.scan(storage["defs"]) { key, value in
+      if let index = parsed.withLock({ $0[key + value] }) {
+        out.append(index)
+        return true
+      }
+      guard let zero = key.firstIndex(of: 0) else { return true }
+      let ddoc = String(decoding: key[..<zero], as: UTF8.self)
+      let name = String(decoding: key[(zero + 1)...], as: UTF8.self)
+      let view = try JSONValue(parsing: value)
+      let body = JSONValue.object(
+        JSONObject([
+          .init(key: "language", value: .string("query")),
+          .init(key: "views", value: .object(JSONObject([.init(key: name, value: view)]))),
+        ]))
+      if let index = MangoIndex.indexes(inDesignDocument: ddoc, body: body).first {
+        parsed.withLock { $0[key + value] = index }
+        out.append(index)
+      }
+      return true
+    }
+    return out
+  }
+
+  /// Moves document `docID`'s row in `index` to what `body` (nil: deleted) gives.
+  func update(
+    _ index: MangoIndex, docID: String, body: JSONValue?, storage: ProjectionStorage,
+    txn: WriteTransaction
+  ) throws {
+    let prefix = index.prefix
+    let docKey = MangoIndex.docKey(docID)
+    let byDocKey = prefix + docKey
+    let newKey = body.flatMap { index.fieldKey(docID, $0) }.map { prefix + $0 + docKey }
+    if let old = try txn.get(byDocKey, in: storage["byDoc"]) {
+      if old == newKey { return }
+      _ = try txn.delete(old, in: storage["rows"])
+    }
+    if let newKey {
+      try txn.put(Array(docID.utf8), forKey: newKey, in: storage["rows"])
+      try txn.put(newKey, forKey: byDocKey, in: storage["byDoc"])
+    } else {
+      _ = try txn.delete(byDocKey, in: storage["byDoc"])
+    }
+  }
+
+  /// Replaces design document `ddoc`'s indexes by `indexes`: those gone or changed lose their
+  /// rows, those new or changed are built from every live document.
+  func updateDefinitions(
+    _ ddoc: String, _ indexes: [MangoIndex], storage: ProjectionStorage, txn: WriteTransaction
+  ) throws {
+    let ddocPrefix = Array(ddoc.utf8) + [0]
+    var existing: [[UInt8]: [UInt8]] = [:]
+    try txn.scan(storage["defs"], from: ddocPrefix) { key, value in
+      guard key.starts(with: ddocPrefix) else { return false }
+      existing[key] = value
+      return true
+    }
+    var wanted: [[UInt8]: (MangoIndex, [UInt8])] = [:]
+    for index in indexes {
+      wanted[ddocPrefix + Array(index.name.utf8)] = (index, index.view.serialized())
+    }
+    for (key, value) in existing where wanted[key]?.1 != value {
+      let name = String(decoding: key[ddocPrefix.count...], as: UTF8.self)
+      try drop(MangoIndex(ddoc: ddoc, name: name, fields: []).prefix, storage: storage, txn: txn)
+      _ = try txn.delete(key, in: storage["defs"])
+    }
+    for (key, (index, value)) in wanted.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) })
+    where existing[key] != value {
+      try txn.put(value, forKey: key, in: storage["defs"])
+      try build(index, storage: storage, txn: txn)
+    }
+  }
+
+  /// Removes every row of the index whose rows start with `prefix`.
+  func drop(_ prefix: [UInt8], storage: ProjectionStorage, txn: WriteTransaction) throws {
+    for db in [storage["rows"], storage["byDoc"]] {
+      var keys: [[UInt8]] = []
+      try txn.scan(db, from: prefix) { key, _ in
+        guard key.starts(with: prefix) else { return false }
+        keys.append(key)
+        return true
+      }
+      for key in keys { _ = try txn.delete(key, in: db) }
+    }
+  }
+
+  /// Adds every live document's row to `index` (bodies read from the log).
+  func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
+    let total = try txn.count(of: storage["docs"])
+    let task = Self.builds.start(index, database: database, total: total)
+    defer { Self.builds.finish(task) }
+    var docs: [(String, UInt64)] = []
+    try txn.scan(storage["docs"]) { key, value in
+      docs.append((String(decoding: key, as: UTF8.self), UInt64(bigEndianBytes: value) ?? 0))
+      return true
+    }
+    for (n, (id, at)) in docs.enumerated() {
+      if n % 1024 == 0 { Self.builds.progress(task, done: n) }
+      if id.hasPrefix("_design/") { continue }
+      let body = Self.withID(
+        id, try? JSONValue(parsing: try DocumentChange.body(at: at, in: txn)))
+      try update(index, docID: id, body: body, storage: storage, txn: txn)
+    }
+  }
+}
+
+/// Index builds under way in this process (each runs in one write transaction).
+public final class MangoBuilds: Sendable {
+  public struct Task: Sendable, Hashable {
+    public let id: Int
+    public let database: String
+    public let ddoc: String
+    public let name: String
+    public let total: Int
+    public var done: Int
+    /// Seconds since 1970.
+    public let started: Int64
+  }
+
+  private let tasks = Mutex<(next: Int, running: [Int: Task])>((0, [:]))
+
+  /// The builds running now.
+  public var running: [Task] {
+    tasks.withLock { Array($0.running.values) }.sorted { $0.id < $1.id }
+  }
+
+  func start(_ index: MangoIndex, database: String, total: Int) -> Int {
+    tasks.withLock { state in
+      state.next += 1
+      state.running[state.next] = Task(
+        id: state.next, database: database, ddoc: index.ddoc, name: index.name, total: total,
+        done: 0,
+        started: Int64(Date().timeIntervalSince1970))
+      return state.next
+    }
+  }
+
+  func progress(_ id: Int, done: Int) {
+    tasks.withLock { $0.running[id]?.done = done }
+  }
+
+  func finish(_ id: Int) {
+    _ = tasks.withLock { $0.running.removeValue(forKey: id) }
+  }
+}
+
+extension DataDirectory {
+  /// `projections` and the Mango indexes (``MangoProjection``): every database of a data
+  /// directory answers `_find` and keeps its `_index` definitions.
+  static func withMango(_ projections: [any Projection], database: String) -> [any Projection] {
+    projections.contains { $0.name == "mango" }
+      ? projections : projections + [MangoProjection(database: database)]
+  }
+}

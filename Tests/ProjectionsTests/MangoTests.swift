@@ -1,0 +1,407 @@
+import Foundation
+import JSON
+import Log
+import Projections
+import RevTree
+import TestSupport
+import Testing
+
+/// Mango selectors, collation, JSON indexes as a projection, and `_find`, written from
+/// CouchDB 3's documentation of `/db/_find`.
+@Suite struct MangoTests {
+  func mangoStore(_ name: String = #function) throws -> TestStore {
+    try TestStore(name, projections: [MangoProjection()], validation: .couchDB)
+  }
+
+  func sel(_ text: String) throws -> Selector { try Selector(json(text)) }
+
+  func matches(_ selector: String, _ doc: String) throws -> Bool {
+    try sel(selector).matches(json(doc))
+  }
+
+  /// Creates an index through its design document, as `POST /db/_index` does.
+  @discardableResult
+  func createIndex(_ store: DocumentStore, _ body: String) throws -> MangoIndex {
+    let index = try MangoIndex.parseRequest(json(body))
+    let existing = try? store.get(index.ddoc)
+    let (doc, exists) = DocumentStore.designDocument(adding: index, to: existing)
+    if !exists {
+      try store.put(
+        doc.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue, actor: "admin")
+    }
+    return index
+  }
+
+  func ids(_ result: FindResult) -> [String] { result.docs.compactMap { $0["_id"]?.stringValue } }
+
+  func find(_ store: DocumentStore, _ body: String) throws -> FindResult {
+    try store.find(FindQuery(json(body)))
+  }
+
+  // MARK: Collation
+
+  @Test("values collate as CouchDB: null, false, true, numbers, strings, arrays, objects")
+  func collationOrder() throws {
+    let ordered = [
+      "null", "false", "true", "-1e10", "-2", "0", "1", "1.5", "2", "1e10", #""""#, #""a""#,
+      #""A""#, #""aa""#, #""aB""#, #""Ab""#, #""b""#, #""B""#, "[]", "[1]", "[1,2]", "[2]",
+      #"["a"]"#, "{}", #"{"a":1}"#, #"{"a":2}"#, #"{"b":1}"#,
+    ].map(json)
+    var rng = SplitMix64(seed: 7)
+    for _ in 0..<5 {
+      let shuffled = ordered.shuffled(using: &rng)
+      let sorted = shuffled.sorted { Collation.compare($0, $1) < 0 }
+      #expect(sorted == ordered)
+      let byBytes = shuffled.sorted {
+        Collation.encode($0).lexicographicallyPrecedes(Collation.encode($1))
+      }
+      #expect(byBytes == ordered)
+    }
+    #expect(Collation.compare(json("1"), json("1.0")) == 0)
+    #expect(Collation.compare(json("0"), json("-0")) == 0)
+    #expect(Collation.compare(json(#""a""#), json(#""A""#)) < 0)
+  }
+
+  // MARK: Selector operators
+
+  @Test(
+    "each operator, as CouchDB's documentation describes it",
+    arguments: [
+      // implicit $eq and $and
+      (#"{"a": 1}"#, #"{"a": 1}"#, true), (#"{"a": 1}"#, #"{"a": 1.0}"#, true),
+      (#"{"a": 1}"#, #"{"a": "1"}"#, false), (#"{"a": 1, "b": 2}"#, #"{"a": 1, "b": 3}"#, false),
+      (#"{"a": [1, 2]}"#, #"{"a": [1, 2]}"#, true), (#"{"a": 1}"#, #"{"a": [1]}"#, false),
+      // $eq $ne $gt $gte $lt $lte, by collation across types
+      (#"{"a": {"$eq": "x"}}"#, #"{"a": "x"}"#, true),
+      (#"{"a": {"$ne": "x"}}"#, #"{"a": "y"}"#, true),
+      (#"{"a": {"$ne": "x"}}"#, #"{}"#, false),
+      (#"{"a": {"$gt": null}}"#, #"{"a": false}"#, true),
+      (#"{"a": {"$gt": null}}"#, #"{"a": null}"#, false),
+      (#"{"a": {"$gt": 5}}"#, #"{"a": "1"}"#, true),
+      (#"{"a": {"$lt": 5}}"#, #"{"a": true}"#, true),
+      (#"{"a": {"$gte": 5}}"#, #"{"a": 5}"#, true), (#"{"a": {"$lte": 5}}"#, #"{"a": 6}"#, false),
+      (#"{"a": {"$gt": 2, "$lt": 4}}"#, #"{"a": 3}"#, true),
+      (#"{"a": {"$gt": 2, "$lt": 4}}"#, #"{"a": 4}"#, false),
+      (#"{"a": {"$lt": "b"}}"#, #"{"a": "B"}"#, false),
+      (#"{"a": {"$lt": "b"}}"#, #"{"a": "A"}"#, true),
+      // $exists
+      (#"{"a": {"$exists": true}}"#, #"{"a": null}"#, true),
+      (#"{"a": {"$exists": false}}"#, #"{"b": 1}"#, true),
+      (#"{"a": {"$exists": false}}"#, #"{"a": 1}"#, false),
+      // $type
+      (#"{"a": {"$type": "null"}}"#, #"{"a": null}"#, true),
+      (#"{"a": {"$type": "boolean"}}"#, #"{"a": false}"#, true),
+      (#"{"a": {"$type": "number"}}"#, #"{"a": "1"}"#, false),
+      (#"{"a": {"$type": "array"}}"#, #"{"a": []}"#, true),
+      (#"{"a": {"$type": "object"}}"#, #"{"a": {}}"#, true),
+      // $in $nin, with arrays matching on an element
+      (#"{"a": {"$in": [1, 2]}}"#, #"{"a": 2}"#, true),
+      (#"{"a": {"$in": [1, 2]}}"#, #"{"a": [5, 2]}"#, true),
+      (#"{"a": {"$in": [1, 2]}}"#, #"{"a": 3}"#, false),
+      (#"{"a": {"$nin": [1, 2]}}"#, #"{"a": 3}"#, true),
+      (#"{"a": {"$nin": [1, 2]}}"#, #"{"a": [3, 1]}"#, false),
+      (#"{"a": {"$nin": [1, 2]}}"#, #"{}"#, false),
+      // $size
+      (#"{"a": {"$size": 2}}"#, #"{"a": [1, 2]}"#, true),
+      (#"{"a": {"$size": 2}}"#, #"{"a": "ab"}"#, false),
+      // $mod: integers only, Erlang's rem
+      (#"{"a": {"$mod": [3, 1]}}"#, #"{"a": 7}"#, true),
+      (#"{"a": {"$mod": [3, -1]}}"#, #"{"a": -7}"#, true),
+      (#"{"a": {"$mod": [3, 1]}}"#, #"{"a": 7.5}"#, false),
+      // $regex: a search
+      (#"{"a": {"$regex": "^A.c"}}"#, #"{"a": "Abc"}"#, true),
+      (#"{"a": {"$regex": "b"}}"#, #"{"a": "abc"}"#, true),
+      (#"{"a": {"$regex": "^b"}}"#, #"{"a": "abc"}"#, false),
+      (#"{"a": {"$regex": "1"}}"#, #"{"a": 1}"#, false),
+      // $all $elemMatch $allMatch $keyMapMatch
+      (#"{"a": {"$all": ["x", "y"]}}"#, #"{"a": ["y", "z", "x"]}"#, true),
+      (#"{"a": {"$all": ["x", "y"]}}"#, #"{"a": ["x"]}"#, false),
+      (#"{"a": {"$elemMatch": {"$gt": 5}}}"#, #"{"a": [1, 7]}"#, true),
+      (#"{"a": {"$elemMatch": {"b": 1}}}"#, #"{"a": [{"b": 2}, {"b": 1}]}"#, true),
+      (#"{"a": {"$elemMatch": {"$gt": 5}}}"#, #"{"a": [1, 2]}"#, false),
+      (#"{"a": {"$allMatch": {"$gt": 0}}}"#, #"{"a": [1, 2]}"#, true),
+      (#"{"a": {"$allMatch": {"$gt": 1}}}"#, #"{"a": [1, 2]}"#, false),
+      (#"{"a": {"$allMatch": {"$gt": 1}}}"#, #"{"a": []}"#, false),
+      (#"{"a": {"$keyMapMatch": {"$eq": "k"}}}"#, #"{"a": {"k": 1}}"#, true),
+      (#"{"a": {"$keyMapMatch": {"$eq": "k"}}}"#, #"{"a": {"j": 1}}"#, false),
+      // $beginsWith
+      (#"{"a": {"$beginsWith": "ab"}}"#, #"{"a": "abc"}"#, true),
+      (#"{"a": {"$beginsWith": "ab"}}"#, #"{"a": "Abc"}"#, false),
+      // $and $or $nor $not
+      (#"{"$and": [{"a": 1}, {"b": 2}]}"#, #"{"a": 1, "b": 2}"#, true),
+      (#"{"$or": [{"a": 1}, {"b": 2}]}"#, #"{"b": 2}"#, true),
+      (#"{"$or": [{"a": 1}, {"b": 2}]}"#, #"{"b": 3}"#, false),
+      (#"{"$nor": [{"a": 1}, {"b": 2}]}"#, #"{"b": 3}"#, true),
+      (#"{"$not": {"a": 1}}"#, #"{"a": 2}"#, true),
+      (#"{"a": {"$not": {"$eq": 1}}}"#, #"{}"#, true),
+      (#"{"a": {"$or": [{"$eq": 1}, {"$eq": 2}]}}"#, #"{"a": 2}"#, true),
+      // dotted paths, nested objects, escaping
+      (#"{"a.b": 1}"#, #"{"a": {"b": 1}}"#, true),
+      (#"{"a": {"b": 1}}"#, #"{"a": {"b": 1, "c": 2}}"#, true),
+      (#"{"a\\.b": 1}"#, #"{"a.b": 1}"#, true),
+      (#"{"a\\.b": 1}"#, #"{"a": {"b": 1}}"#, false),
+      (#"{"a.b": {"$exists": false}}"#, #"{"a": 5}"#, false),
+      (#"{"a.0": 1}"#, #"{"a": [1]}"#, false),
+    ])
+  func operators(selector: String, doc: String, expected: Bool) throws {
+    #expect(try matches(selector, doc) == expected, "\(selector) on \(doc)")
+  }
+
+  @Test("unknown operators and bad arguments are CouchDB's 400s")
+  func selectorErrors() throws {
+    for (text, error) in [
+      (#"{"a": {"$foo": 1}}"#, "invalid_operator"), (#"{"a": {"$in": 1}}"#, "bad_arg"),
+      (#"{"a": {"$exists": 1}}"#, "bad_arg"), (#"{"a": {"$type": "int"}}"#, "bad_arg"),
+      (#"{"a": {"$size": -1}}"#, "bad_arg"), (#"{"a": {"$mod": [0, 1]}}"#, "bad_arg"),
+      (#"{"a": {"$regex": "("}}"#, "bad_arg"), (#"{"$or": {"a": 1}}"#, "bad_arg"),
+      (#"{"a": {"$elemMatch": 1}}"#, "bad_arg"),
+    ] {
+      do {
+        _ = try sel(text)
+        Issue.record("\(text) was accepted")
+      } catch let e as StoreError {
+        #expect(e.error == error, "\(text)")
+        #expect(e.code == .badRequest)
+      }
+    }
+  }
+
+  // MARK: _find
+
+  /// A database of people, the same for several tests.
+  func people(_ store: DocumentStore, count: Int = 60) throws {
+    for i in 0..<count {
+      var members: [JSONObject.Member] = [
+        .init(key: "_id", value: .string(String(format: "p%03d", i))),
+        .init(key: "age", value: .number(JSONNumber(Int64(i % 17)))),
+        .init(key: "name", value: .string(["ann", "Bob", "carl", "Dora", "eve"][i % 5])),
+        .init(key: "type", value: .string(i % 3 == 0 ? "admin" : "user")),
+      ]
+      if i % 4 == 0 { members.removeAll { $0.key == "age" } }
+      if i % 7 == 0 {
+        members.append(.init(key: "age", value: .string("unknown")))
+      }
+      try store.put(JSONValue.object(JSONObject(members)).serialized(), actor: "t")
+    }
+  }
+
+  @Test("the same query with and without an index gives the same rows")
+  func indexAgreesWithScan() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store)
+    let queries = [
+      #"{"age": 5}"#, #"{"age": {"$gt": 10}}"#, #"{"age": {"$gte": 3, "$lt": 8}}"#,
+      #"{"age": {"$gt": null}}"#, #"{"age": {"$lte": 4}, "type": "admin"}"#,
+      #"{"age": {"$gt": 2}, "name": {"$regex": "^[a-c]"}}"#, #"{"age": {"$in": [1, 2, 3]}}"#,
+      #"{"age": {"$type": "string"}}"#, #"{"age": {"$ne": 3}}"#,
+      #"{"name": {"$beginsWith": "D"}, "age": {"$exists": true}}"#,
+    ]
+    var unindexed: [[String]] = []
+    for q in queries {
+      let r = try find(store, #"{"selector": \#(q), "limit": 1000}"#)
+      #expect(r.warning != nil, "\(q) uses no index yet")
+      unindexed.append(ids(r).sorted())
+    }
+    try createIndex(store, #"{"index": {"fields": ["age"]}, "ddoc": "by-age", "name": "age"}"#)
+    try createIndex(
+      store, #"{"index": {"fields": ["name", "age"]}, "ddoc": "by-name", "name": "name-age"}"#)
+    for (q, expected) in zip(queries, unindexed) {
+      let r = try find(store, #"{"selector": \#(q), "limit": 1000}"#)
+      #expect(r.warning == nil, "\(q) is served by an index")
+      #expect(ids(r).sorted() == expected, "\(q)")
+    }
+    // Writes after the index exists keep it in step.
+    let p5 = try store.get("p005")
+    try store.put(
+      #"{"_id":"p005","_rev":"\#(p5["_rev"]!.stringValue!)","age":99,"name":"zed"}"#, actor: "t")
+    let p6 = try store.get("p006")
+    _ = try store.delete("p006", rev: p6["_rev"]!.stringValue!, actor: "t")
+    #expect(ids(try find(store, #"{"selector": {"age": 99}}"#)) == ["p005"])
+    #expect(
+      !ids(try find(store, #"{"selector": {"age": {"$gt": null}}, "limit": 999}"#)).contains("p006")
+    )
+    #expect(try store.verify("mango") == [])
+  }
+
+  @Test(
+    "sort ascending and descending by index, limit, skip, fields; sort without an index is refused")
+  func sortAndOptions() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 30)
+    #expect(throws: StoreError.self) {
+      try find(store, #"{"selector": {"age": {"$gt": 0}}, "sort": ["age"]}"#)
+    }
+    try createIndex(store, #"{"index": {"fields": ["age"]}, "ddoc": "a", "name": "age"}"#)
+    let asc = try find(
+      store, #"{"selector": {"age": {"$gt": 0}}, "sort": [{"age": "asc"}], "limit": 100}"#)
+    let ages = asc.docs.map { $0["age"]! }
+    #expect(ages == ages.sorted { Collation.compare($0, $1) < 0 })
+    #expect(ages.last == .string("unknown"), "strings sort after numbers")
+    let desc = try find(
+      store, #"{"selector": {"age": {"$gt": 0}}, "sort": [{"age": "desc"}], "limit": 100}"#)
+    #expect(desc.docs.map { $0["age"]! } == ages.reversed())
+    let page = try find(
+      store,
+      #"{"selector": {"age": {"$gt": 0}}, "sort": ["age"], "skip": 2, "limit": 3, "fields": ["_id", "age"]}"#
+    )
+    #expect(page.docs.map { $0["age"]! } == Array(ages[2..<5]))
+    #expect(page.docs.allSatisfy { $0.objectValue!.keys.sorted() == ["_id", "age"] })
+    // _id sorts on _all_docs without an index.
+    let byID = try find(store, #"{"selector": {}, "sort": [{"_id": "desc"}], "limit": 3}"#)
+    #expect(ids(byID) == ["p029", "p028", "p027"])
+    #expect(byID.warning == "No matching index found, create an index to optimize query time.")
+    #expect(
+      throws: StoreError.self,
+      "mixed directions"
+    ) { try find(store, #"{"selector": {"age": 1}, "sort": [{"age": "asc"}, {"name": "desc"}]}"#) }
+  }
+
+  @Test("use_index, partial filters, execution stats, conflicts and _explain")
+  func plannerAndExplain() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 20)
+    try createIndex(
+      store,
+      #"{"index": {"fields": ["age"], "partial_filter_selector": {"type": "admin"}}, "ddoc": "adm", "name": "admins"}"#
+    )
+    try createIndex(store, #"{"index": {"fields": ["name"]}, "ddoc": "n", "name": "name"}"#)
+    // A partial index is used only when named, and then holds only its documents.
+    let plain = try find(store, #"{"selector": {"age": {"$gt": 0}}, "limit": 99}"#)
+    #expect(plain.warning != nil)
+    let named = try find(
+      store,
+      #"{"selector": {"age": {"$gt": 0}, "type": "admin"}, "use_index": ["adm", "admins"], "limit": 99}"#
+    )
+    #expect(named.warning == nil)
+    #expect(
+      Set(ids(named))
+        == Set(
+          ids(plain).filter { id in
+            (try? store.get(id)["type"]) == .string("admin")
+          }))
+    let unusable = try find(store, #"{"selector": {"type": "user"}, "use_index": "n"}"#)
+    #expect(unusable.warning?.contains("_design/n was not used") == true)
+    #expect(throws: StoreError.self) {
+      try find(store, #"{"selector": {"type": "user"}, "use_index": "n", "allow_fallback": false}"#)
+    }
+    let stats = try find(
+      store, #"{"selector": {"name": "ann"}, "execution_stats": true}"#)
+    #expect(stats.stats?.resultsReturned == 4)
+    #expect(stats.stats?.docsExamined == 4)
+    #expect(stats.json["execution_stats"]?["total_keys_examined"] == .number(4))
+    let explain = try store.explain(
+      FindQuery(json(#"{"selector": {"name": "ann"}}"#)), databaseName: "db")
+    #expect(explain["index"]?["name"] == .string("name"))
+    #expect(explain["mrargs"]?["start_key"] == json(#"["ann"]"#))
+    let scan = try store.explain(FindQuery(json(#"{"selector": {"x": 1}}"#)), databaseName: "db")
+    #expect(scan["index"]?["name"] == .string("_all_docs"))
+    #expect(scan["index"]?["type"] == .string("special"))
+    // conflicts: true adds _conflicts.
+    try store.bulkDocs(
+      [json(#"{"_id":"p001","_rev":"1-ffffffffffffffffffffffffffffffff","name":"ann","age":1}"#)],
+      newEdits: false, actor: "t")
+    let conflicted = try find(
+      store, #"{"selector": {"_id": "p001"}, "conflicts": true}"#)
+    #expect(conflicted.docs.first?["_conflicts"]?.arrayValue?.count == 1)
+    let listing = try store.indexListing()
+    #expect(listing["total_rows"] == .number(3))
+    #expect(listing["indexes"]?[0]?["name"] == .string("_all_docs"))
+    #expect(
+      listing["indexes"]?[1]?["def"]
+        == json(
+          #"{"fields":[{"age":"asc"}],"partial_filter_selector":{"type":"admin"}}"#))
+  }
+
+  @Test("bookmarks page through a database that changes between pages")
+  func bookmarkPaging() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try createIndex(store, #"{"index": {"fields": ["n"]}, "ddoc": "n", "name": "n"}"#)
+    for i in stride(from: 0, to: 40, by: 2) {
+      try store.put(#"{"_id":"d\#(i)","n":\#(i)}"#, actor: "t")
+    }
+    for indexed in [true, false] {
+      let q = indexed ? #"{"n": {"$gte": 0}}"# : #"{"n": {"$gte": 0}, "_id": {"$gt": ""}}"#
+      let sort = indexed ? #", "sort": ["n"]"# : ""
+      var seen: [String] = []
+      var bookmark = "nil"
+      var round = 0
+      while true {
+        let r = try find(
+          store,
+          #"{"selector": \#(q), "limit": 7, "bookmark": "\#(bookmark)"\#(sort), "use_index": \#(indexed ? "\"n\"" : "[]")}"#
+            .replacingOccurrences(of: #", "use_index": []"#, with: ""))
+        if r.docs.isEmpty { break }
+        seen += ids(r)
+        bookmark = r.bookmark
+        round += 1
+        if round == 1 {
+          // Between pages: one document before the bookmark, one after, one deleted after.
+          try store.put(#"{"_id":"x\#(indexed)a","n":1}"#, actor: "t")
+          try store.put(#"{"_id":"x\#(indexed)b","n":1001}"#, actor: "t")
+          if indexed {
+            let d = try store.get("d30")
+            _ = try store.delete("d30", rev: d["_rev"]!.stringValue!, actor: "t")
+          }
+        }
+      }
+      #expect(Set(seen).count == seen.count, "no row twice")
+      #expect(seen.contains("x\(indexed)b"), "a document after the bookmark is found")
+      #expect(!seen.contains("x\(indexed)a") || !indexed, "one before it is not")
+      if indexed { #expect(!seen.contains("d30")) }
+    }
+    #expect(throws: StoreError.self) {
+      try find(store, #"{"selector": {"n": 1}, "bookmark": "!!!"}"#)
+    }
+  }
+
+  @Test(
+    "an index rebuilt by replay equals the live one; verify covers it; dropping removes its rows")
+  func replayEqualsLive() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    var rng = SplitMix64(seed: 42)
+    try createIndex(store, #"{"index": {"fields": ["k", "v"]}, "ddoc": "kv", "name": "kv"}"#)
+    var revs: [String: String] = [:]
+    for step in 0..<300 {
+      let id = "doc\(Int.random(in: 0..<60, using: &rng))"
+      if step == 150 {
+        try createIndex(store, #"{"index": {"fields": ["v"]}, "ddoc": "v", "name": "v"}"#)
+      }
+      if let rev = revs[id], Int.random(in: 0..<5, using: &rng) == 0 {
+        _ = try store.delete(id, rev: rev, actor: "t")
+        revs[id] = nil
+        continue
+      }
+      let k = Int.random(in: 0..<4, using: &rng)
+      let v = [
+        "\"s\(Int.random(in: 0..<9, using: &rng))\"", "\(Int.random(in: 0..<9, using: &rng))",
+        "null", "[1]",
+      ][k]
+      let body = k == 3 ? #"{"k":\#(k)}"# : #"{"k":\#(k),"v":\#(v)}"#
+      let r = try store.put(Array(body.utf8), id: id, rev: revs[id], actor: "t")
+      revs[id] = r.rev
+    }
+    #expect(try store.verify("mango") == [])
+    let before = try find(
+      store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
+    try store.rebuild("mango")
+    let after = try find(
+      store, #"{"selector": {"v": {"$gt": null}}, "limit": 999, "use_index": "v"}"#)
+    #expect(ids(before) == ids(after))
+    #expect(before.warning == nil && !before.docs.isEmpty)
+    // Dropping the design document removes both its definition and its rows.
+    let ddoc = try store.get("_design/v")
+    _ = try store.delete("_design/v", rev: ddoc["_rev"]!.stringValue!, actor: "t")
+    #expect(try store.mangoIndexes().map(\.name) == ["kv"])
+    let storage = try #require(store.storage(of: "mango"))
+    let rows = try store.read { txn in try txn.count(of: storage["rows"]) }
+    let kvRows = try find(
+      store, #"{"selector": {"k": {"$gt": null}, "v": {"$exists": true}}, "limit": 999}"#)
+    #expect(rows == kvRows.docs.count, "only the kv index has rows")
+    #expect(try store.verify("mango") == [])
+  }
+}
