@@ -57,7 +57,7 @@ let package = Package(
     ),
     .target(
       name: "Log",
-      dependencies: ["CLMDB"],
+      dependencies: ["CLMDB", .product(name: "Crypto", package: "swift-crypto")],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),
