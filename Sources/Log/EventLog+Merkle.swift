@@ -137,7 +137,9 @@ extension EventLog {
       if events == 0 { return TreeHead(size: 0, root: MerkleTree.emptyRoot) }
       throw LogError.corruptDatabase(
         path: path,
-        reason: "the log has no Merkle tree yet (made before it existed); open it writable once to build it")
+        reason:
+          "the log has no Merkle tree yet (made before it existed); open it writable once to build it"
+      )
     }
     guard stored.count == 40, let size = UInt64(bigEndianBytes: stored) else {
       throw LogError.corruptDatabase(path: path, reason: "the stored tree head is malformed")
@@ -179,7 +181,9 @@ extension EventLog {
     guard size <= lastPosition else {
       throw LogError.corruptDatabase(
         path: path,
-        reason: "the Merkle tree covers \(size) events but the log has \(lastPosition): events were removed")
+        reason:
+          "the Merkle tree covers \(size) events but the log has \(lastPosition): events were removed"
+      )
     }
     writer.frontier = try MerkleFrontier.load(size: size) { try node(raw, $0, $1) }
     writer.merkleDirty = false
@@ -257,7 +261,9 @@ extension EventLog {
         let first = (index << UInt64(l)) + 1
         let last = (index + 1) << UInt64(l)
         // The smallest subtree that holds the first changed event ends first.
-        if let known = firstMismatch, known.last < last || (known.last == last && known.first > first) {
+        if let known = firstMismatch,
+          known.last < last || (known.last == last && known.first > first)
+        {
           return
         }
         firstMismatch = (first, last)
@@ -283,19 +289,25 @@ extension EventLog {
       for l in level..<64 { expectedNodes += frontier.size >> UInt64(l) }
       let storedNodes = try raw.count(dbs.merkle)
       if UInt64(storedNodes) != expectedNodes {
-        problem("the tree has \(storedNodes) stored subtrees; \(frontier.size) events call for \(expectedNodes)")
+        problem(
+          "the tree has \(storedNodes) stored subtrees; \(frontier.size) events call for \(expectedNodes)"
+        )
       }
     }
     if let head {
       if head.size > frontier.size {
         problem(
-          "the head covers \(head.size) events but the log has \(frontier.size): events were removed")
+          "the head covers \(head.size) events but the log has \(frontier.size): events were removed"
+        )
       } else if headRoot != head.root {
         let located =
-          firstMismatch.map { " (its tree first disagrees with the events at \($0.first)–\($0.last))" }
+          firstMismatch.map {
+            " (its tree first disagrees with the events at \($0.first)–\($0.last))"
+          }
           ?? " (the stored tree agrees with the events: the tree was rebuilt over changed events)"
         problem(
-          "the log does not match the head: its first \(head.size) events give another root\(located)")
+          "the log does not match the head: its first \(head.size) events give another root\(located)"
+        )
       }
     }
     return (problems, TreeHead(size: frontier.size, root: frontier.root))

@@ -731,7 +731,9 @@ public final class EventLog: Sendable {
           } catch {
             raw.abort()
             writer.cacheValid = false
-            if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull { return .mapFull }
+            if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull {
+              return .mapFull
+            }
             throw logError(error)
           }
         }

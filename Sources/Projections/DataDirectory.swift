@@ -159,7 +159,10 @@ public final class DataDirectory: Sendable {
           "file_exists", "The database could not be created, the file already exists.",
           code: .alreadyExists)
       }
-      return try openLocked(name, create: true, &stores)
+      let store = try openLocked(name, create: true, &stores)
+      // The key that signs the log's tree heads (``EventLog/signedTreeHead(at:)``).
+      do { _ = try store.log.publicKey(create: true) } catch { throw StoreError.from(error) }
+      return store
     }
   }
 

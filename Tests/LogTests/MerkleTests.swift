@@ -136,7 +136,8 @@ enum CTVectors {
     var frontier = MerkleFrontier()
     #expect(Hex.encode(frontier.root) == CTVectors.roots[0])
     for size in 1...8 {
-      #expect(Hex.encode(MerkleTree.root(size: UInt64(size), node: tree.node)) == CTVectors.roots[size])
+      #expect(
+        Hex.encode(MerkleTree.root(size: UInt64(size), node: tree.node)) == CTVectors.roots[size])
       frontier.append(tree.leaves[size - 1]) { _, _, _ in }
       #expect(Hex.encode(frontier.root) == CTVectors.roots[size])
       let loaded = MerkleFrontier.load(size: UInt64(size), node: tree.node)
@@ -420,13 +421,16 @@ enum CTVectors {
       record[record.count - 5] ^= 0x20  // the payload's last byte
       let body = Array(record.dropLast(4))
       let crc = CRC32C.finalize(
-        body.withUnsafeBytes { CRC32C.update(CRC32C.update(CRC32C.initial, bigEndian: position), $0) })
+        body.withUnsafeBytes {
+          CRC32C.update(CRC32C.update(CRC32C.initial, bigEndian: position), $0)
+        })
       record = body + withUnsafeBytes(of: crc.littleEndian) { Array($0) }
       try txn.raw.put(log.dbs.events, position.bigEndianBytes, record)
     }
   }
 
-  @Test("an event rewritten in LMDB with a valid checksum is found by verify", arguments: [5, 37, 66])
+  @Test(
+    "an event rewritten in LMDB with a valid checksum is found by verify", arguments: [5, 37, 66])
   func rewrittenEvent(position: UInt64) throws {
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
@@ -543,7 +547,9 @@ enum CTVectors {
     #expect(!signed.isSigned(by: try other.publicKey().key))
     let attributes = try FileManager.default.attributesOfItem(atPath: dir.path + "/log.key")
     #expect((attributes[.posixPermissions] as? Int) == 0o600)
-    #expect(SignedTreeHead.timeString(Date(timeIntervalSince1970: 1_795_000_000.123)) == "2026-11-18T11:06:40.123Z")
+    #expect(
+      SignedTreeHead.timeString(Date(timeIntervalSince1970: 1_795_000_000.123))
+        == "2026-11-18T11:06:40.123Z")
     #expect(SignedTreeHead.timeString(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
   }
 }

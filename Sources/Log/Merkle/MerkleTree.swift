@@ -61,7 +61,8 @@ public enum MerkleTree {
       return try node(level, start >> UInt64(level))
     }
     let k = split(n)
-    return nodeHash(try rangeRoot(start, start + k, node: node), try rangeRoot(start + k, end, node: node))
+    return nodeHash(
+      try rangeRoot(start, start + k, node: node), try rangeRoot(start + k, end, node: node))
   }
 
   /// The root of a tree of `size` leaves: MTH(D[size]).

@@ -161,7 +161,8 @@ extension EventLog {
     let file = path + "/" + Self.signingKeyFile
     for _ in 0..<2 {
       if let data = FileManager.default.contents(atPath: file) {
-        let text = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        let text =
+          String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
         guard text.hasPrefix("ed25519 "),
           let raw = Data(base64Encoded: String(text.dropFirst("ed25519 ".count))),
           let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
