@@ -182,7 +182,7 @@ public enum LogProofs {
         guard event.position.rawValue == seq else {
           return fail("the leaf holds event \(event.position), the proof claims \(seq)")
         }
-        if let shown = proof["event"], shown != json(event) {
+        if let shown = proof["event"], !sameMembers(shown, json(event)) {
           return fail("the \"event\" shown is not the one the leaf holds")
         }
         guard seq >= 1, seq <= size,
@@ -231,6 +231,12 @@ public enum LogProofs {
       return fail("the proof is malformed: \(reason(error))")
     }
     return CheckResult(holds: true, lines: lines)
+  }
+
+  /// Whether two objects have the same members, in any order.
+  static func sameMembers(_ a: JSONValue, _ b: JSONValue) -> Bool {
+    guard let a = a.objectValue, let b = b.objectValue, a.count == b.count else { return false }
+    return b.allSatisfy { a[$0.key] == $0.value }
   }
 
   static func reason(_ error: any Error) -> String {
