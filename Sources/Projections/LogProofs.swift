@@ -129,6 +129,55 @@ public enum LogProofs {
     return try items.map { try hash($0, "path") }
   }
 
+  // MARK: Heads carried by export and import
+
+  /// The file in a database's directory that keeps the heads of the databases it was imported
+  /// from (NDJSON, one `{"database","head"}` per line, oldest first).
+  public static let carriedHeadsFile = "log.imported-heads.ndjson"
+
+  /// The heads database directory `directory` carries from its imports.
+  public static func carriedHeads(in directory: String) -> [JSONValue] {
+    guard let data = FileManager.default.contents(atPath: directory + "/" + carriedHeadsFile)
+    else { return [] }
+    return data.split(separator: 0x0A).compactMap { try? JSONValue(parsing: Array($0)) }
+  }
+
+  /// Checks heads carried in an export (`{"database","head"}` each, the head signed by the key
+  /// it names) and appends them to `directory`'s carried heads; returns how many.
+  @discardableResult
+  public static func carry(_ heads: [JSONValue], into directory: String) throws -> Int {
+    var text = ""
+    for (i, entry) in heads.enumerated() {
+      guard let database = entry["database"]?.stringValue, let value = entry["head"] else {
+        throw StoreError.badRequest("log head \(i + 1) of the export has no database or head")
+      }
+      let head = try Self.head(value)
+      guard head.isSigned(by: head.publicKey) else {
+        throw StoreError.badRequest(
+          "log head \(i + 1) of the export (database '\(database)') has a signature that does not verify"
+        )
+      }
+      text += String(decoding: entry.serialized(), as: UTF8.self) + "\n"
+    }
+    guard !text.isEmpty else { return 0 }
+    let path = directory + "/" + carriedHeadsFile
+    if !FileManager.default.fileExists(atPath: path) {
+      FileManager.default.createFile(atPath: path, contents: nil)
+    }
+    guard let handle = FileHandle(forWritingAtPath: path) else {
+      throw StoreError.internalError("cannot write \(path)")
+    }
+    defer { try? handle.close() }
+    do {
+      try handle.seekToEnd()
+      try handle.write(contentsOf: Data(text.utf8))
+      try handle.synchronize()
+    } catch {
+      throw StoreError.internalError("cannot write \(path): \(error.localizedDescription)")
+    }
+    return heads.count
+  }
+
   // MARK: Checking
 
   /// What ``check(head:proof:publicKey:)`` found.

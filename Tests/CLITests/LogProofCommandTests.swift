@@ -135,4 +135,71 @@ import Testing
     #expect(head.stderr.contains("made a signing key"))
     #expect(try head.object()["size"] as? Int == 2)
   }
+
+  @Test(
+    "history and audit print each row's proof; export, import and backup carry the heads and the key"
+  )
+  func rowsExportBackup() throws {
+    let cli = try CLI()
+    try putDocs(cli, 1...3)
+    try cli.ok(
+      ["put", "--actor", "bob"],
+      stdin:
+        #"{"_id":"doc2","n":22,"_rev":"\#(try cli.ok(["get", "doc2"]).object()["_rev"] as! String)"}"#
+    )
+    let key = try cli.ok(["log", "key"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    let rows = try cli.ok(["history", "doc2", "--proof", "--json"]).array()
+    #expect(rows.count == 2)
+    for case let row as [String: Any] in rows {
+      let proof = try #require(row["proof"] as? [String: Any])
+      #expect(proof["seq"] as? Int == row["seq"] as? Int)
+      let head = try #require(proof["head"] as? [String: Any])
+      let headFile = try file(
+        cli, "h.json",
+        String(decoding: try JSONSerialization.data(withJSONObject: head), as: UTF8.self))
+      let proofFile = try file(
+        cli, "p.json",
+        String(decoding: try JSONSerialization.data(withJSONObject: proof), as: UTF8.self))
+      try cli.ok(["log", "check", headFile, proofFile, "--key", key])
+    }
+    let text = try cli.ok(["history", "doc2", "--proof"]).stdout
+    #expect(text.contains("Proof:   leaf "))
+    #expect(text.contains("key id"))
+    let audit = try cli.ok(["audit", "--proof", "--json"]).array()
+    #expect(audit.count == 4)
+    #expect(audit.allSatisfy { (($0 as? [String: Any])?["proof"] as? [String: Any]) != nil })
+    #expect(
+      try cli.ok(["audit", "--json"]).array().allSatisfy { ($0 as? [String: Any])?["proof"] == nil }
+    )
+
+    // Export carries the head; import keeps it and exports it again after its own.
+    let export = try cli.ok(["export"]).stdout
+    let header = try #require(
+      try JSONSerialization.jsonObject(with: Data(export.split(separator: "\n")[0].utf8))
+        as? [String: Any])
+    let heads = try #require(header["log_heads"] as? [[String: Any]])
+    #expect(heads.count == 1)
+    #expect((heads[0]["head"] as? [String: Any])?["size"] as? Int == 4)
+    try cli.ok(["init", "-d", "copy"])
+    try cli.ok(["import", "-d", "copy"], stdin: export)
+    let again = try cli.ok(["export", "-d", "copy"]).stdout
+    let header2 = try #require(
+      try JSONSerialization.jsonObject(with: Data(again.split(separator: "\n")[0].utf8))
+        as? [String: Any])
+    let heads2 = try #require(header2["log_heads"] as? [[String: Any]])
+    #expect(heads2.map { $0["database"] as? String } == ["copy", "wiki"])
+    // A head whose signature does not verify stops the import before anything is written.
+    let forged = export.replacingOccurrences(of: #""size":4"#, with: #""size":5"#)
+    try cli.ok(["init", "-d", "other"])
+    try cli.fails(["import", "-d", "other"], stdin: forged, "does not verify")
+    #expect(try cli.ok(["all-docs", "-d", "other"]).object()["total_rows"] as? Int == 0)
+
+    // A backup keeps the key: heads signed before verify after a restore.
+    let h = try file(cli, "before.json", try cli.ok(["log", "head", "--json"]).stdout)
+    try cli.ok(["backup", cli.path + "/bk"])
+    try FileManager.default.removeItem(atPath: cli.path + "/wiki")
+    try cli.ok(["restore", cli.path + "/bk"])
+    #expect(try cli.ok(["log", "key"]).stdout.contains(key))
+    try cli.ok(["log", "prove", "--from", h])
+  }
 }

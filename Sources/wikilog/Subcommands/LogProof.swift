@@ -86,6 +86,45 @@ enum TreeHeads {
   }
 }
 
+/// `--proof` for `history` and `audit`: each row with its inclusion proof in one head signed
+/// when the command runs.
+struct ProofOption: ParsableArguments {
+  @Flag(
+    name: .customLong("proof"),
+    help:
+      "With each row, the proof that its event is in the log (in a head signed now; check it with `wikilog log check`)."
+  )
+  var enabled = false
+
+  /// The proofs of events at `positions` in one head signed now, or nil without `--proof`.
+  func proofs(_ log: EventLog, _ positions: [LogPosition], _ global: GlobalOptions) throws
+    -> (head: SignedTreeHead, proofs: [LogPosition: EventLog.InclusionProof])?
+  {
+    guard enabled else { return nil }
+    let head = try TreeHeads.sign(log, global)
+    var proofs: [LogPosition: EventLog.InclusionProof] = [:]
+    for p in positions where p.rawValue <= head.size {
+      proofs[p] = try log.inclusionProof(position: p, treeSize: head.size)
+    }
+    return (head, proofs)
+  }
+
+  /// A row's proof as JSON, with the head it leads to (`"head"`).
+  static func json(_ proof: EventLog.InclusionProof?, head: SignedTreeHead) -> JSONValue? {
+    guard let proof, var members = LogProofs.json(proof).objectValue?.members else { return nil }
+    members.append(.init(key: "head", value: LogProofs.json(head)))
+    return .object(JSONObject(members))
+  }
+
+  /// A row's proof as text: its leaf hash and path.
+  static func text(_ proof: EventLog.InclusionProof?) -> String {
+    guard let proof else { return "Proof:   none (the event came after the head)" }
+    return
+      "Proof:   leaf \(Hex.encode(MerkleTree.leafHash(proof.leaf))) in \(proof.treeSize) events, path "
+      + (proof.path.isEmpty ? "(empty)" : proof.path.map(Hex.encode).joined(separator: " "))
+  }
+}
+
 struct LogKey: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "key",
