@@ -200,7 +200,8 @@ extension EventLog {
 
   /// Folds one leaf into the writer's frontier and stores the complete subtrees it makes.
   @inline(__always)
-  func addLeaf(_ hash: MerkleTree.Hash, _ raw: RawTransaction) throws {
+  func addLeaf(_ hash: MerkleTree.Hash?, _ raw: RawTransaction) throws {
+    guard let hash else { return }
     writer.merkleDirty = true
     try writer.frontier.append(hash) { level, index, h throws(LMDBError) in
       guard level >= Self.merkleStoredLevel else { return }

@@ -66,6 +66,10 @@ public final class EventLog: Sendable {
     /// follows into garbage can crash the process, and a server must not go down with every
     /// other database because one file is damaged. Costs one read of the file per open.
     public var checkPagesAtOpen = false
+    /// Keep the Merkle tree over the events in each append transaction (``treeHead()``). Off
+    /// only to measure what the tree costs, or for a bulk load: appends then leave the tree
+    /// behind, and the next writable open with it on hashes the missing events in.
+    public var merkleTree = true
 
     public init() {}
 
@@ -202,7 +206,7 @@ public final class EventLog: Sendable {
     }
     let last = (try? committedPosition) ?? .start
     state.withLock { $0.durablePosition = last }
-    if !options.readOnly {
+    if !options.readOnly && options.merkleTree {
       // Builds the Merkle tree of a log made before it (or extends it over events an older
       // build appended): the write transaction's preparation does it (``loadTree``).
       do throws(LogError) {
@@ -781,7 +785,7 @@ public final class EventLog: Sendable {
       writer.nextPosition = (last?.position ?? 0) + 1
       writer.lastTimestamp = last?.timestamp ?? 0
       writer.streamCache.removeAll()
-      try loadTree(raw, lastPosition: last?.position ?? 0)
+      if options.merkleTree { try loadTree(raw, lastPosition: last?.position ?? 0) }
       writer.cacheValid = true
     } catch {
       throw logError(error)

@@ -141,11 +141,11 @@ public final class WriteTransaction: ReadTransaction {
       }
     }
     let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
-    let leaf: MerkleTree.Hash
+    let leaf: MerkleTree.Hash?
     do {
       leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-        event, into: log.dbs.events, of: raw)
+        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
     } catch {
       // The stream's head has moved already.
       if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
@@ -280,7 +280,7 @@ public final class WriteTransaction: ReadTransaction {
           .init(
             position: position, timestamp: timestamp, streamVersion: versions[i],
             previous: previous[i]),
-          events[i], into: log.dbs.events, of: raw)
+          events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
         do {
           try log.addLeaf(leaf, raw)
         } catch {

@@ -413,6 +413,25 @@ enum CTVectors {
     #expect(try log.verify().isValid)
   }
 
+  @Test("appends with the tree turned off leave it behind, and the next open builds it")
+  func treeOff() throws {
+    let dir = TemporaryDirectory()
+    var log = try EventLog(directory: dir.path)
+    try fill(log, count: 30)
+    log.close()
+    var off = EventLog.Options()
+    off.merkleTree = false
+    log = try EventLog(directory: dir.path, options: off)
+    try fill(log, count: 50, seed: 2)
+    #expect(try log.treeHead().size == 30)
+    log.close()
+    log = try EventLog(directory: dir.path)
+    defer { log.close() }
+    #expect(try log.treeHead().size == 80)
+    #expect(try log.treeHead().root == (try reference(log)).root(80))
+    #expect(try log.verify().isValid)
+  }
+
   /// Rewrites the record at `position` in place with a changed payload and a valid checksum,
   /// as someone with the files could.
   func rewrite(_ log: EventLog, position: UInt64) throws {

@@ -45,11 +45,12 @@ enum EventRecord {
   /// lengths are known without walking them (a native string stores its UTF-8 count).
   ///
   /// Returns the record's Merkle leaf hash (``MerkleLeaf``), hashed from the page it was
-  /// written to.
+  /// written to (nil without `leafHash`).
   static func append(
-    _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction
+    _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction,
+    leafHash: Bool = true
   )
-    throws(LMDBError) -> MerkleTree.Hash
+    throws(LMDBError) -> MerkleTree.Hash?
   {
     let typeCount = event.type.utf8.count
     let streamCount = event.stream.utf8.count
@@ -81,6 +82,7 @@ enum EventRecord {
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+    guard leafHash else { return nil }
     return unsafe MerkleLeaf.hash(position: header.position, record: UnsafeRawBufferPointer(space))
   }
 
