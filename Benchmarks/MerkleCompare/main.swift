@@ -135,7 +135,8 @@ case "verify":
     times.append(now() - start)
     precondition(report.isValid, "\(report)")
   }
-  print("verify of \(n) events (median of \(times.count)): \(String(format: "%.2f", median(times))) s")
+  print(
+    "verify of \(n) events (median of \(times.count)): \(String(format: "%.2f", median(times))) s")
 default:
   print("unknown mode \(mode)")
   exit(64)

@@ -422,13 +422,15 @@ enum CTVectors {
     var off = EventLog.Options()
     off.merkleTree = false
     log = try EventLog(directory: dir.path, options: off)
-    try fill(log, count: 50, seed: 2)
+    try log.append((0..<20).map { event($0, stream: "") })
+    try log.append((20..<50).map { event($0, stream: "off\($0 % 3)") })
+    for i in 50..<80 { try log.append([event(i, stream: "off")]) }
     #expect(try log.treeHead().size == 30)
     log.close()
     log = try EventLog(directory: dir.path)
     defer { log.close() }
-    #expect(try log.treeHead().size == 80)
-    #expect(try log.treeHead().root == (try reference(log)).root(80))
+    #expect(try log.treeHead().size == 110)
+    #expect(try log.treeHead().root == (try reference(log)).root(110))
     #expect(try log.verify().isValid)
   }
 

@@ -24,8 +24,8 @@ struct Export: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Write every document with its full revision tree and bodies as NDJSON.",
     discussion: """
-      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq",\
-      "doc_count","log_heads"}, where log_heads are {"database","head"}: the database's tree \
+      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq", \
+      "doc_count", "log_heads"}, where log_heads are {"database","head"}: the database's tree \
       head signed at export time (see `wikilog log head`), then the heads of the databases it \
       was itself imported from; then one line per document, {"id","revisions":[...]}, where each revision is \
       a CouchDB document with its _revisions path (as replication sends it), every revision \
