@@ -13,7 +13,7 @@
 /// - each commit that appends stores the tree head (size and root) in `log.meta`.
 ///
 /// Smaller subtrees are hashed again from the events when a proof needs them (at most 15
-/// records per proof), so the tree costs about 6 bytes a event on disk, and every proof reads
+/// records per proof), so the tree costs about 6 bytes an event on disk, and every proof reads
 /// O(log n) stored nodes.
 ///
 /// A log made before the tree existed (or appended to by an older build) gets it at the next
