@@ -25,7 +25,7 @@ guard arguments.count >= 3 else {
 let root = arguments[1]
 let mode = arguments[2]
 let n = arguments.count > 3 ? Int(arguments[3])! : 200_000
-let m = arguments.count > 4 ? Int(arguments[4])! : 5
+let m = max(1, arguments.count > 4 ? Int(arguments[4])! : 5)
 
 let payload = [UInt8](repeating: 0x62, count: 300)
 
@@ -89,9 +89,15 @@ case "append":
   var with: [Double] = []
   var without: [Double] = []
   _ = try appendRate(tree: true, count: n / 4)  // warm-up
-  for _ in 0..<m {
-    without.append(try appendRate(tree: false, count: n))
-    with.append(try appendRate(tree: true, count: n))
+  // Each order half the time: a run leaves dirty pages that slow the next one's writes.
+  for round in 0..<m {
+    if round % 2 == 0 {
+      without.append(try appendRate(tree: false, count: n))
+      with.append(try appendRate(tree: true, count: n))
+    } else {
+      with.append(try appendRate(tree: true, count: n))
+      without.append(try appendRate(tree: false, count: n))
+    }
   }
   let a = median(with)
   let b = median(without)

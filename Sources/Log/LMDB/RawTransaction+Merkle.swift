@@ -12,7 +12,19 @@ enum MerkleLeaf {
     unsafe withUnsafeBytes(of: &prefix.0) { unsafe hasher.update(bufferPointer: $0) }
     unsafe withUnsafeBytes(of: &prefix.1) { unsafe hasher.update(bufferPointer: $0) }
     unsafe hasher.update(bufferPointer: record)
-    return Array(hasher.finalize())
+    return unsafe hasher.finalize().withUnsafeBytes { unsafe Array($0) }
+  }
+
+  /// SHA-256(0x01 || left || right), fed to the hasher from the arrays in place (the generic
+  /// `update(data:)` copies its argument).
+  @inline(__always)
+  static func node(_ left: MerkleTree.Hash, _ right: MerkleTree.Hash) -> MerkleTree.Hash {
+    var hasher = SHA256()
+    var tag: UInt8 = 1
+    unsafe withUnsafeBytes(of: &tag) { unsafe hasher.update(bufferPointer: $0) }
+    unsafe left.withUnsafeBytes { unsafe hasher.update(bufferPointer: $0) }
+    unsafe right.withUnsafeBytes { unsafe hasher.update(bufferPointer: $0) }
+    return unsafe hasher.finalize().withUnsafeBytes { unsafe Array($0) }
   }
 }
 

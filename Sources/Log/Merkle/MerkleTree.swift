@@ -33,11 +33,7 @@ public enum MerkleTree {
 
   /// The hash of an interior node: SHA-256(0x01 || left || right).
   public static func nodeHash(_ left: Hash, _ right: Hash) -> Hash {
-    var hasher = SHA256()
-    hasher.update(data: [1])
-    hasher.update(data: left)
-    hasher.update(data: right)
-    return Array(hasher.finalize())
+    MerkleLeaf.node(left, right)
   }
 
   /// The largest power of two smaller than `n` (n > 1).
