@@ -58,7 +58,7 @@ let package = Package(
     ),
     .target(
       name: "Log",
-      dependencies: ["CLMDB"],
+      dependencies: ["CLMDB", .product(name: "Crypto", package: "swift-crypto")],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),
@@ -215,6 +215,10 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       name: "LogCompare", dependencies: ["Log"], path: "Benchmarks/LogCompare",
       swiftSettings: swiftSettings)
   )
+  package.targets.append(
+    .executableTarget(
+      name: "MerkleCompare", dependencies: ["Log"], path: "Benchmarks/MerkleCompare",
+      swiftSettings: swiftSettings))
   // The per-user changes feed beside the database's (the access issue's target).
   package.targets.append(
     .executableTarget(

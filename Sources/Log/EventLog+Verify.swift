@@ -5,6 +5,8 @@ public struct VerificationReport: Sendable, Hashable, CustomStringConvertible {
   public var lastPosition = LogPosition.start
   /// Each problem found, in plain words; empty when the log is sound.
   public var problems: [String] = []
+  /// The Merkle tree's size and root as recomputed from the events.
+  public var tree: EventLog.TreeHead?
 
   public var isValid: Bool { problems.isEmpty }
 
@@ -25,7 +27,11 @@ extension EventLog {
   /// The data file's pages are checked first with plain file reads
   /// (``checkPages(directory:maxProblems:)``); when they are damaged the report lists that and
   /// the records are not read, since LMDB would follow the damaged pages.
-  public func verify(maxProblems: Int = 100) throws -> VerificationReport {
+  ///
+  /// The Merkle tree is recomputed from the events and compared with the stored tree and, when
+  /// given, with `head` (a head taken earlier; ``verifyTree(_:head:maxProblems:)``): a rewritten,
+  /// removed, reordered or inserted event is found even when its checksum was recomputed.
+  public func verify(maxProblems: Int = 100, head: TreeHead? = nil) throws -> VerificationReport {
     let damaged = try Self.checkPages(directory: path, maxProblems: maxProblems)
     if !damaged.isEmpty {
       var report = VerificationReport()
@@ -119,6 +125,9 @@ extension EventLog {
         }
         return true
       }
+      let tree = try verifyTree(txn, head: head, maxProblems: maxProblems)
+      for text in tree.problems { problem(text) }
+      report.tree = tree.recomputed
       return report
     }
   }

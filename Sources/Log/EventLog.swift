@@ -66,6 +66,10 @@ public final class EventLog: Sendable {
     /// follows into garbage can crash the process, and a server must not go down with every
     /// other database because one file is damaged. Costs one read of the file per open.
     public var checkPagesAtOpen = false
+    /// Keep the Merkle tree over the events in each append transaction (``treeHead()``). Off
+    /// only to measure what the tree costs, or for a bulk load: appends then leave the tree
+    /// behind, and the next writable open with it on hashes the missing events in.
+    public var merkleTree = true
 
     public init() {}
 
@@ -129,6 +133,9 @@ public final class EventLog: Sendable {
     var streamIndex: UInt32 = 0
     var idempotency: UInt32 = 0
     var meta: UInt32 = 0
+    /// The Merkle tree's stored subtrees (``EventLog/merkleStoredLevel``); a read-only open of
+    /// a log made before the tree has none.
+    var merkle: UInt32 = 0
   }
 
   static let reservedPrefix = "log."
@@ -201,6 +208,21 @@ public final class EventLog: Sendable {
     }
     let last = (try? committedPosition) ?? .start
     state.withLock { $0.durablePosition = last }
+    if !options.readOnly && options.merkleTree {
+      // Builds the Merkle tree of a log made before it (or extends it over events an older
+      // build appended): the write transaction's preparation does it (``loadTree``).
+      do throws(LogError) {
+        let behind = try readLog { txn throws(LogError) in
+          let stored = try perform { try txn.raw.get(dbs.meta, Self.merkleHeadKey) }
+          let size = stored.flatMap { UInt64(bigEndianBytes: $0) } ?? 0
+          return size < last.rawValue
+        }
+        if behind { try writeLog { _ throws(LogError) in } }
+      } catch {
+        close()
+        throw error
+      }
+    }
     notifier.attach(self)
   }
 
@@ -447,6 +469,11 @@ public final class EventLog: Sendable {
           dbs.streams = try open("streams")
           dbs.streamIndex = try open("streamIndex")
           dbs.idempotency = try open("idempotency")
+          do throws(LMDBError) {
+            dbs.merkle = try open("merkle")
+          } catch  where readOnly && error.code == LMDBError.notFound {
+            dbs.merkle = UInt32.max
+          }
           hasEvents = try raw.count(dbs.events) > 0
           if let stored = try raw.get(dbs.meta, formatKey), stored.count == 4 {
             found = stored.reduce(0) { $0 << 8 | UInt32($1) }
@@ -706,6 +733,18 @@ public final class EventLog: Sendable {
           if txn.sawMapFull { return .mapFull }
           throw poison
         }
+        if writer.merkleDirty {
+          do throws(LMDBError) {
+            try storeTreeHead(raw)
+          } catch {
+            raw.abort()
+            writer.cacheValid = false
+            if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull {
+              return .mapFull
+            }
+            throw logError(error)
+          }
+        }
         let id = raw.id
         do throws(LMDBError) {
           try raw.commit()
@@ -715,6 +754,7 @@ public final class EventLog: Sendable {
           throw logError(error)
         }
         writer.lastTransactionID = id
+        writer.merkleDirty = false
         if writer.streamCache.count > WriterState.streamCacheLimit {
           writer.streamCache.removeAll()
         }
@@ -749,6 +789,7 @@ public final class EventLog: Sendable {
       writer.nextPosition = (last?.position ?? 0) + 1
       writer.lastTimestamp = last?.timestamp ?? 0
       writer.streamCache.removeAll()
+      if options.merkleTree { try loadTree(raw, lastPosition: last?.position ?? 0) }
       writer.cacheValid = true
     } catch {
       throw logError(error)

@@ -141,13 +141,21 @@ public final class WriteTransaction: ReadTransaction {
       }
     }
     let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
+    let leaf: MerkleTree.Hash?
     do {
-      try EventRecord.append(
+      leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-        event, into: log.dbs.events, of: raw)
+        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
     } catch {
       // The stream's head has moved already.
       if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
+      throw error
+    }
+    do {
+      try log.addLeaf(leaf, raw)
+    } catch {
+      // The event is written: without its leaf the transaction must not commit.
+      poison = poison ?? log.logError(error)
       throw error
     }
     writer.nextPosition = position + 1
@@ -268,11 +276,17 @@ public final class WriteTransaction: ReadTransaction {
       recorded.reserveCapacity(events.count)
       for i in events.indices {
         let position = first + UInt64(i)
-        try EventRecord.append(
+        let leaf = try EventRecord.append(
           .init(
             position: position, timestamp: timestamp, streamVersion: versions[i],
             previous: previous[i]),
-          events[i], into: log.dbs.events, of: raw)
+          events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
+        do {
+          try log.addLeaf(leaf, raw)
+        } catch {
+          poison = poison ?? log.logError(error)
+          throw error
+        }
         if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
           let prefix = writer.streamCache[events[i].stream]?.prefix
         {
@@ -435,7 +449,7 @@ public final class WriteTransaction: ReadTransaction {
     } catch {
       throw log.logError(error)
     }
-    let saved = (writer.nextPosition, writer.lastTimestamp)
+    let saved = (writer.nextPosition, writer.lastTimestamp, writer.frontier)
     let child = WriteTransaction(log: log, raw: childRaw, writer: writer)
     isLive = false
     defer { isLive = true }
@@ -447,6 +461,7 @@ public final class WriteTransaction: ReadTransaction {
       childRaw.abort()
       writer.nextPosition = saved.0
       writer.lastTimestamp = saved.1
+      writer.frontier = saved.2
       writer.streamCache.removeAll()
       if child.sawMapFull { sawMapFull = true }
       throw error
@@ -456,6 +471,7 @@ public final class WriteTransaction: ReadTransaction {
       childRaw.abort()
       writer.nextPosition = saved.0
       writer.lastTimestamp = saved.1
+      writer.frontier = saved.2
       writer.streamCache.removeAll()
       throw poison
     }
@@ -464,6 +480,7 @@ public final class WriteTransaction: ReadTransaction {
     } catch {
       writer.nextPosition = saved.0
       writer.lastTimestamp = saved.1
+      writer.frontier = saved.2
       writer.streamCache.removeAll()
       if error.code == LMDBError.mapFull || error.code == LMDBError.txnFull { sawMapFull = true }
       throw log.logError(error)
@@ -496,6 +513,10 @@ final class WriterState: @unchecked Sendable {
   var streamCache: [String: CachedStream] = [:]
   /// Counts append calls, to tell the streams one call has touched.
   var appendCall: UInt64 = 0
+  /// The right edge of the Merkle tree over the events up to `nextPosition - 1`.
+  var frontier = MerkleFrontier()
+  /// Whether this transaction changed the tree, so that its head must be stored at commit.
+  var merkleDirty = false
 
   static let streamCacheLimit = 100_000
 }

@@ -162,7 +162,10 @@ public final class DataDirectory: Sendable {
           "file_exists", "The database could not be created, the file already exists.",
           code: .alreadyExists)
       }
-      return try openLocked(name, create: true, &stores)
+      let store = try openLocked(name, create: true, &stores)
+      // The key that signs the log's tree heads (``EventLog/signedTreeHead(at:)``).
+      do { _ = try store.log.publicKey(create: true) } catch { throw StoreError.from(error) }
+      return store
     }
   }
 
@@ -210,6 +213,7 @@ public final class DataDirectory: Sendable {
     // Blobs are written (and synced) before the event that names them, so every blob the copy
     // names is there now; later ones are harmless extras.
     try Self.copyBlobs(from: directory(of: name) + "/attachments", to: target + "/attachments")
+    try Self.copyLogFiles(from: directory(of: name), to: target)
     return size
   }
 
@@ -251,6 +255,7 @@ public final class DataDirectory: Sendable {
       try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
       try FileManager.default.copyItem(atPath: origin + "/data.mdb", toPath: staging + "/data.mdb")
       try Self.copyBlobs(from: origin + "/attachments", to: staging + "/attachments")
+      try Self.copyLogFiles(from: origin, to: staging)
     } catch let error as StoreError {
       try? FileManager.default.removeItem(atPath: staging)
       throw error
@@ -270,6 +275,23 @@ public final class DataDirectory: Sendable {
       } catch {
         try? FileManager.default.removeItem(atPath: staging)
         throw StoreError.internalError("cannot restore \(name): \(error.localizedDescription)")
+      }
+    }
+  }
+
+  /// Copies the log's signing key (mode 0600) and the heads it carries from imports, when
+  /// `source` has them: a backup brought back signs with the key its published heads name.
+  static func copyLogFiles(from source: String, to destination: String) throws {
+    let fm = FileManager.default
+    for name in [EventLog.signingKeyFile, LogProofs.carriedHeadsFile]
+    where fm.fileExists(atPath: source + "/" + name) {
+      do {
+        try fm.copyItem(atPath: source + "/" + name, toPath: destination + "/" + name)
+        try fm.setAttributes(
+          [.posixPermissions: name == EventLog.signingKeyFile ? 0o600 : 0o644],
+          ofItemAtPath: destination + "/" + name)
+      } catch {
+        throw StoreError.internalError("cannot copy \(name): \(error.localizedDescription)")
       }
     }
   }

@@ -43,10 +43,14 @@ enum EventRecord {
   /// Puts the record for an event under its position with `MDB_RESERVE | MDB_APPEND` and encodes
   /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
   /// lengths are known without walking them (a native string stores its UTF-8 count).
+  ///
+  /// Returns the record's Merkle leaf hash (``MerkleLeaf``), hashed from the page it was
+  /// written to (nil without `leafHash`).
   static func append(
-    _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction
+    _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction,
+    leafHash: Bool = true
   )
-    throws(LMDBError)
+    throws(LMDBError) -> MerkleTree.Hash?
   {
     let typeCount = event.type.utf8.count
     let streamCount = event.stream.utf8.count
@@ -78,6 +82,8 @@ enum EventRecord {
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+    guard leafHash else { return nil }
+    return unsafe MerkleLeaf.hash(position: header.position, record: UnsafeRawBufferPointer(space))
   }
 
   /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.

@@ -108,6 +108,26 @@ enum FileOperations {
     }
   }
 
+  /// Creates `path` with `bytes` and `mode` (`O_CREAT | O_EXCL`) and syncs it; false when the
+  /// file exists already (another process made it first).
+  static func createExclusive(_ path: String, _ bytes: [UInt8], mode: mode_t) throws(LogError)
+    -> Bool
+  {
+    let fd = unsafe open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+    if fd < 0 {
+      if errno == EEXIST { return false }
+      throw .permissionDenied(path: path)
+    }
+    let written = unsafe bytes.withUnsafeBytes { unsafe Glibc.write(fd, $0.baseAddress, $0.count) }
+    let synced = Glibc.fsync(fd)
+    _ = Glibc.close(fd)
+    guard written == bytes.count, synced == 0 else {
+      _ = unsafe unlink(path)
+      throw .diskFull(path: path)
+    }
+    return true
+  }
+
   /// Renames `from` to `to` atomically, replacing `to`.
   static func rename(_ from: String, to: String) throws(LogError) {
     guard unsafe Glibc.rename(from, to) == 0 else {

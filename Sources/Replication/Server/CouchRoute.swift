@@ -33,6 +33,9 @@ enum CouchRoute: Equatable, Sendable {
   case attachment(db: String, id: String, name: String)
   /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
   case index(db: String, path: [String])
+  /// `/{db}/_log/head` and `/{db}/_log/proof`: the log's signed tree head and its proofs
+  /// (wikilog's own, not CouchDB's).
+  case log(db: String, LogEndpoint)
   /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
   /// with this error, whatever the method.
   case unserved(ReplicationError)
@@ -57,11 +60,16 @@ enum CouchRoute: Equatable, Sendable {
     case search = "_search"
   }
 
+  enum LogEndpoint: String, Sendable, CaseIterable {
+    case head, proof
+  }
+
   /// The database the route names, if any.
   var database: String? {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
-      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _):
+      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
+      .log(let db, _):
       return db
     default:
       return nil
@@ -85,6 +93,11 @@ enum CouchRoute: Equatable, Sendable {
       if rest.count == 2 { return .local(db: db, id: rest[1]) }
       if rest.count == 1 { return .unserved(.badRequest("Invalid _local document id.")) }
       return .unserved(.badRequest("_local documents do not accept attachments."))
+    case "_log":
+      if rest.count == 2, let endpoint = LogEndpoint(rawValue: rest[1]) {
+        return .log(db: db, endpoint)
+      }
+      return .unserved(.notFound())
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
       if rest.count > 2 {

@@ -282,6 +282,13 @@ public struct CouchServer: HTTPResponder {
       return try await attachment(
         store, db: db, id: id, name: name, request: request, query: query, caller: caller,
         access: access)
+    case .log(let db, let endpoint):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      // The log holds every event of every document: for administrators only.
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      try allow(method, [.get, .head])
+      return try logEndpoint(endpoint, store, query: query, head: method == .head)
     case .unserved(let error):
       throw error
     case .databaseUnserved(let db, let error):

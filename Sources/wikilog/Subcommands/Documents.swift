@@ -31,8 +31,13 @@ struct Init: ParsableCommand {
       printText("database '\(global.database)' already exists in \(global.directory)")
       return
     }
-    try data.create(global.database)
+    let store = try data.create(global.database)
     printText("created database '\(global.database)' in \(global.directory)")
+    if let key = try? store.log.publicKey(create: false).key {
+      printText(
+        "its log's public key (check signed tree heads with it): \(Data(key).base64EncodedString())"
+      )
+    }
   }
 }
 

@@ -14,9 +14,11 @@ struct History: ParsableCommand {
       made on (unified format). Revisions stemmed out of the revision tree still appear: the log \
       keeps them. --json prints an array of \
       {"seq", "time", "actor", "origin", "rev", "parent", "deleted", "insertions", "deletions", \
-      "diff"}.
+      "diff"} (and "proof" with --proof: the inclusion proof of the revision's event in a head \
+      signed now, given in it as "head"; `wikilog log check` checks it).
 
       Examples:
+        wikilog history 'w1:Home' --proof
         wikilog history 'w1:Home'
         wikilog history 'w1:Home' --json | jq '.[] | select(.actor == "bob")'
       """)
@@ -25,6 +27,7 @@ struct History: ParsableCommand {
   @OptionGroup var output: JSONFlag
   @Argument(help: "The document id.") var docID: String
   @Flag(help: "Leave the diffs out.") var noDiff = false
+  @OptionGroup var proof: ProofOption
 
   func run() throws {
     let db = try global.openStore(readOnly: true)
@@ -33,6 +36,7 @@ struct History: ParsableCommand {
     guard !entries.isEmpty else {
       throw CLIError("no document '\(docID)' in database '\(global.database)'")
     }
+    let proofs = try proof.proofs(db.store.log, entries.map(\.seq), global)
     var out = OutputBuffer()
     if output.json {
       out.line(
@@ -45,6 +49,7 @@ struct History: ParsableCommand {
               "parent": e.parentRev.map { .string($0) } ?? .null, "deleted": .bool(e.deleted),
               "insertions": J.int(e.insertions), "deletions": J.int(e.deletions),
               "diff": noDiff ? nil : .string(e.markdownDiff),
+              "proof": proofs.flatMap { ProofOption.json($0.proofs[e.seq], head: $0.head) },
             ])
           }))
       out.flush()
@@ -59,6 +64,7 @@ struct History: ParsableCommand {
       if let parent = e.parentRev { out.line("Parent:  \(parent)") }
       if e.deleted { out.line("Deleted") }
       out.line("Changes: +\(e.insertions) -\(e.deletions)")
+      if let proofs { out.line(ProofOption.text(proofs.proofs[e.seq])) }
       if !noDiff && !e.markdownDiff.isEmpty {
         out.append(0x0A)
         out.append(e.markdownDiff)
@@ -66,6 +72,7 @@ struct History: ParsableCommand {
       }
       out.flushIfLarge()
     }
+    if let proofs { out.append("\nhead:\n" + TreeHeads.text(proofs.head)) }
     out.flush()
   }
 }
@@ -76,7 +83,8 @@ struct Audit: ParsableCommand {
     discussion: """
       Lists every write in log order, one row per event. Times are ISO-8601 (a date alone \
       means its midnight UTC); --since is inclusive, --until inclusive to the microsecond. \
-      --json prints an array of {"seq","time","actor","type","id","rev","deleted","origin"}.
+      --json prints an array of {"seq","time","actor","type","id","rev","deleted","origin"} \
+      (and "proof" with --proof: the inclusion proof of the row's event in a head signed now).
 
       The EVENT column ("type" in --json) is one of:
         doc.edit         a document written here; "doc.edit (deleted)" for a deletion
@@ -102,6 +110,7 @@ struct Audit: ParsableCommand {
   @Option(help: "From this time on (ISO-8601).") var since: String?
   @Option(help: "Up to this time (ISO-8601).") var until: String?
   @Option(parsing: .unconditional, help: "At most this many entries.") var limit: Int?
+  @OptionGroup var proof: ProofOption
 
   func validate() throws {
     for (name, value) in [("--since", since), ("--until", until)] {
@@ -122,6 +131,7 @@ struct Audit: ParsableCommand {
         from: since.flatMap(Time.microseconds(parsing:)).map(Time.lowerBound),
         until: until.flatMap(Time.microseconds(parsing:)).map(Time.upperBound),
         limit: limit))
+    let proofs = try proof.proofs(db.store.log, entries.map(\.seq), global)
     var out = OutputBuffer()
     if output.json {
       out.line(
@@ -132,6 +142,7 @@ struct Audit: ParsableCommand {
               "time": .string(ISO8601.format(microseconds: e.timestampMicroseconds)),
               "actor": .string(e.actor), "type": .string(e.type), "id": .string(e.docID),
               "rev": .string(e.rev), "deleted": .bool(e.deleted), "origin": .string(e.origin),
+              "proof": proofs.flatMap { ProofOption.json($0.proofs[e.seq], head: $0.head) },
             ])
           }))
       out.flush()
@@ -146,6 +157,14 @@ struct Audit: ParsableCommand {
       ])
     }
     out.append(table.text)
+    if let proofs {
+      // One line per row, in the table's order: the proof of the event at SEQ.
+      out.append("\n")
+      for e in entries {
+        out.append("seq \(e.seq.rawValue)  " + ProofOption.text(proofs.proofs[e.seq]) + "\n")
+      }
+      out.append("\nhead:\n" + TreeHeads.text(proofs.head))
+    }
     out.flush()
   }
 }

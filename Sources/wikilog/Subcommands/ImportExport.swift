@@ -24,8 +24,10 @@ struct Export: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Write every document with its full revision tree and bodies as NDJSON.",
     discussion: """
-      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq",\
-      "doc_count"}; then one line per document, {"id","revisions":[...]}, where each revision is \
+      The first line is a header {"wikilog_export":1,"database","revs_limit","update_seq", \
+      "doc_count", "log_heads"}, where log_heads are {"database","head"}: the database's tree \
+      head signed at export time (see `wikilog log head`), then the heads of the databases it \
+      was itself imported from; then one line per document, {"id","revisions":[...]}, where each revision is \
       a CouchDB document with its _revisions path (as replication sends it), every revision \
       whose body the log holds, oldest first. `wikilog import` of this output rebuilds the same \
       revision trees, winners, conflicts and bodies. The documents come from one snapshot. \
@@ -41,8 +43,14 @@ struct Export: ParsableCommand {
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
+    // The database's signed tree head, then the heads it carries from its own imports.
+    let head = try TreeHeads.sign(db.store.log, global)
+    let heads =
+      [J.object(["database": .string(global.database), "head": LogProofs.json(head)])]
+      + LogProofs.carriedHeads(in: db.store.log.path)
     var out = OutputBuffer()
-    try ExportWriter.write(db.store, database: global.database, to: &out, progress: Progress())
+    try ExportWriter.write(
+      db.store, database: global.database, to: &out, progress: Progress(), logHeads: heads)
   }
 }
 
@@ -54,7 +62,10 @@ struct Import: ParsableCommand {
 
       A `wikilog export` (NDJSON): every revision is written with new_edits=false and its \
       _revisions path, oldest first, so every body is an event and the revision trees come out \
-      as they were exported; the database takes the export's revs_limit.
+      as they were exported; the database takes the export's revs_limit. The export's signed \
+      log heads (each checked against the key it names) are kept beside the database \
+      (log.imported-heads.ndjson) and exported with it again: the new database's own log \
+      and tree start afresh, since its events are new.
 
       NDJSON of CouchDB documents, one per line, each with _id and _rev (and _revisions).
 
@@ -98,6 +109,17 @@ struct Import: ParsableCommand {
     progress.update("reading \(bytes.count) bytes…")
     let parsed = try Self.parse(bytes, progress: progress)
     let store = db.store
+    // The heads are checked before anything is written, and kept once the import is done.
+    for (i, value) in parsed.logHeads.enumerated() {
+      do {
+        let head = try LogProofs.head(value["head"] ?? .null)
+        guard head.isSigned(by: head.publicKey) else {
+          throw CLIError("log head \(i + 1) of the export does not verify; nothing was imported")
+        }
+      } catch let error as StoreError {
+        throw CLIError("log head \(i + 1) of the export: \(error.reason); nothing was imported")
+      }
+    }
     let source = origin ?? file.map { "file:" + $0 } ?? "import"
 
     // Paths longer than the revs_limit would be stemmed on the way in: raise it for the import.
@@ -128,12 +150,19 @@ struct Import: ParsableCommand {
     }
     if try store.revsLimit != target { try store.setRevsLimit(target, actor: actor.name) }
     try store.log.sync()
+    do {
+      try LogProofs.carry(parsed.logHeads, into: store.log.path)
+    } catch let error as StoreError {
+      throw CLIError(
+        "the documents are imported, but the export's log heads are not kept: \(error.reason)")
+    }
     progress.finish()
     if output.json {
       printJSON(
         J.object([
           "ok": .bool(true), "documents": J.int(parsed.documents), "revisions": J.int(written),
           "events": J.int(events), "revs_limit": J.int(target),
+          "log_heads": J.int(parsed.logHeads.count),
         ]))
     } else {
       printText(
@@ -146,6 +175,7 @@ struct Import: ParsableCommand {
     var revisions: [DocumentInput] = []
     var ids = Set<String>()
     var revsLimit: Int?
+    var logHeads: [JSONValue] = []
     var documents: Int { ids.count }
   }
 
@@ -219,6 +249,12 @@ struct Import: ParsableCommand {
         }
         if let limit = object["revs_limit"]?.numberValue?.int64Value, limit >= 1 {
           parsed.revsLimit = Int(limit)
+        }
+        if let heads = object["log_heads"] {
+          guard let list = heads.arrayValue else {
+            throw CLIError("\(place): log_heads must be an array; nothing was imported")
+          }
+          parsed.logHeads = list
         }
         continue
       }

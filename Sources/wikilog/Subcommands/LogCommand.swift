@@ -11,10 +11,16 @@ struct LogCommand: ParsableCommand {
       _local writes and settings, with their type, stream, actor and payload. Read-only: raw \
       appends are not offered, since an event the projections cannot read would stop the database.
 
-      Example:
+      The log is also a Merkle tree (RFC 6962): `key`, `head`, `prove` and `check` give signed \
+      tree heads and proofs that an auditor checks without trusting the server.
+
+      Examples:
         wikilog log tail --since 0 --format text
+        wikilog log head --json > head.json
+        wikilog log prove 42 --head head.json --json > proof.json
+        wikilog log check head.json proof.json --key "$(wikilog log key)"
       """,
-    subcommands: [LogTail.self])
+    subcommands: [LogTail.self, LogKey.self, LogHead.self, LogProve.self, LogCheck.self])
 }
 
 struct LogTail: AsyncParsableCommand {

@@ -10,7 +10,11 @@ struct Verify: ParsableCommand {
   static let configuration = CommandConfiguration(
     abstract: "Check the log and every projection.",
     discussion: """
-      The log: dense positions, checksums, ordered times, the stream index. Each projection \
+      The log: dense positions, checksums, ordered times, the stream index, and its Merkle \
+      tree recomputed from the events: the first position where the log disagrees with its \
+      tree, or with the head given with --head (one published earlier), is reported, so a \
+      rewritten, removed, reordered or inserted event is found even with a valid checksum. \
+      Each projection \
       (docs, wiki, ...): rebuilt by replaying the log into scratch databases and compared entry \
       by entry with the live one. Attachments: every blob a revision references exists, with \
       its stored length and MD5. Exits with status 1 when anything is wrong.
@@ -18,10 +22,15 @@ struct Verify: ParsableCommand {
       Examples:
         wikilog verify
         wikilog verify --json | jq .ok
+        wikilog verify --head head-2026-11-01.json
       """)
 
   @OptionGroup var global: GlobalOptions
   @OptionGroup var output: JSONFlag
+  @Option(
+    help: ArgumentHelp(
+      "A signed tree head (JSON) the log must still extend.", valueName: "HEAD.json"))
+  var head: String?
 
   func run() throws {
     // The pages first, with plain file reads: opening the store reads the log through LMDB,
@@ -40,11 +49,19 @@ struct Verify: ParsableCommand {
           "\(directory)/data.mdb is damaged: \(first)\(more); restore it from a backup")
       }
     }
+    let published = try head.map(TreeHeads.readHead)
     let db = try global.openStore()
     defer { db.close() }
     let progress = Progress()
     progress.update("verifying the log…")
-    let report = try db.store.log.verify()
+    var report = try db.store.log.verify(
+      head: published.map { EventLog.TreeHead(size: $0.size, root: $0.root) })
+    if let published, let head {
+      let key = try? db.store.log.publicKey(create: false).key
+      if key.map(published.isSigned(by:)) != true {
+        report.problems.append("\(head) is not signed by this database's key")
+      }
+    }
     var projections: [(String, [String])] = []
     for name in db.store.projectionNames {
       progress.update("verifying projection \(name)…")
@@ -62,6 +79,8 @@ struct Verify: ParsableCommand {
           "log": J.object([
             "events": J.int(report.eventCount), "streams": J.int(report.streamCount),
             "last_position": J.int(report.lastPosition.rawValue),
+            "tree_size": report.tree.map { J.int($0.size) },
+            "root": report.tree.map { .string(Hex.encode($0.root)) },
             "problems": J.strings(report.problems),
           ]),
           "projections": .object(
@@ -70,6 +89,9 @@ struct Verify: ParsableCommand {
         ]))
     } else {
       var text = "log: \(report)\n"
+      if let tree = report.tree, report.isValid {
+        text += "merkle tree: \(tree.size) events, root \(Hex.encode(tree.root))\n"
+      }
       for (name, differences) in projections {
         text += differences.isEmpty ? "projection \(name): ok\n" : "projection \(name):\n"
         for d in differences { text += "  \(d)\n" }

@@ -82,7 +82,7 @@ enum ExportWriter {
   @discardableResult
   static func write(
     _ source: some DocumentSource, database: String, to out: inout OutputBuffer,
-    progress: Progress
+    progress: Progress, logHeads: [JSONValue]? = nil
   ) throws -> Int {
     let info = try source.info
     out.line(
@@ -90,6 +90,7 @@ enum ExportWriter {
         "wikilog_export": J.int(ExportFormat.version), "database": .string(database),
         "revs_limit": J.int(info.revsLimit), "update_seq": J.int(info.updateSeq.rawValue),
         "doc_count": J.int(info.docCount),
+        "log_heads": logHeads.map { .array($0) },
       ]))
     var count = 0
     try source.forEachRecord(after: nil, chunk: .max) { record, txn in
