@@ -35,8 +35,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
-    // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
+    // The replicator's HTTP transport (`HTTPTransport`).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
   ],
   targets: [
     .systemLibrary(
@@ -81,6 +82,8 @@ let package = Package(
         .product(name: "NIOPosix", package: "swift-nio"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
