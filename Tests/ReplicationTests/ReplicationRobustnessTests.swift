@@ -268,12 +268,15 @@ import Wiki
     let fixture = try AccessFixture()
     let a = TestDirectory("refused-a")
     let storeA = try a.data.create("wiki")
-    for i in 0..<20 {
+    // Pages of wikis the source does not have: written as replicated revisions, whose
+    // requirements are not checked.
+    let pages = (0..<20).map { i in
       let wiki = i % 4 == 0 ? "w2" : "w1"  // bob may edit w1, not carol's w2
-      try storeA.put(
-        #"{"type":"page","wiki_id":"\#(wiki)","markdown":"page \#(i)"}"#, id: "\(wiki):P\(i)",
-        actor: "alice")
+      return json(
+        #"{"_id":"\#(wiki):P\#(i)","_rev":"1-abc\#(i)","type":"page","wiki_id":"\#(wiki)","markdown":"page \#(i)"}"#
+      )
     }
+    #expect(try storeA.bulkDocs(pages, newEdits: false, actor: "alice", origin: "test").isEmpty)
     let target = buildApplication(
       dataDirectory: fixture.dir.data, options: fixture.options,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Auth
 import Foundation
 import JSON
+import Logging
 import Projections
 import Replication
 import Synchronization
@@ -149,7 +150,10 @@ struct Replicate: AsyncParsableCommand {
         throw CLIError(error.reason)
       }
       let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-      let transport = LocalTransport(server: CouchServer(dataDirectory: local!))
+      // The in-process server logs nothing: its requests are this command's own.
+      let quiet = Logger(label: "wikilog.replicate") { _ in SwiftLogNoOpLogHandler() }
+      let transport = LocalTransport(
+        server: CouchServer(dataDirectory: local!, logger: quiet), logger: quiet)
       return (
         CouchEndpoint(transport: transport, database: text, identity: "file://\(path)/\(text)"),
         text
