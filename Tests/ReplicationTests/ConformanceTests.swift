@@ -377,14 +377,11 @@ import Testing
       try await client.call(.put, "/db/doc", "{}")
       try await client.call(.put, "/db/_design/d", "{}")
       let unserved: [(HTTPRequest.Method, String, String)] = [
-        (.get, "/_active_tasks", "running tasks"),
         (.post, "/_cluster_setup", "cluster setup"),
         (.get, "/_cluster_setup", "cluster setup"),
         (.get, "/_db_updates", "database updates"),
         (.get, "/_global_changes", "database updates"),
         (.get, "/_membership", "cluster membership"),
-        (.post, "/_replicate", "replication"),
-        (.get, "/_scheduler/jobs", "replication"),
         (.get, "/_scheduler/docs", "replication"),
         (.get, "/_scheduler/docs/_replicator/x", "replication"),
         (.get, "/_replicator", "replication"),

@@ -29,6 +29,8 @@ public struct HTTPTransport: CouchTransport, CustomStringConvertible {
     case bearer(String)
     /// `Authorization: Token token=...` (a wikilog API token).
     case token(String)
+    /// An `Authorization` header value as given (a `_replicate` endpoint's `headers`).
+    case header(String)
 
     /// The `Authorization` header value.
     var header: String {
@@ -37,6 +39,7 @@ public struct HTTPTransport: CouchTransport, CustomStringConvertible {
         "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
       case .bearer(let token): "Bearer " + token
       case .token(let token): "Token token=" + token
+      case .header(let value): value
       }
     }
   }

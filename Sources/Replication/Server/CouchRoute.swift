@@ -18,6 +18,10 @@ enum CouchRoute: Equatable, Sendable {
   case databasesInfo
   case up
   case uuids
+  /// `/_replicate`, `/_active_tasks`, `/_scheduler/jobs[/{id}]`.
+  case replicate
+  case activeTasks
+  case schedulerJobs(String?)
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -105,6 +109,14 @@ enum CouchRoute: Equatable, Sendable {
     case "_up": return only(.up)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
+    case "_replicate": return only(.replicate)
+    case "_active_tasks": return only(.activeTasks)
+    case "_scheduler":
+      if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
+      if rest.first == "docs" {
+        return .unserved(.notImplemented("the _replicator database and /_scheduler/docs"))
+      }
+      return .unserved(.notFound())
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
     default:
       guard let feature = unservedServerFeatures[first] else { return nil }
@@ -116,17 +128,14 @@ enum CouchRoute: Equatable, Sendable {
   /// the feature each belongs to. (`_replicator` and `_global_changes` are CouchDB's system
   /// databases; wikilog serves `_users` as a database.)
   static let unservedServerFeatures: [String: String] = [
-    "_active_tasks": "the list of running tasks (/_active_tasks)",
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
     "_global_changes": "the feed of database updates (the _global_changes database)",
     "_membership": "cluster membership (/_membership)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",
-    "_replicate": "server-side replication (/_replicate)",
     "_replicator": "server-side replication (the _replicator database)",
     "_reshard": "resharding (/_reshard)",
-    "_scheduler": "server-side replication (/_scheduler)",
     "_search_analyze": "full-text search (/_search_analyze)",
     "_utils": "Fauxton, the web interface at /_utils,",
   ]
