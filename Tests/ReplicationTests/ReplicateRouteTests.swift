@@ -47,7 +47,12 @@ import Testing
         #expect(id.hasSuffix("+continuous"))
         try storeA.put(#"{"text":"live"}"#, id: "live", actor: "alice")
         #expect(try await ReplicationRobustnessTests.eventually { try storeB.record("live") != nil })
-        let tasks = try await clientA.call(.get, "/_active_tasks")
+        // The task's counters move once the batch is checkpointed.
+        var tasks = try await clientA.call(.get, "/_active_tasks")
+        for _ in 0..<250 where (tasks.json?[0]?["docs_written"]?.int ?? 0) < 1 {
+          try await Task.sleep(for: .milliseconds(20))
+          tasks = try await clientA.call(.get, "/_active_tasks")
+        }
         let task = try #require(tasks.json?[0])
         #expect(task["type"] == .string("replication"))
         #expect(task["replication_id"] == .string(id))
