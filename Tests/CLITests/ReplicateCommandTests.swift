@@ -54,7 +54,8 @@ import Testing
     #expect(try some.rows().last?["docs_written"] as? Int == 2)
   }
 
-  @Test("credentials: --user with --password-stdin, never echoed; a wrong password fails in one line")
+  @Test(
+    "credentials: --user with --password-stdin, never echoed; a wrong password fails in one line")
   func credentials() throws {
     let remote = try CLI()
     var environment = CLI.environment
@@ -80,13 +81,18 @@ import Testing
     #expect(!(ok.stdout + ok.stderr).contains("s3cret-pw"))
     #expect(ok.stderr.contains("20 written"))
     // In the URL, and wrong.
-    let wrong = try cli.run(["replicate", base.replacingOccurrences(of: "://", with: "://root:nope@") + "/wiki", "copy", "--create-target"])
+    let wrong = try cli.run([
+      "replicate", base.replacingOccurrences(of: "://", with: "://root:nope@") + "/wiki", "copy",
+      "--create-target",
+    ])
     #expect(wrong.status == 1)
     #expect(wrong.stderr.hasPrefix("wikilog: error: replication failed"))
     #expect(!wrong.stderr.contains("nope"))
   }
 
-  @Test("SIGKILL mid-replication, then the next run resumes from the checkpoint and writes nothing twice")
+  @Test(
+    "SIGKILL mid-replication, then the next run resumes from the checkpoint and writes nothing twice"
+  )
   func killAndResume() throws {
     let cli = try CLI()
     for part in 0..<4 { try Self.fill(cli, count: 2_500, prefix: "n\(part)") }
@@ -157,7 +163,8 @@ import Testing
   @Test("usage errors and a refused document (exit status 2)")
   func usageAndPartial() throws {
     let cli = try CLI()
-    try cli.fails(["replicate", "wiki", "x", "--doc-ids", "a", "--wiki", "w1"], status: 64, "one of")
+    try cli.fails(
+      ["replicate", "wiki", "x", "--doc-ids", "a", "--wiki", "w1"], status: 64, "one of")
     try cli.fails(["replicate", "ftp://h/db", "x"], "not an http(s) URL")
     try cli.fails(["replicate", "nope", "x"], "not_found")
 

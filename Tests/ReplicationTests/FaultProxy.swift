@@ -57,7 +57,8 @@ final class FaultProxy: HTTPResponder, Sendable {
     if fault == .slow { try await Task.sleep(for: .milliseconds(300)) }
     var forwarded = HTTPClientRequest(url: upstream.withLock { $0 } + request.uri.string)
     forwarded.method = .init(rawValue: request.method.rawValue)
-    for field in request.headers where field.name.canonicalName != "host" && field.name != .contentLength {
+    for field in request.headers
+    where field.name.canonicalName != "host" && field.name != .contentLength {
       forwarded.headers.add(name: field.name.rawName, value: field.value)
     }
     let body = try await request.body.collect(upTo: 1 << 30)
@@ -69,7 +70,8 @@ final class FaultProxy: HTTPResponder, Sendable {
     let status = HTTPResponse.Status(code: Int(answer.status.code))
     switch fault {
     case .dropAfterForwarding:
-      return Response(status: status, headers: headers, body: ResponseBody { _ in throw CancellationError() })
+      return Response(
+        status: status, headers: headers, body: ResponseBody { _ in throw CancellationError() })
     case .truncate:
       let half = bytes.getSlice(at: bytes.readerIndex, length: bytes.readableBytes / 2)!
       return Response(

@@ -9,7 +9,9 @@ import Testing
 
 /// `POST /_replicate`, `/_active_tasks` and `/_scheduler/jobs`, between two live servers.
 @Suite struct ReplicateRouteTests {
-  @Test("_replicate: one-shot with its history, continuous listed in _active_tasks and _scheduler/jobs, cancel")
+  @Test(
+    "_replicate: one-shot with its history, continuous listed in _active_tasks and _scheduler/jobs, cancel"
+  )
   func replicateEndpoint() async throws {
     let a = TestDirectory("replicate-route-a")
     let b = TestDirectory("replicate-route-b")
@@ -35,7 +37,8 @@ import Testing
           .post, "/_replicate", #"{"source":"\#(urlA)","target":"\#(urlB)"}"#)
         #expect(once.code == 200)
         #expect(once["ok"] == .bool(true))
-        #expect(once["history"]?[0]?["docs_written"]?.int == once["history"]?[0]?["missing_found"]?.int)
+        #expect(
+          once["history"]?[0]?["docs_written"]?.int == once["history"]?[0]?["missing_found"]?.int)
         #expect(!once.text.contains("secret"))
         try ReplicationEndToEndTests.expectIdentical(storeA, storeB)
 
@@ -46,7 +49,8 @@ import Testing
         let id = try #require(started["_local_id"]?.stringValue)
         #expect(id.hasSuffix("+continuous"))
         try storeA.put(#"{"text":"live"}"#, id: "live", actor: "alice")
-        #expect(try await ReplicationRobustnessTests.eventually { try storeB.record("live") != nil })
+        #expect(
+          try await ReplicationRobustnessTests.eventually { try storeB.record("live") != nil })
         // The task's counters move once the batch is checkpointed.
         var tasks = try await clientA.call(.get, "/_active_tasks")
         for _ in 0..<250 where (tasks.json?[0]?["docs_written"]?.int ?? 0) < 1 {
@@ -63,7 +67,10 @@ import Testing
         #expect(jobs["total_rows"]?.int == 1)
         #expect(jobs["jobs"]?[0]?["id"] == .string(id))
         #expect(jobs["jobs"]?[0]?["source"]?.stringValue?.contains("secret") == false)
-        #expect(try await clientA.call(.get, "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))").code == 200)
+        #expect(
+          try await clientA.call(
+            .get, "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))"
+          ).code == 200)
         #expect(try await clientA.call(.get, "/_scheduler/jobs/nope").code == 404)
 
         let cancel = try await clientA.call(
@@ -71,8 +78,10 @@ import Testing
         #expect(cancel.code == 200 && cancel["_local_id"] == .string(id))
         #expect(try await clientA.call(.get, "/_active_tasks").json == .array([]))
         #expect(
-          try await clientA.call(.post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#)
-            .code == 404)
+          try await clientA.call(
+            .post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#
+          )
+          .code == 404)
       }
     }
   }
@@ -86,7 +95,8 @@ import Testing
       logger: quietLogger)
     try await app.test(.router) { client in
       for (method, uri) in [
-        (HTTPRequestMethod.post, "/_replicate"), (.get, "/_active_tasks"), (.get, "/_scheduler/jobs"),
+        (HTTPRequestMethod.post, "/_replicate"), (.get, "/_active_tasks"),
+        (.get, "/_scheduler/jobs"),
       ] {
         let r = try await client.call(
           method.value, uri, method == .post ? #"{"source":"a","target":"b"}"# : nil,

@@ -26,7 +26,8 @@ import Wiki
     for round in 2...3 {
       let edits = stride(from: 0, to: count, by: 5).map { i in
         json(
-          #"{"_id":"\#(prefix)-\#(i)","_rev":"\#(revs["\(prefix)-\(i)"]!)","markdown":"v\#(round)"}"#)
+          #"{"_id":"\#(prefix)-\#(i)","_rev":"\#(revs["\(prefix)-\(i)"]!)","markdown":"v\#(round)"}"#
+        )
       }
       for result in try store.bulkDocs(edits, actor: "bob") { revs[result.id] = result.rev }
     }
@@ -86,7 +87,9 @@ import Wiki
     return try condition()
   }
 
-  @Test("through a proxy that answers 500, drops connections, truncates and delays, replication converges")
+  @Test(
+    "through a proxy that answers 500, drops connections, truncates and delays, replication converges"
+  )
   func faultyProxy() async throws {
     let a = TestDirectory("robust-a")
     let b = TestDirectory("robust-b")
@@ -104,8 +107,10 @@ import Wiki
           default: nil
           }
         }
-        let toA = FaultProxy(upstream: "http://127.0.0.1:\(try #require(clientA.port))", fault: faults)
-        let toB = FaultProxy(upstream: "http://127.0.0.1:\(try #require(clientB.port))", fault: faults)
+        let toA = FaultProxy(
+          upstream: "http://127.0.0.1:\(try #require(clientA.port))", fault: faults)
+        let toB = FaultProxy(
+          upstream: "http://127.0.0.1:\(try #require(clientB.port))", fault: faults)
         try await Self.proxyApp(toA).test(.live) { proxyA in
           try await Self.proxyApp(toB).test(.live) { proxyB in
             var options = ReplicationOptions()

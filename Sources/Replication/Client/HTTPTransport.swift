@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
-import NIOCore
 import Foundation
+import NIOCore
 import NIOHTTP1
 import NIOHTTPCompression
 
@@ -75,7 +75,8 @@ public struct HTTPTransport: CouchTransport, CustomStringConvertible {
     var configuration = HTTPClient.Configuration(
       redirectConfiguration: .follow(max: 5, allowCycles: false),
       timeout: .init(connect: .seconds(10), read: .seconds(readTimeout)),
-      connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8),
+      connectionPool: .init(
+        idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8),
       decompression: .enabled(limit: .ratio(100)))
     configuration.httpVersion = .http1Only
     return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

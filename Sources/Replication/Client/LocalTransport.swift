@@ -1,5 +1,5 @@
-public import Hummingbird
 import HTTPTypes
+public import Hummingbird
 public import Logging
 import NIOCore
 

@@ -41,7 +41,7 @@ extension Replicator {
       onStatus(status)
       do {
         try await run()
-      } catch where Task.isCancelled || error is CancellationError {
+      } catch  where Task.isCancelled || error is CancellationError {
         report.cancelled = true
       }
       status.state = .completed

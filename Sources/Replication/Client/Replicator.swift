@@ -204,7 +204,8 @@ public struct ReplicationOptions: Sendable, Hashable {
   /// The filter in the replication id; nil when there is none.
   var filterDescription: String? {
     if let docIDs {
-      return "doc_ids:" + String(decoding: JSONValue.array(docIDs.map { .string($0) }).serialized(), as: UTF8.self)
+      return "doc_ids:"
+        + String(decoding: JSONValue.array(docIDs.map { .string($0) }).serialized(), as: UTF8.self)
     }
     if let selector { return "selector:" + String(decoding: selector.serialized(), as: UTF8.self) }
     if let filter {

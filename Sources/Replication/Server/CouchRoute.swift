@@ -114,7 +114,9 @@ enum CouchRoute: Equatable, Sendable {
     case "_scheduler":
       if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
       if rest.first == "docs" {
-        return .unserved(.notImplemented("server-side replication (the _replicator database and /_scheduler/docs)"))
+        return .unserved(
+          .notImplemented("server-side replication (the _replicator database and /_scheduler/docs)")
+        )
       }
       return .unserved(.notFound())
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))

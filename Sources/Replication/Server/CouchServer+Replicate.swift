@@ -106,7 +106,9 @@ extension CouchServer {
       options.docIDs = list.compactMap(\.stringValue)
     }
     if let selector = body["selector"] {
-      guard selector.objectValue != nil else { throw .badRequest("`selector` must be a JSON object") }
+      guard selector.objectValue != nil else {
+        throw .badRequest("`selector` must be a JSON object")
+      }
       options.selector = selector
     }
     if let filter = body["filter"]?.stringValue {

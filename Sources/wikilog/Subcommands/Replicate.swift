@@ -296,7 +296,10 @@ final class ReplicationDisplay: Sendable {
 
   func failed(_ message: String) {
     clear()
-    if json { printJSON(J.object(["event": JSONValue.string("failed"), "error": JSONValue.string(message)])) }
+    if json {
+      printJSON(
+        J.object(["event": JSONValue.string("failed"), "error": JSONValue.string(message)]))
+    }
   }
 
   func finish(_ report: ReplicationReport) {
