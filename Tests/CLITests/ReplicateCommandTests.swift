@@ -138,6 +138,16 @@ import Testing
     server.kill()
     try Self.fill(cli, count: 30, prefix: "during")
     #expect(job.waitFor(timeout: 30) { $0.contains { $0.contains("\"offline\"") } })
+    // --status shows it offline, with the error and the next retry.
+    var shown: [String: Any]?
+    for _ in 0..<100 {
+      shown = try cli.ok(["replicate", "--status", "--json"]).rows().first
+      if shown?["state"] as? String == "offline" { break }
+      usleep(50_000)
+    }
+    #expect(shown?["state"] as? String == "offline")
+    #expect(shown?["last_error"] is String)
+    #expect(shown?["retry_at"] is String)
     let port = try #require(base.split(separator: ":").last.map(String.init))
     server = try ChildProcess(
       wikilogPath, ["--db", remote.path, "serve", "--port", port, "--log-level", "error"],
@@ -158,6 +168,10 @@ import Testing
       if !arrived { usleep(50_000) }
     }
     #expect(arrived, "\(job.lines.suffix(5))")
+    job.kill()
+    let table = try cli.ok(["replicate", "--status"]).stdout
+    #expect(table.contains("stopped"))
+    #expect(table.contains("wiki -> " + base + "/wiki"))
   }
 
   @Test("usage errors and a refused document (exit status 2)")
@@ -188,5 +202,27 @@ import Testing
     #expect(r.status == 2, "\(r.stderr)")
     #expect(r.stderr.contains("1 written, 1 refused"))
     #expect(r.stderr.contains("_design/x"))
+  }
+
+  @Test("local to local: a conflict that arrives is kept and listed by wiki conflicts")
+  func conflictsArrive() throws {
+    let cli = try CLI()
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "alice"])
+    try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "alice"], stdin: "# Soup\nonions\n")
+    try cli.ok(["replicate", "wiki", "other", "--create-target"])
+    try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "alice"], stdin: "# Soup\nred onions\n")
+    try cli.ok(
+      ["wiki", "edit", "-d", "other", "w", "Soup", "--actor", "bob"], stdin: "# Soup\nleeks\n")
+    #expect(try cli.ok(["wiki", "conflicts", "w"]).stdout.contains("no page"))
+    try cli.ok(["replicate", "other", "wiki"])
+    let listed = try cli.ok(["wiki", "conflicts", "w", "--json"]).array()
+    let row = try #require(listed.first as? [String: Any])
+    #expect(row["id"] as? String == "w:Soup")
+    #expect((row["conflicts"] as? [String])?.count == 1)
+    // Both sides end with the same winner once replicated back.
+    try cli.ok(["replicate", "wiki", "other"])
+    let here = try cli.ok(["get", "w:Soup"]).object()["_rev"] as? String
+    let there = try cli.ok(["get", "-d", "other", "w:Soup"]).object()["_rev"] as? String
+    #expect(here != nil && here == there)
   }
 }

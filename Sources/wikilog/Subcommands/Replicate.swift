@@ -43,10 +43,16 @@ struct Replicate: AsyncParsableCommand {
   @OptionGroup var data: DataDirectoryOption
 
   @Argument(help: "The source: a database of the data directory or a URL.")
-  var source: String
+  var source: String?
 
   @Argument(help: "The target: a database of the data directory or a URL.")
-  var target: String
+  var target: String?
+
+  @Flag(
+    help:
+      "Show the replications run from this data directory (state, counts, last error, next retry) and exit."
+  )
+  var status = false
 
   @Option(help: "The user name for URLs without one.")
   var user: String?
@@ -95,6 +101,13 @@ struct Replicate: AsyncParsableCommand {
   var json = false
 
   func validate() throws {
+    if status {
+      if source != nil || target != nil {
+        throw ValidationError("--status takes no SOURCE or TARGET")
+      }
+      return
+    }
+    if source == nil || target == nil { throw ValidationError("give a SOURCE and a TARGET") }
     let filters = [docIDs != nil, selector != nil, wiki != nil].filter { $0 }.count
     if filters > 1 { throw ValidationError("use one of --doc-ids, --selector and --wiki") }
     if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
@@ -104,6 +117,8 @@ struct Replicate: AsyncParsableCommand {
   }
 
   func run() async throws {
+    if status { return try ReplicationStatusFiles(directory: data.directory).show(json: json) }
+    guard let source, let target else { throw ValidationError("give a SOURCE and a TARGET") }
     var options = ReplicationOptions()
     options.continuous = continuous
     options.createTarget = createTarget
@@ -165,7 +180,15 @@ struct Replicate: AsyncParsableCommand {
 
     let replicator = Replicator(source: sourceEndpoint, target: targetEndpoint, options: options)
     let display = ReplicationDisplay(json: json, source: sourceName, target: targetName)
-    let task = Task { try await replicator.replicate { display.show($0) } }
+    let statusFile = ReplicationStatusFiles(directory: data.directory).writer(
+      id: replicator.replicationID, source: sourceName, target: targetName,
+      continuous: continuous)
+    let task = Task {
+      try await replicator.replicate { status in
+        display.show(status)
+        statusFile.record(status)
+      }
+    }
     let signals = [SIGINT, SIGTERM].map { number in
       signal(number, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: number)
@@ -178,10 +201,12 @@ struct Replicate: AsyncParsableCommand {
     do {
       report = try await task.value
     } catch let error as ReplicatorError {
+      statusFile.finish(state: "failed", error: error.description)
       display.failed(error.description)
       throw CLIError("replication failed: \(error.description)")
     }
     display.finish(report)
+    statusFile.finish(state: report.cancelled ? "stopped" : "completed", error: nil)
     if report.cancelled && !continuous { throw CLIError("replication interrupted") }
     if report.docWriteFailures > 0 { throw ExitCode(2) }
   }
@@ -366,5 +391,135 @@ final class ReplicationDisplay: Sendable {
     if s < 10 { return String(format: "%.1fs", s) }
     if s < 3600 { return "\(Int(s) / 60)m\(Int(s) % 60)s" }
     return "\(Int(s) / 3600)h\(Int(s) % 3600 / 60)m"
+  }
+}
+
+/// The state of the replications run from a data directory, one JSON file each in
+/// `DIR/.replications/` (written atomically on every state change and at most five times a
+/// second otherwise), for `wikilog replicate --status`. A file whose process is gone while it
+/// says running, idle or offline shows as `stopped`.
+struct ReplicationStatusFiles {
+  let directory: String
+  var folder: String { directory + "/.replications" }
+
+  func writer(id: String, source: String, target: String, continuous: Bool)
+    -> ReplicationStatusWriter
+  {
+    ReplicationStatusWriter(
+      path: folder + "/" + id + ".json", folder: folder, source: source, target: target,
+      continuous: continuous)
+  }
+
+  func show(json: Bool) throws {
+    let files = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+      .filter { $0.hasSuffix(".json") }.sorted()
+    var rows: [JSONObject] = []
+    for file in files {
+      guard let data = FileManager.default.contents(atPath: folder + "/" + file),
+        var object = (try? JSONValue(parsing: Array(data)))?.objectValue
+      else { continue }
+      let state = object["state"]?.stringValue ?? ""
+      if ["starting", "running", "idle", "offline"].contains(state),
+        let pid = object["pid"]?.numberValue?.int64Value, kill(pid_t(pid), 0) != 0, errno == ESRCH
+      {
+        object["state"] = .string("stopped")
+      }
+      rows.append(object)
+    }
+    if json {
+      for row in rows { printJSON(.object(row)) }
+      return
+    }
+    if rows.isEmpty {
+      printText("no replications were run from \(directory)")
+      return
+    }
+    var table = TextTable(header: [
+      "STATE", "SOURCE -> TARGET", "READ", "WRITTEN", "REFUSED", "PENDING", "UPDATED", "LAST ERROR",
+    ])
+    for row in rows {
+      func int(_ key: String) -> String {
+        row[key]?.numberValue?.int64Value.map { String($0) } ?? "-"
+      }
+      var error = row["last_error"]?.stringValue ?? ""
+      if let retry = row["retry_at"]?.stringValue, row["state"]?.stringValue == "offline" {
+        error += " (retry at \(retry))"
+      }
+      table.add([
+        row["state"]?.stringValue ?? "?",
+        "\(row["source"]?.stringValue ?? "?") -> \(row["target"]?.stringValue ?? "?")",
+        int("docs_read"), int("docs_written"), int("doc_write_failures"), int("changes_pending"),
+        row["updated_at"]?.stringValue ?? "", error,
+      ])
+    }
+    printText(table.text)
+  }
+}
+
+/// Writes one replication's status file (see ``ReplicationStatusFiles``).
+final class ReplicationStatusWriter: Sendable {
+  let path: String
+  let folder: String
+  let base: JSONObject
+  let last = Mutex<(state: String?, time: ContinuousClock.Instant?, status: JSONObject?)>(
+    (nil, nil, nil))
+
+  init(path: String, folder: String, source: String, target: String, continuous: Bool) {
+    self.path = path
+    self.folder = folder
+    base = JSONObject([
+      "source": .string(source), "target": .string(target), "continuous": .bool(continuous),
+      "pid": J.int(Int(getpid())), "started_at": .string(Date.now.formatted(.iso8601)),
+    ])
+  }
+
+  func record(_ status: ReplicationStatus) {
+    let report = status.report
+    var object = base
+    object["state"] = .string(status.state.rawValue)
+    object["docs_read"] = J.int(report.docsRead)
+    object["docs_written"] = J.int(report.docsWritten)
+    object["doc_write_failures"] = J.int(report.docWriteFailures)
+    object["changes_pending"] = status.pending.map { J.int($0) } ?? .null
+    object["checkpointed_source_seq"] = status.checkpointedSeq ?? .null
+    object["last_error"] = status.lastError.map { .string($0) } ?? .null
+    object["retry_at"] = status.retryAt.map { .string($0.formatted(.iso8601)) } ?? .null
+    object["updated_at"] = .string(Date.now.formatted(.iso8601))
+    let now = ContinuousClock.now
+    let write = last.withLock { last -> Bool in
+      defer { last.status = object }
+      if last.state == status.state.rawValue, let time = last.time,
+        now - time < .milliseconds(200)
+      {
+        return false
+      }
+      last.state = status.state.rawValue
+      last.time = now
+      return true
+    }
+    if write { save(object) }
+  }
+
+  /// The final state: `completed`, `stopped` or `failed` (with its error).
+  func finish(state: String, error: String?) {
+    var object = last.withLock { $0.status } ?? base
+    object["state"] = .string(state)
+    if let error { object["last_error"] = .string(error) }
+    object["retry_at"] = .null
+    object["updated_at"] = .string(Date.now.formatted(.iso8601))
+    save(object)
+  }
+
+  func save(_ object: JSONObject) {
+    guard
+      (try? FileManager.default.createDirectory(
+        atPath: folder, withIntermediateDirectories: true)) != nil
+    else { return }
+    let temporary = path + ".tmp"
+    guard
+      FileManager.default.createFile(
+        atPath: temporary, contents: Data(JSONValue.object(object).serialized()))
+    else { return }
+    _ = rename(temporary, path)
   }
 }
