@@ -224,5 +224,19 @@ import Testing
     let here = try cli.ok(["get", "w:Soup"]).object()["_rev"] as? String
     let there = try cli.ok(["get", "-d", "other", "w:Soup"]).object()["_rev"] as? String
     #expect(here != nil && here == there)
+
+    // --wiki: the wiki and its pages only; --selector: what matches.
+    try cli.ok(["put", #"{"_id":"note","kind":"loose"}"#, "--actor", "alice"])
+    let onlyWiki = try cli.ok([
+      "replicate", "wiki", "w-only", "--create-target", "--wiki", "w", "--json",
+    ])
+    #expect(try onlyWiki.rows().last?["docs_written"] as? Int == 3)  // w and both leaves of w:Soup
+    #expect(try cli.run(["get", "-d", "w-only", "note"]).status == 1)
+    let selected = try cli.ok(
+      [
+        "replicate", "wiki", "loose", "--create-target", "--selector", #"{"kind":"loose"}"#,
+        "--json",
+      ])
+    #expect(try selected.rows().last?["docs_written"] as? Int == 1)
   }
 }

@@ -90,8 +90,10 @@ extension Replicator {
         status.pending = pending
         if results.isEmpty {
           if !options.continuous { break }
+          // Nothing (more) for this replication: a filter may have skipped changes, and a
+          // longpoll's timeout ends with the source's current seq. Wait from there.
           caughtUp = true
-          if lastSeq != since, !longpoll { since = lastSeq }
+          since = lastSeq
           continue
         }
         if status.state != .running {
