@@ -226,6 +226,17 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )
+  // The replication rows of `make compare`: wikilog to wikilog over loopback.
+  package.targets.append(
+    .executableTarget(
+      name: "ReplCompare",
+      dependencies: [
+        "JSON", "Projections", "Log", "Wiki", "Replication",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Benchmarks/ReplCompare", swiftSettings: swiftSettings)
+  )
   for (name, modules) in [
     ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["JSON", "RevTree"]),
     ("ProjectionsBenchmarks", ["JSON", "Projections", "Log", "RevTree", "Wiki"]),
