@@ -36,8 +36,9 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
     .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
-    // Only the tests use AsyncHTTPClient (HummingbirdTesting builds it anyway).
+    // The replicator's HTTP transport (`HTTPTransport`).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
   ],
   targets: [
     .systemLibrary(
@@ -84,6 +85,8 @@ let package = Package(
         .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
@@ -231,6 +234,17 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
+  )
+  // The replication rows of `make compare`: wikilog to wikilog over loopback.
+  package.targets.append(
+    .executableTarget(
+      name: "ReplCompare",
+      dependencies: [
+        "JSON", "Projections", "Log", "Wiki", "Replication",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Benchmarks/ReplCompare", swiftSettings: swiftSettings)
   )
   for (name, modules) in [
     ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["JSON", "RevTree"]),

@@ -62,6 +62,7 @@ struct WikilogCommand: AsyncParsableCommand {
       LogCommand.self,
       Demo.self,
       Serve.self,
+      Replicate.self,
       UserCommand.self,
       TokenCommand.self,
     ]

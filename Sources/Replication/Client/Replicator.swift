@@ -2,165 +2,100 @@ public import JSON
 import RevTree
 
 #if canImport(FoundationEssentials)
-  import FoundationEssentials
+  public import FoundationEssentials
 #else
-  import Foundation
+  public import Foundation
 #endif
 
-/// A one-shot CouchDB replication from a source database to a target database, following the
-/// protocol's steps (docs.couchdb.org, "Replication Protocol"):
+/// A CouchDB replication from a source database to a target database, one-shot or continuous,
+/// following the protocol's steps (docs.couchdb.org, "Replication Protocol"):
 ///
-/// 1. `GET` both databases (they must exist).
-/// 2. The replication id: a digest of the source and target identities.
+/// 1. `GET` both databases (they must exist; with ``ReplicationOptions/createTarget`` a missing
+///    target is created with `PUT`).
+/// 2. The replication id: a digest of the source and target identities and the filter.
 /// 3. Read the checkpoints `_local/<replication id>` on both sides and start from the last
-///    sequence both agree on (same session, or a session both histories share; else 0).
-/// 4. Read `_changes?style=all_docs&since=...&limit=<batch>`, ask the target
-///    `_revs_diff` which leaf revisions it lacks,
+///    sequence both agree on (same session, or a session both histories share; else 0), or
+///    from ``ReplicationOptions/since``.
+/// 4. Read `_changes?style=all_docs&since=...&limit=<batch>` (`POST` with `filter=_doc_ids` or
+///    `filter=_selector`; `feed=longpoll` with a heartbeat once a continuous replication has
+///    caught up), ask the target `_revs_diff` which leaf revisions it lacks,
 /// 5. fetch those with their history from the source (`_bulk_get?revs=true&latest=true`, with
-///    `attachments=true` and each document's possible ancestors as `atts_since`) and
-///    write them to the target with `_bulk_docs` and `new_edits: false`,
+///    `attachments=true` and each document's possible ancestors as `atts_since`; a peer without
+///    `_bulk_get` is asked per document with `open_revs`) and write them to the target with
+///    `_bulk_docs` and `new_edits: false` (in batches of at most 8 MB; a batch the target
+///    refuses as a whole is written one document at a time),
 /// 6. `_ensure_full_commit` on the target, then write the checkpoint to both sides;
-///    repeat until the feed is exhausted.
+///    repeat until the feed is exhausted (one-shot) or the task is cancelled (continuous).
+///
+/// Sequences are opaque JSON (CouchDB 3's are strings), passed back as they came. A revision
+/// the target refuses (`forbidden`, `unauthorized`, 401, 403) is a write failure
+/// (``ReplicationReport/docWriteFailures``) and the replication goes on. Connection errors,
+/// timeouts, 5xx, 408, 429 and answers that are not JSON are retried with exponential backoff
+/// (``RetryPolicy``): a continuous replication never gives up; a one-shot one throws
+/// ``ReplicatorError/gaveUp(_:attempts:lastError:)`` after its retries. `_local` documents are
+/// not in a changes feed, so they never leave; nor do wiki drafts, which are not documents.
 ///
 /// ```swift
-/// let report = try await Replicator(source: a, target: b).replicate()
-/// print(report.docsWritten, report.endSeq)
+/// var options = ReplicationOptions()
+/// options.continuous = true
+/// let task = Task {
+///   try await Replicator(source: a, target: b, options: options).replicate { status in
+///     print(status.state, status.report.docsWritten)
+///   }
+/// }
 /// ```
 public struct Replicator: Sendable {
   public let source: CouchEndpoint
   public let target: CouchEndpoint
+  public var options: ReplicationOptions
   /// Changes per batch (CouchDB's replicator uses 500, PouchDB 100).
-  public var batchSize: Int
+  public var batchSize: Int {
+    get { options.batchSize }
+    set { options.batchSize = max(1, newValue) }
+  }
   /// Sessions kept in a checkpoint's history.
   public var historyLimit = 50
+  /// The largest `_bulk_docs` body sent at once (a batch is split above it).
+  public var maximumWriteBytes = 8 << 20
 
-  public init(source: CouchEndpoint, target: CouchEndpoint, batchSize: Int = 500) {
+  public init(
+    source: CouchEndpoint, target: CouchEndpoint, options: ReplicationOptions = .init()
+  ) {
     self.source = source
     self.target = target
-    self.batchSize = max(1, batchSize)
+    self.options = options
+    self.options.batchSize = max(1, options.batchSize)
   }
 
-  /// The id of the checkpoint documents, from the source and target identities.
+  public init(source: CouchEndpoint, target: CouchEndpoint, batchSize: Int) {
+    var options = ReplicationOptions()
+    options.batchSize = batchSize
+    self.init(source: source, target: target, options: options)
+  }
+
+  /// The id of the checkpoint documents, from the source and target identities and the
+  /// filter (so a filtered replication keeps checkpoints of its own).
   public var replicationID: String {
-    MD5.hash(Array("wikilog-replication-1\n\(source.identity)\n\(target.identity)".utf8))
-      .description
+    var text = "wikilog-replication-1\n\(source.identity)\n\(target.identity)"
+    if let filter = options.filterDescription { text += "\n" + filter }
+    return MD5.hash(Array(text.utf8)).description
   }
 
-  /// Runs until the source's feed is exhausted.
+  /// Runs until the source's feed is exhausted (one-shot) or the task is cancelled
+  /// (continuous; the report then has ``ReplicationReport/cancelled`` set).
   ///
-  /// - Throws: ``ReplicatorError`` for an HTTP failure or an answer that is not CouchDB's shape.
-  public func replicate() async throws -> ReplicationReport {
-    _ = try await request(source, "GET", source.path())
-    _ = try await request(target, "GET", target.path())
-    let checkpointPath = "/_local/" + PercentDecoding.encode(replicationID)
-    let sourceLog = try await checkpoint(source, checkpointPath)
-    let targetLog = try await checkpoint(target, checkpointPath)
-    let startSeq = Self.startSequence(sourceLog?.document, targetLog?.document)
-    let sessionID = String(UUID().uuidString.lowercased().filter { $0 != "-" })
-    let startTime = ISO8601Format.now()
-
-    var report = ReplicationReport(sessionID: sessionID, startSeq: startSeq, endSeq: startSeq)
-    var since = startSeq
-    var sourceRev = sourceLog?.rev
-    var targetRev = targetLog?.rev
-    while true {
-      let changes = try await request(
-        source, "GET",
-        source.path(
-          "/_changes?style=all_docs&since=\(Self.queryText(since))&limit=\(batchSize)"))
-      guard let results = changes["results"]?.arrayValue, let lastSeq = changes["last_seq"] else {
-        throw ReplicatorError.malformed("_changes answer without results and last_seq")
-      }
-      if results.isEmpty { break }
-      report.batches += 1
-      report.docsRead += results.count
-
-      // Which leaf revisions does the target lack?
-      var asked = JSONObject()
-      for row in results {
-        guard let id = row["id"]?.stringValue, let changes = row["changes"]?.arrayValue else {
-          throw ReplicatorError.malformed("_changes row without id and changes")
-        }
-        let revs = changes.compactMap { $0["rev"]?.stringValue }
-        report.missingChecked += revs.count
-        asked.members.append(.init(key: id, value: .array(revs.map { .string($0) })))
-      }
-      let diff = try await request(
-        target, "POST", target.path("/_revs_diff"), body: JSONValue.object(asked))
-      var wanted: [JSONValue] = []
-      for member in diff.objectValue?.members ?? [] {
-        // As CouchDB's replicator: attachments the target's possible ancestors have come as
-        // stubs, the rest with their data (`atts_since`).
-        let ancestors = member.value["possible_ancestors"]?.arrayValue ?? []
-        for rev in member.value["missing"]?.arrayValue ?? [] {
-          var entry = JSONObject(["id": .string(member.key), "rev": rev])
-          if !ancestors.isEmpty {
-            entry.members.append(.init(key: "atts_since", value: .array(ancestors)))
-          }
-          wanted.append(.object(entry))
-        }
-      }
-      report.missingFound += wanted.count
-
-      if !wanted.isEmpty {
-        // Fetch them with their history and write them as they are.
-        let fetched = try await request(
-          source, "POST", source.path("/_bulk_get?revs=true&latest=true&attachments=true"),
-          body: .object(JSONObject(["docs": .array(wanted)])))
-        var docs: [JSONValue] = []
-        for result in fetched["results"]?.arrayValue ?? [] {
-          for entry in result["docs"]?.arrayValue ?? [] {
-            if let doc = entry["ok"] {
-              docs.append(doc)
-            } else {
-              report.docWriteFailures += 1
-            }
-          }
-        }
-        if !docs.isEmpty {
-          let written = try await request(
-            target, "POST", target.path("/_bulk_docs"),
-            body: .object(JSONObject(["docs": .array(docs), "new_edits": .bool(false)])))
-          let failures = written.arrayValue?.count ?? 0
-          report.docWriteFailures += failures
-          report.docsWritten += docs.count - failures
-        }
-        _ = try await request(
-          target, "POST", target.path("/_ensure_full_commit"), body: .object(JSONObject()))
-      }
-
-      since = lastSeq
-      report.endSeq = lastSeq
-      let log = checkpointDocument(
-        sessionID: sessionID, startTime: startTime, report: report,
-        previous: sourceLog?.document ?? targetLog?.document)
-      sourceRev = try await writeCheckpoint(source, checkpointPath, log, rev: sourceRev)
-      targetRev = try await writeCheckpoint(target, checkpointPath, log, rev: targetRev)
-      if let pending = changes["pending"]?.numberValue?.int64Value, pending == 0 { break }
-    }
-    return report
+  /// - Parameter onStatus: called when the state changes and after every batch.
+  /// - Throws: ``ReplicatorError`` when a database is missing, a request is refused, or a
+  ///   one-shot replication's retries ran out.
+  @discardableResult
+  public func replicate(
+    onStatus: @escaping @Sendable (ReplicationStatus) -> Void = { _ in }
+  ) async throws -> ReplicationReport {
+    let run = Run(replicator: self, onStatus: onStatus)
+    return try await run.start()
   }
 
   // MARK: Checkpoints
-
-  /// Reads `_local/<id>`; nil when absent.
-  func checkpoint(_ endpoint: CouchEndpoint, _ path: String) async throws -> (
-    document: JSONValue, rev: String?
-  )? {
-    let response = try await endpoint.transport.send("GET", endpoint.path(path), body: nil)
-    if response.status == 404 { return nil }
-    let value = try Self.check(response, "GET \(endpoint.path(path))")
-    return (value, value["_rev"]?.stringValue)
-  }
-
-  func writeCheckpoint(_ endpoint: CouchEndpoint, _ path: String, _ log: JSONObject, rev: String?)
-    async throws -> String?
-  {
-    var doc = log
-    if let rev { doc.members.insert(.init(key: "_rev", value: .string(rev)), at: 0) }
-    let answer = try await request(endpoint, "PUT", endpoint.path(path), body: .object(doc))
-    return answer["rev"]?.stringValue
-  }
 
   /// CouchDB's replication log: the current session and a history of earlier ones.
   func checkpointDocument(
@@ -217,13 +152,6 @@ public struct Replicator: Sendable {
 
   // MARK: HTTP
 
-  func request(
-    _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: JSONValue? = nil
-  ) async throws -> JSONValue {
-    let response = try await endpoint.transport.send(method, path, body: body?.serialized())
-    return try Self.check(response, "\(method) \(path)")
-  }
-
   static func check(_ response: CouchTransportResponse, _ what: String) throws -> JSONValue {
     let value: JSONValue
     do {
@@ -243,11 +171,117 @@ public struct Replicator: Sendable {
   /// A seq as a query value: numbers as they are, strings percent-encoded.
   static func queryText(_ seq: JSONValue) -> String {
     if let s = seq.stringValue { return PercentDecoding.encode(s) }
-    return String(decoding: seq.serialized(), as: UTF8.self)
+    return PercentDecoding.encode(String(decoding: seq.serialized(), as: UTF8.self))
   }
 }
 
-/// What one ``Replicator/replicate()`` did (CouchDB's replication history fields).
+/// What a replication does besides copying everything once.
+public struct ReplicationOptions: Sendable, Hashable {
+  /// Keep following the source's changes until cancelled.
+  public var continuous = false
+  /// Create the target database when it does not exist.
+  public var createTarget = false
+  /// Only these documents (`filter=_doc_ids`).
+  public var docIDs: [String]?
+  /// Only documents matching this Mango selector (`filter=_selector`).
+  public var selector: JSONValue?
+  /// A named filter of the source and its query parameters (wikilog's `wiki` filter:
+  /// `("wiki", [("wiki", id)])`, a wiki and its pages).
+  public var filter: String?
+  public var filterParameters: [String: String] = [:]
+  /// Start after this source sequence instead of the checkpoint's.
+  public var since: JSONValue?
+  /// Changes per batch.
+  public var batchSize = 500
+  public var retry = RetryPolicy()
+  /// How long a caught-up continuous replication's longpoll waits, and how often the source
+  /// sends a heartbeat meanwhile.
+  public var feedTimeout: Duration = .seconds(60)
+  public var heartbeat: Duration = .seconds(10)
+
+  public init() {}
+
+  /// The filter in the replication id; nil when there is none.
+  var filterDescription: String? {
+    if let docIDs {
+      return "doc_ids:"
+        + String(decoding: JSONValue.array(docIDs.map { .string($0) }).serialized(), as: UTF8.self)
+    }
+    if let selector { return "selector:" + String(decoding: selector.serialized(), as: UTF8.self) }
+    if let filter {
+      let parameters = filterParameters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+      return "filter:\(filter)?" + parameters.joined(separator: "&")
+    }
+    return nil
+  }
+}
+
+/// Retries of failed requests: `initialDelay`, doubled after each failure up to `maximumDelay`.
+public struct RetryPolicy: Sendable, Hashable {
+  /// Retries of one request before a one-shot replication gives up (continuous ones never do).
+  public var maximumRetries = 10
+  public var initialDelay: Duration = .milliseconds(250)
+  public var maximumDelay: Duration = .seconds(60)
+
+  public init(
+    maximumRetries: Int = 10, initialDelay: Duration = .milliseconds(250),
+    maximumDelay: Duration = .seconds(60)
+  ) {
+    self.maximumRetries = maximumRetries
+    self.initialDelay = initialDelay
+    self.maximumDelay = maximumDelay
+  }
+
+  /// The wait before retry number `attempt` (1 for the first).
+  public func delay(attempt: Int) -> Duration {
+    var delay = initialDelay
+    for _ in 1..<max(1, attempt) {
+      delay *= 2
+      if delay >= maximumDelay { return maximumDelay }
+    }
+    return min(delay, maximumDelay)
+  }
+}
+
+/// What a replication is doing, as its ``Replicator/replicate(onStatus:)`` callback sees it.
+public struct ReplicationStatus: Sendable, Hashable {
+  public enum State: String, Sendable, Hashable {
+    /// Reading the databases and checkpoints.
+    case starting
+    /// Copying a batch.
+    case running
+    /// Caught up, waiting for changes (continuous).
+    case idle
+    /// A request failed; it is retried at ``ReplicationStatus/retryAt``.
+    case offline
+    /// Done (one-shot), or cancelled (continuous).
+    case completed
+  }
+
+  public var state: State
+  public var report: ReplicationReport
+  /// Changes the source reports after the last batch read (its `_changes` `pending`).
+  public var pending: Int?
+  /// The source sequence both checkpoints record.
+  public var checkpointedSeq: JSONValue?
+  /// The last failure, and when its request is tried again.
+  public var lastError: String?
+  public var retryAt: Date?
+
+  public init(
+    state: State, report: ReplicationReport, pending: Int? = nil, checkpointedSeq: JSONValue? = nil,
+    lastError: String? = nil, retryAt: Date? = nil
+  ) {
+    self.state = state
+    self.report = report
+    self.pending = pending
+    self.checkpointedSeq = checkpointedSeq
+    self.lastError = lastError
+    self.retryAt = retryAt
+  }
+}
+
+/// What one ``Replicator/replicate(onStatus:)`` did (CouchDB's replication history fields).
 public struct ReplicationReport: Sendable, Hashable {
   public var sessionID: String
   /// The source seq replication started after, and the last one it reached.
@@ -262,6 +296,12 @@ public struct ReplicationReport: Sendable, Hashable {
   /// Revisions written to the target, and those that could not be fetched or written.
   public var docsWritten = 0
   public var docWriteFailures = 0
+  /// Requests retried after a failure.
+  public var retries = 0
+  /// A continuous replication stopped by cancellation.
+  public var cancelled = false
+  /// The reasons of the first write failures (at most 10).
+  public var failures: [String] = []
 
   public init(sessionID: String, startSeq: JSONValue, endSeq: JSONValue) {
     self.sessionID = sessionID
@@ -276,11 +316,25 @@ public enum ReplicatorError: Error, Sendable, Hashable, CustomStringConvertible 
   case http(status: Int, error: String, reason: String)
   /// An answer that is not in CouchDB's shape.
   case malformed(String)
+  /// A one-shot replication's request failed `attempts` times.
+  case gaveUp(String, attempts: Int, lastError: String)
 
   public var description: String {
     switch self {
     case .http(let status, let error, let reason): "HTTP \(status) \(error): \(reason)"
     case .malformed(let what): "malformed answer: \(what)"
+    case .gaveUp(let what, let attempts, let lastError):
+      "\(what) failed \(attempts) times, giving up; last error: \(lastError)"
+    }
+  }
+
+  /// Whether trying again may help: 5xx, 408, 429 and answers that are not JSON (a
+  /// truncated body).
+  var isTransient: Bool {
+    switch self {
+    case .http(let status, _, _): status >= 500 || status == 408 || status == 429
+    case .malformed: true
+    case .gaveUp: false
     }
   }
 }

@@ -18,8 +18,11 @@ enum CouchRoute: Equatable, Sendable {
   case databasesInfo
   case up
   case uuids
-  /// `/_active_tasks`: the Mango index builds under way.
+  /// `/_active_tasks`: the Mango index builds and the replications under way.
   case activeTasks
+  /// `/_replicate`, `/_scheduler/jobs[/{id}]`.
+  case replicate
+  case schedulerJobs(String?)
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -128,6 +131,15 @@ enum CouchRoute: Equatable, Sendable {
     case "_active_tasks": return only(.activeTasks)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
+    case "_replicate": return only(.replicate)
+    case "_scheduler":
+      if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
+      if rest.first == "docs" {
+        return .unserved(
+          .notImplemented("server-side replication (the _replicator database and /_scheduler/docs)")
+        )
+      }
+      return .unserved(.notFound())
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
     default:
       guard let feature = unservedServerFeatures[first] else { return nil }
@@ -145,10 +157,8 @@ enum CouchRoute: Equatable, Sendable {
     "_membership": "cluster membership (/_membership)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",
-    "_replicate": "server-side replication (/_replicate)",
     "_replicator": "server-side replication (the _replicator database)",
     "_reshard": "resharding (/_reshard)",
-    "_scheduler": "server-side replication (/_scheduler)",
     "_search_analyze": "full-text search (/_search_analyze)",
     "_utils": "Fauxton, the web interface at /_utils,",
   ]

@@ -51,6 +51,8 @@ public struct CouchServer: HTTPResponder {
   let adminPresence = AdminPresence()
   /// The databases' security objects.
   let securityCache = SecurityCache()
+  /// Replications started with `POST /_replicate`.
+  let replications = ReplicationJobs()
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
@@ -176,10 +178,20 @@ public struct CouchServer: HTTPResponder {
     case .uuids:
       try allow(method, [.get, .head])
       return try uuids(query)
+    case .replicate:
+      try allow(method, [.post])
+      try requireServerAdmin(caller)
+      return try await replicate(request, caller: caller)
     case .activeTasks:
       try allow(method, [.get, .head])
       try requireServerAdmin(caller)
-      return CouchResponse.json(Self.activeTasks(), includeBody: method != .head)
+      let tasks =
+        (Self.activeTasks().arrayValue ?? []) + (replications.activeTasks().arrayValue ?? [])
+      return CouchResponse.json(.array(tasks), includeBody: method != .head)
+    case .schedulerJobs(let id):
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(try replications.schedulerJobs(id), includeBody: method != .head)
     case .node(let node):
       try allow(method, [.get, .head])
       return CouchResponse.json(

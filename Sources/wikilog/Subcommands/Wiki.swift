@@ -405,6 +405,10 @@ struct WikiConflicts: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "conflicts", abstract: "A page's conflicting revisions and how they would merge.",
     discussion: """
+      Without PAGE: the wiki's pages that have conflicting revisions (replication keeps every \
+      conflict that arrives), one a line, or with --json \
+      [{"id","winner","conflicts":[rev...]}].
+
       For each live leaf that lost to the winner, a three-way merge of its Markdown with the \
       winner's against their nearest common ancestor that has a body: the merged text when it is \
       clean, the text with diff3 conflict markers otherwise. Nothing is written. --json prints \
@@ -412,17 +416,40 @@ struct WikiConflicts: ParsableCommand {
 
       Example:
         wikilog wiki conflicts recipes Soup
+        wikilog wiki conflicts recipes
       """)
 
   @OptionGroup var global: GlobalOptions
   @OptionGroup var output: JSONFlag
   @Argument(help: "The wiki's id.") var wiki: String
-  @Argument(help: "The page's title.") var page: String
+  @Argument(help: "The page's title (without it: every page of the wiki in conflict).")
+  var page: String?
 
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
     let store = db.store
+    guard let page else {
+      var rows: [JSONValue] = []
+      var text = ""
+      for info in try WikiQueries(store).pages(in: wiki) {
+        guard let record = try store.record(info.id), !record.tree.conflicts.isEmpty else {
+          continue
+        }
+        let revs = record.tree.conflicts.map(\.description)
+        rows.append(
+          J.object([
+            "id": .string(info.id), "winner": .string(info.rev), "conflicts": J.strings(revs),
+          ]))
+        text += "\(info.id)  winner \(info.rev)  conflicting: \(revs.joined(separator: " "))\n"
+      }
+      if output.json {
+        printJSON(.array(rows))
+      } else {
+        printText(rows.isEmpty ? "no page of wiki '\(wiki)' has conflicts" : text)
+      }
+      return
+    }
     let id = "\(wiki):\(page)"
     guard let record = try store.record(id), let winner = record.tree.winner else {
       throw CLIError("no page '\(page)' in wiki '\(wiki)'")

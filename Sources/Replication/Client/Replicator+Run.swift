@@ -1,0 +1,426 @@
+import JSON
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+extension Replicator {
+  /// One run of a replication: its counters, checkpoint revisions and retry state.
+  final class Run {
+    let replicator: Replicator
+    let onStatus: @Sendable (ReplicationStatus) -> Void
+    var status: ReplicationStatus
+    let sessionID = String(UUID().uuidString.lowercased().filter { $0 != "-" })
+    let startTime = ISO8601Format.now()
+    var sourceRev: String?
+    var targetRev: String?
+    var previousLog: JSONValue?
+    /// Set when the source answered `_bulk_get` with "not supported".
+    var noBulkGet = false
+
+    var source: CouchEndpoint { replicator.source }
+    var target: CouchEndpoint { replicator.target }
+    var options: ReplicationOptions { replicator.options }
+
+    init(replicator: Replicator, onStatus: @escaping @Sendable (ReplicationStatus) -> Void) {
+      self.replicator = replicator
+      self.onStatus = onStatus
+      status = ReplicationStatus(
+        state: .starting,
+        report: ReplicationReport(sessionID: sessionID, startSeq: .number(0), endSeq: .number(0)))
+    }
+
+    var report: ReplicationReport {
+      get { status.report }
+      set { status.report = newValue }
+    }
+
+    func start() async throws -> ReplicationReport {
+      onStatus(status)
+      do {
+        try await run()
+      } catch  where Task.isCancelled || error is CancellationError {
+        report.cancelled = true
+      }
+      status.state = .completed
+      status.retryAt = nil
+      onStatus(status)
+      return report
+    }
+
+    func run() async throws {
+      try await openDatabases()
+      let checkpointPath = "/_local/" + PercentDecoding.encode(replicator.replicationID)
+      let sourceLog = try await retrying("GET checkpoint") {
+        try await self.checkpoint(self.source, checkpointPath)
+      }
+      let targetLog = try await retrying("GET checkpoint") {
+        try await self.checkpoint(self.target, checkpointPath)
+      }
+      sourceRev = sourceLog?.rev
+      targetRev = targetLog?.rev
+      previousLog = sourceLog?.document ?? targetLog?.document
+      let startSeq =
+        options.since ?? Replicator.startSequence(sourceLog?.document, targetLog?.document)
+      report.startSeq = startSeq
+      report.endSeq = startSeq
+      status.checkpointedSeq = startSeq
+      status.state = .running
+      onStatus(status)
+
+      var since = startSeq
+      var caughtUp = false
+      while true {
+        try Task.checkCancellation()
+        let longpoll = options.continuous && caughtUp
+        if longpoll, status.state != .idle {
+          status.state = .idle
+          onStatus(status)
+        }
+        let changes = try await retrying("GET _changes") {
+          try await self.readChanges(since: since, longpoll: longpoll)
+        }
+        guard let results = changes["results"]?.arrayValue, let lastSeq = changes["last_seq"]
+        else {
+          throw ReplicatorError.malformed("_changes answer without results and last_seq")
+        }
+        let pending = changes["pending"]?.numberValue?.int64Value.map { Int($0) }
+        status.pending = pending
+        if results.isEmpty {
+          if !options.continuous { break }
+          // Nothing (more) for this replication: a filter may have skipped changes, and a
+          // longpoll's timeout ends with the source's current seq. Wait from there.
+          caughtUp = true
+          since = lastSeq
+          continue
+        }
+        if status.state != .running {
+          status.state = .running
+          onStatus(status)
+        }
+        try await copy(results)
+        since = lastSeq
+        report.endSeq = lastSeq
+        try await writeCheckpoints(checkpointPath)
+        status.checkpointedSeq = lastSeq
+        onStatus(status)
+        caughtUp = pending == 0
+        if !options.continuous && pending == 0 { break }
+      }
+    }
+
+    /// `GET` both databases; a missing target is created with ``ReplicationOptions/createTarget``.
+    func openDatabases() async throws {
+      _ = try await retrying("GET source database") {
+        try await self.request(self.source, "GET", self.source.path())
+      }
+      do {
+        _ = try await retrying("GET target database") {
+          try await self.request(self.target, "GET", self.target.path())
+        }
+      } catch ReplicatorError.http(404, let error, let reason) {
+        guard options.createTarget else {
+          throw ReplicatorError.http(status: 404, error: error, reason: reason)
+        }
+        do {
+          _ = try await retrying("PUT target database") {
+            try await self.request(self.target, "PUT", self.target.path())
+          }
+        } catch ReplicatorError.http(412, _, _) {
+          // Created meanwhile.
+        }
+      }
+    }
+
+    /// One batch of the changes feed.
+    func readChanges(since: JSONValue, longpoll: Bool) async throws -> JSONValue {
+      var query = "style=all_docs&since=\(Replicator.queryText(since))&limit=\(options.batchSize)"
+      if longpoll {
+        query +=
+          "&feed=longpoll&timeout=\(Self.milliseconds(options.feedTimeout))&heartbeat=\(Self.milliseconds(options.heartbeat))"
+      }
+      var body: JSONValue?
+      if let docIDs = options.docIDs {
+        query += "&filter=_doc_ids"
+        body = .object(JSONObject(["doc_ids": .array(docIDs.map { .string($0) })]))
+      } else if let selector = options.selector {
+        query += "&filter=_selector"
+        body = .object(JSONObject(["selector": selector]))
+      } else if let filter = options.filter {
+        query += "&filter=" + PercentDecoding.encode(filter)
+        for (key, value) in options.filterParameters.sorted(by: { $0.key < $1.key }) {
+          query += "&" + PercentDecoding.encode(key) + "=" + PercentDecoding.encode(value)
+        }
+      }
+      return try await request(
+        source, body == nil ? "GET" : "POST", source.path("/_changes?" + query), body: body)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+      let (seconds, attoseconds) = duration.components
+      return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Copies what the target lacks of one batch of changes.
+    func copy(_ results: [JSONValue]) async throws {
+      report.batches += 1
+      report.docsRead += results.count
+      var asked = JSONObject()
+      for row in results {
+        guard let id = row["id"]?.stringValue, let changes = row["changes"]?.arrayValue else {
+          throw ReplicatorError.malformed("_changes row without id and changes")
+        }
+        let revs = changes.compactMap { $0["rev"]?.stringValue }
+        report.missingChecked += revs.count
+        asked.members.append(.init(key: id, value: .array(revs.map { .string($0) })))
+      }
+      let diff = try await retrying("POST _revs_diff") {
+        try await self.request(
+          self.target, "POST", self.target.path("/_revs_diff"), body: JSONValue.object(asked))
+      }
+      var wanted: [Wanted] = []
+      for member in diff.objectValue?.members ?? [] {
+        // As CouchDB's replicator: attachments the target's possible ancestors have come as
+        // stubs, the rest with their data (`atts_since`).
+        let ancestors = member.value["possible_ancestors"]?.arrayValue ?? []
+        let missing = member.value["missing"]?.arrayValue ?? []
+        if !missing.isEmpty {
+          wanted.append(Wanted(id: member.key, revs: missing, ancestors: ancestors))
+        }
+      }
+      report.missingFound += wanted.reduce(0) { $0 + $1.revs.count }
+      guard !wanted.isEmpty else { return }
+      let docs = try await fetch(wanted)
+      try await write(docs)
+      _ = try await retrying("POST _ensure_full_commit") {
+        try await self.request(
+          self.target, "POST", self.target.path("/_ensure_full_commit"),
+          body: .object(JSONObject()))
+      }
+    }
+
+    struct Wanted {
+      let id: String
+      let revs: [JSONValue]
+      let ancestors: [JSONValue]
+    }
+
+    /// The wanted revisions with their history and attachments: `_bulk_get`, or per document
+    /// `GET ?open_revs=` when the source has no `_bulk_get`.
+    func fetch(_ wanted: [Wanted]) async throws -> [JSONValue] {
+      if !noBulkGet {
+        let entries: [JSONValue] = wanted.flatMap { want in
+          want.revs.map { rev in
+            var entry = JSONObject(["id": .string(want.id), "rev": rev])
+            if !want.ancestors.isEmpty {
+              entry.members.append(.init(key: "atts_since", value: .array(want.ancestors)))
+            }
+            return JSONValue.object(entry)
+          }
+        }
+        do {
+          let fetched = try await retrying("POST _bulk_get") {
+            try await self.request(
+              self.source, "POST",
+              self.source.path("/_bulk_get?revs=true&latest=true&attachments=true"),
+              body: .object(JSONObject(["docs": .array(entries)])))
+          }
+          var docs: [JSONValue] = []
+          for result in fetched["results"]?.arrayValue ?? [] {
+            for entry in result["docs"]?.arrayValue ?? [] {
+              if let doc = entry["ok"] {
+                docs.append(doc)
+              } else {
+                fail(result["id"]?.stringValue ?? "?", entry["error"])
+              }
+            }
+          }
+          return docs
+        } catch ReplicatorError.http(let status, _, _)
+          where [400, 404, 405, 406, 415, 501].contains(status)
+        {
+          // CouchDB before 2.3 and other peers without `_bulk_get`.
+          noBulkGet = true
+        }
+      }
+      var docs: [JSONValue] = []
+      for want in wanted {
+        var query = "revs=true&latest=true&attachments=true&open_revs="
+        query += PercentDecoding.encode(
+          String(decoding: JSONValue.array(want.revs).serialized(), as: UTF8.self))
+        if !want.ancestors.isEmpty {
+          query +=
+            "&atts_since="
+            + PercentDecoding.encode(
+              String(decoding: JSONValue.array(want.ancestors).serialized(), as: UTF8.self))
+        }
+        let path = source.path("/" + PercentDecoding.encode(want.id) + "?" + query)
+        let answer = try await retrying("GET open_revs") {
+          try await self.request(self.source, "GET", path)
+        }
+        for entry in answer.arrayValue ?? [] {
+          if let doc = entry["ok"] {
+            docs.append(doc)
+          } else {
+            fail(want.id, entry["missing"].map { _ in JSONValue.string("missing") })
+          }
+        }
+      }
+      return docs
+    }
+
+    /// Writes `docs` with `new_edits: false` in batches of at most ``maximumWriteBytes``.
+    func write(_ docs: [JSONValue]) async throws {
+      var batch: [JSONValue] = []
+      var size = 0
+      for doc in docs {
+        let bytes = doc.serialized().count
+        if !batch.isEmpty, size + bytes > replicator.maximumWriteBytes {
+          try await writeBatch(batch)
+          batch = []
+          size = 0
+        }
+        batch.append(doc)
+        size += bytes
+      }
+      if !batch.isEmpty { try await writeBatch(batch) }
+    }
+
+    func writeBatch(_ docs: [JSONValue]) async throws {
+      let body = JSONValue.object(
+        JSONObject(["docs": .array(docs), "new_edits": .bool(false)]))
+      do {
+        let written = try await retrying("POST _bulk_docs") {
+          try await self.request(self.target, "POST", self.target.path("/_bulk_docs"), body: body)
+        }
+        var failures = 0
+        for row in written.arrayValue ?? [] where row["error"] != nil {
+          failures += 1
+          fail(row["id"]?.stringValue ?? "?", row["error"], row["reason"])
+        }
+        report.docsWritten += docs.count - failures
+      } catch ReplicatorError.http(let status, _, _) where [401, 403, 413].contains(status) {
+        // Refused or too large as a whole: one document at a time, as CouchDB's replicator
+        // writes documents with attachments.
+        for doc in docs { try await writeOne(doc) }
+      }
+    }
+
+    func writeOne(_ doc: JSONValue) async throws {
+      let id = doc["_id"]?.stringValue ?? ""
+      do {
+        _ = try await retrying("PUT document") {
+          try await self.request(
+            self.target, "PUT",
+            self.target.path("/" + PercentDecoding.encode(id) + "?new_edits=false"), body: doc)
+        }
+        report.docsWritten += 1
+      } catch ReplicatorError.http(let status, let error, let reason) where status < 500 {
+        fail(id, .string(error), .string(reason))
+      }
+    }
+
+    /// Counts a write failure and keeps its reason among the first few.
+    func fail(_ id: String, _ error: JSONValue?, _ reason: JSONValue? = nil) {
+      report.docWriteFailures += 1
+      if report.failures.count < 10 {
+        let text = [error?.stringValue, reason?.stringValue].compactMap { $0 }.joined(
+          separator: ": ")
+        report.failures.append("\(id): \(text.isEmpty ? "not written" : text)")
+      }
+    }
+
+    // MARK: Checkpoints
+
+    /// Reads `_local/<id>`; nil when absent.
+    func checkpoint(_ endpoint: CouchEndpoint, _ path: String) async throws -> (
+      document: JSONValue, rev: String?
+    )? {
+      let response = try await endpoint.transport.send("GET", endpoint.path(path), body: nil)
+      if response.status == 404 { return nil }
+      let value = try Replicator.check(response, "GET \(endpoint.path(path))")
+      return (value, value["_rev"]?.stringValue)
+    }
+
+    func writeCheckpoints(_ path: String) async throws {
+      let log = replicator.checkpointDocument(
+        sessionID: sessionID, startTime: startTime, report: report, previous: previousLog)
+      sourceRev = try await writeCheckpoint(source, path, log, rev: sourceRev)
+      targetRev = try await writeCheckpoint(target, path, log, rev: targetRev)
+    }
+
+    /// Writes the checkpoint; a conflict (an earlier attempt that succeeded unseen, or another
+    /// run) is resolved by reading the current revision and writing again.
+    func writeCheckpoint(
+      _ endpoint: CouchEndpoint, _ path: String, _ log: JSONObject, rev: String?
+    ) async throws -> String? {
+      var rev = rev
+      for attempt in 0..<3 {
+        var doc = log
+        if let rev { doc.members.insert(.init(key: "_rev", value: .string(rev)), at: 0) }
+        do {
+          let answer = try await retrying("PUT checkpoint") {
+            try await self.request(endpoint, "PUT", endpoint.path(path), body: .object(doc))
+          }
+          return answer["rev"]?.stringValue
+        } catch ReplicatorError.http(409, let error, let reason) {
+          if attempt == 2 { throw ReplicatorError.http(status: 409, error: error, reason: reason) }
+          rev = try await retrying("GET checkpoint") {
+            try await self.checkpoint(endpoint, path)?.rev
+          }
+        }
+      }
+      return rev
+    }
+
+    // MARK: HTTP and retries
+
+    func request(
+      _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: JSONValue? = nil
+    ) async throws -> JSONValue {
+      let response = try await endpoint.transport.send(method, path, body: body?.serialized())
+      return try Replicator.check(response, "\(method) \(path)")
+    }
+
+    /// Runs `body`, retrying transient failures with exponential backoff: forever when
+    /// continuous, else up to the policy's retries.
+    func retrying<T>(_ what: String, _ body: () async throws -> T) async throws -> T {
+      var attempt = 0
+      while true {
+        do {
+          let value = try await body()
+          if attempt > 0 {
+            status.state = .running
+            status.retryAt = nil
+            onStatus(status)
+          }
+          return value
+        } catch {
+          if Task.isCancelled || error is CancellationError { throw CancellationError() }
+          if let error = error as? ReplicatorError, !error.isTransient { throw error }
+          attempt += 1
+          let message = Self.describe(error)
+          if !options.continuous && attempt > options.retry.maximumRetries {
+            throw ReplicatorError.gaveUp(what, attempts: attempt, lastError: message)
+          }
+          let delay = options.retry.delay(attempt: attempt)
+          report.retries += 1
+          status.state = .offline
+          status.lastError = "\(what): \(message)"
+          status.retryAt = Date.now.addingTimeInterval(
+            Double(Self.milliseconds(delay)) / 1000)
+          onStatus(status)
+          try await Task.sleep(for: delay)
+        }
+      }
+    }
+
+    /// A failure in one line, without credentials (transports never put them in errors).
+    static func describe(_ error: any Error) -> String {
+      if let error = error as? ReplicatorError { return error.description }
+      return String(describing: error)
+    }
+  }
+}

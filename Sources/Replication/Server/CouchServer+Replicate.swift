@@ -1,0 +1,153 @@
+import Hummingbird
+import JSON
+import Projections
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+extension CouchServer {
+  /// `POST /_replicate` (server administrators): `{"source", "target"}` as URLs or
+  /// `{"url", "auth": {"basic": {"username", "password"}}, "headers": {...}}` objects, with
+  /// `continuous`, `create_target`, `doc_ids`, `selector`, `filter` and `query_params`,
+  /// `since_seq`; `{"cancel": true}` with the same source and target (or `replication_id`)
+  /// stops a continuous job.
+  ///
+  /// A one-shot replication answers when it is done, with the checkpoint's history
+  /// (`{"ok": true, "session_id", "source_last_seq", "history": [...]}`); a continuous one
+  /// answers at once with `{"ok": true, "_local_id": "<id>+continuous"}` and runs until
+  /// cancelled, listed in `/_active_tasks` and `/_scheduler/jobs`. As in CouchDB 3, local
+  /// database names are refused: endpoints are URLs (this server's own included).
+  func replicate(_ request: Request, caller: Caller) async throws -> Response {
+    let body = try await objectBody(of: request)
+    let continuous = body["continuous"]?.boolValue ?? false
+    if body["cancel"]?.boolValue == true {
+      var id = body["replication_id"]?.stringValue
+      if id == nil {
+        let replicator = try Self.replicator(body)
+        id = replicator.replicationID + (continuous ? "+continuous" : "")
+      }
+      guard let id, replications.cancel(id) else {
+        throw ReplicationError("not_found", "Replication `\(id ?? "")` not found.", status: 404)
+      }
+      return CouchResponse.json(
+        .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])))
+    }
+    let replicator = try Self.replicator(body)
+    let id = replicator.replicationID + (continuous ? "+continuous" : "")
+    let job = ReplicationJobs.Job(
+      id: id, source: replicator.source.identity, target: replicator.target.identity,
+      continuous: continuous, user: caller.user.name, startTime: .now, updated: .now,
+      status: ReplicationStatus(
+        state: .starting,
+        report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))),
+      history: [], task: nil)
+    if continuous {
+      guard replications.add(job) else {
+        // Already running: CouchDB answers with the running job's id.
+        return CouchResponse.json(
+          .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])), status: .accepted)
+      }
+      let jobs = replications
+      let task = Task {
+        defer { jobs.remove(id) }
+        return try await replicator.replicate { jobs.update(id, $0) }
+      }
+      replications.attach(id, task)
+      return CouchResponse.json(
+        .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])), status: .accepted)
+    }
+    guard replications.add(job) else {
+      throw ReplicationError("conflict", "Replication `\(id)` is already running.", status: 409)
+    }
+    defer { replications.remove(id) }
+    let jobs = replications
+    let report: ReplicationReport
+    do {
+      report = try await replicator.replicate { jobs.update(id, $0) }
+    } catch let error as ReplicatorError {
+      throw Self.replicationFailure(error)
+    }
+    var answer = replicator.checkpointDocument(
+      sessionID: report.sessionID, startTime: ReplicationJobs.time(job.startTime).stringValue ?? "",
+      report: report, previous: nil)
+    answer.members.insert(.init(key: "ok", value: .bool(true)), at: 0)
+    if report.docsRead == 0 { answer["no_changes"] = .bool(true) }
+    return CouchResponse.json(.object(answer))
+  }
+
+  /// A failed replication as CouchDB answers it: `db_not_found` for a missing database, the
+  /// peer's own 401/403, else 500 with the reason.
+  static func replicationFailure(_ error: ReplicatorError) -> ReplicationError {
+    switch error {
+    case .http(404, _, let reason):
+      return ReplicationError("db_not_found", "could not open \(reason)", status: 404)
+    case .http(let status, let name, let reason) where status == 401 || status == 403:
+      return ReplicationError(name.isEmpty ? "unauthorized" : name, reason, status: status)
+    default:
+      return ReplicationError("replication_failed", error.description, status: 500)
+    }
+  }
+
+  /// The replicator a `_replicate` body describes.
+  static func replicator(_ body: JSONObject) throws(ReplicationError) -> Replicator {
+    guard let sourceSpec = body["source"], let targetSpec = body["target"] else {
+      throw .badRequest("Both `source` and `target` are required")
+    }
+    var options = ReplicationOptions()
+    options.continuous = body["continuous"]?.boolValue ?? false
+    options.createTarget = body["create_target"]?.boolValue ?? false
+    if let ids = body["doc_ids"] {
+      guard let list = ids.arrayValue, list.allSatisfy({ $0.stringValue != nil }) else {
+        throw .badRequest("`doc_ids` must be an array of strings")
+      }
+      options.docIDs = list.compactMap(\.stringValue)
+    }
+    if let selector = body["selector"] {
+      guard selector.objectValue != nil else {
+        throw .badRequest("`selector` must be a JSON object")
+      }
+      options.selector = selector
+    }
+    if let filter = body["filter"]?.stringValue {
+      options.filter = filter
+      for member in body["query_params"]?.objectValue?.members ?? [] {
+        if let value = member.value.stringValue { options.filterParameters[member.key] = value }
+      }
+    }
+    if let since = body["since_seq"] { options.since = since }
+    if let size = body["worker_batch_size"]?.numberValue?.int64Value {
+      options.batchSize = Int(max(1, min(size, 10_000)))
+    }
+    return Replicator(
+      source: try endpoint(sourceSpec, "source"), target: try endpoint(targetSpec, "target"),
+      options: options)
+  }
+
+  /// A source or target: a URL (its userinfo as Basic credentials), or an object with `url`,
+  /// `auth.basic` and `headers.Authorization`.
+  static func endpoint(_ spec: JSONValue, _ name: String) throws(ReplicationError)
+    -> CouchEndpoint
+  {
+    let text = spec.stringValue ?? spec["url"]?.stringValue
+    guard let text else { throw .badRequest("`\(name)` must be a URL or an object with `url`") }
+    guard text.contains("://") else {
+      throw .badRequest("Local endpoints not supported since CouchDB 3.x")
+    }
+    guard let url = CouchURL(text) else { throw .badRequest("`\(name)` is not a database URL") }
+    var credentials: HTTPTransport.Credentials?
+    if let user = url.user { credentials = .basic(user: user, password: url.password ?? "") }
+    if let basic = spec["auth"]?["basic"], let user = basic["username"]?.stringValue {
+      credentials = .basic(user: user, password: basic["password"]?.stringValue ?? "")
+    }
+    for member in spec["headers"]?.objectValue?.members ?? []
+    where member.key.lowercased() == "authorization" {
+      if let value = member.value.stringValue { credentials = .header(value) }
+    }
+    return CouchEndpoint(
+      transport: HTTPTransport(baseURL: url.baseURL, credentials: credentials),
+      database: url.database, identity: url.description + "/")
+  }
+}

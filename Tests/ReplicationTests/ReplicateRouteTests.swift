@@ -1,0 +1,116 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JSON
+import Projections
+import Replication
+import Testing
+
+/// `POST /_replicate`, `/_active_tasks` and `/_scheduler/jobs`, between two live servers.
+@Suite struct ReplicateRouteTests {
+  @Test(
+    "_replicate: one-shot with its history, continuous listed in _active_tasks and _scheduler/jobs, cancel"
+  )
+  func replicateEndpoint() async throws {
+    let a = TestDirectory("replicate-route-a")
+    let b = TestDirectory("replicate-route-b")
+    let storeA = try a.data.create("wiki")
+    let storeB = try b.data.create("wiki")
+    try ReplicationRobustnessTests.seed(storeA, count: 200)
+    try await ReplicationRobustnessTests.live(a).test(.live) { clientA in
+      try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
+        let urlB = "http://127.0.0.1:\(try #require(clientB.port))/wiki"
+        // Refused: local names (CouchDB 3), missing fields, a missing source.
+        #expect(
+          try await clientA.call(.post, "/_replicate", #"{"source":"wiki","target":"\#(urlB)"}"#)
+            .code == 400)
+        #expect(try await clientA.call(.post, "/_replicate", #"{"source":"\#(urlB)"}"#).code == 400)
+        let missing = try await clientA.call(
+          .post, "/_replicate",
+          #"{"source":"http://127.0.0.1:\#(try #require(clientB.port))/nope","target":"\#(urlB)"}"#)
+        #expect(missing.code == 404 && missing.error == "db_not_found")
+
+        // One-shot, from A (through its own URL) to B: answered when done, with the history.
+        let urlA = "http://u:secret@127.0.0.1:\(try #require(clientA.port))/wiki"
+        let once = try await clientA.call(
+          .post, "/_replicate", #"{"source":"\#(urlA)","target":"\#(urlB)"}"#)
+        #expect(once.code == 200)
+        #expect(once["ok"] == .bool(true))
+        #expect(
+          once["history"]?[0]?["docs_written"]?.int == once["history"]?[0]?["missing_found"]?.int)
+        #expect(!once.text.contains("secret"))
+        try ReplicationEndToEndTests.expectIdentical(storeA, storeB)
+
+        // Continuous: listed while it runs, credentials never shown; a new write flows.
+        let body = #"{"source":"\#(urlA)","target":"\#(urlB)","continuous":true}"#
+        let started = try await clientA.call(.post, "/_replicate", body)
+        #expect(started.code == 202)
+        let id = try #require(started["_local_id"]?.stringValue)
+        #expect(id.hasSuffix("+continuous"))
+        try storeA.put(#"{"text":"live"}"#, id: "live", actor: "alice")
+        #expect(
+          try await ReplicationRobustnessTests.eventually { try storeB.record("live") != nil })
+        // The task's counters move once the batch is checkpointed.
+        var tasks = try await clientA.call(.get, "/_active_tasks")
+        for _ in 0..<250 where (tasks.json?[0]?["docs_written"]?.int ?? 0) < 1 {
+          try await Task.sleep(for: .milliseconds(20))
+          tasks = try await clientA.call(.get, "/_active_tasks")
+        }
+        let task = try #require(tasks.json?[0])
+        #expect(task["type"] == .string("replication"))
+        #expect(task["replication_id"] == .string(id))
+        #expect(task["continuous"] == .bool(true))
+        #expect(task["docs_written"]?.int ?? 0 >= 1)
+        #expect(!tasks.text.contains("secret"))
+        let jobs = try await clientA.call(.get, "/_scheduler/jobs")
+        #expect(jobs["total_rows"]?.int == 1)
+        #expect(jobs["jobs"]?[0]?["id"] == .string(id))
+        #expect(jobs["jobs"]?[0]?["source"]?.stringValue?.contains("secret") == false)
+        #expect(
+          try await clientA.call(
+            .get, "/_scheduler/jobs/\(id.replacingOccurrences(of: "+", with: "%2B"))"
+          ).code == 200)
+        #expect(try await clientA.call(.get, "/_scheduler/jobs/nope").code == 404)
+
+        let cancel = try await clientA.call(
+          .post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#)
+        #expect(cancel.code == 200 && cancel["_local_id"] == .string(id))
+        #expect(try await clientA.call(.get, "/_active_tasks").json == .array([]))
+        #expect(
+          try await clientA.call(
+            .post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#
+          )
+          .code == 404)
+      }
+    }
+  }
+
+  @Test("_replicate, _active_tasks and _scheduler/jobs are for server administrators")
+  func adminOnly() async throws {
+    let fixture = try AccessFixture()
+    let app = buildApplication(
+      dataDirectory: fixture.dir.data, options: fixture.options,
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      logger: quietLogger)
+    try await app.test(.router) { client in
+      for (method, uri) in [
+        (HTTPRequestMethod.post, "/_replicate"), (.get, "/_active_tasks"),
+        (.get, "/_scheduler/jobs"),
+      ] {
+        let r = try await client.call(
+          method.value, uri, method == .post ? #"{"source":"a","target":"b"}"# : nil,
+          headers: AccessFixture.basic("alice"))
+        #expect(r.code == 401, "\(uri)")
+      }
+      #expect(
+        try await client.call(.get, "/_active_tasks", headers: AccessFixture.basic("admin")).code
+          == 200)
+    }
+  }
+}
+
+enum HTTPRequestMethod {
+  case get, post
+  var value: HTTPTypes.HTTPRequest.Method { self == .get ? .get : .post }
+}
