@@ -68,13 +68,13 @@ import Testing
   }
 
   @Test func aStalledHeadIsCutOff() async throws {
-    try await withGuardedServer(ConnectionLimits(headerTimeout: .milliseconds(300))) { port in
+    try await withGuardedServer(ConnectionLimits(headerTimeout: .seconds(2))) { port in
       let start = ContinuousClock.now
       let answer = try await RawConnection.exchange(
-        port: port, Array("GET / HTTP/1.1\r\nHo".utf8), wait: .seconds(10))
+        port: port, Array("GET / HTTP/1.1\r\nHo".utf8), wait: .seconds(30))
       let elapsed = ContinuousClock.now - start
       #expect(answer.isEmpty)
-      #expect(elapsed < .seconds(5), "closed after \(elapsed)")
+      #expect(elapsed < .seconds(20), "closed after \(elapsed)")
       // A complete request on a fresh connection is still served.
       let served = try await RawConnection.exchange(
         port: port, Array("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
@@ -118,7 +118,8 @@ enum RawConnection {
         }
       }
       .connect(host: "127.0.0.1", port: port).get()
-    try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    // The server may have closed the connection already (a time-out): what came back counts.
+    try? await channel.writeAndFlush(ByteBuffer(bytes: bytes))
     let deadline = ContinuousClock.now + wait
     while channel.isActive, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
