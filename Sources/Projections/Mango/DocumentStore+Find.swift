@@ -77,22 +77,25 @@ extension DocumentStore {
     return try read { txn in try projection.definitions(storage: storage, txn: txn) }
   }
 
+  /// The special `_all_docs` index as `_index` and `_explain` list it.
+  static let allDocsIndexListing = JSONValue.object(
+    JSONObject([
+      .init(key: "ddoc", value: .null), .init(key: "name", value: .string("_all_docs")),
+      .init(key: "type", value: .string("special")),
+      .init(
+        key: "def",
+        value: .object(
+          JSONObject([
+            .init(
+              key: "fields",
+              value: .array([.object(JSONObject([.init(key: "_id", value: .string("asc"))]))]))
+          ]))),
+    ]))
+
   /// `GET /db/_index`: the special `_all_docs` index, then the JSON indexes.
   public func indexListing() throws -> JSONValue {
     let indexes = try mangoIndexes()
-    let special = JSONValue.object(
-      JSONObject([
-        .init(key: "ddoc", value: .null), .init(key: "name", value: .string("_all_docs")),
-        .init(key: "type", value: .string("special")),
-        .init(
-          key: "def",
-          value: .object(
-            JSONObject([
-              .init(
-                key: "fields",
-                value: .array([.object(JSONObject([.init(key: "_id", value: .string("asc"))]))]))
-            ]))),
-      ]))
+    let special = Self.allDocsIndexListing
     return .object(
       JSONObject([
         .init(key: "total_rows", value: .number(JSONNumber(Int64(indexes.count + 1)))),
@@ -461,20 +464,7 @@ extension DocumentStore {
     let plan = try plan(query)
     let indexJSON: JSONValue =
       plan.index?.listing
-      ?? .object(
-        JSONObject([
-          .init(key: "ddoc", value: .null), .init(key: "name", value: .string("_all_docs")),
-          .init(key: "type", value: .string("special")),
-          .init(
-            key: "def",
-            value: .object(
-              JSONObject([
-                .init(
-                  key: "fields",
-                  value: .array([.object(JSONObject([.init(key: "_id", value: .string("asc"))]))])
-                )
-              ]))),
-        ]))
+      ?? Self.allDocsIndexListing
     let fields: JSONValue =
       query.fields.map { .array($0.map { .string($0) }) } ?? .string("all_fields")
     let sort = JSONValue.object(
