@@ -129,7 +129,8 @@ public final class DataDirectory: Sendable {
     // A store closed by a compaction is opened again on the compacted file.
     if let store = stores[name], !store.log.isClosed { return store }
     let dir = directory(of: name)
-    if !FileManager.default.fileExists(atPath: dir + "/data.mdb") {
+    let isNew = !FileManager.default.fileExists(atPath: dir + "/data.mdb")
+    if isNew {
       guard create, !options.readOnly else {
         throw StoreError.notFound("Database does not exist.")
       }
@@ -147,6 +148,11 @@ public final class DataDirectory: Sendable {
       projections: Self.withMango(
         system?.makeProjections() ?? makeProjections(), database: name),
       validation: system?.validation ?? validation)
+    // A new database gets the key that signs its log's tree heads at once, whichever way it
+    // was made (``create(_:)``, `open(create: true)`).
+    if isNew {
+      do { _ = try store.log.publicKey(create: true) } catch { throw StoreError.from(error) }
+    }
     stores[name] = store
     return store
   }
