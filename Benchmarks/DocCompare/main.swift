@@ -56,6 +56,12 @@ let docsOnly = arguments.contains("--docs-only")
 /// Leave out the access projection (WikiAccessProjection), which every database of a wiki data
 /// directory has since issue 17: to measure what it costs.
 let noAccess = arguments.contains("--no-access")
+/// The query projections a wiki data directory has (Mango indexes, full-text search over
+/// pages), with one JSON index on `wiki_id`: `--query` adds them (`--mango`, `--search` one
+/// each), to measure what they cost.
+let withQuery = arguments.contains("--query")
+let withMango = withQuery || arguments.contains("--mango")
+let withSearch = withQuery || arguments.contains("--search")
 /// The batched workloads' durability: unsynced (the default, as SQLite's synchronous=NORMAL:
 /// a crash of the process loses nothing, a power loss may lose the last commits) or synced
 /// (every commit flushed, as synchronous=FULL; the workload names then end in "-synced").
@@ -98,8 +104,20 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
   let store = try DocumentStore(
     directory: dir, options: options,
     projections: docsOnly
-      ? [] : [WikiProjection(), DraftProjection()] + (noAccess ? [] : [WikiAccessProjection()]),
+      ? []
+      : [WikiProjection(), DraftProjection()] + (noAccess ? [] : [WikiAccessProjection()])
+        + (withMango ? [MangoProjection(database: name)] : [])
+        + (withSearch ? [TextSearchProjection(schema: .wikiPages)] : []),
     validation: .touchWiki)
+  if fresh && withMango {
+    let index = try JSONValue(
+      parsing:
+        #"{"_id":"_design/bench","language":"query","views":{"by-wiki":{"map":{"fields":{"wiki_id":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["wiki_id"]}}}}}"#
+    )
+    guard try store.bulkDocs([index], actor: "bench").allSatisfy(\.ok) else {
+      fatalError("the index's design document was refused")
+    }
+  }
   if fresh { try createWikis(store) }
   return store
 }
