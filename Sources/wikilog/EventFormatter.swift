@@ -144,27 +144,7 @@ enum ISO8601 {
   /// `2026-11-21T09:00:00.123456Z`, or with fewer digits of the fraction (3 gives JavaScript's
   /// `Date.toJSON` form that TouchWiki writes).
   static func format(microseconds: Int64, fractionDigits: Int = 6) -> String {
-    let seconds =
-      microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
-    let micros = Int(microseconds - seconds * 1_000_000)
-    var days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
-    let secOfDay = Int(seconds - Int64(days) * 86_400)
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    days += 719_468
-    let era = (days >= 0 ? days : days - 146_096) / 146_097
-    let doe = days - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let d = doy - (153 * mp + 2) / 5 + 1
-    let m = mp < 10 ? mp + 3 : mp - 9
-    let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-    func pad(_ v: Int, _ width: Int) -> String {
-      let s = String(v)
-      return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
-    }
-    return
-      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secOfDay / 3600, 2)):\(pad(secOfDay / 60 % 60, 2)):\(pad(secOfDay % 60, 2)).\(pad(micros, 6).prefix(fractionDigits))Z"
+    ISO8601Time.format(microseconds: microseconds, fractionDigits: fractionDigits)
   }
 
   static func parse(_ text: String) -> Date? {

@@ -60,25 +60,7 @@ public struct SignedTreeHead: Sendable, Hashable {
   /// `date` as a head's time: ISO-8601 UTC with milliseconds.
   public static func timeString(_ date: Date) -> String {
     let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    // Days since 1970 to a civil date (Howard Hinnant's days_from_civil, inverted).
-    let days = ms >= 0 ? ms / 86_400_000 : (ms - 86_399_999) / 86_400_000
-    let msOfDay = ms - days * 86_400_000
-    let z = days + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let day = doy - (153 * mp + 2) / 5 + 1
-    let month = mp < 10 ? mp + 3 : mp - 9
-    let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-    func pad(_ v: Int64, _ n: Int) -> String {
-      let s = String(v)
-      return String(repeating: "0", count: max(0, n - s.count)) + s
-    }
-    return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
-      + "\(pad(msOfDay / 3_600_000, 2)):\(pad(msOfDay / 60_000 % 60, 2)):"
-      + "\(pad(msOfDay / 1000 % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
+    return ISO8601Time.format(microseconds: ms * 1000, fractionDigits: 3)
   }
 }
 

@@ -1,3 +1,5 @@
+import Log
+
 #if canImport(FoundationEssentials)
   public import FoundationEssentials
 #else
@@ -10,29 +12,7 @@ public enum Timestamp {
   /// `date` in UTC with milliseconds, like JavaScript's `Date.prototype.toJSON`.
   public static func iso8601(_ date: Date = Date()) -> String {
     let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    let days = millis >= 0 ? millis / 86_400_000 : (millis - 86_399_999) / 86_400_000
-    let ms = millis - days * 86_400_000
-    let (y, m, d) = civil(fromDays: days)
-    func pad(_ v: Int64, _ width: Int) -> String {
-      let s = String(v)
-      return String(repeating: "0", count: max(0, width - s.count)) + s
-    }
-    return
-      "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(ms / 3_600_000, 2)):\(pad(ms / 60_000 % 60, 2)):\(pad(ms / 1000 % 60, 2)).\(pad(ms % 1000, 3))Z"
-  }
-
-  /// Year, month, day of a count of days since 1970-01-01 (proleptic Gregorian; Howard
-  /// Hinnant's `civil_from_days`).
-  static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
-    let z = days + 719_468
-    let era = (z >= 0 ? z : z - 146_096) / 146_097
-    let doe = z - era * 146_097
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-    let mp = (5 * doy + 2) / 153
-    let d = doy - (153 * mp + 2) / 5 + 1
-    let m = mp < 10 ? mp + 3 : mp - 9
-    return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
+    return ISO8601Time.format(microseconds: millis * 1000, fractionDigits: 3)
   }
 
   /// Whether `text` is an RFC 3339 / ISO-8601 date-time: `YYYY-MM-DDTHH:MM:SS`, an optional
