@@ -173,10 +173,27 @@ public enum Tokenizer {
   public static func tokens(_ text: String) -> [Token] {
     var out: [Token] = []
     var start: String.Index?
+    let utf8 = text.utf8
     var i = text.startIndex
     while i < text.endIndex {
+      let byte = utf8[i]
+      let next = utf8.index(after: i)
+      let isWord: Bool
+      if byte < 0x80 && (next == utf8.endIndex || utf8[next] < 0x80) {
+        // An ASCII character followed by another (or the end) is a grapheme of its own: the
+        // fast path most of a page's text takes, with the same answer as the one below.
+        isWord = Self.isASCIIWordByte(byte)
+        if isWord {
+          if start == nil { start = i }
+        } else if let s = start {
+          out.append(token(text, s..<i))
+          start = nil
+        }
+        i = next
+        continue
+      }
       let c = text[i]
-      let isWord = c.isLetter || c.isNumber || c.unicodeScalars.first!.properties.isAlphabetic
+      isWord = c.isLetter || c.isNumber || c.unicodeScalars.first!.properties.isAlphabetic
       if isWord {
         if start == nil { start = i }
       } else if let s = start {
@@ -189,8 +206,19 @@ public enum Tokenizer {
     return out
   }
 
+  @inline(__always)
+  static func isASCIIWordByte(_ byte: UInt8) -> Bool {
+    (byte >= 0x30 && byte <= 0x39) || (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A)
+  }
+
   static func token(_ text: String, _ range: Range<String.Index>) -> Token {
-    var term = text[range].lowercased()
+    let word = text[range]
+    if word.utf8.allSatisfy({ $0 < 0x80 }) {
+      // ASCII folds by itself, and its terms are cut at 100 bytes = 100 characters.
+      let bytes = word.utf8.prefix(100).map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+      return Token(term: String(decoding: bytes, as: UTF8.self), range: range)
+    }
+    var term = word.lowercased()
     if term.utf8.count > 100 {
       var cut = term.startIndex
       for idx in term.indices {
