@@ -1,5 +1,6 @@
 import HTTPTypes
 public import HummingbirdCore
+import JSON
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -148,9 +149,8 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   ) {
     guard !answered else { return }
     answered = true
-    let body =
-      Array(#"{"error":"#.utf8) + jsonString(error) + Array(#","reason":"#.utf8)
-      + jsonString(reason) + Array("}\n".utf8)
+    let json = JSONValue.object(JSONObject(["error": .string(error), "reason": .string(reason)]))
+    let body = json.serialized() + [UInt8(ascii: "\n")]
     var head = HTTPResponse(status: status)
     head.headerFields[.contentType] = "application/json"
     head.headerFields[.contentLength] = String(body.count)
@@ -161,22 +161,6 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in
       context.close(promise: nil)
     }
-  }
-
-  /// A JSON string literal of `text` (the reasons here are ASCII; quotes and backslashes escaped).
-  private func jsonString(_ text: String) -> [UInt8] {
-    var out: [UInt8] = [UInt8(ascii: "\"")]
-    for byte in text.utf8 {
-      switch byte {
-      case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-        out.append(UInt8(ascii: "\\"))
-        out.append(byte)
-      case 0..<0x20: out.append(UInt8(ascii: " "))
-      default: out.append(byte)
-      }
-    }
-    out.append(UInt8(ascii: "\""))
-    return out
   }
 
   /// What the parser refused, in words.
