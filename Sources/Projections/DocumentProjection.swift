@@ -63,9 +63,21 @@ public final class DocumentProjection: Projection {
   package func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
     -> DocumentRecord?
   {
-    // (A String key is used as its UTF-8 bytes, ``DocumentKey/key(_:)``, without a copy.)
-    guard let bytes = try txn.get(id, in: storage["byId"]) else { return nil }
-    return try DocumentRecord(decoding: bytes)
+    // (A short id's String key is used as its UTF-8 bytes, ``DocumentKey/key(_:)``, without a
+    // copy.)
+    guard id.utf8.count > DocumentKey.inlineBytes else {
+      guard let bytes = try txn.get(id, in: storage["byId"]) else { return nil }
+      return try DocumentRecord(decoding: bytes)
+    }
+    guard let bytes = try txn.get(DocumentKey.key(id), in: storage["byId"]) else { return nil }
+    let record = try DocumentRecord(decoding: bytes)
+    guard record.docID.utf8.elementsEqual(id.utf8) else {
+      throw StoreError(
+        "conflict",
+        "Document id \(id.prefix(40))... has the same key as the stored \(record.docID.prefix(40))...; "
+          + "change a byte in its first \(DocumentKey.inlineBytes) bytes", code: .conflict)
+    }
+    return record
   }
 
   func revsLimit(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {

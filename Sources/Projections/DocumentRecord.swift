@@ -46,21 +46,66 @@ public struct DocumentRecord: Sendable, Equatable {
   public var isLive: Bool { !tree.isEmpty && !tree.isDeleted }
 }
 
-/// How document ids become LMDB keys: their UTF-8 bytes, so `_all_docs` sorts by id bytes as
-/// CouchDB's does. LMDB keys are at most 511 bytes; longer ids are refused.
-enum DocumentKey {
-  static let maxBytes = 500
+/// How document ids become LMDB keys (`docs.byId`, `docs.local`, the `docs.bySeq` values, and the
+/// access projection's `access.docs`).
+///
+/// An id of up to ``inlineBytes`` UTF-8 bytes is its own key, so `_all_docs` sorts by id bytes as
+/// CouchDB's does. LMDB keys stop at 511 bytes, so a longer id (up to ``maxBytes``) is keyed by
+/// its first ``inlineBytes`` bytes and the MD5 of the whole id: ``hashedBytes`` bytes, a length
+/// no inline key has. Such ids still sort by their first 480 bytes; ids that share those sort
+/// among themselves by the hash, and range reads (`startkey`, `endkey`, `_id` selectors)
+/// compare the whole ids. The record under a key holds its id, and a read checks it, so two ids
+/// whose keys collide can never be mixed (the second is refused).
+///
+/// ```
+/// DocumentKey.key("a")                                      // [0x61]
+/// DocumentKey.key(String(repeating: "x", count: 600)).count  // 496
+/// ```
+package enum DocumentKey {
+  /// The longest document id stored, in UTF-8 bytes. CouchDB sets none by default
+  /// (`max_document_id_length = infinity`); ids must also fit in a request line to be read by URL.
+  package static let maxBytes = 16_384
+  /// Ids of at most this many bytes are their own keys.
+  package static let inlineBytes = 480
+  /// The length of a long id's key: ``inlineBytes`` and a 16-byte MD5.
+  package static let hashedBytes = inlineBytes + 16
 
-  static func key(_ id: String) -> [UInt8] { Array(id.utf8) }
+  package static func key(_ id: String) -> [UInt8] {
+    let count = id.utf8.count
+    guard count > inlineBytes else { return Array(id.utf8) }
+    let bytes = Array(id.utf8)
+    var md5 = MD5()
+    md5.update(bytes)
+    return Array(bytes[0..<inlineBytes]) + md5.finalize().bytes
+  }
+
+  /// True for the key of an id longer than ``inlineBytes``: its bytes are not the id.
+  package static func isHashed(_ key: some Collection<UInt8>) -> Bool { key.count > inlineBytes }
+
+  /// The id a key names when it is inline; nil for a hashed key (read the record for it).
+  package static func inlineID(_ key: [UInt8]) -> String? {
+    isHashed(key) ? nil : String(decoding: key, as: UTF8.self)
+  }
+
+  /// Where a forward (`descending == false`) or backward scan must start so that it reaches
+  /// every id at or past `id` in that direction: the id's own key when it is short, else its
+  /// first ``inlineBytes`` bytes (forward) or those followed by 0xFF bytes (backward), since the
+  /// long ids that share them sort by their hashes.
+  package static func scanStart(_ id: String, descending: Bool) -> [UInt8] {
+    let bytes = Array(id.utf8)
+    guard bytes.count > inlineBytes else { return bytes }
+    let prefix = Array(bytes[0..<inlineBytes])
+    return descending ? prefix + [UInt8](repeating: 0xFF, count: 16) : prefix
+  }
 
   /// Checks a document id as CouchDB does, plus the key-length limit.
-  static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
+  package static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
     throws(StoreError)
   {
     guard !id.isEmpty else { throw StoreError.badRequest("Document id must not be empty") }
     guard !checkLength || id.utf8.count <= maxBytes else {
       throw StoreError.badRequest(
-        "Document id is \(id.utf8.count) bytes; wikilog accepts ids up to \(maxBytes) bytes")
+        "Document id is \(id.utf8.count) bytes; wikilog stores ids of up to \(maxBytes) bytes")
     }
     if id.hasPrefix("_local/") && !allowLocal {
       throw StoreError.badRequest(

@@ -118,7 +118,12 @@ extension DocumentStore {
         return AllDocsResult(totalRows: total, offset: 0, rows: rows, updateSeq: updateSeq)
       }
 
-      let start = options.startKey.map { Array($0.utf8) }
+      // Keys are ids, except for ids past ``DocumentKey/inlineBytes``, which sort by their
+      // first bytes and then by hash: those rows are compared by their whole ids.
+      let start = options.startKey.map {
+        DocumentKey.scanStart($0, descending: options.descending)
+      }
+      let startID = options.startKey.map { Array($0.utf8) }
       let end = options.endKey.map { Array($0.utf8) }
       var skipped = 0
       var offset = 0
@@ -127,13 +132,29 @@ extension DocumentStore {
       try txn.scan(
         documentStorage["byId"], from: start, direction: options.descending ? .backward : .forward
       ) { key, value in
+        let record = try DocumentRecord(decoding: value)
+        let hashed = DocumentKey.isHashed(key)
+        let id = hashed ? Array(record.docID.utf8) : key
+        if hashed, let startID {
+          let before =
+            options.descending
+            ? startID.lexicographicallyPrecedes(id) : id.lexicographicallyPrecedes(startID)
+          if before { return true }
+        }
         if let end {
           let past =
             options.descending
-            ? key.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(key)
-          if past || (!options.inclusiveEnd && key == end) { return false }
+            ? id.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(id)
+          if past || (!options.inclusiveEnd && id == end) {
+            // Long ids sharing the end's first bytes come in hash order: read them all.
+            let inline = DocumentKey.inlineBytes
+            if hashed && end.count > inline && key.prefix(inline).elementsEqual(end.prefix(inline))
+            {
+              return true
+            }
+            return false
+          }
         }
-        let record = try DocumentRecord(decoding: value)
         if let visible = options.visible, !visible.includes(record.docID) { return true }
         guard let r = try row(record, key: record.docID, includeDeleted: false) else { return true }
         if skipped < options.skip {
@@ -153,7 +174,7 @@ extension DocumentStore {
       if start == nil {
         offset = first == nil ? total : skipped
       } else if let first {
-        let firstKey = Array(first.utf8)
+        let firstKey = DocumentKey.key(first)
         try txn.scan(
           documentStorage["byId"], from: nil, direction: options.descending ? .backward : .forward
         ) { key, value in

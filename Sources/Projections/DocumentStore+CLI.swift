@@ -56,8 +56,8 @@ extension DocumentStore {
           guard let seq = Self.position(key) else { return true }
           read += 1
           since = LogPosition(seq)
-          if var row = try changeRow(
-            docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
+          if let docID = try docID(byIdKey: value, txn: txn),
+            var row = try changeRow(docID: docID, seq: seq, options: options, txn: txn)
           {
             if eventInfo, let event = try txn.event(at: row.seq) {
               try Self.addEventInfo(event, to: &row)
@@ -132,11 +132,18 @@ extension DocumentStore {
         guard let seq = Self.position(key) else { return true }
         read += 1
         since = LogPosition(seq)
-        let docID = String(decoding: value, as: UTF8.self)
-        if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
-        if let filter = options.filter, !filter.includes(docID) { return read < chunk }
-        // The `bySeq` value is the document's `byId` key.
+        // The `bySeq` value is the document's `byId` key: its id, unless the id is long.
+        let inline = DocumentKey.inlineID(value)
+        if let docID = inline {
+          if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
+          if let filter = options.filter, !filter.includes(docID) { return read < chunk }
+        }
         guard let record = try txn.get(value, in: byId) else { return read < chunk }
+        let docID = try inline ?? DocumentRecord(decoding: record).docID
+        if inline == nil {
+          if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
+          if let filter = options.filter, !filter.includes(docID) { return read < chunk }
+        }
         let change = StoredChange(seq: since, docID: docID, record: record, style: options.style)
         return try deliver(change) && read < chunk
       }
@@ -171,6 +178,14 @@ extension DocumentStore {
       if eventInfo { try Self.addEventInfo(event, to: &row) }
       return row
     }
+  }
+
+  /// The id of the document whose `docs.byId` key is `key` (a `docs.bySeq` value): the key
+  /// itself for a short id, else read from the record; nil when there is none.
+  func docID(byIdKey key: [UInt8], txn: ReadTransaction) throws -> String? {
+    if let id = DocumentKey.inlineID(key) { return id }
+    guard let bytes = try txn.get(key, in: documentStorage["byId"]) else { return nil }
+    return try DocumentRecord(decoding: bytes).docID
   }
 
   /// A `bySeq` key as a position. (`UInt64(bigEndianBytes:)` is generic across modules and

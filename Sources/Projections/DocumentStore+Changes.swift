@@ -131,8 +131,8 @@ extension DocumentStore {
           visited += 1
           guard let seq = UInt64(bigEndianArray: key) else { return true }
           lastSeq = LogPosition(seq)
-          if let row = try changeRow(
-            docID: String(decoding: value, as: UTF8.self), seq: seq, options: options, txn: txn)
+          if let docID = try docID(byIdKey: value, txn: txn),
+            let row = try changeRow(docID: docID, seq: seq, options: options, txn: txn)
           {
             rows.append(row)
             if rows.count >= limit {

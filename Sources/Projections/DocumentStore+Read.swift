@@ -386,7 +386,8 @@ extension DocumentStore {
   public func localDocuments(prefix: String = "") throws -> [(
     id: String, rev: String, body: JSONObject
   )] {
-    let start = DocumentKey.key(prefix)
+    // `_local` ids are at most ``DocumentKey/inlineBytes`` long: their keys are their bytes.
+    let start = Array(prefix.utf8)
     return try read { txn in
       var out: [(id: String, rev: String, body: JSONObject)] = []
       try txn.scan(documentStorage["local"], from: start) { key, _ in

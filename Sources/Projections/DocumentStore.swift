@@ -339,6 +339,12 @@ public final class DocumentStore: Sendable {
   {
     let input = try LocalDocumentInput(json: json, rev: rev)
     try DocumentKey.validate("_local/" + id, allowLocal: true)
+    // `_local` ids are their own keys (``localDocuments(prefix:)`` reads them back from there).
+    guard id.utf8.count <= DocumentKey.inlineBytes else {
+      throw StoreError.badRequest(
+        "_local document id is \(id.utf8.count) bytes after _local/; the limit is \(DocumentKey.inlineBytes)"
+      )
+    }
     return { [self] txn in
       if input.deleted {
         if try localDocument(id, txn: txn) != nil {

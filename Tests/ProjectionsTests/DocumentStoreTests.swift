@@ -85,7 +85,7 @@ import Wiki
     }
     #expect(throws: StoreError.self) { try s.put(#"{"_id":"x","_rev":"bogus"}"#, actor: "a") }
     #expect(throws: StoreError.self) {
-      try s.put("{}", id: String(repeating: "i", count: 600), actor: "a")
+      try s.put("{}", id: String(repeating: "i", count: 16_385), actor: "a")
     }
     #expect(throws: StoreError.self) { try s.put("{}", id: "", actor: "a") }
     #expect(throws: StoreError.self) { try s.put(#"{"_id":"a"}"#, id: "b", actor: "a") }

@@ -152,16 +152,16 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
   func idsAndSizes() throws {
     let t = try TestStore()
     let s = t.store!
-    let ok = String(repeating: "i", count: 500)
+    let ok = String(repeating: "i", count: 16_384)
     try s.put("{}", id: ok, actor: "a")
     #expect(try s.get(ok)[path: "_id"]?.string == ok)
     let tooLong = #expect(throws: StoreError.self) {
       try s.put("{}", id: ok + "i", actor: "a")
     }
-    #expect(tooLong?.reason.contains("up to 500 bytes") == true)
-    // 4-byte characters: 126 of them are 504 bytes.
+    #expect(tooLong?.reason.contains("up to 16384 bytes") == true)
+    // 4-byte characters: 4,097 of them are 16,388 bytes.
     #expect(throws: StoreError.self) {
-      try s.put("{}", id: String(repeating: "🙂", count: 126), actor: "a")
+      try s.put("{}", id: String(repeating: "🙂", count: 4_097), actor: "a")
     }
     let local = #expect(throws: StoreError.self) {
       try s.put(#"{"_id":"_local/x"}"#, actor: "a")

@@ -344,8 +344,8 @@ extension DocumentStore {
           try consider(id, key: key)
         }
       } else {
-        try scanAllDocs(plan, after: after, txn: txn) { id in
-          try consider(id, key: Array(id.utf8))
+        try scanAllDocs(plan, after: after, txn: txn) { key, id in
+          try consider(id, key: key)
         }
       }
     }
@@ -394,23 +394,48 @@ extension DocumentStore {
     }
   }
 
-  /// Reads `docs.byId` in the plan's id range and direction, after `after` when given.
+  /// Reads `docs.byId` in the plan's id range and direction, after `after` (a `byId` key) when
+  /// given; `body` gets each row's key and document id. Ids longer than
+  /// ``DocumentKey/inlineBytes`` are keyed by their first bytes and a hash, so those rows are
+  /// compared by their whole ids, and the ones sharing a bound's first bytes are all read.
   func scanAllDocs(
-    _ plan: FindPlan, after: [UInt8]?, txn: ReadTransaction, _ body: (String) throws -> Bool
+    _ plan: FindPlan, after: [UInt8]?, txn: ReadTransaction,
+    _ body: ([UInt8], String) throws -> Bool
   ) throws {
-    let start = after ?? (plan.descending ? plan.upper.map { $0 + [0xFF] } : plan.lower)
+    let inline = DocumentKey.inlineBytes
+    func startKey(_ bytes: [UInt8]) -> [UInt8] {
+      guard bytes.count > inline else { return bytes }
+      return Array(bytes.prefix(inline))
+        + (plan.descending ? [UInt8](repeating: 0xFF, count: 16) : [])
+    }
+    let start =
+      after
+      ?? (plan.descending ? plan.upper.map { startKey($0 + [0xFF]) } : plan.lower.map(startKey))
+    func sharesBound(_ key: [UInt8], _ bound: [UInt8]) -> Bool {
+      bound.count > inline && key.prefix(inline).elementsEqual(bound.prefix(inline))
+    }
     try txn.scan(
       documentStorage["byId"], from: start, direction: plan.descending ? .backward : .forward
-    ) { key, _ in
+    ) { key, value in
       if let after, key == after { return true }
-      if plan.descending {
-        if let lower = plan.lower, key.lexicographicallyPrecedes(lower) { return false }
-      } else if let upper = plan.upper, !key.starts(with: upper),
-        upper.lexicographicallyPrecedes(key)
-      {
-        return false
+      let hashed = DocumentKey.isHashed(key)
+      let id = hashed ? Array(try DocumentRecord(decoding: value).docID.utf8) : key
+      func aboveUpper() -> Bool {
+        guard let upper = plan.upper else { return false }
+        return !id.starts(with: upper) && upper.lexicographicallyPrecedes(id)
       }
-      return try body(String(decoding: key, as: UTF8.self))
+      func belowLower() -> Bool {
+        guard let lower = plan.lower else { return false }
+        return id.lexicographicallyPrecedes(lower)
+      }
+      if plan.descending {
+        if belowLower() { return hashed && plan.lower.map { sharesBound(key, $0) } == true }
+        if hashed && aboveUpper() { return true }
+      } else {
+        if aboveUpper() { return hashed && plan.upper.map { sharesBound(key, $0) } == true }
+        if hashed && belowLower() { return true }
+      }
+      return try body(key, String(decoding: id, as: UTF8.self))
     }
   }
 

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `mango.docs` | document id | log position of its winning revision's body (live documents) |
+/// | `mango.docs` | document id (as ``DocumentKey`` keys it) | log position of its winning revision's body (live documents), then the id when the key is not the id |
 /// | `mango.defs` | design doc id · 0x00 · index name | the index's view, as JSON |
 /// | `mango.rows` | index prefix · encoded field values (≤ 250 bytes) · doc key | document id |
 /// | `mango.byDoc` | index prefix · doc key | the document's row key in that index |
@@ -46,11 +46,14 @@ public final class MangoProjection: DocumentChangeProjection {
     _ change: DocumentChange, share: Void?, to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
     guard change.winnerChanged else { return }
-    let id = Array(change.docID.utf8)
+    // Keyed like `docs.byId`; a long id's key is not the id, so its value carries the id.
+    let id = DocumentKey.key(change.docID)
     let live: UInt64?
     if let winner = change.tree.winner, !winner.isDeleted, let at = winner.body {
       live = at
-      try txn.put(at.bigEndianBytes, forKey: id, in: storage["docs"])
+      let value =
+        DocumentKey.isHashed(id) ? at.bigEndianBytes + Array(change.docID.utf8) : at.bigEndianBytes
+      try txn.put(value, forKey: id, in: storage["docs"])
     } else {
       live = nil
       _ = try txn.delete(id, in: storage["docs"])
@@ -173,7 +176,8 @@ public final class MangoProjection: DocumentChangeProjection {
     defer { Self.builds.finish(task) }
     var docs: [(String, UInt64)] = []
     try txn.scan(storage["docs"]) { key, value in
-      docs.append((String(decoding: key, as: UTF8.self), UInt64(bigEndianBytes: value) ?? 0))
+      let id = DocumentKey.inlineID(key) ?? String(decoding: value.dropFirst(8), as: UTF8.self)
+      docs.append((id, UInt64(bigEndianBytes: value.prefix(8)) ?? 0))
       return true
     }
     for (n, (id, at)) in docs.enumerated() {

@@ -24,7 +24,7 @@ import RevTree
 /// | database | key | value |
 /// | --- | --- | --- |
 /// | `access.wikis` | wiki id | varint count · names (members, the owners included) · varint count · owners |
-/// | `access.docs` | document id | G (as bytes) · varint seq · deleted (0/1) |
+/// | `access.docs` | document id (as ``DocumentKey`` keys it) | G (as bytes) · varint seq · deleted (0/1) |
 /// | `access.bySeq` | G · seq | document id: one row per document at its last change, per group |
 /// | `access.grants` | varint length · user name · wiki id | seq since which the user has had access without a break |
 /// | `access.counts` | G | varint live · varint deleted |
@@ -80,7 +80,7 @@ public final class WikiAccessProjection: DocumentChangeProjection {
     // The document's row of its group's feed moves to this change; the group's counts change
     // only when the document changes group or is deleted or recreated (not for an update).
     let deleted = change.tree.winner.map(\.isDeleted) ?? true
-    let key = Array(docID.utf8)
+    let key = DocumentKey.key(docID)
     let groupKey = group.key
     var counted = false
     // A document's first event (its stream's first version) has no row to move.
@@ -99,7 +99,7 @@ public final class WikiAccessProjection: DocumentChangeProjection {
     try txn.put(
       DocEntry(group: groupKey, seq: position, deleted: deleted).encoded(), forKey: key,
       in: storage["docs"])
-    try txn.put(key, forKey: groupKey + position.bigEndianBytes, in: storage["bySeq"])
+    try txn.put(Array(docID.utf8), forKey: groupKey + position.bigEndianBytes, in: storage["bySeq"])
     if !counted {
       try Self.count(groupKey, live: deleted ? 0 : 1, deleted: deleted ? 1 : 0, storage, txn)
     }
@@ -171,14 +171,23 @@ enum AccessGroup: Hashable, Sendable {
     return .other
   }
 
-  /// Whether the document could be a wiki: no colon, not a design document.
+  /// Whether the document could be a wiki: no colon, not a design document, an id short
+  /// enough for a wiki (``WikiProjection/maxWikiIDBytes``; TouchWiki validation refuses longer
+  /// wiki ids).
   static func canBeWiki(_ docID: String) -> Bool {
     !docID.hasPrefix("_design/") && !docID.utf8.contains(UInt8(ascii: ":"))
+      && docID.utf8.count <= WikiProjection.maxWikiIDBytes
   }
 
+  /// `0x00` for `other`, `0x01 · varint length · wiki id` for a wiki; a wiki part too long to be
+  /// a wiki's id (a page-shaped id no wiki can own) is `0x02 · MD5 of it`, so keys stay short.
   var key: [UInt8] {
     switch self {
     case .other: return [0]
+    case .wiki(let id) where id.utf8.count > WikiProjection.maxWikiIDBytes:
+      var md5 = MD5()
+      md5.update(Array(id.utf8))
+      return [2] + md5.finalize().bytes
     case .wiki(let id):
       var w = ByteWriter()
       w.byte(1)

@@ -13,7 +13,7 @@ import RevTree
 ///
 /// | field | wiki | page |
 /// | --- | --- | --- |
-/// | `_id` | no `:` | `<wikiId>:<Page Name>`, both parts non-empty |
+/// | `_id` | no `:`, at most 491 bytes | `<wikiId>:<Page Name>`, both parts non-empty, at most 500 bytes |
 /// | `title` | string, required | — |
 /// | `owner_id` | non-empty string, required | — |
 /// | `members` | array of strings, required | — |
@@ -63,6 +63,16 @@ enum TouchWikiSchema {
   /// Checks a revision's body; returns the wiki a page needs (nil when none is needed).
   static func check(id: String, body: JSONObject, deleted: Bool) throws(StoreError) -> String? {
     guard !deleted, let type = body["type"]?.stringValue else { return nil }
+    // The wiki's indexes key by these ids (LMDB keys stop at 511 bytes).
+    let wikiPart = type == "page" ? WikiID.split(id)?.wiki ?? id : id
+    if type == "wiki" || type == "page",
+      id.utf8.count > WikiProjection.maxKeyBytes
+        || wikiPart.utf8.count > WikiProjection.maxWikiIDBytes
+    {
+      throw StoreError.validation(
+        "a wiki's id may be at most \(WikiProjection.maxWikiIDBytes) bytes and a page's "
+          + "\(WikiProjection.maxKeyBytes); this \(type)'s is \(id.utf8.count)")
+    }
     switch type {
     case "wiki":
       guard !id.utf8.contains(UInt8(ascii: ":")) else {

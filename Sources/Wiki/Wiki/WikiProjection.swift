@@ -114,7 +114,9 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
     case page(wiki: String, title: String)
 
     init?(_ id: String) {
-      guard !id.utf8.contains(0) else { return nil }
+      // Longer ids are ordinary documents here (TouchWiki validation refuses them as wikis
+      // and pages): a page's `pages` key is as long as its id.
+      guard !id.utf8.contains(0), id.utf8.count <= WikiProjection.maxKeyBytes else { return nil }
       if let (wiki, title) = WikiID.split(id) {
         guard !wiki.isEmpty, !title.isEmpty, wiki.utf8.count <= WikiProjection.maxWikiIDBytes
         else { return nil }
