@@ -68,7 +68,9 @@ struct JSONResponse {
 }
 
 extension TestClientProtocol {
-  /// Sends a request with an optional JSON (or raw) body.
+  /// Sends a request with an optional JSON (or raw) body and, unless `headers` has one,
+  /// `Accept: application/json`, as CouchDB clients send it (without it CouchDB, and wikilog,
+  /// answer `open_revs` and `attachments=true` reads as multipart).
   @discardableResult
   func call(
     _ method: HTTPRequest.Method, _ uri: String, _ body: String? = nil,
@@ -76,6 +78,7 @@ extension TestClientProtocol {
   ) async throws -> JSONResponse {
     var fields = headers
     if body != nil { fields[.contentType] = "application/json" }
+    if fields[.accept] == nil { fields[.accept] = "application/json" }
     return try await execute(
       uri: uri, method: method, headers: fields, body: body.map { ByteBuffer(string: $0) }
     ) { response in

@@ -125,11 +125,32 @@ extension CouchServer {
       throw ReplicationError.badRequest("Missing JSON list of 'docs'.")
     }
     // Flags as for a document read: `true` sets one, anything else is ignored.
-    let options = GetOptions(
+    var options = GetOptions(
       revs: query.flag("revs"), revsInfo: query.flag("revs_info"),
       conflicts: query.flag("conflicts"), deletedConflicts: query.flag("deleted_conflicts"),
       latest: query.flag("latest"), localSeq: query.flag("local_seq"),
       attachments: query.flag("attachments"), attEncodingInfo: query.flag("att_encoding_info"))
+    // `chttpd_db:bulk_get_is_multipart`: an `Accept` that does not take JSON but takes
+    // `multipart/mixed` or `multipart/related`.
+    let accept = request.headers[.accept]
+    if !AcceptHeader.accepts(accept, "application/json"),
+      AcceptHeader.accepts(accept, "multipart/mixed")
+        || AcceptHeader.accepts(accept, "multipart/related")
+    {
+      options.attachments = true
+      options.follows = true
+      options.attEncodingInfo = true
+      let type =
+        AcceptHeader.accepts(accept, "multipart/mixed") ? "multipart/mixed" : "multipart/related"
+      let items = docs
+      let multipartOptions = options
+      let answer = try await blocking { [self] in
+        try bulkGetMultipart(store, items, options: multipartOptions, access: access)
+      }
+      return answer.body.response(
+        contentType: "\(type); boundary=\"\(answer.boundary)\"", head: false, store: store,
+        server: self)
+    }
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, item) in docs.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
@@ -137,6 +158,42 @@ extension CouchServer {
     }
     bytes.append(contentsOf: "]}".utf8)
     return CouchResponse.raw(bytes)
+  }
+
+  /// `_bulk_get` as `chttpd_db:bulk_get_ret_multipart` sends it: for each revision a part
+  /// after the outer boundary — `X-Doc-Id`, `X-Rev-Id` and a `multipart/related` body when it
+  /// has attachment data to send, else its JSON — and `application/json; error="true"` parts
+  /// for failures; both boundaries are `--` and a random hex string, as CouchDB's are.
+  func bulkGetMultipart(
+    _ store: DocumentStore, _ items: [JSONValue], options: GetOptions, access: DatabaseAccess
+  ) throws -> (boundary: String, body: MultipartAnswer) {
+    let outer = "--" + Multipart.newBoundary()
+    let inner = "--" + Multipart.newBoundary()
+    var out = MultipartAnswer()
+    for item in items {
+      let result = bulkGetResult(store, item, options: options, access: access)
+      let id = result["id"]?.stringValue ?? ""
+      for entry in result["docs"]?.arrayValue ?? [] {
+        out.append("\r\n--\(outer)")
+        if let doc = entry["ok"] {
+          let (type, part) = try MultipartAnswer.document(
+            doc, id: id, boundary: inner, store: store)
+          if type == "application/json" {
+            out.append("\r\nContent-Type: application/json\r\n\r\n")
+          } else {
+            out.append("\r\nX-Doc-Id: \(id)")
+            if let rev = doc["_rev"]?.stringValue { out.append("\r\nX-Rev-Id: \(rev)") }
+            out.append("\r\nContent-Type: multipart/related; boundary=\(inner)\r\n\r\n")
+          }
+          out.append(part)
+        } else {
+          out.append("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n")
+          out.append((entry["error"] ?? entry).serialized())
+        }
+      }
+    }
+    if !items.isEmpty { out.append("\r\n--\(outer)--\r\n") }
+    return (outer, out)
   }
 
   func bulkGetResult(

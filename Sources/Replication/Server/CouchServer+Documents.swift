@@ -175,15 +175,29 @@ extension CouchServer {
         }
         which = .revs(revs)
       }
-      if let accept, accept.lowercased().contains("multipart/mixed") {
+      if AcceptHeader.accepts(accept, "multipart/mixed") {
         return try openRevsMultipart(store, id: id, which, options: options, head: head)
       }
       let results = try store.openRevs(id, which, options: options)
       return CouchResponse.json(.array(results), includeBody: !head)
     }
+    // `chttpd_db:send_doc_efficiently`: with `attachments=true`, a document that has
+    // attachments goes as `multipart/related` when `Accept` takes it (an absent one does), its
+    // attachments' bytes after the JSON rather than inline.
+    let multipart = options.attachments && AcceptHeader.accepts(accept, "multipart/related")
+    if multipart {
+      options.follows = true
+      options.attEncodingInfo = true
+    }
     let doc = try store.get(id, options: options)
     var headers = HTTPFields()
     if let rev = doc["_rev"]?.stringValue { headers[.eTag] = "\"\(rev)\"" }
+    if multipart, doc["_attachments"]?.objectValue?.members.isEmpty == false {
+      let (type, body) = try MultipartAnswer.document(
+        doc, id: id, boundary: Multipart.newBoundary(), store: store)
+      return body.response(
+        contentType: type, headers: headers, head: head, store: store, server: self)
+    }
     return CouchResponse.json(doc, includeBody: !head, headers: headers)
   }
 
@@ -237,12 +251,11 @@ extension CouchServer {
       actor: actor)
   }
 
-  /// `GET /{db}/{docid}?open_revs=...` with `Accept: multipart/mixed`, as
-  /// `chttpd_db:send_docs_multipart`: one part per revision, a revision with attachments to
-  /// send a `multipart/related` part of its JSON (`"follows": true` entries) and their bytes
-  /// as stored (gzip ones with `Content-Encoding: gzip`); a missing revision an
-  /// `application/json; error="true"` part. (CouchDB also answers so when `Accept` is absent or
-  /// `*/*`; wikilog answers JSON unless multipart/mixed is named.)
+  /// `GET /{db}/{docid}?open_revs=...` when `Accept` takes `multipart/mixed` (an absent
+  /// `Accept` does, as in CouchDB), as `chttpd_db:send_docs_multipart`: one part per revision,
+  /// each as ``MultipartAnswer/document(_:id:boundary:store:)`` writes it (a revision with
+  /// attachments to send a `multipart/related` part); a missing revision an
+  /// `application/json; error="true"` part.
   func openRevsMultipart(
     _ store: DocumentStore, id: String, _ which: OpenRevs, options: GetOptions, head: Bool
   ) throws -> Response {
@@ -253,46 +266,23 @@ extension CouchServer {
     let results = try store.openRevs(id, which, options: options)
     let outer = Multipart.newBoundary()
     let inner = Multipart.newBoundary()
-    var out: [UInt8] = Array("--\(outer)".utf8)
+    var out = MultipartAnswer()
+    out.append("--\(outer)")
     for result in results {
       if let doc = result["ok"] {
-        var following: [StoredAttachment] = []
-        if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue {
-          for member in atts.members where member.value["follows"] == .bool(true) {
-            following.append(try store.attachment(id, name: member.key, rev: rev).attachment)
-          }
-        }
-        let json = doc.serialized()
-        if following.isEmpty {
-          out += Array("\r\nContent-Type: application/json\r\n\r\n".utf8) + json
-        } else {
-          out += Array("\r\nContent-Type: multipart/related; boundary=\"\(inner)\"\r\n\r\n".utf8)
-          out += Array("--\(inner)\r\nContent-Type: application/json\r\n\r\n".utf8) + json
-          out += Array("\r\n--\(inner)".utf8)
-          for a in following {
-            let bytes = try store.attachmentStoredBytes(a)
-            let type =
-              a.contentTypeString ?? String(decoding: a.contentType.serialized(), as: UTF8.self)
-            var headers =
-              "\r\nContent-Disposition: attachment; filename=\"\(a.name)\"\r\nContent-Type: \(type)\r\nContent-Length: \(bytes.count)"
-            if let encoding = a.encoding { headers += "\r\nContent-Encoding: \(encoding)" }
-            out += Array((headers + "\r\n\r\n").utf8) + bytes + Array("\r\n--\(inner)".utf8)
-          }
-          out += Array("--".utf8)
-        }
+        let (type, part) = try MultipartAnswer.document(
+          doc, id: id, boundary: inner, store: store)
+        out.append("\r\nContent-Type: \(type)\r\n\r\n")
+        out.append(part)
       } else {
-        out += Array("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n".utf8)
-        out += result.serialized()
+        out.append("\r\nContent-Type: application/json; error=\"true\"\r\n\r\n")
+        out.append(result.serialized())
       }
-      out += Array("\r\n--\(outer)".utf8)
+      out.append("\r\n--\(outer)")
     }
-    out += Array("--".utf8)
-    var headers = HTTPFields()
-    headers[.contentType] = "multipart/mixed; boundary=\"\(outer)\""
-    headers[.contentLength] = String(out.count)
-    if head { return Response(status: .ok, headers: headers, body: ResponseBody()) }
-    return Response(
-      status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: out)))
+    out.append("--")
+    return out.response(
+      contentType: "multipart/mixed; boundary=\"\(outer)\"", head: head, store: store, server: self)
   }
 
   /// `201 {"ok":true,"id":...,"rev":...}` with `ETag` and `Location`.
