@@ -5,9 +5,10 @@ import HummingbirdTesting
 import JSON
 import NIOCore
 import Projections
-import Replication
 import RevTree
 import Testing
+
+@testable import Replication
 
 /// A response with its raw body.
 struct RawResponse {
@@ -182,6 +183,31 @@ extension TestClientProtocol {
       h[.range] = "bytes=300-"
       #expect(try await client.raw(.get, "/db/r/a.bin", headers: h).code == 416)
       h[.range] = "bytes=0-"
+      #expect(try await client.raw(.get, "/db/r/a.bin", headers: h).code == 200)
+
+      // Several ranges: multipart/byteranges, in the order asked (chttpd_db:send_ranges_multipart).
+      h[.range] = "bytes=250-,0-1,-3"
+      let multi = try await client.raw(.get, "/db/r/a.bin", headers: h)
+      #expect(multi.code == 206)
+      let type = try #require(multi.headers[.contentType])
+      #expect(type.hasPrefix("multipart/byteranges; boundary=\""))
+      let boundary = try #require(Multipart.boundary(of: type))
+      let parts = try #require(Multipart.parse(multi.bytes, boundary: boundary))
+      #expect(parts.map(\.body) == [Array(Self.allBytes[250...]), [0, 1], [253, 254, 255]])
+      #expect(
+        parts.map { $0.headers["content-range"] ?? "" } == [
+          "bytes 250-255/256", "bytes 0-1/256", "bytes 253-255/256",
+        ])
+      #expect(parts.allSatisfy { $0.headers["content-type"] == "application/octet-stream" })
+      #expect(multi.headers[.contentLength] == String(multi.bytes.count))
+      // Ten or more: the whole attachment; one ending before it starts: 416; `0-` among them:
+      // the whole attachment.
+      h[.range] = "bytes=" + (0..<10).map { "\($0)-\($0)" }.joined(separator: ",")
+      let ten = try await client.raw(.get, "/db/r/a.bin", headers: h)
+      #expect(ten.code == 200 && ten.bytes == Self.allBytes)
+      h[.range] = "bytes=1-2,5-3"
+      #expect(try await client.raw(.get, "/db/r/a.bin", headers: h).code == 416)
+      h[.range] = "bytes=1-2,0-"
       #expect(try await client.raw(.get, "/db/r/a.bin", headers: h).code == 200)
     }
   }

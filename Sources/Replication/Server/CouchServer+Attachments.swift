@@ -15,7 +15,8 @@ extension CouchServer {
   /// `GET` sends the bytes with the stored `Content-Type`, `ETag` `"<base64 MD5>"` (a matching
   /// `If-None-Match` is `304`), `Content-Security-Policy: sandbox`; a gzip-stored attachment
   /// goes out gzip (`Content-Encoding: gzip`) when `Accept-Encoding` takes gzip, else decoded;
-  /// an identity-stored one honours a single `Range` (`206`). `PUT` writes the body as the
+  /// an identity-stored one honours `Range` (`206`; two to nine ranges as
+  /// `multipart/byteranges`, ten or more answered whole, as CouchDB does). `PUT` writes the body as the
   /// attachment (`Content-Type` its type; `Content-MD5` checked when given; without `rev` a new
   /// document; `Content-Encoding: gzip` stored as sent); `DELETE` removes it. Both answer `{"ok","id","rev"}`.
   func attachment(
@@ -177,12 +178,32 @@ extension CouchServer {
     var count = total
     var status = HTTPResponse.Status.ok
     if !gzip, let range = request.headers[.range],
-      let (first, last) = try Self.singleRange(range, length: total)
+      let ranges = try Self.ranges(range, length: total)
     {
-      headers[.contentRange] = "bytes \(first)-\(last)/\(total)"
-      from = first
-      count = last - first + 1
-      status = .partialContent
+      if ranges.count == 1, let (first, last) = ranges.first {
+        headers[.contentRange] = "bytes \(first)-\(last)/\(total)"
+        from = first
+        count = last - first + 1
+        status = .partialContent
+      } else if ranges.count < 10 {
+        // `chttpd_db:send_ranges_multipart`: one part per range, in the order asked.
+        let type = headers[.contentType] ?? "application/octet-stream"
+        let boundary = Multipart.newBoundary()
+        var body = MultipartAnswer()
+        body.append("--\(boundary)")
+        for (first, last) in ranges {
+          body.append(
+            "\r\nContent-Type: \(type)\r\nContent-Range: bytes \(first)-\(last)/\(total)\r\n\r\n")
+          body.appendBlob(a, from: first, count: last - first + 1)
+          body.append("\r\n--\(boundary)")
+        }
+        body.append("--")
+        var partHeaders = headers
+        partHeaders[.contentType] = nil
+        return body.response(
+          contentType: "multipart/byteranges; boundary=\"\(boundary)\"", status: .partialContent,
+          headers: partHeaders, head: head, store: store, server: self)
+      }
     }
     // Stored as sent gzip, its decoded length unknown (recorded as the gzip length): sent
     // decoded without a length, as CouchDB falls back to a chunked response.
@@ -239,39 +260,41 @@ extension CouchServer {
     return false
   }
 
-  /// The one byte range of a `Range: bytes=...` header, clamped to `length`
-  /// (`chttpd_db:parse_ranges`); nil to send the whole attachment (no usable range, `0-`, or
-  /// several ranges, which wikilog answers in full rather than as multipart/byteranges).
-  /// A range that ends before it starts or starts past the end is `416`.
-  static func singleRange(_ header: String, length: Int) throws(ReplicationError) -> (Int, Int)? {
+  /// The byte ranges of a `Range: bytes=...` header, clamped to `length`, as
+  /// `chttpd_db:parse_ranges` reads mochiweb's parse of it: nil to send the whole attachment
+  /// (no header, one that does not parse, or a `0-` among the ranges). A range that ends before
+  /// it starts, or starts past the end, is `416`.
+  static func ranges(_ header: String, length: Int) throws(ReplicationError) -> [(Int, Int)]? {
     guard header.hasPrefix("bytes=") else { return nil }
-    let specs = header.dropFirst(6).split(separator: ",")
-    guard specs.count == 1, let spec = specs.first else { return nil }
-    let trimmed = spec.trimmingCharacters(in: .whitespaces)
-    guard let dash = trimmed.firstIndex(of: "-") else { return nil }
-    let fromText = trimmed[..<dash]
-    let toText = trimmed[trimmed.index(after: dash)...]
     let unsatisfiable = ReplicationError(
       "requested_range_not_satisfiable", "Requested range not satisfiable", status: 416)
-    var from: Int
-    var to: Int
-    if fromText.isEmpty {
-      guard let n = Int(toText) else { return nil }
-      from = max(0, length - n)
-      to = length - 1
-    } else {
-      guard let f = Int(fromText) else { return nil }
-      from = f
-      if toText.isEmpty {
-        if from == 0 { return nil }
+    var out: [(Int, Int)] = []
+    for spec in header.dropFirst(6).split(separator: ",", omittingEmptySubsequences: false) {
+      let trimmed = spec.trimmingCharacters(in: .whitespaces)
+      guard let dash = trimmed.firstIndex(of: "-") else { return nil }
+      let fromText = trimmed[..<dash]
+      let toText = trimmed[trimmed.index(after: dash)...]
+      var from: Int
+      var to: Int
+      if fromText.isEmpty {
+        guard let n = Int(toText), n >= 0 else { return nil }
+        from = max(0, length - n)
         to = length - 1
       } else {
-        guard let t = Int(toText) else { return nil }
-        guard t >= from else { throw unsatisfiable }
-        to = min(t, length - 1)
+        guard let f = Int(fromText), f >= 0 else { return nil }
+        from = f
+        if toText.isEmpty {
+          if from == 0 { return nil }
+          to = length - 1
+        } else {
+          guard let t = Int(toText), t >= 0 else { return nil }
+          guard t >= from else { throw unsatisfiable }
+          to = min(t, length - 1)
+        }
       }
+      guard from < length, from <= to else { throw unsatisfiable }
+      out.append((from, to))
     }
-    guard from < length, from <= to else { throw unsatisfiable }
-    return (from, to)
+    return out.isEmpty ? nil : out
   }
 }

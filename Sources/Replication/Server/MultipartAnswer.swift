@@ -59,8 +59,8 @@ enum AcceptHeader {
 struct MultipartAnswer: Sendable {
   enum Segment: Sendable {
     case bytes([UInt8])
-    /// An attachment's blob as stored (gzip ones still gzip).
-    case blob(md5: [UInt8], length: Int)
+    /// `length` bytes of an attachment's blob as stored (gzip ones still gzip), from `offset`.
+    case blob(md5: [UInt8], offset: Int, length: Int)
   }
 
   private(set) var segments: [Segment] = []
@@ -82,16 +82,21 @@ struct MultipartAnswer: Sendable {
     for segment in other.segments {
       switch segment {
       case .bytes(let bytes): append(bytes)
-      case .blob(let md5, let count):
-        segments.append(.blob(md5: md5, length: count))
+      case .blob(let md5, let offset, let count):
+        segments.append(.blob(md5: md5, offset: offset, length: count))
         length += count
       }
     }
   }
 
   mutating func appendBlob(_ a: StoredAttachment) {
-    segments.append(.blob(md5: a.md5, length: a.storedLength))
-    length += a.storedLength
+    appendBlob(a, from: 0, count: a.storedLength)
+  }
+
+  /// `count` bytes of `a`'s blob from `offset`.
+  mutating func appendBlob(_ a: StoredAttachment, from offset: Int, count: Int) {
+    segments.append(.blob(md5: a.md5, offset: offset, length: count))
+    length += count
   }
 
   /// One revision as `couch_doc:doc_to_multi_part_stream` writes it: with no attachment data
@@ -148,8 +153,9 @@ struct MultipartAnswer: Sendable {
         switch segment {
         case .bytes(let bytes):
           try await writer.write(ByteBuffer(bytes: bytes))
-        case .blob(let md5, let count):
+        case .blob(let md5, let offset, let count):
           let reader = try await server.blocking { try store.blobs.open(md5) }
+          if offset > 0 { try await server.blocking { try reader.seek(to: offset) } }
           var left = count
           while left > 0 {
             let want = min(chunk, left)
