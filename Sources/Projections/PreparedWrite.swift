@@ -250,6 +250,11 @@ extension DocumentStore {
       case .follows: continue
       case .stored(let a):
         out.append(.stored(a))
+      case .copied(let a):
+        guard blobs.exists(a.md5) else {
+          throw StoreError.internalError("the blob of attachment \(a.name) is missing")
+        }
+        out.append(.kept(a))
       case .encoded(let name, let contentType, let bytes, let length, let revpos):
         let md5 = AttachmentEncoding.md5(bytes)
         try blobs.write(bytes, md5: md5)
@@ -286,6 +291,8 @@ extension DocumentStore {
       switch p {
       case .stored(var a):
         if let revpos { a.revpos = revpos }
+        return a
+      case .kept(let a):
         return a
       case .stub(let name, let pos):
         guard let found = parent?.first(where: { $0.name == name }),
@@ -349,6 +356,8 @@ extension DocumentStore {
 /// resolve against the parent revision.
 enum PendingAttachment: Sendable {
   case stored(StoredAttachment)
+  /// Another revision's attachment, `revpos` and all (``AttachmentInput/copied(_:)``).
+  case kept(StoredAttachment)
   case stub(name: String, revpos: Int?)
 }
 

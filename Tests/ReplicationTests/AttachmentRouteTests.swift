@@ -257,6 +257,13 @@ extension TestClientProtocol {
       #expect(
         try await client.call(HTTPRequest.Method("COPY")!, "/db/d", headers: dest).code == 201)
       #expect(try await client.raw(.get, "/db/copy/b").bytes == [1, 2, 3])
+      // ... keeping their revpos (CouchDB's copy keeps attachments already on disk), so the
+      // copy's revision id is the one an edit with the same stubs would have.
+      let original = try await client.call(.get, "/db/d")
+      let copied = try await client.call(.get, "/db/copy")
+      #expect(copied["_attachments"] == original["_attachments"])
+      #expect(copied["_attachments"]?["a"]?["revpos"] == .number(1))
+      #expect(copied["_rev"]?.stringValue?.hasPrefix("1-") == true)
 
       // Compaction rewrites data.mdb; the blobs stay and every revision still reads.
       _ = try dir.data.compact("db")

@@ -110,6 +110,9 @@ public enum AttachmentInput: Sendable, Hashable {
   case encoded(name: String, contentType: JSONValue, bytes: [UInt8], length: Int, revpos: Int)
   /// Bytes already in the blob store (a streamed `PUT /db/doc/att`, ``BlobUpload``).
   case stored(StoredAttachment)
+  /// An attachment of another revision (`COPY`): its blob and its `revpos` kept, as
+  /// `couch_db:set_new_att_revpos/1` keeps the `revpos` of data already on disk.
+  case copied(StoredAttachment)
 
   /// What a `"follows": true` entry says of the part that carries its data.
   public struct Follows: Sendable, Hashable {
@@ -130,7 +133,7 @@ public enum AttachmentInput: Sendable, Hashable {
     switch self {
     case .stub(let name, _), .data(let name, _, _, _), .encoded(let name, _, _, _, _): name
     case .follows(let f): f.name
-    case .stored(let a): a.name
+    case .stored(let a), .copied(let a): a.name
     }
   }
 

@@ -111,16 +111,22 @@ extension CouchServer {
     if target.hasPrefix("_local/") || id.hasPrefix("_local/") {
       throw ReplicationError.notImplemented("COPY of _local documents")
     }
-    // With the attachments' data, so that the copy has them.
-    let source = try store.get(
-      id, options: GetOptions(rev: try requestedRev(request, query), attachments: true))
+    // The attachments go by reference: the copy shares their blobs and keeps their `revpos`,
+    // as CouchDB's copy keeps attachments already on disk.
+    let source = try store.get(id, options: GetOptions(rev: try requestedRev(request, query)))
     var body = source.objectValue ?? JSONObject()
-    body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
+    body.members.removeAll { $0.key == "_id" || $0.key == "_rev" || $0.key == "_attachments" }
+    var input = try DocumentInput(json: JSONValue.object(body).serialized())
+    if let atts = source["_attachments"]?.objectValue, let rev = source["_rev"]?.stringValue {
+      input.attachments = try atts.members.map { member in
+        .copied(try store.attachment(id, name: member.key, rev: rev).attachment)
+      }
+    }
     if db == UserStore.databaseName { try requireServerAdmin(caller) }
     try access.checkWrite(docID: target, body: .object(body), replicated: false, in: store)
     let actor = caller.actor
-    let result = try await store.putAsync(
-      JSONValue.object(body).serialized(), id: target, rev: targetRev, actor: actor)
+    let result = try await store.writeAsync(
+      input, id: target, rev: targetRev, newEdits: true, actor: actor)
     return writeResponse(result, location: location(db, target))
   }
 
