@@ -143,6 +143,57 @@ extension DocumentStore {
     }
   }
 
+  /// ``putStoredAttachmentAsync(_:name:blob:length:gzipped:contentType:rev:actor:)`` on the
+  /// caller's thread (the command line's `wikilog attach`, which streams a file into the blob
+  /// store first).
+  @discardableResult
+  public func putStoredAttachment(
+    _ id: String, name: String, blob: BlobUpload.Result, length: Int, gzipped: Bool,
+    contentType: String, rev: String?, actor: String
+  ) throws -> DocumentWriteResult {
+    let stored = StoredAttachment(
+      name: name, contentType: .string(contentType), length: length,
+      storedLength: blob.storedLength, encoding: gzipped ? "gzip" : nil, md5: blob.md5, revpos: 0)
+    let (input, rev) = try attachmentEdit(
+      id, name: name, data: nil, stored: stored, contentType: contentType, rev: rev)
+    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    return try writeDocuments { txn in
+      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// Hands attachment `a`'s bytes to `body` a chunk at a time (at most `chunk` bytes each),
+  /// decoded when it is stored gzip, read from its blob as they go: memory stays bounded
+  /// whatever the attachment's size.
+  public func forEachAttachmentChunk(
+    _ a: StoredAttachment, chunk: Int = 1 << 20, _ body: ([UInt8]) throws -> Void
+  ) throws {
+    let reader = try blobs.open(a.md5)
+    guard a.encoding == "gzip" else {
+      while true {
+        let piece = try reader.read(upTo: chunk)
+        if piece.isEmpty { return }
+        try body(piece)
+      }
+    }
+    let decoder = GunzipStream()
+    while true {
+      guard let out = decoder.pull(upTo: chunk) else {
+        throw StoreError.internalError("attachment blob \(BlobStore.hex(a.md5)) is not gzip")
+      }
+      if !out.isEmpty {
+        try body(out)
+        continue
+      }
+      if decoder.isFinished { return }
+      let input = try reader.read(upTo: chunk)
+      if input.isEmpty {
+        throw StoreError.internalError("attachment blob \(BlobStore.hex(a.md5)) ends early")
+      }
+      decoder.push(input)
+    }
+  }
+
   /// `DELETE /db/doc/att?rev=`: a new revision without attachment `name`.
   @discardableResult
   public func deleteAttachmentAsync(_ id: String, name: String, rev: String?, actor: String)

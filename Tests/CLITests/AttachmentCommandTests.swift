@@ -41,6 +41,29 @@ import Testing
       ["attach", "doc", "x", "/nonexistent/file", "--rev", rev1], "cannot read /nonexistent/file")
   }
 
+  @Test("a large attachment streams in and out: several MiB chunks, gzip-stored text decoded")
+  func largeAttachments() throws {
+    let cli = try CLI()
+    // 2 MiB of every byte value (two chunks and a part), and 1.2 MB of text stored gzip.
+    var bytes = Data(capacity: 2 << 20 + 1024)
+    for _ in 0..<(2 << 12 + 4) { bytes.append(Self.allBytes) }
+    let bin = try write(bytes, in: cli, "big.bin")
+    let rev = try cli.ok(["attach", "big", "big.bin", bin]).object()["rev"] as! String
+    #expect(try cli.ok(["get", "big", "--attachment", "big.bin"]).data == bytes)
+    let text = Data(String(repeating: "line 1234\n", count: 120_000).utf8)
+    let txt = try write(text, in: cli, "big.txt")
+    try cli.ok(["attach", "big", "big.txt", txt, "--type", "text/plain", "--rev", rev])
+    let stub = try cli.ok(["get", "big"]).object()
+    let entry = (stub["_attachments"] as? [String: Any])?["big.txt"] as? [String: Any]
+    #expect(entry?["length"] as? Int == text.count)
+    #expect(try cli.ok(["get", "big", "--attachment", "big.txt"]).data == text)
+    // From standard input too.
+    let piped = String(repeating: "standard input ", count: 30_000)
+    try cli.ok(["attach", "piped", "p.txt", "-", "--type", "text/plain"], stdin: piped)
+    #expect(try cli.ok(["get", "piped", "--attachment", "p.txt"]).stdout == piped)
+    try cli.ok(["verify"])
+  }
+
   @Test("export and import carry attachments; verify checks every blob")
   func exportImportVerify() throws {
     let cli = try CLI()

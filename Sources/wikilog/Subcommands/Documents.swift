@@ -151,9 +151,12 @@ struct Get: ParsableCommand {
           "not_found: attachment '\(attachment)' of '\(docID)': \(error.reason) in database '\(global.database)'"
         )
       }
+      // Streamed from the blob, a MiB at a time, decoded on the way when stored gzip.
       var out = OutputBuffer()
-      out.append(try db.store.attachmentData(found.attachment))
-      out.flush()
+      try db.store.forEachAttachmentChunk(found.attachment) { piece in
+        out.append(piece)
+        out.flush()
+      }
       return
     }
     try read.print(docID, from: db.store, location: "in database '\(global.database)'")
@@ -184,21 +187,47 @@ struct Attach: ParsableCommand {
   @Option(help: "The leaf revision being edited (none: a new document).") var rev: String?
 
   func run() throws {
-    let data: [UInt8]
+    let input: FileHandle
     if file == "-" {
-      data = Array(FileHandle.standardInput.readDataToEndOfFile())
+      input = FileHandle.standardInput
     } else {
-      guard let contents = FileManager.default.contents(atPath: file) else {
+      var isDirectory: ObjCBool = false
+      guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory),
+        !isDirectory.boolValue, let handle = FileHandle(forReadingAtPath: file)
+      else {
         throw CLIError("cannot read \(file)")
       }
-      data = Array(contents)
+      input = handle
     }
+    defer { if file != "-" { try? input.close() } }
     let db = try global.openStore()
     defer { db.close() }
     do {
+      // The file goes into the blob store a MiB at a time (gzipped on the way for a
+      // compressible type, as CouchDB stores it), then the revision names the blob.
+      let compress = AttachmentEncoding.isCompressible(type)
+      let upload = try db.store.blobs.upload(gzip: compress)
+      let blob: BlobUpload.Result
+      do {
+        while true {
+          let piece: Data
+          do {
+            piece = try input.read(upToCount: 1 << 20) ?? Data()
+          } catch {
+            throw CLIError("cannot read \(file): \(error.localizedDescription)")
+          }
+          if piece.isEmpty { break }
+          try upload.write(Array(piece))
+        }
+        blob = try upload.finish()
+      } catch {
+        upload.discard()
+        throw error
+      }
       printJSON(
-        try db.store.putAttachment(
-          docID, name: name, data: data, contentType: type, rev: rev, actor: actor.name
+        try db.store.putStoredAttachment(
+          docID, name: name, blob: blob, length: blob.receivedLength, gzipped: compress,
+          contentType: type, rev: rev, actor: actor.name
         ).json)
     } catch let error as StoreError where error.code == .conflict && error.error == "conflict" {
       throw Conflicts.error(
