@@ -82,6 +82,32 @@ import Testing
     }
   }
 
+  @Test("Expect: 100-continue gets a 100 Continue before the answer")
+  func expectContinue() async throws {
+    try await withGuardedServer(ConnectionLimits()) { port in
+      let created = try await RawConnection.exchange(
+        port: port, Array("PUT /db HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+      #expect(created.hasPrefix("HTTP/1.1 201"), "\(created.prefix(200))")
+      let body = #"{"x":1}"#
+      let answer = try await RawConnection.exchange(
+        port: port,
+        Array(
+          ("PUT /db/d HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Expect: 100-continue\r\nContent-Length: \(body.utf8.count)\r\n"
+            + "Connection: close\r\n\r\n\(body)").utf8))
+      #expect(
+        answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\n"),
+        "\(answer.prefix(300))")
+      // Without the header, no interim answer.
+      let plain = try await RawConnection.exchange(
+        port: port,
+        Array(
+          ("PUT /db/e HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)").utf8))
+      #expect(plain.hasPrefix("HTTP/1.1 201 Created\r\n"), "\(plain.prefix(300))")
+    }
+  }
+
   @Test func connectionsBeyondTheLimitAreRefused() async throws {
     try await withGuardedServer(ConnectionLimits(maxConnections: 2)) { port in
       let held = try await [RawConnection.open(port: port), RawConnection.open(port: port)]

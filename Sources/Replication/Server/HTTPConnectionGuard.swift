@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 public import HummingbirdCore
 import JSON
@@ -86,7 +87,7 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    if case .head = unwrapInboundIn(data) {
+    if case .head(let request) = unwrapInboundIn(data) {
       inFlight += 1
       headTimer?.cancel()
       headTimer = nil
@@ -96,6 +97,15 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
           reason:
             "The server has \(limits.maxConnections) connections open, its limit; try again later.")
         return
+      }
+      // `Expect: 100-continue`: the client waits for a `100 Continue` before it sends the body
+      // (curl for a second, then sends anyway); mochiweb sends it too.
+      if !answered,
+        request.headerFields[.expect]?.lowercased().trimmingCharacters(in: .whitespaces)
+          == "100-continue"
+      {
+        context.writeAndFlush(
+          wrapOutboundOut(.head(HTTPResponse(status: .continue))), promise: nil)
       }
     }
     guard !answered else { return }
