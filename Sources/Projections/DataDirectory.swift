@@ -351,7 +351,9 @@ public final class DataDirectory: Sendable {
       } catch {
         throw StoreError.from(error)
       }
-      _ = try open(name)
+      let reopened = try open(name)
+      // Blobs no event names (a crash between a blob and its event), an hour old or more.
+      try reopened.sweepBlobs()
       return result
     }
   }

@@ -1,3 +1,4 @@
+import Foundation
 public import JSON
 public import Log
 import RevTree
@@ -144,9 +145,9 @@ extension DocumentStore {
 }
 
 extension DocumentStore {
-  /// Checks every attachment blob that an event of the log references: that it exists, has
-  /// the stored length and the MD5 its digest says. Returns one line per problem.
-  public func verifyAttachments(maxProblems: Int = 20) throws -> [String] {
+  /// Every attachment blob an event of the log names, with its stored length and the first
+  /// place that names it.
+  func referencedBlobs() throws -> [[UInt8]: (length: Int, where: String)] {
     var referenced: [[UInt8]: (length: Int, where: String)] = [:]
     try read { txn in
       try txn.forEachEvent(
@@ -162,6 +163,14 @@ extension DocumentStore {
         return true
       }
     }
+    return referenced
+  }
+
+  /// Checks every attachment blob that an event of the log references: that it exists, has
+  /// the stored length and the MD5 its digest says (read a MiB at a time). Returns one line
+  /// per problem.
+  public func verifyAttachments(maxProblems: Int = 20) throws -> [String] {
+    let referenced = try referencedBlobs()
     var problems: [String] = []
     for (md5, (length, place)) in referenced.sorted(by: { $0.value.where < $1.value.where }) {
       guard problems.count < maxProblems else { break }
@@ -170,14 +179,36 @@ extension DocumentStore {
         problems.append("blob \(hex) is missing: \(place)")
         continue
       }
-      let bytes = try blobs.read(md5)
-      if bytes.count != length {
-        problems.append("blob \(hex) has \(bytes.count) bytes, not \(length): \(place)")
-      } else if AttachmentEncoding.md5(bytes) != md5 {
+      let reader = try blobs.open(md5)
+      var hash = MD5()
+      var count = 0
+      while true {
+        let piece = try reader.read(upTo: 1 << 20)
+        if piece.isEmpty { break }
+        hash.update(piece)
+        count += piece.count
+      }
+      if count != length {
+        problems.append("blob \(hex) has \(count) bytes, not \(length): \(place)")
+      } else if hash.finalize().bytes != md5 {
         problems.append("blob \(hex) does not match its digest: \(place)")
       }
     }
     return problems
+  }
+
+  /// The blobs no event of the log names, and temporary files of uploads that never finished,
+  /// unchanged for `age` seconds: what ``sweepBlobs(olderThan:)`` would remove.
+  public func unreferencedBlobs(olderThan age: Double = 3600) throws -> BlobStore.Sweep {
+    blobs.unreferenced(keeping: Set(try referencedBlobs().keys), olderThan: age)
+  }
+
+  /// Removes the blobs no event of the log names and stale temporary files, once unchanged
+  /// for `age` seconds (a crash between a blob and its event, or a write refused after its
+  /// blobs were written, leaves them). A blob any revision names is never removed.
+  @discardableResult
+  public func sweepBlobs(olderThan age: Double = 3600) throws -> BlobStore.Sweep {
+    try blobs.sweep(keeping: Set(try referencedBlobs().keys), olderThan: age)
   }
 
   /// Checks, without writing, that `input` can be written with `new_edits=false`: a valid

@@ -180,6 +180,44 @@ import Testing
     #expect(b["_attachments"]?["y"]?["data"] == .string(Base64.encode(Self.allBytes)))
   }
 
+  @Test("a sweep removes only old blobs no event names and stale temporary files")
+  func sweep() throws {
+    let t = try TestStore(validation: .couchDB)
+    _ = try t.store.put(Self.doc(#""_id":"a""#, [("x", Self.inline(Self.allBytes))]), actor: "a")
+    let blobs = t.store.blobs
+    let referenced = MD5.hash(Self.allBytes).bytes
+    let orphan: [UInt8] = [1, 2, 3]
+    let recent: [UInt8] = [4, 5, 6]
+    try blobs.write(orphan, md5: MD5.hash(orphan).bytes)
+    try blobs.write(recent, md5: MD5.hash(recent).bytes)
+    let temporary = blobs.path + "/.tmp-crashed"
+    #expect(FileManager.default.createFile(atPath: temporary, contents: Data([9, 9])))
+    let old = Date().addingTimeInterval(-7200)
+    for file in [blobs.file(referenced), blobs.file(MD5.hash(orphan).bytes), temporary] {
+      try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: file)
+    }
+    #expect(try t.store.unreferencedBlobs() == BlobStore.Sweep(files: 2, bytes: 5))
+    #expect(try t.store.unreferencedBlobs(olderThan: 0).files == 3)
+    #expect(try t.store.sweepBlobs() == BlobStore.Sweep(files: 2, bytes: 5))
+    #expect(
+      Self.blobs(t.store)
+        == [BlobStore.hex(MD5.hash(recent).bytes), BlobStore.hex(referenced)].sorted())
+    #expect(!FileManager.default.fileExists(atPath: temporary))
+    #expect(try t.store.verifyAttachments() == [])
+    // A write that finds its blob there refreshes it, so a sweep spares it until its event.
+    try FileManager.default.setAttributes(
+      [.modificationDate: old], ofItemAtPath: blobs.file(MD5.hash(recent).bytes))
+    _ = try t.store.put(Self.doc(#""_id":"b""#, [("y", Self.inline(recent))]), actor: "a")
+    let touched =
+      try FileManager.default.attributesOfItem(
+        atPath: blobs.file(MD5.hash(recent).bytes))[.modificationDate] as? Date
+    #expect(touched.map { $0 > old.addingTimeInterval(3600) } == true)
+    #expect(try t.store.sweepBlobs().files == 0)
+    #expect(
+      try t.store.get("b", options: GetOptions(attachments: true))["_attachments"]?["y"]?["data"]
+        == .string(Base64.encode(recent)))
+  }
+
   @Test("replicated writes: inline data keeps its revpos; stubs resolve against the ancestor")
   func replicated() throws {
     let t = try TestStore(validation: .couchDB)

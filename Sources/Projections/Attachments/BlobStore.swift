@@ -9,9 +9,11 @@ import RevTree
 /// A blob is written to a temporary file, flushed, renamed into place and its directory
 /// flushed before the event that references it is appended, so an acknowledged revision never
 /// names a missing blob; a crash (or a write refused after its blobs were written, a conflict
-/// say) leaves at most an unreferenced blob. Nothing deletes a blob while its database exists:
-/// every revision stays readable. Compaction rewrites `data.mdb` only, so blobs are kept;
-/// deleting the database removes its directory and them with it.
+/// say) leaves at most an unreferenced blob or temporary file. No blob that an event of the log
+/// names is ever deleted while its database exists: every revision stays readable. Compaction
+/// removes what no event names once it is an hour old (``sweep(keeping:olderThan:)``; a write
+/// that finds its blob already there touches it, so a blob about to be named again is never
+/// that old); deleting the database removes its directory and the blobs with it.
 ///
 /// MD5 names the blob because it is the digest CouchDB shows and puts in revision ids. Two
 /// different contents with one MD5 (a deliberate collision) are not confused: a write whose
@@ -44,6 +46,7 @@ public struct BlobStore: Sendable {
         throw StoreError.internalError(
           "attachment blob \(Self.hex(md5)) exists with other bytes (an MD5 collision?)")
       }
+      touch(target)
       return
     }
     let temporary = path + "/.tmp-" + UUID().uuidString
@@ -103,6 +106,7 @@ public struct BlobStore: Sendable {
           throw StoreError.internalError(
             "attachment blob \(Self.hex(md5)) exists with other bytes (an MD5 collision?)")
         }
+        touch(target)
         return
       }
       do {
@@ -120,6 +124,79 @@ public struct BlobStore: Sendable {
     } catch {
       throw StoreError.internalError("cannot write attachment blob \(Self.hex(md5)): \(error)")
     }
+  }
+
+  /// Marks a blob reused now, so that a sweep (which spares recent files) leaves it to the
+  /// event about to name it.
+  func touch(_ file: String) {
+    try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file)
+  }
+
+  /// What a sweep removed, or (``unreferenced(keeping:olderThan:)``) would remove.
+  public struct Sweep: Sendable, Equatable {
+    /// Blobs no event names, and temporary files left by uploads that never finished.
+    public var files = 0
+    public var bytes = 0
+
+    public init(files: Int = 0, bytes: Int = 0) {
+      self.files = files
+      self.bytes = bytes
+    }
+  }
+
+  /// Removes the blobs not in `referenced` and the temporary files, each only when unchanged
+  /// for `age` seconds: a blob is in place before the event that names it is appended, and an
+  /// upload writes to its temporary file as it goes, so a recent file may still be about to be
+  /// named. The directory is flushed after.
+  public func sweep(keeping referenced: Set<[UInt8]>, olderThan age: Double = 3600)
+    throws(StoreError) -> Sweep
+  {
+    let fm = FileManager.default
+    var done = Sweep()
+    for (name, size) in candidates(keeping: referenced, olderThan: age) {
+      if (try? fm.removeItem(atPath: path + "/" + name)) != nil {
+        done.files += 1
+        done.bytes += size
+      }
+    }
+    if done.files > 0, let directory = FileHandle(forReadingAtPath: path) {
+      try? directory.synchronize()
+      try? directory.close()
+    }
+    return done
+  }
+
+  /// What ``sweep(keeping:olderThan:)`` would remove, without removing it.
+  public func unreferenced(keeping referenced: Set<[UInt8]>, olderThan age: Double = 3600)
+    -> Sweep
+  {
+    candidates(keeping: referenced, olderThan: age).reduce(into: Sweep()) {
+      $0.files += 1
+      $0.bytes += $1.size
+    }
+  }
+
+  private func candidates(keeping referenced: Set<[UInt8]>, olderThan age: Double)
+    -> [(name: String, size: Int)]
+  {
+    let fm = FileManager.default
+    guard let names = try? fm.contentsOfDirectory(atPath: path) else { return [] }
+    let cutoff = Date().addingTimeInterval(-age)
+    var out: [(name: String, size: Int)] = []
+    for name in names {
+      let isTemporary = name.hasPrefix(".tmp-")
+      if !isTemporary {
+        guard name.utf8.count == 32, let md5 = Hex.decode(name), md5.count == 16,
+          !referenced.contains(md5)
+        else { continue }
+      }
+      guard let attributes = try? fm.attributesOfItem(atPath: path + "/" + name),
+        attributes[.type] as? FileAttributeType == .typeRegular,
+        let modified = attributes[.modificationDate] as? Date, modified < cutoff
+      else { continue }
+      out.append((name, attributes[.size] as? Int ?? 0))
+    }
+    return out
   }
 
   /// Whether files `a` and `b` hold the same bytes, compared a megabyte at a time.

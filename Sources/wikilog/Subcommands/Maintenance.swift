@@ -69,6 +69,8 @@ struct Verify: ParsableCommand {
     }
     progress.update("verifying attachments…")
     let attachments = try db.store.verifyAttachments()
+    // Not a problem: what a crash between a blob and its event leaves; compaction removes it.
+    let orphans = try db.store.unreferencedBlobs(olderThan: 0)
     progress.finish()
     let problems =
       report.problems.count + projections.reduce(0) { $0 + $1.1.count } + attachments.count
@@ -85,7 +87,10 @@ struct Verify: ParsableCommand {
           ]),
           "projections": .object(
             JSONObject(projections.map { .init(key: $0.0, value: J.strings($0.1)) })),
-          "attachments": J.object(["problems": J.strings(attachments)]),
+          "attachments": J.object([
+            "problems": J.strings(attachments), "unreferenced_files": J.int(orphans.files),
+            "unreferenced_bytes": J.int(orphans.bytes),
+          ]),
         ]))
     } else {
       var text = "log: \(report)\n"
@@ -98,6 +103,10 @@ struct Verify: ParsableCommand {
       }
       text += attachments.isEmpty ? "attachments: ok\n" : "attachments:\n"
       for p in attachments { text += "  \(p)\n" }
+      if orphans.files > 0 {
+        text +=
+          "  \(orphans.files) file(s) no revision names (\(Compact.size(orphans.bytes))): left by an interrupted write; `wikilog compact` removes them once an hour old\n"
+      }
       printText(text)
     }
     if problems > 0 { throw CLIError("verification found \(problems) problem(s)") }
@@ -229,10 +238,16 @@ struct Compact: ParsableCommand {
     let db = try global.openStore()
     defer { db.close() }
     do {
+      // Compaction also removes attachment blobs no event names, once an hour old.
+      let orphans = try db.store.unreferencedBlobs()
       let result = try db.data.compact(global.database)
-      printText(
+      var text =
         "compacted \(global.database): data.mdb \(Self.size(result.bytesBefore)) -> \(Self.size(result.bytesAfter))"
-      )
+      if orphans.files > 0 {
+        text +=
+          "\nremoved \(orphans.files) attachment file(s) no revision names (\(Self.size(orphans.bytes)))"
+      }
+      printText(text)
     } catch let error as StoreError {
       throw CLIError("cannot compact '\(global.database)': \(error.reason)")
     }
