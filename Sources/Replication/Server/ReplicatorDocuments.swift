@@ -367,10 +367,11 @@ final class ReplicatorDocuments: Sendable {
       else { return }
       let before = body
       for (key, value) in fields {
-        if key == "_replication_state", body[key] != value {
+        let changed = body[key] != value
+        body[key] = value
+        if key == "_replication_state", changed {
           body["_replication_state_time"] = ReplicationJobs.time(.now)
         }
-        body[key] = value
       }
       if body == before { return }
       do {
