@@ -166,6 +166,50 @@ import Testing
     }
   }
 
+  @Test("beyond max_jobs a job is pending until a slot frees")
+  func pendingBeyondMaxJobs() async throws {
+    let dir = TestDirectory("replicator-pending", replicator: true)
+    for name in ["s1", "d1", "s2", "d2"] { try dir.data.create(name) }
+    let s2 = try dir.data.open("s2")
+    try s2.put(#"{"n":1}"#, id: "x", actor: "alice")
+    var options = Self.fast
+    options.replicator.maxJobs = 1
+    try await Self.app(dir, options: options).test(.live) { client in
+      let url = "http://127.0.0.1:\(try #require(client.port))"
+      let first = try await client.call(
+        .put, "/_replicator/first",
+        #"{"source":"\#(url)/s1","target":"\#(url)/d1","continuous":true}"#)
+      #expect(first.code == 201)
+      let running = try await Self.poll(client, "/_scheduler/docs/_replicator/first") {
+        $0["state"] == .string("running")
+      }
+      #expect(running["state"] == .string("running"))
+      #expect(
+        try await client.call(
+          .put, "/_replicator/second", #"{"source":"\#(url)/s2","target":"\#(url)/d2"}"#
+        ).code == 201)
+      let pending = try await Self.poll(client, "/_scheduler/docs/_replicator/second") {
+        $0["state"] == .string("pending")
+      }
+      #expect(pending["state"] == .string("pending"))
+      #expect(pending["error_count"]?.int == 0)
+      try await Task.sleep(for: .milliseconds(300))
+      #expect(try dir.data.open("d2").record("x") == nil)
+      let jobs = try await client.call(.get, "/_scheduler/jobs")
+      #expect(jobs["total_rows"]?.int == 2)
+      #expect(try await client.call(.get, "/_active_tasks").json?.arrayValue?.count == 1)
+
+      // The first document goes: its slot runs the second job, which completes.
+      let rev = try #require(first["rev"]?.stringValue)
+      #expect(try await client.call(.delete, "/_replicator/first?rev=\(rev)").code == 200)
+      let done = try await Self.poll(client, "/_replicator/second") {
+        $0["_replication_state"] == .string("completed")
+      }
+      #expect(done["_replication_state"] == .string("completed"))
+      #expect(try dir.data.open("d2").record("x") != nil)
+    }
+  }
+
   @Test("a continuous job survives a restart of its server and resumes from its checkpoint")
   func restart() async throws {
     let a = TestDirectory("replicator-restart-a", replicator: true)
