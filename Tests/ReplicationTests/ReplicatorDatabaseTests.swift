@@ -361,7 +361,19 @@ import Testing
       let admin = AccessFixture.basic("admin")
       let doc = #"{"source":"http://127.0.0.1:1/a","target":"http://127.0.0.1:1/b"}"#
       #expect(try await client.call(.put, "/_replicator/r", doc, headers: admin).code == 201)
-      #expect(try await client.call(.get, "/_replicator/r", headers: admin).code == 200)
+      let written = try await client.call(.get, "/_replicator/r", headers: admin)
+      #expect(written.code == 200)
+      // CouchDB's `owner`: the writer, shown as the job's user.
+      #expect(written["owner"] == .string("admin"))
+      var jobs = try await client.call(.get, "/_scheduler/jobs", headers: admin)
+      for _ in 0..<400 where jobs["total_rows"]?.int != 1 {
+        try await Task.sleep(for: .milliseconds(25))
+        jobs = try await client.call(.get, "/_scheduler/jobs", headers: admin)
+      }
+      #expect(jobs["jobs"]?[0]?["user"] == .string("admin"))
+      #expect(jobs["jobs"]?[0]?["doc_id"] == .string("r"))
+      let page = try await client.call(.get, "/_scheduler/jobs?skip=1&limit=5", headers: admin)
+      #expect(page["offset"]?.int == 1 && page["jobs"] == .array([]))
       // Even a member named in its security object is refused: no per-user documents.
       #expect(
         try await client.call(

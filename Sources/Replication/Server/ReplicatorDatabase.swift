@@ -150,6 +150,19 @@ extension CouchServer {
         "forbidden", "You are not allowed to access the _replicator database.", status: 403)
   }
 
+  /// A `_replicator` document written with `PUT` or `POST` gets its writer as `owner` when it
+  /// has none (or `null`), as CouchDB's `before_doc_update_owner` gives it; design documents
+  /// and bodies that are not JSON objects are left as they are (the write then fails on its
+  /// own).
+  static func withOwner(_ body: [UInt8], id: String?, caller: Caller) -> [UInt8] {
+    if id?.hasPrefix("_design/") == true { return body }
+    guard case .object(var object)? = try? JSONValue(parsing: body) else { return body }
+    if object["_id"]?.stringValue?.hasPrefix("_design/") == true { return body }
+    guard object["owner"] == nil || object["owner"] == .null else { return body }
+    object["owner"] = caller.user.name.map { .string($0) } ?? .null
+    return JSONValue.object(object).serialized()
+  }
+
   /// `GET /_scheduler/docs[/_replicator]` (`states`, `skip`, `limit`) and
   /// `/_scheduler/docs/_replicator/{docid}`.
   func schedulerDocs(_ id: String?, query: QueryParameters) async throws -> JSONValue {
