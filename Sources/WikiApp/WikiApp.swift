@@ -63,10 +63,9 @@ public func buildWikiApplication(
   logger: Logger = Logger(label: "wikilog.http"),
   onServerRunning: @escaping @Sendable (Int?) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-  buildApplication(
-    responder: WikiServer(
-      couch: CouchServer(dataDirectory: dataDirectory, options: options, logger: logger),
-      options: wiki),
-    server: server, configuration: configuration, logger: logger,
+  let couch = CouchServer(dataDirectory: dataDirectory, options: options, logger: logger)
+  return buildApplication(
+    responder: WikiServer(couch: couch, options: wiki), server: server,
+    configuration: configuration, logger: logger, services: couch.services,
     onServerRunning: onServerRunning)
 }

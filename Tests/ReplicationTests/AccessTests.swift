@@ -26,8 +26,8 @@ final class AccessFixture: Sendable {
 
   static let people = ["admin", "alice", "bob", "carol"]
 
-  init(_ name: String = #function) throws {
-    dir = TestDirectory(name, users: true)
+  init(_ name: String = #function, replicator: Bool = false) throws {
+    dir = TestDirectory(name, users: true, replicator: replicator)
     clock = MovableClock()
     let users = try UserStore(data: dir.data)
     for name in Self.people {

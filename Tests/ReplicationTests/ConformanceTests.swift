@@ -382,8 +382,6 @@ import Testing
         (.get, "/_db_updates", "database updates"),
         (.get, "/_global_changes", "database updates"),
         (.get, "/_membership", "cluster membership"),
-        (.get, "/_scheduler/docs", "replication"),
-        (.get, "/_scheduler/docs/_replicator/x", "replication"),
         (.get, "/_replicator", "replication"),
         (.put, "/_replicator/x", "replication"),
         (.get, "/_node/_local/_config", "configuration"),

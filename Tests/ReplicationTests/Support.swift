@@ -21,16 +21,17 @@ final class TestDirectory: Sendable {
   let path: String
   let data: DataDirectory
 
-  /// With `users`, the directory also knows `_users`.
+  /// With `users`, the directory also knows `_users`; with `replicator`, `_replicator`.
   init(
     _ name: String = #function, options: EventLog.Options = EventLog.Options(),
-    users: Bool = false
+    users: Bool = false, replicator: Bool = false
   ) {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-repltests-\(safe)-\(UUID().uuidString)"
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     data = DataDirectory.wiki(
-      path: path, options: options, systemDatabases: users ? [.users] : [])
+      path: path, options: options,
+      systemDatabases: (users ? [.users] : []) + (replicator ? [.replicator] : []))
   }
 
   deinit {

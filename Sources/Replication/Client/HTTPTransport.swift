@@ -71,12 +71,17 @@ public struct HTTPTransport: CouchTransport, CustomStringConvertible {
   /// The process's client: a connection pool of up to 8 connections per host kept alive for
   /// 60 s, connect timeout 10 s, read timeout ``readTimeout``, decompression of gzip and deflate
   /// answers (at most 100 times the compressed size), no redirects followed into other hosts.
+  /// A connection that cannot be made (refused, unreachable) fails its request at once rather
+  /// than after the connect timeout: the replicator's own retries and backoff take over, and
+  /// its status says `offline` with the reason.
   public static let sharedClient: HTTPClient = {
+    var pool = HTTPClient.Configuration.ConnectionPool(
+      idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8)
+    pool.retryConnectionEstablishment = false
     var configuration = HTTPClient.Configuration(
       redirectConfiguration: .follow(max: 5, allowCycles: false),
       timeout: .init(connect: .seconds(10), read: .seconds(readTimeout)),
-      connectionPool: .init(
-        idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 8),
+      connectionPool: pool,
       decompression: .enabled(limit: .ratio(100)))
     configuration.httpVersion = .http1Only
     return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

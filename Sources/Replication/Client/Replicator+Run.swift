@@ -402,7 +402,9 @@ extension Replicator {
           if let error = error as? ReplicatorError, !error.isTransient { throw error }
           attempt += 1
           let message = Self.describe(error)
-          if !options.continuous && attempt > options.retry.maximumRetries {
+          if !options.continuous || options.retry.continuousGivesUp,
+            attempt > options.retry.maximumRetries
+          {
             throw ReplicatorError.gaveUp(what, attempts: attempt, lastError: message)
           }
           let delay = options.retry.delay(attempt: attempt)

@@ -218,8 +218,13 @@ public struct ReplicationOptions: Sendable, Hashable {
 
 /// Retries of failed requests: `initialDelay`, doubled after each failure up to `maximumDelay`.
 public struct RetryPolicy: Sendable, Hashable {
-  /// Retries of one request before a one-shot replication gives up (continuous ones never do).
+  /// Retries of one request before a one-shot replication gives up (continuous ones never do,
+  /// unless ``continuousGivesUp`` is set).
   public var maximumRetries = 10
+  /// Whether a continuous replication gives up after ``maximumRetries`` too, as the jobs of
+  /// the `_replicator` database do (CouchDB's `retries_per_request`): its scheduler then
+  /// restarts the job with a backoff of its own.
+  public var continuousGivesUp = false
   public var initialDelay: Duration = .milliseconds(250)
   public var maximumDelay: Duration = .seconds(60)
 

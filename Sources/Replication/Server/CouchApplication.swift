@@ -3,6 +3,7 @@ public import HummingbirdCore
 import JSON
 public import Logging
 public import Projections
+public import ServiceLifecycle
 
 /// The `wikilog serve` application: a ``CouchServer`` on Hummingbird's HTTP/1.1 server.
 ///
@@ -22,22 +23,26 @@ public func buildApplication(
   logger: Logger = Logger(label: "wikilog.http"),
   onServerRunning: @escaping @Sendable (Int?) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-  buildApplication(
-    responder: CouchServer(dataDirectory: dataDirectory, options: options, logger: logger),
-    server: server, configuration: configuration, logger: logger,
-    onServerRunning: onServerRunning)
+  let couch = CouchServer(dataDirectory: dataDirectory, options: options, logger: logger)
+  return buildApplication(
+    responder: couch, server: server, configuration: configuration, logger: logger,
+    services: couch.services, onServerRunning: onServerRunning)
 }
 
 /// The application around any responder of ``CouchRequestContext`` (the web UI's, which wraps a
-/// ``CouchServer``): `onServerRunning` gets the port it listens on.
+/// ``CouchServer``): `onServerRunning` gets the port it listens on; `services` run beside the
+/// server for its lifetime (a ``CouchServer``'s ``CouchServer/services``: the `_replicator`
+/// jobs).
 public func buildApplication<Responder: HTTPResponder>(
   responder: Responder, server: HTTPServerBuilder, configuration: ApplicationConfiguration,
-  logger: Logger, onServerRunning: @escaping @Sendable (Int?) async -> Void
+  logger: Logger, services: [any Service] = [],
+  onServerRunning: @escaping @Sendable (Int?) async -> Void
 ) -> some ApplicationProtocol where Responder.Context == CouchRequestContext {
   Application(
     responder: responder,
     server: server,
     configuration: configuration,
+    services: services,
     onServerRunning: { channel in await onServerRunning(channel.localAddress?.port) },
     logger: logger)
 }

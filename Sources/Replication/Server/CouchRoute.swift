@@ -20,9 +20,10 @@ enum CouchRoute: Equatable, Sendable {
   case uuids
   /// `/_active_tasks`: the Mango index builds and the replications under way.
   case activeTasks
-  /// `/_replicate`, `/_scheduler/jobs[/{id}]`.
+  /// `/_replicate`, `/_scheduler/jobs[/{id}]`, `/_scheduler/docs[/_replicator[/{docid}]]`.
   case replicate
   case schedulerJobs(String?)
+  case schedulerDocs(String?)
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -125,7 +126,7 @@ enum CouchRoute: Equatable, Sendable {
     switch first {
     case "_all_dbs": return only(.allDatabases)
     case "_session": return only(.session)
-    case "_users": return nil  // a database (when the data directory has it)
+    case "_users", "_replicator": return nil  // a database (when the data directory has it)
     case "_dbs_info": return only(.databasesInfo)
     case "_up": return only(.up)
     case "_active_tasks": return only(.activeTasks)
@@ -135,9 +136,14 @@ enum CouchRoute: Equatable, Sendable {
     case "_scheduler":
       if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
       if rest.first == "docs" {
-        return .unserved(
-          .notImplemented("server-side replication (the _replicator database and /_scheduler/docs)")
-        )
+        // `/_scheduler/docs`, `/_scheduler/docs/_replicator` and a document of it; other
+        // replicator databases (`{prefix}/_replicator`) do not exist here.
+        switch rest.count {
+        case 1: return .schedulerDocs(nil)
+        case 2 where rest[1] == "_replicator": return .schedulerDocs(nil)
+        case 3 where rest[1] == "_replicator": return .schedulerDocs(rest[2])
+        default: return .unserved(.badRequest("Invalid path"))
+        }
       }
       return .unserved(.notFound())
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
@@ -148,8 +154,8 @@ enum CouchRoute: Equatable, Sendable {
   }
 
   /// The server endpoints of CouchDB 3.4 that wikilog does not serve, by first segment, with
-  /// the feature each belongs to. (`_replicator` and `_global_changes` are CouchDB's system
-  /// databases; wikilog serves `_users` as a database.)
+  /// the feature each belongs to. (`_global_changes` is one of CouchDB's system databases;
+  /// wikilog serves `_users` and `_replicator` as databases.)
   static let unservedServerFeatures: [String: String] = [
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
@@ -157,7 +163,6 @@ enum CouchRoute: Equatable, Sendable {
     "_membership": "cluster membership (/_membership)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",
-    "_replicator": "server-side replication (the _replicator database)",
     "_reshard": "resharding (/_reshard)",
     "_search_analyze": "full-text search (/_search_analyze)",
     "_utils": "Fauxton, the web interface at /_utils,",

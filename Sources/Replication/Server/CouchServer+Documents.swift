@@ -42,6 +42,9 @@ extension CouchServer {
           body = try Self.hashingPassword(body)
           try checkOwnRoles(try JSONValue(parsing: body), id: id, store: store, caller: caller)
         }
+        if db == ReplicatorDocuments.databaseName && !replicated {
+          body = Self.withOwner(body, id: id, caller: caller)
+        }
         try access.checkWrite(
           docID: id, body: try? JSONValue(parsing: body), replicated: replicated, in: store)
         if replicated {

@@ -7,6 +7,7 @@ import NIOCore
 import NIOPosix
 public import Projections
 import RevTree
+public import ServiceLifecycle
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -51,8 +52,10 @@ public struct CouchServer: HTTPResponder {
   let adminPresence = AdminPresence()
   /// The databases' security objects.
   let securityCache = SecurityCache()
-  /// Replications started with `POST /_replicate`.
-  let replications = ReplicationJobs()
+  /// Replications started with `POST /_replicate` and by `_replicator` documents.
+  let replications: ReplicationJobs
+  /// The jobs of the `_replicator` database, when the data directory has one.
+  let replicatorDocuments: ReplicatorDocuments
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
@@ -62,6 +65,19 @@ public struct CouchServer: HTTPResponder {
     self.options = options
     self.logger = logger
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
+    replications = ReplicationJobs(
+      maxHistory: options.replicator.maxHistory,
+      healthThreshold: options.replicator.healthThreshold)
+    replicatorDocuments = ReplicatorDocuments(
+      data: dataDirectory, jobs: replications, options: options.replicator, logger: logger)
+  }
+
+  /// What runs beside the server for its lifetime: the `_replicator` database's jobs when the
+  /// data directory knows `_replicator` (``Projections/SystemDatabase/replicator``); pass
+  /// them to the application (``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
+  /// does).
+  public var services: [any Service] {
+    replicatorDocuments.isEnabled ? [replicatorDocuments.service] : []
   }
 
   /// The CouchDB version whose API this server follows, reported in `GET /`.
@@ -156,6 +172,9 @@ public struct CouchServer: HTTPResponder {
   func route(_ request: Request, context: Context, caller: Caller) async throws -> Response {
     let route = try CouchRoute.parse(request.uri.path)
     var query = try QueryParameters(request.uri.query)
+    if route.database == ReplicatorDocuments.databaseName {
+      try replicatorAccess(route, caller: caller)
+    }
     let method = request.method
     switch route {
     case .root:
@@ -191,7 +210,14 @@ public struct CouchServer: HTTPResponder {
     case .schedulerJobs(let id):
       try allow(method, [.get, .head])
       try requireServerAdmin(caller)
-      return CouchResponse.json(try replications.schedulerJobs(id), includeBody: method != .head)
+      let jobs = try replications.schedulerJobs(
+        id, skip: try query.int("skip") ?? 0, limit: try query.int("limit") ?? 100)
+      return CouchResponse.json(jobs, includeBody: method != .head)
+    case .schedulerDocs(let id):
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(
+        try await schedulerDocs(id, query: query), includeBody: method != .head)
     case .node(let node):
       try allow(method, [.get, .head])
       return CouchResponse.json(

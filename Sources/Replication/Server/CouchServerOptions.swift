@@ -26,6 +26,28 @@ public struct CouchServerOptions: Sendable {
   public var maxChangesTimeoutMilliseconds = 60_000
   /// The most uuids one `GET /_uuids` returns (CouchDB's `max_count`).
   public var maxUUIDCount = 1000
+  /// The scheduler of the `_replicator` database's jobs.
+  public var replicator = ReplicatorSchedulerOptions()
+
+  public init() {}
+}
+
+/// How the jobs of the `_replicator` database are run: CouchDB's `[replicator]` settings.
+public struct ReplicatorSchedulerOptions: Sendable {
+  /// Jobs that replicate at once (`max_jobs`); the others wait as `pending`.
+  public var maxJobs = 500
+  /// History entries kept per job (`max_history`).
+  public var maxHistory = 20
+  /// The wait after a job's first crash, doubled after each consecutive one up to 2^10 times
+  /// (CouchDB's 30 s `BACKOFF_INTERVAL`).
+  public var backoff: Duration = .seconds(30)
+  /// How long a job must run without a crash before its crashes stop counting
+  /// (`health_threshold`).
+  public var healthThreshold: Duration = .seconds(120)
+  /// Retries of one failing request before a job crashes (`retries_per_request`), and the
+  /// first wait between them (doubled after each).
+  public var retriesPerRequest = 5
+  public var retryDelay: Duration = .milliseconds(250)
 
   public init() {}
 }

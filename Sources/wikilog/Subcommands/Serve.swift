@@ -166,7 +166,7 @@ struct Serve: AsyncParsableCommand {
     // A damaged page of one database must not take the server down with every other one.
     logOptions.checkPagesAtOpen = true
     let data = DataDirectory.wiki(
-      path: directory, options: logOptions, systemDatabases: [.users])
+      path: directory, options: logOptions, systemDatabases: [.users, .replicator])
     defer { data.closeAll() }
     let authenticator = try Authenticator(
       data: data, jwt: try jwtVerifier(), sessionTimeout: sessionTimeout)

@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Replication
 import Wiki
 
 /// `--db`: the data directory. Every command has it through ``GlobalOptions``; `serve`, which
@@ -102,7 +103,7 @@ struct GlobalOptions: ParsableArguments {
   {
     DataDirectory.wiki(
       path: directory, options: EventLog.Options(durability: durability, readOnly: readOnly),
-      systemDatabases: [.users])
+      systemDatabases: [.users, .replicator])
   }
 
   /// Opens the selected database, which must exist (`wikilog init` creates it).
