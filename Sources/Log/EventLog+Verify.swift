@@ -47,56 +47,74 @@ extension EventLog {
       var lastTimestamp = Int64.min
       var heads: [String: StreamHead] = [:]
       var checkpoints = 0
-      try txn.raw.forEachRecord(dbs.events) { key, outcome in
-        guard key.count == 8, let position = UInt64(bigEndianBytes: key) else {
-          problem("an event key is \(key.count) bytes, not 8")
-          return
-        }
-        if position != expected { problem("position \(expected) is missing (next is \(position))") }
-        expected = position + 1
-        report.eventCount += 1
-        report.lastPosition = LogPosition(position)
-        switch outcome {
-        case .failure(let failure):
-          problem("event \(position) is corrupt: \(failure.reason)")
-        case .success(let (event, previous)):
-          if event.timestampMicroseconds < lastTimestamp {
-            problem("event \(position) is older than the one before")
-          }
-          lastTimestamp = event.timestampMicroseconds
-          guard !event.stream.isEmpty else {
-            if event.streamVersion != 0 || previous != 0 {
-              problem("event \(position) has no stream but stream links")
-            }
+      // One pass over the records checks them and feeds the Merkle tree's check their leaves.
+      let tree = try verifyTree(txn, head: head, maxProblems: maxProblems) { addLeaf in
+        var feeding = true
+        try txn.raw.forEachCheckedRecord(dbs.events, leafHashes: true) { position, outcome, leaf in
+          guard let position else {
+            if case .failure(let failure) = outcome { problem("\(failure.reason), not 8") }
             return
           }
-          let head = heads[event.stream] ?? StreamHead(version: 0, last: 0)
-          if event.streamVersion != head.version + 1 {
-            problem(
-              "event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(head.version + 1)"
-            )
+          if feeding, let leaf { feeding = try addLeaf(position, leaf) }
+          if position != expected {
+            problem("position \(expected) is missing (next is \(position))")
           }
-          if previous != head.last {
-            problem(
-              "event \(position) points back to \(previous), but the previous event of '\(event.stream)' is \(head.last)"
-            )
-          }
-          heads[event.stream] = StreamHead(version: head.version + 1, last: position)
-          if event.streamVersion % StreamKey.checkpointInterval == 0 {
-            let key = StreamKey.key(
-              prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
-            if try txn.raw.get(dbs.streamIndex, key) != position.bigEndianBytes {
+          expected = position + 1
+          report.eventCount += 1
+          report.lastPosition = LogPosition(position)
+          switch outcome {
+          case .failure(let failure):
+            problem("event \(position) is corrupt: \(failure.reason)")
+          case .success(let event):
+            if event.timestamp < lastTimestamp {
+              problem("event \(position) is older than the one before")
+            }
+            lastTimestamp = event.timestamp
+            guard !event.stream.isEmpty else {
+              if event.streamVersion != 0 || event.previous != 0 {
+                problem("event \(position) has no stream but stream links")
+              }
+              return
+            }
+            let head = heads[event.stream] ?? StreamHead(version: 0, last: 0)
+            if event.streamVersion != head.version + 1 {
               problem(
-                "the checkpoint of '\(event.stream)' v\(event.streamVersion) does not point to event \(position)"
+                "event \(position) has version \(event.streamVersion) of '\(event.stream)', expected \(head.version + 1)"
               )
-            } else {
-              checkpoints += 1
+            }
+            if event.previous != head.last {
+              problem(
+                "event \(position) points back to \(event.previous), but the previous event of '\(event.stream)' is \(head.last)"
+              )
+            }
+            heads[event.stream] = StreamHead(version: head.version + 1, last: position)
+            if event.streamVersion % StreamKey.checkpointInterval == 0 {
+              let key = StreamKey.key(
+                prefix: StreamKey.prefix(event.stream), version: event.streamVersion)
+              if try txn.raw.get(dbs.streamIndex, key) != position.bigEndianBytes {
+                problem(
+                  "the checkpoint of '\(event.stream)' v\(event.streamVersion) does not point to event \(position)"
+                )
+              } else {
+                checkpoints += 1
+              }
             }
           }
         }
       }
       report.streamCount = heads.count
-      for (stream, head) in heads {
+      // The stored heads in key order, matched by name (a sequential walk, not a search per
+      // stream); streams with hashed keys, and those without a stored head, are looked up.
+      var unmatched = heads
+      try txn.raw.forEachStreamHead(dbs.streams) { stream, stored in
+        guard let stream, let head = unmatched.removeValue(forKey: stream) else { return }
+        if stored != head {
+          problem(
+            "the head of '\(stream)' is \(stored.map { "v\($0.version)@\($0.last)" } ?? "malformed"), the events say v\(head.version)@\(head.last)"
+          )
+        }
+      }
+      for (stream, head) in unmatched {
         let stored = try txn.raw.streamHead(dbs.streams, prefix: StreamKey.prefix(stream))
         if stored != head {
           problem(
@@ -125,7 +143,6 @@ extension EventLog {
         }
         return true
       }
-      let tree = try verifyTree(txn, head: head, maxProblems: maxProblems)
       for text in tree.problems { problem(text) }
       report.tree = tree.recomputed
       return report
