@@ -162,6 +162,31 @@ struct CheckedRecord {
   var streamVersion: UInt64
   var previous: UInt64
   var stream: String
+  /// ``StreamLinkHash/of(key:version:position:)`` of this event: its stream's key in
+  /// `log.streams`, its version, its position (0 without a stream).
+  var linkHash: UInt64
+  /// The same of the event it points back to: version − 1 at `previous` (0 for a first event).
+  var previousLinkHash: UInt64
+}
+
+/// The stream links of a log as two multisets of hashes, compared by their sums: every event
+/// with a stream adds (its stream's key, its version, its position) to one side; every event
+/// after a stream's first adds (the key, its version − 1, its back pointer) to the other, and so
+/// does every stored head (its key, version, last position). The sides are equal exactly when
+/// each event but a stream's last is pointed back to once by the next version of its stream,
+/// and each stream's last is its stored head: what ``EventLog/verify(maxProblems:head:)``
+/// otherwise checks with a dictionary of every stream (slow for millions of streams). The hash
+/// is the standard library's, seeded at random per process, so records cannot be made to
+/// collide on purpose; when the sums differ, verify runs the dictionary pass to say where.
+enum StreamLinkHash {
+  @inline(__always)
+  static func of(key: UnsafeRawBufferPointer, version: UInt64, position: UInt64) -> UInt64 {
+    var hasher = Hasher()
+    unsafe hasher.combine(bytes: key)
+    hasher.combine(version)
+    hasher.combine(position)
+    return UInt64(bitPattern: Int64(hasher.finalize()))
+  }
 }
 
 extension RawTransaction {
@@ -189,18 +214,31 @@ extension RawTransaction {
         let leaf = unsafe leafHashes ? MerkleSHA256.leaf(position: p, record: e.value) : nil
         do {
           let f = try unsafe EventRecord.fields(position: p, bytes: e.value)
-          let stream =
-            f.streamEnd == f.streamStart
-            ? ""
-            : unsafe String(
+          var record = CheckedRecord(
+            timestamp: f.timestamp, streamVersion: f.streamVersion, previous: f.previous,
+            stream: "", linkHash: 0, previousLinkHash: 0)
+          if f.streamEnd > f.streamStart {
+            record.stream = unsafe String(
               decoding: UnsafeRawBufferPointer(rebasing: e.value[f.streamStart..<f.streamEnd]),
               as: UTF8.self)
-          try body(
-            p,
-            .success(
-              CheckedRecord(
-                timestamp: f.timestamp, streamVersion: f.streamVersion, previous: f.previous,
-                stream: stream)), leaf)
+            // A name of up to maxInlineBytes is its key as stored in the record: its length
+            // (LEB128), then its bytes (StreamKey.prefix); a longer one's key is computed.
+            let hashes = { (key: UnsafeRawBufferPointer) -> (UInt64, UInt64) in
+              (
+                unsafe StreamLinkHash.of(key: key, version: f.streamVersion, position: p),
+                f.streamVersion > 1
+                  ? unsafe StreamLinkHash.of(
+                    key: key, version: f.streamVersion - 1, position: f.previous) : 0
+              )
+            }
+            let h =
+              f.streamEnd - f.streamStart <= StreamKey.maxInlineBytes
+              ? unsafe hashes(UnsafeRawBufferPointer(rebasing: e.value[f.typeEnd..<f.streamEnd]))
+              : unsafe StreamKey.prefix(record.stream).withUnsafeBytes { unsafe hashes($0) }
+            record.linkHash = h.0
+            record.previousLinkHash = h.1
+          }
+          try body(p, .success(record), leaf)
         } catch let failure as EventRecord.DecodingError {
           try body(p, .failure(RecordFailure(position: p, reason: failure.reason)), leaf)
         }
@@ -212,8 +250,11 @@ extension RawTransaction {
   /// Calls `body` with each stored stream head in key order: the stream's name when its key
   /// holds it whole (names of ``StreamKey/maxInlineBytes`` bytes or fewer; nil for a hashed
   /// one), and the head (nil when the value is not 16 bytes).
+  /// `linkHash` is ``StreamLinkHash/of(key:version:position:)`` of the key, version and last
+  /// position (0 for a malformed head).
   func forEachStreamHead(
-    _ streams: UInt32, _ body: (_ stream: String?, _ head: StreamHead?) throws -> Void
+    _ streams: UInt32,
+    _ body: (_ stream: String?, _ head: StreamHead?, _ linkHash: UInt64) throws -> Void
   ) throws {
     let cursor = try openCursor(streams)
     defer { cursor.close() }
@@ -234,7 +275,11 @@ extension RawTransaction {
           version: UInt64(bigEndian: e.value.loadUnaligned(as: UInt64.self)),
           last: UInt64(bigEndian: e.value.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
       }
-      try body(stream, head)
+      var linkHash: UInt64 = 0
+      if let head {
+        linkHash = unsafe StreamLinkHash.of(key: e.key, version: head.version, position: head.last)
+      }
+      try body(stream, head, linkHash)
       unsafe entry = try unsafe cursor.get(.next)
     }
   }
