@@ -5,7 +5,9 @@
 //
 // Workloads: append-batch-unsynced, append-streams-unsynced, append-streams-synced,
 // append-single-synced, group-commit-64-writers, read-sequential (all by default); and, only
-// when named, the per-operation workloads for callgrind in Operations.swift (ops-...).
+// when named, append-streams-unsynced-no-tree (append-streams-unsynced without the Merkle tree,
+// `EventLog.Options.merkleTree = false`: issue 23's comparison) and the per-operation workloads
+// for callgrind in Operations.swift (ops-...).
 import Foundation
 import Log
 
@@ -23,11 +25,14 @@ for name in only?.sorted() ?? [] where name.hasPrefix("ops-") {
   try runOperation(name, directory: base, count: count)
 }
 
-func fresh(_ name: String, _ durability: EventLog.Durability) throws -> (EventLog, String) {
+func fresh(_ name: String, _ durability: EventLog.Durability, merkleTree: Bool = true) throws -> (
+  EventLog, String
+) {
   let dir = base + "/" + name
   try? FileManager.default.removeItem(atPath: dir)
   var options = EventLog.Options(durability: durability)
   options.mapSize = 8 << 30
+  options.merkleTree = merkleTree
   return (try EventLog(directory: dir, options: options), dir)
 }
 
@@ -45,9 +50,10 @@ func batch(streams: Int) -> [NewEvent] {
   }
 }
 
-func appendBatches(_ name: String, durability: EventLog.Durability, streams: Int, total: Int) throws
-{
-  let (log, dir) = try fresh(name, durability)
+func appendBatches(
+  _ name: String, durability: EventLog.Durability, streams: Int, total: Int, merkleTree: Bool = true
+) throws {
+  let (log, dir) = try fresh(name, durability, merkleTree: merkleTree)
   let batch = batch(streams: streams)
   let start = Date()
   for _ in 0..<(total / 1000) { try log.append(batch) }
@@ -61,6 +67,11 @@ if enabled("append-batch-unsynced") {
 }
 if enabled("append-streams-unsynced") {
   try appendBatches("append-streams-unsynced", durability: .unsynced, streams: 1000, total: count)
+}
+if only?.contains("append-streams-unsynced-no-tree") == true {
+  try appendBatches(
+    "append-streams-unsynced-no-tree", durability: .unsynced, streams: 1000, total: count,
+    merkleTree: false)
 }
 if enabled("append-streams-synced") {
   try appendBatches("append-streams-synced", durability: .synced, streams: 1000, total: count)

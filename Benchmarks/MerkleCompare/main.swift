@@ -3,7 +3,8 @@
 //   MerkleCompare DIR append [EVENTS] [ROUNDS]   batched appends with the tree and without,
 //                                                alternating, fresh logs: median rates, ratio
 //   MerkleCompare DIR proofs EVENTS [PROOFS]     builds a log of EVENTS small events (unsynced),
-//                                                then times inclusion proofs: median, p99
+//                                                then times inclusion proofs: median, p99 of
+//                                                wall and of thread CPU time, major faults
 //   MerkleCompare DIR verify EVENTS              builds a log of EVENTS, times EventLog.verify()
 //
 // Release builds only: WIKILOG_BENCHMARKS=1 swift build -c release --product MerkleCompare.
@@ -11,6 +12,23 @@ import Foundation
 import Log
 
 func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+/// The CPU time this thread has used, in seconds: on a shared machine a proof's wall time also
+/// counts the time it waited for a core.
+func threadCPUTime() -> Double {
+  var t = timespec()
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+  return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+}
+
+/// Page faults that had to read the disk, so far.
+func majorFaults() -> Int {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return usage.ru_majflt
+}
+
+func micros(_ seconds: Double) -> String { String(format: "%.1f µs", seconds * 1e6) }
 
 func median(_ values: [Double]) -> Double {
   let sorted = values.sorted()
@@ -111,17 +129,22 @@ case "proofs":
   defer { log.close() }
   var rng = SystemRandomNumberGenerator()
   var times: [Double] = []
+  var cpu: [Double] = []
   let head = try log.treeHead()
+  let faults = majorFaults()
   for _ in 0..<max(m, 100) {
     let p = UInt64.random(in: 1...head.size, using: &rng)
     let start = now()
+    let startCPU = threadCPUTime()
     let proof = try log.inclusionProof(position: LogPosition(p))
+    cpu.append(threadCPUTime() - startCPU)
     times.append(now() - start)
     precondition(proof.root == head.root)
   }
   let sorted = times.sorted()
+  let sortedCPU = cpu.sorted()
   print(
-    "inclusion proofs on \(n) events (\(times.count) random positions): median \(String(format: "%.1f", median(times) * 1e6)) µs, p99 \(String(format: "%.1f", sorted[sorted.count * 99 / 100] * 1e6)) µs"
+    "inclusion proofs on \(n) events (\(times.count) random positions): median \(micros(median(times))), p99 \(micros(sorted[sorted.count * 99 / 100])), max \(micros(sorted.last!)); CPU time median \(micros(median(cpu))), p99 \(micros(sortedCPU[sortedCPU.count * 99 / 100])); \(majorFaults() - faults) major page faults"
   )
   var ctimes: [Double] = []
   for _ in 0..<100 {
@@ -130,7 +153,7 @@ case "proofs":
     _ = try log.consistencyProof(oldSize: old)
     ctimes.append(now() - start)
   }
-  print("consistency proofs: median \(String(format: "%.1f", median(ctimes) * 1e6)) µs")
+  print("consistency proofs: median \(micros(median(ctimes)))")
 case "verify":
   let log = try bigLog(n)
   defer { log.close() }

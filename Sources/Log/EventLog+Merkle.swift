@@ -150,9 +150,14 @@ extension EventLog {
   /// The hash of the complete subtree (`level`, `index`): stored from ``merkleStoredLevel`` up,
   /// hashed from the events below.
   func node(_ raw: RawTransaction, _ level: Int, _ index: UInt64) throws -> MerkleTree.Hash {
+    try digest(raw, level, index).bytes
+  }
+
+  /// ``node(_:_:_:)`` as an inline digest.
+  func digest(_ raw: RawTransaction, _ level: Int, _ index: UInt64) throws -> MerkleDigest {
     if level >= Self.merkleStoredLevel {
-      let key = MerkleTree.postorderIndex(level: level, index: index).bigEndianBytes
-      guard let hash = try raw.get(dbs.merkle, key), hash.count == 32 else {
+      let key = MerkleTree.postorderIndex(level: level, index: index)
+      guard let hash = try raw.merkleNode(dbs.merkle, key: key) else {
         throw LogError.corruptDatabase(
           path: path, reason: "the Merkle tree lacks its node \(index) of level \(level)")
       }
@@ -164,8 +169,8 @@ extension EventLog {
       }
       return hash
     }
-    return MerkleTree.nodeHash(
-      try node(raw, level - 1, 2 * index), try node(raw, level - 1, 2 * index + 1))
+    return MerkleSHA256.node(
+      try digest(raw, level - 1, 2 * index), try digest(raw, level - 1, 2 * index + 1))
   }
 
   /// Loads the writer's frontier from the stored head, and hashes into the tree the events it
@@ -185,7 +190,7 @@ extension EventLog {
           "the Merkle tree covers \(size) events but the log has \(lastPosition): events were removed"
       )
     }
-    writer.frontier = try MerkleFrontier.load(size: size) { try node(raw, $0, $1) }
+    writer.frontier = try MerkleFrontier.load(size: size) { try digest(raw, $0, $1) }
     writer.merkleDirty = false
     guard size < lastPosition else { return }
     try raw.forEachLeafHash(dbs.events, from: size + 1) { position, hash in
@@ -200,20 +205,21 @@ extension EventLog {
 
   /// Folds one leaf into the writer's frontier and stores the complete subtrees it makes.
   @inline(__always)
-  func addLeaf(_ hash: MerkleTree.Hash?, _ raw: RawTransaction) throws {
+  func addLeaf(_ hash: MerkleDigest?, _ raw: RawTransaction) throws {
     guard let hash else { return }
     writer.merkleDirty = true
-    try writer.frontier.append(hash) { level, index, h throws(LMDBError) in
-      guard level >= Self.merkleStoredLevel else { return }
-      let key = MerkleTree.postorderIndex(level: level, index: index).bigEndianBytes
-      if try !raw.putIfLast(dbs.merkle, key, h) { try raw.put(dbs.merkle, key, h) }
+    let merkle = dbs.merkle
+    try writer.frontier.append(hash, minLevel: Self.merkleStoredLevel) {
+      level, index, h throws(LMDBError) in
+      try raw.putMerkleNode(merkle, key: MerkleTree.postorderIndex(level: level, index: index), h)
     }
   }
 
   /// Stores the tree head the writer's frontier gives.
   func storeTreeHead(_ raw: RawTransaction) throws(LMDBError) {
     try raw.put(
-      dbs.meta, Self.merkleHeadKey, writer.frontier.size.bigEndianBytes + writer.frontier.root)
+      dbs.meta, Self.merkleHeadKey, writer.frontier.size.bigEndianBytes + writer.frontier.root.bytes
+    )
   }
 }
 
@@ -231,9 +237,14 @@ extension EventLog {
   /// Stored subtrees cover 16 events or more, so a disagreement with the stored tree is placed
   /// to within its subtree's events; one with the events the stored subtrees do not cover yet
   /// (the last 15 at most) shows in the stored root.
-  func verifyTree(_ txn: ReadTransaction, head: TreeHead?, maxProblems: Int) throws -> (
-    problems: [String], recomputed: TreeHead
-  ) {
+  ///
+  /// `walk` feeds the leaves: it calls `addLeaf` with each event's position and leaf hash, in
+  /// order, until that returns false (a position is missing: the tree cannot be recomputed
+  /// past it). ``verify(maxProblems:head:)`` does it in its own pass over the records.
+  func verifyTree(
+    _ txn: ReadTransaction, head: TreeHead?, maxProblems: Int,
+    walk: (_ addLeaf: (_ position: UInt64, _ hash: MerkleDigest) throws -> Bool) throws -> Void
+  ) throws -> (problems: [String], recomputed: TreeHead) {
     var problems: [String] = []
     func problem(_ text: String) {
       if problems.count < maxProblems { problems.append(text) }
@@ -249,15 +260,16 @@ extension EventLog {
     var frontier = MerkleFrontier()
     var firstMismatch: (first: UInt64, last: UInt64)?
     var headRoot: MerkleTree.Hash? = head?.size == 0 ? MerkleTree.emptyRoot : nil
-    try raw.forEachLeafHash(dbs.events, from: 1) { position, hash in
+    let merkle = dbs.merkle
+    let checkNodes = storedHead != nil
+    try walk { position, hash in
       guard position == frontier.size + 1 else {
         problem("position \(frontier.size + 1) is missing: the tree cannot be recomputed past it")
         return false
       }
-      try frontier.append(hash) { l, index, h in
-        guard l >= level, storedHead != nil else { return }
-        let key = MerkleTree.postorderIndex(level: l, index: index).bigEndianBytes
-        let stored = try raw.get(dbs.merkle, key)
+      try frontier.append(hash, minLevel: checkNodes ? level : 64) { l, index, h in
+        let key = MerkleTree.postorderIndex(level: l, index: index)
+        let stored = try raw.merkleNode(merkle, key: key)
         guard stored != h else { return }
         let first = (index << UInt64(l)) + 1
         let last = (index + 1) << UInt64(l)
@@ -269,7 +281,7 @@ extension EventLog {
         }
         firstMismatch = (first, last)
       }
-      if let head, frontier.size == head.size { headRoot = frontier.root }
+      if let head, frontier.size == head.size { headRoot = frontier.root.bytes }
       return true
     }
     if let (first, last) = firstMismatch {
@@ -280,7 +292,7 @@ extension EventLog {
     if let storedHead {
       if storedHead.size != frontier.size {
         problem("the tree covers \(storedHead.size) events; the log has \(frontier.size)")
-      } else if storedHead.root != frontier.root && firstMismatch == nil {
+      } else if storedHead.root != frontier.root.bytes && firstMismatch == nil {
         let covered = (frontier.size >> UInt64(level)) << UInt64(level)
         problem(
           "the log disagrees with its Merkle tree after position \(covered): the stored root does not match events \(covered + 1)–\(frontier.size)"
@@ -311,6 +323,6 @@ extension EventLog {
         )
       }
     }
-    return (problems, TreeHead(size: frontier.size, root: frontier.root))
+    return (problems, TreeHead(size: frontier.size, root: frontier.root.bytes))
   }
 }

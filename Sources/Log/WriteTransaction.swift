@@ -141,7 +141,7 @@ public final class WriteTransaction: ReadTransaction {
       }
     }
     let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
-    let leaf: MerkleTree.Hash?
+    let leaf: MerkleDigest?
     do {
       leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),

@@ -57,6 +57,34 @@ import Testing
     #expect(throws: LogError.self) { _ = try log.read(stream: "a") }
   }
 
+  @Test("the quick check of stream links passes sound logs and sends wrong heads to the full one")
+  func streamLinkSums() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    // Names of every key form: short ones, and ones longer than StreamKey.maxInlineBytes, whose
+    // keys are hashed.
+    let long = String(repeating: "x", count: 500)
+    let names = ["a", "é", long, long + "y"]
+    for round in 0..<5 {
+      try log.append((0..<8).map { event(round * 8 + $0, stream: names[$0 % names.count]) })
+    }
+    try log.append([NewEvent(type: "global")])
+    let sound = try log.verify()
+    #expect(sound.isValid, "\(sound)")
+    #expect(sound.streamCount == 4 && sound.eventCount == 41)
+    // A head one version behind (a consistent-looking pair), and a head for a stream with no
+    // events: both found, with the full pass's words.
+    try log.write { txn throws in
+      try txn.raw.putStreamHead(
+        log.dbs.streams, prefix: StreamKey.prefix(long + "y"), StreamHead(version: 9, last: 36))
+      try txn.raw.putStreamHead(
+        log.dbs.streams, prefix: StreamKey.prefix("ghost"), StreamHead(version: 1, last: 1))
+    }
+    let report = try log.verify()
+    #expect(report.problems.contains { $0.contains("the head of '\(long)y' is v9@36") })
+    #expect(report.problems.contains { $0.contains("there are 5 stream heads for 4 streams") })
+  }
+
   @Test("long streams read correctly across checkpoints, in both directions")
   func checkpointedStreams() throws {
     let dir = TemporaryDirectory()

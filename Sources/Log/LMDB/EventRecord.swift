@@ -44,13 +44,13 @@ enum EventRecord {
   /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
   /// lengths are known without walking them (a native string stores its UTF-8 count).
   ///
-  /// Returns the record's Merkle leaf hash (``MerkleLeaf``), hashed from the page it was
+  /// Returns the record's Merkle leaf hash (``MerkleSHA256/leaf(position:record:)``), hashed from the page it was
   /// written to (nil without `leafHash`).
   static func append(
     _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction,
     leafHash: Bool = true
   )
-    throws(LMDBError) -> MerkleTree.Hash?
+    throws(LMDBError) -> MerkleDigest?
   {
     let typeCount = event.type.utf8.count
     let streamCount = event.stream.utf8.count
@@ -83,7 +83,8 @@ enum EventRecord {
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
     guard leafHash else { return nil }
-    return unsafe MerkleLeaf.hash(position: header.position, record: UnsafeRawBufferPointer(space))
+    return unsafe MerkleSHA256.leaf(
+      position: header.position, record: UnsafeRawBufferPointer(space))
   }
 
   /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.

@@ -31,9 +31,17 @@ public enum MerkleTree {
     return Array(hasher.finalize())
   }
 
-  /// The hash of an interior node: SHA-256(0x01 || left || right).
+  /// The hash of an interior node: SHA-256(0x01 || left || right). Hashes of another size than
+  /// 32 bytes are hashed as given (they never verify).
   public static func nodeHash(_ left: Hash, _ right: Hash) -> Hash {
-    MerkleLeaf.node(left, right)
+    if let l = MerkleDigest(left), let r = MerkleDigest(right) {
+      return MerkleSHA256.node(l, r).bytes
+    }
+    var hasher = SHA256()
+    hasher.update(data: [1])
+    hasher.update(data: left)
+    hasher.update(data: right)
+    return Array(hasher.finalize())
   }
 
   /// The largest power of two smaller than `n` (n > 1).
@@ -216,44 +224,65 @@ public enum MerkleTree {
   }
 }
 
+/// A SHA-256 hash held inline: 32 bytes in memory order, no heap allocation. The writer's
+/// frontier, the stored nodes and `verify` work with these; ``MerkleTree/Hash`` (an array) is
+/// for proofs and the public API.
+struct MerkleDigest: Hashable, Sendable, BitwiseCopyable {
+  var w0: UInt64 = 0
+  var w1: UInt64 = 0
+  var w2: UInt64 = 0
+  var w3: UInt64 = 0
+}
+
 /// The right edge of a tree as leaves are appended: the roots of its complete subtrees, one per
 /// set bit of its size, largest first. Appending a leaf merges the equal-sized subtrees at the
 /// end, as a binary counter carries: O(1) hashes on average, O(log n) at most.
 struct MerkleFrontier: Sendable, Hashable {
   var size: UInt64 = 0
-  var hashes: [MerkleTree.Hash] = []
+  /// At most 64 hashes; the capacity is reserved once, so appends do not allocate.
+  var hashes: [MerkleDigest] = []
 
-  /// Appends a leaf hash; calls `completed` with every complete subtree made (the leaf itself
-  /// included), lowest first.
+  init() { hashes.reserveCapacity(64) }
+
+  /// Appends a leaf hash; calls `completed` with every complete subtree of 2^`minLevel` leaves
+  /// or more that it makes (the leaf itself when `minLevel` is 0), lowest first.
+  @inline(__always)
   mutating func append(
-    _ leaf: MerkleTree.Hash,
-    completed: (_ level: Int, _ index: UInt64, _ hash: MerkleTree.Hash) throws -> Void
+    _ leaf: MerkleDigest, minLevel: Int = 0,
+    completed: (_ level: Int, _ index: UInt64, _ hash: MerkleDigest) throws -> Void
   ) rethrows {
     var h = leaf
     var level = 0
     let index = size
-    try completed(0, index, h)
+    if minLevel == 0 { try completed(0, index, h) }
     while (size >> UInt64(level)) & 1 == 1 {
-      h = MerkleTree.nodeHash(hashes.removeLast(), h)
+      h = MerkleSHA256.node(hashes.removeLast(), h)
       level += 1
-      try completed(level, index >> UInt64(level), h)
+      if level >= minLevel { try completed(level, index >> UInt64(level), h) }
     }
     hashes.append(h)
     size += 1
   }
 
+  /// Appends a leaf hash, keeping no subtree.
+  @inline(__always)
+  mutating func append(_ leaf: MerkleDigest) {
+    append(leaf, minLevel: 64) { _, _, _ in }
+  }
+
   /// The root of the tree so far.
-  var root: MerkleTree.Hash {
-    guard var r = hashes.last else { return MerkleTree.emptyRoot }
-    for h in hashes.dropLast().reversed() { r = MerkleTree.nodeHash(h, r) }
+  var root: MerkleDigest {
+    guard var r = hashes.last else { return MerkleDigest(MerkleTree.emptyRoot)! }
+    for h in hashes.dropLast().reversed() { r = MerkleSHA256.node(h, r) }
     return r
   }
 
   /// The frontier of a tree of `size` leaves from its complete subtrees.
-  static func load(size: UInt64, node: (_ level: Int, _ index: UInt64) throws -> MerkleTree.Hash)
+  static func load(size: UInt64, node: (_ level: Int, _ index: UInt64) throws -> MerkleDigest)
     rethrows -> MerkleFrontier
   {
-    var frontier = MerkleFrontier(size: size, hashes: [])
+    var frontier = MerkleFrontier()
+    frontier.size = size
     var start: UInt64 = 0
     for level in stride(from: 63, through: 0, by: -1) where (size >> UInt64(level)) & 1 == 1 {
       frontier.hashes.append(try node(level, start >> UInt64(level)))
