@@ -60,7 +60,7 @@ public struct DocumentInput: Sendable, Hashable {
       switch key {
       case "_id":
         guard let s = member.value.stringValue else {
-          throw StoreError.badRequest("Document id must be a string")
+          throw StoreError.illegalDocID("Document id must be a string")
         }
         id = s
       case "_rev":
@@ -110,7 +110,7 @@ public struct DocumentInput: Sendable, Hashable {
       switch member.key {
       case "_id":
         guard let id = member.value.stringValue else {
-          throw StoreError.badRequest("Document id must be a string")
+          throw StoreError.illegalDocID("Document id must be a string")
         }
         try DocumentKey.validate(id, allowLocal: true, checkLength: false)
       case "_rev":

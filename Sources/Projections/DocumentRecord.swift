@@ -98,24 +98,25 @@ package enum DocumentKey {
     return descending ? prefix + [UInt8](repeating: 0xFF, count: 16) : prefix
   }
 
-  /// Checks a document id as CouchDB does, plus the key-length limit.
+  /// Checks a document id as CouchDB does (`couch_doc:validate_docid`, refusals named
+  /// `illegal_docid`), plus the length limit.
   package static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
     throws(StoreError)
   {
-    guard !id.isEmpty else { throw StoreError.badRequest("Document id must not be empty") }
+    guard !id.isEmpty else { throw StoreError.illegalDocID("Document id must not be empty") }
+    if id == "_design/" || id == "_local/" {
+      throw StoreError.illegalDocID("Illegal document id `\(id)`")
+    }
     guard !checkLength || id.utf8.count <= maxBytes else {
-      throw StoreError.badRequest(
+      throw StoreError.illegalDocID(
         "Document id is \(id.utf8.count) bytes; wikilog stores ids of up to \(maxBytes) bytes")
     }
     if id.hasPrefix("_local/") && !allowLocal {
       throw StoreError.badRequest(
         "_local documents are written with putLocal (PUT /db/_local/id), not as documents")
     }
-    if id.hasPrefix("_") {
-      let reserved = id.hasPrefix("_design/") || (allowLocal && id.hasPrefix("_local/"))
-      guard reserved, id.count > (id.hasPrefix("_design/") ? 8 : 7) else {
-        throw StoreError.badRequest("Only reserved document ids may start with underscore.")
-      }
+    if id.hasPrefix("_"), !id.hasPrefix("_design/"), !(allowLocal && id.hasPrefix("_local/")) {
+      throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")
     }
   }
 }

@@ -63,6 +63,10 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
   public static func badRequest(_ reason: String) -> StoreError {
     StoreError("bad_request", reason, code: .badRequest)
   }
+  /// `illegal_docid` (400): a document id CouchDB's `couch_doc:validate_docid` refuses.
+  public static func illegalDocID(_ reason: String) -> StoreError {
+    StoreError("illegal_docid", reason, code: .badRequest)
+  }
   public static func notFound(_ reason: String = "missing") -> StoreError {
     StoreError("not_found", reason, code: .notFound)
   }

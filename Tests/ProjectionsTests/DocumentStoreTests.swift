@@ -79,8 +79,9 @@ import Wiki
     #expect(throws: StoreError.invalidDocument("Bad special document member: _foo")) {
       try s.put(#"{"_id":"x","_foo":1}"#, actor: "a")
     }
-    #expect(throws: StoreError.badRequest("Only reserved document ids may start with underscore."))
-    {
+    #expect(
+      throws: StoreError.illegalDocID("Only reserved document ids may start with underscore.")
+    ) {
       try s.put(#"{"_id":"_x"}"#, actor: "a")
     }
     #expect(throws: StoreError.self) { try s.put(#"{"_id":"x","_rev":"bogus"}"#, actor: "a") }

@@ -215,7 +215,7 @@ final class RefusingProjection: Projection {
     #expect(together == alone)
     #expect(together.filter(\.ok).count == docs.count - 7)
     #expect(together[2].error?.error == "conflict")
-    #expect(together[4].error?.error == "bad_request")
+    #expect(together[4].error?.error == "illegal_docid")
     #expect(together[5].error?.reason == "Invalid rev format")
     #expect(together[6].error?.error == "forbidden")
     #expect(together[8].error?.error == "bad_request")

@@ -62,6 +62,10 @@ import Wiki
           #"{"new_edits":\#(newEdits),"docs":[{"_id":"fine","_rev":"1-abc","v":1},\#(doc)]}"#)
         #expect(r.code == 400, "\(r.text)")
         #expect(r["reason"]?.stringValue == reason, "\(r.text)")
+        // As couch_doc:validate_docid names its refusals.
+        if reason.contains("Document id") || reason.contains("reserved document ids") {
+          #expect(r["error"]?.stringValue == "illegal_docid", "\(r.text)")
+        }
         // Nothing of the request was written.
         #expect(try await client.call(.get, "/db/fine").code == 404)
       }
