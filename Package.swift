@@ -66,7 +66,10 @@ let package = Package(
       name: "RevTree", dependencies: ["JSON"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
-      name: "Projections", dependencies: ["JSON", "Log", "RevTree", "CZlib"],
+      name: "Projections",
+      dependencies: [
+        "JSON", "Log", "RevTree", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+      ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
       name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections"],

@@ -180,7 +180,7 @@ extension DocumentStore {
         continue
       }
       let reader = try blobs.open(md5)
-      var hash = MD5()
+      var hash = BulkMD5()
       var count = 0
       while true {
         let piece = try reader.read(upTo: 1 << 20)
@@ -190,7 +190,7 @@ extension DocumentStore {
       }
       if count != length {
         problems.append("blob \(hex) has \(count) bytes, not \(length): \(place)")
-      } else if hash.finalize().bytes != md5 {
+      } else if hash.finalize() != md5 {
         problems.append("blob \(hex) does not match its digest: \(place)")
       }
     }

@@ -57,7 +57,7 @@ public enum AttachmentEncoding {
 
   /// The MD5 of `bytes`, as its 16 bytes.
   public static func md5(_ bytes: [UInt8]) -> [UInt8] {
-    MD5.hash(bytes).bytes
+    BulkMD5.hash(bytes)
   }
 
   /// `data` gzipped as CouchDB's `couch_stream` does it.

@@ -278,8 +278,8 @@ public final class BlobUpload: @unchecked Sendable {
   private let temporary: String
   private var handle: FileHandle?
   private var encoder: GzipEncoder?
-  private var received = MD5()
-  private var stored = MD5()
+  private var received = BulkMD5()
+  private var stored = BulkMD5()
   private let gzip: Bool
   /// How many bytes were received so far.
   public private(set) var receivedLength = 0
@@ -347,8 +347,8 @@ public final class BlobUpload: @unchecked Sendable {
     if gzip, let encoder = encoder.take() {
       try append(encoder.finish())
     }
-    let receivedMD5 = received.finalize().bytes
-    let md5 = gzip ? stored.finalize().bytes : receivedMD5
+    let receivedMD5 = received.finalize()
+    let md5 = gzip ? stored.finalize() : receivedMD5
     if let expectingMD5, expectingMD5 != receivedMD5 {
       discard()
       throw StoreError("content_md5_mismatch", "Possible message corruption.", code: .badRequest)
