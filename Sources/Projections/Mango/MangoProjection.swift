@@ -55,16 +55,26 @@ public final class MangoProjection: DocumentChangeProjection {
       live = nil
       _ = try txn.delete(id, in: storage["docs"])
     }
+    let cache = txn.buffer(ObjectIdentifier(self)) { DefinitionsCache() }
     if change.docID.hasPrefix("_design/") {
+      cache.indexes = nil
       let body = live == nil ? nil : try change.winnerBody(in: txn)
       try updateDefinitions(
         change.docID, MangoIndex.indexes(inDesignDocument: change.docID, body: body),
         storage: storage, txn: txn)
       return
     }
-    let indexes = try definitions(storage: storage, txn: txn)
+    let indexes: [MangoIndex]
+    if let known = cache.indexes, cache.database == storage["defs"].name {
+      indexes = known
+    } else {
+      indexes = try definitions(storage: storage, txn: txn)
+      cache.indexes = indexes
+      cache.database = storage["defs"].name
+    }
     guard !indexes.isEmpty else { return }
-    let body = live == nil ? nil : Self.withID(change.docID, try change.winnerBody(in: txn))
+    var body = live == nil ? nil : try change.winnerBody(in: txn)
+    if indexes.contains(where: \.needsID) { body = Self.withID(change.docID, body) }
     for index in indexes {
       try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
     }
@@ -184,6 +194,14 @@ public final class MangoProjection: DocumentChangeProjection {
       try update(index, docID: id, body: body, storage: storage, txn: txn)
     }
   }
+}
+
+/// The indexes defined, read once per transaction (a design document's change in it forgets
+/// them): nothing to write at commit.
+final class DefinitionsCache: TransactionBuffer {
+  var indexes: [MangoIndex]?
+  var database = ""
+  func flush(into txn: WriteTransaction) {}
 }
 
 /// Index builds under way in this process (each runs in one write transaction).
