@@ -363,12 +363,22 @@ extension DocumentStore {
       cursor = t.range.upperBound
     }
     if to < tokens.count { out += "…" } else { out += escape(String(text[cursor...])) }
-    return out.replacingOccurrences(of: "\n", with: " ")
+    return out.contains("\n") ? out.replacingOccurrences(of: "\n", with: " ") : out
   }
 
   static func escape(_ s: String) -> String {
-    s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-      .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    var out: [UInt8] = []
+    out.reserveCapacity(s.utf8.count + 8)
+    for byte in s.utf8 {
+      switch byte {
+      case UInt8(ascii: "&"): out += Array("&amp;".utf8)
+      case UInt8(ascii: "<"): out += Array("&lt;".utf8)
+      case UInt8(ascii: ">"): out += Array("&gt;".utf8)
+      case UInt8(ascii: "\""): out += Array("&quot;".utf8)
+      default: out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
   }
 }
 

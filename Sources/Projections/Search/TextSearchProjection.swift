@@ -250,12 +250,30 @@ enum SlotList {
     return w.bytes
   }
 
-  /// `row` with `changes` made (a nil value removes the slot).
+  /// `row` with `changes` made (a nil value removes the slot): a merge of two lists sorted by
+  /// slot.
   static func merged(_ row: [UInt8]?, _ changes: [UInt8: Int?]) throws -> [UInt8] {
-    var values: [UInt8: Int] = [:]
-    if let row { for (s, v) in try decode(row) { values[s] = v } }
-    for (s, v) in changes { values[s] = v }
-    return encode(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+    let old = try row.map(decode) ?? []
+    let sortedChanges = changes.sorted { $0.key < $1.key }
+    var out = ByteWriter(capacity: (row?.count ?? 0) + changes.count * 2)
+    var i = 0
+    func emit(_ slot: UInt8, _ value: Int) {
+      out.byte(slot)
+      out.varint(value)
+    }
+    for (slot, value) in sortedChanges {
+      while i < old.count && old[i].slot < slot {
+        emit(old[i].slot, old[i].value)
+        i += 1
+      }
+      if i < old.count && old[i].slot == slot { i += 1 }
+      if let value { emit(slot, value) }
+    }
+    while i < old.count {
+      emit(old[i].slot, old[i].value)
+      i += 1
+    }
+    return out.bytes
   }
 }
 
