@@ -76,6 +76,8 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
     let group: [UInt8]
     let length: Int
     let terms: [(term: [UInt8], positions: [Int])]
+    /// Each term's row prefix (group · 0x00 · term · 0x00), hashed off the writer thread.
+    let prefixes: [SearchRowPrefix]
     let record: [UInt8]
   }
 
@@ -111,7 +113,10 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
         last = p
       }
     }
-    return Indexed(group: Array(s.group.utf8), length: length, terms: terms, record: record.bytes)
+    let group = Array(s.group.utf8)
+    return Indexed(
+      group: group, length: length, terms: terms,
+      prefixes: terms.map { SearchRowPrefix(group + [0] + $0.term + [0]) }, record: record.bytes)
   }
 
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
@@ -141,13 +146,44 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
   }
 }
 
+/// The start of a `search.terms` key (group · 0x00 · term · 0x00) with its hash worked out
+/// once, so that the writer's buffer looks rows up without hashing their bytes again.
+struct SearchRowPrefix: Hashable, Sendable {
+  let bytes: [UInt8]
+  let hash: Int
+
+  init(_ bytes: [UInt8]) {
+    self.bytes = bytes
+    var hasher = Hasher()
+    hasher.combine(bytes)
+    hash = hasher.finalize()
+  }
+
+  static func == (a: Self, b: Self) -> Bool { a.hash == b.hash && a.bytes == b.bytes }
+  func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+/// A `search.terms` row: a prefix and a bucket.
+struct SearchRowKey: Hashable {
+  let prefix: SearchRowPrefix
+  let bucket: UInt32
+
+  var bytes: [UInt8] { prefix.bytes + bucket.bigEndianBytes4 }
+
+  static func precedes(_ a: Self, _ b: Self) -> Bool {
+    if a.prefix.bytes == b.prefix.bytes { return a.bucket < b.bucket }
+    return a.prefix.bytes.lexicographicallyPrecedes(b.prefix.bytes)
+  }
+}
+
 /// A document's place in the index: its group and number.
 struct SearchDocRef: Hashable {
   var group: [UInt8]
   var num: UInt32
 
   var forwardKey: [UInt8] { group + [0] + num.bigEndianBytes4 }
-  var bucket: [UInt8] { (num / UInt32(TextSearchProjection.bucketSize)).bigEndianBytes4 }
+  var bucket: [UInt8] { bucketNumber.bigEndianBytes4 }
+  var bucketNumber: UInt32 { num / UInt32(TextSearchProjection.bucketSize) }
   var slot: UInt8 { UInt8(num % UInt32(TextSearchProjection.bucketSize)) }
 
   var idValue: [UInt8] {
@@ -284,7 +320,7 @@ final class SearchBuffer: TransactionBuffer {
   /// Documents applied since the last flush.
   var applied = 0
   /// `search.terms` rows: slot → term frequency (nil: removed).
-  var terms: [[UInt8]: [UInt8: Int?]] = [:]
+  var terms: [SearchRowKey: [UInt8: Int?]] = [:]
   var lengths: [[UInt8]: [UInt8: Int?]] = [:]
   /// `search.forward` and `search.ids` rows as they now are (nil: removed).
   var forward: [[UInt8]: [UInt8]?] = [:]
@@ -336,8 +372,9 @@ final class SearchBuffer: TransactionBuffer {
       } else {
         // Removed, or moved to another group: every row goes.
         for (term, _) in old.terms {
-          terms[oldRef.group + [0] + term + [0] + oldRef.bucket, default: [:]][oldRef.slot] =
-            .some(nil)
+          let row = SearchRowKey(
+            prefix: SearchRowPrefix(oldRef.group + [0] + term + [0]), bucket: oldRef.bucketNumber)
+          terms[row, default: [:]][oldRef.slot] = .some(nil)
         }
         lengths[oldRef.group + [0] + oldRef.bucket, default: [:]][oldRef.slot] = .some(nil)
         forward[oldRef.forwardKey] = .some(nil)
@@ -359,25 +396,34 @@ final class SearchBuffer: TransactionBuffer {
       s.next += 1
       s.docs += 1
     }
-    for (term, positions) in new.terms {
+    for (k, (term, positions)) in new.terms.enumerated() {
       if oldTF.removeValue(forKey: term) == positions.count { continue }
-      terms[new.group + [0] + term + [0] + ref.bucket, default: [:]][ref.slot] = positions.count
+      let row = SearchRowKey(prefix: new.prefixes[k], bucket: ref.bucketNumber)
+      terms[row, default: [:]][ref.slot] = positions.count
     }
     for (term, _) in oldTF {
-      terms[new.group + [0] + term + [0] + ref.bucket, default: [:]][ref.slot] = .some(nil)
+      let row = SearchRowKey(
+        prefix: SearchRowPrefix(new.group + [0] + term + [0]), bucket: ref.bucketNumber)
+      terms[row, default: [:]][ref.slot] = .some(nil)
     }
     if !sameGroup || old?.length != new.length {
       lengths[new.group + [0] + ref.bucket, default: [:]][ref.slot] = new.length
     }
     forward[ref.forwardKey] = new.record
-    ids[id] = ref
+    if !sameGroup { ids[id] = ref }
     s.length += new.length
     stats[new.group] = s
   }
 
   func flush(into txn: WriteTransaction) throws {
-    for (db, rows) in [(storage["terms"], terms), (storage["lengths"], lengths)] {
-      for (key, changes) in rows.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+    let termRows = terms.sorted { SearchRowKey.precedes($0.key, $1.key) }.map {
+      ($0.key.bytes, $0.value)
+    }
+    let lengthRows = lengths.sorted { $0.key.lexicographicallyPrecedes($1.key) }.map {
+      ($0.key, $0.value)
+    }
+    for (db, rows) in [(storage["terms"], termRows), (storage["lengths"], lengthRows)] {
+      for (key, changes) in rows {
         let row = try txn.get(key, in: db)
         let next = try SlotList.merged(row, changes)
         if next == row { continue }
