@@ -237,6 +237,10 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )
+  package.targets.append(
+    .executableTarget(
+      name: "QueryCompare", dependencies: ["JSON", "Projections", "Log", "Wiki"],
+      path: "Benchmarks/QueryCompare", swiftSettings: swiftSettings))
   // The replication rows of `make compare`: wikilog to wikilog over loopback.
   package.targets.append(
     .executableTarget(

@@ -719,6 +719,7 @@ public final class EventLog: Sendable {
         let value: T
         do {
           value = try body(txn)
+          try txn.flushBuffers()
         } catch {
           txn.end()
           raw.abort()

@@ -37,6 +37,8 @@ public final class WriteTransaction: ReadTransaction {
   /// Set when an append failed after writing part of its events: the transaction must not
   /// commit, and committing it throws this error instead.
   var poison: LogError?
+  /// The ``TransactionBuffer``s opened in this transaction, in the order they were opened.
+  private var buffers: [(key: ObjectIdentifier, buffer: any TransactionBuffer)] = []
 
   init(log: EventLog, raw: RawTransaction, writer: WriterState) {
     self.writer = writer
@@ -433,6 +435,33 @@ public final class WriteTransaction: ReadTransaction {
     }
   }
 
+  // MARK: Buffers
+
+  /// The buffer `key` names in this transaction, made by `make` on first use: writes gathered
+  /// in memory and written by ``TransactionBuffer/flush(into:)`` before the transaction (or the
+  /// savepoint it belongs to) commits, before a savepoint begins in it, and when
+  /// ``flushBuffers()`` is called. A transaction that aborts drops its buffers unwritten.
+  ///
+  /// For a projection that writes many rows per transaction to the same keys (an inverted index
+  /// whose terms recur across the documents of a batch): each key is written once.
+  public func buffer<B: TransactionBuffer>(_ key: ObjectIdentifier, make: () -> B) -> B {
+    ensureLive()
+    mutationCount &+= 1
+    if let found = buffers.first(where: { $0.key == key })?.buffer as? B { return found }
+    let made = make()
+    buffers.append((key, made))
+    return made
+  }
+
+  /// Writes every open buffer into the transaction and closes them, so that reads see them.
+  public func flushBuffers() throws {
+    while !buffers.isEmpty {
+      let open = buffers
+      buffers.removeAll()
+      for (_, buffer) in open { try buffer.flush(into: self) }
+    }
+  }
+
   // MARK: Savepoints
 
   /// Runs `body` in a nested transaction: if it throws, only its own writes are undone and the
@@ -440,6 +469,8 @@ public final class WriteTransaction: ReadTransaction {
   public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     ensureLive()
     ensureNotLending()
+    // The savepoint must read what this transaction has buffered.
+    try flushBuffers()
     // lmdb.h: a parent "and its cursors may not issue any other operations" while a child is
     // active, so this one's cursor is closed before the child begins, and reopened when needed.
     closeCursors()
@@ -456,6 +487,7 @@ public final class WriteTransaction: ReadTransaction {
     let value: T
     do {
       value = try body(child)
+      try child.flushBuffers()
     } catch {
       child.end()
       childRaw.abort()
@@ -489,6 +521,13 @@ public final class WriteTransaction: ReadTransaction {
     mutationCount &+= child.mutationCount
     return value
   }
+}
+
+/// Writes gathered over one write transaction (``WriteTransaction/buffer(_:make:)``), written
+/// into it by `flush` before it commits. `flush` must leave the databases as writing each
+/// change at once would have: whatever the transaction boundaries, the result is the same.
+public protocol TransactionBuffer: AnyObject {
+  func flush(into txn: WriteTransaction) throws
 }
 
 /// What an append produced.

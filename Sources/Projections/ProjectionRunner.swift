@@ -375,6 +375,7 @@ public final class ProjectionRunner: Sendable {
         }
         return true
       }
+      try txn.flushBuffers()
       for db in scratchDocs?.all ?? [] { try txn.removeAll(in: db) }
       var differences: [String] = []
       for dbName in projection.databaseNames {

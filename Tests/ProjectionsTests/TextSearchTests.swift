@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Log
 import Projections
 import Testing
 import Wiki
@@ -88,5 +89,131 @@ import Wiki
     #expect(try ids(store, "apple") == [])
     let problems = try store.verify("search")
     #expect(problems == [])
+  }
+
+  func page(_ id: String, _ text: String, rev: String? = nil) -> JSONValue {
+    var members: [JSONObject.Member] = [
+      .init(key: "_id", value: .string(id)), .init(key: "type", value: .string("page")),
+      .init(key: "wiki_id", value: .string(String(id.prefix(while: { $0 != ":" })))),
+      .init(key: "markdown", value: .string(text)),
+    ]
+    if let rev { members.insert(.init(key: "_rev", value: .string(rev)), at: 1) }
+    return .object(JSONObject(members))
+  }
+
+  func total(_ store: DocumentStore, _ q: String, groups: [String] = ["w1"]) throws -> Int {
+    try store.search(SearchQuery(q), groups: groups).total
+  }
+
+  @Test(
+    "batches across buckets, updates, deletions, a wiki emptied and refilled, group commit: the index equals its replay"
+  )
+  func batchedWrites() async throws {
+    let t = try TestStore(
+      projections: [TextSearchProjection(schema: .wikiPages)], durability: .groupCommit)
+    let store = t.store!
+    for w in ["w1", "w2"] {
+      try store.put(
+        #"{"type":"wiki","title":"\#(w)","owner_id":"ann","members":[]}"#, id: w, actor: "ann")
+    }
+    // 300 pages of w1 (three buckets of 128) and 3 of w2 in one transaction.
+    let first =
+      (0..<300).map { i in
+        page("w1:P\(i)", "common word \(i % 2 == 0 ? "even" : "odd") unique\(i) common")
+      } + (0..<3).map { page("w2:Q\($0)", "common other") }
+    let revs = try store.bulkDocs(first, actor: "ann").map { try #require($0.rev) }
+    #expect(try total(store, "common") == 300)
+    #expect(try total(store, "even common") == 150)
+    #expect(try total(store, "common", groups: ["w1", "w2"]) == 303)
+    #expect(try ids(store, "unique257") == ["w1:P257"])
+    #expect(try ids(store, "\"word odd\" unique257") == ["w1:P257"])
+    #expect(try ids(store, "\"word even\" unique257") == [])
+    // Page 1 has "common" twice in 4 words, like every page: ties go by id.
+    #expect(try ids(store, "common").prefix(3) == ["w1:P0", "w1:P1", "w1:P10"])
+
+    // Updates (odd → changed, one word more), deletions and an unchanged text in one batch.
+    var second: [JSONValue] = []
+    for i in stride(from: 1, to: 200, by: 2) {
+      second.append(page("w1:P\(i)", "common word changed unique\(i) common more", rev: revs[i]))
+    }
+    for i in stride(from: 200, to: 300, by: 2) {
+      second.append(
+        .object(
+          JSONObject([
+            .init(key: "_id", value: .string("w1:P\(i)")),
+            .init(key: "_rev", value: .string(revs[i])),
+            .init(key: "_deleted", value: .bool(true)),
+          ])))
+    }
+    second.append(page("w1:P0", "common word even unique0 common", rev: revs[0]))
+    #expect(try store.bulkDocs(second, actor: "ann").allSatisfy(\.ok))
+    #expect(try total(store, "odd") == 50)
+    #expect(try total(store, "changed") == 100)
+    #expect(try total(store, "even") == 100)
+    #expect(try total(store, "common") == 250)
+    #expect(try ids(store, "unique0") == ["w1:P0"])
+    #expect(try ids(store, "unique1") == ["w1:P1"])
+    #expect(try ids(store, "unique202") == [])
+
+    // w2 emptied, then refilled: its numbers start again.
+    for i in 0..<3 {
+      let rev = try store.get("w2:Q\(i)")["_rev"]!.stringValue!
+      _ = try store.delete("w2:Q\(i)", rev: rev, actor: "ann")
+    }
+    #expect(try total(store, "other", groups: ["w2"]) == 0)
+    #expect(try store.searchGroups() == ["w1"])
+    try store.put(page("w2:R", "fresh other").serialized(), actor: "ann")
+    #expect(try ids(store, "other", groups: ["w2"]) == ["w2:R"])
+
+    // Concurrent writers under group commit (savepoints in one transaction).
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      for w in 0..<6 {
+        group.addTask {
+          var rev: String? = nil
+          for v in 0..<4 {
+            rev = try await store.putAsync(
+              page("w2:Writer\(w)", "writer version\(v) other", rev: rev).serialized(),
+              actor: "ann"
+            ).rev
+          }
+        }
+      }
+      try await group.waitForAll()
+    }
+    #expect(try total(store, "version3", groups: ["w2"]) == 6)
+    #expect(try total(store, "version2", groups: ["w2"]) == 0)
+    #expect(try total(store, "other", groups: ["w2"]) == 7)
+
+    #expect(try store.verify("search") == [])
+    let before = try store.search(SearchQuery("common word"), groups: ["w1", "w2"])
+    try store.rebuild("search")
+    let after = try store.search(SearchQuery("common word"), groups: ["w1", "w2"])
+    #expect(before.total == after.total)
+    #expect(before.hits == after.hits)
+  }
+
+  @Test("a store with the old index layout is rebuilt in the new one when it opens")
+  func oldLayoutRebuilt() throws {
+    let t = try corpus()
+    let log = t.store.log
+    // What the layout before had: one row per term and document, and document frequencies;
+    // and none of the new rows.
+    let postings = try log.database(named: "search.postings")
+    let df = try log.database(named: "search.df")
+    let docs = try log.database(named: "search.docs")
+    let terms = try t.store.storage(of: "search")!["terms"]
+    try log.write { txn in
+      try txn.put([1], forKey: Array("w1\u{0}apple\u{0}w1:Apple Pie".utf8), in: postings)
+      try txn.put([0, 0, 0, 0, 0, 0, 0, 2], forKey: Array("w1\u{0}apple".utf8), in: df)
+      try txn.put([0], forKey: Array("w1:Apple Pie".utf8), in: docs)
+      try txn.removeAll(in: terms)
+    }
+    #expect(try ids(t.store, "apple") == [])
+    try t.reopen(projections: [TextSearchProjection(schema: .wikiPages)])
+    #expect(try ids(t.store, "apple") == ["w1:Apple Pie", "w1:Banana Bread"])
+    for name in ["search.postings", "search.df", "search.docs"] {
+      #expect(try !t.store.log.hasDatabase(named: name))
+    }
+    #expect(try t.store.verify("search") == [])
   }
 }

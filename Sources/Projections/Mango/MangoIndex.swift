@@ -216,6 +216,10 @@ public struct MangoIndex: Sendable, Hashable {
     bytes.count <= maxFieldBytes ? bytes : Array(bytes.prefix(maxFieldBytes))
   }
 
+  /// Whether the index reads the document's `_id` (a field or its partial filter): bodies are
+  /// stored without it, and it is added for such an index only.
+  var needsID: Bool { partialFilter != nil || paths.contains { $0.first == "_id" } }
+
   /// A document id as it ends a row key: itself up to 150 bytes, else its first 134 bytes and
   /// the MD5 of the whole (LMDB keys are at most 511 bytes).
   static func docKey(_ docID: String) -> [UInt8] {

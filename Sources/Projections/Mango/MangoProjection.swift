@@ -58,16 +58,26 @@ public final class MangoProjection: DocumentChangeProjection {
       live = nil
       _ = try txn.delete(id, in: storage["docs"])
     }
+    let cache = txn.buffer(ObjectIdentifier(self)) { DefinitionsCache() }
     if change.docID.hasPrefix("_design/") {
+      cache.indexes = nil
       let body = live == nil ? nil : try change.winnerBody(in: txn)
       try updateDefinitions(
         change.docID, MangoIndex.indexes(inDesignDocument: change.docID, body: body),
         storage: storage, txn: txn)
       return
     }
-    let indexes = try definitions(storage: storage, txn: txn)
+    let indexes: [MangoIndex]
+    if let known = cache.indexes, cache.database == storage["defs"].name {
+      indexes = known
+    } else {
+      indexes = try definitions(storage: storage, txn: txn)
+      cache.indexes = indexes
+      cache.database = storage["defs"].name
+    }
     guard !indexes.isEmpty else { return }
-    let body = live == nil ? nil : Self.withID(change.docID, try change.winnerBody(in: txn))
+    var body = live == nil ? nil : try change.winnerBody(in: txn)
+    if indexes.contains(where: \.needsID) { body = Self.withID(change.docID, body) }
     for index in indexes {
       try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
     }
@@ -170,6 +180,11 @@ public final class MangoProjection: DocumentChangeProjection {
   }
 
   /// Adds every live document's row to `index` (bodies read from the log).
+  ///
+  /// In chunks of ``buildChunk`` documents: their events are read on the writer's thread, then
+  /// decoded, parsed and keyed on two threads, and the rows written in key order. The index is
+  /// new (``updateDefinitions(_:_:storage:txn:)`` dropped any rows of its name), so nothing is
+  /// read back from `mango.byDoc`.
   func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
     let total = try txn.count(of: storage["docs"])
     let task = Self.builds.start(index, database: database, total: total)
@@ -180,14 +195,70 @@ public final class MangoProjection: DocumentChangeProjection {
       docs.append((id, UInt64(bigEndianBytes: value.prefix(8)) ?? 0))
       return true
     }
-    for (n, (id, at)) in docs.enumerated() {
-      if n % 1024 == 0 { Self.builds.progress(task, done: n) }
-      if id.hasPrefix("_design/") { continue }
-      let body = Self.withID(
-        id, try? JSONValue(parsing: try DocumentChange.body(at: at, in: txn)))
-      try update(index, docID: id, body: body, storage: storage, txn: txn)
+    let prefix = index.prefix
+    var done = 0
+    for start in stride(from: 0, to: docs.count, by: Self.buildChunk) {
+      Self.builds.progress(task, done: done)
+      let chunk = docs[start..<min(docs.count, start + Self.buildChunk)].filter {
+        !$0.0.hasPrefix("_design/")
+      }
+      var events: [RecordedEvent] = []
+      events.reserveCapacity(chunk.count)
+      for (_, at) in chunk {
+        guard let event = try txn.event(at: LogPosition(at)) else {
+          throw StoreError.internalError("the body at \(at) is missing from the log")
+        }
+        events.append(event)
+      }
+      let keys = Self.fieldKeys(index, ids: chunk.map(\.0), events: events)
+      var rows: [(key: [UInt8], id: String)] = []
+      rows.reserveCapacity(chunk.count)
+      for (i, (id, _)) in chunk.enumerated() {
+        guard let fieldKey = keys[i] else { continue }
+        let docKey = MangoIndex.docKey(id)
+        let rowKey = prefix + fieldKey + docKey
+        try txn.put(rowKey, forKey: prefix + docKey, in: storage["byDoc"])
+        rows.append((rowKey, id))
+      }
+      rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
+      for (key, id) in rows { try txn.put(Array(id.utf8), forKey: key, in: storage["rows"]) }
+      done += chunk.count
     }
   }
+
+  /// Documents a build keys at a time.
+  static let buildChunk = 16_384
+
+  /// The field keys of documents `ids` whose winning revisions are `events` (nil: not in the
+  /// index), worked out on two threads.
+  static func fieldKeys(_ index: MangoIndex, ids: [String], events: [RecordedEvent])
+    -> [[UInt8]?]
+  {
+    let parts = ids.count < 256 ? 1 : 2
+    let results = Mutex<[[[UInt8]?]]>(Array(repeating: [], count: parts))
+    DispatchQueue.concurrentPerform(iterations: parts) { part in
+      let range =
+        (ids.count * part / parts)..<(ids.count * (part + 1) / parts)
+      var out: [[UInt8]?] = []
+      out.reserveCapacity(range.count)
+      for i in range {
+        let body = (try? DocumentEvent(decoding: events[i])).flatMap {
+          try? JSONValue(parsing: $0.body)
+        }
+        out.append(withID(ids[i], body).flatMap { index.fieldKey(ids[i], $0) })
+      }
+      results.withLock { $0[part] = out }
+    }
+    return results.withLock { $0.flatMap { $0 } }
+  }
+}
+
+/// The indexes defined, read once per transaction (a design document's change in it forgets
+/// them): nothing to write at commit.
+final class DefinitionsCache: TransactionBuffer {
+  var indexes: [MangoIndex]?
+  var database = ""
+  func flush(into txn: WriteTransaction) {}
 }
 
 /// Index builds under way in this process (each runs in one write transaction).

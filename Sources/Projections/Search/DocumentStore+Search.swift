@@ -82,7 +82,7 @@ extension DocumentStore {
     guard let storage = searchStorage else { return [] }
     return try read { txn in
       var out: [String] = []
-      try txn.scan(storage["groups"]) { key, _ in
+      try txn.scan(storage["stats"]) { key, _ in
         out.append(String(decoding: key, as: UTF8.self))
         return true
       }
@@ -94,149 +94,255 @@ extension DocumentStore {
   /// statistics of those groups alone (documents, their mean length, each term's document
   /// frequency), so documents outside them neither appear nor change a score. Every clause
   /// must match: a word, any word with a prefix (each scored), or a phrase (its words at
-  /// consecutive positions, scored as its words). Ties go by document id.
+  /// consecutive positions, scored as its words); each distinct word of the query scores once
+  /// per document. Ties go by document id.
+  ///
+  /// The posting rows of each word are read in order (a document is its group's index in
+  /// `groups` and its number: one integer), the clauses intersected as sorted lists, lengths
+  /// read per bucket of 128 documents, and document ids only for the page returned (and the
+  /// hits tied with its last one).
   ///
   /// - Throws: 501 when the store has no full-text index.
   public func search(_ query: SearchQuery, groups: [String]) throws -> SearchResult {
     guard let storage = searchStorage else {
       throw StoreError.notImplemented("full-text search in this database")
     }
+    let groups = Array(Set(groups.filter { !$0.utf8.contains(0) })).sorted {
+      $0.utf8.lexicographicallyPrecedes($1.utf8)
+    }
+    let groupBytes = groups.map { Array($0.utf8) }
     return try read { txn in
       var n = 0
       var totalLength = 0
-      for g in groups {
-        if let v = try txn.get(Array(g.utf8), in: storage["groups"]) {
-          n += Int(UInt64(bigEndianBytes: v) ?? 0)
-          totalLength += Int(UInt64(bigEndianBytes: v[8...]) ?? 0)
+      for g in groupBytes {
+        if let v = try txn.get(g, in: storage["stats"]), v.count >= 16 {
+          n += Int(UInt64(bigEndianArray: v) ?? 0)
+          totalLength += Int(UInt64(bigEndianArray: Array(v[8..<16])) ?? 0)
         }
       }
       guard n > 0 else { return SearchResult(total: 0, hits: []) }
       let avgdl = max(Double(totalLength) / Double(n), 1)
+      let bucketSize = UInt64(TextSearchProjection.bucketSize)
 
-      /// doc key (group 0 id) → positions, for one term across the groups.
-      func postings(_ term: String, prefix: Bool) throws -> [String: [(String, [Int])]] {
-        var out: [String: [(String, [Int])]] = [:]
-        for g in groups {
-          let base = Array(g.utf8) + [0] + Array(term.utf8)
-          try txn.scan(storage["postings"], from: base) { key, value in
+      // The distinct terms of the query, each with its postings: (doc, tf) sorted by doc,
+      // where doc = group index << 32 | num.
+      var termIndex: [[UInt8]: Int] = [:]
+      var termNames: [String] = []
+      var postings: [[(doc: UInt64, tf: Int)]] = []
+      func add(_ term: [UInt8]) -> Int {
+        if let i = termIndex[term] { return i }
+        termIndex[term] = termNames.count
+        termNames.append(String(decoding: term, as: UTF8.self))
+        postings.append([])
+        return termNames.count - 1
+      }
+      /// Reads the rows of `word` (or of every term it begins, for a prefix); the indexes of
+      /// the terms found.
+      func read(_ word: String, prefix: Bool) throws -> [Int] {
+        let wordBytes = Array(word.utf8)
+        var found: [Int] = []
+        var seen: Set<Int> = []
+        // A term read before (a word and then a prefix of it) keeps the rows it has.
+        let new = termNames.count
+        for (gi, g) in groupBytes.enumerated() {
+          let base = g + [0] + wordBytes + (prefix ? [] : [0])
+          var current = -1
+          var currentTerm: ArraySlice<UInt8> = []
+          try txn.scan(storage["terms"], from: base) { key, value in
             guard key.starts(with: base) else { return false }
-            let rest = key[base.count...]
-            guard let zero = rest.firstIndex(of: 0) else { return true }
-            if !prefix && zero != rest.startIndex { return false }
-            let fullTerm = term + String(decoding: rest[rest.startIndex..<zero], as: UTF8.self)
-            let id = String(decoding: rest[(zero + 1)...], as: UTF8.self)
-            var reader = ByteReader(value)
-            var positions: [Int] = []
-            var p = 0
-            while !reader.isAtEnd {
-              p += Int(try reader.varint())
-              positions.append(p)
+            let termStart = g.count + 1
+            guard key.count >= termStart + 5, key[key.count - 5] == 0 else { return true }
+            let term = key[termStart..<(key.count - 5)]
+            if current < 0 || term != currentTerm {
+              currentTerm = term
+              current = add(Array(term))
+              if seen.insert(current).inserted { found.append(current) }
             }
-            out["\(g)\u{0}\(id)", default: []].append((fullTerm, positions))
+            guard current >= new else { return true }
+            var bucket: UInt64 = 0
+            for byte in key[(key.count - 4)...] { bucket = bucket << 8 | UInt64(byte) }
+            let docBase = UInt64(gi) << 32 | bucket * bucketSize
+            var i = 0
+            while i < value.count {
+              let slot = UInt64(value[i])
+              i += 1
+              var tf = 0
+              var shift = 0
+              while i < value.count {
+                let b = value[i]
+                i += 1
+                tf |= Int(b & 0x7F) << shift
+                if b < 0x80 { break }
+                shift += 7
+              }
+              postings[current].append((docBase | slot, tf))
+            }
             return true
           }
         }
-        return out
+        return found
       }
-      func df(_ term: String) throws -> Int {
-        var total = 0
-        for g in groups {
-          if let v = try txn.get(Array(g.utf8) + [0] + Array(term.utf8), in: storage["df"]) {
-            total += Int(UInt64(bigEndianBytes: v) ?? 0)
-          }
-        }
-        return total
+      var terms: [[UInt8]: [Int]] = [:]
+      func termsOf(_ word: String, prefix: Bool) throws -> [Int] {
+        let key = Array(word.utf8) + (prefix ? [1] : [0])
+        if let known = terms[key] { return known }
+        let found = try read(word, prefix: prefix)
+        terms[key] = found
+        return found
       }
-      var candidates: [String: (score: [String: Double], matched: Set<String>)]?
-      var lengths: [String: Int] = [:]
-      func length(_ key: String) throws -> Int {
-        if let l = lengths[key] { return l }
-        let id = String(key[key.index(after: key.firstIndex(of: "\u{0}")!)...])
-        var l = 1
-        if let record = try txn.get(Array(id.utf8), in: storage["docs"]) {
-          var reader = ByteReader(record)
-          _ = try reader.string()
-          l = Int(try reader.varint())
-        }
-        lengths[key] = l
-        return l
-      }
-      var idfs: [String: Double] = [:]
-      func bm25(_ term: String, tf: Int, key: String) throws -> Double {
-        let idf: Double
-        if let known = idfs[term] {
-          idf = known
-        } else {
-          let d = Double(try df(term))
-          idf = Foundation.log(1 + (Double(n) - d + 0.5) / (d + 0.5))
-          idfs[term] = idf
-        }
-        let dl = Double(try length(key))
-        let k1 = 1.2
-        let b = 0.75
-        return idf * Double(tf) * (k1 + 1) / (Double(tf) + k1 * (1 - b + b * dl / avgdl))
-      }
+
+      // Each clause's documents, sorted; the candidates are their intersection.
+      var candidates: [UInt64]? = nil
+      var phrases: [[Int]] = []
       for clause in query.clauses {
-        var found: [String: (score: [String: Double], matched: Set<String>)] = [:]
+        var docs: [UInt64]
         switch clause {
-        case .term(let t), .prefix(let t):
-          let isPrefix = { if case .prefix = clause { true } else { false } }()
-          for (key, entries) in try postings(t, prefix: isPrefix) {
-            if let candidates, candidates[key] == nil { continue }
-            for (term, positions) in entries {
-              found[key, default: ([:], [])].score[term] = try bm25(
-                term, tf: positions.count, key: key)
-              found[key, default: ([:], [])].matched.insert(term)
-            }
-          }
+        case .term(let t):
+          docs = try termsOf(t, prefix: false).first.map { postings[$0].map(\.doc) } ?? []
+        case .prefix(let t):
+          let found = try termsOf(t, prefix: true)
+          docs = Array(Set(found.flatMap { postings[$0].map(\.doc) })).sorted()
         case .phrase(let words):
-          var perWord: [[String: [Int]]] = []
-          for w in words {
-            var map: [String: [Int]] = [:]
-            for (key, entries) in try postings(w, prefix: false) {
-              if let candidates, candidates[key] == nil { continue }
-              map[key] = entries.first?.1
+          var indices: [Int] = []
+          docs = []
+          for (i, w) in words.enumerated() {
+            guard let t = try termsOf(w, prefix: false).first else {
+              indices = []
+              docs = []
+              break
             }
-            perWord.append(map)
+            indices.append(t)
+            let these = postings[t].map(\.doc)
+            docs = i == 0 ? these : Self.intersect(docs, these)
           }
-          guard let first = perWord.first else { break }
-          for (key, starts) in first {
-            let hits = starts.filter { s in
-              perWord.indices.allSatisfy { i in perWord[i][key]?.contains(s + i) ?? false }
-            }
-            guard !hits.isEmpty else { continue }
-            var entry: (score: [String: Double], matched: Set<String>) = ([:], [])
-            for (i, w) in words.enumerated() {
-              entry.score[w] = try bm25(w, tf: perWord[i][key]?.count ?? hits.count, key: key)
-              entry.matched.insert(w)
-            }
-            found[key] = entry
-          }
+          if indices.isEmpty { docs = [] } else { phrases.append(indices) }
         }
-        if var merged = candidates {
-          for key in merged.keys {
-            guard let f = found[key] else {
-              merged[key] = nil
-              continue
-            }
-            merged[key]!.score.merge(f.score) { a, _ in a }
-            merged[key]!.matched.formUnion(f.matched)
-          }
-          candidates = merged
-        } else {
-          candidates = found
-        }
+        candidates = candidates.map { Self.intersect($0, docs) } ?? docs
         if candidates!.isEmpty { break }
       }
-      let ranked = (candidates ?? [:]).map { key, value -> SearchHit in
-        let zero = key.firstIndex(of: "\u{0}")!
-        return SearchHit(
-          docID: String(key[key.index(after: zero)...]), group: String(key[..<zero]),
-          score: value.score.values.reduce(0, +), matched: value.matched)
-      }.sorted { ($0.score, $1.docID) > ($1.score, $0.docID) }
-      let page = ranked.dropFirst(query.skip).prefix(query.limit)
-      return SearchResult(total: ranked.count, hits: Array(page))
+      var docs = candidates ?? []
+
+      // Forward records, read once per document.
+      var records: [UInt64: [UInt8]] = [:]
+      func record(_ doc: UInt64) throws -> [UInt8]? {
+        if let r = records[doc] { return r }
+        let key = groupBytes[Int(doc >> 32)] + [0] + UInt32(truncatingIfNeeded: doc).bigEndianBytes4
+        let r = try txn.get(key, in: storage["forward"])
+        records[doc] = r
+        return r
+      }
+      // Phrases: their words at consecutive positions.
+      for words in phrases where !docs.isEmpty {
+        let wanted = Set(words.map { Array(termNames[$0].utf8) })
+        docs = try docs.filter { doc in
+          guard let bytes = try record(doc) else { return false }
+          let positions = try SearchForward.positions(bytes, of: wanted)
+          let lists = words.map { positions[Array(termNames[$0].utf8)] ?? [] }
+          let sets = lists.map(Set.init)
+          return lists[0].contains { s in
+            sets.indices.allSatisfy { i in sets[i].contains(s + i) }
+          }
+        }
+      }
+      guard !docs.isEmpty else { return SearchResult(total: 0, hits: []) }
+
+      // Lengths, a bucket at a time.
+      var lengthRows: [UInt64: [UInt8: Int]] = [:]
+      func length(_ doc: UInt64) throws -> Int {
+        let bucket = doc / bucketSize
+        if lengthRows[bucket] == nil {
+          let g = Int(doc >> 32)
+          let key =
+            groupBytes[g] + [0]
+            + UInt32(truncatingIfNeeded: (doc & 0xFFFF_FFFF) / bucketSize)
+            .bigEndianBytes4
+          var row: [UInt8: Int] = [:]
+          if let bytes = try txn.get(key, in: storage["lengths"]) {
+            for (slot, l) in try SlotList.decode(bytes) { row[slot] = l }
+          }
+          lengthRows[bucket] = row
+        }
+        return lengthRows[bucket]![UInt8(doc % bucketSize)] ?? 1
+      }
+
+      // BM25: each term of the query the document has, once.
+      var scores = [Double](repeating: 0, count: docs.count)
+      let k1 = 1.2
+      let b = 0.75
+      var dl = [Double](repeating: 0, count: docs.count)
+      for (i, doc) in docs.enumerated() { dl[i] = Double(try length(doc)) }
+      for list in postings where !list.isEmpty {
+        let d = Double(list.count)
+        let idf = Foundation.log(1 + (Double(n) - d + 0.5) / (d + 0.5))
+        var i = 0
+        for (doc, tf) in list {
+          while i < docs.count && docs[i] < doc { i += 1 }
+          if i == docs.count { break }
+          guard docs[i] == doc else { continue }
+          let f = Double(tf)
+          scores[i] += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl[i] / avgdl))
+        }
+      }
+
+      // The page: the best skip + limit, with those tied with the last, ordered by score and
+      // then document id.
+      let wanted = query.skip + query.limit
+      var order = Array(docs.indices)
+      if wanted < docs.count {
+        var top = order.sorted { scores[$0] > scores[$1] }
+        let cut = scores[top[max(wanted - 1, 0)]]
+        top = top.prefix { scores[$0] >= cut }
+        order = top
+      }
+      var ranked: [(index: Int, id: String)] = []
+      for i in order {
+        guard let bytes = try record(docs[i]) else { continue }
+        ranked.append((i, try SearchForward.docID(bytes)))
+      }
+      ranked.sort { (scores[$0.index], $1.id) > (scores[$1.index], $0.id) }
+      var hits: [SearchHit] = []
+      for (i, id) in ranked.dropFirst(query.skip).prefix(query.limit) {
+        let doc = docs[i]
+        var matched: Set<String> = []
+        for (t, list) in postings.enumerated() where Self.contains(list, doc) {
+          matched.insert(termNames[t])
+        }
+        hits.append(
+          SearchHit(docID: id, group: groups[Int(doc >> 32)], score: scores[i], matched: matched))
+      }
+      return SearchResult(total: docs.count, hits: hits)
     }
+  }
+
+  /// The elements of two sorted lists both have.
+  static func intersect(_ a: [UInt64], _ b: [UInt64]) -> [UInt64] {
+    var out: [UInt64] = []
+    out.reserveCapacity(min(a.count, b.count))
+    var i = 0
+    var j = 0
+    while i < a.count && j < b.count {
+      if a[i] < b[j] {
+        i += 1
+      } else if a[i] > b[j] {
+        j += 1
+      } else {
+        out.append(a[i])
+        i += 1
+        j += 1
+      }
+    }
+    return out
+  }
+
+  /// Whether a sorted posting list has `doc`.
+  static func contains(_ list: [(doc: UInt64, tf: Int)], _ doc: UInt64) -> Bool {
+    var lo = 0
+    var hi = list.count
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if list[mid].doc < doc { lo = mid + 1 } else { hi = mid }
+    }
+    return lo < list.count && list[lo].doc == doc
   }
 
   /// A snippet of `text` around the first matched word: about `words` words, with each
@@ -257,12 +363,22 @@ extension DocumentStore {
       cursor = t.range.upperBound
     }
     if to < tokens.count { out += "…" } else { out += escape(String(text[cursor...])) }
-    return out.replacingOccurrences(of: "\n", with: " ")
+    return out.contains("\n") ? out.replacingOccurrences(of: "\n", with: " ") : out
   }
 
   static func escape(_ s: String) -> String {
-    s.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-      .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+    var out: [UInt8] = []
+    out.reserveCapacity(s.utf8.count + 8)
+    for byte in s.utf8 {
+      switch byte {
+      case UInt8(ascii: "&"): out += Array("&amp;".utf8)
+      case UInt8(ascii: "<"): out += Array("&lt;".utf8)
+      case UInt8(ascii: ">"): out += Array("&gt;".utf8)
+      case UInt8(ascii: "\""): out += Array("&quot;".utf8)
+      default: out.append(byte)
+      }
+    }
+    return String(decoding: out, as: UTF8.self)
   }
 }
 

@@ -1,0 +1,268 @@
+// The query targets of issue 21, on stores built here (release build, WIKILOG_BENCHMARKS=1):
+//
+//   QueryCompare DIR [--docs N] [--pages N] [--runs N] [--queries N] [--only index,find,search]
+//                    [--reuse]
+//
+//   index   N documents (--docs, 1,000,000; ~200 bytes, `owner` one of N/100 values) created by
+//           _bulk_docs in calls of 1,000 into a store with the Mango projection, then a JSON
+//           index on `owner` created (its design document written: the build runs in that
+//           transaction) and dropped again, --runs times: "mango-index-build".
+//   find    on that store with the index: `{"selector":{"owner":...},"limit":100}` for --queries
+//           owners, each returning 100 rows, the rows serialized as `_find` sends them
+//           ("mango-find-eq-100").
+//   search  --pages (100,000) wiki pages of ~2 KB, in 10 wikis, with words drawn from a Zipf
+//           distribution over 20,000 words, written by _bulk_docs in calls of 1,000 into a store
+//           with the full-text projection ("search-create-2k"); then --queries two-word queries
+//           over the 10 wikis (words of Zipf rank 20 to 2,000), each with its page of 25 hits
+//           and their snippets made ("search-two-words"); and two of the most common words
+//           ("search-two-common-words"); "-ranking-only" lines time the search without the
+//           page's titles and snippets. --reuse searches DIR/search as an earlier run left it.
+//
+// Lines are "<workload> <count> <seconds> <per_second>" like DocCompare's, then for the
+// timed-per-operation workloads "<workload>-ms median <m> p90 <p> max <x>".
+import Foundation
+import JSON
+import Log
+import Projections
+import Wiki
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func option(_ name: String, _ defaultValue: Int) -> Int {
+  guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count,
+    let n = Int(arguments[i + 1].replacingOccurrences(of: "_", with: ""))
+  else { return defaultValue }
+  return n
+}
+let base =
+  arguments.first.flatMap { $0.hasPrefix("--") ? nil : $0 }
+  ?? NSTemporaryDirectory() + "wikilog-querycompare"
+let docCount = option("--docs", 1_000_000)
+let pageCount = option("--pages", 100_000)
+let runs = option("--runs", 3)
+let queryCount = option("--queries", 200)
+let only: Set<String>? = arguments.firstIndex(of: "--only").flatMap {
+  $0 + 1 < arguments.count ? Set(arguments[$0 + 1].split(separator: ",").map(String.init)) : nil
+}
+func enabled(_ name: String) -> Bool { only?.contains(name) ?? true }
+
+func now() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func report(_ name: String, _ n: Int, _ seconds: Double) {
+  print(name, n, String(format: "%.6f", seconds), String(format: "%.0f", Double(n) / seconds))
+  fflush(nil)
+}
+
+func reportTimes(_ name: String, _ seconds: [Double]) {
+  let ms = seconds.map { $0 * 1000 }.sorted()
+  func at(_ q: Double) -> Double { ms[min(ms.count - 1, Int(Double(ms.count) * q))] }
+  print(
+    name + "-ms", "median", String(format: "%.3f", at(0.5)), "p90", String(format: "%.3f", at(0.9)),
+    "max", String(format: "%.3f", ms.last ?? 0))
+  fflush(nil)
+}
+
+/// A deterministic generator (SplitMix64).
+struct Random {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+  mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+  mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
+func openStore(_ name: String, _ projections: [any Projection], fresh: Bool) throws
+  -> DocumentStore
+{
+  let dir = base + "/" + name
+  if fresh { try? FileManager.default.removeItem(atPath: dir) }
+  var options = EventLog.Options(durability: .unsynced)
+  options.mapSize = 16 << 30
+  return try DocumentStore(directory: dir, options: options, projections: projections)
+}
+
+func write(_ store: DocumentStore, _ body: String) throws {
+  guard let docs = try JSONValue(parsing: Array(body.utf8))["docs"]?.arrayValue else {
+    fatalError("bad bulk body")
+  }
+  guard try store.bulkDocs(docs, actor: "bench").allSatisfy(\.ok) else {
+    fatalError("a write failed")
+  }
+}
+
+// MARK: Mango: index build and indexed equality _find
+
+if enabled("index") || enabled("find") {
+  let fresh = enabled("index")
+  let store = try openStore("mango", [MangoProjection(database: "mango")], fresh: fresh)
+  let owners = max(1, docCount / 100)
+  if fresh {
+    var seconds = 0.0
+    for start in stride(from: 0, to: docCount, by: 1000) {
+      var s = #"{"docs":["#
+      for i in start..<min(docCount, start + 1000) {
+        if i != start { s += "," }
+        s +=
+          #"{"_id":"doc\#(String(format: "%08d", i))","type":"note","owner":"user\#(i % owners)","#
+        s += #""n":\#(i),"tags":["t\#(i % 13)","t\#(i % 7)"],"title":"Note \#(i)","#
+        s +=
+          #""text":"A short note of about two hundred bytes, number \#(i), for the index benchmark."}"#
+      }
+      s += "]}"
+      let t0 = now()
+      try write(store, s)
+      seconds += now() - t0
+    }
+    report("mango-create", docCount, seconds)
+    let design =
+      #"{"_id":"_design/owner","language":"query","views":{"by-owner":{"map":{"fields":{"owner":"asc"},"partial_filter_selector":{}},"reduce":"_count","options":{"def":{"fields":["owner"]}}}}}"#
+    var builds: [Double] = []
+    for run in 0..<runs {
+      let t0 = now()
+      let result = try store.bulkDocs([try JSONValue(parsing: design)], actor: "bench")
+      builds.append(now() - t0)
+      guard result.allSatisfy(\.ok), let rev = result.first?.rev else {
+        fatalError("index refused")
+      }
+      report("mango-index-build", docCount, builds.last!)
+      if run < runs - 1 {
+        // Dropped (its rows removed, untimed) for the next run.
+        let deleted = #"{"_id":"_design/owner","_rev":"\#(rev)","_deleted":true}"#
+        guard try store.bulkDocs([try JSONValue(parsing: deleted)], actor: "bench").allSatisfy(\.ok)
+        else { fatalError("drop refused") }
+      }
+    }
+    reportTimes("mango-index-build", builds)
+  }
+  if enabled("find") {
+    var random = Random(state: 21)
+    var times: [Double] = []
+    var bytes = 0
+    for q in 0..<queryCount + 10 {
+      let owner = "user\(random.below(owners))"
+      let body = try JSONValue(
+        parsing: #"{"selector":{"owner":"\#(owner)"},"limit":100}"#)
+      let t0 = now()
+      let query = try FindQuery(body)
+      let result = try store.find(query)
+      let out = result.json.serialized()
+      let dt = now() - t0
+      guard result.docs.count == min(100, docCount / owners), result.warning == nil else {
+        fatalError("find returned \(result.docs.count) rows, warning \(result.warning ?? "none")")
+      }
+      bytes += out.count
+      if q >= 10 { times.append(dt) }  // the first ten warm the cache
+    }
+    report("mango-find-eq-100", times.count, times.reduce(0, +))
+    reportTimes("mango-find-eq-100", times)
+  }
+  store.close()
+}
+
+// MARK: Full-text search: two-word queries over 2 KB pages
+
+if enabled("search") {
+  // 20,000 pronounceable words, ranked; Zipf (s = 1) over the ranks.
+  let syllables = [
+    "ka", "lo", "mi", "ter", "an", "sur", "pel", "do", "ri", "ven", "ta", "gor", "ne", "shi", "bal",
+    "cu", "fen", "ro", "wi", "zan", "de", "mor", "it", "pla", "qua", "sen", "tol", "ux", "ber",
+    "ly",
+  ]
+  var vocabulary: [String] = []
+  var seen: Set<String> = []
+  var r = Random(state: 7)
+  while vocabulary.count < 20_000 {
+    var w = ""
+    for _ in 0..<(1 + r.below(3)) { w += syllables[r.below(syllables.count)] }
+    if seen.insert(w).inserted { vocabulary.append(w) }
+  }
+  var cumulative: [Double] = []
+  var total = 0.0
+  for rank in 1...vocabulary.count {
+    total += 1 / Double(rank)
+    cumulative.append(total)
+  }
+  func word(_ r: inout Random) -> String {
+    let x = r.unit() * total
+    var lo = 0
+    var hi = cumulative.count - 1
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if cumulative[mid] < x { lo = mid + 1 } else { hi = mid }
+    }
+    return vocabulary[lo]
+  }
+  let reuse =
+    arguments.contains("--reuse") && FileManager.default.fileExists(atPath: base + "/search")
+  let store = try openStore(
+    "search", [TextSearchProjection(schema: .wikiPages)], fresh: !reuse)
+  var seconds = 0.0
+  var textBytes = 0
+  for start in stride(from: 0, to: reuse ? 0 : pageCount, by: 1000) {
+    var s = #"{"docs":["#
+    for i in start..<min(pageCount, start + 1000) {
+      var text = ""
+      var sentence = 0
+      while text.utf8.count < 2000 {
+        let w = word(&r)
+        text += sentence == 0 ? w.prefix(1).uppercased() + w.dropFirst() : w
+        sentence += 1
+        if sentence > 8 + r.below(8) {
+          text += ". "
+          sentence = 0
+        } else {
+          text += " "
+        }
+      }
+      textBytes += text.utf8.count
+      if i != start { s += "," }
+      s +=
+        #"{"_id":"w\#(i % 10):Page \#(i)","type":"page","wiki_id":"w\#(i % 10)","markdown":"\#(text)"}"#
+    }
+    s += "]}"
+    let t0 = now()
+    try write(store, s)
+    seconds += now() - t0
+  }
+  if !reuse { report("search-create-2k", pageCount, seconds) }
+  let wikis = (0..<10).map { "w\($0)" }
+  func run(_ name: String, _ queries: [String]) throws {
+    var times: [Double] = []
+    var ranking: [Double] = []
+    var totals: [Int] = []
+    for (q, text) in queries.enumerated() {
+      let t0 = now()
+      let result = try store.search(SearchQuery(text), groups: wikis)
+      let t1 = now()
+      let json = try store.searchJSON(result).serialized()
+      let dt = now() - t0
+      _ = json
+      if q >= 5 {
+        times.append(dt)
+        ranking.append(t1 - t0)
+        totals.append(result.total)
+      }
+    }
+    report(name, times.count, times.reduce(0, +))
+    reportTimes(name, times)
+    reportTimes(name + "-ranking-only", ranking)
+    let sorted = totals.sorted()
+    print(name + "-matches", "median", sorted[sorted.count / 2], "max", sorted.last ?? 0)
+  }
+  var qr = Random(state: 99)
+  let queries = (0..<queryCount + 5).map { _ in
+    "\(vocabulary[20 + qr.below(1980)]) \(vocabulary[20 + qr.below(1980)])"
+  }
+  try run("search-two-words", queries)
+  let common = (0..<25).map { k in "\(vocabulary[k % 5]) \(vocabulary[5 + k % 5])" }
+  try run("search-two-common-words", common)
+  store.close()
+}
