@@ -198,6 +198,30 @@ struct LongDocumentIDTests {
     }
   }
 
+  @Test("a wiki with a 480-byte id: its pages, 100-byte words and all, indexed and found")
+  func longWikiSearch() async throws {
+    try await withServer { client, dir in
+      try await client.call(.put, "/db")
+      let wiki = String(repeating: "k", count: 480)
+      let wrote = try await client.call(
+        .put, "/db/\(wiki)", #"{"type":"wiki","title":"Long","owner_id":"ann","members":[]}"#)
+      #expect(wrote.code == 201, "\(wrote.text)")
+      let word = String(repeating: "z", count: 100)
+      for (n, title) in ["A", "B"].enumerated() {
+        let page = try await client.call(
+          .put, "/db/\(wiki):\(title)",
+          #"{"type":"page","wiki_id":"\#(wiki)","markdown":"\#(word) common \#(n)"}"#)
+        #expect(page.code == 201, "\(page.text)")
+      }
+      let found = try await client.call(.get, "/db/_search?q=\(word)")
+      #expect(found["rows"]?.arrayValue?.count == 2, "\(found.text)")
+      #expect(found["rows"]?[0]?["wiki"]?.stringValue == wiki)
+      let store = try dir.data.open("db")
+      #expect(try store.searchGroups() == [wiki])
+      #expect(try store.verify("search") == [])
+    }
+  }
+
   @Test("every projection rebuilt by replay equals the live one with long ids in it")
   func replayEqualsLive() async throws {
     try await withServer { client, dir in

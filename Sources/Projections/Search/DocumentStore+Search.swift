@@ -82,8 +82,10 @@ extension DocumentStore {
     guard let storage = searchStorage else { return [] }
     return try read { txn in
       var out: [String] = []
-      try txn.scan(storage["stats"]) { key, _ in
-        out.append(String(decoding: key, as: UTF8.self))
+      try txn.scan(storage["stats"]) { key, value in
+        // A hashed group's name follows the numbers (``TextSearchProjection/groupKey(_:)``).
+        let name = key.first == 1 ? Array(value.dropFirst(24)) : key
+        out.append(String(decoding: name, as: UTF8.self))
         return true
       }
       return out
@@ -110,7 +112,7 @@ extension DocumentStore {
     let groups = Array(Set(groups.filter { !$0.utf8.contains(0) })).sorted {
       $0.utf8.lexicographicallyPrecedes($1.utf8)
     }
-    let groupBytes = groups.map { Array($0.utf8) }
+    let groupBytes = groups.map { TextSearchProjection.groupKey($0) }
     return try read { txn in
       var n = 0
       var totalLength = 0

@@ -1,3 +1,4 @@
+import Crypto
 public import JSON
 public import Log
 public import RevTree
@@ -27,6 +28,8 @@ public struct TextSearchSchema: Sendable {
 
 /// Full-text search as a projection (`search.*`): an inverted index per group, in LMDB.
 ///
+/// "group" in keys is ``groupKey(_:)``: the group's bytes, or a hash of a long one.
+///
 /// Each document of a group has a number in it (`num`, given in log order from the group's
 /// counter, kept while the document lives); numbers are grouped in buckets of 128
 /// (`bucket` = num / 128, 4 bytes big-endian; `slot` = num % 128, one byte).
@@ -37,7 +40,7 @@ public struct TextSearchSchema: Sendable {
 /// | `search.lengths` | group · 0x00 · bucket | the bucket's documents: (slot, length in words) pairs, by slot |
 /// | `search.forward` | group · 0x00 · num (4 bytes) | document id, length, and each term (sorted) with its positions, delta-coded |
 /// | `search.ids` | doc id | group, num |
-/// | `search.stats` | group | documents, total length in words, next num (8 + 8 + 8 bytes) |
+/// | `search.stats` | group | documents, total length in words, next num (8 + 8 + 8 bytes), then the group's name when its key is hashed |
 ///
 /// A posting list is thus one row per (group, term, bucket), not one per (term, document): a
 /// batch of pages of one wiki writes each of its words once per bucket, and a query reads a
@@ -73,12 +76,24 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
   /// A revision's group, length and terms (sorted by their bytes) with their positions, and
   /// the `search.forward` record made of them, worked out off the writer thread.
   public struct Indexed: Sendable {
+    /// ``TextSearchProjection/groupKey(_:)`` of ``name``.
     let group: [UInt8]
+    let name: String
     let length: Int
     let terms: [(term: [UInt8], positions: [Int])]
     /// Each term's row prefix (group · 0x00 · term · 0x00), hashed off the writer thread.
     let prefixes: [SearchRowPrefix]
     let record: [UInt8]
+  }
+
+  /// A group as the first part of its keys: its UTF-8 bytes when they are at most 400 (a key
+  /// then stays within LMDB's 511 bytes with a 100-byte term and a bucket) and do not start
+  /// with 0x01, else 0x01 and the hex SHA-256 of them; a `search.stats` row of such a group
+  /// carries its name after the numbers.
+  static func groupKey(_ group: String) -> [UInt8] {
+    let bytes = Array(group.utf8)
+    guard bytes.count > 400 || bytes.first == 1 else { return bytes }
+    return [1] + Array(Hex.encode(Array(SHA256.hash(data: bytes))).utf8)
   }
 
   public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Indexed? {
@@ -113,9 +128,9 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
         last = p
       }
     }
-    let group = Array(s.group.utf8)
+    let group = Self.groupKey(s.group)
     return Indexed(
-      group: group, length: length, terms: terms,
+      group: group, name: s.group, length: length, terms: terms,
       prefixes: terms.map { SearchRowPrefix(group + [0] + $0.term + [0]) }, record: record.bytes)
   }
 
@@ -327,6 +342,8 @@ final class SearchBuffer: TransactionBuffer {
   var ids: [[UInt8]: SearchDocRef?] = [:]
   /// `search.stats` rows as they now are: documents, total length, next num.
   var stats: [[UInt8]: (docs: Int, length: Int, next: UInt64)] = [:]
+  /// The names of hashed groups written in this transaction.
+  var names: [[UInt8]: [UInt8]] = [:]
 
   init(_ storage: ProjectionStorage) { self.storage = storage }
 
@@ -413,6 +430,7 @@ final class SearchBuffer: TransactionBuffer {
     if !sameGroup { ids[id] = ref }
     s.length += new.length
     stats[new.group] = s
+    if new.group.first == 1 { names[new.group] = Array(new.name.utf8) }
   }
 
   func flush(into txn: WriteTransaction) throws {
@@ -452,11 +470,19 @@ final class SearchBuffer: TransactionBuffer {
       if s.docs <= 0 {
         _ = try txn.delete(group, in: storage["stats"])
       } else {
+        // A hashed group's row ends with its name (``TextSearchProjection/groupKey(_:)``).
+        var name: [UInt8] = []
+        if group.first == 1 {
+          name =
+            try names[group]
+            ?? txn.get(group, in: storage["stats"]).map { Array($0.dropFirst(24)) } ?? []
+        }
         try txn.put(
           UInt64(s.docs).bigEndianBytes + UInt64(max(s.length, 0)).bigEndianBytes
-            + s.next.bigEndianBytes, forKey: group, in: storage["stats"])
+            + s.next.bigEndianBytes + name, forKey: group, in: storage["stats"])
       }
     }
+    names.removeAll(keepingCapacity: true)
     terms.removeAll(keepingCapacity: true)
     lengths.removeAll(keepingCapacity: true)
     forward.removeAll(keepingCapacity: true)
