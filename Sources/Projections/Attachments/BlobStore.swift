@@ -278,7 +278,9 @@ public final class BlobUpload: @unchecked Sendable {
   private let temporary: String
   private var handle: FileHandle?
   private var encoder: GzipEncoder?
-  private var received = BulkMD5()
+  /// The MD5 of the bytes received, in a box that a second thread can update while this one
+  /// writes (``write(_:)``).
+  private let received = HashBox()
   private var stored = BulkMD5()
   private let gzip: Bool
   /// How many bytes were received so far.
@@ -313,11 +315,17 @@ public final class BlobUpload: @unchecked Sendable {
   public func write(_ chunk: [UInt8]) throws(StoreError) {
     guard handle != nil else { throw StoreError.internalError("the upload is closed") }
     receivedLength += chunk.count
-    received.update(chunk)
     if gzip {
+      received.md5.update(chunk)
       let out = encoder!.update(chunk)
       try append(out)
     } else {
+      // The MD5 (most of an upload's time) runs on another thread while this one writes the
+      // same bytes to the file; both end before the next chunk.
+      let box = received
+      let hashing = DispatchGroup()
+      DispatchQueue.global().async(group: hashing) { box.md5.update(chunk) }
+      defer { hashing.wait() }
       try append(chunk)
     }
   }
@@ -347,7 +355,7 @@ public final class BlobUpload: @unchecked Sendable {
     if gzip, let encoder = encoder.take() {
       try append(encoder.finish())
     }
-    let receivedMD5 = received.finalize()
+    let receivedMD5 = received.md5.finalize()
     let md5 = gzip ? stored.finalize() : receivedMD5
     if let expectingMD5, expectingMD5 != receivedMD5 {
       discard()
@@ -387,4 +395,10 @@ extension Optional {
     guard let self else { throw StoreError.internalError("cannot open \(path)") }
     return self
   }
+}
+
+/// An MD5 that one thread at a time updates (``BlobUpload/write(_:)`` hands it to another
+/// thread and waits for it before touching it again).
+final class HashBox: @unchecked Sendable {
+  var md5 = BulkMD5()
 }

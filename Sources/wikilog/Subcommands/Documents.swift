@@ -191,9 +191,9 @@ struct Attach: ParsableCommand {
     if file == "-" {
       input = FileHandle.standardInput
     } else {
-      var isDirectory: ObjCBool = false
-      guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory),
-        !isDirectory.boolValue, let handle = FileHandle(forReadingAtPath: file)
+      let type = (try? FileManager.default.attributesOfItem(atPath: file))?[.type]
+      guard type as? FileAttributeType != .typeDirectory,
+        let handle = FileHandle(forReadingAtPath: file)
       else {
         throw CLIError("cannot read \(file)")
       }
