@@ -296,7 +296,7 @@ public struct Selector: Sendable, Hashable {
       return Int64(d) % divisor == remainder
     case .regex(let pattern):
       guard case .string(let s) = value else { return false }
-      return (try? pattern.regex.firstMatch(in: s)) != nil
+      return (try? unsafe pattern.regex.firstMatch(in: s)) != nil
     case .all(let list):
       guard case .array(let items) = value, !list.isEmpty else { return false }
       return list.allSatisfy { arg in items.contains { cmp($0, arg) == 0 } }
