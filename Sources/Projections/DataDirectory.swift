@@ -325,8 +325,16 @@ public final class DataDirectory: Sendable {
   /// - Throws: `not_found` for a missing database, `conflict` when another process has it open
   ///   or a compaction of it is already running.
   @discardableResult
-  public func compact(_ name: String) throws -> EventLog.Compaction {
+  public func compact(_ name: String) throws -> Compaction {
     try startCompaction(name)()
+  }
+
+  /// What a compaction did: the log file's size before and after, and the attachment files
+  /// it removed (``DocumentStore/sweepBlobs(olderThan:)``).
+  public struct Compaction: Sendable, Hashable {
+    public var bytesBefore: Int
+    public var bytesAfter: Int
+    public var blobs: BlobStore.Sweep
   }
 
   /// Marks database `name` as being compacted (``isCompacting(_:)``) and returns the work,
@@ -336,7 +344,7 @@ public final class DataDirectory: Sendable {
   /// - Throws: `not_found` for a missing database, `conflict` when a compaction of it is
   ///   already running.
   public func startCompaction(_ name: String) throws
-    -> @Sendable () throws -> EventLog.Compaction
+    -> @Sendable () throws -> Compaction
   {
     _ = try open(name)
     guard compacting.withLock({ $0.insert(name).inserted }) else {
@@ -353,8 +361,9 @@ public final class DataDirectory: Sendable {
       }
       let reopened = try open(name)
       // Blobs no event names (a crash between a blob and its event), an hour old or more.
-      try reopened.sweepBlobs()
-      return result
+      let swept = try reopened.sweepBlobs()
+      return Compaction(
+        bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter, blobs: swept)
     }
   }
 

@@ -92,7 +92,18 @@ package enum DocumentKey {
   /// first ``inlineBytes`` bytes (forward) or those followed by 0xFF bytes (backward), since the
   /// long ids that share them sort by their hashes.
   package static func scanStart(_ id: String, descending: Bool) -> [UInt8] {
-    let bytes = Array(id.utf8)
+    scanStart(Array(id.utf8), descending: descending)
+  }
+
+  /// Whether `key` is a long id's key that shares its inline part with the long id `bound`:
+  /// such rows come in hash order, so a range scan reads past `bound` through all of them.
+  package static func sharesInlinePart(_ key: [UInt8], with bound: [UInt8]) -> Bool {
+    isHashed(key) && bound.count > inlineBytes
+      && key.prefix(inlineBytes).elementsEqual(bound.prefix(inlineBytes))
+  }
+
+  /// ``scanStart(_:descending:)`` for an id's bytes.
+  package static func scanStart(_ bytes: [UInt8], descending: Bool) -> [UInt8] {
     guard bytes.count > inlineBytes else { return bytes }
     let prefix = Array(bytes[0..<inlineBytes])
     return descending ? prefix + [UInt8](repeating: 0xFF, count: 16) : prefix

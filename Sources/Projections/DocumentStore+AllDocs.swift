@@ -147,12 +147,7 @@ extension DocumentStore {
             ? id.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(id)
           if past || (!options.inclusiveEnd && id == end) {
             // Long ids sharing the end's first bytes come in hash order: read them all.
-            let inline = DocumentKey.inlineBytes
-            if hashed && end.count > inline && key.prefix(inline).elementsEqual(end.prefix(inline))
-            {
-              return true
-            }
-            return false
+            return DocumentKey.sharesInlinePart(key, with: end)
           }
         }
         if let visible = options.visible, !visible.includes(record.docID) { return true }

@@ -132,12 +132,9 @@ extension DocumentStore {
     _ id: String, name: String, blob: BlobUpload.Result, length: Int, gzipped: Bool,
     contentType: String, rev: String?, actor: String
   ) async throws -> DocumentWriteResult {
-    let stored = StoredAttachment(
-      name: name, contentType: .string(contentType), length: length,
-      storedLength: blob.storedLength, encoding: gzipped ? "gzip" : nil, md5: blob.md5, revpos: 0)
-    let (input, rev) = try attachmentEdit(
-      id, name: name, data: nil, stored: stored, contentType: contentType, rev: rev)
-    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
+    let prepared = try storedAttachmentEdit(
+      id, name: name, blob: blob, length: length, gzipped: gzipped, contentType: contentType,
+      rev: rev)
     return try await writeDocumentsQueued { txn in
       DocumentWriteResult(id: id, rev: try self.edit(prepared, actor: actor, txn: txn))
     }
@@ -151,15 +148,25 @@ extension DocumentStore {
     _ id: String, name: String, blob: BlobUpload.Result, length: Int, gzipped: Bool,
     contentType: String, rev: String?, actor: String
   ) throws -> DocumentWriteResult {
+    let prepared = try storedAttachmentEdit(
+      id, name: name, blob: blob, length: length, gzipped: gzipped, contentType: contentType,
+      rev: rev)
+    return try writeDocuments { txn in
+      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
+  /// The edit that gives `id` attachment `name` whose bytes are the uploaded `blob`.
+  func storedAttachmentEdit(
+    _ id: String, name: String, blob: BlobUpload.Result, length: Int, gzipped: Bool,
+    contentType: String, rev: String?
+  ) throws -> PreparedWrite {
     let stored = StoredAttachment(
       name: name, contentType: .string(contentType), length: length,
       storedLength: blob.storedLength, encoding: gzipped ? "gzip" : nil, md5: blob.md5, revpos: 0)
     let (input, rev) = try attachmentEdit(
       id, name: name, data: nil, stored: stored, contentType: contentType, rev: rev)
-    let prepared = prepareEdit(input, id: id, rev: rev, readParent: true)
-    return try writeDocuments { txn in
-      DocumentWriteResult(id: id, rev: try edit(prepared, actor: actor, txn: txn))
-    }
+    return prepareEdit(input, id: id, rev: rev, readParent: true)
   }
 
   /// Hands attachment `a`'s bytes to `body` a chunk at a time (at most `chunk` bytes each),

@@ -170,6 +170,15 @@ extension DocumentStore {
   /// the stored length and the MD5 its digest says (read a MiB at a time). Returns one line
   /// per problem.
   public func verifyAttachments(maxProblems: Int = 20) throws -> [String] {
+    try checkAttachments(maxProblems: maxProblems).problems
+  }
+
+  /// ``verifyAttachments(maxProblems:)`` and, from the same read of the log, the files of the
+  /// attachments directory no event names (``BlobStore/unreferenced(keeping:olderThan:)``,
+  /// whatever their age).
+  public func checkAttachments(maxProblems: Int = 20) throws -> (
+    problems: [String], unreferenced: BlobStore.Sweep
+  ) {
     let referenced = try referencedBlobs()
     var problems: [String] = []
     for (md5, (length, place)) in referenced.sorted(by: { $0.value.where < $1.value.where }) {
@@ -194,7 +203,7 @@ extension DocumentStore {
         problems.append("blob \(hex) does not match its digest: \(place)")
       }
     }
-    return problems
+    return (problems, blobs.unreferenced(keeping: Set(referenced.keys), olderThan: 0))
   }
 
   /// The blobs no event of the log names, and temporary files of uploads that never finished,

@@ -315,11 +315,6 @@ extension DocumentStore {
     return data
   }
 
-  /// The bytes of attachment `a` as stored.
-  public func attachmentStoredBytes(_ a: StoredAttachment) throws -> [UInt8] {
-    try blobs.read(a.md5)
-  }
-
   /// `_revs_diff`: for each document, the given revisions the store does not have, and the
   /// leaves that could be their ancestors. Documents with nothing missing are left out.
   public func revsDiff(_ request: [(id: String, revs: [String])]) throws -> [(

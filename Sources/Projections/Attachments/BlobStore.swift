@@ -133,7 +133,7 @@ public struct BlobStore: Sendable {
   }
 
   /// What a sweep removed, or (``unreferenced(keeping:olderThan:)``) would remove.
-  public struct Sweep: Sendable, Equatable {
+  public struct Sweep: Sendable, Hashable {
     /// Blobs no event names, and temporary files left by uploads that never finished.
     public var files = 0
     public var bytes = 0

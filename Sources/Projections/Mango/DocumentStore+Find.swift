@@ -402,18 +402,11 @@ extension DocumentStore {
     _ plan: FindPlan, after: [UInt8]?, txn: ReadTransaction,
     _ body: ([UInt8], String) throws -> Bool
   ) throws {
-    let inline = DocumentKey.inlineBytes
-    func startKey(_ bytes: [UInt8]) -> [UInt8] {
-      guard bytes.count > inline else { return bytes }
-      return Array(bytes.prefix(inline))
-        + (plan.descending ? [UInt8](repeating: 0xFF, count: 16) : [])
-    }
     let start =
       after
-      ?? (plan.descending ? plan.upper.map { startKey($0 + [0xFF]) } : plan.lower.map(startKey))
-    func sharesBound(_ key: [UInt8], _ bound: [UInt8]) -> Bool {
-      bound.count > inline && key.prefix(inline).elementsEqual(bound.prefix(inline))
-    }
+      ?? (plan.descending
+        ? plan.upper.map { DocumentKey.scanStart($0 + [0xFF], descending: true) }
+        : plan.lower.map { DocumentKey.scanStart($0, descending: false) })
     try txn.scan(
       documentStorage["byId"], from: start, direction: plan.descending ? .backward : .forward
     ) { key, value in
@@ -429,10 +422,14 @@ extension DocumentStore {
         return id.lexicographicallyPrecedes(lower)
       }
       if plan.descending {
-        if belowLower() { return hashed && plan.lower.map { sharesBound(key, $0) } == true }
+        if belowLower() {
+          return plan.lower.map { DocumentKey.sharesInlinePart(key, with: $0) } == true
+        }
         if hashed && aboveUpper() { return true }
       } else {
-        if aboveUpper() { return hashed && plan.upper.map { sharesBound(key, $0) } == true }
+        if aboveUpper() {
+          return plan.upper.map { DocumentKey.sharesInlinePart(key, with: $0) } == true
+        }
         if hashed && belowLower() { return true }
       }
       return try body(key, String(decoding: id, as: UTF8.self))

@@ -254,7 +254,8 @@ extension CouchServer {
         do {
           let result = try await self.blocking { try work() }
           logger.info(
-            "compacted \(name): data.mdb \(result.bytesBefore) -> \(result.bytesAfter) bytes")
+            "compacted \(name): data.mdb \(result.bytesBefore) -> \(result.bytesAfter) bytes, \(result.blobs.files) unreferenced attachment file(s) removed"
+          )
         } catch {
           logger.error("compaction of \(name) failed: \(ReplicationError(error).reason)")
         }

@@ -63,39 +63,49 @@ struct MultipartAnswer: Sendable {
     case blob(md5: [UInt8], offset: Int, length: Int)
   }
 
-  private(set) var segments: [Segment] = []
+  /// The segments before ``tail``.
+  private var closed: [Segment] = []
+  /// Bytes since the last blob, appended in place.
+  private var tail: [UInt8] = []
   private(set) var length = 0
 
+  /// Everything, in order.
+  var segments: [Segment] { tail.isEmpty ? closed : closed + [.bytes(tail)] }
+
   mutating func append(_ bytes: [UInt8]) {
-    guard !bytes.isEmpty else { return }
     length += bytes.count
-    if case .bytes(let last) = segments.last {
-      segments[segments.count - 1] = .bytes(last + bytes)
-    } else {
-      segments.append(.bytes(bytes))
-    }
+    tail.append(contentsOf: bytes)
   }
 
-  mutating func append(_ text: String) { append(Array(text.utf8)) }
+  mutating func append(_ text: String) {
+    length += text.utf8.count
+    tail.append(contentsOf: text.utf8)
+  }
 
   mutating func append(_ other: MultipartAnswer) {
     for segment in other.segments {
       switch segment {
       case .bytes(let bytes): append(bytes)
-      case .blob(let md5, let offset, let count):
-        segments.append(.blob(md5: md5, offset: offset, length: count))
-        length += count
+      case .blob(let md5, let offset, let count): appendBlob(md5, from: offset, count: count)
       }
     }
   }
 
   mutating func appendBlob(_ a: StoredAttachment) {
-    appendBlob(a, from: 0, count: a.storedLength)
+    appendBlob(a.md5, from: 0, count: a.storedLength)
   }
 
   /// `count` bytes of `a`'s blob from `offset`.
   mutating func appendBlob(_ a: StoredAttachment, from offset: Int, count: Int) {
-    segments.append(.blob(md5: a.md5, offset: offset, length: count))
+    appendBlob(a.md5, from: offset, count: count)
+  }
+
+  private mutating func appendBlob(_ md5: [UInt8], from offset: Int, count: Int) {
+    if !tail.isEmpty {
+      closed.append(.bytes(tail))
+      tail = []
+    }
+    closed.append(.blob(md5: md5, offset: offset, length: count))
     length += count
   }
 

@@ -68,9 +68,9 @@ struct Verify: ParsableCommand {
       projections.append((name, try db.store.verify(name)))
     }
     progress.update("verifying attachments…")
-    let attachments = try db.store.verifyAttachments()
-    // Not a problem: what a crash between a blob and its event leaves; compaction removes it.
-    let orphans = try db.store.unreferencedBlobs(olderThan: 0)
+    // Files no event names are not a problem: what a crash between a blob and its event
+    // leaves; compaction removes them.
+    let (attachments, orphans) = try db.store.checkAttachments()
     progress.finish()
     let problems =
       report.problems.count + projections.reduce(0) { $0 + $1.1.count } + attachments.count
@@ -239,13 +239,12 @@ struct Compact: ParsableCommand {
     defer { db.close() }
     do {
       // Compaction also removes attachment blobs no event names, once an hour old.
-      let orphans = try db.store.unreferencedBlobs()
       let result = try db.data.compact(global.database)
       var text =
         "compacted \(global.database): data.mdb \(Self.size(result.bytesBefore)) -> \(Self.size(result.bytesAfter))"
-      if orphans.files > 0 {
+      if result.blobs.files > 0 {
         text +=
-          "\nremoved \(orphans.files) attachment file(s) no revision names (\(Self.size(orphans.bytes)))"
+          "\nremoved \(result.blobs.files) attachment file(s) no revision names (\(Self.size(result.blobs.bytes)))"
       }
       printText(text)
     } catch let error as StoreError {
