@@ -191,8 +191,8 @@ struct Attach: ParsableCommand {
     if file == "-" {
       input = FileHandle.standardInput
     } else {
-      let type = (try? FileManager.default.attributesOfItem(atPath: file))?[.type]
-      guard type as? FileAttributeType != .typeDirectory,
+      // (`X/.` exists only for a directory, through links too.)
+      guard !FileManager.default.fileExists(atPath: file + "/."),
         let handle = FileHandle(forReadingAtPath: file)
       else {
         throw CLIError("cannot read \(file)")

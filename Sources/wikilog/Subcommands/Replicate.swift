@@ -515,11 +515,8 @@ final class ReplicationStatusWriter: Sendable {
       (try? FileManager.default.createDirectory(
         atPath: folder, withIntermediateDirectories: true)) != nil
     else { return }
-    let temporary = path + ".tmp"
-    guard
-      FileManager.default.createFile(
-        atPath: temporary, contents: Data(JSONValue.object(object).serialized()))
-    else { return }
-    _ = rename(temporary, path)
+    // `.atomic`: written to a temporary file, then renamed over the state before.
+    try? Data(JSONValue.object(object).serialized()).write(
+      to: URL(fileURLWithPath: path), options: .atomic)
   }
 }

@@ -72,10 +72,9 @@ struct GlobalOptions: ParsableArguments {
   /// The error for a database that does not exist, with the commands that make one.
   func noDatabase() -> CLIError {
     // A --db that is not a usable directory (a file, a read-only place) is the real problem.
-    var isDirectory: ObjCBool = false
-    if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory),
-      !isDirectory.boolValue
-    {
+    // (`X/.` exists only for a directory, through links too.)
+    let fm = FileManager.default
+    if fm.fileExists(atPath: directory), !fm.fileExists(atPath: directory + "/.") {
       return CLIError(
         "\(directory) is a file, not a data directory; pass --db a directory (it is made when missing)"
       )
