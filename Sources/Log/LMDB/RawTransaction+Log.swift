@@ -136,33 +136,6 @@ extension RawTransaction {
     return unsafe entry
   }
 
-  /// Walks the raw records (for verification): key bytes and the decoding outcome.
-  func forEachRecord(
-    _ events: UInt32,
-    _ body: (
-      _ key: [UInt8], _ event: Result<(event: RecordedEvent, previous: UInt64), RecordFailure>
-    ) throws -> Void
-  ) throws {
-    let cursor = try openCursor(events)
-    defer { cursor.close() }
-    var entry = try unsafe cursor.get(.first)
-    while let e = unsafe entry {
-      let key = unsafe Array(e.key)
-      if key.count != 8 {
-        try body(key, .failure(RecordFailure(position: 0, reason: "key of \(key.count) bytes")))
-      } else {
-        let p = unsafe Keys.position(e.key)
-        do {
-          try body(
-            key, .success(try unsafe EventRecord.decodeWithLinks(position: p, bytes: e.value)))
-        } catch let failure as EventRecord.DecodingError {
-          try body(key, .failure(RecordFailure(position: p, reason: failure.reason)))
-        }
-      }
-      unsafe entry = try unsafe cursor.get(.next)
-    }
-  }
-
   // MARK: Streams
 
   /// The event at `position` and the position of its stream's previous event.
