@@ -144,4 +144,34 @@ import Testing
     dropped.discard()
     #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [BlobStore.hex(result.md5)])
   }
+
+  @Test(
+    "an upload past the flush interval flushes on the side and ends whole; a discard mid-flush leaves nothing"
+  )
+  func largeUpload() throws {
+    let dir = NSTemporaryDirectory() + "wikilog-upload-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let blobs = BlobStore(path: dir)
+    // 40 MiB in MiB pieces of varying bytes: past two of the 16 MiB flush intervals.
+    let piece = 1 << 20
+    let count = 40
+    var whole: [UInt8] = []
+    whole.reserveCapacity(count * piece)
+    let upload = try blobs.upload(gzip: false)
+    for k in 0..<count {
+      let bytes = (0..<piece).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ k) }
+      whole += bytes
+      try upload.write(bytes)
+    }
+    let result = try upload.finish(expectingMD5: AttachmentEncoding.md5(whole))
+    #expect(result.md5 == AttachmentEncoding.md5(whole) && result.storedLength == whole.count)
+    #expect(try blobs.read(result.md5) == whole)
+
+    let dropped = try blobs.upload(gzip: false)
+    for _ in 0..<17 {
+      try dropped.write([UInt8](repeating: 7, count: piece))
+    }
+    dropped.discard()
+    #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [BlobStore.hex(result.md5)])
+  }
 }

@@ -289,6 +289,8 @@ public final class BlobUpload: @unchecked Sendable {
   private var unsynced = 0
   /// How many bytes are written between flushes of the temporary file.
   static let syncInterval = 16 << 20
+  /// The flushes made while the upload goes on (``append(_:)``), on a thread of their own.
+  private let flusher = BackgroundFlush()
 
   init(store: BlobStore, gzip: Bool) throws(StoreError) {
     self.store = store
@@ -338,8 +340,9 @@ public final class BlobUpload: @unchecked Sendable {
       try handle.write(contentsOf: bytes)
       unsynced += bytes.count
       if unsynced >= Self.syncInterval {
-        // Flushed as it goes, so the flush before the rename has little left to do.
-        try handle.synchronize()
+        // Flushed as it goes, so the flush before the rename has little left to do; on
+        // another thread, so the writes do not wait for the disk meanwhile.
+        flusher.start(handle.fileDescriptor)
         unsynced = 0
       }
     } catch {
@@ -362,6 +365,7 @@ public final class BlobUpload: @unchecked Sendable {
       throw StoreError("content_md5_mismatch", "Possible message corruption.", code: .badRequest)
     }
     do {
+      if let failed = flusher.wait() { throw failed }
       try handle.synchronize()
       try handle.close()
     } catch {
@@ -383,6 +387,8 @@ public final class BlobUpload: @unchecked Sendable {
   /// Abandons the upload: closes and removes the temporary file.
   public func discard() {
     if let handle {
+      // A flush still running holds the file's descriptor.
+      _ = flusher.wait()
       try? handle.close()
       self.handle = nil
     }
@@ -401,4 +407,40 @@ extension Optional {
 /// thread and waits for it before touching it again).
 final class HashBox: @unchecked Sendable {
   var md5 = BulkMD5()
+}
+
+/// The flushes of an upload's temporary file while it is written: `fsync` on a thread of its
+/// own, at most one at a time (one asked for while another runs is dropped: the flush at the
+/// end covers what it would have). The first failure is kept for ``wait()``.
+final class BackgroundFlush: @unchecked Sendable {
+  private let queue = DispatchQueue(label: "wikilog.blob-flush")
+  private let lock = NSLock()
+  private var running = false
+  private var failure: (any Error)?
+
+  /// Starts flushing `descriptor` unless a flush is running.
+  func start(_ descriptor: Int32) {
+    lock.lock()
+    defer { lock.unlock() }
+    guard !running else { return }
+    running = true
+    queue.async { [self] in
+      let result = fsync(descriptor)
+      let code = errno
+      lock.lock()
+      if result != 0 && failure == nil {
+        failure = POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO)
+      }
+      running = false
+      lock.unlock()
+    }
+  }
+
+  /// Waits for the flush running, if any; the first flush's failure, if one failed.
+  func wait() -> (any Error)? {
+    queue.sync {}
+    lock.lock()
+    defer { lock.unlock() }
+    return failure
+  }
 }

@@ -104,26 +104,36 @@ extension CouchServer {
     let compress = !gzipped && AttachmentEncoding.isCompressible(contentType)
     let blobs = store.blobs
     let upload = try await blocking { try blobs.upload(gzip: compress) }
-    var writing: Task<Void, any Error>? = nil
+    var writing: Task<[UInt8], any Error>? = nil
     do {
       let chunk = Self.attachmentChunkBytes
       var pending: [UInt8] = []
       pending.reserveCapacity(chunk)
+      var spare: [UInt8] = []
       var received = 0
       // One chunk is hashed and written on the thread pool while the next is received: at
-      // most two chunks in memory.
+      // most two chunks in memory, the same two buffers throughout (the written one comes
+      // back to be filled again).
       for try await buffer in request.body {
         received += buffer.readableBytes
         if let limit, received > limit { throw tooLarge }
         pending.append(contentsOf: buffer.readableBytesView)
         if pending.count >= chunk {
+          if let written = try await writing?.value { spare = written }
           let piece = pending
+          pending = spare
+          spare = []
           pending.removeAll(keepingCapacity: true)
-          try await writing?.value
-          writing = Task { try await self.blocking { try upload.write(piece) } }
+          pending.reserveCapacity(chunk)
+          writing = Task {
+            try await self.blocking {
+              try upload.write(piece)
+              return piece
+            }
+          }
         }
       }
-      try await writing?.value
+      _ = try await writing?.value
       writing = nil
       if let declared, declared != received {
         throw ReplicationError.badRequest(
