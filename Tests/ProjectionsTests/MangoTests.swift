@@ -258,6 +258,71 @@ import Testing
     ) { try find(store, #"{"selector": {"age": 1}, "sort": [{"age": "asc"}, {"name": "desc"}]}"#) }
   }
 
+  @Test(
+    "an index serves a sort on its fields without the selector requiring them, and past leading fields held equal (mango_idx_view:is_usable)"
+  )
+  func sortFieldsAndConstantPrefix() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 30)
+    try createIndex(
+      store, #"{"index": {"fields": ["type", "name"]}, "ddoc": "foo", "name": "bar"}"#)
+    // couchdb-python's test_find: the selector names `type` only, the sort both fields.
+    let both = try find(
+      store,
+      #"{"selector": {"type": "admin"}, "fields": ["_id", "name"], "sort": [{"type": "asc"}, {"name": "asc"}]}"#
+    )
+    #expect(both.warning == nil)
+    #expect(both.docs.count == 10)
+    let names = both.docs.map { $0["name"]!.stringValue! }
+    #expect(names == names.sorted { Collation.compare(.string($0), .string($1)) < 0 })
+    // `type` held equal: a sort on `name` alone is served by the same index, both ways.
+    let byName = try find(
+      store, #"{"selector": {"type": "admin"}, "sort": [{"name": "desc"}], "fields": ["name"]}"#)
+    #expect(byName.docs.map { $0["name"]!.stringValue! } == names.reversed())
+    // Not held equal (a range): the index cannot serve a sort on `name`.
+    #expect(throws: StoreError.self) {
+      try find(store, #"{"selector": {"type": {"$gt": "a"}}, "sort": ["name"]}"#)
+    }
+    // Without the sort, an index whose `name` the selector does not require is not used.
+    let unsorted = try find(store, #"{"selector": {"type": "admin"}}"#)
+    #expect(unsorted.warning != nil)
+    #expect(Set(ids(unsorted)) == Set(ids(both)))
+  }
+
+  @Test("_explain shows the selector as CouchDB normalizes it")
+  func normalizedSelector() throws {
+    let cases: [(String, String)] = [
+      (#"{"type": "Person"}"#, #"{"type":{"$eq":"Person"}}"#),
+      (
+        #"{"type": "page", "year": {"$gt": 2000}}"#,
+        #"{"$and":[{"type":{"$eq":"page"}},{"year":{"$gt":2000}}]}"#
+      ),
+      (#"{"a": {"b": {"c": 1}}}"#, #"{"a.b.c":{"$eq":1}}"#),
+      (
+        #"{"a": {"$gt": 1, "$lt": 5}}"#, #"{"$and":[{"a":{"$gt":1}},{"a":{"$lt":5}}]}"#
+      ),
+      (#"{"$not": {"a": {"$gt": 10}}}"#, #"{"a":{"$lte":10}}"#),
+      (
+        #"{"$nor": [{"a": 1}, {"b": {"$in": [1, 2]}}]}"#,
+        #"{"$and":[{"a":{"$ne":1}},{"b":{"$nin":[1,2]}}]}"#
+      ),
+      (
+        #"{"$not": {"$and": [{"a": {"$exists": true}}, {"b": {"$regex": "x"}}]}}"#,
+        #"{"$or":[{"a":{"$exists":false}},{"b":{"$not":{"$regex":"x"}}}]}"#
+      ),
+      (
+        #"{"tags": {"$elemMatch": {"name": "x"}}}"#,
+        #"{"tags":{"$elemMatch":{"name":{"$eq":"x"}}}}"#
+      ),
+      (#"{"$or": [{"a": 1}, {"a": {}}]}"#, #"{"$or":[{"a":{"$eq":1}},{"a":{"$eq":{}}}]}"#),
+      ("{}", "{}"),
+    ]
+    for (given, expected) in cases {
+      #expect(try sel(given).normalizedJSON == json(expected), "\(given)")
+    }
+  }
+
   @Test("use_index, partial filters, execution stats, conflicts and _explain")
   func plannerAndExplain() throws {
     let t = try mangoStore()

@@ -60,6 +60,7 @@ import Testing
       #expect(explain.code == 200)
       #expect(explain["index"]?["name"] == .string("year-idx"))
       #expect(explain["dbname"] == .string("db"))
+      #expect(explain["selector"] == json(#"{"year": {"$eq": 2003}}"#))
       #expect(explain["mrargs"]?["start_key"] == json("[2003]"))
 
       // Errors, as CouchDB gives them.

@@ -106,8 +106,10 @@ extension DocumentStore {
   // MARK: Planning
 
   /// Chooses how to answer `query`, as CouchDB's planner does: an index every one of whose
-  /// fields the selector requires (so the documents it leaves out cannot match) and that
-  /// serves the sort; `use_index` first when it qualifies; otherwise the one whose leading
+  /// fields the selector requires or the sort names (so the documents it leaves out cannot
+  /// match, or are left out by the sort as CouchDB leaves them out) and that serves the sort
+  /// (its fields start with the sort's once the leading ones the selector holds equal are
+  /// passed); `use_index` first when it qualifies; otherwise the one whose leading
   /// fields the selector bounds most, then the one with the fewest fields. Indexes with a
   /// `partial_filter_selector` are used only when named. With none, `_all_docs` (with the
   /// warning).
@@ -122,9 +124,27 @@ extension DocumentStore {
     let descending = query.sort.first?.descending ?? false
     let indexes = try mangoIndexes()
 
+    // As `mango_idx_view:is_usable`: the sort's fields and `_id`/`_rev` need not be required
+    // by the selector (a sort already leaves out documents without its fields), and the sort
+    // is served when it is a prefix of the index's fields once the leading fields the
+    // selector holds equal are passed (`can_use_sort`).
+    let exempt = Set(sortPaths + [["_id"], ["_rev"]])
+    let constant = Set(
+      required.compactMap { path, condition -> [String]? in
+        if case .eq = condition { return path }
+        return nil
+      })
+    func servesSort(_ columns: ArraySlice<[String]>) -> Bool {
+      guard let sortFirst = sortPaths.first else { return true }
+      guard let first = columns.first else { return false }
+      if first == sortFirst { return columns.starts(with: sortPaths) }
+      return constant.contains(first) && servesSort(columns.dropFirst())
+    }
     func usable(_ index: MangoIndex) -> Bool {
-      guard index.paths.allSatisfy(requiredPaths.contains) else { return false }
-      return sortPaths.isEmpty || index.paths.starts(with: sortPaths)
+      guard index.paths.allSatisfy({ requiredPaths.contains($0) || exempt.contains($0) }) else {
+        return false
+      }
+      return servesSort(index.paths[...])
     }
     let allDocsServesSort = sortPaths.isEmpty || sortPaths == [["_id"]]
 
@@ -521,7 +541,7 @@ extension DocumentStore {
     var members: [JSONObject.Member] = [
       .init(key: "dbname", value: .string(databaseName)), .init(key: "index", value: indexJSON),
       .init(key: "partitioned", value: .bool(false)),
-      .init(key: "selector", value: query.selector.json), .init(key: "opts", value: opts),
+      .init(key: "selector", value: query.selector.normalizedJSON), .init(key: "opts", value: opts),
       .init(key: "limit", value: n(query.limit)), .init(key: "skip", value: n(query.skip)),
       .init(key: "fields", value: fields), .init(key: "mrargs", value: mrargs),
       .init(key: "covering", value: .bool(false)),
