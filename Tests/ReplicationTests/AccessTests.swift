@@ -261,6 +261,10 @@ func withAccessServer(
       // Other documents: the security object's members (admin-only here).
       let r11 = try await put("bob", "other", #"{"a":1}"#)
       #expect(r11.code == 403)
+      // A database never given one answers CouchDB 3's default, as CouchDB writes it.
+      let initial = try await client.call(
+        .get, "/wiki/_security", headers: AccessFixture.basic("admin"))
+      #expect(initial.text == #"{"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}}"# + "\n")
       let security = try await client.call(
         .put, "/wiki/_security", #"{"members":{"names":["bob"]}}"#,
         headers: AccessFixture.basic("bob"))
@@ -270,6 +274,10 @@ func withAccessServer(
           .put, "/wiki/_security", #"{"members":{"names":["bob"]}}"#,
           headers: AccessFixture.basic("admin")
         ).code == 200)
+      // Read back as it was set, not rewritten.
+      let set = try await client.call(
+        .get, "/wiki/_security", headers: AccessFixture.basic("admin"))
+      #expect(set.text == #"{"members":{"names":["bob"]}}"# + "\n")
       let r12 = try await put("bob", "other", #"{"a":1}"#)
       #expect(r12.code == 201)
       let r13 = try await client.call(.get, "/wiki/note", headers: AccessFixture.basic("bob"))

@@ -46,10 +46,13 @@ public struct SecurityObject: Sendable, Hashable {
     }
   }
 
-  public var admins: Group
-  public var members: Group
+  public var admins: Group { didSet { given = nil } }
+  public var members: Group { didSet { given = nil } }
   /// The other top-level members of the object as given (CouchDB keeps them).
-  public var extra: [JSONObject.Member]
+  public var extra: [JSONObject.Member] { didSet { given = nil } }
+  /// The object exactly as it was set (CouchDB answers `GET /{db}/_security` with the stored
+  /// JSON, not a rewritten one); dropped when a part is changed.
+  private var given: JSONValue?
 
   public init(admins: Group = Group(), members: Group = Group()) {
     self.admins = admins
@@ -64,8 +67,19 @@ public struct SecurityObject: Sendable, Hashable {
   /// (`[couchdb] default_security = admin_only`): admins and members are the `_admin` role,
   /// so only server administrators use it. (Under a ``DocumentAccess``, signed-in users still
   /// reach the documents its rules grant them.)
-  public static let adminOnly = SecurityObject(
-    admins: Group(roles: [UserContext.adminRole]), members: Group(roles: [UserContext.adminRole]))
+  /// Its JSON is CouchDB's (`couch_db_updater:default_security_object`):
+  /// `{"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}}`.
+  public static let adminOnly: SecurityObject = {
+    var object = SecurityObject(
+      admins: Group(roles: [UserContext.adminRole]), members: Group(roles: [UserContext.adminRole]))
+    let admin = JSONValue.object(
+      JSONObject([
+        .init(key: "roles", value: .array([.string(UserContext.adminRole)]))
+      ]))
+    object.given = .object(
+      JSONObject([.init(key: "members", value: admin), .init(key: "admins", value: admin)]))
+    return object
+  }()
 
   /// Parses and checks a security object as `PUT /{db}/_security` receives it: an object whose
   /// `admins` and `members`, when present, are objects whose `names` and `roles`, when present,
@@ -100,6 +114,7 @@ public struct SecurityObject: Sendable, Hashable {
     admins = try group("admins")
     members = try group("members")
     extra = object.members.filter { $0.key != "admins" && $0.key != "members" }
+    given = json
   }
 
   /// Parses a security object from JSON bytes, checked as ``init(json:)`` checks it.
@@ -111,8 +126,9 @@ public struct SecurityObject: Sendable, Hashable {
     try self.init(json: value)
   }
 
-  /// The object as CouchDB answers `GET /{db}/_security` (`{}` for ``empty``).
+  /// The object as CouchDB answers `GET /{db}/_security`: as it was set (`{}` for ``empty``).
   public var json: JSONValue {
+    if let given { return given }
     if self == .empty { return .object(JSONObject()) }
     return .object(
       JSONObject(
