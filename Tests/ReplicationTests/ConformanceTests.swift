@@ -486,6 +486,13 @@ import Testing
       #expect(try await client.call(.get, "/_all_dbs").json == .array([]))
       #expect(try await client.call(.put, "/db2?q=1&n=1&partitioned=false").code == 201)
       #expect(try await client.call(.get, "/_all_dbs").json == json(#"["db2"]"#))
+      // An existing database: 412 whatever the options ask (CouchDB checks it first), but a
+      // malformed option is still 400.
+      for query in ["partitioned=true", "q=16"] {
+        let r = try await client.call(.put, "/db2?\(query)")
+        #expect(r.code == 412 && r.error == "file_exists", "\(query)")
+      }
+      #expect(try await client.call(.put, "/db2?q=abc").code == 400)
     }
   }
 }

@@ -127,7 +127,16 @@ extension CouchServer {
         includeBody: request.method == .get)
     case .put:
       try requireServerAdmin(caller)
-      try Self.checkCreationOptions(query)
+      // As `chttpd_db:create_db_req`: malformed options are 400, then an existing database
+      // 412 `file_exists` whatever it asks for, then what wikilog does not do 501.
+      if let unsupported = try Self.unsupportedCreationOption(query) {
+        if dataDirectory.exists(name) {
+          throw StoreError(
+            "file_exists", "The database could not be created, the file already exists.",
+            code: .alreadyExists)
+        }
+        throw unsupported
+      }
       try await blocking { _ = try dataDirectory.create(name) }
       var headers = HTTPFields()
       headers[.location] = "/" + PercentDecoding.encode(name)
@@ -173,11 +182,15 @@ extension CouchServer {
   /// `q` or `n` other than 1 (sharding and clustering, `501`; a wikilog database is one
   /// unsharded copy, `q=1&n=1`), `placement` (`501`) and `engine` (`400
   /// invalid_engine_extension`, CouchDB's answer for an engine it does not have). Values that
-  /// are not valid at all get CouchDB's `400`.
-  static func checkCreationOptions(_ query: QueryParameters) throws(ReplicationError) {
+  /// are not valid at all throw CouchDB's `400`; the first option wikilog does not do is
+  /// returned (the caller answers `412` instead when the database exists, as CouchDB does).
+  static func unsupportedCreationOption(_ query: QueryParameters) throws(ReplicationError)
+    -> ReplicationError?
+  {
+    var unsupported: ReplicationError? = nil
     switch query["partitioned"] {
     case nil, "false": break
-    case "true": throw .notImplemented("partitioned databases (?partitioned=true)")
+    case "true": unsupported = .notImplemented("partitioned databases (?partitioned=true)")
     default: throw .badRequest("Invalid `partitioned` parameter")
     }
     for (name, what) in [("q", "sharding"), ("n", "keeping several copies of a database")] {
@@ -185,17 +198,18 @@ extension CouchServer {
       guard let n = Int(text), n > 0 else {
         throw .badRequest("The `\(name)` value should be a positive integer.")
       }
-      if n != 1 {
-        throw .notImplemented(
+      if n != 1 && unsupported == nil {
+        unsupported = .notImplemented(
           "\(what) (?\(name)=\(n))", "a wikilog database is one unsharded copy (q=1, n=1)")
       }
-    }
-    if query["placement"] != nil {
-      throw .notImplemented("shard placement (?placement=)")
     }
     if query["engine"] != nil {
       throw .badRequest("invalid_engine_extension")
     }
+    if query["placement"] != nil && unsupported == nil {
+      unsupported = .notImplemented("shard placement (?placement=)")
+    }
+    return unsupported
   }
 
   /// `GET /{db}`'s body; with `view` (a user under access rules), the counts and update seq
