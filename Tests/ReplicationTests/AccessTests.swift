@@ -264,7 +264,8 @@ func withAccessServer(
       // A database never given one answers CouchDB 3's default, as CouchDB writes it.
       let initial = try await client.call(
         .get, "/wiki/_security", headers: AccessFixture.basic("admin"))
-      #expect(initial.text == #"{"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}}"# + "\n")
+      #expect(
+        initial.text == #"{"members":{"roles":["_admin"]},"admins":{"roles":["_admin"]}}"# + "\n")
       let security = try await client.call(
         .put, "/wiki/_security", #"{"members":{"names":["bob"]}}"#,
         headers: AccessFixture.basic("bob"))
@@ -317,6 +318,19 @@ func withAccessServer(
       #expect(anonymousIDs.json?[1]?["id"]?.stringValue?.count == 32)
       #expect(edits.json?[1]?["ok"] == .bool(true))
       #expect(edits.json?[2]?["ok"] == .bool(true))
+    }
+  }
+
+  @Test("_users cannot be deleted: it signs every request in, and holds the administrators")
+  func usersDatabaseStays() async throws {
+    try await withAccessServer { client, _ in
+      let r = try await client.call(.delete, "/_users", headers: AccessFixture.basic("admin"))
+      #expect(r.code == 403 && r.error == "forbidden")
+      #expect(try await client.call(.get, "/", headers: AccessFixture.basic("bob")).code == 200)
+      let dbs = try await client.call(.get, "/_all_dbs", headers: AccessFixture.basic("admin"))
+      #expect(dbs.json?.arrayValue?.contains(.string("_users")) == true)
+      #expect(
+        try await client.call(.get, "/wiki/w1", headers: AccessFixture.basic("bob")).code == 200)
     }
   }
 

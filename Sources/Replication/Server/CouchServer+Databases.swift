@@ -149,6 +149,15 @@ extension CouchServer {
           "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
         )
       }
+      if name == UserStore.databaseName && options.authenticator != nil {
+        // CouchDB keeps its administrators in its configuration; wikilog keeps them in
+        // `_users`, which signs every request in: deleting it would lock every user out, or
+        // leave a server with no administrator, which lets anonymous requests administer it.
+        throw ReplicationError(
+          "forbidden",
+          "_users holds this server's users and administrators; it cannot be deleted (remove users one by one, or `wikilog user remove`)",
+          status: 403)
+      }
       try await blocking { try dataDirectory.delete(name) }
       return CouchResponse.ok()
     case .post:
