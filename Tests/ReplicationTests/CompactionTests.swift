@@ -143,6 +143,33 @@ import Testing
     }
   }
 
+  @Test(
+    "writes sent while POST /db/_compact runs all succeed: met with the log closed, they go again")
+  func writesRightBehindCompact() async throws {
+    // Over HTTP, as clients send them (with Content-Length).
+    try await withServer(.live) { client, _ in
+      try await client.call(.put, "/db")
+      for i in 0..<200 { try await client.call(.put, "/db/seed\(i)", #"{"i":\#(i)}"#) }
+      var written = 0
+      for round in 0..<20 {
+        #expect(try await client.call(.post, "/db/_compact", "{}").code == 202)
+        // Right behind it, as py-couchdb's test does: a PUT, a POST, a _bulk_docs.
+        let put = try await client.call(.put, "/db/r\(round)", #"{"round":\#(round)}"#)
+        #expect(put.code == 201, "\(put.text)")
+        let post = try await client.call(.post, "/db", #"{"_id":"p\#(round)"}"#)
+        #expect(post.code == 201, "\(post.text)")
+        let bulk = try await client.call(
+          .post, "/db/_bulk_docs", #"{"docs":[{"_id":"b\#(round)"}]}"#)
+        #expect(bulk.code == 201, "\(bulk.text)")
+        written += 3
+        while try await client.call(.get, "/db")["compact_running"] == .bool(true) {
+          try await Task.sleep(for: .milliseconds(5))
+        }
+      }
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 200 + written)
+    }
+  }
+
   @Test("a database another process has open is not compacted: conflict, nothing changed")
   func otherProcessHasItOpen() async throws {
     let dir = TestDirectory()

@@ -88,6 +88,7 @@ public struct CouchServer: HTTPResponder {
   static let serverHeader = "wikilog/\(version) (CouchDB API \(couchDBVersion))"
 
   public func respond(to request: Request, context: Context) async throws -> Response {
+    var request = request
     let start = ContinuousClock.now
     let origin = request.headers[.origin]
     var response: Response
@@ -99,14 +100,15 @@ public struct CouchServer: HTTPResponder {
       } else {
         let caller = try await caller(request, context: context)
         setCookie = caller.authentication.setCookie
+        // A write's body is held (as its handler would read it whole anyway) so that it can be
+        // sent again; attachment uploads stream, and are not.
+        let replayable = try await holdingBody(&request)
         do {
           response = try await route(request, context: context, caller: caller)
-        } catch let error as StoreError
-          where error.code == .unavailable
-          && (request.method == .get || request.method == .head)
-        {
-          // A read that met its database closed under it by a compaction: the data directory
-          // has it open again on the compacted file, and a read has no body to replay.
+        } catch let error as StoreError where error.code == .unavailable && replayable {
+          // A request that met its database closed under it by a compaction: nothing of it
+          // was written (the compaction holds the writer's lock until the log is closed), and
+          // the data directory has the database open again on the compacted file.
           response = try await route(request, context: context, caller: caller)
         }
       }
@@ -145,6 +147,19 @@ public struct CouchServer: HTTPResponder {
       Self.log(logger, line, status: response.status.code, since: start, failure: failure)
     }
     return response
+  }
+
+  /// Whether `request` can be routed a second time: a read, or a write whose body (declared
+  /// by `Content-Length`, within ``CouchServerOptions/maxRequestBytes``, not an attachment's)
+  /// is now held in memory.
+  func holdingBody(_ request: inout Request) async throws -> Bool {
+    if request.method == .get || request.method == .head { return true }
+    guard let length = request.headers[.contentLength].flatMap({ Int($0) }),
+      length <= options.maxRequestBytes
+    else { return false }
+    if case .attachment = try? CouchRoute.parse(request.uri.path) { return false }
+    _ = try await request.collectBody(upTo: length)
+    return true
   }
 
   static func log(
