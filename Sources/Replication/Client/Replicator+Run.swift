@@ -7,8 +7,10 @@ import JSON
 #endif
 
 extension Replicator {
-  /// One run of a replication: its counters, checkpoint revisions and retry state.
-  final class Run {
+  /// One run of a replication: its counters, checkpoint revisions and retry state. An actor,
+  /// so that a batch can be fetched from the source while the one before it is written to the
+  /// target (``run()``): their steps interleave where they wait for the network.
+  actor Run {
     let replicator: Replicator
     let onStatus: @Sendable (ReplicationStatus) -> Void
     var status: ReplicationStatus
@@ -72,6 +74,12 @@ extension Replicator {
 
       var since = startSeq
       var caughtUp = false
+      // A batch read from the source and not yet written: while the source is behind by more
+      // than a batch, batch N+1's `_changes` rows are checked (`_revs_diff`) and fetched
+      // (`_bulk_get`) while batch N is written, as CouchDB's replicator keeps its workers busy.
+      // Batches are written, and checkpointed, in order; a revision fetched twice because its
+      // document changed between two batches is written twice, which changes nothing.
+      var unwritten: Fetched? = nil
       while true {
         try Task.checkCancellation()
         let longpoll = options.continuous && caughtUp
@@ -89,6 +97,7 @@ extension Replicator {
         let pending = changes["pending"]?.numberValue?.int64Value.map { Int($0) }
         status.pending = pending
         if results.isEmpty {
+          if let batch = unwritten.take() { try await commit(batch, checkpointPath) }
           if !options.continuous { break }
           // Nothing (more) for this replication: a filter may have skipped changes, and a
           // longpoll's timeout ends with the source's current seq. Wait from there.
@@ -100,15 +109,37 @@ extension Replicator {
           status.state = .running
           onStatus(status)
         }
-        try await copy(results)
+        async let fetched = fetch(results)
+        if let batch = unwritten.take() { try await commit(batch, checkpointPath) }
+        unwritten = Fetched(docs: try await fetched, lastSeq: lastSeq)
         since = lastSeq
-        report.endSeq = lastSeq
-        try await writeCheckpoints(checkpointPath)
-        status.checkpointedSeq = lastSeq
-        onStatus(status)
         caughtUp = pending == 0
+        if caughtUp, let batch = unwritten.take() { try await commit(batch, checkpointPath) }
         if !options.continuous && pending == 0 { break }
       }
+    }
+
+    /// A batch's missing revisions, fetched, and the source seq it ends at.
+    struct Fetched {
+      let docs: [JSONValue]
+      let lastSeq: JSONValue
+    }
+
+    /// Writes a fetched batch to the target, makes it durable there, and checkpoints its seq
+    /// on both sides.
+    func commit(_ batch: Fetched, _ checkpointPath: String) async throws {
+      if !batch.docs.isEmpty {
+        try await write(batch.docs)
+        _ = try await retrying("POST _ensure_full_commit") {
+          try await self.request(
+            self.target, "POST", self.target.path("/_ensure_full_commit"),
+            body: .object(JSONObject()))
+        }
+      }
+      report.endSeq = batch.lastSeq
+      try await writeCheckpoints(checkpointPath)
+      status.checkpointedSeq = batch.lastSeq
+      onStatus(status)
     }
 
     /// `GET` both databases; a missing target is created with ``ReplicationOptions/createTarget``.
@@ -164,7 +195,9 @@ extension Replicator {
     }
 
     /// Copies what the target lacks of one batch of changes.
-    func copy(_ results: [JSONValue]) async throws {
+    /// The revisions of `_changes` rows the target lacks (`_revs_diff`), fetched from the
+    /// source with their histories and attachments.
+    func fetch(_ results: [JSONValue]) async throws -> [JSONValue] {
       report.batches += 1
       report.docsRead += results.count
       var asked = JSONObject()
@@ -191,14 +224,8 @@ extension Replicator {
         }
       }
       report.missingFound += wanted.reduce(0) { $0 + $1.revs.count }
-      guard !wanted.isEmpty else { return }
-      let docs = try await fetch(wanted)
-      try await write(docs)
-      _ = try await retrying("POST _ensure_full_commit") {
-        try await self.request(
-          self.target, "POST", self.target.path("/_ensure_full_commit"),
-          body: .object(JSONObject()))
-      }
+      guard !wanted.isEmpty else { return [] }
+      return try await fetch(wanted)
     }
 
     struct Wanted {
