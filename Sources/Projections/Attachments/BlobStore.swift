@@ -278,9 +278,14 @@ public final class BlobUpload: @unchecked Sendable {
   private let temporary: String
   private var handle: FileHandle?
   private var encoder: GzipEncoder?
-  /// The MD5 of the bytes received, in a box that a second thread can update while this one
-  /// writes (``write(_:)``).
+  /// The MD5 of the bytes received, in a box that ``hashing`` updates while this thread writes
+  /// (``write(_:)``).
   private let received = HashBox()
+  /// Where an identity upload's MD5 runs, a chunk after another, behind the writes: MD5 is
+  /// most of an upload's work, so it runs on without waiting for each chunk's write, at most
+  /// ``hashAhead`` chunks behind.
+  private let hashing = DispatchQueue(label: "wikilog.blob-md5")
+  private let hashAhead = DispatchSemaphore(value: 4)
   private var stored = BulkMD5()
   private let gzip: Bool
   /// How many bytes were received so far.
@@ -322,12 +327,15 @@ public final class BlobUpload: @unchecked Sendable {
       let out = encoder!.update(chunk)
       try append(out)
     } else {
-      // The MD5 (most of an upload's time) runs on another thread while this one writes the
-      // same bytes to the file; both end before the next chunk.
+      // The MD5 (most of an upload's time) runs on its own queue while this thread writes the
+      // same bytes to the file and takes the next chunk.
       let box = received
-      let hashing = DispatchGroup()
-      DispatchQueue.global().async(group: hashing) { box.md5.update(chunk) }
-      defer { hashing.wait() }
+      let ahead = hashAhead
+      ahead.wait()
+      hashing.async {
+        box.md5.update(chunk)
+        ahead.signal()
+      }
       try append(chunk)
     }
   }
@@ -358,6 +366,7 @@ public final class BlobUpload: @unchecked Sendable {
     if gzip, let encoder = encoder.take() {
       try append(encoder.finish())
     }
+    hashing.sync {}
     let receivedMD5 = received.md5.finalize()
     let md5 = gzip ? stored.finalize() : receivedMD5
     if let expectingMD5, expectingMD5 != receivedMD5 {
@@ -386,6 +395,7 @@ public final class BlobUpload: @unchecked Sendable {
 
   /// Abandons the upload: closes and removes the temporary file.
   public func discard() {
+    hashing.sync {}
     if let handle {
       // A flush still running holds the file's descriptor.
       _ = flusher.wait()
@@ -403,8 +413,8 @@ extension Optional {
   }
 }
 
-/// An MD5 that one thread at a time updates (``BlobUpload/write(_:)`` hands it to another
-/// thread and waits for it before touching it again).
+/// An MD5 that one thread at a time updates (``BlobUpload``'s serial hashing queue; the
+/// upload reads it only after waiting for that queue).
 final class HashBox: @unchecked Sendable {
   var md5 = BulkMD5()
 }
