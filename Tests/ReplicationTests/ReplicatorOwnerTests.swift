@@ -477,6 +477,35 @@ import Testing
   }
 }
 
+extension ReplicatorOwnerTests {
+  @Test("credentials: CouchDB's precedence (auth, userinfo, header) and stripping")
+  func credentials() throws {
+    func chosen(_ spec: String) throws -> HTTPTransport.Credentials? {
+      let endpoint = try CouchServer.endpoint(try JSONValue(parsing: Array(spec.utf8)), "source")
+      return (endpoint.transport as? HTTPTransport)?.credentials
+    }
+    let all =
+      #"{"url":"http://u:p@h/db","auth":{"basic":{"username":"a","password":"b"}},"headers":{"Authorization":"Basic eDp5"}}"#
+    #expect(try chosen(all) == .basic(user: "a", password: "b"))
+    #expect(
+      try chosen(#"{"url":"http://u:p@h/db","headers":{"Authorization":"Basic eDp5"}}"#)
+        == .basic(user: "u", password: "p"))
+    #expect(
+      try chosen(#"{"url":"http://h/db","headers":{"Authorization":"Basic eDp5"}}"#)
+        == .header("Basic eDp5"))
+    #expect(try chosen(#""http://h/db""#) == nil)
+
+    #expect(
+      ReplicatorOwnership.strippedUserinfo("https://u:p%40x@h:5984/db") == "https://h:5984/db")
+    #expect(ReplicatorOwnership.strippedUserinfo("http://h/db?x=a@b") == "http://h/db?x=a@b")
+    #expect(ReplicatorOwnership.strippedUserinfo("http://h/a@b") == "http://h/a@b")
+    #expect(ReplicatorOwnership.strippedUserinfo("not a url") == "not a url")
+    let object = ReplicatorOwnership.stripCredentials(
+      try JSONValue(parsing: Array(all.utf8)))
+    #expect(object == .object(JSONObject(["url": .string("http://h/db")])))
+  }
+}
+
 extension HTTPFields {
   /// These fields with `extra` added (by field name).
   func merging(_ extra: [String: String]) -> HTTPFields {

@@ -163,7 +163,8 @@ extension CouchServer {
   }
 
   /// A source or target: a URL (its userinfo as Basic credentials), or an object with `url`,
-  /// `auth.basic` and `headers.Authorization`.
+  /// `auth.basic` and `headers.Authorization`. When several are given, CouchDB's order picks
+  /// one: `auth.basic`, else the URL's userinfo, else the `Authorization` header.
   static func endpoint(_ spec: JSONValue, _ name: String) throws(ReplicationError)
     -> CouchEndpoint
   {
@@ -174,13 +175,13 @@ extension CouchServer {
     }
     guard let url = CouchURL(text) else { throw .badRequest("`\(name)` is not a database URL") }
     var credentials: HTTPTransport.Credentials?
-    if let user = url.user { credentials = .basic(user: user, password: url.password ?? "") }
-    if let basic = spec["auth"]?["basic"], let user = basic["username"]?.stringValue {
-      credentials = .basic(user: user, password: basic["password"]?.stringValue ?? "")
-    }
     for member in spec["headers"]?.objectValue?.members ?? []
     where member.key.lowercased() == "authorization" {
       if let value = member.value.stringValue { credentials = .header(value) }
+    }
+    if let user = url.user { credentials = .basic(user: user, password: url.password ?? "") }
+    if let basic = spec["auth"]?["basic"], let user = basic["username"]?.stringValue {
+      credentials = .basic(user: user, password: basic["password"]?.stringValue ?? "")
     }
     return CouchEndpoint(
       transport: HTTPTransport(baseURL: url.baseURL, credentials: credentials),
