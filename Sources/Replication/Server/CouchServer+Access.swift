@@ -57,6 +57,20 @@ struct DatabaseAccess: Sendable {
     }
   }
 
+  /// `doc` as the caller may see it: in `_replicator`, another user's document without its
+  /// credentials (``ReplicatorOwnership/shown(_:access:)``); elsewhere as it is.
+  func shown(_ doc: JSONValue, madeUpRev: Bool = true) -> JSONValue {
+    guard name == ReplicatorDocuments.databaseName else { return doc }
+    return ReplicatorOwnership.shown(doc, access: self, madeUpRev: madeUpRev)
+  }
+
+  /// The body of a write to `docID` with its `owner` set, in `_replicator`
+  /// (``ReplicatorOwnership/owned(_:id:access:)``); elsewhere as it is.
+  func owned(_ body: [UInt8], id: String?) throws -> [UInt8] {
+    guard name == ReplicatorDocuments.databaseName else { return body }
+    return try ReplicatorOwnership.owned(body, id: id, access: self)
+  }
+
   /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
   /// read `docID`.
   func checkRead(_ docID: String, in store: DocumentStore) throws {
@@ -70,6 +84,9 @@ struct DatabaseAccess: Sendable {
   ) throws {
     if write.docID.hasPrefix("_design/") && !isAdmin {
       throw StoreError.forbidden("You are not a db or server admin.")
+    }
+    if name == ReplicatorDocuments.databaseName {
+      try ReplicatorOwnership.checkWrite(write.docID, body: write.body, access: self, store: store)
     }
     guard let rules, !user.isAdmin else { return }
     try store.read { txn in

@@ -19,7 +19,7 @@ extension CouchServer {
   ) async throws -> Response {
     try Self.requireJSONContentType(request)
     let body = try await objectBody(of: request)
-    guard let docs = body["docs"]?.arrayValue else {
+    guard var docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("POST body must include `docs` parameter.")
     }
     var newEdits = query["new_edits"] != "false"
@@ -34,6 +34,15 @@ extension CouchServer {
     }
     // As CouchDB, a document whose special members are malformed fails the whole request.
     for doc in docs { try DocumentInput.checkShape(doc) }
+    if access.name == ReplicatorDocuments.databaseName {
+      // `_replicator`: each document gets its owner, and one that belongs to another user
+      // fails the whole request, as CouchDB's `before_doc_update` does in `fabric_doc_update`.
+      docs = try docs.map { (doc: JSONValue) throws -> JSONValue in
+        guard case .object(let object) = doc else { return doc }
+        let id = object["_id"]?.stringValue ?? ""
+        return .object(try ReplicatorOwnership.owned(object, id: id, access: access))
+      }
+    }
     let actor = caller.actor
     let origin = replicationOrigin(context)
     let edits = newEdits
@@ -154,7 +163,8 @@ extension CouchServer {
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
     for (i, item) in docs.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
-      bulkGetResult(store, item, options: options, access: access).serialize(into: &bytes)
+      bulkGetResult(store, item, options: options, access: access, madeUpRev: true)
+        .serialize(into: &bytes)
     }
     bytes.append(contentsOf: "]}".utf8)
     return CouchResponse.raw(bytes)
@@ -196,8 +206,11 @@ extension CouchServer {
     return (outer, out)
   }
 
+  /// One item of `_bulk_get`; each revision as the caller may see it
+  /// (``DatabaseAccess/shown(_:madeUpRev:)``).
   func bulkGetResult(
-    _ store: DocumentStore, _ item: JSONValue, options: GetOptions, access: DatabaseAccess
+    _ store: DocumentStore, _ item: JSONValue, options: GetOptions, access: DatabaseAccess,
+    madeUpRev: Bool = false
   ) -> JSONValue {
     var options = options
     func failure(id: String, rev: String?, _ e: ReplicationError) -> JSONValue {
@@ -233,7 +246,8 @@ extension CouchServer {
     do {
       try access.checkRead(id, in: store)
       guard let rev else {
-        return result(id, [.object(JSONObject(["ok": try store.get(id, options: options)]))])
+        let doc = access.shown(try store.get(id, options: options), madeUpRev: madeUpRev)
+        return result(id, [.object(JSONObject(["ok": doc]))])
       }
       let found = try store.openRevs(id, .revs([rev]), options: options)
       return result(
@@ -241,6 +255,9 @@ extension CouchServer {
         found.map { entry in
           if let missing = entry["missing"]?.stringValue {
             return failure(id: id, rev: missing, .notFound("missing"))
+          }
+          if let doc = entry["ok"] {
+            return .object(JSONObject(["ok": access.shown(doc, madeUpRev: madeUpRev)]))
           }
           return entry
         })

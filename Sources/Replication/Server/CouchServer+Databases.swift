@@ -167,9 +167,7 @@ extension CouchServer {
       if name == UserStore.databaseName { try requireServerAdmin(caller) }
       var body = try await self.body(of: request)
       if name == UserStore.databaseName { body = try Self.hashingPassword(body) }
-      if name == ReplicatorDocuments.databaseName {
-        body = Self.withOwner(body, id: nil, caller: caller)
-      }
+      body = try access.owned(body, id: nil)
       let parsed: JSONValue
       do { parsed = try JSONValue(parsing: body) } catch {
         throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")

@@ -25,7 +25,7 @@ extension CouchServer {
       try access.checkRead(id, in: store)
       return try getDocument(
         store, id: id, query: query, head: request.method == .head,
-        accept: request.headers[.accept])
+        accept: request.headers[.accept], access: access)
     case .put:
       var body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
@@ -42,9 +42,7 @@ extension CouchServer {
           body = try Self.hashingPassword(body)
           try checkOwnRoles(try JSONValue(parsing: body), id: id, store: store, caller: caller)
         }
-        if db == ReplicatorDocuments.databaseName && !replicated {
-          body = Self.withOwner(body, id: id, caller: caller)
-        }
+        body = try access.owned(body, id: id)
         try access.checkWrite(
           docID: id, body: try? JSONValue(parsing: body), replicated: replicated, in: store)
         if replicated {
@@ -117,8 +115,12 @@ extension CouchServer {
     // The attachments go by reference: the copy shares their blobs and keeps their `revpos`,
     // as CouchDB's copy keeps attachments already on disk.
     let source = try store.get(id, options: GetOptions(rev: try requestedRev(request, query)))
-    var body = source.objectValue ?? JSONObject()
+    // What the caller may read of it (in `_replicator`, another's without credentials).
+    var body = access.shown(source).objectValue ?? JSONObject()
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" || $0.key == "_attachments" }
+    if db == ReplicatorDocuments.databaseName {
+      body = try ReplicatorOwnership.owned(body, id: target, access: access)
+    }
     var input = try DocumentInput(json: JSONValue.object(body).serialized())
     if let atts = source["_attachments"]?.objectValue, let rev = source["_rev"]?.stringValue {
       input.attachments = try atts.members.map { member in
@@ -161,8 +163,12 @@ extension CouchServer {
   /// `deleted_conflicts`, `local_seq` (and `meta`, which is `conflicts` + `deleted_conflicts` +
   /// `revs_info`). As in CouchDB (`chttpd_db:parse_doc_query`), a flag is set by `true` alone;
   /// any other value (`True`, `1`, `yes`) is ignored, without an error.
+  ///
+  /// With `access`, each revision is shown as the caller may see it
+  /// (``DatabaseAccess/shown(_:madeUpRev:)``).
   func getDocument(
-    _ store: DocumentStore, id: String, query: QueryParameters, head: Bool, accept: String? = nil
+    _ store: DocumentStore, id: String, query: QueryParameters, head: Bool, accept: String? = nil,
+    access: DatabaseAccess? = nil
   ) throws -> Response {
     let meta = query.flag("meta")
     var options = GetOptions(
@@ -185,9 +191,13 @@ extension CouchServer {
         which = .revs(revs)
       }
       if AcceptHeader.accepts(accept, "multipart/mixed") {
-        return try openRevsMultipart(store, id: id, which, options: options, head: head)
+        return try openRevsMultipart(
+          store, id: id, which, options: options, head: head, access: access)
       }
-      let results = try store.openRevs(id, which, options: options)
+      let results = try store.openRevs(id, which, options: options).map { result in
+        guard let access, let doc = result["ok"] else { return result }
+        return JSONValue.object(JSONObject(["ok": access.shown(doc)]))
+      }
       return CouchResponse.json(.array(results), includeBody: !head)
     }
     // `chttpd_db:send_doc_efficiently`: with `attachments=true`, a document that has
@@ -198,7 +208,8 @@ extension CouchServer {
       options.follows = true
       options.attEncodingInfo = true
     }
-    let doc = try store.get(id, options: options)
+    let stored = try store.get(id, options: options)
+    let doc = access?.shown(stored, madeUpRev: !multipart) ?? stored
     var headers = HTTPFields()
     if let rev = doc["_rev"]?.stringValue { headers[.eTag] = "\"\(rev)\"" }
     if multipart, doc["_attachments"]?.objectValue?.members.isEmpty == false {
@@ -247,13 +258,14 @@ extension CouchServer {
       throw ReplicationError(
         "bad_content_type", "Content-Type must be application/json", status: 415)
     }
-    var input = try DocumentInput(json: first.body)
+    let json = try access.owned(first.body, id: id)
+    var input = try DocumentInput(json: json)
     try input.attachFollowing(parts.dropFirst().map(\.body))
     if store === dataDirectory.storeIfOpen(UserStore.databaseName) {
       try requireServerAdmin(caller)
     }
     try access.checkWrite(
-      docID: id, body: try? JSONValue(parsing: first.body), replicated: !newEdits, in: store)
+      docID: id, body: try? JSONValue(parsing: json), replicated: !newEdits, in: store)
     let actor = caller.actor
     return try await store.writeAsync(
       input, id: id, rev: rev, newEdits: newEdits, origin: replicationOrigin(context),
@@ -266,7 +278,8 @@ extension CouchServer {
   /// attachments to send a `multipart/related` part); a missing revision an
   /// `application/json; error="true"` part.
   func openRevsMultipart(
-    _ store: DocumentStore, id: String, _ which: OpenRevs, options: GetOptions, head: Bool
+    _ store: DocumentStore, id: String, _ which: OpenRevs, options: GetOptions, head: Bool,
+    access: DatabaseAccess? = nil
   ) throws -> Response {
     var options = options
     options.attachments = true
@@ -278,7 +291,8 @@ extension CouchServer {
     var out = MultipartAnswer()
     out.append("--\(outer)")
     for result in results {
-      if let doc = result["ok"] {
+      if let stored = result["ok"] {
+        let doc = access?.shown(stored, madeUpRev: false) ?? stored
         let (type, part) = try MultipartAnswer.document(
           doc, id: id, boundary: inner, store: store)
         out.append("\r\nContent-Type: \(type)\r\n\r\n")

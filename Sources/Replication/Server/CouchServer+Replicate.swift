@@ -9,31 +9,29 @@ import Projections
 #endif
 
 extension CouchServer {
-  /// `POST /_replicate` (server administrators): `{"source", "target"}` as URLs or
-  /// `{"url", "auth": {"basic": {"username", "password"}}, "headers": {...}}` objects, with
+  /// `POST /_replicate` (any signed-in user, as in CouchDB 3.4): `{"source", "target"}` as URLs
+  /// or `{"url", "auth": {"basic": {"username", "password"}}, "headers": {...}}` objects, with
   /// `continuous`, `create_target`, `doc_ids`, `selector`, `filter` and `query_params`,
-  /// `since_seq`; `{"cancel": true}` with the same source and target (or `replication_id`)
-  /// stops a continuous job.
+  /// `since_seq`; `{"cancel": true}` with the same source, target and `continuous` (or with
+  /// the job's id as `replication_id`, `id` or `_local_id`) stops a job.
   ///
   /// A one-shot replication answers when it is done, with the checkpoint's history
   /// (`{"ok": true, "session_id", "source_last_seq", "history": [...]}`); a continuous one
   /// answers at once with `{"ok": true, "_local_id": "<id>+continuous"}` and runs until
   /// cancelled, listed in `/_active_tasks` and `/_scheduler/jobs`. As in CouchDB 3, local
-  /// database names are refused: endpoints are URLs (this server's own included).
+  /// database names are refused: endpoints are URLs (this server's own included), reached with
+  /// the credentials given. A job belongs to the user who started it: another user's job, or a
+  /// `_replicator` document's job owned by another user, is started over or cancelled by
+  /// server administrators only (CouchDB's `check_authorization/2`: 401 `You are not a server
+  /// admin.`).
   func replicate(_ request: Request, caller: Caller) async throws -> Response {
     let body = try await objectBody(of: request)
     let continuous = body["continuous"]?.boolValue ?? false
-    if body["cancel"]?.boolValue == true {
-      var id = body["replication_id"]?.stringValue
-      if id == nil {
-        let replicator = try Self.replicator(body)
-        id = replicator.replicationID + (continuous ? "+continuous" : "")
+    if let cancel = body["cancel"] {
+      guard let flag = cancel.boolValue else {
+        throw ReplicationError.badRequest("parameter `cancel` must be a boolean")
       }
-      guard let id, replications.cancel(id) else {
-        throw ReplicationError("not_found", "Replication `\(id ?? "")` not found.", status: 404)
-      }
-      return CouchResponse.json(
-        .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])))
+      if flag { return try await cancelReplication(body, caller: caller) }
     }
     let replicator = try Self.replicator(body)
     let id = replicator.replicationID + (continuous ? "+continuous" : "")
@@ -44,6 +42,9 @@ extension CouchServer {
         state: .starting,
         report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))),
       history: [], task: nil)
+    if let existing = replications.job(id), existing.user != caller.user.name {
+      try requireServerAdmin(caller)
+    }
     if continuous {
       guard replications.add(job) else {
         // Already running: CouchDB answers with the running job's id.
@@ -76,6 +77,41 @@ extension CouchServer {
     answer.members.insert(.init(key: "ok", value: .bool(true)), at: 0)
     if report.docsRead == 0 { answer["no_changes"] = .bool(true) }
     return CouchResponse.json(.object(answer))
+  }
+
+  /// `POST /_replicate` with `"cancel": true` (CouchDB's `couch_replicator:replicate/2`): the
+  /// job named by `_local_id`, `replication_id` or `id` (a space read as the `+` a URL
+  /// decoding turned into one), else the one the body describes. 404 `not_found` `missing`
+  /// when there is none; a job of another user needs a server administrator. A `_replicator`
+  /// document's job is taken out of the scheduler, as CouchDB's `remove_job` does: the document
+  /// stays, without a job, until it is edited into another replication or the server restarts.
+  /// Answers `200 {"ok": true, "_local_id": id}`.
+  func cancelReplication(_ body: JSONObject, caller: Caller) async throws -> Response {
+    var id: String?
+    for member in body.members where ["_local_id", "replication_id", "id"].contains(member.key) {
+      guard let text = member.value.stringValue else {
+        throw ReplicationError.badRequest("parameter `\(member.key)` must be a string")
+      }
+      id = String(text.map { $0 == " " ? "+" : $0 })
+      break
+    }
+    if id == nil {
+      let replicator = try Self.replicator(body)
+      let continuous = body["continuous"]?.boolValue ?? false
+      id = replicator.replicationID + (continuous ? "+continuous" : "")
+    }
+    guard let id, let job = replications.job(id) else {
+      throw ReplicationError("not_found", "missing", status: 404)
+    }
+    if job.user != caller.user.name { try requireServerAdmin(caller) }
+    let cancelled: Bool
+    if job.isPersistent {
+      cancelled = await replicatorDocuments.cancel(jobID: id)
+    } else {
+      cancelled = replications.cancel(id)
+    }
+    guard cancelled else { throw ReplicationError("not_found", "missing", status: 404) }
+    return CouchResponse.json(.object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])))
   }
 
   /// A failed replication as CouchDB answers it: `db_not_found` for a missing database, the
@@ -127,7 +163,8 @@ extension CouchServer {
   }
 
   /// A source or target: a URL (its userinfo as Basic credentials), or an object with `url`,
-  /// `auth.basic` and `headers.Authorization`.
+  /// `auth.basic` and `headers.Authorization`. When several are given, CouchDB's order picks
+  /// one: `auth.basic`, else the URL's userinfo, else the `Authorization` header.
   static func endpoint(_ spec: JSONValue, _ name: String) throws(ReplicationError)
     -> CouchEndpoint
   {
@@ -138,13 +175,13 @@ extension CouchServer {
     }
     guard let url = CouchURL(text) else { throw .badRequest("`\(name)` is not a database URL") }
     var credentials: HTTPTransport.Credentials?
-    if let user = url.user { credentials = .basic(user: user, password: url.password ?? "") }
-    if let basic = spec["auth"]?["basic"], let user = basic["username"]?.stringValue {
-      credentials = .basic(user: user, password: basic["password"]?.stringValue ?? "")
-    }
     for member in spec["headers"]?.objectValue?.members ?? []
     where member.key.lowercased() == "authorization" {
       if let value = member.value.stringValue { credentials = .header(value) }
+    }
+    if let user = url.user { credentials = .basic(user: user, password: url.password ?? "") }
+    if let basic = spec["auth"]?["basic"], let user = basic["username"]?.stringValue {
+      credentials = .basic(user: user, password: basic["password"]?.stringValue ?? "")
     }
     return CouchEndpoint(
       transport: HTTPTransport(baseURL: url.baseURL, credentials: credentials),

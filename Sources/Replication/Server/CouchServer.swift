@@ -214,7 +214,10 @@ public struct CouchServer: HTTPResponder {
       return try uuids(query)
     case .replicate:
       try allow(method, [.post])
-      try requireServerAdmin(caller)
+      // CouchDB 3.4's `require_authenticated_user`.
+      if caller.user.name == nil && !caller.user.isAdmin {
+        throw ReplicationError("unauthorized", "You are not an authenticated user", status: 401)
+      }
       return try await replicate(request, caller: caller)
     case .activeTasks:
       try allow(method, [.get, .head])

@@ -36,6 +36,12 @@ public struct CouchServerOptions: Sendable {
 public struct ReplicatorSchedulerOptions: Sendable {
   /// Jobs that replicate at once (`max_jobs`); the others wait as `pending`.
   public var maxJobs = 500
+  /// Running continuous jobs stopped at most, each ``interval``, so that pending ones run
+  /// (`max_churn`).
+  public var maxChurn = 20
+  /// How often the scheduler rotates running jobs out for pending ones when more are defined
+  /// than ``maxJobs`` (`interval`, 60 s).
+  public var interval: Duration = .seconds(60)
   /// History entries kept per job (`max_history`).
   public var maxHistory = 20
   /// The wait after a job's first crash, doubled after each consecutive one up to 2^10 times

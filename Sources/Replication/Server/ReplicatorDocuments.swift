@@ -26,14 +26,26 @@ import Synchronization
 ///  parses? ── no ─▶ `failed` written back with _replication_state_reason
 ///        │ yes, same replication as another document's ─▶ `failed`
 ///        ▼
-///  job added (`added`) ─▶ a slot free (max_jobs)? ─▶ `started` ─▶ replicating
-///        ▲                                                │
-///        └── wait 30 s · 2^(crashes-1) ◀── `crashed` ◀─────┤ failed (retries ran out)
-///                                                         │ one-shot done
-///                                                         ▼
+///  job added (`added`, pending) ─▶ a slot free (max_jobs)? ─▶ `started` ─▶ replicating
+///        ▲        ▲                                                 │
+///        │        └── every interval: at most max_churn ◀── `stopped` (continuous jobs that
+///        │            ran longest make way for the jobs that waited longest)
+///        └── pending until 30 s · 2^(crashes-1) have passed ◀── `crashed` ◀──┤ failed
+///                                                                           │ one-shot done
+///                                                                           ▼
 ///                                  `completed` written back with _replication_stats
 /// document deleted or edited into another replication ─▶ its job stops and goes
 /// ```
+///
+/// The scheduler is CouchDB's (`couch_replicator_scheduler`): at most
+/// ``ReplicatorSchedulerOptions/maxJobs`` jobs replicate at once; a pending job starts as soon
+/// as a slot is free (a job added, completed, crashed or removed); and every
+/// ``ReplicatorSchedulerOptions/interval``, when more jobs are pending than slots are free, up
+/// to ``ReplicatorSchedulerOptions/maxChurn`` running continuous jobs — those whose last start
+/// is oldest — are stopped (`stopped`) and as many pending jobs — those whose last start is
+/// oldest, never started first — start, so that every job gets its turn. One-shot jobs are not
+/// rotated out once started (CouchDB's "normal replications"). A job that crashed stays pending
+/// through its backoff.
 ///
 /// As in CouchDB 3.4 (`update_docs = false`), only the terminal states are written to the
 /// document: `completed` (with `_replication_stats`) and `failed` (with
@@ -43,6 +55,10 @@ import Synchronization
 /// ``ReplicatorSchedulerOptions/retriesPerRequest`` failed requests (continuous ones too);
 /// the scheduler then restarts it after its backoff, indefinitely, as CouchDB does. A restart of
 /// the server starts every job again from its document; the checkpoints make them resume.
+///
+/// A job replicates with the credentials its document gives, and nothing else: endpoints are
+/// URLs (local database names are refused, as in CouchDB 3), so a job reaches what its
+/// credentials reach through the server's access rules, never with the server's own identity.
 final class ReplicatorDocuments: Sendable {
   static let databaseName = "_replicator"
   /// The actor of the scheduler's writes to `_replicator` documents.
@@ -56,6 +72,10 @@ final class ReplicatorDocuments: Sendable {
     case error
     /// Its job is in the scheduler.
     case scheduled
+    /// Its job was cancelled with `POST /_replicate` (`"cancel": true`): the scheduler forgot
+    /// it, as CouchDB's `remove_job`; it runs again when the document changes into another
+    /// replication or the server restarts.
+    case unscheduled
   }
 
   struct Entry: Sendable {
@@ -66,7 +86,20 @@ final class ReplicatorDocuments: Sendable {
     var errorCount = 0
     var lastUpdated = Date.now
     let startTime = Date.now
+    /// Waits while a transient replication holds the job's id, then adds the job.
     var supervisor: Task<Void, Never>?
+  }
+
+  /// A job the scheduler knows: pending while ``run`` is nil, running while it is not.
+  struct Scheduled: Sendable {
+    let docID: String
+    let store: DocumentStore
+    let replicator: Replicator
+    let continuous: Bool
+    let startTime: Date
+    var run: Task<Void, Never>?
+    /// Bumped at each start and stop, so that a stopped run's end is not taken for a crash.
+    var generation = 0
   }
 
   let data: DataDirectory
@@ -74,8 +107,10 @@ final class ReplicatorDocuments: Sendable {
   let options: ReplicatorSchedulerOptions
   let logger: Logger
   let entries = Mutex([String: Entry]())
-  /// Jobs replicating now (at most ``ReplicatorSchedulerOptions/maxJobs``).
-  let slots = Mutex(0)
+  /// The scheduler's jobs by id.
+  let scheduled = Mutex([String: Scheduled]())
+  /// Waits that start pending jobs when a crashed one's backoff ends, by a serial number.
+  let wakes = Mutex((next: 0, tasks: [Int: Task<Void, Never>]()))
 
   init(
     data: DataDirectory, jobs: ReplicationJobs, options: ReplicatorSchedulerOptions,
@@ -103,8 +138,17 @@ final class ReplicatorDocuments: Sendable {
 
   // MARK: The document processor
 
-  /// Follows `_replicator` until cancelled, then stops every job.
+  /// Follows `_replicator` until cancelled, then stops every job; rotates the jobs every
+  /// ``ReplicatorSchedulerOptions/interval`` meanwhile.
   func run() async {
+    let interval = options.interval
+    let rotation = Task { [self] in
+      while true {
+        do { try await Task.sleep(for: interval) } catch { return }
+        await reschedule()
+      }
+    }
+    defer { rotation.cancel() }
     var created = false
     while !Task.isCancelled {
       do {
@@ -125,6 +169,7 @@ final class ReplicatorDocuments: Sendable {
       await stopAll()
       try? await Task.sleep(for: .seconds(1))
     }
+    rotation.cancel()
     await stopAll()
   }
 
@@ -185,9 +230,12 @@ final class ReplicatorDocuments: Sendable {
 
   /// Stops document `id`'s job, if any, and forgets it.
   func remove(_ id: String) async {
-    let supervisor = entries.withLock { $0.removeValue(forKey: id)?.supervisor }
-    supervisor?.cancel()
-    await supervisor?.value
+    guard let entry = entries.withLock({ $0.removeValue(forKey: id) }) else { return }
+    entry.supervisor?.cancel()
+    await entry.supervisor?.value
+    if let jobID = entry.jobID, scheduled.withLock({ $0[jobID]?.docID }) == id {
+      await removeJob(jobID)
+    }
   }
 
   func stopAll() async {
@@ -197,6 +245,20 @@ final class ReplicatorDocuments: Sendable {
     }
     for supervisor in supervisors { supervisor.cancel() }
     for supervisor in supervisors { await supervisor.value }
+    let all = scheduled.withLock { scheduled in
+      defer { scheduled.removeAll() }
+      return scheduled
+    }
+    for job in all.values { job.run?.cancel() }
+    for (jobID, job) in all {
+      await job.run?.value
+      jobs.remove(jobID)
+    }
+    let waits = wakes.withLock { wakes in
+      defer { wakes.tasks.removeAll() }
+      return Array(wakes.tasks.values)
+    }
+    for wait in waits { wait.cancel() }
   }
 
   func updateEntry(_ id: String, _ change: (inout Entry) -> Void) {
@@ -208,14 +270,27 @@ final class ReplicatorDocuments: Sendable {
     }
   }
 
+  /// `POST /_replicate` with `"cancel": true` for the job of a document: the scheduler forgets
+  /// the job (CouchDB's `remove_job`), the document stays (``DocState/unscheduled``). False
+  /// when no document's job has this id.
+  func cancel(jobID: String) async -> Bool {
+    guard let docID = scheduled.withLock({ $0[jobID]?.docID }) else { return false }
+    await removeJob(jobID)
+    updateEntry(docID) { entry in
+      guard entry.jobID == jobID else { return }
+      entry.state = .unscheduled
+      entry.info = nil
+    }
+    return true
+  }
+
   // MARK: The scheduler
 
-  /// Runs document `id`'s job until it completes (one-shot) or is cancelled: waits for a slot,
-  /// replicates, and after a crash waits out the backoff and starts again.
+  /// Adds document `id`'s job to the scheduler, pending, and starts it when a slot is free.
+  /// While a transient replication (`POST /_replicate`) has the same id the document is in
+  /// CouchDB's doc processor `error` state, retried with its backoff.
   func supervise(_ id: String, _ document: ReplicationDocument, _ store: DocumentStore) async {
     let jobID = document.jobID
-    // A transient replication (`POST /_replicate`) with the same id: CouchDB's doc processor
-    // `error` state, retried with its backoff.
     var errors = 0
     while let other = jobs.job(jobID), !other.isPersistent {
       errors += 1
@@ -228,13 +303,15 @@ final class ReplicatorDocuments: Sendable {
       }
       do { try await Task.sleep(for: backoff(errors)) } catch { return }
     }
+    if Task.isCancelled { return }
     var replicator = document.replicator
     replicator.options.retry.maximumRetries = options.retriesPerRequest
     replicator.options.retry.initialDelay = options.retryDelay
     replicator.options.retry.continuousGivesUp = true
+    let now = Date.now
     let job = ReplicationJobs.Job(
       id: jobID, source: replicator.source.identity, target: replicator.target.identity,
-      continuous: document.continuous, user: document.user, startTime: .now, updated: .now,
+      continuous: document.continuous, user: document.user, startTime: now, updated: now,
       status: ReplicationStatus(
         state: .starting,
         report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))),
@@ -246,45 +323,169 @@ final class ReplicatorDocuments: Sendable {
       }
       return
     }
-    defer { jobs.remove(jobID) }
+    scheduled.withLock { scheduled in
+      scheduled[jobID] = Scheduled(
+        docID: id, store: store, replicator: replicator, continuous: document.continuous,
+        startTime: now)
+    }
     updateEntry(id) { entry in
       entry.state = .scheduled
       entry.info = nil
       entry.errorCount = 0
     }
-    let startTime = Date.now
-    while !Task.isCancelled {
-      guard await acquireSlot() else { return }
-      jobs.started(jobID)
-      let jobs = self.jobs
-      let configured = replicator
-      let run = Task { try await configured.replicate { jobs.update(jobID, $0) } }
-      jobs.attach(jobID, run)
-      let result = await withTaskCancellationHandler {
-        await run.result
-      } onCancel: {
-        run.cancel()
+    startPendingJobs()
+  }
+
+  /// Takes job `jobID` out of the scheduler: its replication stops (awaited) and the job goes.
+  func removeJob(_ jobID: String) async {
+    let run = scheduled.withLock { $0.removeValue(forKey: jobID)?.run }
+    run?.cancel()
+    await run?.value
+    jobs.remove(jobID)
+    startPendingJobs()
+  }
+
+  /// When it last started (CouchDB's `last_started/1`); long ago when it never did.
+  func lastStarted(_ jobID: String) -> Date {
+    jobs.job(jobID)?.history.first { $0.type == "started" }?.time ?? .distantPast
+  }
+
+  /// Whether a pending job may start (CouchDB's `not_recently_crashed/3`): never ran, was
+  /// stopped, or its last crash is older than its backoff.
+  func mayStart(_ jobID: String, now: Date) -> Bool {
+    guard let job = jobs.job(jobID) else { return false }
+    guard let latest = job.history.first, latest.type != "stopped" else { return true }
+    guard let crash = job.history.first(where: { $0.type == "crashed" }) else { return true }
+    let wait = backoff(jobs.errorCount(of: job))
+    return now.timeIntervalSince(crash.time) >= Double(Replicator.Run.milliseconds(wait)) / 1000
+  }
+
+  /// `ids` by their last start, oldest (or never) first; ties (never started) by when they
+  /// were added, so that the job that waited longest comes first.
+  func byLastStarted(_ ids: [String]) -> [String] {
+    let keyed: [(id: String, last: Date, added: Date)] = ids.map { id in
+      (id, lastStarted(id), jobs.job(id)?.startTime ?? .distantPast)
+    }
+    let sorted = keyed.sorted { a, b in
+      if a.last != b.last { return a.last < b.last }
+      return a.added == b.added ? a.id < b.id : a.added < b.added
+    }
+    return sorted.map(\.id)
+  }
+
+  /// Starts as many pending jobs as slots are free (CouchDB's `start_pending_jobs/1`): those
+  /// that may start, the one whose last start is oldest first.
+  func startPendingJobs() {
+    let now = Date.now
+    scheduled.withLock { scheduled in
+      let running = scheduled.values.filter { $0.run != nil }.count
+      let free = options.maxJobs - running
+      guard free > 0 else { return }
+      let waiting: [String] = scheduled.compactMap { entry in
+        entry.value.run == nil && mayStart(entry.key, now: now) ? entry.key : nil
       }
-      releaseSlot()
-      if Task.isCancelled {
-        jobs.stopped(jobID)
-        return
+      for id in byLastStarted(waiting).prefix(free) { start(id, in: &scheduled) }
+    }
+  }
+
+  /// Starts job `jobID`'s replication (`started`).
+  func start(_ jobID: String, in scheduled: inout [String: Scheduled]) {
+    guard var job = scheduled[jobID], job.run == nil else { return }
+    job.generation += 1
+    let generation = job.generation
+    let replicator = job.replicator
+    let jobs = self.jobs
+    jobs.started(jobID)
+    job.run = Task { [self] in
+      let result: Result<ReplicationReport, any Error>
+      do {
+        result = .success(try await replicator.replicate { jobs.update(jobID, $0) })
+      } catch {
+        result = .failure(error)
       }
-      switch result {
-      case .success(let report):
-        if report.cancelled { return }
-        // A one-shot replication is done: its document says so.
-        jobs.remove(jobID)
-        entries.withLock { entries in
-          if entries[id]?.jobID == jobID { entries[id] = nil }
-        }
-        await writeBack(id, store, completed: report, startTime: startTime)
-        return
-      case .failure(let error):
-        let reason = Self.crashReason(error)
-        let crashes = jobs.crashed(jobID, reason: reason)
-        logger.warning("_replicator: job \(jobID) of document \(id) crashed: \(reason)")
-        do { try await Task.sleep(for: backoff(crashes)) } catch { return }
+      await finished(jobID, generation: generation, result)
+    }
+    scheduled[jobID] = job
+  }
+
+  /// Every ``ReplicatorSchedulerOptions/interval`` (CouchDB's `reschedule/1` and
+  /// `rotate_jobs/2`): when more jobs are pending than slots are free, stops up to
+  /// ``ReplicatorSchedulerOptions/maxChurn`` running continuous jobs, those whose last start is
+  /// oldest, then fills the free slots with pending jobs.
+  func reschedule() async {
+    let stopping: [(id: String, run: Task<Void, Never>)] = scheduled.withLock { scheduled in
+      let running = scheduled.filter { $0.value.run != nil }
+      let pending = scheduled.count - running.count
+      let free = options.maxJobs - running.count
+      guard free >= 0 else { return [] }
+      let count = min(pending - free, running.count, options.maxChurn)
+      guard count > 0 else { return [] }
+      let continuous: [String] = running.compactMap { $0.value.continuous ? $0.key : nil }
+      let chosen = byLastStarted(continuous).prefix(count)
+      return chosen.compactMap { (id: String) -> (id: String, run: Task<Void, Never>)? in
+        guard var job = scheduled[id], let run = job.run else { return nil }
+        job.run = nil
+        job.generation += 1
+        scheduled[id] = job
+        jobs.stopped(id)
+        return (id, run)
+      }
+    }
+    for (id, run) in stopping {
+      run.cancel()
+      await run.value
+      logger.info("_replicator: job \(id) stopped to let a pending job run")
+    }
+    startPendingJobs()
+  }
+
+  /// A job's replication ended: a one-shot one that completed is written back and goes; one
+  /// that failed crashed (`crashed`) and waits out its backoff, pending. The end of a run the
+  /// scheduler stopped itself is ignored.
+  func finished(
+    _ jobID: String, generation: Int, _ result: Result<ReplicationReport, any Error>
+  ) async {
+    let job: Scheduled? = scheduled.withLock { scheduled in
+      guard var job = scheduled[jobID], job.generation == generation, job.run != nil else {
+        return nil
+      }
+      job.run = nil
+      scheduled[jobID] = job
+      return job
+    }
+    guard let job else { return }
+    switch result {
+    case .success(let report) where !report.cancelled:
+      // A one-shot replication is done: its document says so.
+      _ = scheduled.withLock { $0.removeValue(forKey: jobID) }
+      jobs.remove(jobID)
+      entries.withLock { entries in
+        if entries[job.docID]?.jobID == jobID { entries[job.docID] = nil }
+      }
+      await writeBack(job.docID, job.store, completed: report, startTime: job.startTime)
+      startPendingJobs()
+    case .success:
+      jobs.stopped(jobID)
+      startPendingJobs()
+    case .failure(let error):
+      let reason = Self.crashReason(error)
+      let crashes = jobs.crashed(jobID, reason: reason)
+      logger.warning("_replicator: job \(jobID) of document \(job.docID) crashed: \(reason)")
+      startPendingJobs()
+      wake(after: backoff(crashes))
+    }
+  }
+
+  /// Starts pending jobs once `delay` has passed (a crashed job's backoff ends).
+  func wake(after delay: Duration) {
+    wakes.withLock { state in
+      let number = state.next
+      state.next += 1
+      state.tasks[number] = Task { [self] in
+        // A little past the backoff, so that the crashed job counts as waited out.
+        do { try await Task.sleep(for: delay + .milliseconds(5)) } catch { return }
+        _ = wakes.withLock { $0.tasks.removeValue(forKey: number) }
+        startPendingJobs()
       }
     }
   }
@@ -295,23 +496,6 @@ final class ReplicatorDocuments: Sendable {
   func backoff(_ crashes: Int) -> Duration {
     guard crashes > 0 else { return .zero }
     return options.backoff * (1 << min(crashes - 1, 10))
-  }
-
-  /// Waits for a free slot; false when cancelled meanwhile.
-  func acquireSlot() async -> Bool {
-    while true {
-      let acquired = slots.withLock { used in
-        guard used < options.maxJobs else { return false }
-        used += 1
-        return true
-      }
-      if acquired { return true }
-      do { try await Task.sleep(for: .milliseconds(100)) } catch { return false }
-    }
-  }
-
-  func releaseSlot() {
-    slots.withLock { $0 -= 1 }
   }
 
   /// A crash's reason as CouchDB words it (`db_not_found: could not open ...`).
@@ -427,6 +611,24 @@ final class ReplicatorDocuments: Sendable {
   /// own terminal state; nil while it has none of them (not processed yet).
   func documentInfo(_ id: String, _ doc: JSONValue) -> JSONValue? {
     let state = doc["_replication_state"]?.stringValue
+    let entry = entries.withLock { $0[id] }
+    if entry?.state == .unscheduled && state != "completed" && state != "failed" {
+      // Cancelled with `_replicate`: no job; shown from the document, as CouchDB's
+      // `info_from_doc/2` shows one without a terminal state.
+      return .object(
+        JSONObject([
+          "doc_id": .string(id),
+          "database": .string(Self.databaseName),
+          "id": .null,
+          "source": ReplicationDocument.strippedURL(doc["source"]),
+          "target": ReplicationDocument.strippedURL(doc["target"]),
+          "state": .null,
+          "error_count": .int(0),
+          "info": .null,
+          "start_time": .null,
+          "last_updated": .null,
+        ]))
+    }
     if state == "completed" || state == "failed" {
       var info: JSONValue = .null
       var start: JSONValue = .null
@@ -453,7 +655,7 @@ final class ReplicatorDocuments: Sendable {
           "last_updated": doc["_replication_state_time"] ?? .null,
         ]))
     }
-    guard let entry = entries.withLock({ $0[id] }) else { return nil }
+    guard let entry else { return nil }
     if entry.state == .scheduled, let jobID = entry.jobID, let job = jobs.job(jobID) {
       return jobs.documentRow(job)
     }
