@@ -141,7 +141,9 @@ import Wiki
       try await Self.seed(client)
       let answered = Mutex(false)
       async let response = {
-        let r = try await client.call(.get, "/db/_changes?feed=longpoll&since=now&timeout=10000")
+        // From the seeded seq (7), not `now`: on a loaded machine the request may reach the
+        // server only after the write below, and `now` would then wait past it.
+        let r = try await client.call(.get, "/db/_changes?feed=longpoll&since=7&timeout=10000")
         answered.withLock { $0 = true }
         return r
       }()
