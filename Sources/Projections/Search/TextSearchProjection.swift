@@ -715,7 +715,7 @@ struct SearchWrites {
     }
     var key: [UInt8] = []
     var next: [UInt8] = []
-    var pending: [(bucket: UInt32, slot: UInt8, value: Int, seq: Int32)] = []
+    var pending: [Pending] = []
     let terms = storage["terms"]
     for r in order {
       let row = rows[Int(r)]
@@ -724,7 +724,7 @@ struct SearchWrites {
       key.append(0)
       key.append(contentsOf: rowTerms[Int(row.start)..<Int(row.end)])
       key.append(0)
-      try write(row.changes, of: termChanges, under: key, in: terms, &pending, &next, txn: txn)
+      try write(row.changes, of: termChanges, under: &key, in: terms, &pending, &next, txn: txn)
     }
     let lengths = storage["lengths"]
     for g in groupOrder {
@@ -732,7 +732,7 @@ struct SearchWrites {
       key.append(contentsOf: groups[g].key)
       key.append(0)
       try write(
-        groups[g].lengths, of: lengthChanges, under: key, in: lengths, &pending, &next, txn: txn)
+        groups[g].lengths, of: lengthChanges, under: &key, in: lengths, &pending, &next, txn: txn)
     }
     let forwardDB = storage["forward"]
     let forwardKeys = forward.keys.sorted {
@@ -784,81 +784,125 @@ struct SearchWrites {
     applied = 0
   }
 
-  /// Writes the rows `prefix` · bucket that the `chain` of `changes` changes: each row's
-  /// stored (slot, value) pairs merged with the last change of each slot.
+  static let noRow: [UInt8] = []
+
+  /// A change of a row as ``write(_:of:under:in:_:_:txn:)`` orders them.
+  struct Pending {
+    var bucket: UInt32
+    var slot: UInt8
+    var value: Int
+    var seq: Int32
+
+    static func precedes(_ a: Self, _ b: Self) -> Bool {
+      (a.bucket, a.slot, a.seq) < (b.bucket, b.slot, b.seq)
+    }
+  }
+
+  /// Writes the rows `key` · bucket that the `chain` of `changes` changes: each row's stored
+  /// (slot, value) pairs merged with the last change of each slot. `key` is given back as it
+  /// came.
   func write(
-    _ chain: Chain, of changes: [Change], under prefix: [UInt8], in db: Database,
-    _ pending: inout [(bucket: UInt32, slot: UInt8, value: Int, seq: Int32)],
-    _ next: inout [UInt8], txn: WriteTransaction
+    _ chain: Chain, of changes: [Change], under key: inout [UInt8], in db: Database,
+    _ pending: inout [Pending], _ next: inout [UInt8], txn: WriteTransaction
   ) throws {
     pending.removeAll(keepingCapacity: true)
     var c = chain.head
     var sorted = true
     while c >= 0 {
       let change = changes[Int(c)]
-      if let last = pending.last,
-        (last.bucket, last.slot) >= (change.bucket, change.slot)
-      {
+      let p = Pending(bucket: change.bucket, slot: change.slot, value: change.value, seq: c)
+      if let last = pending.last, !Pending.precedes(last, p) {
         sorted = false
       }
-      pending.append((change.bucket, change.slot, change.value, c))
+      pending.append(p)
       c = change.next
     }
-    if !sorted { pending.sort { ($0.bucket, $0.slot, $0.seq) < ($1.bucket, $1.slot, $1.seq) } }
+    if !sorted { pending.sort(by: Pending.precedes) }
+    let prefixCount = key.count
     var i = 0
-    var key = prefix
     while i < pending.count {
       let bucket = pending[i].bucket
       var j = i
       while j < pending.count && pending[j].bucket == bucket { j += 1 }
-      key.removeSubrange(prefix.count...)
+      key.removeSubrange(prefixCount...)
       key.append(contentsOf: bucket.bigEndianBytes4)
-      let row = try txn.get(key, in: db)
       next.removeAll(keepingCapacity: true)
-      var old = ByteReader(row ?? [])
-      var oldSlot = -1
-      var oldValue = 0
-      func readOld() throws {
-        if old.isAtEnd {
-          oldSlot = 256
-        } else {
-          oldSlot = Int(try old.byte())
-          oldValue = try old.int()
-        }
+      let changes = pending[i..<j]
+      // Merged from the stored row where it lies; nil when there is none.
+      let same = try txn.withValue(forKey: key, in: db) { row in
+        try SlotList.merge(row, changes, into: &next)
       }
-      func emit(_ slot: Int, _ value: Int) {
-        next.append(UInt8(slot))
-        var v = UInt64(value)
-        while v >= 0x80 {
-          next.append(UInt8(truncatingIfNeeded: v) | 0x80)
-          v >>= 7
-        }
-        next.append(UInt8(v))
-      }
-      try readOld()
-      for k in i..<j {
-        // The last change of a slot wins.
-        if k + 1 < j && pending[k + 1].slot == pending[k].slot { continue }
-        let slot = Int(pending[k].slot)
-        while oldSlot < slot {
-          emit(oldSlot, oldValue)
-          try readOld()
-        }
-        if oldSlot == slot { try readOld() }
-        if pending[k].value >= 0 { emit(slot, pending[k].value) }
-      }
-      while oldSlot < 256 {
-        emit(oldSlot, oldValue)
-        try readOld()
-      }
+      if same == nil { _ = try SlotList.merge(Self.noRow.span, changes, into: &next) }
       i = j
-      if let row, row == next { continue }
+      if same == true { continue }
       if next.isEmpty {
-        if row != nil { _ = try txn.delete(key, in: db) }
+        if same != nil { _ = try txn.delete(key, in: db) }
       } else {
         try txn.put(next, forKey: key, in: db)
       }
     }
+    key.removeSubrange(prefixCount...)
+  }
+}
+
+extension SlotList {
+  /// Writes into `out` the (slot, value) pairs of `row` with `changes` (sorted by slot, the
+  /// last of a slot winning; a value of -1 removes the slot) made; true when that is `row`.
+  static func merge(
+    _ row: Span<UInt8>, _ changes: ArraySlice<SearchWrites.Pending>, into out: inout [UInt8]
+  ) throws -> Bool {
+    var at = 0
+    var (oldSlot, oldValue) = try pair(row, &at)
+    var k = changes.startIndex
+    while k < changes.endIndex {
+      let change = changes[k]
+      k += 1
+      // The last change of a slot wins.
+      if k < changes.endIndex && changes[k].slot == change.slot { continue }
+      let slot = Int(change.slot)
+      while oldSlot < slot {
+        emit(oldSlot, oldValue, &out)
+        (oldSlot, oldValue) = try pair(row, &at)
+      }
+      if oldSlot == slot { (oldSlot, oldValue) = try pair(row, &at) }
+      if change.value >= 0 { emit(slot, change.value, &out) }
+    }
+    while oldSlot < 256 {
+      emit(oldSlot, oldValue, &out)
+      (oldSlot, oldValue) = try pair(row, &at)
+    }
+    guard out.count == row.count else { return false }
+    for i in 0..<row.count where row[i] != out[i] { return false }
+    return true
+  }
+
+  /// The (slot, value) pair of `row` at `at`, moving past it; slot 256 at the end.
+  @inline(__always)
+  static func pair(_ row: Span<UInt8>, _ at: inout Int) throws -> (Int, Int) {
+    guard at < row.count else { return (256, 0) }
+    let slot = Int(row[at])
+    at += 1
+    var v: UInt64 = 0
+    var shift: UInt64 = 0
+    while true {
+      guard at < row.count, shift < 64 else { throw ByteReader.Truncated() }
+      let b = row[at]
+      at += 1
+      v |= UInt64(b & 0x7F) << shift
+      if b < 0x80 { return (slot, Int(truncatingIfNeeded: v)) }
+      shift += 7
+    }
+  }
+
+  @inline(__always)
+  static func emit(_ slot: Int, _ value: Int, _ out: inout [UInt8]) {
+    out.append(UInt8(slot))
+    var v = UInt64(value)
+    while v >= 0x80 {
+      out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+      v >>= 7
+    }
+    out.append(UInt8(v))
   }
 }
 
