@@ -51,9 +51,16 @@ public struct TextSearchSchema: Sendable {
 /// changes only the rows of the words whose frequency changed (and its length's row if it
 /// changed), and a page whose indexed text did not change writes nothing.
 ///
+/// The write path is kept flat, as every page write pays it: ``prepare(_:rev:body:)`` (off the
+/// writer thread) tokenizes on UTF-8 bytes, sorts the words in one byte arena and builds the
+/// forward record and each term's hash (``Indexed``); the writer's ``SearchWrites`` interns each
+/// (group, term) once per flush and chains slot changes to it, and the flush merges each row's
+/// changes into the stored row where it lies.
+///
 /// Terms are the words of the title and then the text (``Tokenizer``: Unicode letters and
-/// digits, case-folded), positions counted across both, with a gap of 1 between them so a
-/// phrase does not cross from title to text. Statistics are per group, so a query over the
+/// digits, case-folded; terms of one document that are canonically equivalent, `é` and `e` +
+/// U+0301, are one, spelt as the first of them), positions counted across both, with a gap of 1
+/// between them so a phrase does not cross from title to text. Statistics are per group, so a query over the
 /// groups a user may read ranks with their numbers only (``DocumentStore/search(_:groups:)``).
 ///
 /// Stores written with the layout before this one (`search.postings`, one row per term and
