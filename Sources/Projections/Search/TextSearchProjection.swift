@@ -396,15 +396,6 @@ enum SlotList {
   }
 }
 
-/// The search projection's writes of one transaction, written in key order by
-/// ``flush(into:)``; reads in the transaction go through it (``ref(_:txn:)``, ``stat(_:txn:)``).
-///
-/// A `search.terms` row is a (group, term) and a bucket: each distinct (group, term) is given a
-/// number once per flush (``row(_:_:_:)``, an open-addressing table using the hash that
-/// ``TextSearchProjection/Indexed`` brings), and the slot changes made to it are chained to it
-/// in the order they were made (``Change``; the last one of a slot wins). `search.lengths`
-/// changes are chained to their group the same way. Nothing is sorted before the flush, which
-/// orders the groups, then each group's terms, then each row's changes.
 /// The terms of a `search.forward` record (after its id and length), read one by one with
 /// their frequencies.
 struct ForwardTerms {
@@ -431,7 +422,7 @@ final class SearchBuffer: TransactionBuffer {
 
   func flush(into txn: WriteTransaction) throws { try writes.flush(into: txn) }
 
-  /// A term's hash, as ``row(_:_:_:)`` uses it: eight bytes at a time into a `Hasher` (seeded
+  /// A term's hash, as ``SearchWrites/row(_:_:_:)`` uses it: eight bytes at a time into a `Hasher` (seeded
   /// per process, so that no one can choose words that collide).
   static func hash(_ bytes: ArraySlice<UInt8>) -> Int {
     var hasher = Hasher()
@@ -468,6 +459,15 @@ final class SearchBuffer: TransactionBuffer {
   }
 }
 
+/// The search projection's writes of one transaction, written in key order by
+/// ``flush(into:)``; reads in the transaction go through it (``ref(_:txn:)``, ``stat(_:txn:)``).
+///
+/// A `search.terms` row is a (group, term) and a bucket: each distinct (group, term) is given a
+/// number once per flush (``row(_:_:_:)``, an open-addressing table using the hash that
+/// ``TextSearchProjection/Indexed`` brings), and the slot changes made to it are chained to it
+/// in the order they were made (``Change``; the last one of a slot wins). `search.lengths`
+/// changes are chained to their group the same way. Nothing is sorted before the flush, which
+/// orders the groups, then each group's terms, then each row's changes.
 struct SearchWrites {
   var storage: ProjectionStorage
   /// Documents applied since the last flush.
