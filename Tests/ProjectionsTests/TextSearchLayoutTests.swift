@@ -1,0 +1,150 @@
+import Foundation
+import JSON
+import Log
+import Testing
+
+@testable import Projections
+
+/// The search projection's write path against the reference it replaced
+/// (``LegacyTextSearchProjection``): the same words, and the same rows byte for byte.
+@Suite struct TextSearchLayoutTests {
+  /// A seeded generator (SplitMix64), so that a failure can be replayed.
+  struct Seeded: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+      state &+= 0x9E37_79B9_7F4A_7C15
+      var z = state
+      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+      return z ^ (z >> 31)
+    }
+  }
+
+  /// Pieces of text that exercise the tokenizer: ASCII, Latin letters with precomposed and
+  /// combining accents, CR LF, emoji (with modifiers and joiners), CJK, Arabic, digits of other
+  /// scripts, letters whose lowercase mapping changes their length (İ, ẞ), punctuation.
+  static let pieces: [String] = [
+    "apple", "Apple", "APPLE", "pie", "a", "Z", "42", "x9", " ", " ", "  ", ", ", ".", "-", "_",
+    "\n", "\r\n", "\r", "\t", "crème", "CRÈME", "e\u{301}", "E\u{301}", "\u{301}", "a\u{308}",
+    "brûlée", "😀", "👍🏽", "👨‍👩‍👧", "日本語", "中文", "مرحبا", "٣٤", "१२", "İstanbul", "ẞ", "ß", "Σ",
+    "ΟΔΟΣ", "ﬁ", "ǅ", "\u{200D}", "\u{FEFF}", "½", "Ⅻ", "[[Link]]", "#", "é", "ø",
+    String(repeating: "long", count: 30), String(repeating: "é", count: 60),
+    String(repeating: "x", count: 99) + "é", String(repeating: "y", count: 100) + "e\u{301}z",
+    String(repeating: "İ", count: 40), "a" + String(repeating: "\u{301}", count: 5),
+  ]
+
+  static func randomText(_ rng: inout Seeded, pieces count: Int) -> String {
+    var s = ""
+    for _ in 0..<count { s += pieces[Int(rng.next() % UInt64(pieces.count))] }
+    return s
+  }
+
+  @Test("the tokenizer finds the same words and terms as the String-based one")
+  func tokenizerEqualsReference() {
+    var rng = Seeded(state: 21)
+    var texts = Self.pieces
+    for _ in 0..<3000 { texts.append(Self.randomText(&rng, pieces: Int(rng.next() % 12))) }
+    for text in texts {
+      let new: [Tokenizer.Token] = Tokenizer.tokens(text)
+      let old: [LegacyTokenizer.Token] = LegacyTokenizer.tokens(text)
+      let newTerms: [String] = new.map(\.term)
+      let oldTerms: [String] = old.map(\.term)
+      #expect(newTerms == oldTerms, "\(text.debugDescription)")
+      let newRanges: [Range<Int>] = new.map { Self.offsets($0.range, in: text) }
+      let oldRanges: [Range<Int>] = old.map { Self.offsets($0.range, in: text) }
+      #expect(newRanges == oldRanges)
+    }
+  }
+
+  static func offsets(_ r: Range<String.Index>, in text: String) -> Range<Int> {
+    let start = text.utf8.distance(from: text.startIndex, to: r.lowerBound)
+    return start..<(start + text.utf8.distance(from: r.lowerBound, to: r.upperBound))
+  }
+
+  /// Groups, titles and texts from fields `g`, `t` and `x`, so that a document can move from
+  /// one group to another; a long group is hashed.
+  static let schema = TextSearchSchema { _, body in
+    guard let g = body["g"]?.stringValue else { return nil }
+    return .init(
+      group: g, title: body["t"]?.stringValue ?? "", text: body["x"]?.stringValue ?? "")
+  }
+
+  static let longGroup = String(repeating: "long group ", count: 40)
+
+  @Test(
+    "creates, updates, moves between groups, unindexing and deletions in batches: every row equals the reference's"
+  )
+  func rowsEqualReference() throws {
+    let t = try TestStore(
+      projections: [
+        TextSearchProjection(schema: Self.schema), LegacyTextSearchProjection(schema: Self.schema),
+      ], validation: .couchDB)
+    let store = t.store!
+    var rng = Seeded(state: 18)
+    let groups = ["w0", "w1", "w2", "Ünïcode", Self.longGroup]
+    let words = [
+      "apple", "pie", "banana", "common", "word", "crème", "brûlée", "日本語", "x1", "x2", "Σ",
+      "e\u{301}t\u{301}e\u{301}",
+    ]
+    var revs: [String: String] = [:]
+    for round in 0..<8 {
+      var batch: [JSONValue] = []
+      var used: Set<String> = []
+      for _ in 0..<(round == 0 ? 400 : 150) {
+        let id = "d\(rng.next() % 500)"
+        guard used.insert(id).inserted else { continue }
+        var members: [JSONObject.Member] = [.init(key: "_id", value: .string(id))]
+        if let rev = revs[id] { members.append(.init(key: "_rev", value: .string(rev))) }
+        let what = rng.next() % 10
+        if what == 0 && revs[id] != nil {
+          members.append(.init(key: "_deleted", value: .bool(true)))
+        } else if what == 1 {
+          members.append(.init(key: "note", value: .string("not searched")))
+        } else {
+          var text = ""
+          for _ in 0..<(rng.next() % 40) {
+            text += words[Int(rng.next() % UInt64(words.count))] + " "
+            if rng.next() % 8 == 0 { text += Self.randomText(&rng, pieces: 2) }
+          }
+          // Few groups, so that pages share buckets; a page often stays in its group.
+          let g = groups[Int(rng.next() % (rng.next() % 4 == 0 ? 5 : 2))]
+          members += [
+            .init(key: "g", value: .string(g)),
+            .init(key: "t", value: .string("Title \(rng.next() % 20)")),
+            .init(key: "x", value: .string(text)),
+          ]
+        }
+        batch.append(.object(JSONObject(members)))
+      }
+      for (doc, result) in zip(batch, try store.bulkDocs(batch, actor: "ann")) {
+        try #require(result.ok)
+        // A deleted document is created again without a revision.
+        revs[doc["_id"]!.stringValue!] = doc["_deleted"] == nil ? result.rev : nil
+      }
+      try expectSameRows(store)
+    }
+    #expect(try store.verify("search") == [])
+  }
+
+  func expectSameRows(_ store: DocumentStore) throws {
+    let live = try #require(store.storage(of: "search"))
+    let reference = try #require(store.storage(of: "legacysearch"))
+    try store.log.read { txn in
+      for name in ["terms", "lengths", "forward", "ids", "stats"] {
+        var a: [([UInt8], [UInt8])] = []
+        var b: [([UInt8], [UInt8])] = []
+        try txn.scan(live[name]) {
+          a.append(($0, $1))
+          return true
+        }
+        try txn.scan(reference[name]) {
+          b.append(($0, $1))
+          return true
+        }
+        #expect(a.count == b.count, "search.\(name)")
+        let same = a.elementsEqual(b) { x, y in x.0 == y.0 && x.1 == y.1 }
+        #expect(same, "search.\(name)")
+      }
+    }
+  }
+}
