@@ -22,6 +22,10 @@ extension EventLog {
   /// Complete subtrees of 2^storedLevel leaves and more are stored; smaller ones are hashed
   /// from the events when needed.
   static let merkleStoredLevel = 4
+  /// A write transaction hands its leaves to the hashing worker (``MerkleHashWorker``) once it
+  /// appends this many events; smaller ones hash on the writer's thread (a handover would cost
+  /// more than it saves).
+  static let merkleWorkerThreshold = 128
   static let merkleHeadKey = Array("merkle.head".utf8)
 
   /// The log's tree head: its size (the number of events it covers) and root hash.
