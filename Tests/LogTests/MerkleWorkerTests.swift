@@ -117,7 +117,8 @@ import Testing
     #expect(throws: LogError.self) {
       try log.write { txn in
         try txn.append(contentsOf: (0..<500).map { sized(100 + $0, 300) })
-        try txn.append(contentsOf: (0..<200).map { sized($0, 10, stream: "v", expected: .exactly(3)) })
+        try txn.append(
+          contentsOf: (0..<200).map { sized($0, 10, stream: "v", expected: .exactly(3)) })
       }
     }
     #expect(try log.treeHead() == head)

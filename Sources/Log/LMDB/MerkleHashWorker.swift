@@ -12,13 +12,15 @@
 /// chunk; each full chunk is published to the worker, which hashes its leaves and folds them
 /// into the frontier, in order, keeping the stored subtrees it completes
 /// (``EventLog/merkleStoredLevel`` and up) for the writer to put. Before the transaction
-/// commits, begins a savepoint or ends, the writer waits for the chunks it published
-/// (``finish(into:put:)``, ``cancel(into:)``) and takes the frontier back, so the head stored
+/// commits, begins a savepoint or ends, the writer finishes the chunks it published
+/// (``finish(into:put:)``, ``cancel(into:)``): it hashes itself those the worker has not
+/// taken, waits for the one the worker is on, and takes the frontier back, so the head stored
 /// at commit covers every event the transaction wrote, as when the writer hashes them itself.
+/// Chunks are folded strictly in order, whoever hashes them.
 ///
 /// ```
-/// writer:  put 1..64  copy  | put 65..128 copy | ... | put ...1000 | wait | nodes, head, commit
-/// worker:                   | hash 1..64       | hash 65..128 ... | hash ...1000 |
+/// writer:  put 1..64  copy  | put 65..128 copy | ... | put ..1000 | hash 961..1000 | nodes, head, commit
+/// worker:                   | hash 1..64       | hash 65..128 ... | hash 897..960 |
 /// ```
 ///
 /// One worker per log, made on first use and kept (its thread sleeps on a condition variable
@@ -69,7 +71,10 @@
   // Under the mutex (`published` is changed by the writer only, so it reads it without).
   /// Chunks published since the worker was made.
   private var published = 0
-  /// Chunks the worker has hashed.
+  /// Chunks taken to be hashed, by the worker or by the writer (``help(until:)``).
+  private var claimed = 0
+  /// Chunks hashed and folded into the frontier, in order: a chunk is folded only once every
+  /// chunk before it is.
   private var consumed = 0
   private var workerWaits = false
   private var writerWaits = false
@@ -92,6 +97,9 @@
   private var drainedAt = 0
   /// The subtrees taken from `ready`, being put (swapped with it, so neither allocates).
   private var taken: [Node] = []
+  /// The leaf hashes of a chunk the writer hashes itself, and the subtrees it completes.
+  private var helped: [MerkleDigest] = []
+  private var helpedNodes: [Node] = []
 
   init() {
     unsafe bytes = .allocate(
@@ -110,6 +118,8 @@
     unsafe _ = pthread_cond_init(done, nil)
     ready.reserveCapacity(256)
     taken.reserveCapacity(256)
+    helped.reserveCapacity(Self.chunkEntries)
+    helpedNodes.reserveCapacity(64)
   }
 
   deinit {
@@ -233,14 +243,9 @@
     lock()
     published += 1
     if workerWaits { unsafe _ = pthread_cond_signal(work) }
-    if next {
-      while published - consumed >= Self.slotCount {
-        writerWaits = true
-        unsafe _ = pthread_cond_wait(done, mutex)
-      }
-      writerWaits = false
-    }
+    let full = published - consumed >= Self.slotCount
     unlock()
+    if next && full { help(until: published - Self.slotCount + 1) }
     fill = published % Self.slotCount
     fillUsed = 0
     fillCount = 0
@@ -249,15 +254,55 @@
   /// Waits until the worker has hashed every published chunk and takes the frontier back.
   /// Leaves the mutex-guarded `ready` to the caller (the worker is idle).
   private func waitForWorker(into frontier: inout MerkleFrontier) {
+    help(until: published)
     lock()
-    while consumed < published {
-      writerWaits = true
-      unsafe _ = pthread_cond_wait(done, mutex)
-    }
-    writerWaits = false
     swap(&self.frontier, &frontier)
     unlock()
     isActive = false
+  }
+
+  /// Waits until `target` chunks are folded, hashing on the writer's thread the published
+  /// chunks the worker has not taken yet: the writer then waits for at most the chunk the
+  /// worker is on, never for the worker to be scheduled (on a busy machine, a wake-up can take
+  /// milliseconds). The writer hashes a chunk's leaves before it waits for the one before, so
+  /// the two are hashed at once; it folds them in order.
+  private func help(until target: Int) {
+    lock()
+    while consumed < target {
+      guard claimed < published else {
+        writerWaits = true
+        unsafe _ = pthread_cond_wait(done, mutex)
+        writerWaits = false
+        continue
+      }
+      let chunk = claimed
+      claimed += 1
+      unlock()
+      let slot = chunk % Self.slotCount
+      forEachLeaf(slot) { helped.append($0) }
+      lock()
+      while consumed < chunk {
+        writerWaits = true
+        unsafe _ = pthread_cond_wait(done, mutex)
+      }
+      writerWaits = false
+      unlock()
+      // Every chunk before is folded and the worker takes none while this one is claimed.
+      for leaf in helped {
+        frontier.append(leaf, minLevel: EventLog.merkleStoredLevel) { level, index, hash in
+          helpedNodes.append(
+            Node(key: MerkleTree.postorderIndex(level: level, index: index), hash: hash))
+        }
+      }
+      helped.removeAll(keepingCapacity: true)
+      lock()
+      consumed += 1
+      ready.append(contentsOf: helpedNodes)
+      helpedNodes.removeAll(keepingCapacity: true)
+      // The worker may take the next chunk now.
+      if workerWaits && claimed < published { unsafe _ = pthread_cond_signal(work) }
+    }
+    unlock()
   }
 
   @inline(__always)
@@ -298,16 +343,18 @@
     nodes.reserveCapacity(64)
     lock()
     while true {
-      while consumed == published && !stopping {
+      // A chunk to take, and none taken by the writer still unfolded (chunks fold in order).
+      while (claimed == published || claimed != consumed) && !stopping {
         workerWaits = true
         unsafe _ = pthread_cond_wait(work, mutex)
       }
       workerWaits = false
-      if consumed == published {  // stopping, and nothing left
+      if claimed == published || claimed != consumed {  // stopping, and nothing left
         unlock()
         return
       }
-      let slot = consumed % Self.slotCount
+      let slot = claimed % Self.slotCount
+      claimed += 1
       unlock()
       hash(slot, into: &nodes)
       lock()
@@ -320,6 +367,16 @@
 
   /// Hashes the leaves of a chunk and folds them into the frontier.
   private func hash(_ slot: Int, into nodes: inout [Node]) {
+    forEachLeaf(slot) { leaf in
+      frontier.append(leaf, minLevel: EventLog.merkleStoredLevel) { level, index, hash in
+        nodes.append(Node(key: MerkleTree.postorderIndex(level: level, index: index), hash: hash))
+      }
+    }
+  }
+
+  /// Calls `body` with the leaf hash of each entry of a chunk, in order.
+  @inline(__always)
+  private func forEachLeaf(_ slot: Int, _ body: (MerkleDigest) -> Void) {
     let base = unsafe bytes + slot * Self.chunkBytes
     let entries = unsafe ends + slot * Self.chunkEntries
     let count = unsafe counts[slot]
@@ -327,14 +384,12 @@
     for i in 0..<count {
       let end = unsafe entries[i]
       let offset = Int(end & ~Self.digestFlag)
-      let leaf =
+      body(
         end & Self.digestFlag != 0
-        ? unsafe (base + start).loadUnaligned(as: MerkleDigest.self)
-        : unsafe MerkleSHA256.digest(UnsafeRawBufferPointer(start: base + start, count: offset - start))
+          ? unsafe (base + start).loadUnaligned(as: MerkleDigest.self)
+          : unsafe MerkleSHA256.digest(
+            UnsafeRawBufferPointer(start: base + start, count: offset - start)))
       start = offset
-      frontier.append(leaf, minLevel: EventLog.merkleStoredLevel) { level, index, hash in
-        nodes.append(Node(key: MerkleTree.postorderIndex(level: level, index: index), hash: hash))
-      }
     }
   }
 }
