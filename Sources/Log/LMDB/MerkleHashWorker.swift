@@ -30,9 +30,9 @@
 /// by the writer and handed over as digests, so chunks never grow.
 @safe final class MerkleHashWorker: @unchecked Sendable {
   /// Bytes of leaf input per chunk.
-  static let chunkBytes = 32 << 10
+  static let chunkBytes = 64 << 10
   /// Leaves per chunk at most: what the writer waits for at the end is one chunk's hashing.
-  static let chunkEntries = 64
+  static let chunkEntries = 128
   /// Chunks the writer may fill ahead of the worker.
   static let slotCount = 4
   /// Records larger than this are hashed by the writer (their copy would cost as much).
