@@ -7,15 +7,6 @@
 ///
 /// - the writer keeps the right edge (``MerkleFrontier``) in memory and folds each new leaf
 ///   into it: one leaf hash and, on average, one node hash per event;
-/// - a transaction that appends ``merkleWorkerThreshold`` events or more hands the rest of its
-///   leaves to a second thread (``MerkleHashWorker``, one per log, kept between transactions):
-///   the writer copies each record's leaf bytes into a chunk as it writes the record, the worker
-///   hashes the chunks and folds them into the frontier while the writer goes on with its puts,
-///   and before the transaction commits (or begins a savepoint) the writer hashes what the
-///   worker has not started, waits for the rest and takes the frontier back. Smaller
-///   transactions (single durable writes) hash on the writer's thread. Either way the head
-///   stored at commit covers exactly the events the commit holds, and a transaction or
-///   savepoint that fails leaves the frontier as it was;
 /// - each complete subtree of 16 leaves or more is stored in `log.merkle` under its post-order
 ///   number (``MerkleTree/postorderIndex(level:index:)``), written with `MDB_APPEND`: one put
 ///   per 8 events on average;
@@ -31,10 +22,6 @@ extension EventLog {
   /// Complete subtrees of 2^storedLevel leaves and more are stored; smaller ones are hashed
   /// from the events when needed.
   static let merkleStoredLevel = 4
-  /// A write transaction hands its leaves to the hashing worker (``MerkleHashWorker``) once it
-  /// appends this many events; smaller ones hash on the writer's thread (a handover would cost
-  /// more than it saves).
-  static let merkleWorkerThreshold = 128
   static let merkleHeadKey = Array("merkle.head".utf8)
 
   /// The log's tree head: its size (the number of events it covers) and root hash.

@@ -235,8 +235,6 @@ public final class EventLog: Sendable {
   public func close() {
     groupWriter.flush()
     writeMutex.withLock {
-      writer.hashWorker?.stop()
-      writer.hashWorker = nil
       env.mapLock.withExclusive {
         let wasOpen = state.withLock { s -> Bool in
           defer { s.closed = true }
@@ -722,7 +720,6 @@ public final class EventLog: Sendable {
         do {
           value = try body(txn)
           try txn.flushBuffers()
-          if txn.poison == nil { try txn.finishHashing() }
         } catch {
           txn.end()
           raw.abort()

@@ -39,10 +39,6 @@ public final class WriteTransaction: ReadTransaction {
   var poison: LogError?
   /// The ``TransactionBuffer``s opened in this transaction, in the order they were opened.
   private var buffers: [(key: ObjectIdentifier, buffer: any TransactionBuffer)] = []
-  /// The worker that hashes this transaction's Merkle leaves, once it has appended
-  /// ``EventLog/merkleWorkerThreshold`` events (``startHashing(upcoming:)``); it holds the
-  /// writer's frontier until ``finishHashing()`` or ``end()``.
-  private var hashing: MerkleHashWorker?
 
   init(log: EventLog, raw: RawTransaction, writer: WriterState) {
     self.writer = writer
@@ -53,74 +49,8 @@ public final class WriteTransaction: ReadTransaction {
   /// transaction commits or aborts, because a write transaction's cursors must be closed while
   /// it is live (lmdb.h, mdb_cursor_close).
   func end() {
-    if let worker = hashing {
-      // The transaction does not commit what the worker still has: it aborts, or
-      // ``finishHashing()`` ran (then this is not reached).
-      hashing = nil
-      worker.cancel(into: &writer.frontier)
-    }
     isLive = false
     closeCursors()
-  }
-
-  // MARK: Hashing on the worker
-
-  /// The hashing worker for this transaction's next appends: the running one, or a new session
-  /// when the transaction's appends, with the `upcoming` ones, reach
-  /// ``EventLog/merkleWorkerThreshold`` (nil below it, without the tree, or on one core: the
-  /// writer hashes itself).
-  @inline(__always)
-  private func hasher(upcoming: Int) -> MerkleHashWorker? {
-    if let hashing { return hashing }
-    guard appendedCount + upcoming >= EventLog.merkleWorkerThreshold, log.options.merkleTree,
-      MerkleHashWorker.isUseful
-    else { return nil }
-    return startHashing()
-  }
-
-  private func startHashing() -> MerkleHashWorker? {
-    let worker: MerkleHashWorker
-    if let made = writer.hashWorker {
-      worker = made
-    } else {
-      worker = MerkleHashWorker()
-      writer.hashWorker = worker
-    }
-    guard worker.start(frontier: &writer.frontier) else { return nil }
-    writer.merkleDirty = true
-    hashing = worker
-    return worker
-  }
-
-  /// Puts the stored subtrees the worker has completed so far, when it may have some.
-  @inline(__always)
-  private func drainHashing(_ worker: MerkleHashWorker) throws {
-    guard worker.shouldDrain else { return }
-    let merkle = log.dbs.merkle
-    try worker.drain { key, hash in try raw.putMerkleNode(merkle, key: key, hash) }
-  }
-
-  /// Waits for the hashing worker, puts the subtrees it completed and takes the frontier back:
-  /// before the transaction commits and before a savepoint begins in it. A failure poisons the
-  /// transaction (its events would lack their subtrees).
-  func finishHashing() throws(LogError) {
-    guard let worker = hashing else { return }
-    hashing = nil
-    let merkle = log.dbs.merkle
-    do {
-      try worker.finish(into: &writer.frontier) { key, hash in
-        try raw.putMerkleNode(merkle, key: key, hash)
-      }
-    } catch {
-      if let error = error as? LMDBError,
-        error.code == LMDBError.mapFull || error.code == LMDBError.txnFull
-      {
-        sawMapFull = true
-      }
-      let failure = log.logError(error)
-      poison = poison ?? failure
-      throw failure
-    }
   }
 
   private func closeCursors() {
@@ -213,23 +143,18 @@ public final class WriteTransaction: ReadTransaction {
       }
     }
     let timestamp = batchTimestamp ?? max(Self.now(), writer.lastTimestamp)
-    let worker = hasher(upcoming: 1)
     let leaf: MerkleDigest?
     do {
       leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree, hasher: worker)
+        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
     } catch {
       // The stream's head has moved already.
       if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
       throw error
     }
     do {
-      if let worker {
-        try drainHashing(worker)
-      } else {
-        try log.addLeaf(leaf, raw)
-      }
+      try log.addLeaf(leaf, raw)
     } catch {
       // The event is written: without its leaf the transaction must not commit.
       poison = poison ?? log.logError(error)
@@ -289,7 +214,6 @@ public final class WriteTransaction: ReadTransaction {
         let timestamp = max(Self.now(), writer.lastTimestamp)
         var recorded: [RecordedEvent] = []
         recorded.reserveCapacity(events.count)
-        _ = hasher(upcoming: events.count)
         do {
           for i in events.indices {
             recorded.append(try appendOne(events[i], timestamp: timestamp))
@@ -352,49 +276,41 @@ public final class WriteTransaction: ReadTransaction {
       let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
-      let worker = hasher(upcoming: events.count)
-      do {
-        for i in events.indices {
-          let position = first + UInt64(i)
-          let leaf = try EventRecord.append(
-            .init(
-              position: position, timestamp: timestamp, streamVersion: versions[i],
-              previous: previous[i]),
-            events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree,
-            hasher: worker)
-          if let worker {
-            try drainHashing(worker)
-          } else {
-            try log.addLeaf(leaf, raw)
-          }
-          if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
-            let prefix = writer.streamCache[events[i].stream]?.prefix
-          {
-            try raw.put(
-              log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]),
-              position.bigEndianBytes)
-          }
-          recorded.append(
-            RecordedEvent(
-              position: LogPosition(position), streamVersion: versions[i],
-              timestampMicroseconds: timestamp,
-              type: events[i].type, stream: events[i].stream, actor: events[i].actor,
-              payload: events[i].payload))
+      for i in events.indices {
+        let position = first + UInt64(i)
+        let leaf = try EventRecord.append(
+          .init(
+            position: position, timestamp: timestamp, streamVersion: versions[i],
+            previous: previous[i]),
+          events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
+        do {
+          try log.addLeaf(leaf, raw)
+        } catch {
+          poison = poison ?? log.logError(error)
+          throw error
         }
-        for stream in touched {
-          guard let entry = writer.streamCache[stream] else { continue }
-          try raw.putStreamHead(log.dbs.streams, prefix: entry.prefix, entry.head)
-        }
-        if let idempotencyEntry {
+        if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
+          let prefix = writer.streamCache[events[i].stream]?.prefix
+        {
           try raw.put(
-            log.dbs.idempotency, idempotencyEntry,
-            first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+            log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]),
+            position.bigEndianBytes)
         }
-      } catch {
-        // The stream cache has moved every head already, and part of the batch may be written
-        // (the map is full, say): the transaction must not commit.
-        poison = poison ?? log.logError(error)
-        throw error
+        recorded.append(
+          RecordedEvent(
+            position: LogPosition(position), streamVersion: versions[i],
+            timestampMicroseconds: timestamp,
+            type: events[i].type, stream: events[i].stream, actor: events[i].actor,
+            payload: events[i].payload))
+      }
+      for stream in touched {
+        guard let entry = writer.streamCache[stream] else { continue }
+        try raw.putStreamHead(log.dbs.streams, prefix: entry.prefix, entry.head)
+      }
+      if let idempotencyEntry {
+        try raw.put(
+          log.dbs.idempotency, idempotencyEntry,
+          first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
       }
       writer.nextPosition = first + UInt64(events.count)
       writer.lastTimestamp = timestamp
@@ -553,10 +469,8 @@ public final class WriteTransaction: ReadTransaction {
   public func savepoint<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     ensureLive()
     ensureNotLending()
-    // The savepoint must read what this transaction has buffered, and its appends go on from
-    // this one's tree.
+    // The savepoint must read what this transaction has buffered.
     try flushBuffers()
-    try finishHashing()
     // lmdb.h: a parent "and its cursors may not issue any other operations" while a child is
     // active, so this one's cursor is closed before the child begins, and reopened when needed.
     closeCursors()
@@ -574,7 +488,6 @@ public final class WriteTransaction: ReadTransaction {
     do {
       value = try body(child)
       try child.flushBuffers()
-      if child.poison == nil { try child.finishHashing() }
     } catch {
       child.end()
       childRaw.abort()
@@ -643,9 +556,6 @@ final class WriterState: @unchecked Sendable {
   var frontier = MerkleFrontier()
   /// Whether this transaction changed the tree, so that its head must be stored at commit.
   var merkleDirty = false
-  /// The thread that hashes the leaves of large transactions, made on first use
-  /// (``MerkleHashWorker``); stopped when the log closes.
-  var hashWorker: MerkleHashWorker?
 
   static let streamCacheLimit = 100_000
 }

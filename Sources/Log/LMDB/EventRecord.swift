@@ -44,12 +44,11 @@ enum EventRecord {
   /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
   /// lengths are known without walking them (a native string stores its UTF-8 count).
   ///
-  /// Returns the record's Merkle leaf hash (``MerkleSHA256/leaf(position:record:)``), hashed
-  /// from the page it was written to (nil without `leafHash`); with a `hasher`, hands the record
-  /// to it instead (``MerkleHashWorker/add(position:record:)``) and returns nil.
+  /// Returns the record's Merkle leaf hash (``MerkleSHA256/leaf(position:record:)``), hashed from the page it was
+  /// written to (nil without `leafHash`).
   static func append(
     _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction,
-    leafHash: Bool = true, hasher: MerkleHashWorker? = nil
+    leafHash: Bool = true
   )
     throws(LMDBError) -> MerkleDigest?
   {
@@ -83,10 +82,6 @@ enum EventRecord {
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
-    if let hasher {
-      unsafe hasher.add(position: header.position, record: UnsafeRawBufferPointer(space))
-      return nil
-    }
     guard leafHash else { return nil }
     return unsafe MerkleSHA256.leaf(
       position: header.position, record: UnsafeRawBufferPointer(space))

@@ -35,23 +35,6 @@ enum MerkleSHA256 {
     return digest
   }
 
-  /// SHA-256 of `bytes` in one call: a leaf whose input lies in one buffer (`0x00 || position ||
-  /// record`, as ``MerkleHashWorker`` keeps it).
-  @inline(__always)
-  static func digest(_ bytes: UnsafeRawBufferPointer) -> MerkleDigest {
-    var digest = MerkleDigest()
-    unsafe withUnsafeMutableBytes(of: &digest) { out in
-      #if canImport(CryptoKit)
-        unsafe SHA256.hash(data: bytes).withUnsafeBytes { unsafe out.copyMemory(from: $0) }
-      #else
-        _ = unsafe CCryptoBoringSSL_SHA256(
-          bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), bytes.count,
-          out.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self))
-      #endif
-    }
-    return digest
-  }
-
   /// SHA-256 of the bytes `0x01 || left || right` (65 bytes, one call).
   @inline(__always)
   static func node(_ left: MerkleDigest, _ right: MerkleDigest) -> MerkleDigest {
