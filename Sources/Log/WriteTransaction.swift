@@ -276,41 +276,43 @@ public final class WriteTransaction: ReadTransaction {
       let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
-      for i in events.indices {
-        let position = first + UInt64(i)
-        let leaf = try EventRecord.append(
-          .init(
-            position: position, timestamp: timestamp, streamVersion: versions[i],
-            previous: previous[i]),
-          events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
-        do {
+      do {
+        for i in events.indices {
+          let position = first + UInt64(i)
+          let leaf = try EventRecord.append(
+            .init(
+              position: position, timestamp: timestamp, streamVersion: versions[i],
+              previous: previous[i]),
+            events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
           try log.addLeaf(leaf, raw)
-        } catch {
-          poison = poison ?? log.logError(error)
-          throw error
+          if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
+            let prefix = writer.streamCache[events[i].stream]?.prefix
+          {
+            try raw.put(
+              log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]),
+              position.bigEndianBytes)
+          }
+          recorded.append(
+            RecordedEvent(
+              position: LogPosition(position), streamVersion: versions[i],
+              timestampMicroseconds: timestamp,
+              type: events[i].type, stream: events[i].stream, actor: events[i].actor,
+              payload: events[i].payload))
         }
-        if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
-          let prefix = writer.streamCache[events[i].stream]?.prefix
-        {
+        for stream in touched {
+          guard let entry = writer.streamCache[stream] else { continue }
+          try raw.putStreamHead(log.dbs.streams, prefix: entry.prefix, entry.head)
+        }
+        if let idempotencyEntry {
           try raw.put(
-            log.dbs.streamIndex, StreamKey.key(prefix: prefix, version: versions[i]),
-            position.bigEndianBytes)
+            log.dbs.idempotency, idempotencyEntry,
+            first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
         }
-        recorded.append(
-          RecordedEvent(
-            position: LogPosition(position), streamVersion: versions[i],
-            timestampMicroseconds: timestamp,
-            type: events[i].type, stream: events[i].stream, actor: events[i].actor,
-            payload: events[i].payload))
-      }
-      for stream in touched {
-        guard let entry = writer.streamCache[stream] else { continue }
-        try raw.putStreamHead(log.dbs.streams, prefix: entry.prefix, entry.head)
-      }
-      if let idempotencyEntry {
-        try raw.put(
-          log.dbs.idempotency, idempotencyEntry,
-          first.bigEndianBytes + UInt64(events.count).bigEndianBytes)
+      } catch {
+        // The stream cache has moved every head already, and part of the batch may be written
+        // (the map is full, say): the transaction must not commit.
+        poison = poison ?? log.logError(error)
+        throw error
       }
       writer.nextPosition = first + UInt64(events.count)
       writer.lastTimestamp = timestamp
