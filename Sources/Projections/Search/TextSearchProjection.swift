@@ -579,20 +579,24 @@ struct SearchWrites {
 
   /// Sets the slot of `ref` in the `search.terms` row of `term` to `value` (-1: removed).
   mutating func term(_ r: Int32, _ ref: SearchDocRef, _ value: Int) {
-    let c = Int32(termChanges.count)
-    termChanges.append(Change(bucket: ref.bucketNumber, slot: ref.slot, value: value))
-    let tail = rows[Int(r)].changes.tail
-    if tail >= 0 { termChanges[Int(tail)].next = c } else { rows[Int(r)].changes.head = c }
-    rows[Int(r)].changes.tail = c
+    Self.append(
+      Change(bucket: ref.bucketNumber, slot: ref.slot, value: value), to: &rows[Int(r)].changes,
+      in: &termChanges)
   }
 
   /// Sets the slot of `ref` in its group's `search.lengths` row to `value` (-1: removed).
   mutating func length(_ g: Int32, _ ref: SearchDocRef, _ value: Int) {
-    let c = Int32(lengthChanges.count)
-    lengthChanges.append(Change(bucket: ref.bucketNumber, slot: ref.slot, value: value))
-    let tail = groups[Int(g)].lengths.tail
-    if tail >= 0 { lengthChanges[Int(tail)].next = c } else { groups[Int(g)].lengths.head = c }
-    groups[Int(g)].lengths.tail = c
+    Self.append(
+      Change(bucket: ref.bucketNumber, slot: ref.slot, value: value), to: &groups[Int(g)].lengths,
+      in: &lengthChanges)
+  }
+
+  /// Adds `change` to `changes` as the last link of `chain`.
+  private static func append(_ change: Change, to chain: inout Chain, in changes: inout [Change]) {
+    let c = Int32(changes.count)
+    changes.append(change)
+    if chain.tail >= 0 { changes[Int(chain.tail)].next = c } else { chain.head = c }
+    chain.tail = c
   }
 
   func ref(_ id: [UInt8], txn: WriteTransaction) throws -> SearchDocRef? {

@@ -71,6 +71,12 @@ struct DatabaseAccess: Sendable {
     return try ReplicatorOwnership.owned(body, id: id, access: self)
   }
 
+  /// ``owned(_:id:)`` for a parsed document.
+  func owned(_ object: JSONObject, id: String) throws -> JSONObject {
+    guard name == ReplicatorDocuments.databaseName else { return object }
+    return try ReplicatorOwnership.owned(object, id: id, access: self)
+  }
+
   /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
   /// read `docID`.
   func checkRead(_ docID: String, in store: DocumentStore) throws {

@@ -40,7 +40,7 @@ extension CouchServer {
       docs = try docs.map { (doc: JSONValue) throws -> JSONValue in
         guard case .object(let object) = doc else { return doc }
         let id = object["_id"]?.stringValue ?? ""
-        return .object(try ReplicatorOwnership.owned(object, id: id, access: access))
+        return .object(try access.owned(object, id: id))
       }
     }
     let actor = caller.actor

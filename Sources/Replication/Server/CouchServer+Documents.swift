@@ -118,9 +118,7 @@ extension CouchServer {
     // What the caller may read of it (in `_replicator`, another's without credentials).
     var body = access.shown(source).objectValue ?? JSONObject()
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" || $0.key == "_attachments" }
-    if db == ReplicatorDocuments.databaseName {
-      body = try ReplicatorOwnership.owned(body, id: target, access: access)
-    }
+    body = try access.owned(body, id: target)
     var input = try DocumentInput(json: JSONValue.object(body).serialized())
     if let atts = source["_attachments"]?.objectValue, let rev = source["_rev"]?.stringValue {
       input.attachments = try atts.members.map { member in

@@ -224,9 +224,7 @@ enum ReplicatorOwnership {
     -> [UInt8]
   {
     guard case .object(let object)? = try? JSONValue(parsing: body) else { return body }
-    guard let docID = id ?? object["_id"]?.stringValue else {
-      return JSONValue.object(try owned(object, id: "", access: access)).serialized()
-    }
+    let docID = id ?? object["_id"]?.stringValue ?? ""
     return JSONValue.object(try owned(object, id: docID, access: access)).serialized()
   }
 

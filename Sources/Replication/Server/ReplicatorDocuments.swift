@@ -607,6 +607,26 @@ final class ReplicatorDocuments: Sendable {
     return info
   }
 
+  /// A `/_scheduler/docs` row made from the document alone (no job runs for it).
+  static func rowFromDocument(
+    _ id: String, _ doc: JSONValue, state: JSONValue, errorCount: Int, info: JSONValue,
+    start: JSONValue, updated: JSONValue
+  ) -> JSONValue {
+    .object(
+      JSONObject([
+        "doc_id": .string(id),
+        "database": .string(databaseName),
+        "id": .null,
+        "source": ReplicationDocument.strippedURL(doc["source"]),
+        "target": ReplicationDocument.strippedURL(doc["target"]),
+        "state": state,
+        "error_count": .int(errorCount),
+        "info": info,
+        "start_time": start,
+        "last_updated": updated,
+      ]))
+  }
+
   /// One document's row: its job's, its entry's (`initializing`, `error`), or the document's
   /// own terminal state; nil while it has none of them (not processed yet).
   func documentInfo(_ id: String, _ doc: JSONValue) -> JSONValue? {
@@ -615,19 +635,8 @@ final class ReplicatorDocuments: Sendable {
     if entry?.state == .unscheduled && state != "completed" && state != "failed" {
       // Cancelled with `_replicate`: no job; shown from the document, as CouchDB's
       // `info_from_doc/2` shows one without a terminal state.
-      return .object(
-        JSONObject([
-          "doc_id": .string(id),
-          "database": .string(Self.databaseName),
-          "id": .null,
-          "source": ReplicationDocument.strippedURL(doc["source"]),
-          "target": ReplicationDocument.strippedURL(doc["target"]),
-          "state": .null,
-          "error_count": .int(0),
-          "info": .null,
-          "start_time": .null,
-          "last_updated": .null,
-        ]))
+      return Self.rowFromDocument(
+        id, doc, state: .null, errorCount: 0, info: .null, start: .null, updated: .null)
     }
     if state == "completed" || state == "failed" {
       var info: JSONValue = .null
@@ -641,19 +650,9 @@ final class ReplicatorDocuments: Sendable {
         info = .object(
           JSONObject(["error": doc["_replication_state_reason"] ?? .string("unknown")]))
       }
-      return .object(
-        JSONObject([
-          "doc_id": .string(id),
-          "database": .string(Self.databaseName),
-          "id": .null,
-          "source": ReplicationDocument.strippedURL(doc["source"]),
-          "target": ReplicationDocument.strippedURL(doc["target"]),
-          "state": .string(state ?? ""),
-          "error_count": .int(state == "failed" ? 1 : 0),
-          "info": info,
-          "start_time": start,
-          "last_updated": doc["_replication_state_time"] ?? .null,
-        ]))
+      return Self.rowFromDocument(
+        id, doc, state: .string(state ?? ""), errorCount: state == "failed" ? 1 : 0, info: info,
+        start: start, updated: doc["_replication_state_time"] ?? .null)
     }
     guard let entry else { return nil }
     if entry.state == .scheduled, let jobID = entry.jobID, let job = jobs.job(jobID) {
