@@ -119,9 +119,13 @@ case "append":
   }
   let a = median(with)
   let b = median(without)
+  // Each round's two runs are next to each other in time: their ratio drifts less with the
+  // machine's load than the runs themselves do.
+  let pairs = median(zip(with, without).map { $0 / $1 })
   print(
     "batched appends (1000 per batch, 300-byte payloads, \(n) events, median of \(m)): "
-      + "with the tree \(Int(a))/s, without \(Int(b))/s, ratio \(String(format: "%.3f", a / b))")
+      + "with the tree \(Int(a))/s, without \(Int(b))/s, ratio \(String(format: "%.3f", a / b)), "
+      + "median of the rounds' ratios \(String(format: "%.3f", pairs))")
   print("  with:    \(with.map { Int($0) })")
   print("  without: \(without.map { Int($0) })")
 case "proofs":

@@ -54,6 +54,16 @@ static inline uint32_t wikilog_crc32c_update(uint32_t crc, const void *data, siz
 }
 #endif
 
+// A spin-wait hint to the CPU (x86 PAUSE, ARM YIELD): for the Merkle leaf hasher's short waits
+// for the writer, which a system call's round trip or a lost time slice would make long.
+static inline void wikilog_spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 // SHA-256 for the log's Merkle tree, straight from the BoringSSL that swift-crypto builds on
 // Linux (its `CCryptoBoringSSL_` prefix): swift-crypto's `SHA256` allocates a context object per
 // hash, which costs more than hashing a tree node. Declared here, not included: the module is

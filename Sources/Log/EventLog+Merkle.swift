@@ -215,6 +215,34 @@ extension EventLog {
     }
   }
 
+  /// The helper that hashes the leaves of `events`, a batch about to be appended after the
+  /// writer's frontier, started on them; nil when the log keeps no tree, the batch is small or
+  /// the machine has one core.
+  func leafHasher(for events: [NewEvent]) -> LeafHasher? {
+    guard options.merkleTree, events.count >= LeafHasher.minimumBatch, LeafHasher.available
+    else { return nil }
+    let hasher = writer.leafHasher ?? LeafHasher()
+    writer.leafHasher = hasher
+    hasher.begin(events: events, frontier: writer.frontier, minLevel: Self.merkleStoredLevel)
+    return hasher
+  }
+
+  /// Takes the frontier a ``LeafHasher`` folded a batch's leaves into, and stores the complete
+  /// subtrees it made.
+  func addLeaves(
+    _ batch: (
+      frontier: MerkleFrontier, completed: [(level: Int, index: UInt64, hash: MerkleDigest)]
+    ),
+    _ raw: RawTransaction
+  ) throws {
+    writer.merkleDirty = true
+    writer.frontier = batch.frontier
+    for node in batch.completed {
+      try raw.putMerkleNode(
+        dbs.merkle, key: MerkleTree.postorderIndex(level: node.level, index: node.index), node.hash)
+    }
+  }
+
   /// Stores the tree head the writer's frontier gives.
   func storeTreeHead(_ raw: RawTransaction) throws(LMDBError) {
     try raw.put(

@@ -241,6 +241,8 @@ public final class EventLog: Sendable {
           return !s.closed
         }
         guard wasOpen else { return }
+        writer.leafHasher?.stop()
+        writer.leafHasher = nil
         env.close()
         openLock?.release()
         OpenPaths.release(path)

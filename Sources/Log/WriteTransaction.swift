@@ -104,9 +104,13 @@ public final class WriteTransaction: ReadTransaction {
   ///
   /// Nothing is written when it throws a ``LogError``; when it fails after writing the head,
   /// the transaction is poisoned (``poison``) and cannot commit.
-  private func appendOne(_ event: NewEvent, timestamp batchTimestamp: Int64? = nil) throws
-    -> RecordedEvent
-  {
+  ///
+  /// In a batch whose leaves a ``LeafHasher`` hashes, the event is `pipeline`'s `index`th and
+  /// its header goes there rather than its leaf into the tree.
+  private func appendOne(
+    _ event: NewEvent, timestamp batchTimestamp: Int64? = nil, pipeline: LeafHasher? = nil,
+    index: Int = 0
+  ) throws -> RecordedEvent {
     let position = writer.nextPosition
     var version: UInt64 = 0
     var previous: UInt64 = 0
@@ -147,7 +151,8 @@ public final class WriteTransaction: ReadTransaction {
     do {
       leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
+        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree, hasher: pipeline,
+        index: index)
     } catch {
       // The stream's head has moved already.
       if !event.stream.isEmpty { poison = poison ?? log.logError(error) }
@@ -214,9 +219,16 @@ public final class WriteTransaction: ReadTransaction {
         let timestamp = max(Self.now(), writer.lastTimestamp)
         var recorded: [RecordedEvent] = []
         recorded.reserveCapacity(events.count)
+        var pipeline = log.leafHasher(for: events)
+        defer { pipeline?.abandon() }
         do {
           for i in events.indices {
-            recorded.append(try appendOne(events[i], timestamp: timestamp))
+            recorded.append(
+              try appendOne(events[i], timestamp: timestamp, pipeline: pipeline, index: i))
+          }
+          if let leaves = pipeline {
+            pipeline = nil
+            try log.addLeaves(leaves.finish(), raw)
           }
         } catch  where !recorded.isEmpty {
           // Part of the batch is written (a malformed stream head, say, in a corrupt database):
@@ -276,6 +288,8 @@ public final class WriteTransaction: ReadTransaction {
       let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
+      var pipeline = log.leafHasher(for: events)
+      defer { pipeline?.abandon() }
       do {
         for i in events.indices {
           let position = first + UInt64(i)
@@ -283,7 +297,8 @@ public final class WriteTransaction: ReadTransaction {
             .init(
               position: position, timestamp: timestamp, streamVersion: versions[i],
               previous: previous[i]),
-            events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree)
+            events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree,
+            hasher: pipeline, index: i)
           try log.addLeaf(leaf, raw)
           if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
             let prefix = writer.streamCache[events[i].stream]?.prefix
@@ -298,6 +313,10 @@ public final class WriteTransaction: ReadTransaction {
               timestampMicroseconds: timestamp,
               type: events[i].type, stream: events[i].stream, actor: events[i].actor,
               payload: events[i].payload))
+        }
+        if let leaves = pipeline {
+          pipeline = nil
+          try log.addLeaves(leaves.finish(), raw)
         }
         for stream in touched {
           guard let entry = writer.streamCache[stream] else { continue }
@@ -554,6 +573,8 @@ final class WriterState: @unchecked Sendable {
   var streamCache: [String: CachedStream] = [:]
   /// Counts append calls, to tell the streams one call has touched.
   var appendCall: UInt64 = 0
+  /// Hashes the leaves of large batches on another core (made on the first one).
+  var leafHasher: LeafHasher?
   /// The right edge of the Merkle tree over the events up to `nextPosition - 1`.
   var frontier = MerkleFrontier()
   /// Whether this transaction changed the tree, so that its head must be stored at commit.

@@ -385,6 +385,88 @@ enum CTVectors {
     #expect(try log.verify().isValid)
   }
 
+  @Test(
+    "large batches hash their leaves on a helper thread: the same tree, through failed batches, savepoints and a full map"
+  )
+  func largeBatches() throws {
+    let dir = TemporaryDirectory()
+    var options = EventLog.Options()
+    options.durability = .unsynced
+    // Small enough that the first large batches fill the map mid-batch: the batch is abandoned,
+    // the map grows and the batch runs again.
+    options.mapSize = 256 << 10
+    let log = try EventLog(directory: dir.path, options: options)
+    defer { log.close() }
+    let big = [UInt8](repeating: 0x5A, count: 700)
+    var written = 0
+    var rng = SplitMix64(seed: 3)
+    for round in 0..<12 {
+      let n = Int.random(in: LeafHasher.minimumBatch...400, using: &rng)
+      let events = (0..<n).map { i in
+        NewEvent(
+          type: "big", stream: "r\((written + i) % 11)", actor: "tester",
+          payload: big + Array("\(written + i)".utf8))
+      }
+      if round % 3 == 2 {
+        // The batch path that checks expected versions.
+        let checked = events.enumerated().map { i, e in
+          NewEvent(
+            type: e.type, stream: "c\(written + i)", actor: e.actor, payload: e.payload,
+            expectedVersion: .noStream)
+        }
+        try log.append(checked)
+      } else {
+        try log.append(events)
+      }
+      written += n
+      // A large batch in a savepoint that fails: nothing of it stays, in the log or the tree.
+      struct Refused: Error {}
+      try log.write { txn in
+        _ = try? txn.savepoint { child in
+          try child.append(contentsOf: (0..<100).map { event(9_000 + $0, stream: "gone") })
+          throw Refused()
+        }
+        try txn.append(event(written))
+      }
+      written += 1
+      // A large batch that fails after the checks: one of its streams' heads is as expected,
+      // the other not, so nothing is written.
+      #expect(throws: LogError.self) {
+        try log.append(
+          (0..<80).map { event($0, stream: "e\($0)", expected: .noStream) }
+            + [event(0, stream: "r0", expected: .noStream)])
+      }
+    }
+    #expect(log.env.mapSize > 256 << 10)
+    let size = try log.committedPosition.rawValue
+    #expect(size == UInt64(written))
+    let tree = try reference(log)
+    #expect(try log.treeHead() == EventLog.TreeHead(size: size, root: tree.root(Int(size))))
+    #expect(try log.verify().isValid)
+    // The stored subtrees the helper made serve proofs like those made on the writer's thread.
+    for p in stride(from: 1, through: size, by: 97) {
+      #expect(try log.inclusionProof(position: LogPosition(p)).root == tree.root(Int(size)))
+    }
+  }
+
+  @Test("the leaf hasher's thread ends when idle and the next large batch starts another")
+  func hasherIdle() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    defer { log.close() }
+    let batch = { (start: Int) in (0..<100).map { event(start + $0, stream: "s\($0 % 9)") } }
+    try log.append(batch(0))
+    #expect(log.writer.leafHasher?.isRunning == true)
+    Thread.sleep(forTimeInterval: 1.4)
+    #expect(log.writer.leafHasher?.isRunning == false)
+    try log.append(batch(100))
+    #expect(log.writer.leafHasher?.isRunning == true)
+    try log.append(batch(200))
+    let tree = try reference(log)
+    #expect(try log.treeHead() == EventLog.TreeHead(size: 300, root: tree.root(300)))
+    #expect(try log.verify().isValid)
+  }
+
   @Test("the tree survives reopening, and a log without one gets it on a writable open")
   func upgrade() throws {
     let dir = TemporaryDirectory()

@@ -44,11 +44,12 @@ enum EventRecord {
   /// it straight into the reserved page space: no intermediate buffer, no copy. The strings'
   /// lengths are known without walking them (a native string stores its UTF-8 count).
   ///
-  /// Returns the record's Merkle leaf hash (``MerkleSHA256/leaf(position:record:)``), hashed from the page it was
-  /// written to (nil without `leafHash`).
+  /// Returns the record's Merkle leaf hash (``MerkleSHA256/leaf(position:record:)``), hashed
+  /// from the page it was written to (nil without `leafHash`). With a `hasher`, the record goes
+  /// to it instead, as the `index`th of its batch, and nothing is hashed here.
   static func append(
     _ header: Header, _ event: borrowing NewEvent, into events: UInt32, of txn: RawTransaction,
-    leafHash: Bool = true
+    leafHash: Bool = true, hasher: LeafHasher? = nil, index: Int = 0
   )
     throws(LMDBError) -> MerkleDigest?
   {
@@ -82,9 +83,23 @@ enum EventRecord {
         CRC32C.update(CRC32C.initial, bigEndian: header.position),
         UnsafeRawBufferPointer(start: base, count: offset)))
     unsafe (base + offset).storeBytes(of: crc.littleEndian, toByteOffset: 0, as: UInt32.self)
+    if let hasher {
+      unsafe hasher.publish(index, position: header.position, record: UnsafeRawBufferPointer(space))
+      return nil
+    }
     guard leafHash else { return nil }
     return unsafe MerkleSHA256.leaf(
       position: header.position, record: UnsafeRawBufferPointer(space))
+  }
+
+  /// The most bytes the record of `event` can take, whatever its header.
+  static func sizeBound(_ event: borrowing NewEvent) -> Int {
+    let typeCount = event.type.utf8.count
+    let streamCount = event.stream.utf8.count
+    let actorCount = event.actor.utf8.count
+    return fixedHeaderSize + 2 * 10 + varintSize(UInt64(typeCount)) + typeCount
+      + varintSize(UInt64(streamCount)) + streamCount + varintSize(UInt64(actorCount))
+      + actorCount + event.payload.count + checksumSize
   }
 
   /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.
