@@ -217,13 +217,15 @@ extension EventLog {
 
   /// The helper that hashes the leaves of `events`, a batch about to be appended after the
   /// writer's frontier, started on them; nil when the log keeps no tree, the batch is small or
-  /// the machine has one core.
+  /// huge, or the machine has one core.
   func leafHasher(for events: [NewEvent]) -> LeafHasher? {
-    guard options.merkleTree, events.count >= LeafHasher.minimumBatch, LeafHasher.available
+    guard options.merkleTree, events.count >= LeafHasher.minimumBatch, LeafHasher.available,
+      let bytes = LeafHasher.arenaBytes(for: events)
     else { return nil }
     let hasher = writer.leafHasher ?? LeafHasher()
     writer.leafHasher = hasher
-    hasher.begin(events: events, frontier: writer.frontier, minLevel: Self.merkleStoredLevel)
+    hasher.begin(
+      events: events, bytes: bytes, frontier: writer.frontier, minLevel: Self.merkleStoredLevel)
     return hasher
   }
 

@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// One per log, made on the first large batch; its thread ends when the log closes or has had
 /// no batch for ``idle``, and the next batch starts another. For each
-/// batch the writer calls ``begin(events:frontier:minLevel:)``, then, as it writes each record
+/// batch the writer calls ``begin(events:bytes:frontier:minLevel:)``, then, as it writes each record
 /// into its page, ``publish(_:position:record:)``, which copies the record into the hasher's
 /// arena, then ``finish()``, or ``abandon()`` when the batch fails. The helper hashes each
 /// record from the arena and folds it into a copy of the writer's frontier, keeping the
@@ -88,11 +88,21 @@ import Synchronization
     unsafe arena.deallocate()
   }
 
-  /// Starts the helper on a batch of `events`, whose leaves follow `frontier`; complete subtrees
-  /// of 2^`minLevel` leaves or more are kept.
-  func begin(events: [NewEvent], frontier: MerkleFrontier, minLevel: Int) {
+  /// The most bytes the arena holds: a batch whose records could take more hashes on the
+  /// writer's thread, so that one huge batch does not leave a huge arena behind.
+  static let maximumArena = 16 << 20
+
+  /// The arena bytes the records of `events` can take; nil when more than ``maximumArena``.
+  static func arenaBytes(for events: [NewEvent]) -> Int? {
     var bytes = 0
     for i in events.indices { bytes += 4 + EventRecord.sizeBound(events[i]) }
+    return bytes <= maximumArena ? bytes : nil
+  }
+
+  /// Starts the helper on a batch of `events` (whose records take at most `bytes`, from
+  /// ``arenaBytes(for:)``), whose leaves follow `frontier`; complete subtrees of 2^`minLevel`
+  /// leaves or more are kept.
+  func begin(events: [NewEvent], bytes: Int, frontier: MerkleFrontier, minLevel: Int) {
     if arenaCapacity < bytes {
       unsafe arena.deallocate()
       unsafe arena = .allocate(byteCount: bytes, alignment: 16)
