@@ -92,14 +92,15 @@ enum EventRecord {
       position: header.position, record: UnsafeRawBufferPointer(space))
   }
 
-  /// The most bytes the record of `event` can take, whatever its header.
-  static func sizeBound(_ event: borrowing NewEvent) -> Int {
-    let typeCount = event.type.utf8.count
-    let streamCount = event.stream.utf8.count
-    let actorCount = event.actor.utf8.count
-    return fixedHeaderSize + 2 * 10 + varintSize(UInt64(typeCount)) + typeCount
+  /// The most bytes a record can take, whatever its header, given the UTF-8 sizes of its
+  /// event's type, stream and actor and the size of its payload.
+  @inline(__always)
+  static func sizeBound(typeCount: Int, streamCount: Int, actorCount: Int, payloadCount: Int)
+    -> Int
+  {
+    fixedHeaderSize + 2 * 10 + varintSize(UInt64(typeCount)) + typeCount
       + varintSize(UInt64(streamCount)) + streamCount + varintSize(UInt64(actorCount))
-      + actorCount + event.payload.count + checksumSize
+      + actorCount + payloadCount + checksumSize
   }
 
   /// Writes a string's length (LEB128) and UTF-8 bytes at `offset`.

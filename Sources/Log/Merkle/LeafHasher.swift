@@ -95,7 +95,15 @@ import Synchronization
   /// The arena bytes the records of `events` can take; nil when more than ``maximumArena``.
   static func arenaBytes(for events: [NewEvent]) -> Int? {
     var bytes = 0
-    for i in events.indices { bytes += 4 + EventRecord.sizeBound(events[i]) }
+    // The fields are read where they lie: passing `events[i]` along would copy the event,
+    // retaining and releasing its strings and payload.
+    for i in events.indices {
+      bytes +=
+        4
+        + EventRecord.sizeBound(
+          typeCount: events[i].type.utf8.count, streamCount: events[i].stream.utf8.count,
+          actorCount: events[i].actor.utf8.count, payloadCount: events[i].payload.count)
+    }
     return bytes <= maximumArena ? bytes : nil
   }
 
