@@ -77,6 +77,10 @@ import Synchronization
   private let sleeping = Atomic<Bool>(false)
   private let stopped = Atomic<Bool>(false)
   private let wake = DispatchSemaphore(value: 0)
+  /// The helper's thread comes from a serial queue of its own: such a queue may add a thread to
+  /// the process's pool (it "overcommits"), while the global queues' threads are as many as
+  /// the cores, and a helper asleep between batches must not hold one of those.
+  private let queue = DispatchQueue(label: "wikilog.merkle-leaves", qos: .userInitiated)
   private let done = DispatchSemaphore(value: 0)
 
   init() {
@@ -128,7 +132,7 @@ import Synchronization
       .exchanged
     {
       // The closure keeps the instance alive while the thread runs.
-      DispatchQueue.global(qos: .userInitiated).async { [self] in run(seen: batch - 1) }
+      queue.async { [self] in run(seen: batch - 1) }
     } else if sleeping.load(ordering: .sequentiallyConsistent) {
       wake.signal()
     }
