@@ -219,7 +219,10 @@ extension EventLog {
   /// writer's frontier, started on them; nil when the log keeps no tree, the batch is small or
   /// huge, or the machine has one core.
   func leafHasher(for events: [NewEvent]) -> LeafHasher? {
+    // The frontier is behind the next position only after a batch failed part-way in this
+    // transaction (which then cannot commit): hashing goes on here then.
     guard options.merkleTree, events.count >= LeafHasher.minimumBatch, LeafHasher.available,
+      writer.frontier.size + 1 == writer.nextPosition,
       let bytes = LeafHasher.arenaBytes(for: events)
     else { return nil }
     let hasher = writer.leafHasher ?? LeafHasher()

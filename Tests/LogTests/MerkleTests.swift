@@ -449,6 +449,33 @@ enum CTVectors {
     }
   }
 
+  @Test(
+    "a large batch after one that failed part-way in the same transaction: no commit, tree right")
+  func largeBatchAfterFailure() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    defer { log.close() }
+    try log.append([event(0, stream: "bad")])
+    // A damaged head: a batch reaching this stream fails after writing the events before it.
+    try log.write { txn throws in
+      try txn.raw.put(log.dbs.streams, StreamKey.prefix("bad"), [1, 2, 3])
+    }
+    let failing = (1...100).map { event($0, stream: $0 == 60 ? "bad" : "ok\($0)") }
+    let good = (101...200).map { event($0, stream: "ok\($0)") }
+    // The second batch of the transaction starts where the first left the next position, ahead
+    // of the tree's frontier: it must not hand the hasher positions that do not follow it.
+    #expect(throws: LogError.self) {
+      try log.write { txn throws in
+        _ = try? txn.append(contentsOf: failing)
+        try txn.append(contentsOf: good)
+      }
+    }
+    #expect(try log.committedPosition.rawValue == 1)
+    try log.append(good)
+    let tree = try reference(log)
+    #expect(try log.treeHead() == EventLog.TreeHead(size: 101, root: tree.root(101)))
+  }
+
   @Test("the leaf hasher's thread ends when idle and the next large batch starts another")
   func hasherIdle() throws {
     let dir = TemporaryDirectory()

@@ -57,6 +57,8 @@ import Synchronization
   private var arenaCapacity = 0
   /// Where the next record goes in `arena` (the writer's).
   private var arenaUsed = 0
+  /// Records copied into `arena` in this batch (the writer's).
+  private var handedOver = 0
   // The result: written by the helper before it signals `done`, read by the writer after.
   private var frontier = MerkleFrontier()
   private var completed: [(level: Int, index: UInt64, hash: MerkleDigest)] = []
@@ -107,20 +109,23 @@ import Synchronization
         + EventRecord.sizeBound(
           typeCount: events[i].type.utf8.count, streamCount: events[i].stream.utf8.count,
           actorCount: events[i].actor.utf8.count, payloadCount: events[i].payload.count)
+      if bytes > maximumArena { return nil }
     }
-    return bytes <= maximumArena ? bytes : nil
+    return bytes
   }
 
   /// Starts the helper on a batch of `events` (whose records take at most `bytes`, from
   /// ``arenaBytes(for:)``), whose leaves follow `frontier`; complete subtrees of 2^`minLevel`
   /// leaves or more are kept.
   func begin(events: [NewEvent], bytes: Int, frontier: MerkleFrontier, minLevel: Int) {
+    precondition(!stopped.load(ordering: .relaxed), "a stopped leaf hasher takes no batch")
     if arenaCapacity < bytes {
       unsafe arena.deallocate()
       unsafe arena = .allocate(byteCount: bytes, alignment: 16)
       arenaCapacity = bytes
     }
     arenaUsed = 0
+    handedOver = 0
     count = events.count
     first = frontier.size + 1
     self.frontier = frontier
@@ -149,6 +154,7 @@ import Synchronization
     unsafe (arena + offset + 4).copyMemory(
       from: record.baseAddress.unsafelyUnwrapped, byteCount: record.count)
     arenaUsed = offset + 4 + record.count
+    handedOver = index + 1
     if (index + 1) % Self.run == 0 { published.count.store(index + 1, ordering: .releasing) }
   }
 
@@ -158,6 +164,7 @@ import Synchronization
   func finish() -> (
     frontier: MerkleFrontier, completed: [(level: Int, index: UInt64, hash: MerkleDigest)]
   ) {
+    precondition(handedOver == count, "every record of the batch must be handed over")
     published.count.store(count, ordering: .releasing)
     waitForHelper()
     return (frontier, completed)
@@ -198,7 +205,10 @@ import Synchronization
     while true {
       var deadline = Self.now() + Self.linger
       while batches.load(ordering: .acquiring) == seen {
-        if stopped.load(ordering: .acquiring) { return }
+        if stopped.load(ordering: .acquiring) {
+          running.store(false, ordering: .sequentiallyConsistent)
+          return
+        }
         if Self.now() < deadline {
           sched_yield()
           continue
@@ -240,20 +250,28 @@ import Synchronization
     let arena = unsafe arena
     var offset = 0
     let minLevel = minLevel
-    var frontier = frontier
-    var completed = completed
+    // Moved out rather than copied, so that appending does not copy their buffers.
+    var frontier = self.frontier
+    var completed = self.completed
+    self.frontier = MerkleFrontier()
+    self.completed = []
     defer {
       self.frontier = frontier
       self.completed = completed
     }
     var next = 0
+    var idlePolls = 0
     while next < count {
       let ready = published.count.load(ordering: .acquiring)
       if ready == Self.abandoned { return }
       if ready == next {
-        wikilog_spin_pause()
+        // Mostly a pause, the writer being a few records ahead; when it stalls (a page spill,
+        // a fault, its core taken away), the core is given up now and then.
+        idlePolls += 1
+        if idlePolls % 1024 == 0 { sched_yield() } else { wikilog_spin_pause() }
         continue
       }
+      idlePolls = 0
       while next < ready {
         let size = Int(unsafe arena.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
         let leaf = unsafe MerkleSHA256.leaf(
