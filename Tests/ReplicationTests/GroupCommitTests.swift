@@ -10,6 +10,7 @@ import NIOHTTP1
 import Projections
 import Replication
 import RevTree
+import Synchronization
 import TestSupport
 import Testing
 import Wiki
@@ -86,6 +87,10 @@ import Wiki
       }
       if trial == 0 { #expect(try await send(.PUT, "/db", nil) == 201) }
       let killAfter = Duration.milliseconds(Int.random(in: 300...1_500))
+      // The kill waits for 32 acknowledged writes too (for at most 20 s): on a loaded machine
+      // the first writes can take most of the random delay, and the trial must kill the
+      // server while writes are going on, not before they start.
+      let acknowledgedSoFar = AcknowledgedCount()
       let acks = await withTaskGroup(of: [String].self) { group in
         for writer in 0..<16 {
           group.addTask {
@@ -96,12 +101,19 @@ import Wiki
               code == 201
             {
               acknowledged.append(id)
+              acknowledgedSoFar.count.add(1, ordering: .relaxed)
             }
             return acknowledged
           }
         }
         group.addTask {
           try? await Task.sleep(for: killAfter)
+          let deadline = ContinuousClock.now + .seconds(20)
+          while acknowledgedSoFar.count.load(ordering: .relaxed) < 32
+            && ContinuousClock.now < deadline
+          {
+            try? await Task.sleep(for: .milliseconds(10))
+          }
           server.kill()
           return []
         }
@@ -141,4 +153,9 @@ func httpStatus(_ method: HTTPMethod, _ url: String, _ body: String?) async thro
   let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
   _ = try await response.body.collect(upTo: 1 << 20)
   return Int(response.status.code)
+}
+
+/// Writes acknowledged so far in a kill trial, shared by its writers and its killer.
+private final class AcknowledgedCount: Sendable {
+  let count = Atomic<Int>(0)
 }
