@@ -105,10 +105,10 @@ public final class WriteTransaction: ReadTransaction {
   /// Nothing is written when it throws a ``LogError``; when it fails after writing the head,
   /// the transaction is poisoned (``poison``) and cannot commit.
   ///
-  /// In a batch whose leaves a ``LeafHasher`` hashes, the event is `pipeline`'s `index`th and
-  /// its header goes there rather than its leaf into the tree.
+  /// In a batch whose leaves a ``LeafHasher`` hashes, the event is `leaves`'s `index`th: its
+  /// record goes there rather than its leaf into the tree.
   private func appendOne(
-    _ event: NewEvent, timestamp batchTimestamp: Int64? = nil, pipeline: LeafHasher? = nil,
+    _ event: NewEvent, timestamp batchTimestamp: Int64? = nil, leaves: LeafHasher? = nil,
     index: Int = 0
   ) throws -> RecordedEvent {
     let position = writer.nextPosition
@@ -151,7 +151,7 @@ public final class WriteTransaction: ReadTransaction {
     do {
       leaf = try EventRecord.append(
         .init(position: position, timestamp: timestamp, streamVersion: version, previous: previous),
-        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree, hasher: pipeline,
+        event, into: log.dbs.events, of: raw, leafHash: log.options.merkleTree, hasher: leaves,
         index: index)
     } catch {
       // The stream's head has moved already.
@@ -219,16 +219,16 @@ public final class WriteTransaction: ReadTransaction {
         let timestamp = max(Self.now(), writer.lastTimestamp)
         var recorded: [RecordedEvent] = []
         recorded.reserveCapacity(events.count)
-        var pipeline = log.leafHasher(for: events)
-        defer { pipeline?.abandon() }
+        var leaves = log.leafHasher(for: events)
+        defer { leaves?.abandon() }
         do {
           for i in events.indices {
             recorded.append(
-              try appendOne(events[i], timestamp: timestamp, pipeline: pipeline, index: i))
+              try appendOne(events[i], timestamp: timestamp, leaves: leaves, index: i))
           }
-          if let leaves = pipeline {
-            pipeline = nil
-            try log.addLeaves(leaves.finish(), raw)
+          if let hasher = leaves {
+            leaves = nil
+            try log.addLeaves(hasher.finish(), raw)
           }
         } catch  where !recorded.isEmpty {
           // Part of the batch is written (a malformed stream head, say, in a corrupt database):
@@ -288,8 +288,8 @@ public final class WriteTransaction: ReadTransaction {
       let timestamp = max(Self.now(), writer.lastTimestamp)
       var recorded: [RecordedEvent] = []
       recorded.reserveCapacity(events.count)
-      var pipeline = log.leafHasher(for: events)
-      defer { pipeline?.abandon() }
+      var leaves = log.leafHasher(for: events)
+      defer { leaves?.abandon() }
       do {
         for i in events.indices {
           let position = first + UInt64(i)
@@ -298,7 +298,7 @@ public final class WriteTransaction: ReadTransaction {
               position: position, timestamp: timestamp, streamVersion: versions[i],
               previous: previous[i]),
             events[i], into: log.dbs.events, of: raw, leafHash: log.options.merkleTree,
-            hasher: pipeline, index: i)
+            hasher: leaves, index: i)
           try log.addLeaf(leaf, raw)
           if versions[i] > 0, versions[i] % StreamKey.checkpointInterval == 0,
             let prefix = writer.streamCache[events[i].stream]?.prefix
@@ -314,9 +314,9 @@ public final class WriteTransaction: ReadTransaction {
               type: events[i].type, stream: events[i].stream, actor: events[i].actor,
               payload: events[i].payload))
         }
-        if let leaves = pipeline {
-          pipeline = nil
-          try log.addLeaves(leaves.finish(), raw)
+        if let hasher = leaves {
+          leaves = nil
+          try log.addLeaves(hasher.finish(), raw)
         }
         for stream in touched {
           guard let entry = writer.streamCache[stream] else { continue }
