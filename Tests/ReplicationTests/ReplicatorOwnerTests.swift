@@ -36,6 +36,29 @@ import Testing
     #expect(r.code == 200)
   }
 
+  /// Runs `body` with a live server whose `_replicator` admits alice and bob, beside a second
+  /// live server to replicate into (`target`, its base URL; `b`, its directory).
+  static func withTarget(
+    _ name: String,
+    _ body:
+      @escaping @Sendable (
+        _ fixture: AccessFixture, _ b: TestDirectory, _ target: String,
+        _ client: any TestClientProtocol
+      ) async throws -> Void
+  ) async throws {
+    let fixture = try AccessFixture(replicator: true)
+    let b = TestDirectory(name)
+    try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
+      let target = "http://127.0.0.1:\(try #require(clientB.port))"
+      try await app(fixture).test(.live) { client in
+        #expect(
+          try await ReplicatorDatabaseTests.eventually { fixture.dir.data.exists("_replicator") })
+        try await admitAliceAndBob(client)
+        try await body(fixture, b, target, client)
+      }
+    }
+  }
+
   @Test(
     "a member's documents get their owner; others may not change them and read them without credentials"
   )
@@ -220,144 +243,128 @@ import Testing
 
   @Test("a user's job reads only what the user may read, and nothing without credentials")
   func jobRunsAsOwner() async throws {
-    let fixture = try AccessFixture(replicator: true)
-    let b = TestDirectory("replicator-owner-target")
-    try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
-      let target = "http://127.0.0.1:\(try #require(clientB.port))"
-      try await Self.app(fixture).test(.live) { client in
-        #expect(
-          try await ReplicatorDatabaseTests.eventually { fixture.dir.data.exists("_replicator") })
-        let source = "127.0.0.1:\(try #require(client.port))/wiki"
-        try await Self.admitAliceAndBob(client)
-        // bob is a member of w1, not of w2; `note` is for administrators.
-        let put = try await client.call(
-          .put, "/_replicator/bobs",
-          #"{"source":"http://bob:pw-bob@\#(source)","target":"\#(target)/bobcopy","create_target":true}"#,
-          headers: Self.bob)
-        #expect(put.code == 201)
-        let done = try await ReplicatorDatabaseTests.poll(
-          client, "/_replicator/bobs", headers: Self.bob
-        ) {
-          $0["_replication_state"] == .string("completed")
-        }
-        #expect(done["_replication_state"] == .string("completed"))
-        let copy = try b.data.open("bobcopy")
-        #expect(try copy.record("w1") != nil && copy.record("w1:Home") != nil)
-        for hidden in ["w2", "w2:Home", "note"] {
-          #expect(try copy.record(hidden) == nil, "\(hidden)")
-        }
-        // The job is bob's.
-        #expect(done["owner"] == .string("bob"))
+    try await Self.withTarget("replicator-owner-target") { fixture, b, target, client in
+      let source = "127.0.0.1:\(try #require(client.port))/wiki"
+      // bob is a member of w1, not of w2; `note` is for administrators.
+      let put = try await client.call(
+        .put, "/_replicator/bobs",
+        #"{"source":"http://bob:pw-bob@\#(source)","target":"\#(target)/bobcopy","create_target":true}"#,
+        headers: Self.bob)
+      #expect(put.code == 201)
+      let done = try await ReplicatorDatabaseTests.poll(
+        client, "/_replicator/bobs", headers: Self.bob
+      ) {
+        $0["_replication_state"] == .string("completed")
+      }
+      #expect(done["_replication_state"] == .string("completed"))
+      let copy = try b.data.open("bobcopy")
+      #expect(try copy.record("w1") != nil && copy.record("w1:Home") != nil)
+      for hidden in ["w2", "w2:Home", "note"] {
+        #expect(try copy.record(hidden) == nil, "\(hidden)")
+      }
+      // The job is bob's.
+      #expect(done["owner"] == .string("bob"))
 
-        // Without credentials the job is anonymous on the source, and gets nothing.
-        #expect(
-          try await client.call(
-            .put, "/_replicator/anon",
-            #"{"source":"http://\#(source)","target":"\#(target)/anoncopy","create_target":true,"continuous":true}"#,
-            headers: Self.bob
-          ).code == 201)
-        let row = try await ReplicatorDatabaseTests.poll(
-          client, "/_scheduler/docs/_replicator/anon", headers: Self.admin
-        ) { $0["state"] == .string("crashing") }
-        #expect(row["state"] == .string("crashing"))
-        #expect(row["info"]?["error"]?.stringValue?.contains("unauthorized") == true)
-        let jobs = try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)
-        #expect(
-          jobs["jobs"]?.arrayValue?.contains {
-            $0["doc_id"] == .string("anon") && $0["user"] == .string("bob")
-          }
-            == true)
-        let anon = try? b.data.open("anoncopy")
-        #expect((try anon?.changes(ChangesOptions()).results.count ?? 0) == 0)
-        for uri in ["/_scheduler/docs", "/_scheduler/jobs", "/_active_tasks"] {
-          #expect(!(try await client.call(.get, uri, headers: Self.admin).text.contains("pw-bob")))
+      // Without credentials the job is anonymous on the source, and gets nothing.
+      #expect(
+        try await client.call(
+          .put, "/_replicator/anon",
+          #"{"source":"http://\#(source)","target":"\#(target)/anoncopy","create_target":true,"continuous":true}"#,
+          headers: Self.bob
+        ).code == 201)
+      let row = try await ReplicatorDatabaseTests.poll(
+        client, "/_scheduler/docs/_replicator/anon", headers: Self.admin
+      ) { $0["state"] == .string("crashing") }
+      #expect(row["state"] == .string("crashing"))
+      #expect(row["info"]?["error"]?.stringValue?.contains("unauthorized") == true)
+      let jobs = try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)
+      #expect(
+        jobs["jobs"]?.arrayValue?.contains {
+          $0["doc_id"] == .string("anon") && $0["user"] == .string("bob")
         }
+          == true)
+      let anon = try? b.data.open("anoncopy")
+      #expect((try anon?.changes(ChangesOptions()).results.count ?? 0) == 0)
+      for uri in ["/_scheduler/docs", "/_scheduler/jobs", "/_active_tasks"] {
+        #expect(!(try await client.call(.get, uri, headers: Self.admin).text.contains("pw-bob")))
       }
     }
   }
 
   @Test("_replicate cancels a document's job by id, by body, and only for its owner or an admin")
   func cancelDocumentJob() async throws {
-    let fixture = try AccessFixture(replicator: true)
-    let b = TestDirectory("replicator-cancel-target")
-    try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
-      let target = "http://127.0.0.1:\(try #require(clientB.port))"
-      try await Self.app(fixture).test(.live) { client in
-        #expect(
-          try await ReplicatorDatabaseTests.eventually { fixture.dir.data.exists("_replicator") })
-        let source = "http://admin:pw-admin@127.0.0.1:\(try #require(client.port))/wiki"
-        try await Self.admitAliceAndBob(client)
-        let body =
-          #"{"source":"\#(source)","target":"\#(target)/copy","create_target":true,"continuous":true}"#
-        #expect(
-          try await client.call(.put, "/_replicator/live", body, headers: Self.admin).code == 201)
-        let row = try await ReplicatorDatabaseTests.poll(
-          client, "/_scheduler/docs/_replicator/live", headers: Self.admin
-        ) { $0["state"] == .string("running") }
-        let id = try #require(row["id"]?.stringValue)
+    try await Self.withTarget("replicator-cancel-target") { fixture, b, target, client in
+      let source = "http://admin:pw-admin@127.0.0.1:\(try #require(client.port))/wiki"
+      let body =
+        #"{"source":"\#(source)","target":"\#(target)/copy","create_target":true,"continuous":true}"#
+      #expect(
+        try await client.call(.put, "/_replicator/live", body, headers: Self.admin).code == 201)
+      let row = try await ReplicatorDatabaseTests.poll(
+        client, "/_scheduler/docs/_replicator/live", headers: Self.admin
+      ) { $0["state"] == .string("running") }
+      let id = try #require(row["id"]?.stringValue)
 
-        // Anonymous: CouchDB's `require_authenticated_user`; alice: not her job.
-        let anonymous = try await client.call(
-          .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#)
-        #expect(
-          anonymous.code == 401
-            && anonymous["reason"] == .string("You are not an authenticated user"))
-        let alice = try await client.call(
-          .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#, headers: Self.alice)
-        #expect(alice.code == 401 && alice["reason"] == .string("You are not a server admin."))
-        let bogus = try await client.call(
-          .post, "/_replicate", #"{"replication_id":"nope+continuous","cancel":true}"#,
-          headers: Self.admin)
-        #expect(
-          bogus.code == 404 && bogus.error == "not_found" && bogus["reason"] == .string("missing"))
-        let notBool = try await client.call(
-          .post, "/_replicate", #"{"id":"\#(id)","cancel":"yes"}"#, headers: Self.admin)
-        #expect(notBool.code == 400)
+      // Anonymous: CouchDB's `require_authenticated_user`; alice: not her job.
+      let anonymous = try await client.call(
+        .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#)
+      #expect(
+        anonymous.code == 401
+          && anonymous["reason"] == .string("You are not an authenticated user"))
+      let alice = try await client.call(
+        .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#, headers: Self.alice)
+      #expect(alice.code == 401 && alice["reason"] == .string("You are not a server admin."))
+      let bogus = try await client.call(
+        .post, "/_replicate", #"{"replication_id":"nope+continuous","cancel":true}"#,
+        headers: Self.admin)
+      #expect(
+        bogus.code == 404 && bogus.error == "not_found" && bogus["reason"] == .string("missing"))
+      let notBool = try await client.call(
+        .post, "/_replicate", #"{"id":"\#(id)","cancel":"yes"}"#, headers: Self.admin)
+      #expect(notBool.code == 400)
 
-        // An administrator cancels it, by `id` with the `+` a URL decoding made a space.
-        let spaced = id.replacingOccurrences(of: "+", with: " ")
-        let cancel = try await client.call(
-          .post, "/_replicate", #"{"id":"\#(spaced)","cancel":true}"#, headers: Self.admin)
-        #expect(
-          cancel.code == 200 && cancel["ok"] == .bool(true) && cancel["_local_id"] == .string(id))
-        let jobs = try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)
-        #expect(jobs["total_rows"]?.int == 0)
-        // The document stays, without a job, as CouchDB's scheduler leaves it.
-        let doc = try await client.call(.get, "/_replicator/live", headers: Self.admin)
-        #expect(doc.code == 200 && doc["_replication_state"] == nil)
-        let after = try await client.call(
-          .get, "/_scheduler/docs/_replicator/live", headers: Self.admin)
-        #expect(after.code == 200 && after["state"] == .null && after["id"] == .null)
-        #expect(
-          try await client.call(
-            .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#, headers: Self.admin
-          )
-          .code == 404)
-        // Nothing flows any more.
-        try fixture.store.put(#"{"type":"note","text":"later"}"#, id: "later", actor: "admin")
-        try await Task.sleep(for: .milliseconds(400))
-        #expect(try b.data.open("copy").record("later") == nil)
+      // An administrator cancels it, by `id` with the `+` a URL decoding made a space.
+      let spaced = id.replacingOccurrences(of: "+", with: " ")
+      let cancel = try await client.call(
+        .post, "/_replicate", #"{"id":"\#(spaced)","cancel":true}"#, headers: Self.admin)
+      #expect(
+        cancel.code == 200 && cancel["ok"] == .bool(true) && cancel["_local_id"] == .string(id))
+      let jobs = try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)
+      #expect(jobs["total_rows"]?.int == 0)
+      // The document stays, without a job, as CouchDB's scheduler leaves it.
+      let doc = try await client.call(.get, "/_replicator/live", headers: Self.admin)
+      #expect(doc.code == 200 && doc["_replication_state"] == nil)
+      let after = try await client.call(
+        .get, "/_scheduler/docs/_replicator/live", headers: Self.admin)
+      #expect(after.code == 200 && after["state"] == .null && after["id"] == .null)
+      #expect(
+        try await client.call(
+          .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#, headers: Self.admin
+        )
+        .code == 404)
+      // Nothing flows any more.
+      try fixture.store.put(#"{"type":"note","text":"later"}"#, id: "later", actor: "admin")
+      try await Task.sleep(for: .milliseconds(400))
+      #expect(try b.data.open("copy").record("later") == nil)
 
-        // bob cancels his own document's job by describing it, as CouchDB's docs say.
-        let bobs =
-          #"{"source":"http://bob:pw-bob@127.0.0.1:\#(try #require(client.port))/wiki","target":"\#(target)/bobcopy","create_target":true,"continuous":true}"#
-        #expect(
-          try await client.call(.put, "/_replicator/bobs", bobs, headers: Self.bob).code == 201)
-        let bobRow = try await ReplicatorDatabaseTests.poll(
-          client, "/_scheduler/docs/_replicator/bobs", headers: Self.admin
-        ) { $0["state"] == .string("running") }
-        #expect(bobRow["state"] == .string("running"))
-        var cancelBody = try #require(try JSONValue(parsing: Array(bobs.utf8)).objectValue)
-        cancelBody["cancel"] = .bool(true)
-        let byBody = try await client.call(
-          .post, "/_replicate",
-          String(decoding: JSONValue.object(cancelBody).serialized(), as: UTF8.self),
-          headers: Self.bob)
-        #expect(byBody.code == 200 && byBody["_local_id"] == bobRow["id"])
-        #expect(
-          try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)["total_rows"]?.int
-            == 0)
-      }
+      // bob cancels his own document's job by describing it, as CouchDB's docs say.
+      let bobs =
+        #"{"source":"http://bob:pw-bob@127.0.0.1:\#(try #require(client.port))/wiki","target":"\#(target)/bobcopy","create_target":true,"continuous":true}"#
+      #expect(
+        try await client.call(.put, "/_replicator/bobs", bobs, headers: Self.bob).code == 201)
+      let bobRow = try await ReplicatorDatabaseTests.poll(
+        client, "/_scheduler/docs/_replicator/bobs", headers: Self.admin
+      ) { $0["state"] == .string("running") }
+      #expect(bobRow["state"] == .string("running"))
+      var cancelBody = try #require(try JSONValue(parsing: Array(bobs.utf8)).objectValue)
+      cancelBody["cancel"] = .bool(true)
+      let byBody = try await client.call(
+        .post, "/_replicate",
+        String(decoding: JSONValue.object(cancelBody).serialized(), as: UTF8.self),
+        headers: Self.bob)
+      #expect(byBody.code == 200 && byBody["_local_id"] == bobRow["id"])
+      #expect(
+        try await client.call(.get, "/_scheduler/jobs", headers: Self.admin)["total_rows"]?.int
+          == 0)
     }
   }
 
