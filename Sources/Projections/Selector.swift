@@ -85,6 +85,16 @@ public struct Selector: Sendable, Hashable {
     root = try Self.parse(object, path: [])
   }
 
+  /// Whether the selector is one `$and`, `$or` or `$nor` of an empty list: it matches anything,
+  /// but `_find` answers it with no documents, as CouchDB does (`mango_cursor:maybe_noop_range`:
+  /// `{"$or": []}` runs no query, while `{"age": 22, "$or": []}` is `{"age": 22}`).
+  public var matchesNothingInFind: Bool {
+    guard let members = json.objectValue?.members, members.count == 1,
+      ["$and", "$or", "$nor"].contains(members[0].key), members[0].value.arrayValue?.isEmpty == true
+    else { return false }
+    return true
+  }
+
   /// The selector that matches every document (`{}`).
   public static let all = try! Selector(.object(JSONObject()))
 
@@ -186,8 +196,9 @@ public struct Selector: Sendable, Hashable {
   {
     switch op {
     case "$and", "$or", "$nor":
+      // An empty list is allowed and matches anything (`mango_selector:match`); `_find` runs
+      // no query for a selector that is nothing but one (``matchesNothingInFind``).
       let items = try selectors(op, arg)
-      if op != "$and" && items.isEmpty { throw badArg(op, arg) }
       var nodes: [Node] = []
       for item in items {
         guard case .object(let object) = item else { throw badArg(op, arg) }
@@ -253,9 +264,15 @@ public struct Selector: Sendable, Hashable {
   static func matches(_ node: Node, _ value: JSONValue) -> Bool {
     switch node {
     case .and(let nodes): return nodes.allSatisfy { matches($0, value) }
-    case .or(let nodes): return nodes.contains { matches($0, value) }
+    case .or(let nodes): return nodes.isEmpty || nodes.contains { matches($0, value) }
     case .nor(let nodes): return !nodes.contains { matches($0, value) }
-    case .not(let inner): return !matches(inner, value)
+    case .not(let inner):
+      // CouchDB pushes a negation down (`$and` ↔ `$or`), and an empty list of either
+      // matches anything, so its negation does too.
+      switch inner {
+      case .and([]), .or([]), .nor([]): return true
+      default: return !matches(inner, value)
+      }
     case .field(let path, let condition):
       switch lookup(path, in: value) {
       case .badPath: return false
@@ -332,6 +349,34 @@ public struct Selector: Sendable, Hashable {
   /// The conditions of the top-level `$and` (not under `$or`, `$nor` or `$not`), by dotted
   /// path: every one must hold, so a document an index leaves out (one without the field)
   /// cannot match when the field has any condition but `$exists: false`.
+  /// The fields a matching document must have, as `mango_selector:has_required_fields` sees
+  /// through the selector: every field of an `$and`, the fields every branch of an `$or`
+  /// requires, none of `$exists: false`. Nil for every field: an empty `$or` is no constraint
+  /// CouchDB's planner can see past, so it finds every index usable.
+  var requiredPaths: Set<[String]>? {
+    func required(_ node: Node) -> Set<[String]>? {
+      switch node {
+      case .and(let nodes):
+        var out = Set<[String]>()
+        for n in nodes {
+          guard let r = required(n) else { return nil }
+          out.formUnion(r)
+        }
+        return out
+      case .or(let nodes):
+        var out: Set<[String]>? = nil
+        for n in nodes {
+          guard let r = required(n) else { continue }
+          out = out.map { $0.intersection(r) } ?? r
+        }
+        return out
+      case .field(let path, let c): return c == .exists(false) ? [] : [path]
+      default: return []
+      }
+    }
+    return required(root)
+  }
+
   var requiredConditions: [([String], Condition)] {
     var out: [([String], Condition)] = []
     func walk(_ node: Node) {

@@ -323,6 +323,87 @@ import Testing
     }
   }
 
+  @Test(
+    "request options as mango_opts reads them: null use_index and bookmark, ddoc/name, stale, CouchDB's error names"
+  )
+  func requestOptions() throws {
+    // CouchDB's own mango test client sends `"use_index": null` with every query.
+    let q = try FindQuery(
+      json(#"{"selector": {}, "use_index": null, "bookmark": null, "stale": false, "fields": []}"#))
+    #expect(q.useIndex.isEmpty && q.bookmark == nil && q.fields == nil && q.update)
+    #expect(try FindQuery(json(#"{"selector": {}, "bookmark": ""}"#)).bookmark == nil)
+    #expect(try FindQuery(json(#"{"selector": {}, "stale": "false"}"#)).update)
+    #expect(try FindQuery(json(#"{"selector": {}, "stale": "ok"}"#)).update == false)
+    for (value, expected) in [
+      (#""d""#, ["d"]), (#""_design/d""#, ["d"]), (#""d/n""#, ["d", "n"]),
+      (#""_design/d/n""#, ["d", "n"]), (#"["_design/d", "n"]"#, ["_design/d", "n"]), ("[]", []),
+    ] {
+      let q = try FindQuery(json(#"{"selector": {}, "use_index": \#(value)}"#))
+      #expect(q.useIndex == expected, "\(value)")
+    }
+    for (option, expected) in [
+      (#""use_index": "a/b/c""#, "invalid_index_name"), (#""use_index": 1"#, "invalid_index_name"),
+      (#""use_index": ["a", "b", "c"]"#, "invalid_index_name"),
+      (#""bookmark": 1"#, "invalid_bookmark"), (#""limit": -1"#, "invalid_non_neg_integer"),
+      (#""limit": 2.5"#, "invalid_non_neg_integer"), (#""skip": "1""#, "invalid_non_neg_integer"),
+      (#""r": 0"#, "invalid_pos_integer"), (#""conflicts": 1"#, "invalid_boolean"),
+      (#""stale": true"#, "invalid_ok_or_false_value"), (#""fields": "a""#, "invalid_fields_json"),
+      (#""fields": [1]"#, "invalid_field"), (#""sort": {}"#, "invalid_sort_json"),
+      (#""sort": [{"a": "up"}]"#, "invalid_sort_dir"), (#""sort": [1]"#, "invalid_sort_field"),
+      (#""colour": 1"#, "invalid_key"),
+    ] {
+      do {
+        _ = try FindQuery(json(#"{"selector": {}, \#(option)}"#))
+        Issue.record("\(option) was accepted")
+      } catch {
+        #expect(error.error == expected, "\(option)")
+        #expect(error.code == .badRequest)
+      }
+    }
+  }
+
+  @Test(
+    "empty $or, $and and $nor match anything, but _find runs no query for a selector of one alone (mango_cursor:maybe_noop_range)"
+  )
+  func emptyCombinations() throws {
+    for op in ["$or", "$and", "$nor"] {
+      #expect(try matches(#"{"\#(op)": []}"#, #"{"a": 1}"#), "\(op)")
+      #expect(try matches(#"{"a": {"$not": {"\#(op)": []}}}"#, #"{"a": 1}"#), "\(op)")
+    }
+    #expect(try matches(#"{"a": {"$in": []}}"#, #"{"a": 1}"#) == false)
+    #expect(try matches(#"{"a": {"$all": []}}"#, #"{"a": [1]}"#) == false)
+    #expect(try matches(#"{"a": {"$nin": []}}"#, #"{"a": 1}"#))
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 20)
+    for op in ["$or", "$and", "$nor"] {
+      #expect(ids(try find(store, #"{"selector": {"\#(op)": []}}"#)).isEmpty, "\(op)")
+    }
+    let age5 = ids(try find(store, #"{"selector": {"age": 5}}"#))
+    #expect(!age5.isEmpty)
+    #expect(ids(try find(store, #"{"selector": {"age": 5, "$or": []}}"#)) == age5)
+    #expect(ids(try find(store, #"{"selector": {"age": 5, "$and": []}}"#)) == age5)
+    #expect(ids(try find(store, #"{"selector": {}, "limit": 99}"#)).count == 20)
+    // The planner sees through `$or` as `has_required_fields` does: a field every branch
+    // requires may be indexed, and an empty `$or` leaves every index usable.
+    try createIndex(store, #"{"index": {"fields": ["name"]}, "ddoc": "n", "name": "name"}"#)
+    let either = try find(
+      store, #"{"selector": {"$or": [{"name": "ann"}, {"name": {"$gt": "d"}}]}, "limit": 99}"#)
+    #expect(either.warning == nil)
+    #expect(
+      Set(ids(either))
+        == Set(
+          ids(try find(store, #"{"selector": {"name": {"$in": ["ann", "eve"]}}, "limit": 99}"#))
+            + ids(try find(store, #"{"selector": {"name": "Dora"}, "limit": 99}"#))))
+    #expect(
+      try find(store, #"{"selector": {"$or": [{"name": "ann"}, {"age": 1}]}}"#).warning != nil)
+    #expect(try store.plan(FindQuery(json(#"{"selector": {"$or": []}}"#))).index?.name == "name")
+    // An index definition holds `fields` and `partial_filter_selector` only.
+    #expect(throws: StoreError.self) {
+      try MangoIndex.parseRequest(json(#"{"index": {"fields": ["a"], "selector": {"a": 1}}}"#))
+    }
+  }
+
   @Test("use_index, partial filters, execution stats, conflicts and _explain")
   func plannerAndExplain() throws {
     let t = try mangoStore()

@@ -118,8 +118,7 @@ extension DocumentStore {
   ///   `allow_fallback` is false and the named index cannot serve the query.
   public func plan(_ query: FindQuery) throws -> FindPlan {
     let required = query.selector.requiredConditions
-    let requiredPaths = Set(
-      required.filter { $0.1 != .exists(false) }.map { $0.0 })
+    let requiredPaths = query.selector.requiredPaths
     let sortPaths = query.sort.map { Selector.path($0.field) }
     let descending = query.sort.first?.descending ?? false
     let indexes = try mangoIndexes()
@@ -141,7 +140,9 @@ extension DocumentStore {
       return constant.contains(first) && servesSort(columns.dropFirst())
     }
     func usable(_ index: MangoIndex) -> Bool {
-      guard index.paths.allSatisfy({ requiredPaths.contains($0) || exempt.contains($0) }) else {
+      guard
+        index.paths.allSatisfy({ requiredPaths?.contains($0) ?? true || exempt.contains($0) })
+      else {
         return false
       }
       return servesSort(index.paths[...])
@@ -357,7 +358,7 @@ extension DocumentStore {
         lastKey = key
         return docs.count < query.limit
       }
-      guard query.limit > 0 else { return }
+      guard query.limit > 0, !query.selector.matchesNothingInFind else { return }
       if let index = plan.index {
         guard let storage = mangoStorage else { return }
         try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id in

@@ -51,36 +51,69 @@ public struct FindQuery: Sendable, Hashable {
       throw StoreError("missing_required_key", "Missing required key: selector", code: .badRequest)
     }
     self.selector = try Selector(selector)
-    func bad(_ key: String, _ v: JSONValue) -> StoreError {
-      StoreError(
-        "invalid_argument", "Invalid value for \(key): \(v.serializedString)", code: .badRequest)
+    // Each option as `mango_opts:validate_find` checks it, with its error.
+    func boolean(_ v: JSONValue) throws(StoreError) -> Bool {
+      guard let b = v.boolValue else {
+        throw StoreError(
+          "invalid_boolean", "Invalid boolean value: \(v.serializedString)", code: .badRequest)
+      }
+      return b
+    }
+    func integer(_ v: JSONValue, min: Int64) throws(StoreError) -> Int {
+      // An integer: a JSON number with no fraction or exponent (Erlang's is_integer).
+      if let n = v.numberValue?.int64Value, n >= min {
+        return Int(Swift.min(n, Int64(Int.max / 2)))
+      }
+      throw min > 0
+        ? StoreError(
+          "invalid_pos_integer", "\(v.serializedString) is not an integer greater than zero",
+          code: .badRequest)
+        : StoreError(
+          "invalid_non_neg_integer",
+          "\(v.serializedString) is not an integer greater than or equal to zero",
+          code: .badRequest)
     }
     for member in object.members {
       let v = member.value
       switch member.key {
       case "selector": break
       case "fields":
-        guard let items = v.arrayValue else { throw bad("fields", v) }
+        guard let items = v.arrayValue else {
+          throw StoreError(
+            "invalid_fields_json", "Fields must be an array of strings, not: \(v.serializedString)",
+            code: .badRequest)
+        }
         var names: [String] = []
         for item in items {
-          guard let s = item.stringValue else { throw bad("fields", v) }
+          guard let s = item.stringValue else {
+            throw StoreError(
+              "invalid_field", "Invalid JSON for field spec: \(item.serializedString)",
+              code: .badRequest)
+          }
           names.append(s)
         }
-        fields = names
+        // An empty list asks for every field, as no list does.
+        fields = names.isEmpty ? nil : names
       case "sort":
         guard let items = v.arrayValue else {
-          throw StoreError("invalid_sort_json", "Sort must be an array", code: .badRequest)
+          throw StoreError(
+            "invalid_sort_json", "Sort must be an array of sort specs, not: \(v.serializedString)",
+            code: .badRequest)
         }
         for item in items {
           if let s = item.stringValue {
             sort.append(Sort(field: s))
-          } else if let o = item.objectValue, o.members.count == 1,
-            let dir = o.members[0].value.stringValue, dir == "asc" || dir == "desc"
-          {
+          } else if let o = item.objectValue, o.members.count == 1 {
+            guard let dir = o.members[0].value.stringValue, dir == "asc" || dir == "desc" else {
+              throw StoreError(
+                "invalid_sort_dir",
+                "Invalid sort direction: \(o.members[0].value.serializedString)",
+                code: .badRequest)
+            }
             sort.append(Sort(field: o.members[0].key, descending: dir == "desc"))
           } else {
             throw StoreError(
-              "invalid_sort_json", "Invalid sort field: \(item.serializedString)",
+              "invalid_sort_field", "Invalid sort field: \(item.serializedString)",
               code: .badRequest)
           }
         }
@@ -89,57 +122,64 @@ public struct FindQuery: Sendable, Hashable {
             "unsupported_mixed_sort",
             "Sorts currently only support a single direction for all fields.", code: .badRequest)
         }
-      case "limit":
-        guard let n = v.numberValue?.int64Value, n >= 0 else { throw bad("limit", v) }
-        limit = Int(min(n, Int64(Int.max / 2)))
-      case "skip":
-        guard let n = v.numberValue?.int64Value, n >= 0 else { throw bad("skip", v) }
-        skip = Int(min(n, Int64(Int.max / 2)))
+      case "limit": limit = try integer(v, min: 0)
+      case "skip": skip = try integer(v, min: 0)
       case "bookmark":
-        guard let s = v.stringValue else { throw bad("bookmark", v) }
-        bookmark = s == "nil" ? nil : s
-      case "conflicts":
-        guard let b = v.boolValue else { throw bad("conflicts", v) }
-        conflicts = b
-      case "execution_stats":
-        guard let b = v.boolValue else { throw bad("execution_stats", v) }
-        executionStats = b
-      case "update":
-        guard let b = v.boolValue else { throw bad("update", v) }
-        update = b
-      case "stable":
-        guard let b = v.boolValue else { throw bad("stable", v) }
-        stable = b
-      case "stale":
-        guard v.stringValue == "ok" else { throw bad("stale", v) }
-        stable = true
-        update = false
-      case "r":
-        guard let n = v.numberValue?.int64Value, n >= 1 else { throw bad("r", v) }
-        r = Int(n)
-      case "use_index":
-        if let s = v.stringValue {
-          useIndex = [s]
-        } else if let items = v.arrayValue, items.count <= 2,
-          items.allSatisfy({ $0.stringValue != nil })
-        {
-          useIndex = items.compactMap(\.stringValue)
+        if v == .null {
+          bookmark = nil
+        } else if let s = v.stringValue {
+          bookmark = s.isEmpty || s == "nil" ? nil : s
         } else {
-          throw bad("use_index", v)
+          throw StoreError(
+            "invalid_bookmark", "Invalid bookmark value: \(v.serializedString)", code: .badRequest)
         }
+      case "conflicts": conflicts = try boolean(v)
+      case "execution_stats": executionStats = try boolean(v)
+      case "update": update = try boolean(v)
+      case "stable": stable = try boolean(v)
+      case "stale":
+        // "ok", or false (also as the string "false"): `mango_opts:is_ok_or_false`.
+        if v.stringValue == "ok" {
+          stable = true
+          update = false
+        } else if !(v.boolValue == false || v.stringValue == "false") {
+          throw StoreError(
+            "invalid_ok_or_false_value", "Invalid value for stale: \(v.serializedString)",
+            code: .badRequest)
+        }
+      case "r": r = try integer(v, min: 1)
+      case "use_index": useIndex = try Self.useIndex(v)
       case "partition":
         guard v.stringValue == "" else {
           throw StoreError(
             "bad_request", "wikilog databases are not partitioned", code: .badRequest)
         }
-      case "allow_fallback":
-        guard let b = v.boolValue else { throw bad("allow_fallback", v) }
-        allowFallback = b
+      case "allow_fallback": allowFallback = try boolean(v)
       default:
         throw StoreError(
-          "invalid_argument", "Invalid key \(member.key) for find request", code: .badRequest)
+          "invalid_key", "Invalid key \(member.key) for this request.", code: .badRequest)
       }
     }
+  }
+
+  /// `use_index` as `mango_opts:validate_use_index` reads it: null or `[]` (none), a design
+  /// document, `"ddoc/name"` or `"_design/ddoc/name"`, or `[ddoc]` or `[ddoc, name]`.
+  static func useIndex(_ v: JSONValue) throws(StoreError) -> [String] {
+    if v == .null { return [] }
+    if let s = v.stringValue {
+      let parts = s.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+      switch parts.count {
+      case 1: return parts
+      case 2: return parts[0] == "_design" ? [parts[1]] : parts
+      case 3 where parts[0] == "_design": return [parts[1], parts[2]]
+      default: break
+      }
+    } else if let items = v.arrayValue, items.count <= 2 {
+      let names = items.compactMap(\.stringValue)
+      if names.count == items.count { return names }
+    }
+    throw StoreError(
+      "invalid_index_name", "Invalid index name: \(v.serializedString)", code: .badRequest)
   }
 
   /// The `use_index` design document, with its `_design/` prefix.

@@ -129,6 +129,14 @@ public struct MangoIndex: Sendable, Hashable {
     guard let index = object["index"]?.objectValue else {
       throw StoreError("missing_required_key", "Missing required key: index", code: .badRequest)
     }
+    // A JSON index's definition has `fields` and `partial_filter_selector`, nothing else
+    // (`mango_idx_view:opts/0`, checked by `mango_opts:validate`).
+    if let other = index.members.first(where: {
+      $0.key != "fields" && $0.key != "partial_filter_selector"
+    }) {
+      throw StoreError(
+        "invalid_key", "Invalid key \(other.key) for this request.", code: .badRequest)
+    }
     guard let rawFields = index["fields"]?.arrayValue, !rawFields.isEmpty else {
       throw StoreError(
         "invalid_index_fields", "Index fields must be a non-empty array", code: .badRequest)

@@ -12,7 +12,7 @@ struct UserCommand: ParsableCommand {
     discussion: """
       Users are CouchDB _users documents (org.couchdb.user:NAME); a password is stored only as \
       a PBKDF2-SHA256 derived key (600,000 iterations). Administrators have the _admin role. \
-      The HTTP server does not use sign-in yet.
+      `wikilog serve` signs users in with them (HTTP Basic, POST /_session cookies).
 
       Examples:
         wikilog user add ann --admin              # asks for the password (twice)
@@ -204,8 +204,8 @@ struct TokenCommand: ParsableCommand {
     commandName: "token",
     abstract: "Manage API tokens (Authorization: Token token=...).",
     discussion: """
-      A token is shown once, when it is made; only its SHA-256 is stored. The HTTP server \
-      does not use sign-in yet.
+      A token is shown once, when it is made; only its SHA-256 is stored. `wikilog serve` signs \
+      in the request that sends it (Authorization: Token token=...) as its user.
 
       Examples:
         wikilog token create ann --name laptop    # prints the token
