@@ -114,8 +114,14 @@ import Wiki
           == ["b", "w1", "w10"])
       #expect(try await client.call(.get, "/db/_changes?filter=_selector").code == 400)
       #expect(
-        try await client.call(.post, "/db/_changes?filter=_selector", #"{"selector":{"$or":[]}}"#)
+        try await client.call(.post, "/db/_changes?filter=_selector", #"{"selector":{"$or":{}}}"#)
           .code == 400)
+      // An empty `$or` matches everything, as `mango_selector:match` has it.
+      #expect(
+        ids(
+          try await client.call(
+            .post, "/db/_changes?filter=_selector", #"{"selector":{"$or":[]}}"#))
+          == ids(try await client.call(.get, "/db/_changes")))
       #expect(
         ids(try await client.call(.get, "/db/_changes?filter=wiki&wiki=w1")) == ["w1", "w1:Home"])
       #expect(try await client.call(.get, "/db/_changes?filter=wiki").code == 400)

@@ -20,6 +20,62 @@ public struct FindPlan: Sendable {
   public let warning: String?
 }
 
+/// What a query asks of an index, for the planner and `_explain`.
+struct IndexNeeds {
+  /// The conditions on fields the selector's top-level `$and` holds.
+  let required: [([String], Selector.Condition)]
+  /// ``Selector/requiredPaths``: the fields a match must have (nil: any).
+  let requiredPaths: Set<[String]>?
+  let sortPaths: [[String]]
+  /// Fields the selector holds equal to one value.
+  let constant: Set<[String]>
+
+  init(_ query: FindQuery) {
+    required = query.selector.requiredConditions
+    requiredPaths = query.selector.requiredPaths
+    sortPaths = query.sort.map { Selector.path($0.field) }
+    constant = Set(
+      required.compactMap { path, condition -> [String]? in
+        if case .eq = condition { return path }
+        return nil
+      })
+  }
+
+  /// Why a JSON index on `paths` cannot serve the query, as `mango_idx_view:is_usable` says
+  /// (`field_mismatch`, `sort_order_mismatch`); empty when it can. The sort's fields and
+  /// `_id`/`_rev` need not be required by the selector (a sort already leaves out documents
+  /// without its fields), and the sort is served when it is a prefix of the index's fields once
+  /// the leading fields the selector holds equal are passed (`can_use_sort`).
+  func reasons(_ paths: [[String]]) -> [String] {
+    let exempt = Set(sortPaths + [["_id"], ["_rev"]])
+    var out: [String] = []
+    if !paths.allSatisfy({ requiredPaths?.contains($0) ?? true || exempt.contains($0) }) {
+      out.append("field_mismatch")
+    }
+    if !servesSort(paths[...]) { out.append("sort_order_mismatch") }
+    return out
+  }
+
+  /// Why `_all_docs` cannot serve the query, as `mango_idx_special:is_usable` says: with a
+  /// sort, the selector must look `_id` up and the sort be `_id`'s.
+  func specialReasons() -> [String] {
+    guard !sortPaths.isEmpty else { return [] }
+    var out: [String] = []
+    if !required.contains(where: { $0.0 == ["_id"] && DocumentStore.isIndexable($0.1) }) {
+      out.append("field_mismatch")
+    }
+    if sortPaths != [["_id"]] { out.append("sort_order_mismatch") }
+    return out
+  }
+
+  func servesSort(_ columns: ArraySlice<[String]>) -> Bool {
+    guard let sortFirst = sortPaths.first else { return true }
+    guard let first = columns.first else { return false }
+    if first == sortFirst { return columns.starts(with: sortPaths) }
+    return constant.contains(first) && servesSort(columns.dropFirst())
+  }
+}
+
 /// What `_find` answers.
 public struct FindResult: Sendable {
   public var docs: [JSONValue]
@@ -117,37 +173,13 @@ extension DocumentStore {
   /// - Throws: 400 `no_usable_index` when a sort needs an index that does not exist, or when
   ///   `allow_fallback` is false and the named index cannot serve the query.
   public func plan(_ query: FindQuery) throws -> FindPlan {
-    let required = query.selector.requiredConditions
-    let requiredPaths = query.selector.requiredPaths
-    let sortPaths = query.sort.map { Selector.path($0.field) }
+    let needs = IndexNeeds(query)
+    let required = needs.required
+    let sortPaths = needs.sortPaths
     let descending = query.sort.first?.descending ?? false
     let indexes = try mangoIndexes()
-
-    // As `mango_idx_view:is_usable`: the sort's fields and `_id`/`_rev` need not be required
-    // by the selector (a sort already leaves out documents without its fields), and the sort
-    // is served when it is a prefix of the index's fields once the leading fields the
-    // selector holds equal are passed (`can_use_sort`).
-    let exempt = Set(sortPaths + [["_id"], ["_rev"]])
-    let constant = Set(
-      required.compactMap { path, condition -> [String]? in
-        if case .eq = condition { return path }
-        return nil
-      })
-    func servesSort(_ columns: ArraySlice<[String]>) -> Bool {
-      guard let sortFirst = sortPaths.first else { return true }
-      guard let first = columns.first else { return false }
-      if first == sortFirst { return columns.starts(with: sortPaths) }
-      return constant.contains(first) && servesSort(columns.dropFirst())
-    }
-    func usable(_ index: MangoIndex) -> Bool {
-      guard
-        index.paths.allSatisfy({ requiredPaths?.contains($0) ?? true || exempt.contains($0) })
-      else {
-        return false
-      }
-      return servesSort(index.paths[...])
-    }
-    let allDocsServesSort = sortPaths.isEmpty || sortPaths == [["_id"]]
+    func usable(_ index: MangoIndex) -> Bool { needs.reasons(index.paths).isEmpty }
+    let allDocsServesSort = needs.specialReasons().isEmpty
 
     var warning: String?
     var chosen: MangoIndex?
@@ -155,7 +187,7 @@ extension DocumentStore {
       let named = indexes.filter {
         $0.ddoc == ddoc && (query.useIndex.count < 2 || $0.name == query.useIndex[1])
       }
-      if let index = named.first(where: usable) {
+      if let index = named.filter(usable).min(by: { better($0, $1, required) }) {
         chosen = index
       } else {
         let label = query.useIndex.count < 2 ? ddoc : "\(ddoc), \(query.useIndex[1])"
@@ -170,12 +202,7 @@ extension DocumentStore {
     }
     if chosen == nil {
       let candidates = indexes.filter { $0.partialFilter == nil && usable($0) }
-      chosen = candidates.max { a, b in
-        let (ra, rb) = (boundColumns(a, required), boundColumns(b, required))
-        if ra != rb { return ra < rb }
-        if a.fields.count != b.fields.count { return a.fields.count > b.fields.count }
-        return (a.ddoc, a.name) > (b.ddoc, b.name)
-      }
+      chosen = candidates.min { better($0, $1, required) }
     }
     guard let index = chosen else {
       guard allDocsServesSort else {
@@ -201,24 +228,33 @@ extension DocumentStore {
       endKey: end, warning: warning)
   }
 
-  /// How many leading fields of `index` the conditions bound (equalities, then one range).
-  func boundColumns(_ index: MangoIndex, _ required: [([String], Selector.Condition)]) -> Int {
+  /// Whether `a` ranks before `b` among usable indexes, as `mango_cursor_view:choose_best_index`
+  /// ranks them: the longer prefix of leading fields the selector can look up
+  /// (``prefixLength(_:_:)``), then fewer fields, then the design document and name.
+  func better(
+    _ a: MangoIndex, _ b: MangoIndex, _ required: [([String], Selector.Condition)]
+  ) -> Bool {
+    let (pa, pb) = (prefixLength(a.paths, required), prefixLength(b.paths, required))
+    if pa != pb { return pa > pb }
+    if a.fields.count != b.fields.count { return a.fields.count < b.fields.count }
+    return (a.ddoc, a.name) <= (b.ddoc, b.name)
+  }
+
+  /// How many leading fields of an index (`paths`) the selector holds a condition an index can
+  /// look up on (`$eq`, `$gt`, `$gte`, `$lt`, `$lte`, `$beginsWith`, `$exists`): the composite
+  /// prefix of `mango_cursor_view:composite_prefix` over `mango_idx_view:indexable_fields`.
+  func prefixLength(_ paths: [[String]], _ required: [([String], Selector.Condition)]) -> Int {
     var n = 0
-    for path in index.paths {
-      let conditions = required.filter { $0.0 == path }.map(\.1)
-      if conditions.contains(where: { if case .eq = $0 { true } else { false } }) {
-        n += 2
-        continue
-      }
-      if conditions.contains(where: Self.isRange) { n += 1 }
-      break
+    for path in paths {
+      guard required.contains(where: { $0.0 == path && Self.isIndexable($0.1) }) else { break }
+      n += 1
     }
     return n
   }
 
-  static func isRange(_ c: Selector.Condition) -> Bool {
+  static func isIndexable(_ c: Selector.Condition) -> Bool {
     switch c {
-    case .gt, .gte, .lt, .lte, .beginsWith: true
+    case .eq, .gt, .gte, .lt, .lte, .beginsWith, .exists: true
     default: false
     }
   }
@@ -504,12 +540,15 @@ extension DocumentStore {
 
   /// `POST /db/_explain`: the index the query would use and how.
   public func explain(_ query: FindQuery, databaseName: String) throws -> JSONValue {
-    let plan = try plan(query)
+    let (winner, candidates) = explainCandidates(query, indexes: try mangoIndexes())
+    // No index serves the sort: `_find` refuses the query, `_explain` says so with a null index
+    // (unless `allow_fallback` is false, which makes it an error too).
+    let plan: FindPlan? = winner == nil && query.allowFallback ? nil : try plan(query)
     let indexJSON: JSONValue =
-      plan.index?.listing
-      ?? Self.allDocsIndexListing
+      plan.map { $0.index?.listing ?? Self.allDocsIndexListing } ?? .null
     let fields: JSONValue =
-      query.fields.map { .array($0.map { .string($0) }) } ?? .string("all_fields")
+      // All fields are `[]` in `_explain`, in `fields` and in `opts` (`mango_cursor:explain`).
+      .array((query.fields ?? []).map { .string($0) })
     let sort = JSONValue.object(
       JSONObject(
         query.sort.map { .init(key: $0.field, value: .string($0.descending ? "desc" : "asc")) }))
@@ -527,6 +566,15 @@ extension DocumentStore {
         .init(key: "execution_stats", value: .bool(query.executionStats)),
         .init(key: "allow_fallback", value: .bool(query.allowFallback)),
       ]))
+    var members: [JSONObject.Member] = [
+      .init(key: "dbname", value: .string(databaseName)), .init(key: "index", value: indexJSON),
+      .init(key: "partitioned", value: .bool(false)),
+      .init(key: "selector", value: query.selector.normalizedJSON), .init(key: "opts", value: opts),
+      .init(key: "limit", value: n(query.limit)), .init(key: "skip", value: n(query.skip)),
+      .init(key: "fields", value: fields), .init(key: "index_candidates", value: candidates),
+      .init(key: "selector_hints", value: Self.selectorHints(query.selector)),
+    ]
+    guard let plan else { return .object(JSONObject(members)) }
     let mrargs = JSONValue.object(
       JSONObject([
         .init(key: "include_docs", value: .bool(true)),
@@ -539,13 +587,8 @@ extension DocumentStore {
         .init(key: "update", value: .bool(query.update)),
         .init(key: "conflicts", value: .string("undefined")),
       ]))
-    var members: [JSONObject.Member] = [
-      .init(key: "dbname", value: .string(databaseName)), .init(key: "index", value: indexJSON),
-      .init(key: "partitioned", value: .bool(false)),
-      .init(key: "selector", value: query.selector.normalizedJSON), .init(key: "opts", value: opts),
-      .init(key: "limit", value: n(query.limit)), .init(key: "skip", value: n(query.skip)),
-      .init(key: "fields", value: fields), .init(key: "mrargs", value: mrargs),
-      .init(key: "covering", value: .bool(false)),
+    members += [
+      .init(key: "mrargs", value: mrargs), .init(key: "covering", value: .bool(false)),
     ]
     if let warning = plan.warning { members.append(.init(key: "warning", value: .string(warning))) }
     return .object(JSONObject(members))

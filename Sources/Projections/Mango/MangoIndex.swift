@@ -122,8 +122,12 @@ public struct MangoIndex: Sendable, Hashable {
       throw StoreError("bad_request", "Request body must be a JSON object", code: .badRequest)
     }
     if let type = object["type"], type.stringValue != "json" {
+      // As a CouchDB without its text search services answers (`mango_idx:get_idx_type`).
+      if let name = type.stringValue, name == "text" || name == "nouveau" {
+        throw StoreError("required index service unavailable", name, code: .unavailable)
+      }
       throw StoreError(
-        "invalid_index", "Index type \(type.serializedString) is not supported: only json",
+        "invalid_index", "Invalid type for index: \(type.stringValue ?? type.serializedString)",
         code: .badRequest)
     }
     guard let index = object["index"]?.objectValue else {
