@@ -75,14 +75,16 @@ public struct Selector: Sendable, Hashable {
   /// Parses and normalizes a selector.
   ///
   /// - Throws: ``StoreError`` 400: `invalid_operator` for an unknown operator, `bad_arg` for
-  ///   an operator's argument of the wrong kind, `bad_request` when the selector is not an
+  ///   an operator's argument of the wrong kind, `invalid_selector_json` when the selector is not an
   ///   object.
   public init(_ value: JSONValue) throws(StoreError) {
     guard let object = value.objectValue else {
-      throw StoreError("bad_request", "Selector must be a JSON object", code: .badRequest)
+      throw StoreError(
+        "invalid_selector_json", "Selector must be a JSON object, not: \(value.serializedString)",
+        code: .badRequest)
     }
     json = value
-    root = try Self.parse(object, path: [])
+    root = try Self.parse(object, path: [], isRoot: true)
   }
 
   /// Whether the selector is one `$and`, `$or` or `$nor` of an empty list: it matches anything,
@@ -140,9 +142,17 @@ public struct Selector: Sendable, Hashable {
   static func lookup(_ path: [String], in value: JSONValue) -> Lookup {
     var current = value
     for step in path {
-      guard case .object(let object) = current else { return .badPath }
-      guard let next = object[step] else { return .missing }
-      current = next
+      switch current {
+      case .object(let object):
+        guard let next = object[step] else { return .missing }
+        current = next
+      case .array(let items):
+        // A number indexes an array (`mango_doc:get_field`): `favorites.3`.
+        guard let i = Int(step), i >= 0, i < items.count else { return .badPath }
+        current = items[i]
+      default:
+        return .badPath
+      }
     }
     return .found(current)
   }
@@ -166,16 +176,40 @@ public struct Selector: Sendable, Hashable {
   static let combinations: Set<String> = ["$and", "$or", "$nor", "$not"]
 
   /// The members of `object`, as conditions on the value at `path`.
-  static func parse(_ object: JSONObject, path: [String]) throws(StoreError) -> Node {
+  ///
+  /// A key given twice counts once, as its last occurrence (CouchDB's JSON decoding keeps the
+  /// last). A condition needs a field (`{"$gt": 1}` as the whole selector is
+  /// `invalid_selector`, as `mango_selector:normalize` finds it), and a field
+  /// name no empty part (`invalid_field_name`).
+  static func parse(_ object: JSONObject, path: [String], isRoot: Bool = false) throws(StoreError)
+    -> Node
+  {
     var nodes: [Node] = []
-    for member in object.members {
+    for (i, member) in object.members.enumerated()
+    where !object.members[(i + 1)...].contains(where: { $0.key == member.key }) {
       if member.key.hasPrefix("$") {
+        if isRoot && Self.isCondition(member.key) {
+          throw error("invalid_selector", "One or more conditions is missing a field name.")
+        }
         nodes.append(try parseOperator(member.key, member.value, path: path))
       } else {
-        nodes.append(try parseValue(member.value, path: path + Self.path(member.key)))
+        let parts = Self.path(member.key)
+        if parts.contains("") {
+          throw error("invalid_field_name", "Invalid field name: \(member.key)")
+        }
+        nodes.append(try parseValue(member.value, path: path + parts))
       }
     }
     return nodes.count == 1 ? nodes[0] : .and(nodes)
+  }
+
+  /// Whether `op` is a condition on a field's value (not `$and`, `$or`, `$nor`, `$not`): an
+  /// operator `parseOperator` knows. Unknown operators stay `invalid_operator`.
+  static func isCondition(_ op: String) -> Bool {
+    [
+      "$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$exists", "$type", "$in", "$nin", "$size",
+      "$mod", "$regex", "$all", "$elemMatch", "$allMatch", "$keyMapMatch", "$beginsWith",
+    ].contains(op)
   }
 
   /// A field's value: an object of operators (or of nested fields), else implicit `$eq`.
@@ -252,7 +286,10 @@ public struct Selector: Sendable, Hashable {
       return op == "$elemMatch"
         ? .elemMatch(node) : op == "$allMatch" ? .allMatch(node) : .keyMapMatch(node)
     case "$beginsWith":
-      guard case .string(let s) = arg else { throw badArg(op, arg) }
+      // Only a string makes it `$beginsWith` to CouchDB; anything else is an unknown operator.
+      guard case .string(let s) = arg else {
+        throw error("invalid_operator", "Invalid operator: \(op)")
+      }
       return .beginsWith(s)
     default:
       throw error("invalid_operator", "Invalid operator: \(op)")

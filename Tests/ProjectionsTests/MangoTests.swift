@@ -141,7 +141,7 @@ import Testing
       (#"{"a\\.b": 1}"#, #"{"a.b": 1}"#, true),
       (#"{"a\\.b": 1}"#, #"{"a": {"b": 1}}"#, false),
       (#"{"a.b": {"$exists": false}}"#, #"{"a": 5}"#, false),
-      (#"{"a.0": 1}"#, #"{"a": [1]}"#, false),
+      (#"{"a.0": 1}"#, #"{"a": [1]}"#, true), (#"{"a.1": 1}"#, #"{"a": [1]}"#, false),
     ])
   func operators(selector: String, doc: String, expected: Bool) throws {
     #expect(try matches(selector, doc) == expected, "\(selector) on \(doc)")
@@ -481,6 +481,48 @@ import Testing
         "name usable less_overlap 2 false", "age usable less_overlap 1 false",
         "adm unusable is_partial 4 false", "_all_docs usable unfavored_type 3 null",
       ])
+  }
+
+  @Test(
+    "selectors as mango_selector and mango_doc read them: array positions in paths, the last of duplicate keys, conditions need a field"
+  )
+  func selectorDetails() throws {
+    #expect(try matches(#"{"favorites.1": "C"}"#, #"{"favorites": ["A", "C"]}"#))
+    #expect(
+      try matches(#"{"favorites.2": {"$exists": false}}"#, #"{"favorites": ["A", "C"]}"#) == false)
+    #expect(try matches(#"{"a.0.b": 1}"#, #"{"a": [{"b": 1}]}"#))
+    // A key given twice: the last counts (`$exists` here, not the `$regex`).
+    #expect(
+      try matches(#"{"city": {"$regex": "^L"}, "city": {"$exists": true}}"#, #"{"city": "Paris"}"#))
+    for (text, name) in [
+      (#"{"$gt": 2}"#, "invalid_selector"), (#"{"_id": {"": null}}"#, "invalid_field_name"),
+      (#"{"a..b": 1}"#, "invalid_field_name"), (#"{"a": {"$beginsWith": 1}}"#, "invalid_operator"),
+    ] {
+      do {
+        _ = try sel(text)
+        Issue.record("\(text) was accepted")
+      } catch {
+        #expect((error as? StoreError)?.error == name, "\(text)")
+      }
+    }
+    #expect(throws: StoreError.self) {
+      try MangoIndex.parseRequest(json(#"{"index": {"fields": [""]}}"#))
+    }
+    // `_explain`'s keys: the end closes with "<MAX>", `$beginsWith` ends at U+FFFF.
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 5)
+    try createIndex(store, #"{"index": {"fields": ["name"]}, "ddoc": "n", "name": "n"}"#)
+    let e = try store.explain(
+      FindQuery(json(#"{"selector": {"name": {"$beginsWith": "A"}}}"#)), databaseName: "db")
+    #expect(e["mrargs"]?["start_key"] == json(#"["A"]"#))
+    #expect(e["mrargs"]?["end_key"] == .array([.string("A\u{FFFF}"), .string("<MAX>")]))
+    let eq = try store.explain(
+      FindQuery(json(#"{"selector": {"name": "ann"}}"#)), databaseName: "db")
+    #expect(eq["mrargs"]?["end_key"] == json(#"["ann", "<MAX>"]"#))
+    let ids = try store.explain(
+      FindQuery(json(#"{"selector": {"_id": {"$beginsWith": "p"}}}"#)), databaseName: "db")
+    #expect(ids["mrargs"]?["end_key"] == .string("p\u{FFFF}"))
   }
 
   @Test("use_index, partial filters, execution stats, conflicts and _explain")

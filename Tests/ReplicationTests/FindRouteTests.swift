@@ -93,6 +93,58 @@ import Testing
     }
   }
 
+  @Test(
+    "_index paths, _bulk_delete, limit and skip, _design/{ddoc}/_info, as mango_httpd answers them"
+  )
+  func indexRoutes() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      for name in ["a", "b", "c"] {
+        let r = try await client.call(
+          .post, "/db/_index",
+          #"{"index": {"fields": ["\#(name)"]}, "ddoc": "\#(name)", "name": "\#(name)"}"#)
+        #expect(r["result"] == .string("created"))
+      }
+      // Listing: `limit` and `skip`, separated by `&` or `;`; total_rows counts them all.
+      let page = try await client.call(.get, "/db/_index?limit=2;skip=1")
+      #expect(page["total_rows"]?.int == 4)
+      #expect(page["indexes"]?.arrayValue?.compactMap { $0["name"]?.stringValue } == ["a", "b"])
+      #expect(try await client.call(.get, "/db/_index?skip=9")["indexes"] == json("[]"))
+      #expect(try await client.call(.get, "/db/_index?limit=0").code == 500)
+      #expect(try await client.call(.get, "/db/_index?skip=-1").code == 500)
+      // Paths that name no index are 404; the right path with the wrong method 405.
+      for path in ["a", "a/b", "a/b/c/d", "a/b/c/d/e"] {
+        #expect(try await client.call(.delete, "/db/_index/\(path)").code == 404, "\(path)")
+        #expect(try await client.call(.get, "/db/_index/\(path)").code == 404, "\(path)")
+      }
+      #expect(try await client.call(.get, "/db/_index/a/json/a").code == 405)
+      #expect(try await client.call(.get, "/db/_index/_bulk_delete").code == 405)
+      #expect(try await client.call(.delete, "/db/_index/a/text/a").code == 404)
+      // `_design/` escaped into the design document's segment.
+      #expect(try await client.call(.delete, "/db/_index/_design%2Fa/json/a").code == 200)
+      let info = try await client.call(.get, "/db/_design/b/_info")
+      #expect(info["name"] == .string("b"))
+      #expect(info["view_index"]?["language"] == .string("query"))
+      #expect(info["view_index"]?["updater_running"] == .bool(false))
+      #expect(try await client.call(.get, "/db/_design/a/_info").code == 404)
+      let bulk = try await client.call(
+        .post, "/db/_index/_bulk_delete", #"{"docids": ["b", "_design/c", "nope"]}"#)
+      #expect(
+        bulk.json
+          == json(
+            #"{"success": [{"id": "_design/c", "ok": true}, {"id": "_design/b", "ok": true}], "fail": [{"id": "_design/nope", "error": "not_found"}]}"#
+          ))
+      #expect(try await client.call(.get, "/db/_index")["total_rows"]?.int == 1)
+      #expect(
+        try await client.call(.post, "/db/_index/_bulk_delete", #"{"docids": [1]}"#).error
+          == "invalid_bulk_docs")
+      // Design documents are never `_find` results.
+      #expect(try await client.call(.put, "/db/x", #"{"a": 1}"#).code == 201)
+      let all = try await client.call(.post, "/db/_find", #"{"selector": {}}"#)
+      #expect(all["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue } == ["x"])
+    }
+  }
+
   @Test("_find shows, counts and pages only what the caller may read; _index needs a db admin")
   func findRespectsAccess() async throws {
     try await withAccessServer { client, fixture in

@@ -197,7 +197,11 @@ extension DocumentStore {
             "The index specified with \"use_index\" is not usable for the query.",
             code: .badRequest)
         }
-        warning = "\(label) was not used because it does not contain a valid index for this query."
+        // CouchDB's two wordings (`mango_cursor:invalid_index_warning_int`).
+        warning =
+          query.useIndex.count < 2
+          ? "\(label) was not used because it does not contain a valid index for this query."
+          : "\(label) was not used because it is not a valid index for this query."
       }
     }
     if chosen == nil {
@@ -300,7 +304,8 @@ extension DocumentStore {
         lower = fixed + p
         upper = fixed + p
         startJSON.append(.string(prefixBound))
-        endJSON.append(.string(prefixBound + "\u{10FFFF}"))
+        // U+FFFF sorts last in CouchDB's collation, so its range ends there.
+        endJSON.append(.string(prefixBound + "\u{FFFF}"))
       } else {
         if let low {
           lower = fixed + Collation.encode(low)
@@ -318,9 +323,9 @@ extension DocumentStore {
     return (
       lower.map(MangoIndex.truncated), upper.map(MangoIndex.truncated),
       .array(startJSON),
-      endJSON.count == index.fields.count
-        ? .array(endJSON)
-        : .array(endJSON + [.object(JSONObject([.init(key: "<MAX>", value: .bool(true))]))])
+      // CouchDB's end key always closes with its maximum, which `_explain` writes "<MAX>"
+      // (`mango_idx_view:end_key`, `maybe_replace_max_json`).
+      .array(endJSON + [.string("<MAX>")])
     )
   }
 
@@ -330,24 +335,31 @@ extension DocumentStore {
   ) {
     var low: String?
     var high: String?
+    // The end key `_explain` shows: `high`, or the prefix and U+FFFF for `$beginsWith`.
+    var shownHigh: String?
     for (path, c) in required where path == ["_id"] {
       switch c {
       case .eq(.string(let s)):
         low = s
         high = s
+        shownHigh = s
       case .gt(.string(let s)), .gte(.string(let s)):
         if low.map({ $0.utf8.lexicographicallyPrecedes(s.utf8) }) ?? true { low = s }
       case .lt(.string(let s)), .lte(.string(let s)):
-        if high.map({ s.utf8.lexicographicallyPrecedes($0.utf8) }) ?? true { high = s }
+        if high.map({ s.utf8.lexicographicallyPrecedes($0.utf8) }) ?? true {
+          high = s
+          shownHigh = s
+        }
       case .beginsWith(let s):
         low = s
         high = s
+        shownHigh = s + "\u{FFFF}"
       default: break
       }
     }
     return (
       low.map { Array($0.utf8) }, high.map { Array($0.utf8) }, low.map { .string($0) } ?? .null,
-      high.map { .string($0) } ?? .string("<MAX>")
+      shownHigh.map { .string($0) } ?? .string("<MAX>")
     )
   }
 
@@ -375,6 +387,8 @@ extension DocumentStore {
     var skipped = 0
     try read { txn in
       func consider(_ docID: String, key: [UInt8]) throws -> Bool {
+        // Design documents are never results, as in CouchDB (its views skip them).
+        if docID.hasPrefix("_design/") { return true }
         if let visible, !visible.includes(docID) { return true }
         stats.keysExamined += 1
         guard let record = try documents.record(docID, storage: documentStorage, txn: txn),

@@ -117,6 +117,10 @@ public struct FindQuery: Sendable, Hashable {
               code: .badRequest)
           }
         }
+        if let bad = sort.first(where: { Selector.path($0.field).contains("") }) {
+          throw StoreError(
+            "invalid_field_name", "Invalid field name: \(bad.field)", code: .badRequest)
+        }
         if Set(sort.map(\.descending)).count > 1 {
           throw StoreError(
             "unsupported_mixed_sort",

@@ -162,6 +162,9 @@ public struct MangoIndex: Sendable, Hashable {
           code: .badRequest)
       }
     }
+    if let bad = fields.first(where: { Selector.path($0).contains("") }) {
+      throw StoreError("invalid_field_name", "Invalid field name: \(bad)", code: .badRequest)
+    }
     guard directions.count == 1 else {
       throw StoreError(
         "unsupported_mixed_sort", "Sorts currently only support a single direction for all fields.",

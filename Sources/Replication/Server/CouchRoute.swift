@@ -214,7 +214,7 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("partitioned databases (\(path))")
     case "_compact" where rest.count > 1:
       return .notImplemented("views and their compaction (\(path)/{ddoc})")
-    case "_design" where rest.count > 2 && rest[2].hasPrefix("_"):
+    case "_design" where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]:
       let action = rest[2]
       let feature =
         switch action {
@@ -223,7 +223,6 @@ enum CouchRoute: Equatable, Sendable {
         case "_list": "list functions"
         case "_update": "update functions"
         case "_rewrite": "rewrites"
-        case "_info": "view index information"
         case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
           "full-text search"
         default: "design document functions"

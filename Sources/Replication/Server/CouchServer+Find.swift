@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JSON
+import Log
 import Projections
+import RevTree
 
 extension CouchServer {
   /// `POST /{db}/_find`: a Mango query (``FindQuery``), read on the thread pool (a query
@@ -62,17 +64,20 @@ extension CouchServer {
   ) async throws -> Response {
     switch request.method {
     case .get, .head:
-      var listing = try store.indexListing()
-      if let view = try access.view(store), var object = listing.objectValue,
-        let all = object["indexes"]?.arrayValue
-      {
-        let shown = all.filter { index in
+      let (limit, skip) = try Self.indexListParameters(request.uri.query)
+      var shown = try store.indexListing()["indexes"]?.arrayValue ?? []
+      if let view = try access.view(store) {
+        shown = shown.filter { index in
           index["ddoc"]?.stringValue.map { view.includes($0) } ?? true
         }
-        object["indexes"] = .array(shown)
-        object["total_rows"] = .number(JSONNumber(Int64(shown.count)))
-        listing = .object(object)
       }
+      let total = shown.count
+      let page = shown.dropFirst(min(skip, total)).prefix(limit ?? total)
+      let listing = JSONValue.object(
+        JSONObject([
+          .init(key: "total_rows", value: .number(JSONNumber(Int64(total)))),
+          .init(key: "indexes", value: .array(Array(page))),
+        ]))
       return CouchResponse.json(listing, includeBody: request.method != .head)
     case .post:
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
@@ -97,27 +102,112 @@ extension CouchServer {
     }
   }
 
-  /// `DELETE /{db}/_index/{ddoc}/json/{name}` (`{ddoc}` with or without `_design/`): removes
-  /// the index from its design document, and the design document when it was the last view.
-  func deleteIndex(
-    _ store: DocumentStore, path: [String], context: Context, caller: Caller,
+  /// `limit` and `skip` of `GET /{db}/_index` (parameters separated by `&` or `;`, as CouchDB
+  /// reads a query string): integers, `limit` 1 or more and `skip` 0 or more, else CouchDB's
+  /// 500 `invalid_list_index_params`.
+  static func indexListParameters(_ query: String?) throws(ReplicationError) -> (Int?, Int) {
+    var limit: Int?
+    var skip = 0
+    let invalid = ReplicationError(
+      "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0", status: 500)
+    for pair in (query ?? "").split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+      let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+      guard parts.count == 2, parts[0] == "limit" || parts[0] == "skip" else { continue }
+      guard let n = Int(parts[1]) else { throw invalid }
+      if parts[0] == "limit" {
+        guard n >= 1 else { throw invalid }
+        limit = n
+      } else {
+        guard n >= 0 else { throw invalid }
+        skip = n
+      }
+    }
+    return (limit, skip)
+  }
+
+  /// `/{db}/_index/...`, as `mango_httpd:handle_index_req` routes it: `_bulk_delete` (POST),
+  /// `{ddoc}/{type}/{name}` and `_design/{ddoc}/{type}/{name}` (DELETE; `{ddoc}` may be
+  /// `_design/...` escaped as one segment); every other path is 404.
+  func indexPath(
+    _ store: DocumentStore, path: [String], request: Request, context: Context, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    if path == ["_bulk_delete"] {
+      try allow(request.method, [.post])
+      return try await bulkDeleteIndexes(
+        store, request: request, context: context, caller: caller, access: access)
+    }
+    var parts = path
+    if parts.count == 4 && parts[0] == "_design" {
+      parts = ["_design/" + parts[1], parts[2], parts[3]]
+    }
+    guard parts.count == 3 else { throw ReplicationError("not_found", "missing", status: 404) }
+    try allow(request.method, [.delete])
+    guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+    // Only JSON indexes exist here, so any other type names none.
+    guard parts[1] == "json",
+      try await removeIndexes(
+        store, ddoc: Self.designID(parts[0]), name: parts[2], context: context, caller: caller)
+    else {
+      throw ReplicationError("not_found", "missing", status: 404)
+    }
+    return CouchResponse.json(.object(JSONObject([.init(key: "ok", value: .bool(true))])))
+  }
+
+  /// `POST /{db}/_index/_bulk_delete` `{"docids": [...]}`: removes the indexes of each design
+  /// document named, answering `{"success": [{"id", "ok"}], "fail": [{"id", "error"}]}` (each
+  /// list latest first, as CouchDB builds them).
+  func bulkDeleteIndexes(
+    _ store: DocumentStore, request: Request, context: Context, caller: Caller,
     access: DatabaseAccess
   ) async throws -> Response {
     guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-    var parts = path
-    if parts.first == "_design" { parts.removeFirst() }
-    guard parts.count == 3, parts[1] == "json" else {
-      throw ReplicationError.badRequest("Index path must be {ddoc}/json/{name}")
+    try Self.requireJSONContentType(request)
+    let body = try await jsonBody(of: request)
+    guard let items = body["docids"]?.arrayValue,
+      case let ids = items.compactMap(\.stringValue), ids.count == items.count
+    else {
+      throw ReplicationError(
+        "invalid_bulk_docs",
+        "Bulk Delete requires an array of non-null docids. Docids: \(String(decoding: (body["docids"] ?? .null).serialized(), as: UTF8.self))",
+        status: 400)
     }
-    let ddoc = "_design/" + parts[0]
-    let name = parts[2]
+    var success: [JSONValue] = []
+    var fail: [JSONValue] = []
+    for id in ids {
+      let ddoc = Self.designID(id)
+      let removed = try await removeIndexes(
+        store, ddoc: ddoc, name: nil, context: context, caller: caller)
+      let outcome: JSONObject.Member =
+        removed
+        ? .init(key: "ok", value: .bool(true)) : .init(key: "error", value: .string("not_found"))
+      let entry = JSONValue.object(JSONObject([.init(key: "id", value: .string(ddoc)), outcome]))
+      if removed { success.insert(entry, at: 0) } else { fail.insert(entry, at: 0) }
+    }
+    return CouchResponse.json(
+      .object(
+        JSONObject([
+          .init(key: "success", value: .array(success)), .init(key: "fail", value: .array(fail)),
+        ])))
+  }
+
+  /// `_design/` and `id`, unless it has it (`mango_httpd:convert_to_design_id`).
+  static func designID(_ id: String) -> String {
+    id.hasPrefix("_design/") ? id : "_design/" + id
+  }
+
+  /// Removes the index `name` (every index, for nil) from the query design document `ddoc`,
+  /// and the design document when no view is left. False when there is no such index.
+  func removeIndexes(
+    _ store: DocumentStore, ddoc: String, name: String?, context: Context, caller: Caller
+  ) async throws -> Bool {
     guard let doc = try? store.get(ddoc), doc["language"]?.stringValue == "query",
       var object = doc.objectValue, var views = object["views"]?.objectValue,
-      views[name] != nil, let rev = doc["_rev"]?.stringValue
-    else {
-      throw ReplicationError("not_found", "Index not found", status: 404)
-    }
-    views.members.removeAll { $0.key == name }
+      let rev = doc["_rev"]?.stringValue
+    else { return false }
+    let before = views.members.count
+    views.members.removeAll { name == nil || $0.key == name }
+    guard views.members.count < before else { return false }
     let origin = replicationOrigin(context)
     if views.members.isEmpty {
       _ = try await store.deleteAsync(ddoc, rev: rev, actor: caller.actor, origin: origin)
@@ -127,7 +217,39 @@ extension CouchServer {
         JSONValue.object(object).serialized(), id: ddoc, rev: rev, actor: caller.actor,
         origin: origin)
     }
-    return CouchResponse.json(.object(JSONObject([.init(key: "ok", value: .bool(true))])))
+    return true
+  }
+
+  /// `GET /{db}/_design/{ddoc}/_info`: the design document's view index, as CouchDB describes
+  /// one. Every index here is kept in step with each write, so it is never updating or behind.
+  func designInfo(_ store: DocumentStore, id: String) throws -> JSONValue {
+    guard let doc = try? store.get(id) else {
+      throw ReplicationError("not_found", "missing", status: 404)
+    }
+    var md5 = MD5()
+    md5.update((doc["views"] ?? .null).serialized())
+    let sizes = JSONObject([
+      .init(key: "active", value: .number(0)), .init(key: "external", value: .number(0)),
+      .init(key: "file", value: .number(0)),
+    ])
+    let index = JSONObject([
+      .init(key: "compact_running", value: .bool(false)),
+      .init(key: "language", value: .string(doc["language"]?.stringValue ?? "javascript")),
+      .init(key: "purge_seq", value: .number(0)),
+      .init(key: "signature", value: .string(md5.finalize().description)),
+      .init(key: "sizes", value: .object(sizes)),
+      .init(
+        key: "update_seq",
+        value: .number(JSONNumber(Int64(clamping: try store.info.updateSeq.rawValue)))),
+      .init(key: "updater_running", value: .bool(false)),
+      .init(key: "waiting_clients", value: .number(0)),
+      .init(key: "waiting_commit", value: .bool(false)),
+    ])
+    return .object(
+      JSONObject([
+        .init(key: "name", value: .string(String(id.dropFirst("_design/".count)))),
+        .init(key: "view_index", value: .object(index)),
+      ]))
   }
 }
 

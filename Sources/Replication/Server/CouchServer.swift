@@ -305,9 +305,8 @@ public struct CouchServer: HTTPResponder {
     case .index(let db, let path):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)
-      try allow(method, [.delete])
-      return try await deleteIndex(
-        store, path: path, context: context, caller: caller, access: access)
+      return try await indexPath(
+        store, path: path, request: request, context: context, caller: caller, access: access)
     case .local(let db, let id):
       let store = try await open(db)
       _ = try databaseAccess(db, store, caller)
@@ -332,6 +331,12 @@ public struct CouchServer: HTTPResponder {
     case .attachment(let db, let id, let name):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)
+      if id.hasPrefix("_design/") && name == "_info" {
+        try allow(method, [.get, .head])
+        try access.checkRead(id, in: store)
+        return CouchResponse.json(
+          try designInfo(store, id: id), includeBody: method != .head)
+      }
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
