@@ -387,8 +387,6 @@ extension DocumentStore {
     var skipped = 0
     try read { txn in
       func consider(_ docID: String, key: [UInt8]) throws -> Bool {
-        // Design documents are never results, as in CouchDB (its views skip them).
-        if docID.hasPrefix("_design/") { return true }
         if let visible, !visible.includes(docID) { return true }
         stats.keysExamined += 1
         guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
@@ -396,6 +394,9 @@ extension DocumentStore {
         else { return true }
         _ = at
         stats.docsExamined += 1
+        // Design documents are examined but never results, as in CouchDB (`_all_docs` reads
+        // them; its views leave them out).
+        if docID.hasPrefix("_design/") { return true }
         let full = try documentJSON(
           record, winner, options: GetOptions(conflicts: query.conflicts), txn: txn)
         guard query.selector.matches(full) else { return true }
