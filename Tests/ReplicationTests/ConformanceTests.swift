@@ -421,7 +421,6 @@ import Testing
         (.get, "/db/_design/d/_list/l/v", "list functions"),
         (.put, "/db/_design/d/_update/u/doc", "update functions"),
         (.get, "/db/_design/d/_rewrite/x", "rewrites"),
-        (.get, "/db/_design/d/_info", "view index"),
         (.get, "/db/_design/d/_search/i", "full-text search"),
         (.get, "/db/_design/d/_search_info/i", "full-text search"),
         (.get, "/db/_design/d/_search_disk_size/i", "full-text search"),
