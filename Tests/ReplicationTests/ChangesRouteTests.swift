@@ -327,6 +327,8 @@ import Wiki
       #expect(preflight.headers[.accessControlAllowMethods]?.contains("POST") == true)
       #expect(preflight.headers[.accessControlAllowHeaders]?.contains("x-custom") == true)
       #expect(preflight.headers[.accessControlMaxAge] == "600")
+      // An OPTIONS that is not a preflight is any other method to its endpoint, as in CouchDB.
+      #expect(try await client.call(.options, "/_up").code == 405)
       let error = try await client.call(.get, "/missing", headers: [.origin: "http://app.example"])
       #expect(error.code == 404)
       #expect(error.headers[.accessControlAllowOrigin] == "http://app.example")

@@ -46,8 +46,8 @@ public struct CORSPolicy: Sendable, Hashable {
     headers.append(HTTPField(name: .vary, value: "Origin"))
   }
 
-  /// The answer to an `OPTIONS` request: a preflight when it has `Origin` and
-  /// `Access-Control-Request-Method`, else the plain list of methods.
+  /// The answer to a preflight `OPTIONS` request (it has `Origin` and
+  /// `Access-Control-Request-Method`): the methods and headers allowed, when the origin is.
   func preflight(_ request: Request) -> Response {
     var headers = HTTPFields()
     headers[.allow] = Self.allowedMethods

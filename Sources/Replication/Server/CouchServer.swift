@@ -95,7 +95,12 @@ public struct CouchServer: HTTPResponder {
     var failure: ReplicationError?
     var setCookie: String?
     do {
-      if request.method == .options {
+      // A CORS preflight (`Origin` and `Access-Control-Request-Method`) is answered here; any
+      // other `OPTIONS` goes to its endpoint like every method, as in CouchDB (`chttpd_cors`
+      // treats it as "not a preflight"), where it is 405 or 404.
+      if request.method == .options && request.headers[.origin] != nil
+        && request.headers[.accessControlRequestMethod] != nil
+      {
         response = options.cors.preflight(request)
       } else {
         let caller = try await caller(request, context: context)
