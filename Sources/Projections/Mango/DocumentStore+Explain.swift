@@ -66,12 +66,7 @@ extension DocumentStore {
     var sorted = ofType
     sorted.sort { a, b in
       guard case .json(let x) = a, case .json(let y) = b else { return false }
-      let (px, py) = (
-        prefixLength(x.paths, needs.required), prefixLength(y.paths, needs.required)
-      )
-      if px != py { return px > py }
-      if x.fields.count != y.fields.count { return x.fields.count < y.fields.count }
-      return (x.ddoc, x.name) < (y.ddoc, y.name)
+      return better(x, y, needs.required)
     }
     let winner = sorted.first
 

@@ -241,7 +241,7 @@ extension DocumentStore {
     let (pa, pb) = (prefixLength(a.paths, required), prefixLength(b.paths, required))
     if pa != pb { return pa > pb }
     if a.fields.count != b.fields.count { return a.fields.count < b.fields.count }
-    return (a.ddoc, a.name) <= (b.ddoc, b.name)
+    return (a.ddoc, a.name) < (b.ddoc, b.name)
   }
 
   /// How many leading fields of an index (`paths`) the selector holds a condition an index can
