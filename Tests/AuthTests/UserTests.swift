@@ -161,6 +161,12 @@ import Testing
       "org.couchdb.user:name")
     try refuses(#"{"_id":"ann","name":"ann","type":"user","roles":[]}"#, "org.couchdb.user:name")
     try refuses(#"{"_id":"org.couchdb.user:ann","name":"ann","roles":[]}"#, "doc.type must be user")
+    // A design document is not a user (CouchDB checks it as a design document).
+    #expect(
+      try UsersValidator().validate(
+        "_design/i", body: try JSONValue(parsing: #"{"language":"query","views":{}}"#).objectValue!,
+        deleted: false)
+        == nil)
     try refuses(
       #"{"_id":"org.couchdb.user:ann","name":"ann","type":"user"}"#, "doc.roles must exist")
     try refuses(

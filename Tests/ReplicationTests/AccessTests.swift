@@ -448,11 +448,33 @@ func withAccessServer(
         #"{"name":"dave","roles":[],"type":"user","password":"clear-secret-of-dave"}"#,
         headers: AccessFixture.basic("admin"))
       #expect(created.code == 201)
+      // And through _bulk_docs, as couch_users_db hashes every write; design documents (a
+      // Mango index) are an administrator's to add.
+      let bulk = try await client.call(
+        .post, "/_users/_bulk_docs",
+        #"{"docs":[{"_id":"org.couchdb.user:erin","name":"erin","roles":[],"type":"user","password":"clear-secret-of-erin"}]}"#,
+        headers: AccessFixture.basic("admin"))
+      #expect(bulk.json?[0]?["ok"] == .bool(true))
+      #expect(
+        try await client.call(
+          .get, "/_users/org.couchdb.user:erin", headers: AccessFixture.basic("admin"))[
+            "derived_key"] != nil)
+      let index = try await client.call(
+        .post, "/_users/_index", #"{"index":{"fields":["name"]}}"#,
+        headers: AccessFixture.basic("admin"))
+      #expect(index["result"] == .string("created"))
+      let byBob = try await client.call(
+        .put, "/_users/_design/x", "{}",
+        headers: [
+          .authorization: "Basic " + Data("bob:clear-secret-of-bob".utf8).base64EncodedString()
+        ]
+      ).code
+      #expect(byBob == 403 || byBob == 404, "\(byBob)")
       let log = Array(
         try Data(
           contentsOf: URL(
             fileURLWithPath: fixture.dir.data.directory(of: "_users") + "/data.mdb")))
-      for secret in ["clear-secret-of-bob", "clear-secret-of-dave"] {
+      for secret in ["clear-secret-of-bob", "clear-secret-of-dave", "clear-secret-of-erin"] {
         #expect(!String(decoding: log, as: UTF8.self).contains(secret))
       }
       let dave = try await client.call(

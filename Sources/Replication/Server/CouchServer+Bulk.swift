@@ -1,3 +1,4 @@
+import Auth
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -51,10 +52,17 @@ extension CouchServer {
     var refused: [Int: DocumentWriteResult] = [:]
     var allowed: [JSONValue] = []
     var batch = AccessBatch()
+    let users = store === dataDirectory.storeIfOpen(UserStore.databaseName)
     for (i, var doc) in docs.enumerated() {
       guard var object = doc.objectValue else {
         allowed.append(doc)  // refused by the store as CouchDB refuses it
         continue
+      }
+      // `_users` documents with a clear `password` get its PBKDF2 hash instead, as every
+      // write of one does (`couch_users_db:before_doc_update`).
+      if users && object["password"] != nil {
+        object = try UserStore.hashingPassword(object)
+        doc = .object(object)
       }
       // A document without an id gets its generated one here, so that it is checked too.
       if object["_id"] == nil && edits {
