@@ -87,6 +87,10 @@ public struct RevisionTree: Sendable {
   @usableFromInline var deadCount = 0
   /// Number of leaves.
   @usableFromInline var leafCount = 0
+
+  /// Whether the tree has more than one leaf (live or deleted): only such a tree can have
+  /// `_conflicts`, and once it has, it keeps its branches.
+  public var hasBranches: Bool { leafCount > 1 }
   /// Hash → node index for every live node, when built and when no hash occurs twice. `nil`
   /// when not built yet (after decoding) or when the tree holds a duplicate hash.
   @usableFromInline var lookup: NodeIndex? = nil

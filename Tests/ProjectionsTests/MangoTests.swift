@@ -525,6 +525,43 @@ import Testing
     #expect(ids["mrargs"]?["end_key"] == .string("p\u{FFFF}"))
   }
 
+  @Test(
+    "an index on _conflicts sees each document's conflicts, whether it was made before or after them; a store of the old layout is rebuilt"
+  )
+  func conflictsIndex() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    try people(store, count: 6)
+    // A conflict before the index exists, and one after.
+    func conflict(_ id: String) throws {
+      try store.bulkDocs(
+        [json(#"{"_id":"\#(id)","_rev":"1-ffffffffffffffffffffffffffffffff","name":"x"}"#)],
+        newEdits: false, actor: "t")
+    }
+    try conflict("p001")
+    try createIndex(store, #"{"index": {"fields": ["_conflicts"]}, "ddoc": "c", "name": "c"}"#)
+    try conflict("p004")
+    let query = #"{"selector": {"_conflicts": {"$exists": true}}, "conflicts": true}"#
+    let found = try find(store, query)
+    #expect(found.warning == nil, "served by the index")
+    #expect(ids(found).sorted() == ["p001", "p004"])
+    #expect(found.docs.first?["_conflicts"]?.arrayValue?.count == 1)
+    // Resolving a conflict (deleting the losing leaf) takes the document out of the index.
+    _ = try store.delete("p004", rev: "1-ffffffffffffffffffffffffffffffff", actor: "t")
+    #expect(ids(try find(store, query)) == ["p001"])
+    #expect(try store.verify("mango") == [])
+    // A store of the layout before (`mango.docs`, no `mango.conflicts`) is rebuilt at open.
+    let old = try store.log.database(named: "mango.docs")
+    try store.log.write { txn in
+      try txn.put([1], forKey: [1], in: old)
+      try txn.removeAll(in: store.storage(of: "mango")!["conflicts"])
+    }
+    try t.reopen(projections: [MangoProjection()])
+    #expect(try !t.store.log.hasDatabase(named: "mango.docs"))
+    #expect(ids(try find(t.store, query)) == ["p001"])
+    #expect(try t.store.verify("mango") == [])
+  }
+
   @Test("use_index, partial filters, execution stats, conflicts and _explain")
   func plannerAndExplain() throws {
     let t = try mangoStore()

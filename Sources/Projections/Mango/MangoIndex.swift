@@ -234,6 +234,12 @@ public struct MangoIndex: Sendable, Hashable {
   /// Whether the index reads the document's `_id` (a field or its partial filter): bodies are
   /// stored without it, and it is added for such an index only.
   var needsID: Bool { partialFilter != nil || paths.contains { $0.first == "_id" } }
+  /// Whether the index reads `_conflicts` (a field, or its partial filter).
+  var needsConflicts: Bool {
+    paths.contains { $0.first == "_conflicts" }
+      || partialFilter.map { String(decoding: $0.json.serialized(), as: UTF8.self) }?
+        .contains("\"_conflicts") == true
+  }
 
   /// A document id as it ends a row key: itself up to 150 bytes, else its first 134 bytes and
   /// the MD5 of the whole (LMDB keys are at most 511 bytes).

@@ -8,7 +8,8 @@ import Synchronization
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `mango.docs` | document id (as ``DocumentKey`` keys it) | log position of its winning revision's body (live documents), then the id when the key is not the id |
+/// | `mango.live` | document id (as ``DocumentKey`` keys it) | log position of its winning revision's body (live documents), then the id when the key is not the id |
+/// | `mango.conflicts` | document id (as ``DocumentKey`` keys it) | the document's `_conflicts` (a JSON array of revs), for documents that have any |
 /// | `mango.defs` | design doc id · 0x00 · index name | the index's view, as JSON |
 /// | `mango.rows` | index prefix · encoded field values (≤ 250 bytes) · doc key | document id |
 /// | `mango.byDoc` | index prefix · doc key | the document's row key in that index |
@@ -19,14 +20,19 @@ import Synchronization
 ///
 /// The definitions come from design documents: when a design document's winner changes, the
 /// indexes it no longer defines (or defines differently) lose their rows, and new ones are
-/// built in the same transaction from `mango.docs` and the bodies in the log. Every other
-/// change updates each index's row for the document. Everything depends on the change, the
+/// built in the same transaction from `mango.live`, `mango.conflicts` and the bodies in the log.
+/// Every other change updates each index's row for the document; a change that leaves the
+/// winner as it was (a conflicting revision) changes only `_conflicts`, which only indexes on
+/// it read (CouchDB's indexes see each document's `_conflicts`). Everything depends on the change, the
 /// log and these databases alone, so a replay rebuilds the same rows and `verify` compares
-/// them; `mango.docs` is what lets an index defined later be built without the documents
-/// projection's databases.
-public final class MangoProjection: DocumentChangeProjection {
+/// them; `mango.live` and `mango.conflicts` are what let an index defined later be built
+/// without the documents projection's databases. Stores of the layout before
+/// `mango.conflicts` (whose `mango.live` was called `mango.docs`) are rebuilt when they open.
+public final class MangoProjection: DocumentChangeProjection, ProjectionMigration {
   public let name = "mango"
-  public let databaseNames = ["docs", "defs", "rows", "byDoc"]
+  public let databaseNames = ["live", "conflicts", "defs", "rows", "byDoc"]
+  public var retiredDatabaseNames: [String] { [] }
+  public var rebuildingDatabaseNames: [String] { ["mango.docs"] }
 
   /// Parsed definitions by their stored bytes (a definition is parsed once per process).
   private let parsed = Mutex<[[UInt8]: MangoIndex]>([:])
@@ -45,18 +51,32 @@ public final class MangoProjection: DocumentChangeProjection {
   public func apply(
     _ change: DocumentChange, share: Void?, to storage: ProjectionStorage, in txn: WriteTransaction
   ) throws {
-    guard change.winnerChanged else { return }
+    let design = change.docID.hasPrefix("_design/")
+    if design && !change.winnerChanged { return }
     // Keyed like `docs.byId`; a long id's key is not the id, so its value carries the id.
     let id = DocumentKey.key(change.docID)
-    let live: UInt64?
-    if let winner = change.tree.winner, !winner.isDeleted, let at = winner.body {
-      live = at
-      let value =
-        DocumentKey.isHashed(id) ? at.bigEndianBytes + Array(change.docID.utf8) : at.bigEndianBytes
-      try txn.put(value, forKey: id, in: storage["docs"])
-    } else {
-      live = nil
-      _ = try txn.delete(id, in: storage["docs"])
+    var live: UInt64? = nil
+    if let winner = change.tree.winner, !winner.isDeleted, let at = winner.body { live = at }
+    if change.winnerChanged {
+      if let at = live {
+        let value =
+          DocumentKey.isHashed(id)
+          ? at.bigEndianBytes + Array(change.docID.utf8) : at.bigEndianBytes
+        try txn.put(value, forKey: id, in: storage["live"])
+      } else {
+        _ = try txn.delete(id, in: storage["live"])
+      }
+    }
+    // Only a tree with branches has conflicts (the common, linear one costs nothing here).
+    var conflicts: [RevID] = []
+    if !design && change.tree.hasBranches {
+      conflicts = change.tree.conflicts
+      if conflicts.isEmpty {
+        _ = try txn.delete(id, in: storage["conflicts"])
+      } else {
+        try txn.put(
+          Self.conflictsJSON(conflicts).serialized(), forKey: id, in: storage["conflicts"])
+      }
     }
     let cache = txn.buffer(ObjectIdentifier(self)) { DefinitionsCache() }
     if change.docID.hasPrefix("_design/") {
@@ -75,12 +95,27 @@ public final class MangoProjection: DocumentChangeProjection {
       cache.indexes = indexes
       cache.database = storage["defs"].name
     }
-    guard !indexes.isEmpty else { return }
+    let touched = change.winnerChanged ? indexes : indexes.filter(\.needsConflicts)
+    guard !touched.isEmpty else { return }
     var body = live == nil ? nil : try change.winnerBody(in: txn)
-    if indexes.contains(where: \.needsID) { body = Self.withID(change.docID, body) }
-    for index in indexes {
+    if touched.contains(where: \.needsID) { body = Self.withID(change.docID, body) }
+    if !conflicts.isEmpty && touched.contains(where: \.needsConflicts) {
+      body = Self.withConflicts(Self.conflictsJSON(conflicts), body)
+    }
+    for index in touched {
       try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
     }
+  }
+
+  static func conflictsJSON(_ revs: [RevID]) -> JSONValue {
+    .array(revs.map { .string($0.description) })
+  }
+
+  /// A body with the document's `_conflicts`, as CouchDB's indexes see a document.
+  static func withConflicts(_ conflicts: JSONValue, _ body: JSONValue?) -> JSONValue? {
+    guard case .object(var object) = body else { return body }
+    object.members.append(.init(key: "_conflicts", value: conflicts))
+    return .object(object)
   }
 
   /// A stored body with its `_id` (which bodies are stored without), as selectors and index
@@ -186,11 +221,11 @@ public final class MangoProjection: DocumentChangeProjection {
   /// new (``updateDefinitions(_:_:storage:txn:)`` dropped any rows of its name), so nothing is
   /// read back from `mango.byDoc`.
   func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
-    let total = try txn.count(of: storage["docs"])
+    let total = try txn.count(of: storage["live"])
     let task = Self.builds.start(index, database: database, total: total)
     defer { Self.builds.finish(task) }
     var docs: [(String, UInt64)] = []
-    try txn.scan(storage["docs"]) { key, value in
+    try txn.scan(storage["live"]) { key, value in
       let id = DocumentKey.inlineID(key) ?? String(decoding: value.dropFirst(8), as: UTF8.self)
       docs.append((id, UInt64(bigEndianBytes: value.prefix(8)) ?? 0))
       return true
@@ -210,7 +245,12 @@ public final class MangoProjection: DocumentChangeProjection {
         }
         events.append(event)
       }
-      let keys = Self.fieldKeys(index, ids: chunk.map(\.0), events: events)
+      var conflicts: [[UInt8]?] = []
+      if index.needsConflicts {
+        conflicts = try chunk.map { try txn.get(DocumentKey.key($0.0), in: storage["conflicts"]) }
+      }
+      let keys = Self.fieldKeys(
+        index, ids: chunk.map(\.0), events: events, conflicts: conflicts)
       var rows: [(key: [UInt8], id: String)] = []
       rows.reserveCapacity(chunk.count)
       for (i, (id, _)) in chunk.enumerated() {
@@ -230,10 +270,11 @@ public final class MangoProjection: DocumentChangeProjection {
   static let buildChunk = 16_384
 
   /// The field keys of documents `ids` whose winning revisions are `events` (nil: not in the
-  /// index), worked out on two threads.
-  static func fieldKeys(_ index: MangoIndex, ids: [String], events: [RecordedEvent])
-    -> [[UInt8]?]
-  {
+  /// index), worked out on two threads. `conflicts` (empty, or one per document) holds each
+  /// one's stored `_conflicts`.
+  static func fieldKeys(
+    _ index: MangoIndex, ids: [String], events: [RecordedEvent], conflicts: [[UInt8]?]
+  ) -> [[UInt8]?] {
     let parts = ids.count < 256 ? 1 : 2
     let results = Mutex<[[[UInt8]?]]>(Array(repeating: [], count: parts))
     DispatchQueue.concurrentPerform(iterations: parts) { part in
@@ -242,8 +283,13 @@ public final class MangoProjection: DocumentChangeProjection {
       var out: [[UInt8]?] = []
       out.reserveCapacity(range.count)
       for i in range {
-        let body = (try? DocumentEvent(decoding: events[i])).flatMap {
+        var body = (try? DocumentEvent(decoding: events[i])).flatMap {
           try? JSONValue(parsing: $0.body)
+        }
+        if !conflicts.isEmpty, let stored = conflicts[i],
+          let revs = try? JSONValue(parsing: stored)
+        {
+          body = withConflicts(revs, body)
         }
         out.append(withID(ids[i], body).flatMap { index.fieldKey(ids[i], $0) })
       }
