@@ -383,9 +383,6 @@ public struct Selector: Sendable, Hashable {
 
   // MARK: What an index can use
 
-  /// The conditions of the top-level `$and` (not under `$or`, `$nor` or `$not`), by dotted
-  /// path: every one must hold, so a document an index leaves out (one without the field)
-  /// cannot match when the field has any condition but `$exists: false`.
   /// The fields a matching document must have, as `mango_selector:has_required_fields` sees
   /// through the selector: every field of an `$and`, the fields every branch of an `$or`
   /// requires, none of `$exists: false`. Nil for every field: an empty `$or` is no constraint
@@ -414,6 +411,9 @@ public struct Selector: Sendable, Hashable {
     return required(root)
   }
 
+  /// The conditions of the top-level `$and` (not under `$or`, `$nor` or `$not`), by dotted
+  /// path: every one must hold, so a document an index leaves out (one without the field)
+  /// cannot match when the field has any condition but `$exists: false`.
   var requiredConditions: [([String], Condition)] {
     var out: [([String], Condition)] = []
     func walk(_ node: Node) {
@@ -425,6 +425,18 @@ public struct Selector: Sendable, Hashable {
     }
     walk(root)
     return out
+  }
+
+  /// Whether a condition anywhere in the selector is on `field` or a path under it.
+  func mentions(_ field: String) -> Bool {
+    func walk(_ node: Node) -> Bool {
+      switch node {
+      case .and(let nodes), .or(let nodes), .nor(let nodes): nodes.contains(where: walk)
+      case .not(let inner): walk(inner)
+      case .field(let path, _): path.first == field
+      }
+    }
+    return walk(root)
   }
 }
 

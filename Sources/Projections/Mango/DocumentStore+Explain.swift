@@ -1,11 +1,12 @@
 public import JSON
 
-/// `_explain`'s account of the planner's choice, as CouchDB 3.4 gives it
+/// The planner's choice of an index, in CouchDB's stages, and `_explain`'s account of it, as
+/// CouchDB 3.4 gives it
 /// (`mango_cursor:extract_candidate_indexes` and `extract_selector_hints`): every index but the
 /// one chosen, with whether it could serve the query, why it was not chosen and its rank, and
 /// which of the selector's fields an index could look up.
 extension DocumentStore {
-  /// An index as the analysis sees it: the special `_all_docs` index or a JSON index.
+  /// An index as the planner sees it: the special `_all_docs` index or a JSON index.
   enum ExplainedIndex: Hashable {
     case special
     case json(MangoIndex)
@@ -31,24 +32,39 @@ extension DocumentStore {
     }
   }
 
-  /// What `_explain` says of the indexes: the one `_find` would use (nil: none can serve the
-  /// query's sort) and `index_candidates`, the others.
-  func explainCandidates(_ query: FindQuery, indexes: [MangoIndex]) -> (
-    winner: ExplainedIndex?, candidates: JSONValue
-  ) {
+  /// The stages of CouchDB's choice of an index (`mango_idx:get_usable_indexes`, then
+  /// `mango_cursor:create` and `choose_best_index`), which both the planner (``plan(_:)``) and
+  /// `_explain`'s account of it read.
+  struct IndexSelection {
+    let needs: IndexNeeds
+    /// `_all_docs`, then every JSON index.
+    let all: [ExplainedIndex]
+    /// Those without a partial filter, and those `use_index` names.
+    let considered: [ExplainedIndex]
+    /// Why each considered index cannot serve the query (empty when it can).
+    let reasons: [ExplainedIndex: [String]]
+    let usable: [ExplainedIndex]
+    /// The usable ones `use_index` names.
+    let named: [ExplainedIndex]
+    /// `named`, or every usable one when it names none (the fallback).
+    let filtered: [ExplainedIndex]
+    /// The JSON indexes of `filtered` (`_all_docs` when there is none), best first.
+    let ranked: [ExplainedIndex]
+    /// The index chosen; nil when none can serve the query's sort.
+    var winner: ExplainedIndex? { ranked.first }
+  }
+
+  func selectIndex(_ query: FindQuery, indexes: [MangoIndex]) -> IndexSelection {
     let needs = IndexNeeds(query)
     let all: [ExplainedIndex] = [.special] + indexes.map { .json($0) }
-    func named(_ c: ExplainedIndex) -> Bool {
+    func isNamed(_ c: ExplainedIndex) -> Bool {
       guard case .json(let index) = c, let ddoc = query.useIndexDDoc else { return false }
       return index.ddoc == ddoc && (query.useIndex.count < 2 || index.name == query.useIndex[1])
     }
-    func partial(_ c: ExplainedIndex) -> Bool {
-      if case .json(let index) = c { return index.partialFilter != nil }
-      return false
+    let considered = all.filter { c in
+      if case .json(let index) = c, index.partialFilter != nil { return isNamed(c) }
+      return true
     }
-    // The stages of `mango_idx:get_usable_indexes` and `mango_cursor:create`.
-    let global = all.filter { !partial($0) }
-    let considered = all.filter { !partial($0) || named($0) }
     var reasons: [ExplainedIndex: [String]] = [:]
     for c in considered {
       switch c {
@@ -57,18 +73,32 @@ extension DocumentStore {
       }
     }
     let usable = considered.filter { reasons[$0]!.isEmpty }
-    let chosenByName = usable.filter(named)
-    let filtered = chosenByName.isEmpty ? usable : chosenByName
-    let jsonFiltered = filtered.filter { $0 != .special }
-    let ofType = jsonFiltered.isEmpty ? filtered : jsonFiltered
-    // `choose_best_index`: the JSON indexes of that type in the planner's order (`_all_docs`
-    // alone when it is the type).
-    var sorted = ofType
-    sorted.sort { a, b in
-      guard case .json(let x) = a, case .json(let y) = b else { return false }
-      return better(x, y, needs.required)
+    let named = usable.filter(isNamed)
+    let filtered = named.isEmpty ? usable : named
+    let json = filtered.filter { $0 != .special }
+    let ranked =
+      json.isEmpty
+      ? filtered
+      : json.sorted { a, b in
+        guard case .json(let x) = a, case .json(let y) = b else { return false }
+        return better(x, y, needs.required)
+      }
+    return IndexSelection(
+      needs: needs, all: all, considered: considered, reasons: reasons, usable: usable,
+      named: named, filtered: filtered, ranked: ranked)
+  }
+
+  /// `_explain`'s `index_candidates`: every index but the winner, tagged as
+  /// `mango_cursor:extract_candidate_indexes` tags it.
+  func explainCandidates(_ query: FindQuery, _ selection: IndexSelection) -> JSONValue {
+    let needs = selection.needs
+    let (all, considered, usable) = (selection.all, selection.considered, selection.usable)
+    let (filtered, sorted, winner) = (selection.filtered, selection.ranked, selection.winner)
+    let global = all.filter { c in
+      if case .json(let index) = c { return index.partialFilter == nil }
+      return true
     }
-    let winner = sorted.first
+    let ofType = sorted
 
     func subtract(_ a: [ExplainedIndex], _ b: [ExplainedIndex]) -> [ExplainedIndex] {
       a.filter { !b.contains($0) }
@@ -102,7 +132,7 @@ extension DocumentStore {
     tag(notUsable, usable: false, reason: nil, ranking: notUsableRank)
     tag(excluded, usable: true, reason: "excluded_by_user", ranking: excludedRank)
     tag(unfavored, usable: true, reason: "unfavored_type", ranking: unfavoredRank)
-    for c in notUsable { tags[c]!.reasons += reasons[c]! }
+    for c in notUsable { tags[c]!.reasons += selection.reasons[c]! }
     let winnerWidth: Int
     switch winner {
     case .json(let index): winnerWidth = index.fields.count
@@ -150,7 +180,7 @@ extension DocumentStore {
                 ]))),
           ]))
       }
-    return (winner, .array(candidates))
+    return .array(candidates)
   }
 
   /// `selector_hints`: which fields of the selector (as CouchDB normalizes it) a JSON index

@@ -173,48 +173,34 @@ extension DocumentStore {
   /// - Throws: 400 `no_usable_index` when a sort needs an index that does not exist, or when
   ///   `allow_fallback` is false and the named index cannot serve the query.
   public func plan(_ query: FindQuery) throws -> FindPlan {
-    let needs = IndexNeeds(query)
-    let required = needs.required
-    let sortPaths = needs.sortPaths
-    let descending = query.sort.first?.descending ?? false
-    let indexes = try mangoIndexes()
-    func usable(_ index: MangoIndex) -> Bool { needs.reasons(index.paths).isEmpty }
-    let allDocsServesSort = needs.specialReasons().isEmpty
+    try plan(query, selectIndex(query, indexes: try mangoIndexes()))
+  }
 
+  /// The plan for `query` from its index selection (``selectIndex(_:indexes:)``).
+  func plan(_ query: FindQuery, _ selection: IndexSelection) throws -> FindPlan {
+    let required = selection.needs.required
+    let descending = query.sort.first?.descending ?? false
     var warning: String?
-    var chosen: MangoIndex?
-    if let ddoc = query.useIndexDDoc {
-      let named = indexes.filter {
-        $0.ddoc == ddoc && (query.useIndex.count < 2 || $0.name == query.useIndex[1])
-      }
-      if let index = named.filter(usable).min(by: { better($0, $1, required) }) {
-        chosen = index
-      } else {
-        let label = query.useIndex.count < 2 ? ddoc : "\(ddoc), \(query.useIndex[1])"
-        guard query.allowFallback else {
-          throw StoreError(
-            "no_usable_index",
-            "The index specified with \"use_index\" is not usable for the query.",
-            code: .badRequest)
-        }
-        // CouchDB's two wordings (`mango_cursor:invalid_index_warning_int`).
-        warning =
-          query.useIndex.count < 2
-          ? "\(label) was not used because it does not contain a valid index for this query."
-          : "\(label) was not used because it is not a valid index for this query."
-      }
-    }
-    if chosen == nil {
-      let candidates = indexes.filter { $0.partialFilter == nil && usable($0) }
-      chosen = candidates.min { better($0, $1, required) }
-    }
-    guard let index = chosen else {
-      guard allDocsServesSort else {
+    if let ddoc = query.useIndexDDoc, selection.named.isEmpty {
+      guard query.allowFallback else {
         throw StoreError(
-          "no_usable_index",
-          "No global index exists for this sort, try indexing by the sort fields.",
+          "no_usable_index", "The index specified with \"use_index\" is not usable for the query.",
           code: .badRequest)
       }
+      let label = query.useIndex.count < 2 ? ddoc : "\(ddoc), \(query.useIndex[1])"
+      // CouchDB's two wordings (`mango_cursor:invalid_index_warning_int`).
+      warning =
+        query.useIndex.count < 2
+        ? "\(label) was not used because it does not contain a valid index for this query."
+        : "\(label) was not used because it is not a valid index for this query."
+    }
+    switch selection.winner {
+    case .json(let index):
+      let (lower, upper, start, end) = range(index, required)
+      return FindPlan(
+        index: index, lower: lower, upper: upper, descending: descending, startKey: start,
+        endKey: end, warning: warning)
+    case .special:
       if query.useIndexDDoc == nil && !query.allowFallback {
         throw StoreError(
           "no_usable_index", "No index exists for this selector and allow_fallback is false.",
@@ -225,11 +211,11 @@ extension DocumentStore {
         index: nil, lower: lower, upper: upper, descending: descending, startKey: start,
         endKey: end,
         warning: warning ?? "No matching index found, create an index to optimize query time.")
+    case nil:
+      throw StoreError(
+        "no_usable_index", "No global index exists for this sort, try indexing by the sort fields.",
+        code: .badRequest)
     }
-    let (lower, upper, start, end) = range(index, required)
-    return FindPlan(
-      index: index, lower: lower, upper: upper, descending: descending, startKey: start,
-      endKey: end, warning: warning)
   }
 
   /// Whether `a` ranks before `b` among usable indexes, as `mango_cursor_view:choose_best_index`
@@ -555,10 +541,12 @@ extension DocumentStore {
 
   /// `POST /db/_explain`: the index the query would use and how.
   public func explain(_ query: FindQuery, databaseName: String) throws -> JSONValue {
-    let (winner, candidates) = explainCandidates(query, indexes: try mangoIndexes())
+    let selection = selectIndex(query, indexes: try mangoIndexes())
+    let candidates = explainCandidates(query, selection)
     // No index serves the sort: `_find` refuses the query, `_explain` says so with a null index
     // (unless `allow_fallback` is false, which makes it an error too).
-    let plan: FindPlan? = winner == nil && query.allowFallback ? nil : try plan(query)
+    let plan: FindPlan? =
+      selection.winner == nil && query.allowFallback ? nil : try plan(query, selection)
     let indexJSON: JSONValue =
       plan.map { $0.index?.listing ?? Self.allDocsIndexListing } ?? .null
     let fields: JSONValue =
@@ -636,5 +624,22 @@ extension DocumentStore {
     views[index.name] = index.view
     object["views"] = .object(views)
     return (.object(object), false)
+  }
+
+  /// What dropping the index `name` (every index, for nil) does to the design document `doc`
+  /// (its current winner): nil when it is not a query design document with such an index; else
+  /// its revision and new body, nil when no view is left (the design document is deleted).
+  public static func designDocument(removing name: String?, from doc: JSONValue) -> (
+    rev: String, body: JSONValue?
+  )? {
+    guard doc["language"]?.stringValue == "query", var object = doc.objectValue,
+      var views = object["views"]?.objectValue, let rev = doc["_rev"]?.stringValue
+    else { return nil }
+    let before = views.members.count
+    views.members.removeAll { name == nil || $0.key == name }
+    guard views.members.count < before else { return nil }
+    if views.members.isEmpty { return (rev, nil) }
+    object["views"] = .object(views)
+    return (rev, .object(object))
   }
 }

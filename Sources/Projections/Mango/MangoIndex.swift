@@ -236,9 +236,7 @@ public struct MangoIndex: Sendable, Hashable {
   var needsID: Bool { partialFilter != nil || paths.contains { $0.first == "_id" } }
   /// Whether the index reads `_conflicts` (a field, or its partial filter).
   var needsConflicts: Bool {
-    paths.contains { $0.first == "_conflicts" }
-      || partialFilter.map { String(decoding: $0.json.serialized(), as: UTF8.self) }?
-        .contains("\"_conflicts") == true
+    paths.contains { $0.first == "_conflicts" } || partialFilter?.mentions("_conflicts") == true
   }
 
   /// A document id as it ends a row key: itself up to 150 bytes, else its first 134 bytes and

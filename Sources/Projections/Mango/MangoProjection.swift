@@ -68,14 +68,15 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
       }
     }
     // Only a tree with branches has conflicts (the common, linear one costs nothing here).
-    var conflicts: [RevID] = []
+    var conflicts: JSONValue? = nil
     if !design && change.tree.hasBranches {
-      conflicts = change.tree.conflicts
-      if conflicts.isEmpty {
+      let revs = change.tree.conflicts
+      if revs.isEmpty {
         _ = try txn.delete(id, in: storage["conflicts"])
       } else {
-        try txn.put(
-          Self.conflictsJSON(conflicts).serialized(), forKey: id, in: storage["conflicts"])
+        let list = JSONValue.array(revs.map { .string($0.description) })
+        try txn.put(list.serialized(), forKey: id, in: storage["conflicts"])
+        conflicts = list
       }
     }
     let cache = txn.buffer(ObjectIdentifier(self)) { DefinitionsCache() }
@@ -99,16 +100,12 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     guard !touched.isEmpty else { return }
     var body = live == nil ? nil : try change.winnerBody(in: txn)
     if touched.contains(where: \.needsID) { body = Self.withID(change.docID, body) }
-    if !conflicts.isEmpty && touched.contains(where: \.needsConflicts) {
-      body = Self.withConflicts(Self.conflictsJSON(conflicts), body)
+    if let conflicts, touched.contains(where: \.needsConflicts) {
+      body = Self.withConflicts(conflicts, body)
     }
     for index in touched {
       try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
     }
-  }
-
-  static func conflictsJSON(_ revs: [RevID]) -> JSONValue {
-    .array(revs.map { .string($0.description) })
   }
 
   /// A body with the document's `_conflicts`, as CouchDB's indexes see a document.

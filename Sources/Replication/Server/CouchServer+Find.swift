@@ -201,21 +201,15 @@ extension CouchServer {
   func removeIndexes(
     _ store: DocumentStore, ddoc: String, name: String?, context: Context, caller: Caller
   ) async throws -> Bool {
-    guard let doc = try? store.get(ddoc), doc["language"]?.stringValue == "query",
-      var object = doc.objectValue, var views = object["views"]?.objectValue,
-      let rev = doc["_rev"]?.stringValue
+    guard let doc = try? store.get(ddoc),
+      let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
     else { return false }
-    let before = views.members.count
-    views.members.removeAll { name == nil || $0.key == name }
-    guard views.members.count < before else { return false }
     let origin = replicationOrigin(context)
-    if views.members.isEmpty {
-      _ = try await store.deleteAsync(ddoc, rev: rev, actor: caller.actor, origin: origin)
-    } else {
-      object["views"] = .object(views)
+    if let body {
       _ = try await store.putAsync(
-        JSONValue.object(object).serialized(), id: ddoc, rev: rev, actor: caller.actor,
-        origin: origin)
+        body.serialized(), id: ddoc, rev: rev, actor: caller.actor, origin: origin)
+    } else {
+      _ = try await store.deleteAsync(ddoc, rev: rev, actor: caller.actor, origin: origin)
     }
     return true
   }

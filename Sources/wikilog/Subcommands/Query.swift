@@ -185,17 +185,13 @@ struct IndexCommand: ParsableCommand {
       let id = ddoc.hasPrefix("_design/") ? ddoc : "_design/" + ddoc
       let db = try global.openStore()
       defer { db.close() }
-      guard let doc = try? db.store.get(id), doc["language"]?.stringValue == "query",
-        var object = doc.objectValue, var views = object["views"]?.objectValue,
-        views[name] != nil, let rev = doc["_rev"]?.stringValue
+      guard let doc = try? db.store.get(id),
+        let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
       else { throw CLIError("no index \(name) in \(id)") }
-      views.members.removeAll { $0.key == name }
-      if views.members.isEmpty {
-        _ = try db.store.delete(id, rev: rev, actor: actor.name)
+      if let body {
+        _ = try db.store.put(body.serialized(), id: id, rev: rev, actor: actor.name)
       } else {
-        object["views"] = .object(views)
-        _ = try db.store.put(
-          JSONValue.object(object).serialized(), id: id, rev: rev, actor: actor.name)
+        _ = try db.store.delete(id, rev: rev, actor: actor.name)
       }
       printJSON(.object(JSONObject([.init(key: "ok", value: .bool(true))])))
     }
