@@ -85,6 +85,8 @@ import Testing
     let words = [
       "apple", "pie", "banana", "common", "word", "crème", "brûlée", "日本語", "x1", "x2", "Σ",
       "e\u{301}t\u{301}e\u{301}",
+      // Words that share their first eight bytes, or all of a shorter word's.
+      "abcdefg", "abcdefgh", "abcdefgha", "abcdefghi", "abcdefghij", "abcdefghia", "abcdefghé",
     ]
     var revs: [String: String] = [:]
     for round in 0..<8 {

@@ -189,32 +189,60 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
       positions.reserveCapacity(words)
     }
 
+    /// A word as ``add(_:_:titleWords:)`` sorts it: its first eight bytes as a big-endian
+    /// number (zeros after a shorter word's end, and no word has a zero byte), its length and
+    /// its number. Most comparisons end at `prefix`, with no look at the bytes.
+    struct SortKey {
+      var prefix: UInt64
+      var length: Int32
+      var word: Int32
+    }
+
     /// Adds the words (`words`, ending at `ends`), grouped by their bytes: a sort of the words
     /// by term and position, then one entry per run.
     mutating func add(_ words: [UInt8], _ ends: [Int32], titleWords: Int) {
       let count = ends.count
-      var order = Array(0..<Int32(count))
-      order.sort { a, b in
-        let ra = Int(a == 0 ? 0 : ends[Int(a) - 1])..<Int(ends[Int(a)])
-        let rb = Int(b == 0 ? 0 : ends[Int(b) - 1])..<Int(ends[Int(b)])
-        let c = TextSearchProjection.compare(words, ra, words, rb)
-        return c != 0 ? c < 0 : a < b
+      var keys: [SortKey] = []
+      keys.reserveCapacity(count)
+      var start = 0
+      for w in 0..<count {
+        let end = Int(ends[w])
+        var prefix: UInt64 = 0
+        for k in 0..<8 {
+          prefix = prefix << 8 | UInt64(start + k < end ? words[start + k] : 0)
+        }
+        keys.append(SortKey(prefix: prefix, length: Int32(end - start), word: Int32(w)))
+        start = end
+      }
+      // The order of two words' bytes past their first eight, then of their lengths.
+      func compareTails(_ a: SortKey, _ b: SortKey) -> Int {
+        let ea = Int(ends[Int(a.word)])
+        let eb = Int(ends[Int(b.word)])
+        return TextSearchProjection.compare(
+          words, ea - Int(a.length) + 8..<ea, words, eb - Int(b.length) + 8..<eb)
+      }
+      keys.sort { a, b in
+        if a.prefix != b.prefix { return a.prefix < b.prefix }
+        if a.length > 8 && b.length > 8 {
+          let c = compareTails(a, b)
+          if c != 0 { return c < 0 }
+        } else if a.length != b.length {
+          return a.length < b.length
+        }
+        return a.word < b.word
       }
       var i = 0
       while i < count {
-        let w = Int(order[i])
-        let term = Int(w == 0 ? 0 : ends[w - 1])..<Int(ends[w])
+        let first = keys[i]
         var j = i
         repeat {
-          let p = Int(order[j])
+          let p = Int(keys[j].word)
           positions.append(Int32(p < titleWords ? p : p + 1))
           j += 1
-        } while j < count
-          && TextSearchProjection.compare(
-            words, term, words,
-            Int(order[j] == 0 ? 0 : ends[Int(order[j]) - 1])..<Int(ends[Int(order[j])]))
-            == 0
-        append(words[term], count: j - i)
+        } while j < count && keys[j].prefix == first.prefix && keys[j].length == first.length
+          && (first.length <= 8 || compareTails(keys[j], first) == 0)
+        let end = Int(ends[Int(first.word)])
+        append(words[end - Int(first.length)..<end], count: j - i)
         i = j
       }
     }
