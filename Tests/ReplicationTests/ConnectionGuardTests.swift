@@ -12,17 +12,30 @@ import Testing
 /// parser refuses get CouchDB's `{"error","reason"}` body, stalled heads are cut off, and
 /// connections beyond the limit are refused.
 @Suite struct ConnectionGuardTests {
-  /// Runs `body` with the port of a live server with `limits`.
+  /// Runs `body` with the port of a live server with `limits`. The server is run directly,
+  /// not by HummingbirdTesting, whose client holds an idle connection open that a short
+  /// header time-out would cut (its shutdown then fails).
   func withGuardedServer(
     _ limits: ConnectionLimits, name: String = #function,
     _ body: @Sendable (Int) async throws -> Void
   ) async throws {
     let dir = TestDirectory(name)
+    let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = buildApplication(
       dataDirectory: dir.data, server: .couchHTTP1(limits: limits),
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-      logger: quietLogger)
-    try await app.test(.live) { client in try await body(client.port!) }
+      logger: quietLogger,
+      onServerRunning: { port in
+        if let port { continuation.yield(port) }
+        continuation.finish()
+      })
+    try await withThrowingTaskGroup(of: Void.self) { group in
+      group.addTask { try await app.runService() }
+      var iterator = ports.makeAsyncIterator()
+      let port = try #require(await iterator.next())
+      try await body(port)
+      group.cancelAll()
+    }
   }
 
   /// Malformed requests by name (the names keep the test's output short), with words the
