@@ -562,6 +562,96 @@ import Testing
     #expect(try t.store.verify("mango") == [])
   }
 
+  @Test(
+    "a covering index answers from its values (CouchDB 3.4): the same results, no document read, access kept, values updated, the old layout rebuilt"
+  )
+  func coveringIndex() throws {
+    let t = try mangoStore()
+    let store = t.store!
+    for i in 0..<30 {
+      var doc =
+        #"{"_id":"c\#(String(format: "%02d", i))","team":"\#(["red", "blue", "Green"][i % 3])","#
+      doc += #""info":{"level":\#(i % 4),"city":"\#(["Oslo", "Bern"][i % 2])"},"note":"n\#(i)"}"#
+      try store.put(doc, actor: "t")
+    }
+    // An index is usable when the selector requires each of its fields (CouchDB's rule).
+    let queries = [
+      #"{"selector": {"team": "red", "info.level": {"$gte": 0}}, "fields": ["_id"]}"#,
+      #"{"selector": {"team": {"$gt": "a"}, "info.level": {"$gte": 2}}, "fields": ["_id", "info.level"]}"#,
+      #"{"selector": {"team": {"$in": ["blue", "Green"]}, "info.level": {"$exists": true}}, "fields": ["team", "_id"]}"#,
+      #"{"selector": {"$or": [{"team": "red"}, {"info.level": 3}], "team": {"$exists": true}, "info.level": {"$lt": 9}}, "fields": ["_id", "team"]}"#,
+    ]
+    func sortedByID(_ r: FindResult) -> [JSONValue] {
+      r.docs.sorted { ($0["_id"]?.stringValue ?? "") < ($1["_id"]?.stringValue ?? "") }
+    }
+    // Without the index (skip and limit need one order: ids, as _all_docs reads them).
+    var scanned: [[JSONValue]] = []
+    for q in queries { scanned.append(sortedByID(try find(store, q))) }
+    try createIndex(
+      store, #"{"index": {"fields": ["team", "info.level"]}, "ddoc": "c", "name": "team-level"}"#)
+    for (q, expected) in zip(queries, scanned) {
+      let query = try FindQuery(json(q))
+      let explain = try store.explain(query, databaseName: "db")
+      #expect(explain["covering"] == .bool(true), "\(q)")
+      #expect(explain["mrargs"]?["include_docs"] == .bool(false))
+      var stats = query
+      stats.executionStats = true
+      let r = try store.find(stats)
+      #expect(r.warning == nil)
+      #expect(sortedByID(r) == expected, "\(q)")
+      #expect(r.stats?.docsExamined == 0 && r.stats?.keysExamined ?? 0 > 0)
+    }
+    // A field the index does not hold, or whole documents: the documents are read.
+    for q in [
+      #"{"selector": {"team": "red", "info.level": 1}, "fields": ["_id", "note"]}"#,
+      #"{"selector": {"team": "red", "info.level": 1, "note": {"$gt": "n"}}, "fields": ["_id"]}"#,
+      #"{"selector": {"team": "red", "info.level": 1}}"#,
+      #"{"selector": {"team": "red", "info.level": 1}, "fields": ["_rev"]}"#,
+    ] {
+      let explain = try store.explain(FindQuery(json(q)), databaseName: "db")
+      #expect(explain["covering"] == .bool(false), "\(q)")
+      #expect(explain["mrargs"]?["include_docs"] == .bool(true))
+    }
+    // Nested fields come back nested, from the index's values.
+    let nested = try find(
+      store, #"{"selector": {"team": "blue", "info.level": 1}, "fields": ["info.level", "team"]}"#)
+    #expect(nested.docs.first == json(#"{"info":{"level":1},"team":"blue"}"#))
+    // An edit that keeps the key (1 and 1.0 collate equal) still changes the values.
+    let c01 = try store.get("c01")
+    try store.put(
+      #"{"_id":"c01","_rev":"\#(c01["_rev"]!.stringValue!)","team":"blue","info":{"level":1.0}}"#,
+      actor: "t")
+    let after = try find(
+      store,
+      #"{"selector": {"_id": "c01", "team": "blue", "info.level": 1}, "fields": ["info.level"]}"#)
+    #expect(
+      after.docs.first?["info"]?["level"].map { String(decoding: $0.serialized(), as: UTF8.self) }
+        == "1.0")
+    // The caller's filter holds on the covered path too.
+    let onlyEven = DocumentFilter(
+      name: "even", parameters: [:], wakeKeys: [], keys: { _ in [] },
+      includes: { Int($0.dropFirst())! % 2 == 0 })
+    let visible = try store.find(
+      FindQuery(
+        json(
+          #"{"selector": {"team": {"$gt": null}, "info.level": {"$gt": null}}, "fields": ["_id"], "limit": 100}"#
+        )),
+      visible: onlyEven)
+    #expect(visible.docs.count == 15)
+    #expect(visible.docs.allSatisfy { Int($0["_id"]!.stringValue!.dropFirst())! % 2 == 0 })
+    #expect(try store.verify("mango") == [])
+    // A store of the layout before (`mango.rows`: ids without values) is rebuilt at open.
+    let old = try store.log.database(named: "mango.rows")
+    try store.log.write { txn in
+      try txn.put([1], forKey: [1], in: old)
+      try txn.removeAll(in: store.storage(of: "mango")!["entries"])
+    }
+    try t.reopen(projections: [MangoProjection()])
+    #expect(try !t.store.log.hasDatabase(named: "mango.rows"))
+    #expect(sortedByID(try find(t.store, queries[0])) == scanned[0])
+    #expect(try t.store.verify("mango") == [])
+  }
+
   @Test("use_index, partial filters, execution stats, conflicts and _explain")
   func plannerAndExplain() throws {
     let t = try mangoStore()
@@ -702,7 +792,7 @@ import Testing
     _ = try store.delete("_design/v", rev: ddoc["_rev"]!.stringValue!, actor: "t")
     #expect(try store.mangoIndexes().map(\.name) == ["kv"])
     let storage = try #require(store.storage(of: "mango"))
-    let rows = try store.read { txn in try txn.count(of: storage["rows"]) }
+    let rows = try store.read { txn in try txn.count(of: storage["entries"]) }
     let kvRows = try find(
       store, #"{"selector": {"k": {"$gt": null}, "v": {"$exists": true}}, "limit": 999}"#)
     #expect(rows == kvRows.docs.count, "only the kv index has rows")

@@ -158,8 +158,8 @@ extension DocumentStore {
         switch c {
         case .special: covering = .null
         case .json(let index):
-          covering = .bool(
-            query.fields.map { Set($0).isSubset(of: Set(["_id"] + index.fields)) } ?? false)
+          // CouchDB judges the runners-up by the query's `fields` alone.
+          covering = .bool(index.covers(query.fields))
         }
         return .object(
           JSONObject([
@@ -186,12 +186,6 @@ extension DocumentStore {
   /// `selector_hints`: which fields of the selector (as CouchDB normalizes it) a JSON index
   /// could look up (`mango_idx_view:indexable_fields`), and which not.
   static func selectorHints(_ selector: Selector) -> JSONValue {
-    func allFields(_ v: JSONValue) -> [String] {
-      guard let members = v.objectValue?.members, members.count == 1 else { return [] }
-      let (key, value) = (members[0].key, members[0].value)
-      if key.hasPrefix("$"), let items = value.arrayValue { return items.flatMap(allFields) }
-      return [key]
-    }
     let indexableOps: Set<String> = ["$lt", "$lte", "$eq", "$gt", "$gte", "$beginsWith", "$exists"]
     func indexable(_ v: JSONValue) -> [String] {
       guard let members = v.objectValue?.members, members.count == 1 else { return [] }
@@ -205,7 +199,7 @@ extension DocumentStore {
     }
     let normalized = selector.normalizedJSON
     let yes = Set(indexable(normalized))
-    let no = Set(allFields(normalized)).subtracting(yes)
+    let no = Set(selector.fields).subtracting(yes)
     return .array([
       .object(
         JSONObject([

@@ -371,7 +371,20 @@ extension DocumentStore {
       after = decoded
     }
     var skipped = 0
+    let covering = plan.index?.covers(query.requiredFields) == true
     try read { txn in
+      /// Applies the selector to a document that matched the range, then skip and limit.
+      func take(_ full: JSONValue, key: [UInt8]) -> Bool {
+        guard query.selector.matches(full) else { return true }
+        if skipped < query.skip {
+          skipped += 1
+          return true
+        }
+        guard docs.count < query.limit else { return false }
+        docs.append(Self.project(full, query.fields))
+        lastKey = key
+        return docs.count < query.limit
+      }
       func consider(_ docID: String, key: [UInt8]) throws -> Bool {
         if let visible, !visible.includes(docID) { return true }
         stats.keysExamined += 1
@@ -385,21 +398,17 @@ extension DocumentStore {
         if docID.hasPrefix("_design/") { return true }
         let full = try documentJSON(
           record, winner, options: GetOptions(conflicts: query.conflicts), txn: txn)
-        guard query.selector.matches(full) else { return true }
-        if skipped < query.skip {
-          skipped += 1
-          return true
-        }
-        guard docs.count < query.limit else { return false }
-        docs.append(Self.project(full, query.fields))
-        lastKey = key
-        return docs.count < query.limit
+        return take(full, key: key)
       }
       guard query.limit > 0, !query.selector.matchesNothingInFind else { return }
       if let index = plan.index {
         guard let storage = mangoStorage else { return }
-        try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id in
-          try consider(id, key: key)
+        try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id, values in
+          guard covering else { return try consider(id, key: key) }
+          // The index covers the query: its values are the document (no document is read).
+          if let visible, !visible.includes(id) { return true }
+          stats.keysExamined += 1
+          return take(index.coveredDocument(id, values: try JSONValue(parsing: values)), key: key)
         }
       } else {
         try scanAllDocs(plan, after: after, txn: txn) { key, id in
@@ -419,10 +428,11 @@ extension DocumentStore {
   }
 
   /// Reads `index`'s rows in the plan's range and direction, after `after` (a bookmark's
-  /// key) when given; `body` gets each row key (past the prefix) and document id.
+  /// key) when given; `body` gets each row key (past the prefix), document id and the
+  /// serialized field values.
   func scanIndex(
     _ index: MangoIndex, _ plan: FindPlan, after: [UInt8]?, storage: ProjectionStorage,
-    txn: ReadTransaction, _ body: ([UInt8], String) throws -> Bool
+    txn: ReadTransaction, _ body: ([UInt8], String, ArraySlice<UInt8>) throws -> Bool
   ) throws {
     let prefix = index.prefix
     let start: [UInt8]
@@ -434,12 +444,12 @@ extension DocumentStore {
       start = prefix + (plan.lower ?? [])
     }
     try txn.scan(
-      storage["rows"], from: start, direction: plan.descending ? .backward : .forward
+      storage["entries"], from: start, direction: plan.descending ? .backward : .forward
     ) { key, value in
       guard key.starts(with: prefix) else { return false }
       let rest = Array(key[prefix.count...])
       if let after, rest == after { return true }
-      let id = String(decoding: value, as: UTF8.self)
+      let (id, values) = try MangoIndex.decodeRowValue(value)
       let fieldPart = Array(rest.prefix(rest.count - MangoIndex.docKey(id).count))
       if plan.descending {
         if let lower = plan.lower, fieldPart.lexicographicallyPrecedes(lower) { return false }
@@ -448,7 +458,7 @@ extension DocumentStore {
       {
         return false
       }
-      return try body(rest, id)
+      return try body(rest, id, values)
     }
   }
 
@@ -578,9 +588,10 @@ extension DocumentStore {
       .init(key: "selector_hints", value: Self.selectorHints(query.selector)),
     ]
     guard let plan else { return .object(JSONObject(members)) }
+    let covering = plan.index?.covers(query.requiredFields) == true
     let mrargs = JSONValue.object(
       JSONObject([
-        .init(key: "include_docs", value: .bool(true)),
+        .init(key: "include_docs", value: .bool(!covering)),
         .init(key: "view_type", value: .string("map")), .init(key: "reduce", value: .bool(false)),
         .init(key: "partition", value: .null),
         .init(key: "start_key", value: plan.descending ? plan.endKey : plan.startKey),
@@ -591,7 +602,7 @@ extension DocumentStore {
         .init(key: "conflicts", value: .string("undefined")),
       ]))
     members += [
-      .init(key: "mrargs", value: mrargs), .init(key: "covering", value: .bool(false)),
+      .init(key: "mrargs", value: mrargs), .init(key: "covering", value: .bool(covering)),
     ]
     if let warning = plan.warning { members.append(.init(key: "warning", value: .string(warning))) }
     return .object(JSONObject(members))

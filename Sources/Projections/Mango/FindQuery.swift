@@ -10,6 +10,9 @@ public struct FindQuery: Sendable, Hashable {
   public var selector: Selector
   /// The fields of each document to return (dotted paths); nil: all.
   public var fields: [String]?
+  /// The fields the query reads: its ``fields`` and the selector's (CouchDB's
+  /// `required_fields`); nil when it returns whole documents.
+  var requiredFields: [String]? { fields.map { $0 + selector.fields } }
   /// Sort fields and their direction (`true`: descending).
   public var sort: [Sort] = []
   public var limit = 25

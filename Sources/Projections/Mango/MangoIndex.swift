@@ -214,17 +214,65 @@ public struct MangoIndex: Sendable, Hashable {
   /// ``MangoProjection``), which keeps the order of keys up to their first 250 bytes.
   static let maxFieldBytes = 250
 
-  /// The encoded field values of `doc` (in index order), or nil when the document is not in
-  /// the index (a field missing, the partial filter not matched, a design document).
-  func fieldKey(_ docID: String, _ doc: JSONValue) -> [UInt8]? {
+  /// A document's place in the index: its key (the encoded field values, see ``truncated(_:)``)
+  /// and the values themselves, as a serialized JSON array in index order, from which a
+  /// covering query builds its results (``covers(_:)``).
+  struct Entry: Equatable {
+    var key: [UInt8]
+    var values: [UInt8]
+  }
+
+  /// `doc`'s entry, or nil when the document is not in the index (a field missing, the
+  /// partial filter not matched, a design document).
+  func entry(_ docID: String, _ doc: JSONValue) -> Entry? {
     if docID.hasPrefix("_design/") { return nil }
     if let partialFilter, !partialFilter.matches(doc) { return nil }
-    var out: [UInt8] = []
-    for path in paths {
+    var key: [UInt8] = []
+    var values: [UInt8] = [UInt8(ascii: "[")]
+    for (k, path) in paths.enumerated() {
       guard let value = Selector.value(at: path, in: doc) else { return nil }
-      Collation.encode(value, into: &out)
+      Collation.encode(value, into: &key)
+      if k > 0 { values.append(UInt8(ascii: ",")) }
+      value.serialize(into: &values)
     }
-    return Self.truncated(out)
+    values.append(UInt8(ascii: "]"))
+    return Entry(key: Self.truncated(key), values: values)
+  }
+
+  /// Whether the index alone answers a query that reads `fields` (the query's `fields` and
+  /// the selector's, or nil for whole documents): they are all among its fields and `_id`, as
+  /// in CouchDB's `mango_idx_view:covers`. Results are then made of the index's values, no
+  /// document is read.
+  func covers(_ fields: [String]?) -> Bool {
+    guard let fields else { return false }
+    let available = Set(self.fields + ["_id"])
+    return fields.allSatisfy(available.contains)
+  }
+
+  /// The document a covering query sees of an entry: its `_id` and the index's fields, nested
+  /// by their paths (CouchDB's `derive_doc_from_index`).
+  func coveredDocument(_ docID: String, values: JSONValue) -> JSONValue {
+    var doc = JSONValue.object(JSONObject([.init(key: "_id", value: .string(docID))]))
+    for (path, value) in zip(paths, values.arrayValue ?? []) {
+      doc = DocumentStore.insert(value, at: path[...], into: doc)
+    }
+    return doc
+  }
+
+  /// A `mango.entries` value: the document id (its length first), then the entry's values.
+  static func rowValue(_ docID: String, _ values: [UInt8]) -> [UInt8] {
+    var w = ByteWriter(capacity: docID.utf8.count + values.count + 2)
+    w.string(docID)
+    w.raw(values[...])
+    return w.bytes
+  }
+
+  /// The document id and the serialized values of a `mango.entries` value.
+  static func decodeRowValue(_ bytes: [UInt8]) throws -> (docID: String, values: ArraySlice<UInt8>)
+  {
+    var r = ByteReader(bytes)
+    let id = try r.string()
+    return (id, bytes[r.offset...])
   }
 
   static func truncated(_ bytes: [UInt8]) -> [UInt8] {

@@ -11,12 +11,14 @@ import Synchronization
 /// | `mango.live` | document id (as ``DocumentKey`` keys it) | log position of its winning revision's body (live documents), then the id when the key is not the id |
 /// | `mango.conflicts` | document id (as ``DocumentKey`` keys it) | the document's `_conflicts` (a JSON array of revs), for documents that have any |
 /// | `mango.defs` | design doc id · 0x00 · index name | the index's view, as JSON |
-/// | `mango.rows` | index prefix · encoded field values (≤ 250 bytes) · doc key | document id |
-/// | `mango.byDoc` | index prefix · doc key | the document's row key in that index |
+/// | `mango.entries` | index prefix · encoded field values (≤ 250 bytes) · doc key | document id (its length first), then the field values as a JSON array |
+/// | `mango.byDoc` | index prefix · doc key | the document's row key in that index (its length first), then the field values as a JSON array |
 ///
 /// The index prefix is the length (2 bytes) and bytes of `ddoc 0x00 name`; field values are
 /// encoded by ``Collation`` (so LMDB's byte order is CouchDB's collation); a doc key is the
-/// id, or for ids past 150 bytes a prefix and an MD5 (``MangoIndex/docKey(_:)``).
+/// id, or for ids past 150 bytes a prefix and an MD5 (``MangoIndex/docKey(_:)``). The values
+/// themselves are kept with the id, so that a query the index covers is answered from it
+/// alone (``MangoIndex/covers(_:)``).
 ///
 /// The definitions come from design documents: when a design document's winner changes, the
 /// indexes it no longer defines (or defines differently) lose their rows, and new ones are
@@ -26,13 +28,14 @@ import Synchronization
 /// it read (CouchDB's indexes see each document's `_conflicts`). Everything depends on the change, the
 /// log and these databases alone, so a replay rebuilds the same rows and `verify` compares
 /// them; `mango.live` and `mango.conflicts` are what let an index defined later be built
-/// without the documents projection's databases. Stores of the layout before
-/// `mango.conflicts` (whose `mango.live` was called `mango.docs`) are rebuilt when they open.
+/// without the documents projection's databases. Stores of the layouts before (`mango.docs`
+/// for `mango.live`, no `mango.conflicts`; `mango.rows`, without the values, for
+/// `mango.entries`) are rebuilt when they open.
 public final class MangoProjection: DocumentChangeProjection, ProjectionMigration {
   public let name = "mango"
-  public let databaseNames = ["live", "conflicts", "defs", "rows", "byDoc"]
+  public let databaseNames = ["live", "conflicts", "defs", "entries", "byDoc"]
   public var retiredDatabaseNames: [String] { [] }
-  public var rebuildingDatabaseNames: [String] { ["mango.docs"] }
+  public var rebuildingDatabaseNames: [String] { ["mango.docs", "mango.rows"] }
 
   /// Parsed definitions by their stored bytes (a definition is parsed once per process).
   private let parsed = Mutex<[[UInt8]: MangoIndex]>([:])
@@ -157,17 +160,29 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     let prefix = index.prefix
     let docKey = MangoIndex.docKey(docID)
     let byDocKey = prefix + docKey
-    let newKey = body.flatMap { index.fieldKey(docID, $0) }.map { prefix + $0 + docKey }
+    let entry = body.flatMap { index.entry(docID, $0) }
+    let rowKey = entry.map { prefix + $0.key + docKey }
+    let byDocValue = entry.map { Self.byDocValue(rowKey: rowKey!, values: $0.values) }
     if let old = try txn.get(byDocKey, in: storage["byDoc"]) {
-      if old == newKey { return }
-      _ = try txn.delete(old, in: storage["rows"])
+      if old == byDocValue { return }
+      var r = ByteReader(old)
+      _ = try txn.delete(Array(try r.data()), in: storage["entries"])
     }
-    if let newKey {
-      try txn.put(Array(docID.utf8), forKey: newKey, in: storage["rows"])
-      try txn.put(newKey, forKey: byDocKey, in: storage["byDoc"])
+    if let entry, let rowKey, let byDocValue {
+      try txn.put(
+        MangoIndex.rowValue(docID, entry.values), forKey: rowKey, in: storage["entries"])
+      try txn.put(byDocValue, forKey: byDocKey, in: storage["byDoc"])
     } else {
       _ = try txn.delete(byDocKey, in: storage["byDoc"])
     }
+  }
+
+  /// A `mango.byDoc` value: the row key (its length first), then the values.
+  static func byDocValue(rowKey: [UInt8], values: [UInt8]) -> [UInt8] {
+    var w = ByteWriter(capacity: rowKey.count + values.count + 2)
+    w.data(rowKey)
+    w.raw(values)
+    return w.bytes
   }
 
   /// Replaces design document `ddoc`'s indexes by `indexes`: those gone or changed lose their
@@ -200,7 +215,7 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
 
   /// Removes every row of the index whose rows start with `prefix`.
   func drop(_ prefix: [UInt8], storage: ProjectionStorage, txn: WriteTransaction) throws {
-    for db in [storage["rows"], storage["byDoc"]] {
+    for db in [storage["entries"], storage["byDoc"]] {
       var keys: [[UInt8]] = []
       try txn.scan(db, from: prefix) { key, _ in
         guard key.starts(with: prefix) else { return false }
@@ -246,19 +261,21 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
       if index.needsConflicts {
         conflicts = try chunk.map { try txn.get(DocumentKey.key($0.0), in: storage["conflicts"]) }
       }
-      let keys = Self.fieldKeys(
+      let entries = Self.entries(
         index, ids: chunk.map(\.0), events: events, conflicts: conflicts)
-      var rows: [(key: [UInt8], id: String)] = []
+      var rows: [(key: [UInt8], value: [UInt8])] = []
       rows.reserveCapacity(chunk.count)
       for (i, (id, _)) in chunk.enumerated() {
-        guard let fieldKey = keys[i] else { continue }
+        guard let entry = entries[i] else { continue }
         let docKey = MangoIndex.docKey(id)
-        let rowKey = prefix + fieldKey + docKey
-        try txn.put(rowKey, forKey: prefix + docKey, in: storage["byDoc"])
-        rows.append((rowKey, id))
+        let rowKey = prefix + entry.key + docKey
+        try txn.put(
+          Self.byDocValue(rowKey: rowKey, values: entry.values), forKey: prefix + docKey,
+          in: storage["byDoc"])
+        rows.append((rowKey, MangoIndex.rowValue(id, entry.values)))
       }
       rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
-      for (key, id) in rows { try txn.put(Array(id.utf8), forKey: key, in: storage["rows"]) }
+      for (key, value) in rows { try txn.put(value, forKey: key, in: storage["entries"]) }
       done += chunk.count
     }
   }
@@ -266,18 +283,18 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
   /// Documents a build keys at a time.
   static let buildChunk = 16_384
 
-  /// The field keys of documents `ids` whose winning revisions are `events` (nil: not in the
+  /// The entries of documents `ids` whose winning revisions are `events` (nil: not in the
   /// index), worked out on two threads. `conflicts` (empty, or one per document) holds each
   /// one's stored `_conflicts`.
-  static func fieldKeys(
+  static func entries(
     _ index: MangoIndex, ids: [String], events: [RecordedEvent], conflicts: [[UInt8]?]
-  ) -> [[UInt8]?] {
+  ) -> [MangoIndex.Entry?] {
     let parts = ids.count < 256 ? 1 : 2
-    let results = Mutex<[[[UInt8]?]]>(Array(repeating: [], count: parts))
+    let results = Mutex<[[MangoIndex.Entry?]]>(Array(repeating: [], count: parts))
     DispatchQueue.concurrentPerform(iterations: parts) { part in
       let range =
         (ids.count * part / parts)..<(ids.count * (part + 1) / parts)
-      var out: [[UInt8]?] = []
+      var out: [MangoIndex.Entry?] = []
       out.reserveCapacity(range.count)
       for i in range {
         var body = (try? DocumentEvent(decoding: events[i])).flatMap {
@@ -288,7 +305,7 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
         {
           body = withConflicts(revs, body)
         }
-        out.append(withID(ids[i], body).flatMap { index.fieldKey(ids[i], $0) })
+        out.append(withID(ids[i], body).flatMap { index.entry(ids[i], $0) })
       }
       results.withLock { $0[part] = out }
     }

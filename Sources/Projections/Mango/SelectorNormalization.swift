@@ -19,6 +19,19 @@ extension Selector {
     return Self.normNegations(Self.normFields(Self.normOps(json), path: ""))
   }
 
+  /// The fields the selector names, as CouchDB lists them (`mango_selector:fields` of the
+  /// normalized selector): those under `$and`, `$or` and `$nor`, and the name of every other
+  /// member.
+  public var fields: [String] {
+    func fields(_ v: JSONValue) -> [String] {
+      guard let members = v.objectValue?.members, members.count == 1 else { return [] }
+      let (key, value) = (members[0].key, members[0].value)
+      if key.hasPrefix("$"), let items = value.arrayValue { return items.flatMap(fields) }
+      return [key]
+    }
+    return fields(normalizedJSON)
+  }
+
   private static func pair(_ key: String, _ value: JSONValue) -> JSONValue {
     .object(JSONObject([.init(key: key, value: value)]))
   }
