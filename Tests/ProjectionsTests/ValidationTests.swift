@@ -219,3 +219,65 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     #expect(Timestamp.isISO8601(Timestamp.iso8601()))
   }
 }
+
+/// CouchDB's checks of design documents (`couch_mrview:validate`), with its messages.
+@Suite struct DesignDocumentCheckTests {
+  @Test(
+    "design documents CouchDB refuses are 400 invalid_design_doc, local or replicated",
+    arguments: [
+      (#""views":"x""#, "`views` field must have object type"),
+      (#""views":{"v":"function(doc){}"}"#, "`views.v` field must have object type"),
+      (
+        #""views":{"v":{"map":{"fields":{"a":"asc"}}}}"#,
+        "`views.v.map` field must have string type"
+      ),
+      (
+        #""language":"query","views":{"v":{"map":"function(doc){}"}}"#,
+        "`views.v.map` field must have object type"
+      ),
+      (#""views":{"v":{"map":"f","reduce":7}}"#, "`views.v.reduce` field must have string type"),
+      (#""views":{"lib":"x"}"#, "`views.lib` field must have object type"),
+      (#""views":{"v":{"reduce":"_count"}}"#, "View `v` must contain map function"),
+      (#""views":{"v":{"map":"f","reduce":"_max"}}"#, "`_max` is not a supported reduce function."),
+      (#""filters":{"f":7}"#, "`filters.f` field must have object or string type"),
+      (#""shows":[]"#, "`shows` field must have object type"),
+      (#""rewrites":{}"#, "`rewrites` field must have string or array type"),
+      (#""options":{"local_seq":"yes"}"#, "`options.local_seq` field must have boolean type"),
+      (#""validate_doc_update":{}"#, "`validate_doc_update` field must have string type"),
+      (#""language":1"#, "`language` field must have string type"),
+      (
+        #""options":{"partitioned":true}"#,
+        "partitioned option cannot be true in a non-partitioned database."
+      ),
+    ])
+  func refused(_ fields: String, _ reason: String) throws {
+    let t = try TestStore(validation: .couchDB)
+    let error = #expect(throws: StoreError.self) {
+      try t.store.put(doc("_design/d", fields), actor: "a")
+    }
+    #expect(error?.error == "invalid_design_doc" && error?.code == .badRequest)
+    #expect(error?.reason == reason)
+    let replicated = try t.store.bulkDocs(
+      [
+        try JSONValue(
+          parsing: Array(
+            doc("_design/d", #""_rev":"1-a","_revisions":{"start":1,"ids":["a"]},"# + fields).utf8))
+      ], newEdits: false, actor: "a")
+    #expect(replicated.first?.error?.error == "invalid_design_doc")
+    #expect(t.store.position == .start)
+  }
+
+  @Test("design documents CouchDB takes are stored")
+  func accepted() throws {
+    let t = try TestStore(validation: .couchDB)
+    for (n, fields) in [
+      #""views":{"v":{"map":"function(doc){emit(doc._id)}","reduce":"_sum"},"lib":{"x":"1"}}"#,
+      #""language":"query","views":{"i":{"map":{"fields":{"a":"asc"}},"reduce":"_count"}}"#,
+      #""language":"erlang","views":{"v":{"map":"fun(_) -> ok end.","reduce":"_max"}}"#,
+      #""filters":{"f":"function(){}"},"options":{"include_design":true},"rewrites":[]"#,
+      #""validate_doc_update":"function(){}","updates":{"u":"function(){}"}"#,
+    ].enumerated() {
+      try t.store.put(doc("_design/d\(n)", fields), actor: "a")
+    }
+  }
+}

@@ -77,11 +77,19 @@ public struct DocumentValidation: Sendable {
 }
 
 extension DocumentStore {
-  /// Checks a revision about to be written against the store's ``DocumentValidation``, as far
-  /// as the revision alone tells. Returns what a local edit then checks in its transaction
+  /// Checks a revision about to be written against CouchDB's checks of design documents
+  /// (``DesignDocumentCheck``) and the store's ``DocumentValidation``, as far as the revision
+  /// alone tells. Returns what a local edit then checks in its transaction
   /// (``require(_:txn:context:)``); a replicated revision does not need it.
   func schemaCheck(_ input: DocumentInput, id: String) -> Result<[DocumentRequirement], StoreError>
   {
+    if id.hasPrefix("_design/") {
+      do throws(StoreError) {
+        try DesignDocumentCheck.check(input.body)
+      } catch {
+        return .failure(error)
+      }
+    }
     guard !validation.isEmpty else { return .success([]) }
     return Result { () throws(StoreError) in
       try validation.validate(id, body: input.body, deleted: input.deleted)
