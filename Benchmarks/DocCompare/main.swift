@@ -24,6 +24,7 @@
 //               _revisions history, 1,000 per call; counts leaf revisions.
 //   concurrent  --writers tasks each editing its own document --per-writer times with
 //               putAsync on a group-commit log: every edit durable when it returns.
+//   concurrent-create  --writers tasks each creating --per-writer new documents the same way.
 //   single      --single edits with put, one synced transaction each.
 // Bodies are ~300-byte TouchWiki pages ({"type":"page","wiki_id":...,"markdown":...}) with two
 // [[links]], so the wiki projection does its full work (pages, links, backlinks, wikis).
@@ -330,6 +331,26 @@ if enabled("concurrent") {
   )
   store.close()
   remove("concurrent")
+}
+
+if enabled("concurrent-create") {
+  let store = try openStore("concurrent-create", .groupCommit)
+  let t0 = now()
+  try await withThrowingTaskGroup(of: Void.self) { group in
+    for w in 0..<writers {
+      group.addTask {
+        for v in 0..<perWriter {
+          var doc = ""
+          page(w * perWriter + v, into: &doc)
+          _ = try await store.putAsync(doc, actor: "writer\(w)")
+        }
+      }
+    }
+    try await group.waitForAll()
+  }
+  report("doc-create-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
+  store.close()
+  remove("concurrent-create")
 }
 
 if enabled("single") {
