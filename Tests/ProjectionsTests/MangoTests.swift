@@ -24,7 +24,7 @@ import Testing
   func createIndex(_ store: DocumentStore, _ body: String) throws -> MangoIndex {
     let index = try MangoIndex.parseRequest(json(body))
     let existing = try? store.get(index.ddoc)
-    let (doc, exists) = DocumentStore.designDocument(adding: index, to: existing)
+    let (doc, exists) = try DocumentStore.designDocument(adding: index, to: existing)
     if !exists {
       try store.put(
         doc.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue, actor: "admin")
@@ -650,6 +650,19 @@ import Testing
     #expect(try !t.store.log.hasDatabase(named: "mango.rows"))
     #expect(sortedByID(try find(t.store, queries[0])) == scanned[0])
     #expect(try t.store.verify("mango") == [])
+  }
+
+  @Test("an index is not added to a design document of another language (invalid_ddoc_lang)")
+  func indexInJavaScriptDesignDocument() throws {
+    let t = try mangoStore()
+    try t.store.put(
+      #"{"_id":"_design/js","views":{"v":{"map":"function(doc){emit(doc._id)}"}}}"#, actor: "t")
+    let error = #expect(throws: StoreError.self) {
+      try createIndex(t.store, #"{"index": {"fields": ["a"]}, "ddoc": "js", "name": "a"}"#)
+    }
+    #expect(error?.error == "invalid_ddoc_lang" && error?.code == .badRequest)
+    #expect(error?.reason == "Existing design doc has an invalid language: false")
+    #expect(try t.store.get("_design/js")["views"]?["a"] == nil)
   }
 
   @Test("use_index, partial filters, execution stats, conflicts and _explain")

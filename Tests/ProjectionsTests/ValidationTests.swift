@@ -238,10 +238,17 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
       (#""views":{"v":{"map":"f","reduce":7}}"#, "`views.v.reduce` field must have string type"),
       (#""views":{"lib":"x"}"#, "`views.lib` field must have object type"),
       (#""views":{"v":{"reduce":"_count"}}"#, "View `v` must contain map function"),
-      (#""views":{"v":{"map":"f","reduce":"_max"}}"#, "`_max` is not a supported reduce function."),
-      (#""filters":{"f":7}"#, "`filters.f` field must have object or string type"),
+      (
+        #""views":{"v":{"map":"function(doc){emit(doc._id)}","reduce":"_max"}}"#,
+        "`_max` is not a supported reduce function."
+      ),
+      (
+        #""language":"JavaScript","views":{"v":{"map":"function(doc){}","reduce":"_min"}}"#,
+        "`_min` is not a supported reduce function."
+      ),
+      (#""filters":{"f":7}"#, "`filters.f` field must have string or object type"),
       (#""shows":[]"#, "`shows` field must have object type"),
-      (#""rewrites":{}"#, "`rewrites` field must have string or array type"),
+      (#""rewrites":{}"#, "`rewrites` field must have array or string type"),
       (#""options":{"local_seq":"yes"}"#, "`options.local_seq` field must have boolean type"),
       (#""validate_doc_update":{}"#, "`validate_doc_update` field must have string type"),
       (#""language":1"#, "`language` field must have string type"),

@@ -612,9 +612,25 @@ extension DocumentStore {
 
   /// The design document that adds `index` to `existing` (the current winner's body, nil when
   /// there is none), and whether the index was already there (`exists`).
-  public static func designDocument(adding index: MangoIndex, to existing: JSONValue?) -> (
-    body: JSONValue, exists: Bool
-  ) {
+  ///
+  /// - Throws: 400 `invalid_ddoc_lang` when `existing` is not a `"language": "query"` design
+  ///   document (a JavaScript one, say), as CouchDB's `mango_util:check_lang` refuses it.
+  public static func designDocument(adding index: MangoIndex, to existing: JSONValue?)
+    throws(StoreError) -> (body: JSONValue, exists: Bool)
+  {
+    if let existing, existing["language"] != .string("query") {
+      // CouchDB prints the Erlang term it found: `false` when there is no language.
+      let found =
+        existing["language"].map { value in
+          let v =
+            value.stringValue.map { "<<\"\($0)\">>" }
+            ?? String(decoding: value.serialized(), as: UTF8.self)
+          return "{<<\"language\">>,\(v)}"
+        } ?? "false"
+      throw StoreError(
+        "invalid_ddoc_lang", "Existing design doc has an invalid language: \(found)",
+        code: .badRequest)
+    }
     var object = existing?.objectValue ?? JSONObject()
     var views = object["views"]?.objectValue ?? JSONObject()
     if let current = views[index.name],

@@ -61,7 +61,8 @@ public enum DesignDocumentCheck {
     let mapType: FieldType = body["language"] == .string("query") ? .object : .string
     for path in paths(mapType: mapType) {
       if let (failed, types) = firstFailure(.object(body), path[...], at: []) {
-        let names = types.map(\.rawValue).joined(separator: " or ")
+        // CouchDB's `join` lists the types the other way round ("string or object").
+        let names = types.reversed().map(\.rawValue).joined(separator: " or ")
         throw invalid("`\(failed.joined(separator: "."))` field must have \(names) type")
       }
     }
@@ -72,10 +73,12 @@ public enum DesignDocumentCheck {
     if body["options"]?["partitioned"] == .bool(true) {
       throw invalid("partitioned option cannot be true in a non-partitioned database.")
     }
-    // The built-in reduce functions, checked for the languages CouchDB has a query server
-    // for (design documents in other languages are stored unchecked).
-    let language = body["language"]?.stringValue ?? "javascript"
-    guard language == "javascript" || language == "query" else { return }
+    // The built-in reduce functions, checked for the languages CouchDB 3.4 has a query server
+    // for, named in any case (design documents in other languages are stored unchecked).
+    let language = (body["language"]?.stringValue ?? "javascript").lowercased()
+    guard ["javascript", "coffeescript", "javascript_quickjs", "query"].contains(language) else {
+      return
+    }
     let builtIns = ["_sum", "_count", "_stats", "_approx_count_distinct"]
     for view in views where view.key != "lib" {
       guard let reduce = view.value["reduce"]?.stringValue, reduce.hasPrefix("_") else { continue }

@@ -84,7 +84,7 @@ extension CouchServer {
       try Self.requireJSONContentType(request)
       let index = try MangoIndex.parseRequest(try await jsonBody(of: request))
       let existing = try? store.get(index.ddoc)
-      let (body, exists) = DocumentStore.designDocument(adding: index, to: existing)
+      let (body, exists) = try DocumentStore.designDocument(adding: index, to: existing)
       if !exists {
         _ = try await store.putAsync(
           body.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue,

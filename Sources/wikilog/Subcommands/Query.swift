@@ -121,7 +121,7 @@ struct IndexCommand: ParsableCommand {
       let db = try global.openStore()
       defer { db.close() }
       let existing = try? db.store.get(definition.ddoc)
-      let (body, exists) = DocumentStore.designDocument(adding: definition, to: existing)
+      let (body, exists) = try DocumentStore.designDocument(adding: definition, to: existing)
       if !exists {
         let reporter = ProgressReporter()
         reporter.start()
