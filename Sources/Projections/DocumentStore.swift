@@ -233,6 +233,8 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { return }
+    // A new revision the validation refused (one the store had is passed over above).
+    if case .failure(let error) = p.schema { throw error }
     var event = e
     var payload = p.payload
     if let pending = p.pending, p.event?.attachments == nil {

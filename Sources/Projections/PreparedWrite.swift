@@ -23,12 +23,13 @@ final class PreparedWrite: Sendable {
   let input: DocumentInput
   let id: String
   /// The first error met before the store is needed: the id, the `_rev`'s format and, for a
-  /// replicated write, everything else (it has no check that needs the store).
+  /// replicated write, everything else but its validation (``schema``).
   let early: StoreError?
   /// A local edit's `_rev`, parsed.
   let requested: RevID?
   /// A local edit's validation: what it needs of the store (checked in the transaction), or
-  /// why the body is refused.
+  /// why the body is refused. For a replicated write, why it is refused if its revision is
+  /// new to the store (the writer decides).
   let schema: Result<[DocumentRequirement], StoreError>
   /// The body as stored, or why it is refused (too large).
   let body: Result<[UInt8], StoreError>
@@ -195,7 +196,18 @@ extension DocumentStore {
       return refused(
         StoreError.badRequest("_rev \(revString) is not the first revision of _revisions"))
     }
-    if case .failure(let error) = schemaCheck(input, id: id) { return refused(error) }
+    let schema = schemaCheck(input, id: id)
+    if case .failure = schema {
+      // Refused by the writer if the revision is new: as CouchDB validates new leaves only, a
+      // revision the store has already is passed over whatever its body. Nothing is stored
+      // for it (no attachment data): the event serves the merge alone.
+      let e = DocumentEvent(
+        kind: .replicated, docID: id, rev: revString, path: path, deleted: input.deleted,
+        origin: origin, body: [], attachments: nil)
+      return PreparedWrite(
+        input: input, id: id, early: nil, requested: nil, schema: schema, body: .success([]),
+        event: e, guessedParent: nil, payload: nil, shares: .none)
+    }
     let bytes: [UInt8]
     do {
       bytes = try Self.checkedBody(input)

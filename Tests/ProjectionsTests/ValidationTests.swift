@@ -274,6 +274,30 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     #expect(t.store.position == .start)
   }
 
+  @Test(
+    "a replicated revision the store has is passed over, whatever its body (CouchDB validates new leaves)"
+  )
+  func heldRevisionsAreNotChecked() throws {
+    let t = try TestStore(validation: .couchDB)
+    func send(_ fields: String, rev: String = #""_rev":"1-a","_revisions":{"start":1,"ids":["a"]}"#)
+      throws -> StoreError?
+    {
+      // Replicated writes answer only the refused documents, as CouchDB's do.
+      let doc = doc("_design/d", rev + "," + fields)
+      return try t.store.bulkDocs(
+        [try JSONValue(parsing: Array(doc.utf8))], newEdits: false, actor: "a"
+      ).first?.error
+    }
+    #expect(try send(#""views":{"v":{"map":"function(doc){}"}}"#) == nil)
+    let position = t.store.position
+    #expect(try send(#""views":"x""#) == nil)
+    #expect(t.store.position == position)
+    // A new leaf with that body is refused.
+    let child = #""_rev":"2-b","_revisions":{"start":2,"ids":["b","a"]}"#
+    #expect(try send(#""views":"x""#, rev: child)?.error == "invalid_design_doc")
+    #expect(t.store.position == position)
+  }
+
   @Test("design documents CouchDB takes are stored")
   func accepted() throws {
     let t = try TestStore(validation: .couchDB)
