@@ -308,6 +308,14 @@ if enabled("replicated") {
   remove("replicated")
 }
 
+/// How the group-commit log grouped a workload's writes.
+func groupCommitNote(_ store: DocumentStore) {
+  let stats = store.log.statistics
+  note(
+    "group commit: \(stats.commits) commits for \(stats.groupedWrites) writes (\(String(format: "%.1f", Double(stats.groupedWrites) / Double(max(1, stats.groups)))) per group)"
+  )
+}
+
 if enabled("concurrent") {
   let store = try openStore("concurrent", .groupCommit)
   let t0 = now()
@@ -325,10 +333,7 @@ if enabled("concurrent") {
     try await group.waitForAll()
   }
   report("doc-edit-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
-  let stats = store.log.statistics
-  note(
-    "group commit: \(stats.commits) commits for \(stats.groupedWrites) writes (\(String(format: "%.1f", Double(stats.groupedWrites) / Double(max(1, stats.groups)))) per group)"
-  )
+  groupCommitNote(store)
   store.close()
   remove("concurrent")
 }
@@ -349,6 +354,7 @@ if enabled("concurrent-create") {
     try await group.waitForAll()
   }
   report("doc-create-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
+  groupCommitNote(store)
   store.close()
   remove("concurrent-create")
 }
