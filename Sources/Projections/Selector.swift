@@ -185,8 +185,12 @@ public struct Selector: Sendable, Hashable {
     -> Node
   {
     var nodes: [Node] = []
-    for (i, member) in object.members.enumerated()
-    where !object.members[(i + 1)...].contains(where: { $0.key == member.key }) {
+    // Where each key last occurs (linear, whatever a hostile selector holds).
+    var last: [String: Int] = [:]
+    if object.members.count > 1 {
+      for (i, member) in object.members.enumerated() { last[member.key] = i }
+    }
+    for (i, member) in object.members.enumerated() where last[member.key].map({ $0 == i }) ?? true {
       if member.key.hasPrefix("$") {
         if isRoot && Self.isCondition(member.key) {
           throw error("invalid_selector", "One or more conditions is missing a field name.")

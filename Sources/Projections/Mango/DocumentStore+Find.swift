@@ -18,6 +18,9 @@ public struct FindPlan: Sendable {
   let endKey: JSONValue
   /// Why no index or the named one was not used, for the response's `warning`.
   public let warning: String?
+  /// Whether the index covers the query (``MangoIndex/covers(_:)``): the results are made of
+  /// its values, and no document is read.
+  public var covering = false
 }
 
 /// What a query asks of an index, for the planner and `_explain`.
@@ -199,7 +202,7 @@ extension DocumentStore {
       let (lower, upper, start, end) = range(index, required)
       return FindPlan(
         index: index, lower: lower, upper: upper, descending: descending, startKey: start,
-        endKey: end, warning: warning)
+        endKey: end, warning: warning, covering: index.covers(query.requiredFields))
     case .special:
       if query.useIndexDDoc == nil && !query.allowFallback {
         throw StoreError(
@@ -371,7 +374,6 @@ extension DocumentStore {
       after = decoded
     }
     var skipped = 0
-    let covering = plan.index?.covers(query.requiredFields) == true
     try read { txn in
       /// Applies the selector to a document that matched the range, then skip and limit.
       func take(_ full: JSONValue, key: [UInt8]) -> Bool {
@@ -385,9 +387,13 @@ extension DocumentStore {
         lastKey = key
         return docs.count < query.limit
       }
-      func consider(_ docID: String, key: [UInt8]) throws -> Bool {
+      /// A row of the index (with its values, when the index covers the query) or of
+      /// `_all_docs`.
+      func consider(_ docID: String, key: [UInt8], covered: JSONValue? = nil) throws -> Bool {
         if let visible, !visible.includes(docID) { return true }
         stats.keysExamined += 1
+        // The index covers the query: its values are the document (no document is read).
+        if let covered { return take(covered, key: key) }
         guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
           let winner = record.tree.winner, winner.status == .available, let at = winner.body
         else { return true }
@@ -404,11 +410,10 @@ extension DocumentStore {
       if let index = plan.index {
         guard let storage = mangoStorage else { return }
         try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id, values in
-          guard covering else { return try consider(id, key: key) }
-          // The index covers the query: its values are the document (no document is read).
-          if let visible, !visible.includes(id) { return true }
-          stats.keysExamined += 1
-          return take(index.coveredDocument(id, values: try JSONValue(parsing: values)), key: key)
+          try consider(
+            id, key: key,
+            covered: plan.covering
+              ? index.coveredDocument(id, values: try JSONValue(parsing: values)) : nil)
         }
       } else {
         try scanAllDocs(plan, after: after, txn: txn) { key, id in
@@ -588,10 +593,9 @@ extension DocumentStore {
       .init(key: "selector_hints", value: Self.selectorHints(query.selector)),
     ]
     guard let plan else { return .object(JSONObject(members)) }
-    let covering = plan.index?.covers(query.requiredFields) == true
     let mrargs = JSONValue.object(
       JSONObject([
-        .init(key: "include_docs", value: .bool(!covering)),
+        .init(key: "include_docs", value: .bool(!plan.covering)),
         .init(key: "view_type", value: .string("map")), .init(key: "reduce", value: .bool(false)),
         .init(key: "partition", value: .null),
         .init(key: "start_key", value: plan.descending ? plan.endKey : plan.startKey),
@@ -602,7 +606,7 @@ extension DocumentStore {
         .init(key: "conflicts", value: .string("undefined")),
       ]))
     members += [
-      .init(key: "mrargs", value: mrargs), .init(key: "covering", value: .bool(covering)),
+      .init(key: "mrargs", value: mrargs), .init(key: "covering", value: .bool(plan.covering)),
     ]
     if let warning = plan.warning { members.append(.init(key: "warning", value: .string(warning))) }
     return .object(JSONObject(members))
@@ -631,21 +635,13 @@ extension DocumentStore {
         "invalid_ddoc_lang", "Existing design doc has an invalid language: \(found)",
         code: .badRequest)
     }
+    if let existing,
+      MangoIndex.indexes(inDesignDocument: index.ddoc, body: existing).contains(index)
+    {
+      return (existing, true)
+    }
     var object = existing?.objectValue ?? JSONObject()
     var views = object["views"]?.objectValue ?? JSONObject()
-    if let current = views[index.name],
-      MangoIndex.indexes(
-        inDesignDocument: index.ddoc,
-        body: .object(
-          JSONObject([
-            .init(key: "language", value: .string("query")),
-            .init(
-              key: "views", value: .object(JSONObject([.init(key: index.name, value: current)]))),
-          ]))
-      ).first == index, object["language"]?.stringValue == "query"
-    {
-      return (.object(object), true)
-    }
     object["_id"] = .string(index.ddoc)
     object["language"] = .string("query")
     views[index.name] = index.view

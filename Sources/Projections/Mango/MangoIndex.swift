@@ -259,15 +259,8 @@ public struct MangoIndex: Sendable, Hashable {
     return doc
   }
 
-  /// A `mango.entries` value: the document id (its length first), then the entry's values.
-  static func rowValue(_ docID: String, _ values: [UInt8]) -> [UInt8] {
-    var w = ByteWriter(capacity: docID.utf8.count + values.count + 2)
-    w.string(docID)
-    w.raw(values[...])
-    return w.bytes
-  }
-
-  /// The document id and the serialized values of a `mango.entries` value.
+  /// The document id and the serialized values of a `mango.entries` value
+  /// (``MangoProjection/rows(_:_:_:)`` writes them).
   static func decodeRowValue(_ bytes: [UInt8]) throws -> (docID: String, values: ArraySlice<UInt8>)
   {
     var r = ByteReader(bytes)

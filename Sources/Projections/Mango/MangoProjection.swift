@@ -83,7 +83,7 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
       }
     }
     let cache = txn.buffer(ObjectIdentifier(self)) { DefinitionsCache() }
-    if change.docID.hasPrefix("_design/") {
+    if design {
       cache.indexes = nil
       let body = live == nil ? nil : try change.winnerBody(in: txn)
       try updateDefinitions(
@@ -157,32 +157,35 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     _ index: MangoIndex, docID: String, body: JSONValue?, storage: ProjectionStorage,
     txn: WriteTransaction
   ) throws {
-    let prefix = index.prefix
-    let docKey = MangoIndex.docKey(docID)
-    let byDocKey = prefix + docKey
-    let entry = body.flatMap { index.entry(docID, $0) }
-    let rowKey = entry.map { prefix + $0.key + docKey }
-    let byDocValue = entry.map { Self.byDocValue(rowKey: rowKey!, values: $0.values) }
+    let byDocKey = index.prefix + MangoIndex.docKey(docID)
+    let rows = body.flatMap { index.entry(docID, $0) }.map { Self.rows(index, docID, $0) }
     if let old = try txn.get(byDocKey, in: storage["byDoc"]) {
-      if old == byDocValue { return }
+      if old == rows?.byDoc { return }
       var r = ByteReader(old)
       _ = try txn.delete(Array(try r.data()), in: storage["entries"])
     }
-    if let entry, let rowKey, let byDocValue {
-      try txn.put(
-        MangoIndex.rowValue(docID, entry.values), forKey: rowKey, in: storage["entries"])
-      try txn.put(byDocValue, forKey: byDocKey, in: storage["byDoc"])
+    if let rows {
+      try txn.put(rows.value, forKey: rows.key, in: storage["entries"])
+      try txn.put(rows.byDoc, forKey: byDocKey, in: storage["byDoc"])
     } else {
       _ = try txn.delete(byDocKey, in: storage["byDoc"])
     }
   }
 
-  /// A `mango.byDoc` value: the row key (its length first), then the values.
-  static func byDocValue(rowKey: [UInt8], values: [UInt8]) -> [UInt8] {
-    var w = ByteWriter(capacity: rowKey.count + values.count + 2)
-    w.data(rowKey)
-    w.raw(values)
-    return w.bytes
+  /// Document `docID`'s rows for its `entry` in `index`: the `mango.entries` key (index prefix,
+  /// encoded values, doc key) and value (the id, its length first, then the values), and the
+  /// `mango.byDoc` value (that key, its length first, then the values).
+  static func rows(_ index: MangoIndex, _ docID: String, _ entry: MangoIndex.Entry) -> (
+    key: [UInt8], value: [UInt8], byDoc: [UInt8]
+  ) {
+    let key = index.prefix + entry.key + MangoIndex.docKey(docID)
+    var value = ByteWriter(capacity: docID.utf8.count + entry.values.count + 2)
+    value.string(docID)
+    value.raw(entry.values)
+    var byDoc = ByteWriter(capacity: key.count + entry.values.count + 2)
+    byDoc.data(key)
+    byDoc.raw(entry.values)
+    return (key, value.bytes, byDoc.bytes)
   }
 
   /// Replaces design document `ddoc`'s indexes by `indexes`: those gone or changed lose their
@@ -267,12 +270,9 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
       rows.reserveCapacity(chunk.count)
       for (i, (id, _)) in chunk.enumerated() {
         guard let entry = entries[i] else { continue }
-        let docKey = MangoIndex.docKey(id)
-        let rowKey = prefix + entry.key + docKey
-        try txn.put(
-          Self.byDocValue(rowKey: rowKey, values: entry.values), forKey: prefix + docKey,
-          in: storage["byDoc"])
-        rows.append((rowKey, MangoIndex.rowValue(id, entry.values)))
+        let (key, value, byDoc) = Self.rows(index, id, entry)
+        try txn.put(byDoc, forKey: prefix + MangoIndex.docKey(id), in: storage["byDoc"])
+        rows.append((key, value))
       }
       rows.sort { $0.key.lexicographicallyPrecedes($1.key) }
       for (key, value) in rows { try txn.put(value, forKey: key, in: storage["entries"]) }
