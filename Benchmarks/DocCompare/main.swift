@@ -308,55 +308,49 @@ if enabled("replicated") {
   remove("replicated")
 }
 
-/// How the group-commit log grouped a workload's writes.
-func groupCommitNote(_ store: DocumentStore) {
+/// A workload of --writers tasks writing on a group-commit log (in DIR/`name`) at once, each
+/// running `writer` with its number: reported as doc-`kind`-N-writers-group-commit, with how
+/// the log grouped the writes.
+func concurrentWorkload(
+  _ name: String, kind: String,
+  _ writer: @escaping @Sendable (DocumentStore, Int) async throws -> Void
+) async throws {
+  let store = try openStore(name, .groupCommit)
+  let t0 = now()
+  try await withThrowingTaskGroup(of: Void.self) { group in
+    for w in 0..<writers { group.addTask { try await writer(store, w) } }
+    try await group.waitForAll()
+  }
+  report("doc-\(kind)-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
   let stats = store.log.statistics
   note(
     "group commit: \(stats.commits) commits for \(stats.groupedWrites) writes (\(String(format: "%.1f", Double(stats.groupedWrites) / Double(max(1, stats.groups)))) per group)"
   )
+  store.close()
+  remove(name)
 }
 
 if enabled("concurrent") {
-  let store = try openStore("concurrent", .groupCommit)
-  let t0 = now()
-  try await withThrowingTaskGroup(of: Void.self) { group in
-    for w in 0..<writers {
-      group.addTask {
-        var rev: String? = nil
-        for v in 1...perWriter {
-          var doc = ""
-          page(w, version: v % 10, rev: rev, into: &doc)
-          rev = try await store.putAsync(doc, actor: "writer\(w)").rev
-        }
-      }
+  // Each writer edits its own page.
+  try await concurrentWorkload("concurrent", kind: "edit") { store, w in
+    var rev: String? = nil
+    for v in 1...perWriter {
+      var doc = ""
+      page(w, version: v % 10, rev: rev, into: &doc)
+      rev = try await store.putAsync(doc, actor: "writer\(w)").rev
     }
-    try await group.waitForAll()
   }
-  report("doc-edit-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
-  groupCommitNote(store)
-  store.close()
-  remove("concurrent")
 }
 
 if enabled("concurrent-create") {
-  let store = try openStore("concurrent-create", .groupCommit)
-  let t0 = now()
-  try await withThrowingTaskGroup(of: Void.self) { group in
-    for w in 0..<writers {
-      group.addTask {
-        for v in 0..<perWriter {
-          var doc = ""
-          page(w * perWriter + v, into: &doc)
-          _ = try await store.putAsync(doc, actor: "writer\(w)")
-        }
-      }
+  // Each writer creates new pages.
+  try await concurrentWorkload("concurrent-create", kind: "create") { store, w in
+    for v in 0..<perWriter {
+      var doc = ""
+      page(w * perWriter + v, into: &doc)
+      _ = try await store.putAsync(doc, actor: "writer\(w)")
     }
-    try await group.waitForAll()
   }
-  report("doc-create-\(writers)-writers-group-commit", writers * perWriter, now() - t0)
-  groupCommitNote(store)
-  store.close()
-  remove("concurrent-create")
 }
 
 if enabled("single") {

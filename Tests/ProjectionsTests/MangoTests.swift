@@ -32,6 +32,19 @@ import Testing
     return index
   }
 
+  /// Makes `t`'s store look like one of an earlier layout (database `old` present, the
+  /// current layout's `emptying` empty), reopens it and expects it rebuilt (`old` gone).
+  func reopenAsOldLayout(_ t: TestStore, old: String, emptying: String) throws {
+    let store = t.store!
+    let database = try store.log.database(named: old)
+    try store.log.write { txn in
+      try txn.put([1], forKey: [1], in: database)
+      try txn.removeAll(in: store.storage(of: "mango")![emptying])
+    }
+    try t.reopen(projections: [MangoProjection()])
+    #expect(try !t.store.log.hasDatabase(named: old))
+  }
+
   func ids(_ result: FindResult) -> [String] { result.docs.compactMap { $0["_id"]?.stringValue } }
 
   func find(_ store: DocumentStore, _ body: String) throws -> FindResult {
@@ -551,13 +564,7 @@ import Testing
     #expect(ids(try find(store, query)) == ["p001"])
     #expect(try store.verify("mango") == [])
     // A store of the layout before (`mango.docs`, no `mango.conflicts`) is rebuilt at open.
-    let old = try store.log.database(named: "mango.docs")
-    try store.log.write { txn in
-      try txn.put([1], forKey: [1], in: old)
-      try txn.removeAll(in: store.storage(of: "mango")!["conflicts"])
-    }
-    try t.reopen(projections: [MangoProjection()])
-    #expect(try !t.store.log.hasDatabase(named: "mango.docs"))
+    try reopenAsOldLayout(t, old: "mango.docs", emptying: "conflicts")
     #expect(ids(try find(t.store, query)) == ["p001"])
     #expect(try t.store.verify("mango") == [])
   }
@@ -641,13 +648,7 @@ import Testing
     #expect(visible.docs.allSatisfy { Int($0["_id"]!.stringValue!.dropFirst())! % 2 == 0 })
     #expect(try store.verify("mango") == [])
     // A store of the layout before (`mango.rows`: ids without values) is rebuilt at open.
-    let old = try store.log.database(named: "mango.rows")
-    try store.log.write { txn in
-      try txn.put([1], forKey: [1], in: old)
-      try txn.removeAll(in: store.storage(of: "mango")!["entries"])
-    }
-    try t.reopen(projections: [MangoProjection()])
-    #expect(try !t.store.log.hasDatabase(named: "mango.rows"))
+    try reopenAsOldLayout(t, old: "mango.rows", emptying: "entries")
     #expect(sortedByID(try find(t.store, queries[0])) == scanned[0])
     #expect(try t.store.verify("mango") == [])
   }
