@@ -126,6 +126,12 @@ import Testing
       #expect(info["name"] == .string("b"))
       #expect(info["view_index"]?["language"] == .string("query"))
       #expect(info["view_index"]?["updater_running"] == .bool(false))
+      #expect(info["view_index"]?["sizes"]?["active"]?.int == 0)
+      // The sizes are the index's rows: a document adds its id and values ("y", ["hello"]).
+      #expect(try await client.call(.put, "/db/y", #"{"b": "hello"}"#).code == 201)
+      let sizes = try await client.call(.get, "/db/_design/b/_info")["view_index"]?["sizes"]
+      #expect(sizes?["external"]?.int == 10)
+      #expect((sizes?["active"]?.int ?? 0) > 10 && sizes?["file"] == sizes?["active"])
       #expect(try await client.call(.get, "/db/_design/a/_info").code == 404)
       let bulk = try await client.call(
         .post, "/db/_index/_bulk_delete", #"{"docids": ["b", "_design/c", "nope"]}"#)
@@ -141,7 +147,7 @@ import Testing
       // Design documents are never `_find` results.
       #expect(try await client.call(.put, "/db/x", #"{"a": 1}"#).code == 201)
       let all = try await client.call(.post, "/db/_find", #"{"selector": {}}"#)
-      #expect(all["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue } == ["x"])
+      #expect(all["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue } == ["x", "y"])
     }
   }
 

@@ -136,6 +136,33 @@ extension DocumentStore {
     return try read { txn in try projection.definitions(storage: storage, txn: txn) }
   }
 
+  /// How much the indexes of design document `ddoc` hold: `active`, the bytes of their rows as
+  /// stored (keys and values of `mango.entries` and `mango.byDoc`), and `external`, the bytes
+  /// of the document ids and field values they index. Read by a scan of their rows.
+  public func mangoIndexSizes(ddoc: String) throws -> (active: Int, external: Int) {
+    guard let storage = mangoStorage else { return (0, 0) }
+    let prefixes = try mangoIndexes().filter { $0.ddoc == ddoc }.map(\.prefix)
+    return try read { txn in
+      var active = 0
+      var external = 0
+      for prefix in prefixes {
+        try txn.scan(storage["entries"], from: prefix) { key, value in
+          guard key.starts(with: prefix) else { return false }
+          active += key.count + value.count
+          let (id, values) = try MangoIndex.decodeRowValue(value)
+          external += id.utf8.count + values.count
+          return true
+        }
+        try txn.scan(storage["byDoc"], from: prefix) { key, value in
+          guard key.starts(with: prefix) else { return false }
+          active += key.count + value.count
+          return true
+        }
+      }
+      return (active, external)
+    }
+  }
+
   /// The special `_all_docs` index as `_index` and `_explain` list it.
   static let allDocsIndexListing = JSONValue.object(
     JSONObject([

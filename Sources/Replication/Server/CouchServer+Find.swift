@@ -216,15 +216,19 @@ extension CouchServer {
 
   /// `GET /{db}/_design/{ddoc}/_info`: the design document's view index, as CouchDB describes
   /// one. Every index here is kept in step with each write, so it is never updating or behind.
+  /// Its rows live in the database's one LMDB file, so `sizes.file` is their stored size too
+  /// (``DocumentStore/mangoIndexSizes(ddoc:)``).
   func designInfo(_ store: DocumentStore, id: String) throws -> JSONValue {
     guard let doc = try? store.get(id) else {
       throw ReplicationError("not_found", "missing", status: 404)
     }
     var md5 = MD5()
     md5.update((doc["views"] ?? .null).serialized())
+    let (active, external) = try store.mangoIndexSizes(ddoc: id)
     let sizes = JSONObject([
-      .init(key: "active", value: .number(0)), .init(key: "external", value: .number(0)),
-      .init(key: "file", value: .number(0)),
+      .init(key: "active", value: .number(JSONNumber(Int64(active)))),
+      .init(key: "external", value: .number(JSONNumber(Int64(external)))),
+      .init(key: "file", value: .number(JSONNumber(Int64(active)))),
     ])
     let index = JSONObject([
       .init(key: "compact_running", value: .bool(false)),
