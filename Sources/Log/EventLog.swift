@@ -570,7 +570,11 @@ public final class EventLog: Sendable {
         "database names must be non-empty and not start with '\(Self.reservedPrefix)'")
     }
     let removed = try writeLog { txn throws(LogError) in
-      try txn.performWrite { try env.dropDatabase(named: name, txn: txn.raw) }
+      try txn.performWrite {
+        // Its cursors go first: the handle is closed with the database.
+        txn.closeCursors()
+        return try env.dropDatabase(named: name, txn: txn.raw)
+      }
     }
     if removed { state.withLock { $0.databases[name] = nil } }
     return removed

@@ -240,13 +240,19 @@ public class ReadTransaction {
 
   /// The value stored under `key`, or nil.
   public func get(_ key: [UInt8], in database: Database) throws(LogError) -> [UInt8]? {
-    try perform { try raw.get(database.handle, key) }
+    try perform {
+      if let cursor = try pointCursor(database.handle) { return try cursor.value(key) }
+      return try raw.get(database.handle, key)
+    }
   }
 
   /// The value stored under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), or nil;
   /// the key's bytes are used where they lie, no array is made of them.
   public func get(_ key: String, in database: Database) throws(LogError) -> [UInt8]? {
-    try perform { try raw.get(database.handle, key) }
+    try perform {
+      if let cursor = try pointCursor(database.handle) { return try cursor.value(key) }
+      return try raw.get(database.handle, key)
+    }
   }
 
   /// Calls `body` with the value stored under `key` without copying it, and returns what `body`
@@ -289,7 +295,10 @@ public class ReadTransaction {
   )
     throws
   {
-    try lend { try raw.withValue(database.handle, key, body) }
+    try lend {
+      if let cursor = try pointCursor(database.handle) { return try cursor.withValue(key, body) }
+      return try raw.withValue(database.handle, key, body)
+    }
   }
 
   @usableFromInline
@@ -298,8 +307,16 @@ public class ReadTransaction {
   )
     throws
   {
-    try lend { try raw.withValue(database.handle, key, body) }
+    try lend {
+      if let cursor = try pointCursor(database.handle) { return try cursor.withValue(key, body) }
+      return try raw.withValue(database.handle, key, body)
+    }
   }
+
+  /// The cursor that point reads of database `handle` go through, nil for `mdb_get`: a write
+  /// transaction reads with the cursor it writes with (``WriteTransaction``), so that a read
+  /// and then a write of the same key, or of keys in order, search from the root once.
+  func pointCursor(_ handle: UInt32) throws(LMDBError) -> RawCursor? { nil }
 
   /// Runs an operation that lends stored bytes to a closure, refusing writes meanwhile.
   private func lend<R>(_ operation: () throws -> R) throws -> R {

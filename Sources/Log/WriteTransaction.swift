@@ -34,6 +34,10 @@ public final class WriteTransaction: ReadTransaction {
   var sawMapFull = false
   /// A cursor on `log.streams` for single appends, opened on first use and closed by ``end()``.
   private var streamCursor: RawCursor?
+  /// A cursor per caller-owned database for ``put(_:forKey:in:)``, by handle, opened on first
+  /// use and closed by ``end()``: a put near the last one (a projection writing its rows in key
+  /// order) then skips the search from the root.
+  private var putCursors: [RawCursor?] = []
   /// Set when an append failed after writing part of its events: the transaction must not
   /// commit, and committing it throws this error instead.
   var poison: LogError?
@@ -53,9 +57,27 @@ public final class WriteTransaction: ReadTransaction {
     closeCursors()
   }
 
-  private func closeCursors() {
+  func closeCursors() {
     streamCursor?.close()
     streamCursor = nil
+    for cursor in putCursors { cursor?.close() }
+    putCursors.removeAll()
+  }
+
+  override func pointCursor(_ handle: UInt32) throws(LMDBError) -> RawCursor? {
+    try putCursor(handle)
+  }
+
+  /// The cursor ``put(_:forKey:in:)`` and point reads use for database `handle`.
+  private func putCursor(_ handle: UInt32) throws(LMDBError) -> RawCursor {
+    let i = Int(handle)
+    if i < putCursors.count, let cursor = putCursors[i] { return cursor }
+    let cursor = try raw.openCursor(handle)
+    if i >= putCursors.count {
+      putCursors.append(contentsOf: repeatElement(nil, count: i + 1 - putCursors.count))
+    }
+    putCursors[i] = cursor
+    return cursor
   }
 
   @inline(__always)
@@ -400,14 +422,14 @@ public final class WriteTransaction: ReadTransaction {
   /// Stores `value` under `key`, replacing what was there.
   public func put(_ value: [UInt8], forKey key: [UInt8], in database: Database) throws(LogError) {
     try checkKey(key.count)
-    try performWrite { try raw.put(database.handle, key, value) }
+    try performWrite { try putCursor(database.handle).put(key, value) }
   }
 
   /// Stores `value` under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), using
   /// them where they lie: no array is made of them.
   public func put(_ value: [UInt8], forKey key: String, in database: Database) throws(LogError) {
     try checkKey(key.utf8.count)
-    try performWrite { try raw.put(database.handle, key, value) }
+    try performWrite { try putCursor(database.handle).put(key, value) }
   }
 
   /// Stores `value` under `key`, which must sort after every key already in `database`

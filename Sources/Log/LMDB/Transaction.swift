@@ -196,6 +196,53 @@ import CLMDB
     return unsafe result
   }
 
+  /// The value under `key` where it lies in the map (valid until the next write or the end of
+  /// the transaction), the cursor left on it; nil when there is none. Near the cursor's page it
+  /// skips the search from the root, as ``put(_:_:)`` does.
+  func find(_ key: some KeyBytes) throws(LMDBError) -> UnsafeRawBufferPointer? {
+    var v = unsafe MDB_val()
+    let rc = unsafe key.withKeyBytes { k in
+      var kv = unsafe MDB_val(k)
+      return unsafe mdb_cursor_get(pointer, &kv, &v, MDB_SET)
+    }
+    if rc == MDB_NOTFOUND { return nil }
+    try check(rc, "mdb_cursor_get")
+    return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+  }
+
+  /// The value under `key`, copied out of the map (``find(_:)``).
+  func value(_ key: some KeyBytes) throws(LMDBError) -> [UInt8]? {
+    guard let bytes = try unsafe find(key) else { return nil }
+    return unsafe Array(bytes)
+  }
+
+  /// Calls `body` with the value under `key` where it lies (``find(_:)``), as
+  /// ``RawTransaction/withValue(_:_:_:)-(_,[UInt8],_)`` does.
+  func withValue<R>(_ key: [UInt8], _ body: (Span<UInt8>) throws -> R) throws -> R? {
+    guard let bytes = try unsafe find(key) else { return nil }
+    return try body(unsafe Span(_unsafeElements: bytes.assumingMemoryBound(to: UInt8.self)))
+  }
+
+  func withValue<R>(_ key: String, _ body: (Span<UInt8>) throws -> R) throws -> R? {
+    guard let bytes = try unsafe find(key) else { return nil }
+    return try body(unsafe Span(_unsafeElements: bytes.assumingMemoryBound(to: UInt8.self)))
+  }
+
+  /// Stores `value` under `key`, replacing what was there, and leaves the cursor on it
+  /// (`mdb_cursor_put` with no flags, which is what `mdb_put` does with a cursor of its own). A
+  /// cursor that already lies on a leaf page finds a key that falls on that page without
+  /// searching from the root (`mdb_cursor_set`: "See if we're already on the right page").
+  func put(_ key: some KeyBytes, _ value: [UInt8]) throws(LMDBError) {
+    let rc = unsafe key.withKeyBytes { k in
+      unsafe value.withUnsafeBytes { v in
+        var kv = unsafe MDB_val(k)
+        var vv = unsafe MDB_val(v)
+        return unsafe mdb_cursor_put(pointer, &kv, &vv, 0)
+      }
+    }
+    try check(rc, "mdb_cursor_put")
+  }
+
   /// Deletes the entry under the cursor.
   func deleteCurrent() throws(LMDBError) {
     unsafe try check(mdb_cursor_del(pointer, 0), "mdb_cursor_del")
