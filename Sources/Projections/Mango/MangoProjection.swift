@@ -106,8 +106,11 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     if let conflicts, touched.contains(where: \.needsConflicts) {
       body = Self.withConflicts(conflicts, body)
     }
+    // The document's first event: no index has a row of it yet.
+    let isFirst = change.event.streamVersion == 1
     for index in touched {
-      try update(index, docID: change.docID, body: body, storage: storage, txn: txn)
+      try update(
+        index, docID: change.docID, body: body, isFirst: isFirst, storage: storage, txn: txn)
     }
   }
 
@@ -152,14 +155,15 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     return out
   }
 
-  /// Moves document `docID`'s row in `index` to what `body` (nil: deleted) gives.
+  /// Moves document `docID`'s row in `index` to what `body` (nil: deleted) gives; `isFirst`
+  /// when the document had no row (its first event), which spares looking for one.
   func update(
-    _ index: MangoIndex, docID: String, body: JSONValue?, storage: ProjectionStorage,
-    txn: WriteTransaction
+    _ index: MangoIndex, docID: String, body: JSONValue?, isFirst: Bool,
+    storage: ProjectionStorage, txn: WriteTransaction
   ) throws {
     let byDocKey = index.prefix + MangoIndex.docKey(docID)
     let rows = body.flatMap { index.entry(docID, $0) }.map { Self.rows(index, docID, $0) }
-    if let old = try txn.get(byDocKey, in: storage["byDoc"]) {
+    if !isFirst, let old = try txn.get(byDocKey, in: storage["byDoc"]) {
       if old == rows?.byDoc { return }
       var r = ByteReader(old)
       _ = try txn.delete(Array(try r.data()), in: storage["entries"])

@@ -308,7 +308,8 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
         indexed = try change.winnerBody(in: txn).flatMap { index(change.docID, $0) }
       }
     }
-    try buffer.writes.set(Array(change.docID.utf8), indexed, txn: txn)
+    try buffer.writes.set(
+      Array(change.docID.utf8), indexed, isFirst: change.event.streamVersion == 1, txn: txn)
     if buffer.writes.applied >= Self.flushEvery { try buffer.flush(into: txn) }
   }
 }
@@ -655,12 +656,14 @@ struct SearchWrites {
     groups[Int(g)].changed = true
   }
 
-  /// Makes document `id` indexed as `new` (nil: not indexed).
-  mutating func set(_ id: [UInt8], _ new: TextSearchProjection.Indexed?, txn: WriteTransaction)
-    throws
-  {
+  /// Makes document `id` indexed as `new` (nil: not indexed); `isFirst` when it is not indexed
+  /// yet (the document's first event), which spares looking it up.
+  mutating func set(
+    _ id: [UInt8], _ new: TextSearchProjection.Indexed?, isFirst: Bool = false,
+    txn: WriteTransaction
+  ) throws {
     applied += 1
-    let oldRef = try ref(id, txn: txn)
+    let oldRef = isFirst ? nil : try ref(id, txn: txn)
     var oldGroup: Int32 = -1
     var oldRecord: [UInt8]? = nil
     if let oldRef {
