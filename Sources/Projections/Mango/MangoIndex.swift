@@ -26,6 +26,9 @@ public struct MangoIndex: Sendable, Hashable {
   /// Whether the fields sort descending (CouchDB allows one direction for all).
   public let descending: Bool
   public let partialFilter: Selector?
+  /// The bytes that start every row of this index: the length of `ddoc 0x00 name`, then it
+  /// (made once: every row written or read starts with it).
+  let prefix: [UInt8]
 
   public init(
     ddoc: String, name: String, fields: [String], descending: Bool = false,
@@ -37,6 +40,9 @@ public struct MangoIndex: Sendable, Hashable {
     self.paths = fields.map(Selector.path)
     self.descending = descending
     self.partialFilter = partialFilter
+    let id = Array(ddoc.utf8) + [0] + Array(name.utf8)
+    self.prefix =
+      [UInt8(truncatingIfNeeded: id.count >> 8), UInt8(truncatingIfNeeded: id.count)] + id
   }
 
   /// The `def` CouchDB shows for the index: `{"fields": [{"f": "asc"}, ...]}` and the partial
@@ -203,12 +209,6 @@ public struct MangoIndex: Sendable, Hashable {
   }
 
   // MARK: Keys
-
-  /// The bytes that start every row of this index: the length of `ddoc 0x00 name`, then it.
-  var prefix: [UInt8] {
-    let id = Array(ddoc.utf8) + [0] + Array(name.utf8)
-    return [UInt8(truncatingIfNeeded: id.count >> 8), UInt8(truncatingIfNeeded: id.count)] + id
-  }
 
   /// The longest a row's field part may be; longer encodings are cut (see
   /// ``MangoProjection``), which keeps the order of keys up to their first 250 bytes.
