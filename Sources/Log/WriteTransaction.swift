@@ -34,10 +34,11 @@ public final class WriteTransaction: ReadTransaction {
   var sawMapFull = false
   /// A cursor on `log.streams` for single appends, opened on first use and closed by ``end()``.
   private var streamCursor: RawCursor?
-  /// A cursor per caller-owned database for ``put(_:forKey:in:)``, by handle, opened on first
-  /// use and closed by ``end()``: a put near the last one (a projection writing its rows in key
-  /// order) then skips the search from the root.
-  private var putCursors: [RawCursor?] = []
+  /// A cursor per caller-owned database for puts and point reads, by handle, opened on first
+  /// use and closed by ``end()`` (and before a savepoint): an operation near the last one (a
+  /// projection writing its rows in key order, or writing the row it just read) then skips the
+  /// search from the root.
+  private var pointCursors: [RawCursor?] = []
   /// Set when an append failed after writing part of its events: the transaction must not
   /// commit, and committing it throws this error instead.
   var poison: LogError?
@@ -60,23 +61,23 @@ public final class WriteTransaction: ReadTransaction {
   func closeCursors() {
     streamCursor?.close()
     streamCursor = nil
-    for cursor in putCursors { cursor?.close() }
-    putCursors.removeAll()
+    for cursor in pointCursors { cursor?.close() }
+    pointCursors.removeAll()
   }
 
   override func pointCursor(_ handle: UInt32) throws(LMDBError) -> RawCursor? {
-    try putCursor(handle)
+    try cursor(for: handle)
   }
 
-  /// The cursor ``put(_:forKey:in:)`` and point reads use for database `handle`.
-  private func putCursor(_ handle: UInt32) throws(LMDBError) -> RawCursor {
+  /// The cursor puts and point reads of database `handle` go through (``pointCursors``).
+  private func cursor(for handle: UInt32) throws(LMDBError) -> RawCursor {
     let i = Int(handle)
-    if i < putCursors.count, let cursor = putCursors[i] { return cursor }
+    if i < pointCursors.count, let cursor = pointCursors[i] { return cursor }
     let cursor = try raw.openCursor(handle)
-    if i >= putCursors.count {
-      putCursors.append(contentsOf: repeatElement(nil, count: i + 1 - putCursors.count))
+    if i >= pointCursors.count {
+      pointCursors.append(contentsOf: repeatElement(nil, count: i + 1 - pointCursors.count))
     }
-    putCursors[i] = cursor
+    pointCursors[i] = cursor
     return cursor
   }
 
@@ -422,14 +423,14 @@ public final class WriteTransaction: ReadTransaction {
   /// Stores `value` under `key`, replacing what was there.
   public func put(_ value: [UInt8], forKey key: [UInt8], in database: Database) throws(LogError) {
     try checkKey(key.count)
-    try performWrite { try putCursor(database.handle).put(key, value) }
+    try performWrite { try cursor(for: database.handle).put(key, value) }
   }
 
   /// Stores `value` under the UTF-8 bytes of `key` (the key `Array(key.utf8)` names), using
   /// them where they lie: no array is made of them.
   public func put(_ value: [UInt8], forKey key: String, in database: Database) throws(LogError) {
     try checkKey(key.utf8.count)
-    try performWrite { try putCursor(database.handle).put(key, value) }
+    try performWrite { try cursor(for: database.handle).put(key, value) }
   }
 
   /// Stores `value` under `key`, which must sort after every key already in `database`
