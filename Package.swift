@@ -52,6 +52,12 @@ let package = Package(
       pkgConfig: "libcmark-gfm",
       providers: [.apt(["libcmark-gfm-dev", "libcmark-gfm-extensions-dev"]), .brew(["cmark-gfm"])]
     ),
+    // PCRE2, for $regex and wikilog grep in the dialect of CouchDB's (Erlang's re is PCRE).
+    .systemLibrary(
+      name: "CPCRE2",
+      pkgConfig: "libpcre2-8",
+      providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
+    ),
     .systemLibrary(
       name: "CZlib",
       providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
@@ -68,7 +74,8 @@ let package = Package(
     .target(
       name: "Projections",
       dependencies: [
-        "JSON", "Log", "RevTree", "CZlib", .product(name: "Crypto", package: "swift-crypto"),
+        "JSON", "Log", "RevTree", "CZlib", "CPCRE2",
+        .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(

@@ -59,10 +59,10 @@ public struct Selector: Sendable, Hashable {
     case beginsWith(String)
   }
 
-  /// A compiled `$regex`, compared and hashed by its source.
+  /// A compiled `$regex` (PCRE, as CouchDB's), compared and hashed by its source.
   struct Pattern: Sendable, Hashable {
     let source: String
-    nonisolated(unsafe) let regex: Regex<AnyRegexOutput>
+    let regex: RegexPattern
 
     static func == (a: Pattern, b: Pattern) -> Bool { a.source == b.source }
     func hash(into hasher: inout Hasher) { hasher.combine(source) }
@@ -280,7 +280,7 @@ public struct Selector: Sendable, Hashable {
       else { throw badArg(op, arg) }
       return .mod(divisor, remainder)
     case "$regex":
-      guard case .string(let source) = arg, let regex = try? Regex(source) else {
+      guard case .string(let source) = arg, let regex = try? RegexPattern(source) else {
         throw badArg(op, arg)
       }
       return .regex(Pattern(source: source, regex: regex))
@@ -354,7 +354,7 @@ public struct Selector: Sendable, Hashable {
       return Int64(d) % divisor == remainder
     case .regex(let pattern):
       guard case .string(let s) = value else { return false }
-      return (try? unsafe pattern.regex.firstMatch(in: s)) != nil
+      return pattern.regex.matches(s)
     case .all(let list):
       guard case .array(let items) = value, !list.isEmpty else { return false }
       return list.allSatisfy { arg in items.contains { cmp($0, arg) == 0 } }

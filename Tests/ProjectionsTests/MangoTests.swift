@@ -126,6 +126,11 @@ import Testing
       (#"{"a": {"$regex": "b"}}"#, #"{"a": "abc"}"#, true),
       (#"{"a": {"$regex": "^b"}}"#, #"{"a": "abc"}"#, false),
       (#"{"a": {"$regex": "1"}}"#, #"{"a": 1}"#, false),
+      // PCRE, as CouchDB's: inline options, and `.` is one code point (e + U+0301 is two)
+      (#"{"a": {"$regex": "(?i)^abc$"}}"#, #"{"a": "ABC"}"#, true),
+      (#"{"a": {"$regex": "^\\d+(?=px)"}}"#, #"{"a": "12px"}"#, true),
+      (#"{"a": {"$regex": "^.$"}}"#, #"{"a": "e\u0301"}"#, false),
+      (#"{"a": {"$regex": "^..$"}}"#, #"{"a": "e\u0301"}"#, true),
       // $all $elemMatch $allMatch $keyMapMatch
       (#"{"a": {"$all": ["x", "y"]}}"#, #"{"a": ["y", "z", "x"]}"#, true),
       (#"{"a": {"$all": ["x", "y"]}}"#, #"{"a": ["x"]}"#, false),
@@ -160,13 +165,27 @@ import Testing
     #expect(try matches(selector, doc) == expected, "\(selector) on \(doc)")
   }
 
+  @Test("a pattern that backtracks exponentially stops at the match limit and does not match")
+  func regexMatchLimit() throws {
+    // (x+x+)+ over 40 x's and a '!' has about 2^40 ways to fail: without a limit, hours.
+    let doc = try json(#"{"a": "\#(String(repeating: "x", count: 40))!"}"#)
+    let hostile = try sel(#"{"a": {"$regex": "^(x+x+)+$"}}"#)
+    let clock = ContinuousClock()
+    let start = clock.now
+    #expect(try !hostile.matches(doc))
+    #expect(clock.now - start < .seconds(10))
+    // The same pattern still matches where it should.
+    #expect(try matches(#"{"a": {"$regex": "^(x+x+)+$"}}"#, #"{"a": "xxxx"}"#))
+  }
+
   @Test("unknown operators and bad arguments are CouchDB's 400s")
   func selectorErrors() throws {
     for (text, error) in [
       (#"{"a": {"$foo": 1}}"#, "invalid_operator"), (#"{"a": {"$in": 1}}"#, "bad_arg"),
       (#"{"a": {"$exists": 1}}"#, "bad_arg"), (#"{"a": {"$type": "int"}}"#, "bad_arg"),
       (#"{"a": {"$size": -1}}"#, "bad_arg"), (#"{"a": {"$mod": [0, 1]}}"#, "bad_arg"),
-      (#"{"a": {"$regex": "("}}"#, "bad_arg"), (#"{"$or": {"a": 1}}"#, "bad_arg"),
+      (#"{"a": {"$regex": "("}}"#, "bad_arg"), (#"{"a": {"$regex": "\\C"}}"#, "bad_arg"),
+      (#"{"$or": {"a": 1}}"#, "bad_arg"),
       (#"{"a": {"$elemMatch": 1}}"#, "bad_arg"),
     ] {
       do {

@@ -44,7 +44,7 @@ extension DocumentStore {
   ///   - visible: only the documents this filter passes.
   ///   - body: gets each match; returns false to stop.
   public func grep(
-    _ pattern: Regex<AnyRegexOutput>, field: String? = nil, type: String? = nil,
+    _ pattern: RegexPattern, field: String? = nil, type: String? = nil,
     history: Bool = false, visible: DocumentFilter? = nil, _ body: (GrepMatch) throws -> Bool
   ) throws {
     let path = field.map(Selector.path)
@@ -61,7 +61,7 @@ extension DocumentStore {
       }
       for (name, value) in leaves {
         let text = value.stringValue ?? value.serializedString
-        guard (try? pattern.firstMatch(in: text)) != nil else { continue }
+        guard pattern.matches(text) else { continue }
         let match = GrepMatch(
           docID: id, rev: rev, field: name, value: text, actor: actor,
           timestampMicroseconds: time, seq: seq)

@@ -237,15 +237,15 @@ struct Grep: ParsableCommand {
 
   @OptionGroup var global: GlobalOptions
   @OptionGroup var json: JSONFlag
-  @Argument(help: "A regular expression (Swift Regex syntax, PCRE-like).") var pattern: String
+  @Argument(help: "A regular expression (PCRE syntax, as Mango's $regex).") var pattern: String
   @Option(help: "Only this field (a dotted path).") var field: String?
   @Option(help: "Only documents whose type field is this.") var type: String?
   @Flag(help: "Search every revision in the log.") var history = false
 
   func run() throws {
-    let regex: Regex<AnyRegexOutput>
+    let regex: RegexPattern
     do {
-      regex = try Regex(pattern)
+      regex = try RegexPattern(pattern)
     } catch {
       throw CLIError("bad regular expression '\(pattern)': \(error)")
     }
