@@ -77,11 +77,6 @@ import CPCRE2
     return subject.withUTF8 { unsafe matches(bytes: $0) }
   }
 
-  /// ``matches(_:)`` over UTF-8 bytes.
-  public func matches(utf8 subject: [UInt8]) -> Bool {
-    subject.withUnsafeBufferPointer { unsafe matches(bytes: $0) }
-  }
-
   private func matches(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
     guard let base = unsafe bytes.baseAddress else {
       // An empty subject may come without storage; PCRE2 wants a pointer all the same.
@@ -91,14 +86,16 @@ import CPCRE2
     return unsafe match(base, bytes.count)
   }
 
-  /// `pcre2_match` over `count` bytes at `subject`. A subject that is not valid UTF-8 does not
-  /// match (PCRE2 checks it, as `PCRE2_NO_UTF_CHECK` is never given).
+  /// `pcre2_match` over `count` bytes at `subject`, a string's UTF-8 (valid, as every Swift
+  /// string's is: so PCRE2 is told not to check it again). Without memory for the limits or
+  /// the match data, nothing matches.
   private func match(_ subject: UnsafePointer<UInt8>, _ count: Int) -> Bool {
-    guard let data = unsafe pcre2_match_data_create_from_pattern_8(code, nil) else {
-      return false
-    }
+    guard let context = unsafe Self.context,
+      let data = unsafe pcre2_match_data_create_from_pattern_8(code, nil)
+    else { return false }
     defer { unsafe pcre2_match_data_free_8(data) }
-    return unsafe pcre2_match_8(code, subject, count, 0, 0, data, Self.context) >= 0
+    let options = UInt32(PCRE2_NO_UTF_CHECK)
+    return unsafe pcre2_match_8(code, subject, count, 0, options, data, context) >= 0
   }
 
   /// PCRE2's text for an error code.
