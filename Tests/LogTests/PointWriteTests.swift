@@ -1,5 +1,6 @@
 import Foundation
 import Log
+import TestSupport
 import Testing
 
 /// Point reads and writes of caller-owned databases in a write transaction go through one
@@ -7,18 +8,6 @@ import Testing
 /// the other operations that move or invalidate such a cursor mixed in (deletes, page splits,
 /// overflow values, removeAll, savepoints kept and undone, a second database).
 @Suite struct PointWriteTests {
-  /// A deterministic generator, so that a failure repeats.
-  struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   static func key(_ n: Int) -> [UInt8] { Array("key-\(String(format: "%05d", n))".utf8) }
 
   static func value(_ n: Int, _ size: Int) -> [UInt8] {
@@ -46,7 +35,7 @@ import Testing
     let log = try EventLog(directory: dir.path)
     let a = try log.database(named: "a")
     let b = try log.database(named: "b")
-    var rng = Generator(state: 42)
+    var rng = SplitMix64(seed: 42)
     var model: [[UInt8]: [UInt8]] = [:]
     var other: [[UInt8]: [UInt8]] = [:]
     for round in 0..<12 {

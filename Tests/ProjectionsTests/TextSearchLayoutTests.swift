@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Log
+import TestSupport
 import Testing
 
 @testable import Projections
@@ -8,18 +9,6 @@ import Testing
 /// The search projection's write path against the reference it replaced
 /// (``LegacyTextSearchProjection``): the same words, and the same rows byte for byte.
 @Suite struct TextSearchLayoutTests {
-  /// A seeded generator (SplitMix64), so that a failure can be replayed.
-  struct Seeded: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-      state &+= 0x9E37_79B9_7F4A_7C15
-      var z = state
-      z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-      z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-      return z ^ (z >> 31)
-    }
-  }
-
   /// Pieces of text that exercise the tokenizer: ASCII, Latin letters with precomposed and
   /// combining accents, CR LF, emoji (with modifiers and joiners), CJK, Arabic, digits of other
   /// scripts, letters whose lowercase mapping changes their length (İ, ẞ), punctuation.
@@ -33,7 +22,7 @@ import Testing
     String(repeating: "İ", count: 40), "a" + String(repeating: "\u{301}", count: 5),
   ]
 
-  static func randomText(_ rng: inout Seeded, pieces count: Int) -> String {
+  static func randomText(_ rng: inout SplitMix64, pieces count: Int) -> String {
     var s = ""
     for _ in 0..<count { s += pieces[Int(rng.next() % UInt64(pieces.count))] }
     return s
@@ -45,7 +34,7 @@ import Testing
   func asciiTermsSortLikeBytes() throws {
     // Words over two letters and lengths 1 to 12: most share their first eight bytes, or all
     // of a shorter word's, with others.
-    var rng = Seeded(state: 8)
+    var rng = SplitMix64(seed: 8)
     let projection = TextSearchProjection(schema: Self.schema)
     for _ in 0..<300 {
       var words: [String] = []
@@ -74,7 +63,7 @@ import Testing
 
   @Test("the tokenizer finds the same words and terms as the String-based one")
   func tokenizerEqualsReference() {
-    var rng = Seeded(state: 21)
+    var rng = SplitMix64(seed: 21)
     var texts = Self.pieces
     for _ in 0..<3000 { texts.append(Self.randomText(&rng, pieces: Int(rng.next() % 12))) }
     for text in texts {
@@ -113,7 +102,7 @@ import Testing
         TextSearchProjection(schema: Self.schema), LegacyTextSearchProjection(schema: Self.schema),
       ], validation: .couchDB)
     let store = t.store!
-    var rng = Seeded(state: 18)
+    var rng = SplitMix64(seed: 18)
     let groups = ["w0", "w1", "w2", "Ünïcode", Self.longGroup]
     let words = [
       "apple", "pie", "banana", "common", "word", "crème", "brûlée", "日本語", "x1", "x2", "Σ",

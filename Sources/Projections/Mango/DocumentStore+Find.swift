@@ -129,11 +129,16 @@ extension DocumentStore {
   /// The JSON indexes defined in the store's design documents (none without a
   /// ``MangoProjection``).
   public func mangoIndexes() throws -> [MangoIndex] {
+    try read { txn in try mangoIndexes(txn: txn) }
+  }
+
+  /// ``mangoIndexes()`` as transaction `txn` sees them.
+  func mangoIndexes(txn: ReadTransaction) throws -> [MangoIndex] {
     guard let storage = mangoStorage,
       let projection = others.first(where: { $0.projection.name == "mango" })?.projection
         as? MangoProjection
     else { return [] }
-    return try read { txn in try projection.definitions(storage: storage, txn: txn) }
+    return try projection.definitions(storage: storage, txn: txn)
   }
 
   /// How much the indexes of design document `ddoc` hold: `active`, the bytes of their rows as
@@ -141,8 +146,8 @@ extension DocumentStore {
   /// of the document ids and field values they index. Read by a scan of their rows.
   public func mangoIndexSizes(ddoc: String) throws -> (active: Int, external: Int) {
     guard let storage = mangoStorage else { return (0, 0) }
-    let prefixes = try mangoIndexes().filter { $0.ddoc == ddoc }.map(\.prefix)
     return try read { txn in
+      let prefixes = try mangoIndexes(txn: txn).filter { $0.ddoc == ddoc }.map(\.prefix)
       var active = 0
       var external = 0
       for prefix in prefixes {
@@ -414,13 +419,18 @@ extension DocumentStore {
         lastKey = key
         return docs.count < query.limit
       }
-      /// A row of the index (with its values, when the index covers the query) or of
-      /// `_all_docs`.
-      func consider(_ docID: String, key: [UInt8], covered: JSONValue? = nil) throws -> Bool {
+      /// A row of the index (with its serialized values, when the index covers the query) or
+      /// of `_all_docs`.
+      func consider(
+        _ docID: String, key: [UInt8], covered: (MangoIndex, ArraySlice<UInt8>)? = nil
+      ) throws -> Bool {
         if let visible, !visible.includes(docID) { return true }
         stats.keysExamined += 1
         // The index covers the query: its values are the document (no document is read).
-        if let covered { return take(covered, key: key) }
+        if let (index, values) = covered {
+          return take(
+            index.coveredDocument(docID, values: try JSONValue(parsing: values)), key: key)
+        }
         guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
           let winner = record.tree.winner, winner.status == .available, let at = winner.body
         else { return true }
@@ -437,10 +447,7 @@ extension DocumentStore {
       if let index = plan.index {
         guard let storage = mangoStorage else { return }
         try scanIndex(index, plan, after: after, storage: storage, txn: txn) { key, id, values in
-          try consider(
-            id, key: key,
-            covered: plan.covering
-              ? index.coveredDocument(id, values: try JSONValue(parsing: values)) : nil)
+          try consider(id, key: key, covered: plan.covering ? (index, values) : nil)
         }
       } else {
         try scanAllDocs(plan, after: after, txn: txn) { key, id in
