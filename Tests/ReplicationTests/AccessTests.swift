@@ -288,6 +288,12 @@ func withAccessServer(
       // Design documents: database admins only.
       let r15 = try await put("bob", "_design/x", #"{"views":{}}"#)
       #expect(r15.code == 403)
+      // _view_cleanup: database admins only, as in CouchDB.
+      let cleanup = try await client.call(
+        .post, "/wiki/_view_cleanup", "", headers: AccessFixture.basic("bob"))
+      #expect(cleanup.code == 403 && cleanup.error == "forbidden")
+      let anonymousCleanup = try await client.call(.post, "/wiki/_view_cleanup", "")
+      #expect(anonymousCleanup.code == 401)
 
       // _bulk_docs, replicated: the page of a wiki the writer may not edit is refused on its
       // own, the rest written.

@@ -407,7 +407,6 @@ import Testing
         (.get, "/db/_design_docs", "design or local documents"),
         (.post, "/db/_design_docs/queries", "design or local documents"),
         (.get, "/db/_local_docs", "design or local documents"),
-        (.post, "/db/_view_cleanup", "views"),
         (.post, "/db/_search_cleanup", "full-text search"),
         (.post, "/db/_nouveau_cleanup", "full-text search"),
         (.post, "/db/_purge", "purging"),

@@ -125,6 +125,31 @@ import Wiki
     }
   }
 
+  @Test(
+    "_view_cleanup: 202 ok for POST (no index is ever left behind), 405 otherwise, 404 without the db"
+  )
+  func viewCleanup() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let index = try await client.call(
+        .post, "/db/_index", #"{"index":{"fields":["a"]},"ddoc":"d","name":"byA"}"#)
+      #expect(index.code == 200)
+      try await client.call(.put, "/db/x", #"{"a":1}"#)
+      let ddoc = try await client.call(.get, "/db/_design/d")
+      let rev = ddoc["_rev"]?.stringValue ?? ""
+      #expect(try await client.call(.delete, "/db/_design/d?rev=\(rev)").code == 200)
+      let cleanup = try await client.call(.post, "/db/_view_cleanup", "")
+      #expect(cleanup.code == 202)
+      #expect(cleanup.json == json(#"{"ok":true}"#))
+      // The deleted design document's index was gone before the cleanup, and stays gone.
+      let indexes = try await client.call(.get, "/db/_index")
+      #expect(indexes["total_rows"]?.int == 1)
+      #expect(try await client.call(.get, "/db/_view_cleanup").code == 405)
+      #expect(try await client.call(.post, "/nodb/_view_cleanup", "").code == 404)
+      #expect(try await client.call(.get, "/db/x")["a"]?.int == 1)
+    }
+  }
+
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
     var options = CouchServerOptions()

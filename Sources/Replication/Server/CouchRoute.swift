@@ -57,6 +57,7 @@ enum CouchRoute: Equatable, Sendable {
     case ensureFullCommit = "_ensure_full_commit"
     case revsLimit = "_revs_limit"
     case compact = "_compact"
+    case viewCleanup = "_view_cleanup"
     case security = "_security"
     case find = "_find"
     case explain = "_explain"
@@ -201,11 +202,8 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("listing design or local documents (\(path))")
     case "_shards", "_sync_shards":
       return .notImplemented("shards (\(path))")
-    case "_view_cleanup", "_temp_view":
-      if head == "_temp_view" {
-        return ReplicationError("gone", "Temporary views are not supported in CouchDB", status: 410)
-      }
-      return .notImplemented("views (\(path))")
+    case "_temp_view":
+      return ReplicationError("gone", "Temporary views are not supported in CouchDB", status: 410)
     case "_search_cleanup", "_nouveau_cleanup":
       return .notImplemented("full-text search (\(path))")
     case "_purge", "_purged_infos", "_purged_infos_limit":

@@ -285,6 +285,14 @@ extension CouchServer {
     return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
   }
 
+  /// `POST /{db}/_view_cleanup`: `202 {"ok":true}`, as CouchDB answers once it has removed the
+  /// index files no design document defines any more. wikilog has none to remove: its indexes
+  /// (Mango's) are rows of the database's own file, and a design document's edit or deletion
+  /// removes the rows of the indexes it no longer defines in the same transaction.
+  func viewCleanup() -> Response {
+    CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
+  }
+
   /// `POST /{db}/_ensure_full_commit`: makes every commit so far durable.
   func ensureFullCommit(_ store: DocumentStore) async throws -> Response {
     if store.log.durability == .unsynced {

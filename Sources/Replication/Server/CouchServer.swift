@@ -289,6 +289,10 @@ public struct CouchServer: HTTPResponder {
       case .compact:
         guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
         return try await compact(db, request: request)
+      case .viewCleanup:
+        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+        try allow(method, [.post])
+        return viewCleanup()
       case .revsLimit:
         if method == .put && !access.isAdmin { throw Self.notDatabaseAdmin(caller.user) }
         return try await revsLimit(store, request: request, caller: caller)
