@@ -19,7 +19,8 @@ import CLMDB
       mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
     var v = unsafe MDB_val()
     let rc = unsafe mdb_get(pointer, dbi, &k, &v)
-    if rc == MDB_NOTFOUND { return nil }
+    // A key LMDB cannot hold (empty, or past its maximum size) is not there.
+    if rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE { return nil }
     try check(rc, "mdb_get")
     return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
   }
@@ -33,7 +34,7 @@ import CLMDB
       var kv = unsafe MDB_val(k)
       return unsafe mdb_get(pointer, dbi, &kv, &v)
     }
-    if rc == MDB_NOTFOUND { return nil }
+    if rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE { return nil }
     try check(rc, "mdb_get")
     return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
   }
@@ -176,6 +177,19 @@ import CLMDB
     }
     let rc = unsafe mdb_cursor_get(pointer, &k, &v, op)
     if rc == MDB_NOTFOUND { return nil }
+    if rc == MDB_BAD_VALSIZE, let key = unsafe key {
+      // A key LMDB cannot hold: none is stored at it, and the entries at or after it start
+      // where those at or after its longest storable prefix do (past the prefix itself).
+      guard position == .atOrAfter else { return nil }
+      if key.count == 0 { return try unsafe get(.first) }
+      let max = unsafe Int(mdb_env_get_maxkeysize(mdb_txn_env(mdb_cursor_txn(pointer))))
+      guard key.count > max, max > 0 else {
+        throw LMDBError(code: rc, operation: "mdb_cursor_get")
+      }
+      let prefix = unsafe UnsafeRawBufferPointer(rebasing: key[..<max])
+      guard let entry = try unsafe get(.atOrAfter, key: prefix) else { return nil }
+      return unsafe entry.key.elementsEqual(prefix) ? try unsafe get(.next) : entry
+    }
     try check(rc, "mdb_cursor_get")
     return unsafe (
       UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size),
@@ -205,7 +219,7 @@ import CLMDB
       var kv = unsafe MDB_val(k)
       return unsafe mdb_cursor_get(pointer, &kv, &v, MDB_SET)
     }
-    if rc == MDB_NOTFOUND { return nil }
+    if rc == MDB_NOTFOUND || rc == MDB_BAD_VALSIZE { return nil }
     try check(rc, "mdb_cursor_get")
     return unsafe UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
   }
