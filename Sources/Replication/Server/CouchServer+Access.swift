@@ -188,6 +188,9 @@ extension CouchServer {
   ) async throws -> Response {
     switch request.method {
     case .get, .head:
+      // The security object's readers, as in CouchDB: its members (a wiki's users who are not
+      // pass the gate for their wikis only) and admins.
+      guard access.isMember || access.isAdmin else { throw Self.notMember(caller.user) }
       return CouchResponse.json(
         try store.security().json, includeBody: request.method == .get)
     case .put:
@@ -221,9 +224,29 @@ extension CouchServer {
     }
   }
 
-  /// Refuses a change of a user's own roles by a user who is not a server administrator.
-  func checkOwnRoles(_ body: JSONValue, id: String, store: DocumentStore, caller: Caller) throws {
+  /// Refuses, for a user who is not a server administrator, what could change their roles:
+  /// a body whose roles differ from the winner's, a replicated revision (`new_edits=false`,
+  /// which can start a branch that wins later), and a deletion that would leave another live
+  /// leaf of the document, with its roles, as the winner.
+  func checkOwnRoles(
+    _ body: JSONValue?, id: String, replicated: Bool = false, store: DocumentStore,
+    caller: Caller
+  ) throws {
     guard !caller.user.isAdmin else { return }
+    if replicated {
+      throw StoreError.forbidden(
+        "Only admins may write replicated revisions (new_edits=false) to _users.")
+    }
+    guard let body else {
+      let live = try store.openRevs(id, .all).filter {
+        $0["ok"] != nil && $0["ok"]?["_deleted"] != .bool(true)
+      }
+      if live.count > 1 {
+        throw StoreError.forbidden(
+          "This user document has conflicting revisions; only admins may delete it.")
+      }
+      return
+    }
     let current = try? store.get(id).objectValue
     let wanted = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
     let had = current?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []

@@ -44,10 +44,12 @@ extension CouchServer {
       }
       let rev = try requestedRev(request, query)
       // An attachment leaves the document's other fields as they are.
+      // The write check first, so that a document the caller may not see is refused as a
+      // missing one is (a 404 would tell it apart).
       let current = (try? store.get(id, options: GetOptions(rev: rev)))
-      if current != nil { try access.checkRead(id, in: store) }
       try access.checkWrite(
         docID: id, body: current ?? .object(JSONObject()), replicated: false, in: store)
+      if current != nil { try access.checkRead(id, in: store) }
       let gzipped = encoding == "gzip"
       let received = try await receiveAttachment(
         store, name: name, request: request, contentType: type, gzipped: gzipped)
@@ -60,10 +62,10 @@ extension CouchServer {
       return CouchResponse.json(result.json, status: .created, headers: headers)
     case .delete:
       let rev = try requestedRev(request, query)
-      try access.checkRead(id, in: store)
       try access.checkWrite(
         docID: id, body: (try? store.get(id)) ?? .object(JSONObject()), replicated: false,
         in: store)
+      try access.checkRead(id, in: store)
       let actor = caller.actor
       let result = try await store.deleteAttachmentAsync(id, name: name, rev: rev, actor: actor)
       return CouchResponse.json(result.json, status: .ok)

@@ -40,7 +40,9 @@ extension CouchServer {
       } else {
         if db == UserStore.databaseName {
           body = try Self.hashingPassword(body)
-          try checkOwnRoles(try JSONValue(parsing: body), id: id, store: store, caller: caller)
+          try checkOwnRoles(
+            try JSONValue(parsing: body), id: id, replicated: replicated, store: store,
+            caller: caller)
         }
         body = try access.owned(body, id: id)
         try access.checkWrite(
@@ -59,8 +61,13 @@ extension CouchServer {
       return writeResponse(result, location: location(db, id))
     case .delete:
       guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
-      try access.checkRead(id, in: store)
+      // The write check first: a document the caller may not see is refused as one that does
+      // not exist is (403 when they may not write there), never with a 404 that tells it apart.
       try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
+      try access.checkRead(id, in: store)
+      if db == UserStore.databaseName {
+        try checkOwnRoles(nil, id: id, store: store, caller: caller)
+      }
       let actor = caller.actor
       let result = try await store.deleteAsync(
         id, rev: rev, actor: actor, origin: replicationOrigin(context))
@@ -319,27 +326,60 @@ extension CouchServer {
   // MARK: _local documents
 
   /// `GET/PUT/DELETE /{db}/_local/{id}`: never replicated, never in `_changes`.
+  ///
+  /// In a database with per-document rules (a wiki database), a signed-in user who is not one
+  /// of its admins has `_local` documents of their own (``localKey(_:access:)``): the
+  /// checkpoints of their replications, which no other user can read, overwrite or delete.
   func local(
-    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
   ) async throws -> Response {
+    let key = try localKey(id, access: access)
     switch request.method {
     case .get, .head:
-      return CouchResponse.json(try store.getLocal(id), includeBody: request.method == .get)
+      var doc = try store.getLocal(key)
+      if key != id, case .object(var object) = doc {
+        object["_id"] = .string("_local/" + id)
+        doc = .object(object)
+      }
+      return CouchResponse.json(doc, includeBody: request.method == .get)
     case .put:
       let body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
       let actor = caller.actor
-      let result = try await store.putLocalAsync(id, body, rev: rev, actor: actor)
-      return writeResponse(result)
+      let result = try await store.putLocalAsync(key, body, rev: rev, actor: actor)
+      return writeResponse(Self.local(result, id: id))
     case .delete:
       let rev = try requestedRev(request, query)
       let actor = caller.actor
-      let result = try await store.deleteLocalAsync(id, rev: rev, actor: actor)
-      return writeResponse(result, status: .ok)
+      let result = try await store.deleteLocalAsync(key, rev: rev, actor: actor)
+      return writeResponse(Self.local(result, id: id), status: .ok)
     case Self.copy:
       throw ReplicationError.notImplemented("COPY of _local documents")
     default:
       throw ReplicationError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
     }
+  }
+
+  /// The key under which the caller's `_local/{id}` is kept: `id` itself, shared, for
+  /// administrators, anonymous callers and databases without per-document rules (CouchDB's
+  /// way); `org.wikilog.user.<hex of the name>.{id}` for any other signed-in user.
+  func localKey(_ id: String, access: DatabaseAccess) throws -> String {
+    guard access.rules != nil, !access.isAdmin, let name = access.user.name else { return id }
+    let key = "org.wikilog.user." + Hex.encode(Array(name.utf8)) + "." + id
+    if key.utf8.count > DocumentKey.inlineBytes {
+      let limit = DocumentKey.inlineBytes - (key.utf8.count - id.utf8.count)
+      throw ReplicationError.badRequest(
+        "_local document id is \(id.utf8.count) bytes after _local/; the limit for this user is \(limit)"
+      )
+    }
+    return key
+  }
+
+  /// A write's result with the id the caller named.
+  static func local(_ result: DocumentWriteResult, id: String) -> DocumentWriteResult {
+    DocumentWriteResult(
+      id: result.id.hasPrefix("_local/") ? "_local/" + id : id, rev: result.rev,
+      error: result.error)
   }
 }

@@ -303,6 +303,9 @@ public struct CouchServer: HTTPResponder {
         return try await find(store, request: request, access: access)
       case .explain:
         try allow(method, [.post])
+        // It names the indexes and their fields, which live in design documents: for those
+        // who may read them (the security object's members), as `GET _index` lists them.
+        if access.restricted && !access.isMember { throw Self.notMember(caller.user) }
         return try await explain(store, db: db, request: request)
       case .search:
         try allow(method, [.get, .head])
@@ -318,7 +321,7 @@ public struct CouchServer: HTTPResponder {
         store, path: path, request: request, context: context, caller: caller, access: access)
     case .local(let db, let id):
       let store = try await open(db)
-      _ = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(db, store, caller)
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw ReplicationError(
@@ -327,7 +330,8 @@ public struct CouchServer: HTTPResponder {
       if db == UserStore.databaseName && !caller.user.isAdmin {
         throw Self.notMember(caller.user)
       }
-      return try await local(store, id: id, request: request, query: query, caller: caller)
+      return try await local(
+        store, id: id, request: request, query: query, caller: caller, access: access)
     case .document(let db, let id):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)

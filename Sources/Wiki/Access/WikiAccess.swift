@@ -74,10 +74,14 @@ public struct WikiAccess: DocumentAccess {
     do {
       let storage = try storage(store)
       var group = try group(of: docID, storage, txn)
-      if case .other = group, AccessGroup.canBeWiki(docID),
-        write.body?["type"]?.stringValue == "wiki" || batch.groups[docID] != nil
-      {
-        group = .wiki(docID)
+      if case .other = group, AccessGroup.canBeWiki(docID) {
+        // A new wiki. A document that exists (or existed) and never was a wiki stays in the
+        // other group, whatever the body says: writing it takes the security object's
+        // membership, so that nobody turns a document they may not read into their own wiki.
+        if batch.groups[docID] != nil { group = .wiki(docID) }
+        if write.body?["type"]?.stringValue == "wiki", try store.record(docID) == nil {
+          group = .wiki(docID)
+        }
       }
       guard case .wiki(let wiki) = group else {
         if !isMember {
@@ -105,6 +109,14 @@ public struct WikiAccess: DocumentAccess {
           }
           throw Self.refusal(wiki)
         }
+        // Pages of this id that arrived before their wiki (replicated) are nobody's yet; the
+        // wiki's creator would get them, so only an administrator may create it.
+        if let bytes = try txn.get(AccessGroup.wiki(wiki).key, in: storage["counts"]),
+          case let counts = try GroupCounts(decoding: bytes), counts.live + counts.deleted > 0
+        {
+          throw StoreError.forbidden(
+            "Pages of the wiki '\(wiki)' exist already; only an administrator may create it.")
+        }
         batch.groups[wiki] = Self.grants(of: body)
         return
       }
@@ -119,12 +131,22 @@ public struct WikiAccess: DocumentAccess {
         batch.groups[wiki] = ([], [])
         return
       }
-      let current = try? store.get(docID).objectValue
+      // Compared with every live leaf, not only the winner: a member who extends a losing
+      // leaf must not undo what an owner wrote in it (a narrower membership, say).
+      let leaves = try store.openRevs(docID, .all).compactMap { result -> JSONObject? in
+        guard let doc = result["ok"]?.objectValue, doc["_deleted"] != .bool(true) else {
+          return nil
+        }
+        return doc
+      }
       let fields = ["owner_id", "members", "title", "type"]
       let changed = fields.filter { field in
-        field == "members"
-          ? Self.names(body[field]) != Self.names(current?[field])
-          : body[field] != current?[field]
+        let differs = { (current: JSONObject?) in
+          field == "members"
+            ? Self.names(body[field]) != Self.names(current?[field])
+            : body[field] != current?[field]
+        }
+        return leaves.isEmpty ? differs(nil) : leaves.contains { differs($0) }
       }
       if !changed.isEmpty && !isOwner {
         throw StoreError.forbidden(
@@ -310,7 +332,16 @@ final class WikiAccessView: AccessView {
       let since = min(options.since.rawValue, last)
       if options.history {
         var o = options
-        o.filter = filter
+        // The user's documents, and of those what the request's own filter passes.
+        let access = filter
+        if let requested = options.filter {
+          o.filter = DocumentFilter(
+            name: requested.name, parameters: requested.parameters,
+            wakeKeys: requested.wakeKeys, keys: { requested.keys(of: $0) },
+            includes: { access.includes($0) && requested.includes($0) })
+        } else {
+          o.filter = access
+        }
         var result = try store.changes(o)
         // The positions of other users' events are not theirs to see.
         result.readThrough = result.lastSeq
