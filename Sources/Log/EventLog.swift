@@ -789,9 +789,17 @@ public final class EventLog: Sendable {
   }
 
   /// Loads the next position and last timestamp unless this process made the last commit.
+  ///
+  /// LMDB does not advance its transaction id for a commit that wrote nothing, so after such a
+  /// commit here another process may have committed under the very id this one expects next:
+  /// the log's last position must also still be the one cached.
   private func prepareWriter(_ raw: RawTransaction) throws(LogError) {
-    if writer.cacheValid && writer.lastTransactionID == raw.id - 1 { return }
     do {
+      if writer.cacheValid && writer.lastTransactionID == raw.id - 1,
+        try raw.lastEventPosition(dbs.events) == writer.nextPosition - 1
+      {
+        return
+      }
       let last = try raw.lastEvent(dbs.events)
       writer.nextPosition = (last?.position ?? 0) + 1
       writer.lastTimestamp = last?.timestamp ?? 0

@@ -20,8 +20,9 @@ public struct LogPosition: RawRepresentable, Hashable, Comparable, Sendable,
   /// The position before the first event.
   public static let start = LogPosition(0)
 
-  /// The position after this one.
-  public var next: LogPosition { LogPosition(rawValue + 1) }
+  /// The position after this one; the last possible position is its own next (no log reaches
+  /// it, and a position read from a request such as `since` may be any 64-bit number).
+  public var next: LogPosition { LogPosition(rawValue == .max ? .max : rawValue + 1) }
 
   public static func < (lhs: LogPosition, rhs: LogPosition) -> Bool { lhs.rawValue < rhs.rawValue }
 

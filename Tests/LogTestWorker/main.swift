@@ -3,6 +3,8 @@
 //   LogTestWorker append DIR synced|group|unsynced
 //       appends one event at a time (group: 8 concurrent appenders) and prints
 //       "ack POSITION N" once each append has returned, i.e. is durable.
+//   LogTestWorker appendN DIR COUNT
+//       appends COUNT events, one transaction each, prints "done POSITION" and exits.
 //   LogTestWorker follow DIR COUNT
 //       subscribes from the start and prints "event POSITION" for each event, "caughtup
 //       POSITION" when live, and exits after COUNT events.
@@ -95,6 +97,25 @@ case "append":
       }
     }
   }
+
+case "appendN":
+  guard args.count >= 4, let count = Int(args[3]) else {
+    fail("usage: LogTestWorker appendN DIR COUNT")
+  }
+  let log: EventLog
+  do { log = try EventLog(directory: directory) } catch { fail("\(error)") }
+  var last = LogPosition.start
+  for n in 0..<count {
+    do {
+      last = try log.append([
+        NewEvent(type: "test.appended", stream: "other", actor: "worker", payload: payload(n))
+      ])[0].position
+    } catch {
+      fail("append failed: \(error)")
+    }
+  }
+  emit("done \(last)")
+  exit(0)
 
 case "follow":
   guard args.count >= 4, let count = Int(args[3]) else {

@@ -11,6 +11,14 @@ extension RawTransaction {
   // MARK: Events
 
   /// The last event's position and timestamp, or nil for an empty log.
+  /// The position of the last event (0 for an empty log), read from its key alone.
+  func lastEventPosition(_ events: UInt32) throws(LMDBError) -> UInt64 {
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    guard let entry = try unsafe cursor.get(.last) else { return 0 }
+    return unsafe Keys.position(entry.key)
+  }
+
   func lastEvent(_ events: UInt32) throws -> (position: UInt64, timestamp: Int64)? {
     let cursor = try openCursor(events)
     defer { cursor.close() }
