@@ -26,6 +26,17 @@ import Testing
           try await clientA.call(.post, "/_replicate", #"{"source":"wiki","target":"\#(urlB)"}"#)
             .code == 400)
         #expect(try await clientA.call(.post, "/_replicate", #"{"source":"\#(urlB)"}"#).code == 400)
+        // A port past 65535 (or 0) is no URL: 400, and the server lives on (NIO trapped on it).
+        for port in ["99999", "70000", "0"] {
+          for host in ["127.0.0.1", "localhost"] {
+            let bad = try await clientA.call(
+              .post, "/_replicate",
+              #"{"source":"http://\#(host):\#(port)/x","target":"\#(urlB)"}"#)
+            #expect(bad.code == 400, "\(host):\(port)")
+          }
+        }
+        #expect(CouchURL("http://127.0.0.1:65535/db") != nil)
+        #expect(CouchURL("http://127.0.0.1:65536/db") == nil)
         let missing = try await clientA.call(
           .post, "/_replicate",
           #"{"source":"http://127.0.0.1:\#(try #require(clientB.port))/nope","target":"\#(urlB)"}"#)

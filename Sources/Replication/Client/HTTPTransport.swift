@@ -118,12 +118,15 @@ public struct CouchURL: Sendable, Hashable, CustomStringConvertible {
   public let user: String?
   public let password: String?
 
-  /// Parses `text`; nil when it is not an `http` or `https` URL with a database path.
+  /// Parses `text`; nil when it is not an `http` or `https` URL with a database path and, if it
+  /// names one, a port from 1 to 65535.
   public init?(_ text: String) {
     guard let components = URLComponents(string: text),
       let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
       let host = components.host, !host.isEmpty
     else { return nil }
+    // A TCP port is 1 to 65535 (NIO traps on a larger one, and would wrap it for a name).
+    if let port = components.port, !(1...65_535).contains(port) { return nil }
     var path = components.percentEncodedPath
     while path.hasSuffix("/") { path.removeLast() }
     guard let slash = path.lastIndex(of: "/") else { return nil }
