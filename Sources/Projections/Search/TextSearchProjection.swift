@@ -705,7 +705,14 @@ struct SearchWrites {
     if sameGroup, let oldRef {
       ref = oldRef
     } else {
-      precondition(s.next < UInt64(UInt32.max), "more than 2^32 documents in one search group")
+      // Numbers are 32 bits, and a group never reaches 2^32 documents: a counter there was
+      // read from a damaged row (an error, never a trap: the write is refused).
+      guard s.next < UInt64(UInt32.max) else {
+        throw StoreError(
+          "database_damaged",
+          "the search projection's document counter of a group is \(s.next), past 2^32: its row is damaged (wikilog verify; wikilog rebuild search)",
+          code: .internalError)
+      }
       ref = SearchDocRef(group: new.group, num: UInt32(truncatingIfNeeded: s.next))
       s.next += 1
       s.docs += 1
