@@ -38,6 +38,11 @@ import Testing
 
     #expect(try cli.ok(["tail", "--since", "4"]).rows().map { $0["seq"] as? Int } == [5, 6])
     #expect(try cli.ok(["tail", "--since", "now"]).stdout.isEmpty)
+    // The largest seq there can be: nothing after it (the position after it overflowed).
+    let max = String(UInt64.max)
+    #expect(try cli.ok(["tail", "--since", max]).stdout.isEmpty)
+    #expect(try cli.ok(["tail", "--since", max, "--history"]).stdout.isEmpty)
+    #expect(try cli.ok(["log", "tail", "--since", max]).stdout.isEmpty)
     #expect(try cli.ok(["tail", "--limit", "2"]).rows().count == 2)
     #expect(try cli.ok(["tail", "--limit", "0"]).stdout.isEmpty)
     let past = try cli.ok(["tail", "--since", "2000-01-01T00:00:00Z"]).rows()
