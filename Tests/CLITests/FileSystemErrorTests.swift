@@ -24,4 +24,25 @@ import Testing
     }
     try cli.fails(["tail", "--limit", "-1"], status: 64, "--limit must be 0 or more")
   }
+
+  @Test("a full standard output (/dev/full) is an error with status 1, not a quiet success")
+  func fullStandardOutput() throws {
+    let cli = try CLI()
+    try cli.put(#"{"_id":"doc","text":"x"}"#)
+    for arguments in [["export"], ["tail", "--since", "0"], ["get", "doc"], ["stats"]] {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: wikilogPath)
+      process.arguments = ["--db", cli.path] + arguments
+      process.environment = CLI.environment
+      process.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+      let errors = Pipe()
+      process.standardError = errors
+      try process.run()
+      let message = String(
+        decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      #expect(process.terminationStatus == 1, "\(arguments)")
+      #expect(message.contains("cannot write to standard output"), "\(arguments): \(message)")
+    }
+  }
 }

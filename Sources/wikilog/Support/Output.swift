@@ -11,7 +11,8 @@ import RevTree
 #endif
 
 /// Bytes for standard output, written with write(2) in large chunks, or line by line when
-/// following; a closed pipe (EPIPE) ends the program quietly with status 0, as `tail` does.
+/// following; a closed pipe (EPIPE) ends the program quietly with status 0, as `tail` does,
+/// and any other failed write (a full disk) with a one-line error and status 1.
 struct OutputBuffer {
   var bytes: [UInt8] = []
   var count: Int { bytes.count }
@@ -69,13 +70,16 @@ struct OutputBuffer {
     while offset < bytes.count {
       let n = unsafe bytes[offset...].withUnsafeBytes { unsafe write(fd, $0.baseAddress, $0.count) }
       if n < 0 {
-        if errno == EINTR { continue }
+        let code = errno
+        if code == EINTR { continue }
+        let reason = unsafe String(cString: strerror(code))
         if let file {
-          let reason = unsafe String(cString: strerror(errno))
           file.abandon()
           WikilogCommand.fail("cannot write \(file.path): \(reason); nothing written")
         }
-        exit(0)  // the reader went away (EPIPE): stop like tail does
+        if code == EPIPE { exit(0) }  // the reader went away: stop like tail does
+        // A full disk, say: what was written is incomplete, and the status says so.
+        WikilogCommand.fail("cannot write to standard output: \(reason)")
       }
       offset += n
     }
