@@ -45,4 +45,17 @@ import Testing
       #expect(message.contains("cannot write to standard output"), "\(arguments): \(message)")
     }
   }
+
+  @Test("an empty --db or backup directory is a usage error, never the file system's root")
+  func emptyPaths() throws {
+    let cli = try CLI()
+    for arguments in [
+      ["--db", "", "init"], ["--db", "", "get", "x"], ["backup", ""], ["restore", ""],
+    ] {
+      let r = try cli.run(arguments)
+      #expect(r.status == 64, "\(arguments): \(r.stderr)")
+      #expect(r.stderr.contains("empty"), "\(arguments): \(r.stderr)")
+    }
+    #expect(!FileManager.default.fileExists(atPath: "/wiki"))
+  }
 }

@@ -276,6 +276,10 @@ struct Backup: ParsableCommand {
   @Argument(help: "The data directory to write the backup into (it may exist, without NAME).")
   var destination: String
 
+  func validate() throws {
+    if destination.isEmpty { throw ValidationError("the backup's directory is empty") }
+  }
+
   func run() throws {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
@@ -304,6 +308,10 @@ struct Restore: ParsableCommand {
 
   @OptionGroup var global: GlobalOptions
   @Argument(help: "The data directory a backup was written into.") var source: String
+
+  func validate() throws {
+    if source.isEmpty { throw ValidationError("the backup's directory is empty") }
+  }
 
   func run() throws {
     let data = global.dataDirectory()

@@ -23,6 +23,11 @@ struct DataDirectoryOption: ParsableArguments {
 
   /// The data directory's path.
   var directory: String { GlobalOptions.directory(db) }
+
+  func validate() throws {
+    // An empty path would be the file system's root to the calls below.
+    if db?.isEmpty == true { throw ValidationError("--db names no directory (it is empty)") }
+  }
 }
 
 /// `-d`: the database in the data directory.
