@@ -91,6 +91,22 @@ import Testing
     #expect(reason.contains("shorter than LMDB's two meta pages"), "\(reason)")
   }
 
+  @Test("an emptied file is refused, never opened as a new, empty log over the lost one")
+  func emptied() throws {
+    let dir = TemporaryDirectory()
+    let file = try makeLog(dir)
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
+    try handle.truncate(atOffset: 0)
+    try handle.close()
+    let reason = try #require(damageAtOpen(dir))
+    #expect(reason.contains("empty (0 bytes)"), "\(reason)")
+    #expect(try size(file) == 0)
+    // A new log still starts from no file at all.
+    let fresh = TemporaryDirectory()
+    let log = try EventLog(directory: fresh.path)
+    #expect(try log.committedPosition == .start)
+  }
+
   @Test("overwritten meta pages are refused", arguments: [0, 1])
   func metaOverwritten(_ page: Int) throws {
     let dir = TemporaryDirectory()

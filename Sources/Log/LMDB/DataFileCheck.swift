@@ -49,15 +49,20 @@ struct DataFileCheck {
   let meta: Meta
   private let file: DataFileReader
 
-  /// Opens `path` and checks its meta pages and its length. Returns nil for a file of zero bytes
-  /// (LMDB writes a new one there).
+  /// Opens `path` and checks its meta pages and its length. Returns nil when there is no such
+  /// file (LMDB makes a new one there).
   ///
-  /// - Throws: ``DataFileDamage`` with the reason in plain words.
+  /// - Throws: ``DataFileDamage`` with the reason in plain words; for a file of zero bytes too:
+  ///   LMDB writes its two meta pages when it creates a data file, so an empty one lost what it
+  ///   held (opened as it is, it would become an empty database over the lost one).
   static func open(path: String) throws(DataFileDamage) -> DataFileCheck? {
     guard let file = DataFileReader(path: path) else { return nil }
     guard file.size > 0 else {
       file.release()
-      return nil
+      throw DataFileDamage(
+        reason:
+          "it is empty (0 bytes): LMDB writes its meta pages when it makes a data file, so this one lost its contents"
+      )
     }
     do {
       let meta = try Self.readMeta(file)
