@@ -58,4 +58,27 @@ import Testing
     }
     #expect(!FileManager.default.fileExists(atPath: "/wiki"))
   }
+
+  @Test("standard input past 64 MiB is refused before it is parsed, and writes nothing")
+  func oversizedStandardInput() throws {
+    let cli = try CLI()
+    // From a file: the command stops reading at the limit, so a pipe's writer would get EPIPE.
+    let input = cli.path + "/big.json"
+    try Data(("[" + String(repeating: "1,", count: 33 << 20) + "1]").utf8).write(
+      to: URL(fileURLWithPath: input))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: wikilogPath)
+    process.arguments = ["--db", cli.path, "put", "--actor", "x"]
+    process.environment = CLI.environment
+    process.standardInput = try #require(FileHandle(forReadingAtPath: input))
+    process.standardOutput = FileHandle.nullDevice
+    let errors = Pipe()
+    process.standardError = errors
+    try process.run()
+    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 1)
+    #expect(message.contains("larger than 64 MiB"), "\(message)")
+    #expect(try cli.ok(["all-docs"]).stdout.contains(#""total_rows":0"#))
+  }
 }

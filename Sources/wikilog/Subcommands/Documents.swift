@@ -72,7 +72,7 @@ struct Put: ParsableCommand {
   @Option(help: "With --new-edits=false: where the revision came from.") var origin: String = ""
 
   func run() throws {
-    let bytes = Input.read(document)
+    let bytes = try Input.read(document)
     var doc = try Input.object(bytes, what: "document")
     let db = try global.openStore()
     defer { db.close() }

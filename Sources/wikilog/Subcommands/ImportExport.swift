@@ -104,7 +104,7 @@ struct Import: ParsableCommand {
       }
       bytes = Array(data)
     } else {
-      bytes = Input.read()
+      bytes = try Input.read(limit: nil)
     }
     progress.update("reading \(bytes.count) bytes…")
     let parsed = try Self.parse(bytes, progress: progress)

@@ -55,7 +55,7 @@ struct LocalPut: ParsableCommand {
   @Argument(help: "The document as JSON (default: standard input).") var document: String?
 
   func run() throws {
-    let bytes = Input.read(document)
+    let bytes = try Input.read(document)
     let db = try global.openStore()
     defer { db.close() }
     // As in CouchDB 3, a `_local` write is never a conflict: it gets the revision it names

@@ -34,7 +34,7 @@ enum TreeHeads {
   static func readJSON(_ path: String, what: String) throws -> JSONValue {
     let bytes: [UInt8]
     if path == "-" {
-      bytes = Input.read()
+      bytes = try Input.read()
     } else {
       guard let data = FileManager.default.contents(atPath: path) else {
         throw CLIError("cannot read \(what) \(path)")

@@ -322,7 +322,7 @@ struct WikiEdit: ParsableCommand {
     if editor || Input.stdinIsTerminal {
       markdown = try Self.edit(old, name: page)
     } else {
-      markdown = String(decoding: Input.read(), as: UTF8.self)
+      markdown = String(decoding: try Input.read(), as: UTF8.self)
     }
     if current != nil && markdown == old {
       printError("wikilog: \(id) is unchanged; nothing written")

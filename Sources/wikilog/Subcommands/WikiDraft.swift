@@ -104,7 +104,7 @@ struct WikiDraftSave: ParsableCommand {
       let start = open?.markdown ?? current?["markdown"]?.stringValue ?? ""
       markdown = try WikiEdit.edit(start, name: page)
     } else {
-      markdown = String(decoding: Input.read(), as: UTF8.self)
+      markdown = String(decoding: try Input.read(), as: UTF8.self)
     }
     if let open, open.markdown == markdown {
       printError("wikilog: the draft of \(id) is unchanged; nothing written")

@@ -7,10 +7,27 @@ import RevTree
 import Wiki
 
 enum Input {
-  /// The text of `argument`, or standard input when it is nil or `-`.
-  static func read(_ argument: String? = nil) -> [UInt8] {
+  /// What a command reads from standard input at most (a document, a `_bulk_docs` body, a
+  /// page), as `wikilog serve` limits a request's body: past it the command fails before
+  /// parsing anything, instead of holding gigabytes.
+  static let defaultLimit = 64 << 20
+
+  /// The text of `argument`, or standard input when it is nil or `-`: at most `limit` bytes
+  /// (nil: no limit), else a one-line error.
+  static func read(_ argument: String? = nil, limit: Int? = defaultLimit) throws -> [UInt8] {
     if let argument, argument != "-" { return Array(argument.utf8) }
-    return Array(FileHandle.standardInput.readDataToEndOfFile())
+    guard let limit else { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+    var bytes: [UInt8] = []
+    while true {
+      let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
+      if chunk.isEmpty { return bytes }
+      bytes.append(contentsOf: chunk)
+      if bytes.count > limit {
+        throw CLIError(
+          "standard input is larger than \(limit >> 20) MiB, the most a command reads; nothing was written"
+        )
+      }
+    }
   }
 
   static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) != 0 }
