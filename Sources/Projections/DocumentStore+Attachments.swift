@@ -33,6 +33,21 @@ extension DocumentStore {
     }
   }
 
+  /// Every attachment of document `id` at revision `rev` (the winner when nil), by name, read
+  /// with one decoding of the revision's event (a multipart answer sends them all: one
+  /// ``attachment(_:name:rev:)`` each decoded the event once per attachment).
+  public func attachments(_ id: String, rev: String? = nil) throws -> [String: StoredAttachment] {
+    try read { txn in
+      let (_, revision) = try openRevision(id, rev: rev, txn: txn)
+      guard let position = revision.body else { return [:] }
+      var byName: [String: StoredAttachment] = [:]
+      for a in try attachments(at: position, txn: txn) where byName[a.name] == nil {
+        byName[a.name] = a
+      }
+      return byName
+    }
+  }
+
   /// The revision `rev` of `id` (the winner when nil) that a read opens.
   func openRevision(_ id: String, rev: String?, txn: ReadTransaction) throws -> (
     DocumentRecord, RevisionTree.Revision

@@ -128,8 +128,12 @@ extension CouchServer {
     body = try access.owned(body, id: target)
     var input = try DocumentInput(json: JSONValue.object(body).serialized())
     if let atts = source["_attachments"]?.objectValue, let rev = source["_rev"]?.stringValue {
+      let stored = try store.attachments(id, rev: rev)
       input.attachments = try atts.members.map { member in
-        .copied(try store.attachment(id, name: member.key, rev: rev).attachment)
+        guard let a = stored[member.key] else {
+          throw StoreError.notFound("Document is missing attachment")
+        }
+        return .copied(a)
       }
     }
     if db == UserStore.databaseName { try requireServerAdmin(caller) }

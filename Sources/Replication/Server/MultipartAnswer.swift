@@ -118,9 +118,15 @@ struct MultipartAnswer: Sendable {
     _ doc: JSONValue, id: String, boundary: String, store: DocumentStore
   ) throws -> (contentType: String, body: MultipartAnswer) {
     var following: [StoredAttachment] = []
-    if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue {
+    if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue,
+      atts.members.contains(where: { $0.value["follows"] == .bool(true) })
+    {
+      let stored = try store.attachments(id, rev: rev)
       for member in atts.members where member.value["follows"] == .bool(true) {
-        following.append(try store.attachment(id, name: member.key, rev: rev).attachment)
+        guard let a = stored[member.key] else {
+          throw StoreError.notFound("Document is missing attachment")
+        }
+        following.append(a)
       }
     }
     var body = MultipartAnswer()
