@@ -293,9 +293,13 @@ extension DocumentStore {
     }
     var members: [JSONObject.Member] = []
     members.reserveCapacity(attachments.count)
+    // Data sent inline (base64 in the JSON) is held in memory: at most this much of it,
+    // decoded, per document (a gzip-stored attachment can inflate a thousandfold).
+    var budget = Self.maxInlineAttachmentBytes
     for a in attachments {
       let send = withData && a.revpos > since
-      let data = send && !options.follows ? try attachmentData(a) : nil
+      let data = send && !options.follows ? try attachmentData(a, limit: budget) : nil
+      budget -= data?.count ?? 0
       members.append(
         .init(
           key: a.name,
@@ -305,14 +309,26 @@ extension DocumentStore {
     return .object(JSONObject(members))
   }
 
-  /// The data of attachment `a`, decoded (gunzipped when stored gzip).
-  public func attachmentData(_ a: StoredAttachment) throws -> [UInt8] {
+  /// The most attachment data a JSON read (`attachments=true` without multipart) carries
+  /// inline for one document, decoded: 64 MiB, the server's request limit.
+  public static let maxInlineAttachmentBytes = 64 << 20
+
+  /// The data of attachment `a`, decoded (gunzipped when stored gzip); with `limit`, a
+  /// `413 too_large` error once the decoded data would pass it (before it is all in memory).
+  public func attachmentData(_ a: StoredAttachment, limit: Int? = nil) throws -> [UInt8] {
+    func tooLarge() -> StoreError {
+      StoreError.tooLarge(
+        "the attachments to send inline come to more than \(Self.maxInlineAttachmentBytes >> 20) MiB; read them as multipart (Accept: multipart/related) or one at a time"
+      )
+    }
+    if let limit, a.encoding != "gzip", a.storedLength > limit { throw tooLarge() }
     let stored = try blobs.read(a.md5)
     guard a.encoding == "gzip" else { return stored }
-    guard let data = Gunzip.decode(stored) else {
+    guard let data = Gunzip.decode(stored, limit: limit) else {
       throw StoreError.internalError("attachment blob \(BlobStore.hex(a.md5)) is not gzip")
     }
-    return data
+    guard case .complete(let bytes) = data else { throw tooLarge() }
+    return bytes
   }
 
   /// `_revs_diff`: for each document, the given revisions the store does not have, and the

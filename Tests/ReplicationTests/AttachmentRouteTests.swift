@@ -158,6 +158,26 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("a gzip attachment that inflates past 64 MiB is not inlined in JSON: 413, the server lives")
+  func gzipBombInline() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      var headers = Self.type("text/plain")
+      headers[.contentEncoding] = "gzip"
+      let bomb = AttachmentEncoding.gzip([UInt8](repeating: 0, count: (64 << 20) + 1), level: 9)
+      #expect(bomb.count < 1 << 20)
+      #expect(try await client.raw(.put, "/db/b/b.txt", bomb, headers: headers).code == 201)
+      let inline = try await client.call(.get, "/db/b?attachments=true")
+      #expect(inline.code == 413 && inline.error == "too_large", "\(inline.text.prefix(200))")
+      // As multipart, and alone, it is streamed as stored.
+      var multipart = HTTPFields()
+      multipart[.accept] = "multipart/related"
+      let parts = try await client.raw(.get, "/db/b?attachments=true", headers: multipart)
+      #expect(parts.code == 200)
+      #expect(try await client.call(.get, "/_up").code == 200)
+    }
+  }
+
   @Test("Range on identity attachments; Content-MD5 checked")
   func rangeAndMD5() async throws {
     try await withServer { client, _ in

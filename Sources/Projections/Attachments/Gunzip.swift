@@ -5,6 +5,20 @@ import CZlib
 public enum Gunzip {
   /// The data of the gzip stream `bytes`, or nil when it is not a complete gzip stream.
   public static func decode(_ bytes: [UInt8]) -> [UInt8]? {
+    guard case .complete(let output)? = decode(bytes, limit: nil) else { return nil }
+    return output
+  }
+
+  /// What ``decode(_:limit:)`` found.
+  public enum Decoded {
+    case complete([UInt8])
+    /// The data would be longer than the limit; decoding stopped there.
+    case pastLimit
+  }
+
+  /// The data of the gzip stream `bytes`, decoding no more than `limit` bytes (nil: no limit);
+  /// nil when it is not a complete gzip stream.
+  public static func decode(_ bytes: [UInt8], limit: Int?) -> Decoded? {
     let stream = GunzipStream()
     stream.push(bytes)
     var output: [UInt8] = []
@@ -12,8 +26,9 @@ public enum Gunzip {
       guard let piece = stream.pull(upTo: 64 << 10) else { return nil }
       if piece.isEmpty { break }
       output += piece
+      if let limit, output.count > limit { return .pastLimit }
     }
-    return stream.isFinished ? output : nil
+    return stream.isFinished ? .complete(output) : nil
   }
 }
 
