@@ -28,6 +28,28 @@ import Testing
     let same = try cli.ok(["wiki", "edit", "recipes", "Soup"], stdin: "# Soup\nSee [[Stock]].\n")
     #expect(same.stderr.contains("unchanged"))
     #expect(try cli.eventCount() == events)
+    // Markdown that is not UTF-8 is refused, not stored with replacement characters.
+    for command in [
+      ["wiki", "edit", "recipes", "Soup"], ["wiki", "draft", "save", "recipes", "Soup"],
+    ] {
+      let input = cli.path + "/latin1.md"
+      try Data([0x23, 0x20, 0x53, 0x6F, 0x70, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: input))
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: wikilogPath)
+      process.arguments = ["--db", cli.path] + command + ["--actor", "bob"]
+      process.environment = CLI.environment
+      process.standardInput = try #require(FileHandle(forReadingAtPath: input))
+      process.standardOutput = FileHandle.nullDevice
+      let errors = Pipe()
+      process.standardError = errors
+      try process.run()
+      let message = String(
+        decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      #expect(process.terminationStatus == 1, "\(command)")
+      #expect(message.contains("not valid UTF-8"), "\(command): \(message)")
+    }
+    #expect(try cli.eventCount() == events)
     try cli.ok(["wiki", "edit", "recipes", "Soup", "--actor", "ann"], stdin: "# Soup\nHot.\n")
     let updated = try cli.ok(["get", "recipes:Soup"]).object()
     #expect(updated["created_at"] as? String == createdAt)

@@ -269,8 +269,8 @@ struct WikiEdit: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "edit", abstract: "Create or update a page from Markdown.",
     discussion: """
-      The Markdown is read from standard input, or, when that is a terminal, edited in $VISUAL \
-      or $EDITOR (vi by default) starting from the current text. Sets wiki_id, markdown, \
+      The Markdown is read from standard input (valid UTF-8), or, when that is a \
+      terminal, edited in $VISUAL or $EDITOR (vi by default) starting from the current text. Sets wiki_id, markdown, \
       updated_at and updated_by (the actor), and created_at for a new page; other fields are \
       kept. Writes nothing when the text is unchanged or the editor fails. --rev names the \
       revision the edit is made on (see `wikilog wiki pages`): the edit is then refused, \
@@ -322,7 +322,7 @@ struct WikiEdit: ParsableCommand {
     if editor || Input.stdinIsTerminal {
       markdown = try Self.edit(old, name: page)
     } else {
-      markdown = String(decoding: try Input.read(), as: UTF8.self)
+      markdown = try Input.markdown()
     }
     if current != nil && markdown == old {
       printError("wikilog: \(id) is unchanged; nothing written")

@@ -69,8 +69,8 @@ struct WikiDraftSave: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "save", abstract: "Save (or autosave) a draft of a page.",
     discussion: """
-      The Markdown is read from standard input, or, when that is a terminal, edited in $VISUAL \
-      or $EDITOR starting from the open draft's text, else the page's. A new draft starts from \
+      The Markdown is read from standard input (valid UTF-8), or, when that is a \
+      terminal, edited in $VISUAL or $EDITOR starting from the open draft's text, else the page's. A new draft starts from \
       the page's current winning revision (none for a new page); saving an open draft again \
       keeps the revision it started from, so that publishing merges what others changed \
       since. Nothing is written when the draft's text is unchanged. Prints \
@@ -104,7 +104,7 @@ struct WikiDraftSave: ParsableCommand {
       let start = open?.markdown ?? current?["markdown"]?.stringValue ?? ""
       markdown = try WikiEdit.edit(start, name: page)
     } else {
-      markdown = String(decoding: try Input.read(), as: UTF8.self)
+      markdown = try Input.markdown()
     }
     if let open, open.markdown == markdown {
       printError("wikilog: the draft of \(id) is unchanged; nothing written")

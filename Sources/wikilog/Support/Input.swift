@@ -32,6 +32,16 @@ enum Input {
 
   static var stdinIsTerminal: Bool { isatty(STDIN_FILENO) != 0 }
 
+  /// A page's Markdown from standard input: valid UTF-8 (as JSON strings must be), else a
+  /// one-line error (empty input is an empty page; the page's history keeps what it held).
+  static func markdown() throws -> String {
+    let bytes = try read()
+    guard let text = String(validating: bytes, as: UTF8.self) else {
+      throw CLIError("the Markdown on standard input is not valid UTF-8; nothing written")
+    }
+    return text
+  }
+
   /// Parses JSON, or fails with a one-line error naming `what` was malformed.
   static func json(_ bytes: [UInt8], what: String) throws -> JSONValue {
     guard !bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else {
