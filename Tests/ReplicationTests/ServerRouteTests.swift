@@ -150,6 +150,22 @@ import Wiki
     }
   }
 
+  @Test("DELETE: 404 missing or deleted first, as CouchDB opens the document; then 409 without rev")
+  func deleteMissingOrDeleted() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let missing = try await client.call(.delete, "/db/nope?rev=1-abc")
+      #expect(missing.code == 404 && missing["reason"]?.stringValue == "missing")
+      let created = try await client.call(.put, "/db/d", "{}")
+      let rev = created["rev"]?.stringValue ?? ""
+      #expect(try await client.call(.delete, "/db/d").code == 409)
+      let deleted = try await client.call(.delete, "/db/d?rev=\(rev)")
+      #expect(deleted.code == 200)
+      let again = try await client.call(.delete, "/db/d?rev=\(deleted["rev"]?.stringValue ?? "")")
+      #expect(again.code == 404 && again["reason"]?.stringValue == "deleted")
+    }
+  }
+
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
     var options = CouchServerOptions()

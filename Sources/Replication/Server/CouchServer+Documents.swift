@@ -60,11 +60,17 @@ extension CouchServer {
       if query["batch"] == "ok" { return batchAccepted(result) }
       return writeResponse(result, location: location(db, id))
     case .delete:
-      guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
       // The write check first: a document the caller may not see is refused as one that does
       // not exist is (403 when they may not write there), never with a 404 that tells it apart.
       try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
       try access.checkRead(id, in: store)
+      // Then, as CouchDB opens the document first: 404 `missing` or `deleted`, and only then
+      // 409 without a `rev`.
+      guard let winner = try store.record(id)?.tree.winner else {
+        throw StoreError.notFound("missing")
+      }
+      guard winner.status == .available else { throw StoreError.notFound("deleted") }
+      guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
       if db == UserStore.databaseName {
         try checkOwnRoles(nil, id: id, store: store, caller: caller)
       }
