@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import JSON
 import Log
+import NIOCore
 import Projections
 import Replication
 import RevTree
@@ -163,6 +164,36 @@ import Wiki
       #expect(deleted.code == 200)
       let again = try await client.call(.delete, "/db/d?rev=\(deleted["rev"]?.stringValue ?? "")")
       #expect(again.code == 404 && again["reason"]?.stringValue == "deleted")
+    }
+  }
+
+  @Test("a JSON body sent Content-Encoding: gzip is gunzipped; other encodings are 415")
+  func gzippedRequestBodies() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      func send(_ method: HTTPRequest.Method, _ uri: String, _ body: [UInt8], _ encoding: String)
+        async throws -> (Int, JSONValue?)
+      {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        headers[.contentEncoding] = encoding
+        headers[.accept] = "application/json"
+        return try await client.execute(
+          uri: uri, method: method, headers: headers, body: ByteBuffer(bytes: body)
+        ) { ($0.status.code, try? JSONValue(parsing: Array($0.body.readableBytesView))) }
+      }
+      let doc = AttachmentEncoding.gzip(Array(#"{"a":1}"#.utf8))
+      #expect(try await send(.put, "/db/zipped", doc, "gzip").0 == 201)
+      #expect(try await client.call(.get, "/db/zipped")["a"]?.int == 1)
+      let bulk = AttachmentEncoding.gzip(Array(#"{"docs":[{"_id":"b1"},{"_id":"b2"}]}"#.utf8))
+      #expect(try await send(.post, "/db/_bulk_docs", bulk, "gzip").0 == 201)
+      #expect(try await client.call(.get, "/db/b2").code == 200)
+      let notGzip = try await send(.put, "/db/bad", Array(#"{"a":1}"#.utf8), "gzip")
+      #expect(notGzip.0 == 400)
+      let brotli = try await send(.put, "/db/br", Array(#"{"a":1}"#.utf8), "br")
+      #expect(brotli.0 == 415 && brotli.1?["error"]?.stringValue == "bad_content_type")
+      #expect(try await send(.put, "/db/plain", Array(#"{"a":2}"#.utf8), "identity").0 == 201)
+      #expect(try await client.call(.get, "/db/bad").code == 404)
     }
   }
 

@@ -399,18 +399,38 @@ public struct CouchServer: HTTPResponder {
     }
   }
 
-  /// Reads the whole request body, up to the configured limit.
+  /// Reads the whole request body, up to the configured limit; a body sent with
+  /// `Content-Encoding: gzip` is gunzipped (within the same limit), any encoding other than
+  /// gzip and identity is `415`, as `chttpd:maybe_decompress` does for JSON bodies (multipart
+  /// ones are read as they come).
   func body(of request: Request) async throws -> [UInt8] {
-    if let length = request.headers[.contentLength].flatMap({ Int($0) }),
-      length > options.maxRequestBytes
-    {
-      throw ReplicationError(
-        "too_large",
-        "the request body is \(length) bytes; the server accepts at most \(options.maxRequestBytes)",
+    let limit = options.maxRequestBytes
+    func tooLarge(_ what: String) -> ReplicationError {
+      ReplicationError(
+        "too_large", "the request body is \(what); the server accepts at most \(limit)",
         status: 413)
     }
-    let buffer = try await request.body.collect(upTo: options.maxRequestBytes)
-    return Array(buffer.readableBytesView)
+    if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+      throw tooLarge("\(length) bytes")
+    }
+    let buffer = try await request.body.collect(upTo: limit)
+    let bytes = Array(buffer.readableBytesView)
+    let type = request.headers[.contentType]?.lowercased() ?? ""
+    guard let encoding = request.headers[.contentEncoding], !type.hasPrefix("multipart/") else {
+      return bytes
+    }
+    switch String(encoding.filter { $0 != " " && $0 != "\t" }).lowercased() {
+    case "identity": return bytes
+    case "gzip":
+      switch Gunzip.decode(bytes, limit: limit) {
+      case .complete(let decoded)?: return decoded
+      case .pastLimit?: throw tooLarge("more than that once gunzipped")
+      case nil: throw ReplicationError.badRequest("Request body is not properly gzipped.")
+      }
+    default:
+      throw ReplicationError(
+        "bad_content_type", "\(encoding) is not a supported content encoding.", status: 415)
+    }
   }
 
   /// Reads and parses a JSON request body; malformed JSON is `400 bad_request`.
