@@ -197,6 +197,25 @@ import Wiki
     }
   }
 
+  @Test("new_edits=false without _rev or _revisions fails the whole _bulk_docs, as in CouchDB")
+  func replicatedWithoutRev() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let r = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"new_edits":false,"docs":[{"_id":"ok","_rev":"1-a"},{"_id":"norev"}]}"#)
+      #expect(r.code == 400 && r.error == "bad_request")
+      #expect(r["reason"]?.stringValue?.contains("needs `_rev` or `_revisions`") == true)
+      #expect(try await client.call(.get, "/db/ok").code == 404)
+      // _revisions alone names the revision.
+      let revisions = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"new_edits":false,"docs":[{"_id":"r","_revisions":{"start":2,"ids":["b","a"]}}]}"#)
+      #expect(revisions.code == 201, "\(revisions.text)")
+      #expect(try await client.call(.get, "/db/r")["_rev"]?.stringValue == "2-b")
+    }
+  }
+
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
     var options = CouchServerOptions()

@@ -33,8 +33,16 @@ extension CouchServer {
     if newEdits, body["all_or_nothing"] == .bool(true) {
       return try allOrNothingRefused(docs)
     }
-    // As CouchDB, a document whose special members are malformed fails the whole request.
-    for doc in docs { try DocumentInput.checkShape(doc) }
+    // As CouchDB, a document whose special members are malformed fails the whole request, and
+    // so does a replicated one with neither `_rev` nor `_revisions` (`validate_revs`).
+    for doc in docs {
+      try DocumentInput.checkShape(doc)
+      if !newEdits, let object = doc.objectValue, object["_rev"] == nil,
+        object["_revisions"] == nil
+      {
+        throw ReplicationError.badRequest(Self.replicatedWithoutRev)
+      }
+    }
     if access.name == ReplicatorDocuments.databaseName {
       // `_replicator`: each document gets its owner, and one that belongs to another user
       // fails the whole request, as CouchDB's `before_doc_update` does in `fabric_doc_update`.

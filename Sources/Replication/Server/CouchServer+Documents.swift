@@ -87,6 +87,10 @@ extension CouchServer {
     }
   }
 
+  /// CouchDB's refusal of a replicated write (`new_edits=false`) without a revision.
+  static let replicatedWithoutRev =
+    "When `new_edits: false`, the document needs `_rev` or `_revisions` specified"
+
   /// The `COPY` method (WebDAV's, which CouchDB uses).
   static let copy = HTTPRequest.Method("COPY")!
 
@@ -242,9 +246,7 @@ extension CouchServer {
     _ store: DocumentStore, id: String, body: [UInt8], context: Context, caller: Caller
   ) async throws -> DocumentWriteResult {
     let input = try DocumentInput(json: body)
-    guard let rev = input.rev else {
-      throw ReplicationError.badRequest("new_edits=false requires _rev")
-    }
+    guard let rev = input.rev else { throw ReplicationError.badRequest(Self.replicatedWithoutRev) }
     var object = input.full.objectValue ?? JSONObject()
     object.members.removeAll { $0.key == "_id" }
     object.members.insert(.init(key: "_id", value: .string(id)), at: 0)
