@@ -530,6 +530,12 @@ func withAccessServer(
         #expect(wrong.0 == 401)
         #expect(wrong.1.contains("Name or password is incorrect."))
       }
+      // Neither a form nor JSON: 415, as CouchDB's handle_session_req answers.
+      let plain = try await client.execute(
+        uri: "/_session", method: .post, headers: [.contentType: "text/plain"],
+        body: ByteBuffer(string: #"{"name":"bob","password":"pw-bob"}"#)
+      ) { response in (response.status.code, String(buffer: response.body)) }
+      #expect(plain.0 == 415 && plain.1.contains("bad_content_type"))
       // API tokens: accepted until revoked.
       let token = try fixture.auth.tokens.create(user: "bob", actor: "bob")
       var tokenHeader = HTTPFields()

@@ -296,6 +296,12 @@ extension CouchServer {
         name = form["name"] ?? form["username"]
         password = form["password"]
       } else {
+        guard type.hasPrefix("application/json") else {
+          throw ReplicationError(
+            "bad_content_type",
+            "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'",
+            status: 415)
+        }
         let object: JSONObject?
         do { object = try JSONValue(parsing: bytes).objectValue } catch {
           throw ReplicationError.badRequest("invalid UTF-8 JSON: \(error)")
