@@ -124,7 +124,7 @@ package enum DocumentKey {
     }
     if id.hasPrefix("_local/") && !allowLocal {
       throw StoreError.badRequest(
-        "_local documents are written with putLocal (PUT /db/_local/id), not as documents")
+        "_local documents are written one at a time (PUT /{db}/_local/{id}), not as documents")
     }
     if id.hasPrefix("_"), !id.hasPrefix("_design/"), !(allowLocal && id.hasPrefix("_local/")) {
       throw StoreError.illegalDocID("Only reserved document ids may start with underscore.")

@@ -216,6 +216,18 @@ import Wiki
     }
   }
 
+  @Test("/{db}/_local%2F{id} is the local document, as /{db}/_local/{id} is")
+  func encodedLocalPath() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let put = try await client.call(.put, "/db/_local%2Fcp", #"{"seq":3}"#)
+      #expect(put.code == 201 && put["id"]?.stringValue == "_local/cp")
+      #expect(try await client.call(.get, "/db/_local/cp")["seq"]?.int == 3)
+      #expect(try await client.call(.get, "/db/_local%2Fcp")["seq"]?.int == 3)
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 0)
+    }
+  }
+
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
     var options = CouchServerOptions()

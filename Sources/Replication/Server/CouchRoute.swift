@@ -116,6 +116,11 @@ enum CouchRoute: Equatable, Sendable {
         if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
         return .unserved(.notFound())
       }
+      // `_local%2Fid` names the local document, as the `_local/id` path does in CouchDB.
+      if head.hasPrefix("_local/"), head.count > 7 {
+        if rest.count == 1 { return .local(db: db, id: String(head.dropFirst(7))) }
+        return .unserved(.badRequest("_local documents do not accept attachments."))
+      }
       if rest.count == 1 { return .document(db: db, id: head) }
       return .attachment(db: db, id: head, name: rest[1...].joined(separator: "/"))
     }
