@@ -228,6 +228,28 @@ import Wiki
     }
   }
 
+  @Test("_all_dbs takes CouchDB's startkey, endkey, inclusive_end, descending, skip and limit")
+  func allDbsOptions() async throws {
+    try await withServer { client, _ in
+      for name in ["a", "b", "c", "d"] { try await client.call(.put, "/" + name) }
+      func names(_ query: String) async throws -> [String] {
+        try await client.call(.get, "/_all_dbs" + query).json?.strings ?? ["(error)"]
+      }
+      #expect(try await names("") == ["a", "b", "c", "d"])
+      #expect(try await names("?limit=2") == ["a", "b"])
+      #expect(try await names("?skip=1&limit=2") == ["b", "c"])
+      #expect(try await names("?descending=true") == ["d", "c", "b", "a"])
+      #expect(try await names("?startkey=%22b%22") == ["b", "c", "d"])
+      #expect(try await names("?start_key=%22b%22&endkey=%22c%22") == ["b", "c"])
+      #expect(try await names("?startkey=%22b%22&endkey=%22c%22&inclusive_end=false") == ["b"])
+      #expect(try await names("?descending=true&startkey=%22c%22&endkey=%22b%22") == ["c", "b"])
+      for bad in ["?limit=abc", "?limit=-1", "?descending=yes", "?startkey=b", "?startkey=1"] {
+        let r = try await client.call(.get, "/_all_dbs" + bad)
+        #expect(r.code == 400 && r.error == "query_parse_error", "\(bad)")
+      }
+    }
+  }
+
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
     var options = CouchServerOptions()

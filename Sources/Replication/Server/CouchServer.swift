@@ -206,7 +206,8 @@ public struct CouchServer: HTTPResponder {
       try allow(method, [.get, .head])
       try requireServerAdmin(caller)
       return CouchResponse.json(
-        .array(dataDirectory.databaseNames().map { .string($0) }), includeBody: method != .head)
+        .array(try Self.page(dataDirectory.databaseNames(), query).map { .string($0) }),
+        includeBody: method != .head)
     case .databasesInfo:
       try requireServerAdmin(caller)
       return try await databasesInfo(request)
@@ -370,6 +371,47 @@ public struct CouchServer: HTTPResponder {
       _ = try databaseAccess(db, store, caller)
       throw error
     }
+  }
+
+  /// The database names `_all_dbs` lists, as `chttpd_misc:handle_all_dbs_req` reads its
+  /// options: `startkey`/`start_key` and `endkey`/`end_key` (JSON strings), `inclusive_end`,
+  /// `descending`, `skip` and `limit`; a bad value is `400 query_parse_error`.
+  static func page(_ sorted: [String], _ parameters: QueryParameters) throws(ReplicationError)
+    -> [String]
+  {
+    var query = parameters
+    query.errorName = "query_parse_error"
+    func key(_ names: [String]) throws(ReplicationError) -> String? {
+      for name in names {
+        guard let value = try query.json(name) else { continue }
+        guard let string = value.stringValue else {
+          throw ReplicationError("query_parse_error", "\(name) must be a JSON string", status: 400)
+        }
+        return string
+      }
+      return nil
+    }
+    let descending = try query.bool("descending")
+    let inclusiveEnd = try query.bool("inclusive_end", default: true)
+    let start = try key(["startkey", "start_key"])
+    let end = try key(["endkey", "end_key"])
+    let skip = try query.int("skip") ?? 0
+    let limit = try query.int("limit")
+    func before(_ a: String, _ b: String) -> Bool {
+      Array(a.utf8).lexicographicallyPrecedes(b.utf8)
+    }
+    var names = sorted.sorted(by: before)
+    if descending { names.reverse() }
+    names = names.filter { name in
+      let afterStart = start.map { descending ? !before($0, name) : !before(name, $0) } ?? true
+      let beforeEnd =
+        end.map { e in
+          if name == e { return inclusiveEnd }
+          return descending ? before(e, name) : before(name, e)
+        } ?? true
+      return afterStart && beforeEnd
+    }
+    return Array(names.dropFirst(skip).prefix(limit ?? names.count))
   }
 
   /// Throws 405 unless `method` is one of `allowed`.
