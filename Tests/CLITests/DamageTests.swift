@@ -98,6 +98,30 @@ import Testing
     }
   }
 
+  @Test(
+    "an emptied data file: every command, init too, says it is damaged; stderr closed is no crash")
+  func emptiedFile() throws {
+    let cli = try Self.fixture()
+    let file = cli.path + "/wiki/data.mdb"
+    try Data().write(to: URL(fileURLWithPath: file))
+    for command in Self.commands + [["init"], ["put", #"{"_id":"new"}"#, "--actor", "x"]] {
+      let r = Self.expectNoCrash(try cli.run(command), "wikilog \(command[0])")
+      #expect(r.status == 1, "\(command[0])")
+      #expect(r.stderr.contains("is damaged: it is empty (0 bytes)"), "\(r.stderr)")
+    }
+    #expect(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int == 0)
+    // An error with standard error closed: the status tells it, no trap.
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: wikilogPath)
+    process.arguments = ["--db", cli.path, "get", "x"]
+    process.environment = CLI.environment
+    process.standardError = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationReason == .exit && process.terminationStatus == 1)
+  }
+
   @Test("verify names the damaged file and page")
   func verifyNamesThePage() throws {
     let cli = try Self.fixture()
@@ -129,7 +153,9 @@ import Testing
         try JSONSerialization.jsonObject(with: Data(bad.body.utf8)) as? [String: Any])
       #expect(body["error"] as? String == "database_damaged", "\(bad.body)")
       let reason = try #require(body["reason"] as? String)
-      #expect(reason.contains(file + " is damaged") && !reason.contains("\n"), "\(reason)")
+      // What is wrong, without the file's path on the server.
+      #expect(reason.hasPrefix("the database's data file is damaged: "), "\(reason)")
+      #expect(!reason.contains(cli.path) && !reason.contains("\n"), "\(reason)")
       #expect(reason.contains("restore it from a backup"), "\(reason)")
     }
     #expect(try curl([base + "/wiki/a"]).status == 200)

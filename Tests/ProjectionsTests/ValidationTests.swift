@@ -166,7 +166,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
     let local = #expect(throws: StoreError.self) {
       try s.put(#"{"_id":"_local/x"}"#, actor: "a")
     }
-    #expect(local?.reason.contains("putLocal") == true)
+    #expect(local?.reason.contains("PUT /{db}/_local/{id}") == true)
     #expect(throws: StoreError.self) { try s.put(#"{"_id":"_design/"}"#, actor: "a") }
     #expect(throws: StoreError.self) { try s.put(#"{"_id":"_users"}"#, actor: "a") }
     #expect(throws: StoreError.self) {

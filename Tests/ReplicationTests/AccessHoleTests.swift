@@ -139,6 +139,10 @@ import Testing
       let delete = try await client.call(
         .delete, path + "?rev=\(winnerRev)", headers: Self.headers("bob"))
       #expect(delete.code == 403)
+      // Nor by a PUT that deletes it.
+      let putDeleted = try await client.call(
+        .put, path, #"{"_rev":"\#(winnerRev)","_deleted":true}"#, headers: Self.headers("bob"))
+      #expect(putDeleted.code == 403)
       // Still not an administrator.
       let allDbs = try await client.call(.get, "/_all_dbs", headers: Self.headers("bob"))
       #expect(allDbs.code == 401 && allDbs.error == "unauthorized")

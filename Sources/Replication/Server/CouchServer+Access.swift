@@ -237,7 +237,8 @@ extension CouchServer {
       throw StoreError.forbidden(
         "Only admins may write replicated revisions (new_edits=false) to _users.")
     }
-    guard let body else {
+    // A deletion, by DELETE or by a body with `_deleted: true`.
+    guard let body, body["_deleted"] != .bool(true) else {
       let live = try store.openRevs(id, .all).filter {
         $0["ok"] != nil && $0["ok"]?["_deleted"] != .bool(true)
       }

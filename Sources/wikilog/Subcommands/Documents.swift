@@ -28,6 +28,8 @@ struct Init: ParsableCommand {
     let data = global.dataDirectory()
     defer { data.closeAll() }
     if data.exists(global.database) {
+      // Opened (read-only), so that a damaged one says so rather than "already exists".
+      try global.openStore(readOnly: true).close()
       printText("database '\(global.database)' already exists in \(global.directory)")
       return
     }

@@ -287,7 +287,7 @@ final class ReplicationDisplay: Sendable {
       state.shown = true
       return line(status)
     }
-    if let text { FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8)) }
+    if let text { writeStandardError("\r\u{1B}[K\(text)") }
   }
 
   func line(_ status: ReplicationStatus) -> String {
@@ -342,9 +342,9 @@ final class ReplicationDisplay: Sendable {
     text += " in \(Self.duration(seconds))"
     if report.retries > 0 { text += " (\(report.retries) retries)" }
     if report.cancelled { text += " (stopped)" }
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    writeStandardError((text + "\n"))
     for failure in report.failures {
-      FileHandle.standardError.write(Data("  refused: \(failure)\n".utf8))
+      writeStandardError("  refused: \(failure)\n")
     }
   }
 
@@ -353,7 +353,7 @@ final class ReplicationDisplay: Sendable {
       defer { state.shown = false }
       return state.shown
     }
-    if shown { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    if shown { writeStandardError("\r\u{1B}[K") }
   }
 
   /// One NDJSON event with CouchDB's task field names.

@@ -75,7 +75,7 @@ struct PasswordOptions: ParsableArguments {
 enum Terminal {
   /// Prints `prompt` on stderr and reads a line from the terminal with echo off.
   static func askSecret(_ prompt: String) throws -> String {
-    FileHandle.standardError.write(Data(prompt.utf8))
+    writeStandardError(prompt)
     var saved = termios()
     guard unsafe tcgetattr(0, &saved) == 0 else { throw CLIError("cannot read the terminal") }
     var quiet = saved
@@ -83,7 +83,7 @@ enum Terminal {
     _ = unsafe tcsetattr(0, TCSAFLUSH, &quiet)
     defer {
       _ = unsafe tcsetattr(0, TCSAFLUSH, &saved)
-      FileHandle.standardError.write(Data("\n".utf8))
+      writeStandardError("\n")
     }
     return Swift.readLine(strippingNewline: true) ?? ""
   }

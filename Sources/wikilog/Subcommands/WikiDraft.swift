@@ -269,8 +269,7 @@ struct WikiDraftPublish: ParsableCommand {
         members.append(contentsOf: conflict.json.objectValue?.members ?? [])
         printJSON(.object(JSONObject(members)))
       } else if let marked = conflict.markedText {
-        FileHandle.standardError.write(
-          Data((marked.hasSuffix("\n") || marked.isEmpty ? marked : marked + "\n").utf8))
+        writeStandardError(marked.hasSuffix("\n") || marked.isEmpty ? marked : marked + "\n")
       }
       if conflict.currentDeleted {
         throw CLIError(

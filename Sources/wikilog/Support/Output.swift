@@ -146,9 +146,24 @@ func printText(_ text: String) {
   out.flush()
 }
 
-/// Writes a line to standard error.
+/// Writes a line to standard error; when that cannot be written (closed, or a full disk),
+/// the line is lost and nothing else happens (FileHandle would trap on the failure).
 func printError(_ text: String) {
-  FileHandle.standardError.write(Data((text + "\n").utf8))
+  writeStandardError(text + "\n")
+}
+
+/// Writes `text` to standard error as it is, losing it quietly when that fails.
+func writeStandardError(_ text: String) {
+  let bytes = Array(text.utf8)
+  var offset = 0
+  while offset < bytes.count {
+    let n = unsafe bytes[offset...].withUnsafeBytes {
+      unsafe write(STDERR_FILENO, $0.baseAddress, $0.count)
+    }
+    if n < 0 && errno == EINTR { continue }
+    if n <= 0 { return }
+    offset += n
+  }
 }
 
 /// Building JSON values briefly: `J.object(["ok": true, "id": .string(id)])`; nil members are
@@ -202,13 +217,13 @@ final class Progress {
     guard now - last >= 100_000_000 else { return }
     last = now
     shown = true
-    FileHandle.standardError.write(Data("\r\u{1B}[K\(text())".utf8))
+    writeStandardError("\r\u{1B}[K\(text())")
   }
 
   /// Clears the progress line.
   func finish() {
     guard enabled, shown else { return }
-    FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    writeStandardError("\r\u{1B}[K")
     shown = false
   }
 }
