@@ -63,6 +63,11 @@ public final class APITokens: Sendable {
     guard try users.user(named: user) != nil else {
       throw StoreError.notFound("no user \(user)")
     }
+    if let label,
+      label.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    {
+      throw StoreError.badRequest("a token's label may not contain control characters")
+    }
     let id = Hex.encode(Random.bytes(8))
     let token = Self.tokenPrefix + id + "_" + Hex.encode(Random.bytes(32))
     let created = now()

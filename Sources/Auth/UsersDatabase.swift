@@ -59,6 +59,10 @@ public struct UsersValidator: DocumentValidator {
     }
     if name.hasPrefix("_") { throw .validation("Username may not start with underscore.") }
     if name.contains(":") { throw .validation("Character `:` is not allowed in usernames.") }
+    // A name is printed in lists and audit lines: a newline in it would forge lines there.
+    if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+      throw .validation("Usernames may not contain control characters (such as newlines).")
+    }
     if body["password_sha"] != nil {
       throw .validation("Password scheme `simple` not supported: use pbkdf2.")
     }

@@ -15,6 +15,14 @@ import Testing
     // Not a terminal and no --password-stdin: refused, nothing written.
     try cli.fails(["user", "add", "cat"], "--password-stdin")
     try cli.fails(["user", "add", "_cat", "--password-stdin"], stdin: "x\n", "underscore")
+    // A newline in a name, an actor or a token label would forge lines in lists and audits.
+    try cli.fails(
+      ["user", "add", "eve\nmallory  admin", "--password-stdin"], stdin: "x\n",
+      "control characters")
+    try cli.fails(
+      ["put", #"{"_id":"d"}"#, "--actor", "eve\nbob"], status: 64, "control characters")
+    try cli.fails(
+      ["token", "create", "bob", "--name", "laptop\nforged"], "control characters")
     let list = try cli.ok(["user", "list"])
     #expect(list.lines == ["ann  roles: _admin, editor", "bob"])
     let json = try cli.ok(["user", "list", "--json"]).stdout

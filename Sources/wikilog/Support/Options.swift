@@ -162,6 +162,15 @@ struct ActorOptions: ParsableArguments {
   @Option(help: "Who makes the change (default: $WIKILOG_ACTOR, else $USER).")
   var actor: String?
 
+  func validate() throws {
+    // The actor is printed in audit lines and history: a newline in it would forge lines.
+    if let actor,
+      actor.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+    {
+      throw ValidationError("--actor may not contain control characters (such as newlines)")
+    }
+  }
+
   var name: String {
     if let actor { return actor }
     let env = ProcessInfo.processInfo.environment
