@@ -140,8 +140,9 @@ extension WikiSite {
     object["html"] = try rendered(
       markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store)
     object["rev"] = currentRev
-    object["updatedBy"] = doc["updated_by"]?.stringValue ?? ""
-    object["updatedAt"] = doc["updated_at"]?.stringValue ?? ""
+    let (by, at) = Self.lastChange(doc, id: id, rev: currentRev, store)
+    object["updatedBy"] = by
+    object["updatedAt"] = at
     object["conflicted"] = !(doc["_conflicts"]?.arrayValue?.isEmpty ?? true)
     if let rev, let winner = try? store.get(id)["_rev"]?.stringValue, winner != rev {
       object["oldRev"] = rev
@@ -152,6 +153,29 @@ extension WikiSite {
     let body = Templates.render("page", object)
     if let wholeKey { cache.put(wholeKey, body) }
     return Page(title: title, body: body)
+  }
+
+  /// Who made revision `rev` of page `id`, and when, as the log recorded it: the body's
+  /// `updated_by` and `updated_at` are what the writer claimed, and any member may claim
+  /// anything there. A replicated revision was written elsewhere: its claim is shown with
+  /// who brought it here.
+  static func lastChange(_ doc: JSONObject, id: String, rev: String, _ store: DocumentStore)
+    -> (by: String, at: String)
+  {
+    let claimedBy = doc["updated_by"]?.stringValue ?? ""
+    let claimedAt = doc["updated_at"]?.stringValue ?? ""
+    guard let parsed = try? RevID(rev), let record = try? store.record(id),
+      let position = record.tree.revision(parsed)?.body,
+      let event = try? store.log.event(at: LogPosition(position))
+    else { return (claimedBy, claimedAt) }
+    let at = time(event.timestampMicroseconds)
+    if event.type == DocumentEvent.Kind.replicated.eventType {
+      let by =
+        claimedBy.isEmpty || claimedBy == event.actor
+        ? event.actor : "\(claimedBy) (replicated by \(event.actor))"
+      return (by, claimedAt.isEmpty ? at : claimedAt)
+    }
+    return (event.actor, at)
   }
 
   func pageAsOf(
@@ -171,8 +195,9 @@ extension WikiSite {
     object["html"] = try rendered(
       doc["markdown"]?.stringValue ?? "", wiki: wiki, key: nil, store)
     object["rev"] = doc["_rev"]?.stringValue ?? ""
-    object["updatedBy"] = doc["updated_by"]?.stringValue ?? ""
-    object["updatedAt"] = doc["updated_at"]?.stringValue ?? ""
+    let (by, at) = Self.lastChange(doc, id: id, rev: doc["_rev"]?.stringValue ?? "", store)
+    object["updatedBy"] = by
+    object["updatedAt"] = at
     object["readOnly"] = true
     var page = Page(title: "\(title) (as of \(asOf))", body: Templates.render("page", object))
     page.asOf = asOf

@@ -110,6 +110,15 @@ struct WikiSite: Sendable {
           status: .init(code: e.statusCode), title: "Error",
           body: Templates.render("error", ["heading": e.error, "message": e.reason])),
         session: nil)
+    } catch is NIOTooManyBytesError {
+      return html(
+        Page(
+          status: .contentTooLarge, title: "Error",
+          body: Templates.render(
+            "error",
+            ["heading": "Content Too Large", "message": "The form is larger than this site takes."])
+        ),
+        session: nil)
     } catch {
       return html(
         Page(

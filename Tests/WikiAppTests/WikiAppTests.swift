@@ -355,6 +355,48 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("the page's last change names who wrote it in the log, not the body's updated_by claim")
+  func lastChangeFromTheLog() async throws {
+    let fixture = try UIFixture()
+    // bob, a member, claims alice made the edit, in the future.
+    try fixture.store.put(
+      #"{"type":"page","wiki_id":"w1","markdown":"spoof","updated_by":"alice","updated_at":"2099-01-01T00:00:00Z"}"#,
+      id: "w1:Spoof", actor: "bob")
+    // A replicated revision keeps its claim, with who brought it.
+    _ = try fixture.store.bulkDocs(
+      [
+        try JSONValue(
+          parsing: Array(
+            #"{"_id":"w1:Far","_rev":"1-aaaa","type":"page","wiki_id":"w1","markdown":"far","updated_by":"dora"}"#
+              .utf8))
+      ], newEdits: false, actor: "bob")
+    try await fixture.withServer { client in
+      let page = try await client.page(.get, "/_wiki/w1/Spoof", as: "alice")
+      let line = page.text.firstMatch(of: #/<p id="last-change">([^<]*)</p>/#).map {
+        String($0.1)
+      }
+      #expect(line?.hasPrefix("Last changed by bob ") == true, "\(line ?? page.text)")
+      #expect(line?.contains("2099") == false)
+      let far = try await client.page(.get, "/_wiki/w1/Far", as: "alice")
+      #expect(far.text.contains("Last changed by dora (replicated by bob)"))
+    }
+  }
+
+  @Test("a form past the size the site takes is 413, not a 500 naming an internal error")
+  func oversizedForm() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      var headers = HTTPFields()
+      headers[.contentType] = "application/x-www-form-urlencoded"
+      let big = "name=" + String(repeating: "x", count: 2 << 20)
+      let r = try await client.execute(
+        uri: "/_wiki/_signin", method: .post, headers: headers, body: ByteBuffer(string: big)
+      ) { Page(status: Int($0.status.code), headers: $0.headers, text: String(buffer: $0.body)) }
+      #expect(r.status == 413)
+      #expect(!r.text.contains("NIOTooManyBytesError"))
+    }
+  }
+
   @Test("XSS through page text and titles renders inert")
   func xss() async throws {
     let fixture = try UIFixture()
