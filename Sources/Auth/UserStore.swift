@@ -20,7 +20,7 @@ public struct User: Sendable, Hashable {
   public var context: UserContext { UserContext(name: name, roles: roles) }
   /// The salt of the password hash ("" without a password): part of the session cookie's key,
   /// so a password change ends every session (as in CouchDB).
-  var salt: String { credentials?.salt ?? "" }
+  public var salt: String { credentials?.salt ?? "" }
 }
 
 /// A password hash as a `_users` document stores it.

@@ -211,15 +211,20 @@ struct WikiSite: Sendable {
       return nil  // bad credentials: sign in again
     }
     guard who.isSignedIn || who.user.isAdmin else { return nil }
-    let cookie = request.headers[.cookie].flatMap { SessionCookies.cookieValue(inHeader: $0) }
+    let salt = who.user.name.flatMap { try? couch.options.authenticator?.users.user(named: $0) }?
+      .salt
     return Session(
       user: who.user, actor: who.actor, origin: who.origin,
-      csrf: csrfToken(name: who.user.name, cookie: cookie), setCookie: who.setCookie)
+      csrf: csrfToken(name: who.user.name, salt: salt), setCookie: who.setCookie)
   }
 
-  func csrfToken(name: String?, cookie: String?) -> String {
+  /// The forms' token of user `name`: a MAC of the name and the salt of their password hash
+  /// under the server's secret. It does not change when a page renews the session cookie (a
+  /// token made from the cookie went stale then, and the next save was refused), and a new
+  /// password makes a new one, as it ends every session.
+  func csrfToken(name: String?, salt: String?) -> String {
     let mac = HMAC<SHA256>.authenticationCode(
-      for: Array(((name ?? "") + "\u{0}" + (cookie ?? "")).utf8),
+      for: Array(((name ?? "") + "\u{0}" + (salt ?? "")).utf8),
       using: SymmetricKey(data: csrfKey))
     return Hex.encode(Array(mac))
   }
