@@ -158,6 +158,48 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("a document with many attachments goes out whole as multipart, each part in order")
+  func manyAttachmentsMultipart() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let count = 500
+      let boundary = "b0undary"
+      var stubs: [String] = []
+      for i in 0..<count {
+        stubs.append(#""a\#(i)":{"follows":true,"content_type":"text/plain","length":1}"#)
+      }
+      var body = Array(
+        "--\(boundary)\r\nContent-Type: application/json\r\n\r\n{\"_attachments\":{\(stubs.joined(separator: ","))}}"
+          .utf8)
+      for i in 0..<count {
+        body += Array("\r\n--\(boundary)\r\n\r\n".utf8) + [UInt8(ascii: "a") + UInt8(i % 26)]
+      }
+      body += Array("\r\n--\(boundary)--".utf8)
+      let put = try await client.raw(
+        .put, "/db/many", body, headers: Self.type("multipart/related; boundary=\"\(boundary)\""))
+      #expect(put.code == 201)
+      var accept = HTTPFields()
+      accept[.accept] = "multipart/related"
+      let got = try await client.raw(.get, "/db/many?attachments=true", headers: accept)
+      #expect(got.code == 200)
+      let text = String(decoding: got.bytes, as: UTF8.self)
+      // Every attachment's part, named and in the order of the JSON.
+      var at = text.startIndex
+      for i in 0..<count {
+        guard let found = text[at...].range(of: #"filename="a\#(i)""#) else {
+          Issue.record("part a\(i) missing or out of order")
+          break
+        }
+        at = found.upperBound
+      }
+      var mixed = HTTPFields()
+      mixed[.accept] = "multipart/mixed"
+      let all = try await client.raw(.get, "/db/many?open_revs=all", headers: mixed)
+      #expect(all.code == 200)
+      #expect(String(decoding: all.bytes, as: UTF8.self).contains(#"filename="a\#(count - 1)""#))
+    }
+  }
+
   @Test("a gzip attachment that inflates past 64 MiB is not inlined in JSON: 413, the server lives")
   func gzipBombInline() async throws {
     try await withServer { client, _ in
