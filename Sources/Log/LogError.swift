@@ -53,6 +53,18 @@ public enum LogError: Error, Sendable, Equatable, CustomStringConvertible {
   /// Any other storage failure.
   case storage(code: Int32, operation: String, message: String)
 
+  /// The file or directory the error names, if any: ``description`` shows it, which a server
+  /// tells its own operator but not a remote caller.
+  public var path: String? {
+    switch self {
+    case .diskFull(let path), .corruptDatabase(let path, _), .damaged(let path, _),
+      .alreadyOpen(let path), .notALog(let path, _), .readOnly(let path), .inUse(let path),
+      .permissionDenied(let path), .readOnlyFileSystem(let path), .unusableDirectory(let path, _):
+      path
+    default: nil
+    }
+  }
+
   public var description: String {
     switch self {
     case .mapFull(let size, let limit):

@@ -95,7 +95,15 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
   }
 
   /// A storage failure from the log.
+  /// A failure of the log, in CouchDB's terms; ``detail`` keeps the ``LogError`` (whose
+  /// ``LogError/path`` a server leaves out of what it answers).
   public static func storage(_ error: LogError) -> StoreError {
+    var e = storageError(error)
+    e.detail = error
+    return e
+  }
+
+  private static func storageError(_ error: LogError) -> StoreError {
     switch error {
     case .closed: StoreError("service_unavailable", error.description, code: .unavailable)
     case .readOnly: StoreError("forbidden", error.description, code: .forbidden)

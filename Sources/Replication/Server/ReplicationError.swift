@@ -1,6 +1,7 @@
 import HTTPTypes
 public import Hummingbird
 public import JSON
+import Log
 import NIOCore
 public import Projections
 import RevTree
@@ -34,33 +35,21 @@ public struct ReplicationError: Error, Sendable, Hashable, HTTPResponseError {
   public init(_ any: any Error) {
     switch any {
     case let e as ReplicationError: self = e
-    case let e as StoreError where e.error == "database_damaged":
-      // The reason names the file by its path on the server, which is no caller's business:
-      // what is wrong with it stays, the path goes.
-      let marker = " is damaged: "
+    case let e as StoreError:
+      // A failure of the log names its file by the path on the server, which is no caller's
+      // business: what is wrong stays, the path goes.
       var reason = e.reason
-      if let start = Self.firstIndex(of: marker, in: e.reason) {
-        reason =
-          "the database's data file is damaged: "
-          + e.reason[e.reason.index(start, offsetBy: marker.count)...]
+      if let path = (e.detail as? LogError)?.path, !path.isEmpty {
+        let name = path.hasSuffix(".mdb") ? "the database's data file" : "the database's directory"
+        reason = reason.replacing(path, with: name)
       }
       self.init(e.error, reason, status: e.code.httpStatus)
-    case let e as StoreError: self.init(e.error, e.reason, status: e.code.httpStatus)
+    case let e as LogError: self.init(StoreError.storage(e))
     case is NIOTooManyBytesError:
       self.init("too_large", "the request body is larger than the server accepts", status: 413)
     case let e as JSONParseError: self.init("bad_request", "invalid UTF-8 JSON: \(e)", status: 400)
     default: self.init("internal_server_error", "\(any)", status: 500)
     }
-  }
-
-  /// Where `needle` first starts in `text`, or nil.
-  static func firstIndex(of needle: String, in text: String) -> String.Index? {
-    var i = text.startIndex
-    while i < text.endIndex {
-      if text[i...].hasPrefix(needle) { return i }
-      i = text.index(after: i)
-    }
-    return nil
   }
 
   public static func badRequest(_ reason: String) -> ReplicationError {
