@@ -33,18 +33,27 @@ extension DocumentStore {
     }
   }
 
-  /// Every attachment of document `id` at revision `rev` (the winner when nil), by name, read
-  /// with one decoding of the revision's event (a multipart answer sends them all: one
-  /// ``attachment(_:name:rev:)`` each decoded the event once per attachment).
-  public func attachments(_ id: String, rev: String? = nil) throws -> [String: StoredAttachment] {
+  /// Attachments `names` of document `id` at revision `rev` (the winner when nil), in that
+  /// order, read with one decoding of the revision's event (``attachment(_:name:rev:)`` for
+  /// each would decode it once per attachment: a multipart answer of N attachments was
+  /// O(N²)). Fails as ``attachment(_:name:rev:)`` does when one is missing.
+  public func attachments(_ id: String, names: [String], rev: String? = nil) throws
+    -> [StoredAttachment]
+  {
     try read { txn in
       let (_, revision) = try openRevision(id, rev: rev, txn: txn)
-      guard let position = revision.body else { return [:] }
       var byName: [String: StoredAttachment] = [:]
-      for a in try attachments(at: position, txn: txn) where byName[a.name] == nil {
-        byName[a.name] = a
+      if let position = revision.body {
+        for a in try attachments(at: position, txn: txn) where byName[a.name] == nil {
+          byName[a.name] = a
+        }
       }
-      return byName
+      return try names.map { name in
+        guard let a = byName[name] else {
+          throw StoreError.notFound("Document is missing attachment")
+        }
+        return a
+      }
     }
   }
 

@@ -138,13 +138,8 @@ extension CouchServer {
     body = try access.owned(body, id: target)
     var input = try DocumentInput(json: JSONValue.object(body).serialized())
     if let atts = source["_attachments"]?.objectValue, let rev = source["_rev"]?.stringValue {
-      let stored = try store.attachments(id, rev: rev)
-      input.attachments = try atts.members.map { member in
-        guard let a = stored[member.key] else {
-          throw StoreError.notFound("Document is missing attachment")
-        }
-        return .copied(a)
-      }
+      input.attachments = try store.attachments(id, names: atts.members.map(\.key), rev: rev)
+        .map { .copied($0) }
     }
     if db == UserStore.databaseName { try requireServerAdmin(caller) }
     try access.checkWrite(docID: target, body: .object(body), replicated: false, in: store)

@@ -118,16 +118,9 @@ struct MultipartAnswer: Sendable {
     _ doc: JSONValue, id: String, boundary: String, store: DocumentStore
   ) throws -> (contentType: String, body: MultipartAnswer) {
     var following: [StoredAttachment] = []
-    if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue,
-      atts.members.contains(where: { $0.value["follows"] == .bool(true) })
-    {
-      let stored = try store.attachments(id, rev: rev)
-      for member in atts.members where member.value["follows"] == .bool(true) {
-        guard let a = stored[member.key] else {
-          throw StoreError.notFound("Document is missing attachment")
-        }
-        following.append(a)
-      }
+    if let atts = doc["_attachments"]?.objectValue, let rev = doc["_rev"]?.stringValue {
+      let names = atts.members.filter { $0.value["follows"] == .bool(true) }.map(\.key)
+      if !names.isEmpty { following = try store.attachments(id, names: names, rev: rev) }
     }
     var body = MultipartAnswer()
     let json = doc.serialized()
