@@ -79,7 +79,9 @@ public struct WikiAccess: DocumentAccess {
         // other group, whatever the body says: writing it takes the security object's
         // membership, so that nobody turns a document they may not read into their own wiki.
         if batch.groups[docID] != nil { group = .wiki(docID) }
-        if write.body?["type"]?.stringValue == "wiki", try store.record(docID) == nil {
+        if write.body?["type"]?.stringValue == "wiki",
+          try store.documents.record(docID, storage: store.documentStorage, txn: txn) == nil
+        {
           group = .wiki(docID)
         }
       }
