@@ -111,15 +111,8 @@ import Testing
     }
     #expect(try FileManager.default.attributesOfItem(atPath: file)[.size] as? Int == 0)
     // An error with standard error closed: the status tells it, no trap.
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: wikilogPath)
-    process.arguments = ["--db", cli.path, "get", "x"]
-    process.environment = CLI.environment
-    process.standardError = try #require(FileHandle(forWritingAtPath: "/dev/full"))
-    process.standardOutput = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
-    #expect(process.terminationReason == .exit && process.terminationStatus == 1)
+    let r = try cli.runRedirected(["get", "x"], stderr: "/dev/full")
+    #expect(!r.signaled && r.status == 1)
   }
 
   @Test("verify names the damaged file and page")

@@ -30,19 +30,9 @@ import Testing
     let cli = try CLI()
     try cli.put(#"{"_id":"doc","text":"x"}"#)
     for arguments in [["export"], ["tail", "--since", "0"], ["get", "doc"], ["stats"]] {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: wikilogPath)
-      process.arguments = ["--db", cli.path] + arguments
-      process.environment = CLI.environment
-      process.standardOutput = try #require(FileHandle(forWritingAtPath: "/dev/full"))
-      let errors = Pipe()
-      process.standardError = errors
-      try process.run()
-      let message = String(
-        decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
-      #expect(process.terminationStatus == 1, "\(arguments)")
-      #expect(message.contains("cannot write to standard output"), "\(arguments): \(message)")
+      let r = try cli.runRedirected(arguments, stdout: "/dev/full")
+      #expect(r.status == 1, "\(arguments)")
+      #expect(r.stderr.contains("cannot write to standard output"), "\(arguments): \(r.stderr)")
     }
   }
 
@@ -66,19 +56,9 @@ import Testing
     let input = cli.path + "/big.json"
     try Data(("[" + String(repeating: "1,", count: 33 << 20) + "1]").utf8).write(
       to: URL(fileURLWithPath: input))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: wikilogPath)
-    process.arguments = ["--db", cli.path, "put", "--actor", "x"]
-    process.environment = CLI.environment
-    process.standardInput = try #require(FileHandle(forReadingAtPath: input))
-    process.standardOutput = FileHandle.nullDevice
-    let errors = Pipe()
-    process.standardError = errors
-    try process.run()
-    let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 1)
-    #expect(message.contains("larger than 64 MiB"), "\(message)")
+    let r = try cli.runRedirected(["put", "--actor", "x"], stdin: input)
+    #expect(r.status == 1)
+    #expect(r.stderr.contains("larger than 64 MiB"), "\(r.stderr)")
     #expect(try cli.ok(["all-docs"]).stdout.contains(#""total_rows":0"#))
   }
 }

@@ -105,6 +105,36 @@ final class CLI {
       signaled: process.terminationReason == .uncaughtSignal)
   }
 
+  /// Runs `wikilog --db <dir> arguments...` with its standard streams on files (a file as
+  /// standard input, `/dev/full` as an output): a command that stops reading early, or a
+  /// stream that cannot be written, without a pipe in between. Standard error is captured
+  /// unless `stderr` names a file; nil streams are the null device.
+  func runRedirected(
+    _ arguments: [String], stdin: String? = nil, stdout: String? = nil, stderr: String? = nil
+  ) throws -> (status: Int32, signaled: Bool, stderr: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: wikilogPath)
+    process.arguments = ["--db", path] + arguments
+    process.environment = Self.environment
+    func handle(_ file: String?, writing: Bool) throws -> FileHandle {
+      guard let file else { return FileHandle.nullDevice }
+      let opened = writing ? FileHandle(forWritingAtPath: file) : FileHandle(forReadingAtPath: file)
+      return try #require(opened, "cannot open \(file)")
+    }
+    process.standardInput = try handle(stdin, writing: false)
+    process.standardOutput = try handle(stdout, writing: true)
+    let errors = Pipe()
+    process.standardError = stderr == nil ? errors : try handle(stderr, writing: true)
+    try process.run()
+    let message =
+      stderr == nil
+      ? String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) : ""
+    process.waitUntilExit()
+    return (
+      process.terminationStatus, process.terminationReason == .uncaughtSignal, message
+    )
+  }
+
   /// Runs a command that must succeed.
   @discardableResult
   func ok(

@@ -34,20 +34,9 @@ import Testing
     ] {
       let input = cli.path + "/latin1.md"
       try Data([0x23, 0x20, 0x53, 0x6F, 0x70, 0xE9, 0x0A]).write(to: URL(fileURLWithPath: input))
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: wikilogPath)
-      process.arguments = ["--db", cli.path] + command + ["--actor", "bob"]
-      process.environment = CLI.environment
-      process.standardInput = try #require(FileHandle(forReadingAtPath: input))
-      process.standardOutput = FileHandle.nullDevice
-      let errors = Pipe()
-      process.standardError = errors
-      try process.run()
-      let message = String(
-        decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
-      #expect(process.terminationStatus == 1, "\(command)")
-      #expect(message.contains("not valid UTF-8"), "\(command): \(message)")
+      let r = try cli.runRedirected(command + ["--actor", "bob"], stdin: input)
+      #expect(r.status == 1, "\(command)")
+      #expect(r.stderr.contains("not valid UTF-8"), "\(command): \(r.stderr)")
     }
     #expect(try cli.eventCount() == events)
     try cli.ok(["wiki", "edit", "recipes", "Soup", "--actor", "ann"], stdin: "# Soup\nHot.\n")

@@ -23,6 +23,12 @@ import Testing
     try FileManager.default.attributesOfItem(atPath: file)[.size] as! Int
   }
 
+  func truncate(_ file: String, to length: Int) throws {
+    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
+    try handle.truncate(atOffset: UInt64(length))
+    try handle.close()
+  }
+
   func write(_ file: String, at offset: Int, _ bytes: Data) throws {
     let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
     try handle.seek(toOffset: UInt64(offset))
@@ -72,9 +78,7 @@ import Testing
     let dir = TemporaryDirectory()
     let file = try makeLog(dir)
     let half = try size(file) / 2
-    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
-    try handle.truncate(atOffset: UInt64(half))
-    try handle.close()
+    try truncate(file, to: half)
     let reason = try #require(damageAtOpen(dir))
     #expect(reason.hasPrefix("it is \(half) bytes but its meta page says the data runs to page "))
     #expect(throws: LogError.self) { try EventLog.checkPages(directory: dir.path) }
@@ -84,9 +88,7 @@ import Testing
   func tooShort() throws {
     let dir = TemporaryDirectory()
     let file = try makeLog(dir)
-    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
-    try handle.truncate(atOffset: 5000)
-    try handle.close()
+    try truncate(file, to: 5000)
     let reason = try #require(damageAtOpen(dir))
     #expect(reason.contains("shorter than LMDB's two meta pages"), "\(reason)")
   }
@@ -95,9 +97,7 @@ import Testing
   func emptied() throws {
     let dir = TemporaryDirectory()
     let file = try makeLog(dir)
-    let handle = try FileHandle(forUpdating: URL(fileURLWithPath: file))
-    try handle.truncate(atOffset: 0)
-    try handle.close()
+    try truncate(file, to: 0)
     let reason = try #require(damageAtOpen(dir))
     #expect(reason.contains("empty (0 bytes)"), "\(reason)")
     #expect(try size(file) == 0)
