@@ -66,24 +66,32 @@ struct OutputBuffer {
   }
 
   mutating func flush() {
+    if let code = Self.writeAll(bytes, to: fd) {
+      let reason = unsafe String(cString: strerror(code))
+      if let file {
+        file.abandon()
+        WikilogCommand.fail("cannot write \(file.path): \(reason); nothing written")
+      }
+      if code == EPIPE { exit(0) }  // the reader went away: stop like tail does
+      // A full disk, say: what was written is incomplete, and the status says so.
+      WikilogCommand.fail("cannot write to standard output: \(reason)")
+    }
+    bytes.removeAll(keepingCapacity: true)
+  }
+
+  /// Writes all of `bytes` to `fd` with write(2), again after an interruption; the `errno` of
+  /// a write that failed, nil when all was written.
+  static func writeAll(_ bytes: [UInt8], to fd: Int32) -> Int32? {
     var offset = 0
     while offset < bytes.count {
       let n = unsafe bytes[offset...].withUnsafeBytes { unsafe write(fd, $0.baseAddress, $0.count) }
       if n < 0 {
-        let code = errno
-        if code == EINTR { continue }
-        let reason = unsafe String(cString: strerror(code))
-        if let file {
-          file.abandon()
-          WikilogCommand.fail("cannot write \(file.path): \(reason); nothing written")
-        }
-        if code == EPIPE { exit(0) }  // the reader went away: stop like tail does
-        // A full disk, say: what was written is incomplete, and the status says so.
-        WikilogCommand.fail("cannot write to standard output: \(reason)")
+        if errno == EINTR { continue }
+        return errno
       }
       offset += n
     }
-    bytes.removeAll(keepingCapacity: true)
+    return nil
   }
 }
 
@@ -154,16 +162,7 @@ func printError(_ text: String) {
 
 /// Writes `text` to standard error as it is, losing it quietly when that fails.
 func writeStandardError(_ text: String) {
-  let bytes = Array(text.utf8)
-  var offset = 0
-  while offset < bytes.count {
-    let n = unsafe bytes[offset...].withUnsafeBytes {
-      unsafe write(STDERR_FILENO, $0.baseAddress, $0.count)
-    }
-    if n < 0 && errno == EINTR { continue }
-    if n <= 0 { return }
-    offset += n
-  }
+  _ = OutputBuffer.writeAll(Array(text.utf8), to: STDERR_FILENO)
 }
 
 /// Building JSON values briefly: `J.object(["ok": true, "id": .string(id)])`; nil members are
