@@ -63,6 +63,54 @@ import Wiki
     #expect(latest.count == 3)
   }
 
+  @Test(
+    "open_revs as bytes (what _bulk_get sends) are byte for byte the JSON of open_revs, for every option"
+  )
+  func openRevsBytes() throws {
+    let t = try TestStore()
+    let s = t.store!
+    let (r1, _) = try conflicted(s)
+    _ = try s.put(#"{"_id":"e"}"#, actor: "u")
+    _ = try s.put(
+      #"{"_id":"u","t":"caf\u00e9 \"q\" \n ☃ 😀","n":[1.5e3,-0,12345678901234567890],"o":{"_x":null}}"#,
+      actor: "u")
+    let d = try s.put(#"{"_id":"gone","v":1}"#, actor: "u")
+    _ = try s.delete("gone", rev: d.rev!, actor: "u")
+    let a1 = try s.putAttachment(
+      "att", name: "f.txt", data: Array("hello".utf8), contentType: "text/plain", rev: nil,
+      actor: "u")
+    _ = try s.putAttachment(
+      "att", name: "g.bin", data: [0, 1, 2], contentType: "application/octet-stream",
+      rev: a1.rev, actor: "u")
+    let options: [GetOptions] = [
+      GetOptions(),
+      GetOptions(revs: true, latest: true),
+      GetOptions(
+        revs: true, revsInfo: true, conflicts: true, deletedConflicts: true, localSeq: true),
+      GetOptions(revs: true, latest: true, attachments: true),
+      GetOptions(revs: true, attsSince: [a1.rev!]),
+    ]
+    let asked: [(String, OpenRevs)] = [
+      ("a", .all), ("a", .revs([r1, "9-abc"])), ("e", .all), ("u", .all), ("gone", .all),
+      ("att", .all), ("att", .revs([a1.rev!])), ("nope", .revs(["1-abc"])),
+    ]
+    for option in options {
+      for (id, which) in asked {
+        let values = try s.openRevs(id, which, options: option)
+        let bytes = try s.read { try s.openRevsJSON(id, which, options: option, txn: $0) }
+        #expect(values.count == bytes.count)
+        for (value, entry) in zip(values, bytes) {
+          switch entry {
+          case .ok(let doc):
+            #expect(value[path: "ok"].map { $0.serialized() } == doc, "\(id) \(option)")
+          case .missing(let rev):
+            #expect(value == .object(JSONObject([.init(key: "missing", value: .string(rev))])))
+          }
+        }
+      }
+    }
+  }
+
   @Test("bodies of old revisions stay readable after stemming")
   func bodiesOutliveStemming() throws {
     let t = try TestStore()

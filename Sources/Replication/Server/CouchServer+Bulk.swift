@@ -2,6 +2,7 @@ import Auth
 import HTTPTypes
 import Hummingbird
 import JSON
+import Log
 import Projections
 import RevTree
 
@@ -177,13 +178,64 @@ extension CouchServer {
         server: self)
     }
     var bytes: [UInt8] = Array(#"{"results":["#.utf8)
-    for (i, item) in docs.enumerated() {
-      if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
-      bulkGetResult(store, item, options: options, access: access, madeUpRev: true)
-        .serialize(into: &bytes)
+    let getOptions = options
+    try store.read { txn in
+      for (i, item) in docs.enumerated() {
+        if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
+        if !bulkGetJSON(store, item, options: getOptions, access: access, txn: txn, into: &bytes) {
+          bulkGetResult(store, item, options: getOptions, access: access, madeUpRev: true)
+            .serialize(into: &bytes)
+        }
+      }
     }
     bytes.append(contentsOf: "]}".utf8)
     return CouchResponse.raw(bytes)
+  }
+
+  /// ``bulkGetResult(_:_:options:access:madeUpRev:)`` of an item naming a revision the caller
+  /// may read, written into `bytes` in one read transaction for the whole request, the stored
+  /// bodies copied as they are (``DocumentStore/openRevsJSON(_:_:options:txn:)``); false, with
+  /// nothing written, for anything else (errors, no `rev`, `_replicator`'s documents shown
+  /// without credentials), which `bulkGetResult` answers.
+  func bulkGetJSON(
+    _ store: DocumentStore, _ item: JSONValue, options: GetOptions, access: DatabaseAccess,
+    txn: ReadTransaction, into bytes: inout [UInt8]
+  ) -> Bool {
+    guard access.name != ReplicatorDocuments.databaseName, let object = item.objectValue,
+      let id = object["id"]?.stringValue, let rev = object["rev"]?.stringValue
+    else { return false }
+    var options = options
+    if let since = object["atts_since"], since != .array([]) {
+      guard let revs = since.stringArray else { return false }
+      options.attsSince = revs
+    }
+    guard (try? access.canRead(id, in: store)) == true,
+      let found = try? store.openRevsJSON(id, .revs([rev]), options: options, txn: txn)
+    else { return false }
+    bytes.append(contentsOf: #"{"id":"#.utf8)
+    JSONValue.string(id).serialize(into: &bytes)
+    bytes.append(contentsOf: #","docs":["#.utf8)
+    for (i, entry) in found.enumerated() {
+      if i > 0 { bytes.append(UInt8(ascii: ",")) }
+      switch entry {
+      case .ok(let doc):
+        bytes.append(contentsOf: #"{"ok":"#.utf8)
+        bytes.append(contentsOf: doc)
+        bytes.append(UInt8(ascii: "}"))
+      case .missing(let missing):
+        JSONValue.object(
+          JSONObject([
+            "error": .object(
+              JSONObject([
+                "id": .string(id), "rev": .string(missing), "error": .string("not_found"),
+                "reason": .string("missing"),
+              ]))
+          ])
+        ).serialize(into: &bytes)
+      }
+    }
+    bytes.append(contentsOf: "]}".utf8)
+    return true
   }
 
   /// `_bulk_get` as `chttpd_db:bulk_get_ret_multipart` sends it: for each revision a part
