@@ -21,6 +21,9 @@ extension Replicator {
     var previousLog: JSONValue?
     /// Set when the source answered `_bulk_get` with "not supported".
     var noBulkGet = false
+    /// The checkpoint of the last batch written, being written to both sides while the next
+    /// batch is written.
+    var checkpointing: Task<Void, any Error>?
 
     var source: CouchEndpoint { replicator.source }
     var target: CouchEndpoint { replicator.target }
@@ -72,57 +75,86 @@ extension Replicator {
       status.state = .running
       onStatus(status)
 
-      var since = startSeq
-      var caughtUp = false
-      // A batch read from the source and not yet written: while the source is behind by more
-      // than a batch, batch N+1's `_changes` rows are checked (`_revs_diff`) and fetched
-      // (`_bulk_get`) while batch N is written, as CouchDB's replicator keeps its workers busy.
-      // Batches are written, and checkpointed, in order; a revision fetched twice because its
-      // document changed between two batches is written twice, which changes nothing.
-      var unwritten: Fetched? = nil
-      while true {
-        try Task.checkCancellation()
-        let longpoll = options.continuous && caughtUp
-        if longpoll, status.state != .idle {
-          status.state = .idle
-          onStatus(status)
+      // The batch after the one being written is read meanwhile (its `_changes` rows, which of
+      // them the target lacks, `_revs_diff`, and those revisions, `_bulk_get`), as CouchDB's
+      // replicator keeps its workers busy; JSON is parsed and serialized off this actor
+      // (``send(_:_:_:body:)``), so that both run at once. Batches are written, and
+      // checkpointed, in order; a revision read twice because its document changed between two
+      // batches is written twice, which changes nothing.
+      var reading = Task { try await self.readBatch(since: startSeq, longpoll: false) }
+      do {
+        while true {
+          try Task.checkCancellation()
+          let current = reading
+          let batch = try await withTaskCancellationHandler {
+            try await current.value
+          } onCancel: {
+            current.cancel()
+          }
+          if batch.isEmpty {
+            if !options.continuous { break }
+            try await checkpointWritten()
+            setState(.idle)
+            // Nothing (more) for this replication: a filter may have skipped changes, and a
+            // longpoll's timeout ends with the source's current seq. Wait from there.
+            let since = batch.lastSeq
+            reading = Task { try await self.readBatch(since: since, longpoll: true) }
+            continue
+          }
+          setState(.running)
+          let caughtUp = batch.pending == 0
+          let more = options.continuous || !caughtUp
+          if more {
+            let since = batch.lastSeq
+            let longpoll = options.continuous && caughtUp
+            reading = Task { try await self.readBatch(since: since, longpoll: longpoll) }
+          }
+          try await commit(batch, checkpointPath)
+          // Idle once what the source had is written and checkpointed (the next read waits
+          // for changes).
+          if options.continuous && caughtUp {
+            try await checkpointWritten()
+            setState(.idle)
+          }
+          if !more { break }
         }
-        let changes = try await retrying("GET _changes") {
-          try await self.readChanges(since: since, longpoll: longpoll)
-        }
-        guard let results = changes["results"]?.arrayValue, let lastSeq = changes["last_seq"]
-        else {
-          throw ReplicatorError.malformed("_changes answer without results and last_seq")
-        }
-        let pending = changes["pending"]?.numberValue?.int64Value.map { Int($0) }
-        status.pending = pending
-        if results.isEmpty {
-          if let batch = unwritten.take() { try await commit(batch, checkpointPath) }
-          if !options.continuous { break }
-          // Nothing (more) for this replication: a filter may have skipped changes, and a
-          // longpoll's timeout ends with the source's current seq. Wait from there.
-          caughtUp = true
-          since = lastSeq
-          continue
-        }
-        if status.state != .running {
-          status.state = .running
-          onStatus(status)
-        }
-        async let fetched = fetch(results)
-        if let batch = unwritten.take() { try await commit(batch, checkpointPath) }
-        unwritten = Fetched(docs: try await fetched, lastSeq: lastSeq)
-        since = lastSeq
-        caughtUp = pending == 0
-        if caughtUp, let batch = unwritten.take() { try await commit(batch, checkpointPath) }
-        if !options.continuous && pending == 0 { break }
+        try await checkpointWritten()
+      } catch {
+        reading.cancel()
+        checkpointing?.cancel()
+        throw error
       }
     }
 
-    /// A batch's missing revisions, fetched, and the source seq it ends at.
-    struct Fetched {
+    func setState(_ state: ReplicationStatus.State) {
+      guard status.state != state else { return }
+      status.state = state
+      onStatus(status)
+    }
+
+    /// A batch's missing revisions, fetched, and the source seq it ends at; empty when the
+    /// changes feed had no rows.
+    struct Fetched: Sendable {
       let docs: [JSONValue]
       let lastSeq: JSONValue
+      var pending: Int? = nil
+      var isEmpty = false
+    }
+
+    /// Reads the batch of changes after `since` (waiting for one with `longpoll`) and fetches
+    /// the revisions of it that the target lacks.
+    func readBatch(since: JSONValue, longpoll: Bool) async throws -> Fetched {
+      let changes = try await retrying("GET _changes") {
+        try await self.readChanges(since: since, longpoll: longpoll)
+      }
+      guard let results = changes["results"]?.arrayValue, let lastSeq = changes["last_seq"]
+      else {
+        throw ReplicatorError.malformed("_changes answer without results and last_seq")
+      }
+      let pending = changes["pending"]?.numberValue?.int64Value.map { Int($0) }
+      status.pending = pending
+      if results.isEmpty { return Fetched(docs: [], lastSeq: lastSeq, isEmpty: true) }
+      return Fetched(docs: try await fetch(results), lastSeq: lastSeq, pending: pending)
     }
 
     /// Writes a fetched batch to the target, makes it durable there, and checkpoints its seq
@@ -136,10 +168,29 @@ extension Replicator {
             body: .object(JSONObject()))
         }
       }
+      // The checkpoint before this one is written (a checkpoint document's revisions chain),
+      // then this one is written while the next batch is.
+      try await checkpointWritten()
       report.endSeq = batch.lastSeq
-      try await writeCheckpoints(checkpointPath)
-      status.checkpointedSeq = batch.lastSeq
-      onStatus(status)
+      let log = replicator.checkpointDocument(
+        sessionID: sessionID, startTime: startTime, report: report, previous: previousLog)
+      let seq = batch.lastSeq
+      checkpointing = Task {
+        try await self.writeCheckpoints(checkpointPath, log)
+        self.status.checkpointedSeq = seq
+        self.onStatus(self.status)
+      }
+    }
+
+    /// Waits for the checkpoint being written, if any.
+    func checkpointWritten() async throws {
+      guard let task = checkpointing else { return }
+      checkpointing = nil
+      try await withTaskCancellationHandler {
+        try await task.value
+      } onCancel: {
+        task.cancel()
+      }
     }
 
     /// `GET` both databases; a missing target is created with ``ReplicationOptions/createTarget``.
@@ -298,29 +349,42 @@ extension Replicator {
       return docs
     }
 
-    /// Writes `docs` with `new_edits: false` in batches of at most ``maximumWriteBytes``.
+    /// Writes `docs` with `new_edits: false` in batches of at most ``maximumWriteBytes``,
+    /// each document serialized once (off the actor).
     func write(_ docs: [JSONValue]) async throws {
-      var batch: [JSONValue] = []
-      var size = 0
-      for doc in docs {
-        let bytes = doc.serialized().count
-        if !batch.isEmpty, size + bytes > replicator.maximumWriteBytes {
-          try await writeBatch(batch)
-          batch = []
-          size = 0
-        }
-        batch.append(doc)
-        size += bytes
-      }
-      if !batch.isEmpty { try await writeBatch(batch) }
+      let limit = replicator.maximumWriteBytes
+      let batches = await Self.bulkDocsBodies(docs, limit: limit)
+      for batch in batches { try await writeBatch(docs[batch.range], body: batch.body) }
     }
 
-    func writeBatch(_ docs: [JSONValue]) async throws {
-      let body = JSONValue.object(
-        JSONObject(["docs": .array(docs), "new_edits": .bool(false)]))
+    /// The `_bulk_docs` bodies of `docs`: consecutive runs of them, each body at most `limit`
+    /// bytes unless one document alone is larger.
+    nonisolated static func bulkDocsBodies(_ docs: [JSONValue], limit: Int) async -> [(
+      range: Range<Int>, body: [UInt8]
+    )] {
+      let head = Array(#"{"docs":["#.utf8)
+      let tail = Array(#"],"new_edits":false}"#.utf8)
+      var out: [(range: Range<Int>, body: [UInt8])] = []
+      var body = head
+      var start = 0
+      for (i, doc) in docs.enumerated() {
+        let bytes = doc.serialized()
+        if i > start, body.count + bytes.count + tail.count > limit {
+          out.append((start..<i, body + tail))
+          body = head
+          start = i
+        }
+        if i > start { body.append(UInt8(ascii: ",")) }
+        body.append(contentsOf: bytes)
+      }
+      if start < docs.count { out.append((start..<docs.count, body + tail)) }
+      return out
+    }
+
+    func writeBatch(_ docs: ArraySlice<JSONValue>, body: [UInt8]) async throws {
       do {
         let written = try await retrying("POST _bulk_docs") {
-          try await self.request(self.target, "POST", self.target.path("/_bulk_docs"), body: body)
+          try await self.send(self.target, "POST", self.target.path("/_bulk_docs"), body: body)
         }
         var failures = 0
         for row in written.arrayValue ?? [] where row["error"] != nil {
@@ -371,9 +435,7 @@ extension Replicator {
       return (value, value["_rev"]?.stringValue)
     }
 
-    func writeCheckpoints(_ path: String) async throws {
-      let log = replicator.checkpointDocument(
-        sessionID: sessionID, startTime: startTime, report: report, previous: previousLog)
+    func writeCheckpoints(_ path: String, _ log: JSONObject) async throws {
       sourceRev = try await writeCheckpoint(source, path, log, rev: sourceRev)
       targetRev = try await writeCheckpoint(target, path, log, rev: targetRev)
     }
@@ -404,10 +466,20 @@ extension Replicator {
 
     // MARK: HTTP and retries
 
-    func request(
+    /// Sends a request; its body is serialized and the answer parsed off the actor (a
+    /// `nonisolated` async function runs on the global executor), so that a batch being read
+    /// and one being written work on two cores.
+    nonisolated func request(
       _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: JSONValue? = nil
     ) async throws -> JSONValue {
-      let response = try await endpoint.transport.send(method, path, body: body?.serialized())
+      try await send(endpoint, method, path, body: body?.serialized())
+    }
+
+    /// ``request(_:_:_:body:)`` with a body already serialized.
+    nonisolated func send(
+      _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: [UInt8]?
+    ) async throws -> JSONValue {
+      let response = try await endpoint.transport.send(method, path, body: body)
       return try Replicator.check(response, "\(method) \(path)")
     }
 
