@@ -37,6 +37,9 @@ guard let root = arguments.first, !root.hasPrefix("--") else {
 let docCount = option("--docs", 100_000)
 let batch = option("--batch", 1_000)
 let writes = option("--writes", 200)
+/// --plain: documents that are not wiki pages (no wiki, access or search rows), as the issue's
+/// reference figures (CouchDB to CouchDB) were measured with.
+let plain = arguments.contains("--plain")
 let quiet = Logger(label: "repl") { _ in SwiftLogNoOpLogHandler() }
 
 func directory(_ name: String) -> DataDirectory {
@@ -70,6 +73,12 @@ func seconds(_ d: Duration) -> Double {
 func document(_ i: Int) -> JSONValue {
   let h = String(format: "%08x", i)
   let text = String(repeating: "word ", count: 40)
+  if plain {
+    return try! JSONValue(
+      parsing: Array(
+        ##"{"_id":"doc-\##(h)","_rev":"3-c\##(h)","_revisions":{"start":3,"ids":["c\##(h)","b\##(h)","a\##(h)"]},"type":"note","title":"Note \##(i)","text":"\##(text)"}"##
+          .utf8))
+  }
   return try! JSONValue(
     parsing: Array(
       ##"{"_id":"w\##(i % 10):Page \##(i)","_rev":"3-c\##(h)","_revisions":{"start":3,"ids":["c\##(h)","b\##(h)","a\##(h)"]},"type":"page","wiki_id":"w\##(i % 10)","markdown":"# Page \##(i)\n\##(text) [[Page \##(i + 1)]]"}"##
