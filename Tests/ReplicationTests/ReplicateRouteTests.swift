@@ -98,6 +98,32 @@ import Testing
   }
 
   @Test(
+    "a one-shot _replicate from a peer that does not answer fails as CouchDB's does: 500 after 5 retries, about 8 s"
+  )
+  func unreachablePeer() async throws {
+    let a = TestDirectory("replicate-route-unreachable")
+    _ = try a.data.create("wiki")
+    try await ReplicationRobustnessTests.live(a).test(.live) { client in
+      let target = "http://127.0.0.1:\(try #require(client.port))/wiki"
+      let start = ContinuousClock.now
+      let failed = try await client.call(
+        .post, "/_replicate", #"{"source":"http://127.0.0.1:1/src","target":"\#(target)"}"#)
+      let took = ContinuousClock.now - start
+      #expect(failed.code == 500)
+      #expect(failed["reason"]?.stringValue?.contains("127.0.0.1:1") == true, "\(failed.text)")
+      // 0.25 + 0.5 + 1 + 2 + 4 s of waits.
+      #expect(took > .seconds(7) && took < .seconds(30), "\(took)")
+      // `retries_per_request` as CouchDB takes it: none, so it fails at once.
+      let quick = ContinuousClock.now
+      let once = try await client.call(
+        .post, "/_replicate",
+        #"{"source":"http://127.0.0.1:1/src","target":"\#(target)","retries_per_request":0}"#)
+      #expect(once.code == 500)
+      #expect(ContinuousClock.now - quick < .seconds(5))
+    }
+  }
+
+  @Test(
     "_active_tasks and _scheduler/jobs are for server administrators, _replicate for signed-in users"
   )
   func adminOnly() async throws {

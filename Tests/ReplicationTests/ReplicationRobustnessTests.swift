@@ -159,7 +159,8 @@ import Wiki
           guard case ReplicatorError.gaveUp(let what, let attempts, let last) = error else {
             return false
           }
-          return what == "GET source database" && attempts == 4 && last.contains("503")
+          return what.hasPrefix("GET source database ") && what.contains("p/wiki") && attempts == 4
+            && last.contains("503")
         }
         #expect(proxy.injectedCount == 4)
       }

@@ -195,11 +195,13 @@ extension Replicator {
 
     /// `GET` both databases; a missing target is created with ``ReplicationOptions/createTarget``.
     func openDatabases() async throws {
-      _ = try await retrying("GET source database") {
+      // The endpoints' identities name them in errors (the server and the CLI give URLs
+      // without credentials).
+      _ = try await retrying("GET source database \(source.identity)") {
         try await self.request(self.source, "GET", self.source.path())
       }
       do {
-        _ = try await retrying("GET target database") {
+        _ = try await retrying("GET target database \(target.identity)") {
           try await self.request(self.target, "GET", self.target.path())
         }
       } catch ReplicatorError.http(404, let error, let reason) {

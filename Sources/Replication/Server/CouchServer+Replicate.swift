@@ -12,8 +12,9 @@ extension CouchServer {
   /// `POST /_replicate` (any signed-in user, as in CouchDB 3.4): `{"source", "target"}` as URLs
   /// or `{"url", "auth": {"basic": {"username", "password"}}, "headers": {...}}` objects, with
   /// `continuous`, `create_target`, `doc_ids`, `selector`, `filter` and `query_params`,
-  /// `since_seq`; `{"cancel": true}` with the same source, target and `continuous` (or with
-  /// the job's id as `replication_id`, `id` or `_local_id`) stops a job.
+  /// `since_seq`, `worker_batch_size`, `retries_per_request` (5 by default, as CouchDB's);
+  /// `{"cancel": true}` with the same source, target and `continuous` (or with the job's id as
+  /// `replication_id`, `id` or `_local_id`) stops a job.
   ///
   /// A one-shot replication answers when it is done, with the checkpoint's history
   /// (`{"ok": true, "session_id", "source_last_seq", "history": [...]}`); a continuous one
@@ -156,6 +157,12 @@ extension CouchServer {
     if let since = body["since_seq"] { options.since = since }
     if let size = body["worker_batch_size"]?.numberValue?.int64Value {
       options.batchSize = Int(max(1, min(size, 10_000)))
+    }
+    // CouchDB's `retries_per_request` (5 by default, waits of 0.25 s doubling): a one-shot
+    // replication whose peer does not answer fails after about 8 s.
+    options.retry.maximumRetries = 5
+    if let retries = body["retries_per_request"]?.numberValue?.int64Value {
+      options.retry.maximumRetries = Int(max(0, min(retries, 100)))
     }
     return Replicator(
       source: try endpoint(sourceSpec, "source"), target: try endpoint(targetSpec, "target"),
