@@ -217,6 +217,17 @@ import Testing
       let again = try await client.call(
         .get, "/wiki/_local/checkpoint", headers: Self.headers("bob"))
       #expect(again["last_seq"]?.int == 7)
+      // Nor through _bulk_docs, which writes her own too.
+      let bulk = try await client.call(
+        .post, "/wiki/_bulk_docs", #"{"docs":[{"_id":"_local/checkpoint","last_seq":-1}]}"#,
+        headers: Self.headers("carol"))
+      #expect(bulk.code == 201 && bulk.json?[0]?["id"]?.stringValue == "_local/checkpoint")
+      #expect(
+        try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("bob"))[
+          "last_seq"]?.int == 7)
+      #expect(
+        try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("carol"))[
+          "last_seq"]?.int == -1)
       // Administrators read and write the shared namespace, CouchDB's.
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("admin")).code

@@ -72,6 +72,43 @@ import Wiki
     }
   }
 
+  @Test("_bulk_docs writes _local documents as PUT does, in both modes, never in _changes")
+  func bulkLocalDocuments() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let r = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"docs":[{"_id":"_local/x","a":1},{"_id":"n"},{"_id":"_local/x","_rev":"0-1","a":2},{"_id":"_local/z","_rev":"1-abc"}]}"#
+      )
+      #expect(r.code == 201)
+      let results = try #require(r.json?.arrayValue)
+      #expect(results.count == 4)
+      #expect(results[0] == json(#"{"ok":true,"id":"_local/x","rev":"0-1"}"#))
+      #expect(results[1]["id"]?.stringValue == "n" && results[1]["ok"] == .bool(true))
+      #expect(results[2] == json(#"{"ok":true,"id":"_local/x","rev":"0-2"}"#))
+      #expect(results[3]["error"]?.stringValue == "bad_request")
+      #expect(try await client.call(.get, "/db/_local/x")["a"]?.int == 2)
+      // Replicated: written, and only failures listed.
+      let replicated = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"new_edits":false,"docs":[{"_id":"_local/y","_rev":"0-5","v":1},{"_id":"_local/q","_rev":"2-ab"}]}"#
+      )
+      #expect(replicated.code == 201)
+      let failures = try #require(replicated.json?.arrayValue)
+      #expect(failures.count == 1 && failures[0]["id"]?.stringValue == "_local/q")
+      let y = try await client.call(.get, "/db/_local/y")
+      #expect(y["_rev"]?.stringValue == "0-6" && y["v"]?.int == 1)
+      // Deleted by a _deleted member.
+      let deleted = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"_local/x","_deleted":true}]}"#)
+      #expect(deleted.json?[0]?["ok"] == .bool(true))
+      #expect(try await client.call(.get, "/db/_local/x").code == 404)
+      let changes = try await client.call(.get, "/db/_changes")
+      #expect(changes["results"]?.arrayValue?.map { $0["id"]?.stringValue } == ["n"])
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 1)
+    }
+  }
+
   @Test("_bulk_docs new_edits=false answers [] and lists only failures")
   func replicatedBulkDocs() async throws {
     try await withServer { client, _ in

@@ -57,7 +57,8 @@ extension CouchServer {
     let origin = replicationOrigin(context)
     let edits = newEdits
     // Each document the caller may not write is refused on its own (`forbidden`), the rest
-    // are written; a wiki created earlier in the call counts for the pages after it.
+    // are written; a wiki created earlier in the call counts for the pages after it. `_local`
+    // documents' results are kept here too.
     var refused: [Int: DocumentWriteResult] = [:]
     var allowed: [JSONValue] = []
     var batch = AccessBatch()
@@ -80,6 +81,12 @@ extension CouchServer {
       }
       guard let id = object["_id"]?.stringValue else {
         allowed.append(doc)
+        continue
+      }
+      if id.hasPrefix("_local/") {
+        // A `_local` document is written as `PUT /{db}/_local/{id}` writes it (CouchDB's
+        // `update_docs` sets local documents apart, in both modes).
+        refused[i] = try await localBulkWrite(store, String(id.dropFirst(7)), doc, actor, access)
         continue
       }
       do {
@@ -109,7 +116,7 @@ extension CouchServer {
       }
     } else {
       // Replicated writes list failures only.
-      results = refused.sorted { $0.key < $1.key }.map(\.value) + written
+      results = refused.sorted { $0.key < $1.key }.map(\.value).filter { !$0.ok } + written
     }
     var bytes: [UInt8] = [UInt8(ascii: "[")]
     for (i, result) in results.enumerated() {
@@ -118,6 +125,28 @@ extension CouchServer {
     }
     bytes.append(UInt8(ascii: "]"))
     return CouchResponse.raw(bytes, status: .created)
+  }
+
+  /// A `_local` document of a `_bulk_docs` call, written on its own (its `_rev` as the body
+  /// gives it, the caller's own key in a wiki database: ``local(_:id:request:query:caller:access:)``);
+  /// its result or error.
+  func localBulkWrite(
+    _ store: DocumentStore, _ id: String, _ doc: JSONValue, _ actor: String,
+    _ access: DatabaseAccess
+  ) async throws -> DocumentWriteResult {
+    let rev = doc["_rev"]?.stringValue
+    do {
+      let key = try localKey(id, access: access)
+      let result = try await store.putLocalAsync(key, doc.serialized(), actor: actor)
+      return Self.local(result, id: id)
+    } catch let error as ReplicationError {
+      return DocumentWriteResult(id: "_local/" + id, rev: rev, error: .badRequest(error.reason))
+    } catch let error as StoreError
+      where ![.unavailable, .insufficientStorage, .internalError].contains(error.code)
+    {
+      // The document's own fault; the store's (full, closed, damaged) fails the request.
+      return DocumentWriteResult(id: "_local/" + id, rev: rev, error: error)
+    }
   }
 
   /// CouchDB 3's answer to `all_or_nothing` (`fabric_doc_update:validate_atomic_update`): every
