@@ -48,13 +48,17 @@ struct DatabaseAccess: Sendable {
 
   /// Whether the caller may read document `docID`.
   func canRead(_ docID: String, in store: DocumentStore) throws -> Bool {
+    guard restricted, rules != nil else { return true }
+    return try store.read { txn in try canRead(docID, in: store, txn: txn) }
+  }
+
+  /// ``canRead(_:in:)`` in the caller's read transaction.
+  func canRead(_ docID: String, in store: DocumentStore, txn: ReadTransaction) throws -> Bool {
     guard restricted, let rules else { return true }
-    return try store.read { txn in
-      guard let rights = try rules.rights(of: user, to: docID, in: store, txn: txn) else {
-        return isMember
-      }
-      return rights >= .member
+    guard let rights = try rules.rights(of: user, to: docID, in: store, txn: txn) else {
+      return isMember
     }
+    return rights >= .member
   }
 
   /// `doc` as the caller may see it: in `_replicator`, another user's document without its

@@ -238,7 +238,7 @@ extension CouchServer {
       guard let revs = since.stringArray else { return false }
       options.attsSince = revs
     }
-    guard (try? access.canRead(id, in: store)) == true,
+    guard (try? access.canRead(id, in: store, txn: txn)) == true,
       let found = try? store.openRevsJSON(id, .revs([rev]), options: options, txn: txn)
     else { return false }
     bytes.append(contentsOf: #"{"id":"#.utf8)
