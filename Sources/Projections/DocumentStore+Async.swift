@@ -94,6 +94,32 @@ extension DocumentStore {
     return try await writeDocumentsQueued { txn in try write(txn) }
   }
 
+  /// Several `_local` writes, each as ``putLocal(_:_:rev:actor:)`` makes it (its revision from
+  /// its own `_rev`), in one transaction through the writer queue: each document's result, or
+  /// its error when it is refused. A storage failure fails them all (thrown).
+  public func putLocalsAsync(_ docs: [(id: String, json: [UInt8])], actor: String) async throws
+    -> [DocumentWriteResult]
+  {
+    var results: [DocumentWriteResult?] = []
+    var writes: [(Int, @Sendable (WriteTransaction) throws -> DocumentWriteResult)] = []
+    for (i, doc) in docs.enumerated() {
+      do {
+        writes.append((i, try localPut(doc.id, doc.json, actor: actor)))
+        results.append(nil)
+      } catch let error as StoreError {
+        results.append(DocumentWriteResult(id: "_local/" + doc.id, rev: nil, error: error))
+      }
+    }
+    if !writes.isEmpty {
+      let toWrite = writes
+      let written = try await writeDocumentsQueued { txn in
+        try toWrite.map { ($0.0, try $0.1(txn)) }
+      }
+      for (i, result) in written { results[i] = result }
+    }
+    return results.map { $0! }
+  }
+
   /// ``deleteLocal(_:rev:actor:)`` through the writer queue.
   @discardableResult
   public func deleteLocalAsync(_ id: String, rev: String?, actor: String) async throws

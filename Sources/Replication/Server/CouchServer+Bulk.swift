@@ -62,6 +62,7 @@ extension CouchServer {
     var refused: [Int: DocumentWriteResult] = [:]
     var allowed: [JSONValue] = []
     var batch = AccessBatch()
+    var locals: [(index: Int, id: String, doc: JSONValue)] = []
     let users = store === dataDirectory.storeIfOpen(UserStore.databaseName)
     for (i, var doc) in docs.enumerated() {
       guard var object = doc.objectValue else {
@@ -85,8 +86,9 @@ extension CouchServer {
       }
       if id.hasPrefix("_local/") {
         // A `_local` document is written as `PUT /{db}/_local/{id}` writes it (CouchDB's
-        // `update_docs` sets local documents apart, in both modes).
-        refused[i] = try await localBulkWrite(store, String(id.dropFirst(7)), doc, actor, access)
+        // `update_docs` sets local documents apart, in both modes), all of them in one
+        // transaction below.
+        locals.append((i, String(id.dropFirst(7)), doc))
         continue
       }
       do {
@@ -98,6 +100,9 @@ extension CouchServer {
       } catch let error as StoreError {
         refused[i] = DocumentWriteResult(id: id, rev: object["_rev"]?.stringValue, error: error)
       }
+    }
+    for (index, result) in try await localBulkWrite(store, locals, actor, access) {
+      refused[index] = result
     }
     let written =
       allowed.isEmpty
@@ -127,26 +132,43 @@ extension CouchServer {
     return CouchResponse.raw(bytes, status: .created)
   }
 
-  /// A `_local` document of a `_bulk_docs` call, written on its own (its `_rev` as the body
-  /// gives it, the caller's own key in a wiki database: ``local(_:id:request:query:caller:access:)``);
-  /// its result or error.
+  /// The `_local` documents of a `_bulk_docs` call, written in one transaction, each as
+  /// ``local(_:id:request:query:caller:access:)`` writes it (its `_rev` as the body gives it,
+  /// the caller's own key in a wiki database): each one's result or error, by its index.
   func localBulkWrite(
-    _ store: DocumentStore, _ id: String, _ doc: JSONValue, _ actor: String,
+    _ store: DocumentStore, _ locals: [(index: Int, id: String, doc: JSONValue)], _ actor: String,
     _ access: DatabaseAccess
-  ) async throws -> DocumentWriteResult {
-    let rev = doc["_rev"]?.stringValue
-    do {
-      let key = try localKey(id, access: access)
-      let result = try await store.putLocalAsync(key, doc.serialized(), actor: actor)
-      return Self.local(result, id: id)
-    } catch let error as ReplicationError {
-      return DocumentWriteResult(id: "_local/" + id, rev: rev, error: .badRequest(error.reason))
-    } catch let error as StoreError
-      where ![.unavailable, .insufficientStorage, .internalError].contains(error.code)
-    {
-      // The document's own fault; the store's (full, closed, damaged) fails the request.
-      return DocumentWriteResult(id: "_local/" + id, rev: rev, error: error)
+  ) async throws -> [(Int, DocumentWriteResult)] {
+    guard !locals.isEmpty else { return [] }
+    var out: [(Int, DocumentWriteResult)] = []
+    var writes: [(index: Int, id: String, json: [UInt8])] = []
+    for local in locals {
+      do {
+        writes.append((local.index, try localKey(local.id, access: access), local.doc.serialized()))
+      } catch let error as ReplicationError {
+        out.append(
+          (
+            local.index,
+            DocumentWriteResult(
+              id: "_local/" + local.id, rev: local.doc["_rev"]?.stringValue,
+              error: .badRequest(error.reason))
+          ))
+      }
     }
+    let results = try await store.putLocalsAsync(writes.map { ($0.id, $0.json) }, actor: actor)
+    let names = Dictionary(uniqueKeysWithValues: locals.map { ($0.index, $0) })
+    for (write, result) in zip(writes, results) {
+      let local = names[write.index]!
+      out.append(
+        (
+          write.index,
+          result.ok
+            ? Self.local(result, id: local.id)
+            : DocumentWriteResult(
+              id: "_local/" + local.id, rev: local.doc["_rev"]?.stringValue, error: result.error)
+        ))
+    }
+    return out
   }
 
   /// CouchDB 3's answer to `all_or_nothing` (`fabric_doc_update:validate_atomic_update`): every
