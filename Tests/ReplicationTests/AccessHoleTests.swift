@@ -228,6 +228,13 @@ import Testing
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("carol"))[
           "last_seq"]?.int == -1)
+      // _local_docs lists each one's own.
+      let bobs = try await client.call(.get, "/wiki/_local_docs", headers: Self.headers("bob"))
+      #expect(
+        bobs["rows"]?.arrayValue?.map { $0["id"]?.stringValue } == ["_local/checkpoint"])
+      let carols = try await client.call(
+        .get, "/wiki/_local_docs?include_docs=true", headers: Self.headers("carol"))
+      #expect(carols["rows"]?[0]?["doc"]?["last_seq"]?.int == -1)
       // Administrators read and write the shared namespace, CouchDB's.
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("admin")).code
@@ -239,6 +246,9 @@ import Testing
       #expect(
         try await client.call(.get, "/wiki/_local/shared", headers: Self.headers("bob")).code == 404
       )
+      // Their listing shows the shared ones, never a user's nor wikilog's reserved ones.
+      let admins = try await client.call(.get, "/wiki/_local_docs", headers: Self.headers("admin"))
+      #expect(admins["rows"]?.arrayValue?.map { $0["id"]?.stringValue } == ["_local/shared"])
     }
   }
 

@@ -72,6 +72,59 @@ import Wiki
     }
   }
 
+  @Test(
+    "_design_docs and _local_docs answer as CouchDB's chttpd_db tests expect: their own documents, keys of their namespace, offsets"
+  )
+  func designAndLocalDocs() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      for i in 1...10 {
+        try await client.call(.put, "/db/testdoc\(i)", "{}")
+        try await client.call(.put, "/db/_design/ddoc\(i)", "{}")
+        try await client.call(.put, "/db/_local/doc\(i)", #"{"n":\#(i)}"#)
+      }
+      // limit 5, skip 2 (chttpd_db_test's helper_queries_with_limit_skip).
+      let design = try await client.call(.get, "/db/_design_docs?limit=5&skip=2")
+      #expect(design.code == 200)
+      #expect(design["total_rows"]?.int == 10 && design["offset"]?.int == 2)
+      #expect(
+        design["rows"]?.arrayValue?.map { $0["id"]?.stringValue ?? "" }
+          == ["_design/ddoc2", "_design/ddoc3", "_design/ddoc4", "_design/ddoc5", "_design/ddoc6"])
+      let local = try await client.call(.get, "/db/_local_docs?limit=5&skip=2")
+      #expect(local["total_rows"] == .null && local["offset"] == .null)
+      #expect(
+        local["rows"]?.arrayValue?.map { $0["id"]?.stringValue ?? "" }
+          == ["_local/doc2", "_local/doc3", "_local/doc4", "_local/doc5", "_local/doc6"])
+      #expect(local["rows"]?[0]?["value"]?["rev"]?.stringValue == "0-1")
+      // keys of another namespace are left out (helper_queries_with_keys: one row each).
+      let keys = #"{"keys":["testdoc1","_design/ddoc3","_local/doc5"]}"#
+      let designKeys = try await client.call(.post, "/db/_design_docs", keys)
+      #expect(designKeys["rows"]?.arrayValue?.map { $0["id"]?.stringValue } == ["_design/ddoc3"])
+      let localKeys = try await client.call(.post, "/db/_local_docs?include_docs=true", keys)
+      #expect(localKeys["rows"]?.arrayValue?.count == 1)
+      #expect(localKeys["rows"]?[0]?["doc"] == json(#"{"_id":"_local/doc5","_rev":"0-1","n":5}"#))
+      let missing = try await client.call(.get, #"/db/_local_docs?keys=["_local/nope"]"#)
+      #expect(missing["rows"]?[0]?["error"]?.stringValue == "not_found")
+      // Ranges, both directions.
+      let down = try await client.call(
+        .get,
+        #"/db/_design_docs?descending=true&startkey="_design/ddoc5"&endkey="_design/ddoc2"&inclusive_end=false"#
+      )
+      #expect(
+        down["rows"]?.arrayValue?.map { $0["id"]?.stringValue ?? "" }
+          == ["_design/ddoc5", "_design/ddoc4", "_design/ddoc3"])
+      #expect(down["offset"]?.int == 4)  // ddoc9, ddoc8, ddoc7, ddoc6 come first
+      let range = try await client.call(
+        .get, #"/db/_local_docs?startkey="_local/doc3"&endkey="_local/doc5""#)
+      #expect(
+        range["rows"]?.arrayValue?.map { $0["id"]?.stringValue ?? "" }
+          == ["_local/doc3", "_local/doc4", "_local/doc5"])
+      let none = try await client.call(.get, "/db/_design_docs?limit=0")
+      #expect(none["total_rows"]?.int == 10 && none["rows"]?.arrayValue?.isEmpty == true)
+      #expect(try await client.call(.get, "/db/_local_docs?limit=x").code == 400)
+    }
+  }
+
   @Test("_bulk_docs writes _local documents as PUT does, in both modes, never in _changes")
   func bulkLocalDocuments() async throws {
     try await withServer { client, _ in

@@ -49,6 +49,8 @@ enum CouchRoute: Equatable, Sendable {
 
   enum DatabaseEndpoint: String, Sendable, CaseIterable {
     case allDocs = "_all_docs"
+    case designDocs = "_design_docs"
+    case localDocs = "_local_docs"
     case bulkDocs = "_bulk_docs"
     case bulkGet = "_bulk_get"
     case revsDiff = "_revs_diff"
@@ -201,10 +203,9 @@ enum CouchRoute: Equatable, Sendable {
     let head = rest[0]
     let path = "/{db}/" + head
     switch head {
-    case "_all_docs" where rest.count > 1:
+    case "_all_docs" where rest.count > 1, "_design_docs" where rest.count > 1,
+      "_local_docs" where rest.count > 1:
       return .notImplemented("multiple queries in one request (\(path)/\(rest[1]))")
-    case "_design_docs", "_local_docs":
-      return .notImplemented("listing design or local documents (\(path))")
     case "_shards", "_sync_shards":
       return .notImplemented("shards (\(path))")
     case "_temp_view":

@@ -478,7 +478,8 @@ extension CouchServer {
   /// `inclusive_end`, `descending`, `include_docs`, `conflicts`, `limit` (`0`: no rows),
   /// `skip` and `update_seq` (the seq the rows were read at, as `_changes` writes seqs).
   func allDocs(
-    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess,
+    namespace: AllDocsNamespace = .all
   ) async throws -> Response {
     var options = AllDocsOptions()
     let view = try access.view(store)
@@ -513,8 +514,11 @@ extension CouchServer {
       if options.keys == nil {
         // One key: a range of one, or nothing when the key is not a string.
         guard let s = key.stringValue else {
-          return CouchResponse.json(
-            try Self.emptyAllDocs(store, options, view: view), includeBody: request.method != .head)
+          var empty = try Self.emptyAllDocs(store, options, view: view)
+          if namespace == .design {
+            empty = try Self.designDocs(store, options, empty: true, view: view).json
+          }
+          return CouchResponse.json(empty, includeBody: request.method != .head)
         }
         options.startKey = s
         options.endKey = s
@@ -540,7 +544,12 @@ extension CouchServer {
     }
     let limited = options
     let result: JSONValue
-    if empty {
+    if namespace == .design {
+      let isEmpty = empty
+      result = try await reading(limit: nil) {
+        try Self.designDocs(store, limited, empty: isEmpty, view: view)
+      }.json
+    } else if empty {
       result = try Self.emptyAllDocs(store, options, view: view)
     } else {
       var found = try await reading(limit: options.limit) { try store.allDocs(limited) }
@@ -553,6 +562,192 @@ extension CouchServer {
       result = found.json
     }
     return CouchResponse.json(result, includeBody: request.method != .head)
+  }
+
+  /// Which documents an `_all_docs`-shaped answer lists.
+  enum AllDocsNamespace {
+    /// `_all_docs`.
+    case all
+    /// `_design_docs`: design documents only.
+    case design
+  }
+
+  /// `GET/POST /{db}/_design_docs`: `_all_docs` of the design documents alone (couch_mrview's
+  /// `_design` namespace), with the same options: `total_rows` counts the design documents
+  /// the caller sees, `offset` counts among them, and `keys` that are not design ids are left
+  /// out (fabric's `filter_keys_by_namespace`).
+  static func designDocs(
+    _ store: DocumentStore, _ options: AllDocsOptions, empty: Bool, view: (any AccessView)?
+  ) throws -> AllDocsResult {
+    // Every design document the caller sees, in id order ('/' < '0': `_design0` ends them).
+    var every = options
+    every.keys = nil
+    every.startKey = "_design/"
+    every.endKey = "_design0"
+    every.inclusiveEnd = false
+    every.descending = false
+    every.limit = nil
+    every.skip = 0
+    let all = try store.allDocs(every)
+    func id(_ row: JSONValue) -> [UInt8] { Array((row["id"]?.stringValue ?? "").utf8) }
+    var rows = all.rows.sorted { id($0).lexicographicallyPrecedes(id($1)) }
+    let total = rows.count
+    let updateSeq = all.updateSeq.map { _ in view?.updateSeq ?? all.updateSeq! }
+    if let keys = options.keys {
+      var keyed = options
+      keyed.keys = keys.filter { $0.hasPrefix("_design/") }
+      var found = try store.allDocs(keyed)
+      found.totalRows = total
+      found.updateSeq = updateSeq
+      return found
+    }
+    if empty { return AllDocsResult(totalRows: total, offset: 0, rows: [], updateSeq: updateSeq) }
+    if options.descending { rows.reverse() }
+    let start = options.startKey.map { Array($0.utf8) }
+    let end = options.endKey.map { Array($0.utf8) }
+    func beforeStart(_ x: [UInt8]) -> Bool {
+      guard let start else { return false }
+      return options.descending
+        ? start.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(start)
+    }
+    func pastEnd(_ x: [UInt8]) -> Bool {
+      guard let end else { return false }
+      if x == end { return !options.inclusiveEnd }
+      return options.descending
+        ? x.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(x)
+    }
+    let first = rows.firstIndex { !beforeStart(id($0)) } ?? rows.count
+    let inRange = rows[first...].prefix { !pastEnd(id($0)) }
+    let skipped = min(options.skip, inRange.count)
+    let shown = inRange.dropFirst(skipped)
+    // CouchDB's offset: the design documents before the first row (or before where it
+    // would be with `limit=0`); all of them when there is none.
+    let offset = shown.isEmpty ? total : first + skipped
+    return AllDocsResult(
+      totalRows: total, offset: offset,
+      rows: Array(options.limit.map { shown.prefix($0) } ?? shown), updateSeq: updateSeq)
+  }
+
+  /// `GET/POST /{db}/_local_docs`: the caller's `_local` documents (in a wiki database a
+  /// signed-in user who is not one of its admins sees their own, ``localKey(_:access:)``;
+  /// wikilog's reserved `_local/org.wikilog.*` are never listed) as `_all_docs` lists
+  /// documents: `{"id","key","value":{"rev"}}` rows, `doc` with `include_docs`, `keys`
+  /// (`not_found` rows for missing ones), `startkey`/`endkey`, `inclusive_end`,
+  /// `descending`, `skip` and `limit`; `total_rows` and `offset` are null, as CouchDB 3
+  /// answers them.
+  func localDocs(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+  ) async throws -> Response {
+    var keys = try query.stringArray("keys")
+    if request.method == .post {
+      let body = try await objectBody(of: request)
+      if let value = body["keys"] {
+        guard let strings = value.stringArray else {
+          throw query.error("`keys` member must be an array of strings.")
+        }
+        keys = strings
+      }
+    } else if request.method != .get && request.method != .head {
+      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
+    }
+    let descending = try query.bool("descending")
+    let inclusiveEnd = try query.bool("inclusive_end", default: true)
+    let includeDocs = try query.bool("include_docs")
+    let limit = try query.int("limit")
+    let skip = try query.int("skip") ?? 0
+    func bound(_ names: String...) throws -> [UInt8]? {
+      for name in names {
+        if let value = try query.json(name) {
+          guard let s = value.stringValue else {
+            throw query.error("`\(name)` must be a document id (a string).")
+          }
+          return Array(s.utf8)
+        }
+      }
+      return nil
+    }
+    var start = try bound("start_key", "startkey")
+    var end = try bound("end_key", "endkey")
+    if let key = try query.json("key"), keys == nil {
+      guard let s = key.stringValue else {
+        throw query.error("`key` must be a document id (a string).")
+      }
+      start = Array(s.utf8)
+      end = start
+    }
+    let prefix = try localKey("", access: access)
+    let limited = (limit, skip)
+    let (keyList, startID, endID) = (keys, start, end)
+    let rows = try await reading(limit: limit) { () throws -> [JSONValue] in
+      var docs: [(id: [UInt8], rev: String, body: JSONObject)] = []
+      for doc in try store.localDocuments(prefix: prefix) {
+        let name = String(doc.id.dropFirst(prefix.count))
+        if prefix.isEmpty && name.hasPrefix("org.wikilog.") { continue }
+        docs.append((Array(("_local/" + name).utf8), doc.rev, doc.body))
+      }
+      docs.sort { $0.id.lexicographicallyPrecedes($1.id) }
+      func row(_ doc: (id: [UInt8], rev: String, body: JSONObject)) -> JSONValue {
+        let id = String(decoding: doc.id, as: UTF8.self)
+        var members: [JSONObject.Member] = [
+          .init(key: "id", value: .string(id)), .init(key: "key", value: .string(id)),
+          .init(key: "value", value: .object(JSONObject(["rev": .string(doc.rev)]))),
+        ]
+        if includeDocs {
+          members.append(
+            .init(
+              key: "doc",
+              value: .object(
+                JSONObject(
+                  [
+                    .init(key: "_id", value: .string(id)),
+                    .init(key: "_rev", value: .string(doc.rev)),
+                  ]
+                    + doc.body.members))))
+        }
+        return .object(JSONObject(members))
+      }
+      var out: [JSONValue] = []
+      if let keys = keyList {
+        let byID = Dictionary(docs.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        for key in (descending ? keys.reversed() : keys) where key.hasPrefix("_local/") {
+          if let doc = byID[Array(key.utf8)] {
+            out.append(row(doc))
+          } else {
+            out.append(.object(JSONObject(["key": .string(key), "error": .string("not_found")])))
+          }
+        }
+        return Array(out.dropFirst(limited.1).prefix(limited.0 ?? Int.max))
+      }
+      if descending { docs.reverse() }
+      var skipped = 0
+      for doc in docs {
+        if let start = startID,
+          descending
+            ? start.lexicographicallyPrecedes(doc.id) : doc.id.lexicographicallyPrecedes(start)
+        {
+          continue
+        }
+        if let end = endID {
+          if doc.id == end
+            ? !inclusiveEnd
+            : (descending
+              ? doc.id.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(doc.id))
+          {
+            break
+          }
+        }
+        if skipped < limited.1 {
+          skipped += 1
+          continue
+        }
+        if let limit = limited.0, out.count >= limit { break }
+        out.append(row(doc))
+      }
+      return out
+    }
+    return CouchResponse.json(
+      .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array(rows)])),
+      includeBody: request.method != .head)
   }
 
   static func emptyAllDocs(

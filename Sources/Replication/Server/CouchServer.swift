@@ -269,6 +269,13 @@ public struct CouchServer: HTTPResponder {
       case .allDocs:
         query.errorName = "query_parse_error"
         return try await allDocs(store, request: request, query: query, access: access)
+      case .designDocs:
+        query.errorName = "query_parse_error"
+        return try await allDocs(
+          store, request: request, query: query, access: access, namespace: .design)
+      case .localDocs:
+        query.errorName = "query_parse_error"
+        return try await localDocs(store, request: request, query: query, access: access)
       case .bulkDocs:
         try allow(method, [.post])
         return try await bulkDocs(
