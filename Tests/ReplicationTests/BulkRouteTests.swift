@@ -73,7 +73,7 @@ import Wiki
   }
 
   @Test(
-    "_design_docs and _local_docs answer as CouchDB's chttpd_db tests expect: their own documents, keys of their namespace, offsets"
+    "_design_docs, _local_docs and /queries answer as CouchDB's chttpd_db tests expect: their own documents, keys of their namespace, offsets"
   )
   func designAndLocalDocs() async throws {
     try await withServer { client, _ in
@@ -119,6 +119,33 @@ import Wiki
       #expect(
         range["rows"]?.arrayValue?.map { $0["id"]?.stringValue ?? "" }
           == ["_local/doc3", "_local/doc4", "_local/doc5"])
+      // Several queries in one request (chttpd_db_test's helper_queries_with_keys_limit_skip).
+      let queries =
+        #"{"queries":[{"keys":["testdoc1","_design/ddoc3","_local/doc5"]},{"limit":5,"skip":2}]}"#
+      for (path, offset, keyed) in [
+        ("_all_docs", JSONValue.number(2), 3), ("_design_docs", .number(2), 1),
+        ("_local_docs", .null, 1),
+      ] {
+        let r = try await client.call(.post, "/db/\(path)/queries", queries)
+        #expect(r.code == 200, "\(path)")
+        let results = try #require(r["results"]?.arrayValue, "\(path)")
+        #expect(results.count == 2)
+        #expect(results[0]["rows"]?.arrayValue?.count == keyed, "\(path)")
+        #expect(results[1]["offset"] == offset, "\(path)")
+        #expect(results[1]["rows"]?.arrayValue?.count == 5, "\(path)")
+      }
+      let ranged = try await client.call(
+        .post, "/db/_all_docs/queries",
+        #"{"queries":[{"startkey":"testdoc3","endkey":"testdoc5","include_docs":true}]}"#)
+      #expect(
+        ranged["results"]?[0]?["rows"]?.arrayValue?.map { $0["doc"]?["_id"]?.stringValue }
+          == ["testdoc3", "testdoc4", "testdoc5"])
+      #expect(
+        try await client.call(.post, "/db/_all_docs/queries", #"{"queries":3}"#).code == 400)
+      #expect(
+        try await client.call(.post, "/db/_all_docs/queries", #"{"queries":[{"limit":-1}]}"#)
+          .code == 400)
+      #expect(try await client.call(.get, "/db/_all_docs/queries").code == 405)
       let none = try await client.call(.get, "/db/_design_docs?limit=0")
       #expect(none["total_rows"]?.int == 10 && none["rows"]?.arrayValue?.isEmpty == true)
       #expect(try await client.call(.get, "/db/_local_docs?limit=x").code == 400)

@@ -230,7 +230,8 @@ import Testing
 
       // What CouchDB 3.4 keeps for server administrators.
       for uri in [
-        "/_replicator/_all_docs", "/_replicator/_changes", "/_scheduler/docs",
+        "/_replicator/_all_docs", "/_replicator/_design_docs", "/_replicator/_local_docs",
+        "/_replicator/_changes", "/_scheduler/docs",
         "/_scheduler/docs/_replicator/a1", "/_scheduler/jobs", "/_active_tasks",
       ] {
         let r = try await client.call(.get, uri, headers: Self.alice)

@@ -51,6 +51,9 @@ enum CouchRoute: Equatable, Sendable {
     case allDocs = "_all_docs"
     case designDocs = "_design_docs"
     case localDocs = "_local_docs"
+    case allDocsQueries = "_all_docs/queries"
+    case designDocsQueries = "_design_docs/queries"
+    case localDocsQueries = "_local_docs/queries"
     case bulkDocs = "_bulk_docs"
     case bulkGet = "_bulk_get"
     case revsDiff = "_revs_diff"
@@ -116,6 +119,10 @@ enum CouchRoute: Equatable, Sendable {
       if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
       if let endpoint = DatabaseEndpoint(rawValue: head) {
         if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
+        // `_all_docs/queries`, `_design_docs/queries`, `_local_docs/queries`.
+        if rest.count == 2, let queries = DatabaseEndpoint(rawValue: head + "/" + rest[1]) {
+          return .databaseEndpoint(db, queries)
+        }
         return .unserved(.notFound())
       }
       // `_local%2Fid` names the local document, as the `_local/id` path does in CouchDB.
@@ -203,9 +210,6 @@ enum CouchRoute: Equatable, Sendable {
     let head = rest[0]
     let path = "/{db}/" + head
     switch head {
-    case "_all_docs" where rest.count > 1, "_design_docs" where rest.count > 1,
-      "_local_docs" where rest.count > 1:
-      return .notImplemented("multiple queries in one request (\(path)/\(rest[1]))")
     case "_shards", "_sync_shards":
       return .notImplemented("shards (\(path))")
     case "_temp_view":

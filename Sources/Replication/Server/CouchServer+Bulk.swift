@@ -481,25 +481,81 @@ extension CouchServer {
     _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess,
     namespace: AllDocsNamespace = .all
   ) async throws -> Response {
-    var options = AllDocsOptions()
-    let view = try access.view(store)
-    options.visible = view?.filter
+    let keys = try await requestKeys(request, query)
+    return CouchResponse.json(
+      try await allDocsJSON(store, query: query, keys: keys, access: access, namespace: namespace),
+      includeBody: request.method != .head)
+  }
+
+  /// The `keys` of an `_all_docs`-shaped request: the body's (`POST`), else the query's.
+  func requestKeys(_ request: Request, _ query: QueryParameters) async throws -> [String]? {
     switch request.method {
     case .get, .head:
-      options.keys = try query.stringArray("keys")
+      return try query.stringArray("keys")
     case .post:
       let body = try await objectBody(of: request)
       if let keys = body["keys"] {
         guard let strings = keys.stringArray else {
           throw query.error("`keys` member must be an array of strings.")
         }
-        options.keys = strings
-      } else {
-        options.keys = try query.stringArray("keys")
+        return strings
       }
+      return try query.stringArray("keys")
     default:
       throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
     }
+  }
+
+  /// `POST /{db}/_all_docs/queries` (and `_design_docs/queries`, `_local_docs/queries`):
+  /// `{"queries": [{...}, ...]}`, each query's members read as the query string's options
+  /// are (their JSON values), answered `{"results": [...]}` in order.
+  func allDocsQueries(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess,
+    namespace: AllDocsNamespace
+  ) async throws -> Response {
+    guard request.method == .post else { throw ReplicationError.methodNotAllowed(["POST"]) }
+    let body = try await objectBody(of: request)
+    guard let queries = body["queries"]?.arrayValue else {
+      throw query.error("`queries` member must be an array of query objects.")
+    }
+    var results: [JSONValue] = []
+    for item in queries {
+      guard let object = item.objectValue else {
+        throw query.error("each of `queries` must be a JSON object.")
+      }
+      var keys: [String]?
+      if let value = object["keys"] {
+        guard let strings = value.stringArray else {
+          throw query.error("`keys` member must be an array of strings.")
+        }
+        keys = strings
+      }
+      var options = QueryParameters(
+        pairs: object.members.filter { $0.key != "keys" }.map {
+          ($0.key, String(decoding: $0.value.serialized(), as: UTF8.self))
+        })
+      options.errorName = query.errorName
+      switch namespace {
+      case .local:
+        results.append(try await localDocsJSON(store, query: options, keys: keys, access: access))
+      default:
+        results.append(
+          try await allDocsJSON(
+            store, query: options, keys: keys, access: access, namespace: namespace))
+      }
+    }
+    return CouchResponse.json(.object(JSONObject(["results": .array(results)])))
+  }
+
+  /// One `_all_docs` (or `_design_docs`) answer for these options.
+  func allDocsJSON(
+    _ store: DocumentStore, query: QueryParameters, keys: [String]?, access: DatabaseAccess,
+    namespace: AllDocsNamespace
+  ) async throws -> JSONValue {
+    var options = AllDocsOptions()
+    let view = try access.view(store)
+    options.visible = view?.filter
+    options.keys = keys
     // Booleans as CouchDB reads view options: `true`/`false` in any case, else 400.
     options.descending = try query.bool("descending")
     options.inclusiveEnd = try query.bool("inclusive_end", default: true)
@@ -514,11 +570,10 @@ extension CouchServer {
       if options.keys == nil {
         // One key: a range of one, or nothing when the key is not a string.
         guard let s = key.stringValue else {
-          var empty = try Self.emptyAllDocs(store, options, view: view)
           if namespace == .design {
-            empty = try Self.designDocs(store, options, empty: true, view: view).json
+            return try Self.designDocs(store, options, empty: true, view: view).json
           }
-          return CouchResponse.json(empty, includeBody: request.method != .head)
+          return try Self.emptyAllDocs(store, options, view: view)
         }
         options.startKey = s
         options.endKey = s
@@ -561,7 +616,7 @@ extension CouchServer {
       }
       result = found.json
     }
-    return CouchResponse.json(result, includeBody: request.method != .head)
+    return result
   }
 
   /// Which documents an `_all_docs`-shaped answer lists.
@@ -570,6 +625,8 @@ extension CouchServer {
     case all
     /// `_design_docs`: design documents only.
     case design
+    /// `_local_docs`.
+    case local
   }
 
   /// `GET/POST /{db}/_design_docs`: `_all_docs` of the design documents alone (couch_mrview's
@@ -638,18 +695,16 @@ extension CouchServer {
   func localDocs(
     _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
   ) async throws -> Response {
-    var keys = try query.stringArray("keys")
-    if request.method == .post {
-      let body = try await objectBody(of: request)
-      if let value = body["keys"] {
-        guard let strings = value.stringArray else {
-          throw query.error("`keys` member must be an array of strings.")
-        }
-        keys = strings
-      }
-    } else if request.method != .get && request.method != .head {
-      throw ReplicationError.methodNotAllowed(["GET", "HEAD", "POST"])
-    }
+    let keys = try await requestKeys(request, query)
+    return CouchResponse.json(
+      try await localDocsJSON(store, query: query, keys: keys, access: access),
+      includeBody: request.method != .head)
+  }
+
+  /// One `_local_docs` answer for these options.
+  func localDocsJSON(
+    _ store: DocumentStore, query: QueryParameters, keys: [String]?, access: DatabaseAccess
+  ) async throws -> JSONValue {
     let descending = try query.bool("descending")
     let inclusiveEnd = try query.bool("inclusive_end", default: true)
     let includeDocs = try query.bool("include_docs")
@@ -745,9 +800,7 @@ extension CouchServer {
       }
       return out
     }
-    return CouchResponse.json(
-      .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array(rows)])),
-      includeBody: request.method != .head)
+    return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array(rows)]))
   }
 
   static func emptyAllDocs(

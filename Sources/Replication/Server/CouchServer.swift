@@ -276,6 +276,12 @@ public struct CouchServer: HTTPResponder {
       case .localDocs:
         query.errorName = "query_parse_error"
         return try await localDocs(store, request: request, query: query, access: access)
+      case .allDocsQueries, .designDocsQueries, .localDocsQueries:
+        query.errorName = "query_parse_error"
+        let namespace: AllDocsNamespace =
+          endpoint == .allDocsQueries ? .all : endpoint == .designDocsQueries ? .design : .local
+        return try await allDocsQueries(
+          store, request: request, query: query, access: access, namespace: namespace)
       case .bulkDocs:
         try allow(method, [.post])
         return try await bulkDocs(

@@ -26,6 +26,11 @@ struct QueryParameters: Sendable {
     }
   }
 
+  /// Parameters given as (name, value) pairs, as a query string would give them decoded.
+  init(pairs: [(String, String)]) {
+    self.pairs = pairs.map { (name: $0.0, value: $0.1) }
+  }
+
   subscript(name: String) -> String? { pairs.first { $0.name == name }?.value }
 
   func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }

@@ -145,7 +145,11 @@ extension CouchServer {
         "this data directory was opened without it")
     }
     guard !caller.user.isAdmin else { return }
-    if case .databaseEndpoint(_, let endpoint) = route, endpoint == .allDocs || endpoint == .changes
+    if case .databaseEndpoint(_, let endpoint) = route,
+      [
+        .allDocs, .designDocs, .localDocs, .allDocsQueries, .designDocsQueries, .localDocsQueries,
+        .changes,
+      ].contains(endpoint)
     {
       throw ReplicationError("unauthorized", "You are not a server admin.", status: 401)
     }
