@@ -118,9 +118,16 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
     return [1] + Array(Hex.encode(Array(SHA256.hash(data: bytes))).utf8)
   }
 
-  public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Indexed? {
+  /// What ``prepare(_:rev:body:)`` made of a revision's body: its index entry, or nil when
+  /// the document is not searched (so that ``apply(_:share:to:in:)`` need not read the body
+  /// again to learn that).
+  public struct Prepared: Sendable {
+    let indexed: Indexed?
+  }
+
+  public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Prepared? {
     guard let body else { return nil }
-    return index(docID, body)
+    return Prepared(indexed: index(docID, body))
   }
 
   func index(_ docID: String, _ body: JSONValue) -> Indexed? {
@@ -290,7 +297,7 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
   {}
 
   public func apply(
-    _ change: DocumentChange, share: Indexed?, to storage: ProjectionStorage,
+    _ change: DocumentChange, share: Prepared?, to storage: ProjectionStorage,
     in txn: WriteTransaction
   ) throws {
     guard change.winnerChanged else { return }
@@ -303,7 +310,7 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
     var indexed: Indexed? = nil
     if let winner = change.tree.winner, !winner.isDeleted {
       if let share, winner.body == change.event.position.rawValue {
-        indexed = share
+        indexed = share.indexed
       } else {
         indexed = try change.winnerBody(in: txn).flatMap { index(change.docID, $0) }
       }
