@@ -106,6 +106,9 @@ import Wiki
         ids(try await client.call(.post, "/db/_changes?filter=_doc_ids", #"{"doc_ids":["a"]}"#))
           == ["a"])
       #expect(try await client.call(.get, "/db/_changes?filter=_doc_ids").code == 400)
+      // CouchDB's built-in `_design`: design documents only.
+      try await client.call(.put, "/db/_design/d1", "{}")
+      #expect(ids(try await client.call(.get, "/db/_changes?filter=_design")) == ["_design/d1"])
       #expect(
         ids(
           try await client.call(
@@ -270,6 +273,29 @@ import Wiki
       let r = try await response
       #expect(ids(r) == ["x"])
       #expect(r["last_seq"]?.int == 4)
+    }
+  }
+
+  @Test("a filter=_design longpoll ignores documents and answers for a design document")
+  func designLongpoll() async throws {
+    try await withServer { client, dir in
+      try await client.call(.put, "/db")
+      let store = try dir.data.open("db")
+      let answered = Mutex(false)
+      async let response = {
+        let r = try await client.call(
+          .get, "/db/_changes?feed=longpoll&since=now&filter=_design&timeout=10000")
+        answered.withLock { $0 = true }
+        return r
+      }()
+      for i in 0..<3 {
+        try await Task.sleep(for: .milliseconds(50))
+        try store.put(#"{"_id":"y\#(i)"}"#, actor: "test")
+      }
+      try await Task.sleep(for: .milliseconds(200))
+      #expect(answered.withLock { $0 } == false)
+      try store.put(#"{"_id":"_design/z"}"#, actor: "test")
+      #expect(ids(try await response) == ["_design/z"])
     }
   }
 

@@ -40,7 +40,8 @@ extension CouchServer {
   /// `since` (`0`, `now` or a seq; `last-event-id` is the same option, and an eventsource feed's
   /// `Last-Event-ID` header overrides both), `limit` (`0` answers no rows), `descending`, `style`
   /// (`main_only`, `all_docs`), `include_docs`, `conflicts`, `heartbeat`, `timeout`,
-  /// `filter=_doc_ids` (`doc_ids` in the query or the body), `filter=_selector` (`selector` in
+  /// `filter=_doc_ids` (`doc_ids` in the query or the body), `filter=_design` (design
+  /// documents), `filter=_selector` (`selector` in
   /// the body), `filter=NAME` for a filter registered with the data directory
   /// (``DocumentFilters``; the wiki's `filter=wiki&wiki=ID`: the wiki document and its pages)
   /// and `history=true` (every revision event, with actor and origin, instead of one row per
@@ -189,6 +190,12 @@ extension CouchServer {
         throw ReplicationError.badRequest("`doc_ids` filter parameter is not a list of doc ids.")
       }
       o.docIDs = Set(ids)
+    case "_design":
+      // CouchDB's built-in filter: design documents only.
+      o.filter = DocumentFilter(
+        name: "_design", parameters: [:], wakeKeys: ["_design"],
+        keys: { $0.hasPrefix("_design/") ? ["_design"] : [] },
+        includes: { $0.hasPrefix("_design/") })
     case "_selector":
       guard let selector = body?["selector"] else {
         throw ReplicationError.badRequest("Selector must be specified in POST payload")
@@ -201,7 +208,7 @@ extension CouchServer {
         let filter = try dataDirectory.filters.make(
           name, parameter: { query[$0] ?? body?[$0]?.stringValue })
       else {
-        let known = ["_doc_ids", "_selector"] + dataDirectory.filters.names
+        let known = ["_doc_ids", "_selector", "_design"] + dataDirectory.filters.names
         throw ReplicationError.badRequest(
           "filter \"\(name)\" is not supported by wikilog; use \(known.joined(separator: ", "))")
       }
