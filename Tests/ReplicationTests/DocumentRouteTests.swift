@@ -89,6 +89,33 @@ import Wiki
     }
   }
 
+  @Test(
+    "a revision CouchDB parses but no tree holds (0-abc, 1-, a huge generation, 1-xyz!) is a 409 conflict; one it cannot parse is 400"
+  )
+  func unmatchableRevisions() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      try await client.call(.put, "/db/a", "{}")
+      for rev in ["0-abc", "1-", "99999999999999999999-abc", "1-xyz!", "01-abc"] {
+        let new = try await client.call(.put, "/db/new", #"{"_rev":"\#(rev)"}"#)
+        #expect(new.code == 409 && new.error == "conflict", "\(rev)")
+        let existing = try await client.call(.put, "/db/a", #"{"_rev":"\#(rev)"}"#)
+        #expect(existing.code == 409, "\(rev)")
+        let delete = try await client.call(
+          .delete, "/db/a?rev=" + rev.replacingOccurrences(of: "!", with: "%21"))
+        #expect(delete.code == 409, "\(rev)")
+      }
+      for rev in ["abc", "-1-abc", "x-1"] {
+        let r = try await client.call(.put, "/db/a", #"{"_rev":"\#(rev)"}"#)
+        #expect(r.code == 400 && r["reason"]?.stringValue == "Invalid rev format", "\(rev)")
+      }
+      let bulk = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","_rev":"0-abc"},{"_id":"b","_rev":"1-"}]}"#)
+      #expect(bulk.json?.arrayValue?.map { $0["error"]?.stringValue } == ["conflict", "conflict"])
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 1)
+    }
+  }
+
   @Test("POST /{db} creates a document with a generated id")
   func postDocument() async throws {
     try await withServer { client, _ in
