@@ -105,6 +105,8 @@ extension DocumentStore {
       if let revString = options.rev {
         let rev: RevID
         do { rev = try RevID(revString) } catch {
+          // One CouchDB reads but no tree holds is missing, as there.
+          if Self.parsesAsCouchRevision(revString) { throw StoreError.notFound("missing") }
           throw StoreError.badRequest("Invalid rev format")
         }
         guard var found = tree.revision(rev) else { throw StoreError.notFound("missing") }
@@ -189,7 +191,12 @@ extension DocumentStore {
       for revString in revs {
         let rev: RevID
         do { rev = try RevID(revString) } catch {
-          throw StoreError.badRequest("Invalid rev format")
+          // One CouchDB reads but no tree holds is missing, as there.
+          guard Self.parsesAsCouchRevision(revString) else {
+            throw StoreError.badRequest("Invalid rev format")
+          }
+          out.append(.missing(revString))
+          continue
         }
         guard let record, let found = record.tree.revision(rev) else {
           out.append(.missing(revString))

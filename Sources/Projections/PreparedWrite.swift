@@ -156,7 +156,7 @@ extension DocumentStore {
 
   /// Whether `couch_doc:parse_rev` reads `text`: a decimal integer (an optional `+`, then
   /// digits), a `-`, and anything after it.
-  static func parsesAsCouchRevision(_ text: String) -> Bool {
+  package static func parsesAsCouchRevision(_ text: String) -> Bool {
     guard let dash = text.utf8.firstIndex(of: UInt8(ascii: "-")) else { return false }
     var digits = text.utf8[..<dash]
     if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }

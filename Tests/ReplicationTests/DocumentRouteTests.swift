@@ -113,6 +113,19 @@ import Wiki
         .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","_rev":"0-abc"},{"_id":"b","_rev":"1-"}]}"#)
       #expect(bulk.json?.arrayValue?.map { $0["error"]?.stringValue } == ["conflict", "conflict"])
       #expect(try await client.call(.get, "/db")["doc_count"]?.int == 1)
+      // Reads: missing, not malformed.
+      #expect(try await client.call(.get, "/db/a?rev=0-abc").code == 404)
+      #expect(try await client.call(.get, "/db/a?rev=abc").code == 400)
+      let open = try await client.call(
+        .get, #"/db/a?open_revs=["0-abc","1-"]"#, headers: [.accept: "application/json"])
+      #expect(open.json == json(#"[{"missing":"0-abc"},{"missing":"1-"}]"#))
+      let diff = try await client.call(
+        .post, "/db/_revs_diff", #"{"a":["1-xyz!","2-abc"],"b":["0-x"]}"#)
+      #expect(diff["a"]?["missing"] == json(#"["2-abc","1-xyz!"]"#))
+      #expect(diff["b"] == json(#"{"missing":["0-x"]}"#))
+      #expect(try await client.call(.post, "/db/_revs_diff", #"{"a":["abc"]}"#).code == 400)
+      let missingRevs = try await client.call(.post, "/db/_missing_revs", #"{"b":["0-x"]}"#)
+      #expect(missingRevs.json == json(#"{"missing_revs":{"b":["0-x"]}}"#))
     }
   }
 

@@ -398,22 +398,58 @@ extension CouchServer {
       }
       asked.append((member.key, revs))
     }
-    let diffs = try visibleRevsDiff(store, asked, access: access)
+    let diffs = try revsDiffAnswer(store, asked, access: access)
     var out = JSONObject()
     out.members.reserveCapacity(diffs.count)
-    for (id, diff) in diffs {
-      var entry = JSONObject([
-        "missing": .array(diff.missing.map { .string($0.description) })
-      ])
-      if !diff.possibleAncestors.isEmpty {
+    for (id, missing, ancestors) in diffs {
+      var entry = JSONObject(["missing": .array(missing.map { .string($0) })])
+      if !ancestors.isEmpty {
         entry.members.append(
-          .init(
-            key: "possible_ancestors",
-            value: .array(diff.possibleAncestors.map { .string($0.description) })))
+          .init(key: "possible_ancestors", value: .array(ancestors.map { .string($0) })))
       }
       out.members.append(.init(key: id, value: .object(entry)))
     }
     return CouchResponse.json(.object(out))
+  }
+
+  /// ``visibleRevsDiff(_:_:access:)``, with the revisions CouchDB reads but no tree here can
+  /// hold (`0-abc`, `1-xyz!`) missing, as CouchDB answers revisions it lacks (a replication
+  /// from a peer that has such revisions then counts them as write failures instead of
+  /// stopping); a revision CouchDB cannot read either is 400, as there.
+  func revsDiffAnswer(
+    _ store: DocumentStore, _ asked: [(id: String, revs: [String])], access: DatabaseAccess
+  ) throws -> [(id: String, missing: [String], ancestors: [String])] {
+    var kept: [(id: String, revs: [String])] = []
+    var extra: [[String]] = []
+    for entry in asked {
+      var revs: [String] = []
+      var odd: [String] = []
+      for rev in entry.revs {
+        if (try? RevID(rev)) != nil {
+          revs.append(rev)
+        } else if DocumentStore.parsesAsCouchRevision(rev) {
+          odd.append(rev)
+        } else {
+          throw ReplicationError.badRequest("Invalid rev format")
+        }
+      }
+      kept.append((entry.id, revs))
+      extra.append(odd)
+    }
+    // The diffs come in the order asked, for the documents that lack something.
+    var diffs = try visibleRevsDiff(store, kept, access: access)[...]
+    var out: [(id: String, missing: [String], ancestors: [String])] = []
+    for (k, entry) in kept.enumerated() {
+      var diff: RevsDiff?
+      if let next = diffs.first, next.id == entry.id {
+        diff = next.diff
+        diffs = diffs.dropFirst()
+      }
+      let missing = (diff?.missing.map(\.description) ?? []) + extra[k]
+      guard !missing.isEmpty else { continue }
+      out.append((entry.id, missing, diff?.possibleAncestors.map(\.description) ?? []))
+    }
+    return out
   }
 
   /// `POST /{db}/_missing_revs` with `{docid: [revs]}`: `{"missing_revs": {docid: [revs]}}`,
@@ -431,10 +467,8 @@ extension CouchServer {
       asked.append((member.key, revs))
     }
     var missing = JSONObject()
-    for (id, diff) in try visibleRevsDiff(store, asked, access: access)
-    where !diff.missing.isEmpty {
-      missing.members.append(
-        .init(key: id, value: .array(diff.missing.map { .string($0.description) })))
+    for (id, revs, _) in try revsDiffAnswer(store, asked, access: access) {
+      missing.members.append(.init(key: id, value: .array(revs.map { .string($0) })))
     }
     return CouchResponse.json(.object(JSONObject(["missing_revs": .object(missing)])))
   }
