@@ -149,6 +149,14 @@ import Wiki
       let none = try await client.call(.get, "/db/_design_docs?limit=0")
       #expect(none["total_rows"]?.int == 10 && none["rows"]?.arrayValue?.isEmpty == true)
       #expect(try await client.call(.get, "/db/_local_docs?limit=x").code == 400)
+      // Bounds that are not strings collate as in _all_docs: before or after every id.
+      for (query, count) in [
+        ("startkey=1", 10), ("startkey=%5B%5D", 0), ("endkey=null", 0), ("endkey=%7B%7D", 10),
+        ("descending=true&startkey=null", 0), ("descending=true&endkey=1", 10), ("key=1", 0),
+      ] {
+        let r = try await client.call(.get, "/db/_local_docs?" + query)
+        #expect(r.code == 200 && r["rows"]?.arrayValue?.count == count, "\(query)")
+      }
     }
   }
 

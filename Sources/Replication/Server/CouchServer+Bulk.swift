@@ -744,25 +744,32 @@ extension CouchServer {
     let includeDocs = try query.bool("include_docs")
     let limit = try query.int("limit")
     let skip = try query.int("skip") ?? 0
-    func bound(_ names: String...) throws -> [UInt8]? {
+    // Bounds as `_all_docs` reads them: one that is not a string collates before every id
+    // (null, booleans, numbers) or after every id (arrays, objects).
+    var empty = false
+    func bound(_ names: String..., isStart: Bool) throws -> [UInt8]? {
       for name in names {
-        if let value = try query.json(name) {
-          guard let s = value.stringValue else {
-            throw query.error("`\(name)` must be a document id (a string).")
-          }
-          return Array(s.utf8)
+        guard let value = try query.json(name) else { continue }
+        switch Self.collationBound(value) {
+        case .string(let s): return Array(s.utf8)
+        case .beforeStrings: if isStart == descending { empty = true }
+        case .afterStrings: if isStart != descending { empty = true }
         }
+        return nil
       }
       return nil
     }
-    var start = try bound("start_key", "startkey")
-    var end = try bound("end_key", "endkey")
+    var start = try bound("start_key", "startkey", isStart: true)
+    var end = try bound("end_key", "endkey", isStart: false)
     if let key = try query.json("key"), keys == nil {
       guard let s = key.stringValue else {
-        throw query.error("`key` must be a document id (a string).")
+        return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array([])]))
       }
       start = Array(s.utf8)
       end = start
+    }
+    if empty && keys == nil {
+      return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array([])]))
     }
     let prefix = try localKey("", access: access)
     let limited = (limit, skip)
