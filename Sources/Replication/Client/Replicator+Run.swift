@@ -114,7 +114,8 @@ extension Replicator {
           // for changes).
           if options.continuous && caughtUp {
             try await checkpointWritten()
-            setState(.idle)
+            // Unless the read of the next batch, under way, found the source unreachable.
+            if status.state != .offline { setState(.idle) }
           }
           if !more { break }
         }
