@@ -117,7 +117,7 @@ public struct DocumentInput: Sendable, Hashable {
         guard let rev = member.value.stringValue else {
           throw StoreError.badRequest("Invalid rev format")
         }
-        _ = try LocalDocumentInput.parseRev(rev)
+        guard Self.isCouchRevision(rev) else { throw StoreError.badRequest("Invalid rev format") }
       case "_deleted":
         guard member.value.boolValue != nil else {
           throw StoreError.invalidDocument("Bad special document member: _deleted")
@@ -174,6 +174,20 @@ public struct DocumentInput: Sendable, Hashable {
 
   /// The body as stored in the event.
   var bodyBytes: [UInt8] { JSONValue.object(body).serialized() }
+}
+
+extension DocumentInput {
+  /// Whether `couch_doc:parse_rev` reads `text`: a decimal integer (an optional `+`, then
+  /// digits, of any size), a `-`, and anything after it. A revision of that shape that no
+  /// tree can hold (`0-abc`, `1-`) names no revision here, where CouchDB would answer it
+  /// missing or in conflict; any other text is `Invalid rev format`.
+  package static func isCouchRevision(_ text: String) -> Bool {
+    guard let dash = text.utf8.firstIndex(of: UInt8(ascii: "-")) else { return false }
+    var digits = text.utf8[..<dash]
+    if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
+    return !digits.isEmpty
+      && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+  }
 }
 
 /// A `_local` document as a client sends it, read by CouchDB 3's rules for local documents.

@@ -106,7 +106,7 @@ extension DocumentStore {
         let rev: RevID
         do { rev = try RevID(revString) } catch {
           // One CouchDB reads but no tree holds is missing, as there.
-          if Self.parsesAsCouchRevision(revString) { throw StoreError.notFound("missing") }
+          if DocumentInput.isCouchRevision(revString) { throw StoreError.notFound("missing") }
           throw StoreError.badRequest("Invalid rev format")
         }
         guard var found = tree.revision(rev) else { throw StoreError.notFound("missing") }
@@ -192,7 +192,7 @@ extension DocumentStore {
         let rev: RevID
         do { rev = try RevID(revString) } catch {
           // One CouchDB reads but no tree holds is missing, as there.
-          guard Self.parsesAsCouchRevision(revString) else {
+          guard DocumentInput.isCouchRevision(revString) else {
             throw StoreError.badRequest("Invalid rev format")
           }
           out.append(.missing(revString))
@@ -434,15 +434,27 @@ extension DocumentStore {
   public func revsDiff(_ request: [(id: String, revs: [String])]) throws -> [(
     id: String, diff: RevsDiff
   )] {
+    var parsed: [(id: String, revs: [RevID])] = []
+    parsed.reserveCapacity(request.count)
+    for (id, revStrings) in request {
+      var revs: [RevID] = []
+      for s in revStrings {
+        do { revs.append(try RevID(s)) } catch {
+          throw StoreError.badRequest("Invalid rev format: \(s)")
+        }
+      }
+      parsed.append((id, revs))
+    }
+    return try revsDiff(revisions: parsed)
+  }
+
+  /// ``revsDiff(_:)`` of revisions already parsed.
+  public func revsDiff(revisions request: [(id: String, revs: [RevID])]) throws -> [(
+    id: String, diff: RevsDiff
+  )] {
     try read { txn in
       var out: [(id: String, diff: RevsDiff)] = []
-      for (id, revStrings) in request {
-        var revs: [RevID] = []
-        for s in revStrings {
-          do { revs.append(try RevID(s)) } catch {
-            throw StoreError.badRequest("Invalid rev format: \(s)")
-          }
-        }
+      for (id, revs) in request {
         let tree =
           try documents.record(id, storage: documentStorage, txn: txn)?.tree ?? RevisionTree()
         let diff = tree.revsDiff(revs)

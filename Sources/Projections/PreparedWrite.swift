@@ -103,7 +103,7 @@ extension DocumentStore {
       // can hold (generation 0 or past 2^53, an empty or odd signature) names no leaf: a
       // conflict, as CouchDB answers it; anything else is no revision at all.
       return refused(
-        rev.map(Self.parsesAsCouchRevision) == true
+        rev.map(DocumentInput.isCouchRevision) == true
           ? StoreError.conflict : StoreError.badRequest("Invalid rev format"))
     }
     let schema = schemaCheck(input, id: id)
@@ -152,16 +152,6 @@ extension DocumentStore {
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
       shares: shares(input, id: id, rev: event.rev), pending: pending, origin: origin)
-  }
-
-  /// Whether `couch_doc:parse_rev` reads `text`: a decimal integer (an optional `+`, then
-  /// digits), a `-`, and anything after it.
-  package static func parsesAsCouchRevision(_ text: String) -> Bool {
-    guard let dash = text.utf8.firstIndex(of: UInt8(ascii: "-")) else { return false }
-    var digits = text.utf8[..<dash]
-    if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }
-    return !digits.isEmpty
-      && digits.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
   }
 
   /// The event of a local edit on `parent`, and its new revision.

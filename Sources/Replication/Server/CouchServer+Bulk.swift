@@ -141,31 +141,30 @@ extension CouchServer {
   ) async throws -> [(Int, DocumentWriteResult)] {
     guard !locals.isEmpty else { return [] }
     var out: [(Int, DocumentWriteResult)] = []
-    var writes: [(index: Int, id: String, json: [UInt8])] = []
+    var written: [(index: Int, id: String, rev: String?)] = []
+    var writes: [(id: String, json: [UInt8])] = []
     for local in locals {
+      let rev = local.doc["_rev"]?.stringValue
       do {
-        writes.append((local.index, try localKey(local.id, access: access), local.doc.serialized()))
+        writes.append((try localKey(local.id, access: access), local.doc.serialized()))
+        written.append((local.index, local.id, rev))
       } catch let error as ReplicationError {
         out.append(
           (
             local.index,
             DocumentWriteResult(
-              id: "_local/" + local.id, rev: local.doc["_rev"]?.stringValue,
-              error: .badRequest(error.reason))
+              id: "_local/" + local.id, rev: rev, error: .badRequest(error.reason))
           ))
       }
     }
-    let results = try await store.putLocalsAsync(writes.map { ($0.id, $0.json) }, actor: actor)
-    let names = Dictionary(uniqueKeysWithValues: locals.map { ($0.index, $0) })
-    for (write, result) in zip(writes, results) {
-      let local = names[write.index]!
+    let results = try await store.putLocalsAsync(writes, actor: actor)
+    for (local, result) in zip(written, results) {
       out.append(
         (
-          write.index,
+          local.index,
           result.ok
             ? Self.local(result, id: local.id)
-            : DocumentWriteResult(
-              id: "_local/" + local.id, rev: local.doc["_rev"]?.stringValue, error: result.error)
+            : DocumentWriteResult(id: "_local/" + local.id, rev: local.rev, error: result.error)
         ))
     }
     return out
@@ -274,15 +273,7 @@ extension CouchServer {
         bytes.append(contentsOf: doc)
         bytes.append(UInt8(ascii: "}"))
       case .missing(let missing):
-        JSONValue.object(
-          JSONObject([
-            "error": .object(
-              JSONObject([
-                "id": .string(id), "rev": .string(missing), "error": .string("not_found"),
-                "reason": .string("missing"),
-              ]))
-          ])
-        ).serialize(into: &bytes)
+        Self.bulkGetFailure(id: id, rev: missing, .notFound("missing")).serialize(into: &bytes)
       }
     }
     bytes.append(contentsOf: "]}".utf8)
@@ -332,33 +323,28 @@ extension CouchServer {
     madeUpRev: Bool = false
   ) -> JSONValue {
     var options = options
-    func failure(id: String, rev: String?, _ e: ReplicationError) -> JSONValue {
-      .object(
-        JSONObject([
-          "error": .object(
-            JSONObject([
-              "id": .string(id), "rev": .string(rev ?? "undefined"), "error": .string(e.error),
-              "reason": .string(e.reason),
-            ]))
-        ]))
-    }
     func result(_ id: String, _ docs: [JSONValue]) -> JSONValue {
       .object(JSONObject(["id": .string(id), "docs": .array(docs)]))
     }
     guard let object = item.objectValue, let id = object["id"]?.stringValue else {
       let id = item.objectValue?["id"]?.stringValue ?? ""
       return result(
-        id, [failure(id: id, rev: nil, .badRequest("document id missing or not a string"))])
+        id,
+        [Self.bulkGetFailure(id: id, rev: nil, .badRequest("document id missing or not a string"))])
     }
     let rev = object["rev"]?.stringValue
     if object["rev"] != nil && rev == nil {
-      return result(id, [failure(id: id, rev: nil, .badRequest("Invalid rev format"))])
+      return result(id, [Self.bulkGetFailure(id: id, rev: nil, .badRequest("Invalid rev format"))])
     }
     // `atts_since` per document (`chttpd_db:bulk_get_parse_atts_since`): implies attachments.
     if let since = object["atts_since"], since != .array([]) {
       guard let revs = since.stringArray else {
         return result(
-          id, [failure(id: id, rev: rev, .badRequest("att_since value must be array of revs."))])
+          id,
+          [
+            Self.bulkGetFailure(
+              id: id, rev: rev, .badRequest("att_since value must be array of revs."))
+          ])
       }
       options.attsSince = revs
     }
@@ -373,7 +359,7 @@ extension CouchServer {
         id,
         found.map { entry in
           if let missing = entry["missing"]?.stringValue {
-            return failure(id: id, rev: missing, .notFound("missing"))
+            return Self.bulkGetFailure(id: id, rev: missing, .notFound("missing"))
           }
           if let doc = entry["ok"] {
             return .object(JSONObject(["ok": access.shown(doc, madeUpRev: madeUpRev)]))
@@ -381,8 +367,20 @@ extension CouchServer {
           return entry
         })
     } catch {
-      return result(id, [failure(id: id, rev: rev, ReplicationError(error))])
+      return result(id, [Self.bulkGetFailure(id: id, rev: rev, ReplicationError(error))])
     }
+  }
+
+  /// A `_bulk_get` entry for a revision not sent: `{"error": {"id","rev","error","reason"}}`.
+  static func bulkGetFailure(id: String, rev: String?, _ e: ReplicationError) -> JSONValue {
+    .object(
+      JSONObject([
+        "error": .object(
+          JSONObject([
+            "id": .string(id), "rev": .string(rev ?? "undefined"), "error": .string(e.error),
+            "reason": .string(e.reason),
+          ]))
+      ]))
   }
 
   /// `POST /{db}/_revs_diff` with `{docid: [revs]}`: the revisions this database lacks.
@@ -419,15 +417,15 @@ extension CouchServer {
   func revsDiffAnswer(
     _ store: DocumentStore, _ asked: [(id: String, revs: [String])], access: DatabaseAccess
   ) throws -> [(id: String, missing: [String], ancestors: [String])] {
-    var kept: [(id: String, revs: [String])] = []
+    var kept: [(id: String, revs: [RevID])] = []
     var extra: [[String]] = []
     for entry in asked {
-      var revs: [String] = []
+      var revs: [RevID] = []
       var odd: [String] = []
       for rev in entry.revs {
-        if (try? RevID(rev)) != nil {
-          revs.append(rev)
-        } else if DocumentStore.parsesAsCouchRevision(rev) {
+        if let parsed = try? RevID(rev) {
+          revs.append(parsed)
+        } else if DocumentInput.isCouchRevision(rev) {
           odd.append(rev)
         } else {
           throw ReplicationError.badRequest("Invalid rev format")
@@ -473,14 +471,14 @@ extension CouchServer {
     return CouchResponse.json(.object(JSONObject(["missing_revs": .object(missing)])))
   }
 
-  /// ``DocumentStore/revsDiff(_:)`` as the caller may see it: a document they may not read
+  /// ``DocumentStore/revsDiff(revisions:)`` as the caller may see it: a document they may not read
   /// lacks every revision asked about, as if it did not exist.
   func visibleRevsDiff(
-    _ store: DocumentStore, _ asked: [(id: String, revs: [String])], access: DatabaseAccess
+    _ store: DocumentStore, _ asked: [(id: String, revs: [RevID])], access: DatabaseAccess
   ) throws -> [(id: String, diff: RevsDiff)] {
-    guard access.restricted else { return try store.revsDiff(asked) }
-    var visible: [(id: String, revs: [String])] = []
-    var hidden: [String: [String]] = [:]
+    guard access.restricted else { return try store.revsDiff(revisions: asked) }
+    var visible: [(id: String, revs: [RevID])] = []
+    var hidden: [String: [RevID]] = [:]
     for entry in asked {
       if try access.canRead(entry.id, in: store) {
         visible.append(entry)
@@ -489,19 +487,13 @@ extension CouchServer {
       }
     }
     var found: [String: RevsDiff] = [:]
-    for (id, diff) in try store.revsDiff(visible) { found[id] = diff }
+    for (id, diff) in try store.revsDiff(revisions: visible) { found[id] = diff }
     var out: [(id: String, diff: RevsDiff)] = []
     for entry in asked {
       if let diff = found[entry.id] {
         out.append((entry.id, diff))
       } else if let revs = hidden[entry.id] {
-        var parsed: [RevID] = []
-        for rev in revs {
-          do { parsed.append(try RevID(rev)) } catch {
-            throw StoreError.badRequest("Invalid rev format: \(rev)")
-          }
-        }
-        let diff = RevisionTree().revsDiff(parsed)
+        let diff = RevisionTree().revsDiff(revs)
         if !diff.missing.isEmpty { out.append((entry.id, diff)) }
       }
     }
@@ -679,11 +671,14 @@ extension CouchServer {
     every.descending = false
     every.limit = nil
     every.skip = 0
+    // With `keys` these rows only count the design documents.
+    if options.keys != nil { every.includeDocs = false }
     let all = try store.allDocs(every)
     func id(_ row: JSONValue) -> [UInt8] { Array((row["id"]?.stringValue ?? "").utf8) }
     var rows = all.rows.sorted { id($0).lexicographicallyPrecedes(id($1)) }
     let total = rows.count
-    let updateSeq = all.updateSeq.map { _ in view?.updateSeq ?? all.updateSeq! }
+    // The caller's seq under per-document access, as `_all_docs` answers it.
+    let updateSeq = all.updateSeq.map { view?.updateSeq ?? $0 }
     if let keys = options.keys {
       var keyed = options
       keyed.keys = keys.filter { $0.hasPrefix("_design/") }
@@ -694,21 +689,10 @@ extension CouchServer {
     }
     if empty { return AllDocsResult(totalRows: total, offset: 0, rows: [], updateSeq: updateSeq) }
     if options.descending { rows.reverse() }
-    let start = options.startKey.map { Array($0.utf8) }
-    let end = options.endKey.map { Array($0.utf8) }
-    func beforeStart(_ x: [UInt8]) -> Bool {
-      guard let start else { return false }
-      return options.descending
-        ? start.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(start)
-    }
-    func pastEnd(_ x: [UInt8]) -> Bool {
-      guard let end else { return false }
-      if x == end { return !options.inclusiveEnd }
-      return options.descending
-        ? x.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(x)
-    }
-    let first = rows.firstIndex { !beforeStart(id($0)) } ?? rows.count
-    let inRange = rows[first...].prefix { !pastEnd(id($0)) }
+    let (first, inRange) = Self.idRange(
+      rows, id: id, start: options.startKey.map { Array($0.utf8) },
+      end: options.endKey.map { Array($0.utf8) }, inclusiveEnd: options.inclusiveEnd,
+      descending: options.descending)
     let skipped = min(options.skip, inRange.count)
     let shown = inRange.dropFirst(skipped)
     // CouchDB's offset: the design documents before the first row (or before where it
@@ -717,6 +701,26 @@ extension CouchServer {
     return AllDocsResult(
       totalRows: total, offset: offset,
       rows: Array(options.limit.map { shown.prefix($0) } ?? shown), updateSeq: updateSeq)
+  }
+
+  /// Of `rows`, in the order a listing walks them (ids ascending, or descending), those from
+  /// `start` to `end` as `_all_docs` bounds them, and the index of the first (how many come
+  /// before `start`).
+  static func idRange<Row>(
+    _ rows: [Row], id: (Row) -> [UInt8], start: [UInt8]?, end: [UInt8]?, inclusiveEnd: Bool,
+    descending: Bool
+  ) -> (first: Int, rows: ArraySlice<Row>) {
+    func beforeStart(_ x: [UInt8]) -> Bool {
+      guard let start else { return false }
+      return descending ? start.lexicographicallyPrecedes(x) : x.lexicographicallyPrecedes(start)
+    }
+    func pastEnd(_ x: [UInt8]) -> Bool {
+      guard let end else { return false }
+      if x == end { return !inclusiveEnd }
+      return descending ? x.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(x)
+    }
+    let first = rows.firstIndex { !beforeStart(id($0)) } ?? rows.count
+    return (first, rows[first...].prefix { !pastEnd(id($0)) })
   }
 
   /// `GET/POST /{db}/_local_docs`: the caller's `_local` documents (in a wiki database a
@@ -761,87 +765,56 @@ extension CouchServer {
     }
     var start = try bound("start_key", "startkey", isStart: true)
     var end = try bound("end_key", "endkey", isStart: false)
+    // `total_rows` and `offset` are null, as CouchDB 3 answers them for local documents.
+    func answer(_ rows: [JSONValue]) -> JSONValue {
+      .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array(rows)]))
+    }
     if let key = try query.json("key"), keys == nil {
-      guard let s = key.stringValue else {
-        return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array([])]))
-      }
+      guard let s = key.stringValue else { return answer([]) }
       start = Array(s.utf8)
       end = start
     }
-    if empty && keys == nil {
-      return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array([])]))
-    }
+    if empty && keys == nil { return answer([]) }
     let prefix = try localKey("", access: access)
-    let limited = (limit, skip)
-    let (keyList, startID, endID) = (keys, start, end)
-    let rows = try await reading(limit: limit) { () throws -> [JSONValue] in
-      var docs: [(id: [UInt8], rev: String, body: JSONObject)] = []
-      for doc in try store.localDocuments(prefix: prefix) {
-        let name = String(doc.id.dropFirst(prefix.count))
-        if prefix.isEmpty && name.hasPrefix("org.wikilog.") { continue }
-        docs.append((Array(("_local/" + name).utf8), doc.rev, doc.body))
-      }
-      docs.sort { $0.id.lexicographicallyPrecedes($1.id) }
-      func row(_ doc: (id: [UInt8], rev: String, body: JSONObject)) -> JSONValue {
-        let id = String(decoding: doc.id, as: UTF8.self)
-        var members: [JSONObject.Member] = [
-          .init(key: "id", value: .string(id)), .init(key: "key", value: .string(id)),
-          .init(key: "value", value: .object(JSONObject(["rev": .string(doc.rev)]))),
-        ]
-        if includeDocs {
-          members.append(
-            .init(
-              key: "doc",
-              value: .object(
-                JSONObject(
-                  [
-                    .init(key: "_id", value: .string(id)),
-                    .init(key: "_rev", value: .string(doc.rev)),
-                  ]
-                    + doc.body.members))))
+    let (startID, endID) = (start, end)
+    return answer(
+      try await reading(limit: limit) { () throws -> [JSONValue] in
+        var docs: [(id: [UInt8], rev: String, body: JSONObject)] = []
+        for doc in try store.localDocuments(prefix: prefix) {
+          let name = String(doc.id.dropFirst(prefix.count))
+          if prefix.isEmpty && name.hasPrefix("org.wikilog.") { continue }
+          docs.append((Array(("_local/" + name).utf8), doc.rev, doc.body))
         }
-        return .object(JSONObject(members))
-      }
-      var out: [JSONValue] = []
-      if let keys = keyList {
+        docs.sort { $0.id.lexicographicallyPrecedes($1.id) }
+        func row(_ doc: (id: [UInt8], rev: String, body: JSONObject)) -> JSONValue {
+          let id = String(decoding: doc.id, as: UTF8.self)
+          var members: [JSONObject.Member] = [
+            .init(key: "id", value: .string(id)), .init(key: "key", value: .string(id)),
+            .init(key: "value", value: .object(JSONObject(["rev": .string(doc.rev)]))),
+          ]
+          if includeDocs {
+            let identity: [JSONObject.Member] = [
+              .init(key: "_id", value: .string(id)), .init(key: "_rev", value: .string(doc.rev)),
+            ]
+            members.append(
+              .init(key: "doc", value: .object(JSONObject(identity + doc.body.members))))
+          }
+          return .object(JSONObject(members))
+        }
+        guard let keys else {
+          if descending { docs.reverse() }
+          let range = Self.idRange(
+            docs, id: \.id, start: startID, end: endID, inclusiveEnd: inclusiveEnd,
+            descending: descending)
+          return range.rows.dropFirst(skip).prefix(limit ?? Int.max).map(row)
+        }
         let byID = Dictionary(docs.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
-        for key in (descending ? keys.reversed() : keys) where key.hasPrefix("_local/") {
-          if let doc = byID[Array(key.utf8)] {
-            out.append(row(doc))
-          } else {
-            out.append(.object(JSONObject(["key": .string(key), "error": .string("not_found")])))
-          }
+        let wanted = (descending ? keys.reversed() : keys).filter { $0.hasPrefix("_local/") }
+        return wanted.dropFirst(skip).prefix(limit ?? Int.max).map { key in
+          byID[Array(key.utf8)].map(row)
+            ?? .object(JSONObject(["key": .string(key), "error": .string("not_found")]))
         }
-        return Array(out.dropFirst(limited.1).prefix(limited.0 ?? Int.max))
-      }
-      if descending { docs.reverse() }
-      var skipped = 0
-      for doc in docs {
-        if let start = startID,
-          descending
-            ? start.lexicographicallyPrecedes(doc.id) : doc.id.lexicographicallyPrecedes(start)
-        {
-          continue
-        }
-        if let end = endID {
-          if doc.id == end
-            ? !inclusiveEnd
-            : (descending
-              ? doc.id.lexicographicallyPrecedes(end) : end.lexicographicallyPrecedes(doc.id))
-          {
-            break
-          }
-        }
-        if skipped < limited.1 {
-          skipped += 1
-          continue
-        }
-        if let limit = limited.0, out.count >= limit { break }
-        out.append(row(doc))
-      }
-      return out
-    }
-    return .object(JSONObject(["total_rows": .null, "offset": .null, "rows": .array(rows)]))
+      })
   }
 
   static func emptyAllDocs(
