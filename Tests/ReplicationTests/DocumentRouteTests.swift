@@ -112,6 +112,9 @@ import Wiki
       let bulk = try await client.call(
         .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","_rev":"0-abc"},{"_id":"b","_rev":"1-"}]}"#)
       #expect(bulk.json?.arrayValue?.map { $0["error"]?.stringValue } == ["conflict", "conflict"])
+      let huge = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"a","_rev":"99999999999999999999-abc"}]}"#)
+      #expect(huge.code == 201 && huge.json?[0]?["error"]?.stringValue == "conflict")
       #expect(try await client.call(.get, "/db")["doc_count"]?.int == 1)
       // Reads: missing, not malformed.
       #expect(try await client.call(.get, "/db/a?rev=0-abc").code == 404)
