@@ -108,6 +108,7 @@ public final class EventLog: Sendable {
     var durablePosition: LogPosition = .start
     var databases: [String: Database] = [:]
     var statistics = Statistics()
+    var commitObservers: [@Sendable () -> Void] = []
   }
 
   /// Counters since this log was opened in this process.
@@ -528,6 +529,13 @@ public final class EventLog: Sendable {
 
   public var durability: Durability { state.withLock { $0.durability } }
 
+  /// Calls `observer` after every commit of this process that appended events, on the
+  /// committing thread with the writer still held: it must be quick (wake a thread, say).
+  /// Commits by other processes are not seen.
+  public func onCommit(_ observer: @escaping @Sendable () -> Void) {
+    state.withLock { $0.commitObservers.append(observer) }
+  }
+
   /// Flushes everything committed so far to disk and advances ``durablePosition``.
   public func sync() throws(LogError) {
     let committed = try committedPosition
@@ -771,7 +779,10 @@ public final class EventLog: Sendable {
           $0.statistics.commits += 1
           $0.statistics.appendedEvents += txn.appendedCount
         }
-        if txn.appendedCount > 0 { notifier.bump() }
+        if txn.appendedCount > 0 {
+          notifier.bump()
+          for observer in state.withLock({ $0.commitObservers }) { observer() }
+        }
         return .committed(value)
       }
       switch outcome {

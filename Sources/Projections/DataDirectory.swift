@@ -127,7 +127,11 @@ public final class DataDirectory: Sendable {
     -> DocumentStore
   {
     // A store closed by a compaction is opened again on the compacted file.
-    if let store = stores[name], !store.log.isClosed { return store }
+    if let store = stores[name] {
+      if !store.log.isClosed { return store }
+      // What it still holds open beside its log (the full-text index's environment).
+      store.close()
+    }
     let dir = directory(of: name)
     let isNew = !FileManager.default.fileExists(atPath: dir + "/data.mdb")
     if isNew {

@@ -205,8 +205,17 @@ extension DocumentStore {
   }
 
   /// Each projection's checkpoint: the last log position applied to it, documents first.
+  /// The full-text index's is the position it is up to (it follows the log: ``SearchIndexer``).
   public func projectionCheckpoints() throws -> [(name: String, position: LogPosition)] {
-    try projections.checkpoints()
+    var all = try projections.checkpoints()
+    if let searchIndexer {
+      all.append((searchIndexer.projection.name, LogPosition(try searchIndexer.checkpoint())))
+    }
+    let order = projectionOrder
+    return all.sorted {
+      (order.firstIndex(of: $0.name) ?? order.count)
+        < (order.firstIndex(of: $1.name) ?? order.count)
+    }
   }
 }
 

@@ -33,6 +33,11 @@ public final class DocumentStore: Sendable {
   package var others: [InlineProjection] { projections.others }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
+  /// The full-text index, kept behind the log in its own environment, when the store has a
+  /// ``TextSearchProjection``.
+  let searchIndexer: SearchIndexer?
+  /// The projections' names in the order the store was given them, documents first.
+  let projectionOrder: [String]
 
   /// Opens (creating) the database in `directory`.
   ///
@@ -84,18 +89,57 @@ public final class DocumentStore: Sendable {
     self.ownsLog = ownsLog
     self.validation = validation
     self.scratch = scratch
-    self.projections = try ProjectionRunner(log: log, projections: projections)
+    let search = projections.lazy.compactMap { $0 as? TextSearchProjection }.first
+    self.projections = try ProjectionRunner(
+      log: log, projections: projections.filter { !($0 is TextSearchProjection) })
+    projectionOrder = ["docs"] + projections.map(\.name)
     if !log.options.readOnly {
       try self.projections.catchUp()
       try self.projections.migrate()
+      if search != nil { try Self.retireInlineSearch(self.projections) }
+    }
+    if let search, !log.options.readOnly {
+      let indexer = try SearchIndexer(
+        projection: search, log: log, documents: self.projections.documentStorage)
+      searchIndexer = indexer
+      indexer.start()
+    } else if let search {
+      // Read-only (an auditor's copy, a server's database read beside it): the index is
+      // brought up to date by the searches themselves, where its directory may be written;
+      // where it may not, the store opens without search.
+      searchIndexer = try? SearchIndexer(
+        projection: search, log: log, documents: self.projections.documentStorage)
+    } else {
+      searchIndexer = nil
+    }
+  }
+
+  /// Removes what versions that applied search in the append transaction kept in the store's
+  /// own environment (its databases and checkpoint): the ``SearchIndexer`` keeps it now.
+  private static func retireInlineSearch(_ runner: ProjectionRunner) throws {
+    do {
+      for name in TextSearchProjection.retiredDatabaseNames
+      where try runner.log.hasDatabase(named: name) {
+        try runner.log.removeDatabase(named: name)
+      }
+      let key = Array("search".utf8)
+      if try runner.log.read({ try $0.get(key, in: runner.checkpointDatabase) }) != nil {
+        _ = try runner.write { try $0.delete(key, in: runner.checkpointDatabase) }
+      }
+    } catch {
+      throw StoreError.from(error)
     }
   }
 
   deinit {
+    searchIndexer?.close()
     if ownsLog { log.close() }
   }
 
-  public func close() { log.close() }
+  public func close() {
+    searchIndexer?.close()
+    log.close()
+  }
 
   // MARK: Writing
 
@@ -408,18 +452,35 @@ public final class DocumentStore: Sendable {
   /// store has no such projection.
   public func storage(of name: String) -> ProjectionStorage? { projections.storage(of: name) }
 
-  /// The names of the store's projections, documents first.
-  public var projectionNames: [String] { projections.names }
+  /// The names of the store's projections, documents first (full-text search among them,
+  /// though it is kept behind the log: ``SearchIndexer``).
+  public var projectionNames: [String] {
+    let present = Set(projections.names + (searchIndexer.map { [$0.projection.name] } ?? []))
+    return projectionOrder.filter { present.contains($0) }
+  }
 
-  /// ``ProjectionRunner/rebuild(_:)``.
-  public func rebuild(_ name: String) throws { try projections.rebuild(name) }
+  /// ``ProjectionRunner/rebuild(_:)``; for search, ``SearchIndexer/rebuild()``.
+  public func rebuild(_ name: String) throws {
+    if let searchIndexer, name == searchIndexer.projection.name {
+      try searchIndexer.rebuild()
+    } else {
+      try projections.rebuild(name)
+    }
+  }
 
-  /// ``ProjectionRunner/rebuildAll()``.
-  public func rebuildAll() throws { try projections.rebuildAll() }
+  /// ``ProjectionRunner/rebuildAll()``, and the full-text index.
+  public func rebuildAll() throws {
+    try projections.rebuildAll()
+    try searchIndexer?.rebuild()
+  }
 
-  /// ``ProjectionRunner/verify(_:maxDifferences:)``.
+  /// ``ProjectionRunner/verify(_:maxDifferences:)``; for search,
+  /// ``SearchIndexer/verify(maxDifferences:)``.
   public func verify(_ name: String, maxDifferences: Int = 20) throws -> [String] {
-    try projections.verify(name, maxDifferences: maxDifferences)
+    if let searchIndexer, name == searchIndexer.projection.name {
+      return try searchIndexer.verify(maxDifferences: maxDifferences)
+    }
+    return try projections.verify(name, maxDifferences: maxDifferences)
   }
 }
 

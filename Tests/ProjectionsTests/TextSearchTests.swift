@@ -192,28 +192,31 @@ import Wiki
     #expect(before.hits == after.hits)
   }
 
-  @Test("a store with the old index layout is rebuilt in the new one when it opens")
-  func oldLayoutRebuilt() throws {
+  @Test(
+    "a store that kept search in its own environment (any earlier layout) loses those databases when it opens, and the index is built in its own"
+  )
+  func inlineSearchRetired() throws {
     let t = try corpus()
     let log = t.store.log
-    // What the layout before had: one row per term and document, and document frequencies;
-    // and none of the new rows.
-    let postings = try log.database(named: "search.postings")
-    let df = try log.database(named: "search.df")
-    let docs = try log.database(named: "search.docs")
-    let terms = try t.store.storage(of: "search")!["terms"]
+    // What earlier versions had in the store's environment: the layout before this one (one
+    // row per term and document, document frequencies), the one after (posting rows per
+    // bucket), and the checkpoint of search as an inline projection.
+    let checkpoints = try log.database(named: "projections")
+    let rows = try [
+      ("search.postings", "w1\u{0}apple\u{0}w1:Apple Pie"), ("search.df", "w1\u{0}apple"),
+      ("search.docs", "w1:Apple Pie"), ("search.terms", "w1\u{0}apple\u{0}\u{0}\u{0}\u{0}\u{0}"),
+      ("search.ids", "w1:Apple Pie"), ("search.stats", "w1"),
+    ].map { (try log.database(named: $0.0), $0.1) }
     try log.write { txn in
-      try txn.put([1], forKey: Array("w1\u{0}apple\u{0}w1:Apple Pie".utf8), in: postings)
-      try txn.put([0, 0, 0, 0, 0, 0, 0, 2], forKey: Array("w1\u{0}apple".utf8), in: df)
-      try txn.put([0], forKey: Array("w1:Apple Pie".utf8), in: docs)
-      try txn.removeAll(in: terms)
+      for (db, key) in rows { try txn.put([1], forKey: Array(key.utf8), in: db) }
+      try txn.put([0, 0, 0, 0, 0, 0, 0, 9], forKey: Array("search".utf8), in: checkpoints)
     }
-    #expect(try ids(t.store, "apple") == [])
     try t.reopen(projections: [TextSearchProjection(schema: .wikiPages)])
     #expect(try ids(t.store, "apple") == ["w1:Apple Pie", "w1:Banana Bread"])
-    for name in ["search.postings", "search.df", "search.docs"] {
+    for name in TextSearchProjection.retiredDatabaseNames {
       #expect(try !t.store.log.hasDatabase(named: name))
     }
+    #expect(try t.store.log.read { try $0.get(Array("search".utf8), in: checkpoints) } == nil)
     #expect(try t.store.verify("search") == [])
   }
 }

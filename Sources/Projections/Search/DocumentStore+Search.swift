@@ -1,6 +1,6 @@
 import Foundation
 public import JSON
-import Log
+public import Log
 
 /// A full-text query: words, `"quoted phrases"` and `prefix*` words, all required.
 ///
@@ -72,15 +72,47 @@ public struct SearchResult: Sendable {
 }
 
 extension DocumentStore {
-  var searchStorage: ProjectionStorage? { projections.storage(of: "search") }
-
   /// Whether the store keeps a full-text index (a ``TextSearchProjection``).
-  public var hasTextSearch: Bool { searchStorage != nil }
+  public var hasTextSearch: Bool { searchIndexer != nil }
+
+  /// Brings the full-text index up to the log's end (``SearchIndexer``): what every search
+  /// does first, unless it asks for the index as it stands (`update: false`).
+  public func updateSearchIndex() throws {
+    try searchIndexer?.catchUp()
+  }
+
+  /// Reads the full-text index's databases (in the index's own environment), up to date
+  /// unless `update` is false.
+  package func readSearchIndex<T>(
+    update: Bool = true, _ body: (ReadTransaction, ProjectionStorage) throws -> T
+  ) throws -> T {
+    guard let searchIndexer else {
+      throw StoreError.notImplemented("full-text search in this database")
+    }
+    if update { try searchIndexer.catchUp() }
+    return try searchIndexer.read { try body($0, searchIndexer.storage) }
+  }
+
+  /// Writes into the full-text index's databases directly, as no store does: for tests that
+  /// damage it.
+  package func writeSearchIndex(_ body: (WriteTransaction, ProjectionStorage) throws -> Void)
+    throws
+  {
+    guard let searchIndexer else {
+      throw StoreError.notImplemented("full-text search in this database")
+    }
+    try searchIndexer.write { try body($0, searchIndexer.storage) }
+  }
+
+  /// The log position the full-text index is up to; nil without one.
+  public func searchCheckpoint() throws -> LogPosition? {
+    try searchIndexer.map { LogPosition(try $0.checkpoint()) }
+  }
 
   /// The groups (wikis) the index holds.
-  public func searchGroups() throws -> [String] {
-    guard let storage = searchStorage else { return [] }
-    return try read { txn in
+  public func searchGroups(update: Bool = true) throws -> [String] {
+    guard hasTextSearch else { return [] }
+    return try readSearchIndex(update: update) { txn, storage in
       var out: [String] = []
       try txn.scan(storage["stats"]) { key, value in
         // A hashed group's name follows the numbers (``TextSearchProjection/groupKey(_:)``).
@@ -105,15 +137,17 @@ extension DocumentStore {
   /// hits tied with its last one).
   ///
   /// - Throws: 501 when the store has no full-text index.
-  public func search(_ query: SearchQuery, groups: [String]) throws -> SearchResult {
-    guard let storage = searchStorage else {
-      throw StoreError.notImplemented("full-text search in this database")
-    }
+  ///
+  /// The index is first brought up to the log's end, so that the search sees every write
+  /// acknowledged before it; `update: false` takes it as it stands (CouchDB's `update=false`).
+  public func search(_ query: SearchQuery, groups: [String], update: Bool = true) throws
+    -> SearchResult
+  {
     let groups = Array(Set(groups.filter { !$0.utf8.contains(0) })).sorted {
       $0.utf8.lexicographicallyPrecedes($1.utf8)
     }
     let groupBytes = groups.map { TextSearchProjection.groupKey($0) }
-    return try read { txn in
+    return try readSearchIndex(update: update) { txn, storage in
       var n = 0
       var totalLength = 0
       for g in groupBytes {
@@ -389,8 +423,7 @@ extension DocumentStore {
   /// and text), for a result's title and snippet; nil when it is not searched.
   public func searchable(_ docID: String) throws -> TextSearchSchema.Searchable? {
     guard
-      let projection = others.first(where: { $0.projection.name == "search" })?.projection
-        as? TextSearchProjection,
+      let projection = searchIndexer?.projection,
       let doc = try? get(docID)
     else { return nil }
     return projection.schema.extract(docID, doc)

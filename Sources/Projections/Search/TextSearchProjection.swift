@@ -26,13 +26,15 @@ public struct TextSearchSchema: Sendable {
   }
 }
 
-/// Full-text search as a projection (`search.*`): an inverted index per group, in LMDB.
+/// Full-text search (`search.*`): an inverted index per group, in LMDB, kept behind the log by
+/// a ``SearchIndexer`` in an environment of its own (`<database>/search/`), not in the append
+/// transaction: a write does not wait for it, and a search first brings it up to the log's end.
 ///
 /// "group" in keys is ``groupKey(_:)``: the group's bytes, or a hash of a long one.
 ///
-/// Each document of a group has a number in it (`num`, given in log order from the group's
-/// counter, kept while the document lives); numbers are grouped in buckets of 128
-/// (`bucket` = num / 128, 4 bytes big-endian; `slot` = num % 128, one byte).
+/// Each document of a group has a number in it (`num`, given from the group's counter in the
+/// order the indexer meets the document, kept while the document lives); numbers are grouped
+/// in buckets of 128 (`bucket` = num / 128, 4 bytes big-endian; `slot` = num % 128, one byte).
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
@@ -44,18 +46,19 @@ public struct TextSearchSchema: Sendable {
 ///
 /// A posting list is thus one row per (group, term, bucket), not one per (term, document): a
 /// batch of pages of one wiki writes each of its words once per bucket, and a query reads a
-/// common word's list in rows of up to 128 documents. Every row is a function of the set of
-/// documents alone (never of the order or batching of the writes), so a replay rebuilds it
-/// byte for byte and `verify` compares it. Writes are gathered per transaction
+/// common word's list in rows of up to 128 documents. What the rows say (each document's
+/// terms, frequencies, positions and length, each group's totals) is a function of the winning
+/// revisions alone; which number a document has depends on the order the indexer met it, so
+/// ``SearchIndexer/verify(maxDifferences:)`` compares a rebuilt index with the live one by
+/// document, not byte for byte. Writes are gathered per transaction
 /// (``WriteTransaction/buffer(_:make:)``) and written in key order before it commits; an update
 /// changes only the rows of the words whose frequency changed (and its length's row if it
 /// changed), and a page whose indexed text did not change writes nothing.
 ///
-/// The write path is kept flat, as every page write pays it: ``prepare(_:rev:body:)`` (off the
-/// writer thread) tokenizes on UTF-8 bytes, sorts the words in one byte arena and builds the
-/// forward record and each term's hash (``Indexed``); the writer's ``SearchWrites`` interns each
-/// (group, term) once per flush and chains slot changes to it, and the flush merges each row's
-/// changes into the stored row where it lies.
+/// ``index(_:_:)`` tokenizes on UTF-8 bytes, sorts the words in one byte arena and builds the
+/// forward record and each term's hash (``Indexed``); ``SearchWrites`` interns each (group,
+/// term) once per flush and chains slot changes to it, and the flush merges each row's changes
+/// into the stored row where it lies.
 ///
 /// Terms are the words of the title and then the text (``Tokenizer``: Unicode letters and
 /// digits, case-folded; terms of one document that are canonically equivalent, `é` and `e` +
@@ -63,13 +66,18 @@ public struct TextSearchSchema: Sendable {
 /// between them so a phrase does not cross from title to text. Statistics are per group, so a query over the
 /// groups a user may read ranks with their numbers only (``DocumentStore/search(_:groups:)``).
 ///
-/// Stores written with the layout before this one (`search.postings`, one row per term and
-/// document, and `search.df`) are rebuilt when they open (``ProjectionMigration``).
-public final class TextSearchProjection: DocumentChangeProjection, ProjectionMigration {
+/// Stores written by versions that kept search in the store's own environment lose those
+/// databases when they open writable (``retiredDatabaseNames``); the indexer builds the index
+/// again in its own.
+public final class TextSearchProjection: Projection {
   public let name = "search"
   public let databaseNames = ["terms", "lengths", "forward", "ids", "stats"]
-  public var retiredDatabaseNames: [String] { ["search.docs", "search.groups"] }
-  public var rebuildingDatabaseNames: [String] { ["search.postings", "search.df"] }
+  /// What the store's own environment held of search in earlier versions, when search was
+  /// applied in the append transaction: removed when a writable store opens.
+  package static let retiredDatabaseNames = [
+    "search.terms", "search.lengths", "search.forward", "search.ids", "search.stats",
+    "search.docs", "search.groups", "search.postings", "search.df",
+  ]
   let schema: TextSearchSchema
 
   /// Documents per bucket of a posting row.
@@ -116,18 +124,6 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
     let bytes = Array(group.utf8)
     guard bytes.count > 400 || bytes.first == 1 else { return bytes }
     return [1] + Array(Hex.encode(Array(SHA256.hash(data: bytes))).utf8)
-  }
-
-  /// What ``prepare(_:rev:body:)`` made of a revision's body: its index entry, or nil when
-  /// the document is not searched (so that ``apply(_:share:to:in:)`` need not read the body
-  /// again to learn that).
-  public struct Prepared: Sendable {
-    let indexed: Indexed?
-  }
-
-  public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Prepared? {
-    guard let body else { return nil }
-    return Prepared(indexed: index(docID, body))
   }
 
   func index(_ docID: String, _ body: JSONValue) -> Indexed? {
@@ -293,30 +289,23 @@ public final class TextSearchProjection: DocumentChangeProjection, ProjectionMig
     return ra.count - rb.count
   }
 
+  /// Search is not applied to events: ``SearchIndexer`` keeps it, behind the log.
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
   {}
 
-  public func apply(
-    _ change: DocumentChange, share: Prepared?, to storage: ProjectionStorage,
-    in txn: WriteTransaction
-  ) throws {
-    guard change.winnerChanged else { return }
+  /// Sets the index entry of document `docID` to `indexed` (what ``index(_:_:)`` made of its
+  /// winning revision), or removes it (nil: deleted, or not searched), in `txn` of the search
+  /// environment; the rows are written when the transaction commits.
+  func set(_ docID: [UInt8], _ indexed: Indexed?, storage: ProjectionStorage, txn: WriteTransaction)
+    throws
+  {
     let buffer = txn.buffer(ObjectIdentifier(self)) { SearchBuffer(storage) }
     if buffer.writes.storage["terms"].name != storage["terms"].name {
       // The same projection into other databases in this transaction (scratch copies).
       try buffer.flush(into: txn)
       buffer.writes.storage = storage
     }
-    var indexed: Indexed? = nil
-    if let winner = change.tree.winner, !winner.isDeleted {
-      if let share, winner.body == change.event.position.rawValue {
-        indexed = share.indexed
-      } else {
-        indexed = try change.winnerBody(in: txn).flatMap { index(change.docID, $0) }
-      }
-    }
-    try buffer.writes.set(
-      Array(change.docID.utf8), indexed, isFirst: change.event.streamVersion == 1, txn: txn)
+    try buffer.writes.set(docID, indexed, isFirst: false, txn: txn)
     if buffer.writes.applied >= Self.flushEvery { try buffer.flush(into: txn) }
   }
 }

@@ -252,8 +252,8 @@ extension CouchServer {
 }
 
 extension CouchServer {
-  /// `GET /{db}/_search?q=...&wiki=...&limit=&skip=`: wikilog's own full-text search over the
-  /// database's pages (``TextSearchProjection``), ranked by BM25. `wiki` limits it to one wiki;
+  /// `GET /{db}/_search?q=...&wiki=...&limit=&skip=&update=`: wikilog's own full-text search
+  /// over the database's pages (``TextSearchProjection``), ranked by BM25. `wiki` limits it to one wiki;
   /// a caller whose reads are filtered searches only the wikis they may read, whose numbers
   /// alone rank the results.
   func search(
@@ -271,12 +271,22 @@ extension CouchServer {
     guard store.hasTextSearch else {
       throw ReplicationError.notImplemented("full-text search in a database without pages")
     }
-    var groups = try query["wiki"].map { [$0] } ?? store.searchGroups()
+    // The index follows the log (``SearchIndexer``): by default a search first brings it up to
+    // the end, as CouchDB's `update=true`; `false` and `lazy` take it as it stands (it is
+    // catching up on its own already).
+    let update: Bool
+    switch query["update"] {
+    case nil, "true": update = true
+    case "false", "lazy": update = false
+    case let other?:
+      throw ReplicationError.badRequest("Invalid value for `update`: \(other.prefix(40))")
+    }
     let view = try access.view(store)
-    if let view { groups = groups.filter { view.includes($0) } }
-    let (chosen, asked) = (groups, search)
+    let (wiki, asked) = (query["wiki"], search)
     let body = try await blocking {
-      var result = try store.search(asked, groups: chosen)
+      var groups = try wiki.map { [$0] } ?? store.searchGroups(update: update)
+      if let view { groups = groups.filter { view.includes($0) } }
+      var result = try store.search(asked, groups: groups, update: update)
       if let view { result.hits = result.hits.filter { view.includes($0.docID) } }
       return try store.searchJSON(result)
     }
