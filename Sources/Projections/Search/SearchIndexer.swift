@@ -37,7 +37,7 @@ final class SearchIndexer: Sendable {
   let stateDatabase: Database
 
   /// Documents indexed per write transaction of the index.
-  static let batchRows = 2_000
+  static let batchRows = 8_000
   static let checkpointKey = Array("seq".utf8)
 
   private struct Follow {
@@ -120,7 +120,7 @@ final class SearchIndexer: Sendable {
       #if canImport(Glibc)
         // Below the writer: the index takes the CPU the writes leave. (On Linux, who 0 is
         // the calling thread alone; the thread ends with the catching up.)
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 5)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
       #endif
       while true {
         do {
