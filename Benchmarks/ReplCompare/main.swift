@@ -61,8 +61,11 @@ func serve(_ data: DataDirectory) async -> String {
   return "http://127.0.0.1:\(port.withLock { $0 }!)"
 }
 
+/// A row; with --plain the transfer rows are named `...-plain`, so that scripts/compare can
+/// keep both kinds.
 func line(_ name: String, _ count: Int, _ seconds: Double) {
-  print(String(format: "%@ %d %.4f %.0f", name, count, seconds, Double(count) / seconds))
+  let named = plain ? name + "-plain" : name
+  print(String(format: "%@ %d %.4f %.0f", named, count, seconds, Double(count) / seconds))
 }
 
 func seconds(_ d: Duration) -> Double {
