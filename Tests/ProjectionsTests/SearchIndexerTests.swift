@@ -137,6 +137,30 @@ import Wiki
     #expect(try t.store.verify("search") == [])
   }
 
+  @Test("damaged pages inside the index, found by the server's page check at open: built again")
+  func damagedPagesRebuilt() throws {
+    let t = try wikiStore()
+    for i in 0..<300 {
+      try page(t.store, "w1:P\(i)", "zeta word\(i) " + String(repeating: "x ", count: 50))
+    }
+    try t.store.updateSearchIndex()
+    t.store.close()
+    let file = t.path + "/search/data.mdb"
+    let handle = try #require(FileHandle(forUpdatingAtPath: file))
+    let size = try handle.seekToEnd()
+    #expect(size > 6 * 4096)
+    try handle.seek(toOffset: 3 * 4096)
+    handle.write(Data(repeating: 0xFF, count: Int(size) - 3 * 4096))
+    try handle.close()
+    var options = EventLog.Options(durability: .synced)
+    options.checkPagesAtOpen = true
+    t.store = try DocumentStore(
+      directory: t.path, options: options,
+      projections: [TextSearchProjection(schema: Self.schema)], validation: .touchWiki)
+    #expect(try t.store.search(SearchQuery("zeta"), groups: ["w1"]).total == 300)
+    #expect(try t.store.verify("search") == [])
+  }
+
   @Test("an index ahead of the log (a database restored from an older backup) is built again")
   func indexAheadRebuilt() throws {
     let t = try wikiStore()
