@@ -46,7 +46,6 @@ final class SearchIndexer: Sendable {
     var running = false
     /// The log moved while it was.
     var again = false
-    var lastError: String? = nil
   }
   private let follow = Mutex(Follow())
   /// Serialises catching up (the background thread, searches, rebuilds, verifies).
@@ -123,12 +122,9 @@ final class SearchIndexer: Sendable {
         _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
       #endif
       while true {
-        do {
-          try catchUp(stop: { self.follow.withLock { $0.stopped } })
-          follow.withLock { $0.lastError = nil }
-        } catch {
-          follow.withLock { $0.lastError = "\(error)" }
-        }
+        // A failure (a full disk, say) is not lost: the next search catches up itself and
+        // reports it.
+        try? catchUp(stop: { self.follow.withLock { $0.stopped } })
         let more = follow.withLock { f -> Bool in
           if f.again && !f.stopped {
             f.again = false
@@ -149,9 +145,6 @@ final class SearchIndexer: Sendable {
     threads.wait()
     working.withLock { _ in index.close() }
   }
-
-  /// The background thread's last failure, nil when its last catch-up succeeded.
-  var lastError: String? { follow.withLock { $0.lastError } }
 
   /// The log position the index is up to.
   func checkpoint() throws -> UInt64 {
