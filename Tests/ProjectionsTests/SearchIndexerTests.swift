@@ -10,16 +10,6 @@ import Wiki
 @Suite struct SearchIndexerTests {
   static let schema = TextSearchSchema.wikiPages
 
-  func page(_ store: DocumentStore, _ id: String, _ text: String) throws {
-    try store.put(
-      JSONValue.object(
-        JSONObject([
-          "type": .string("page"), "wiki_id": .string(String(id.prefix(2))),
-          "markdown": .string(text),
-        ])
-      ).serialized(), id: id, actor: "ann")
-  }
-
   func wikiStore(_ name: String = #function) throws -> TestStore {
     let t = try TestStore(name, projections: [TextSearchProjection(schema: Self.schema)])
     try t.store.put(
@@ -35,7 +25,7 @@ import Wiki
   func followsTheLog() throws {
     let t = try wikiStore()
     let store = t.store!
-    for i in 0..<50 { try page(store, "w1:P\(i)", "word\(i) common") }
+    for i in 0..<50 { try store.putPage("w1:P\(i)", "word\(i) common") }
     let end = try store.log.committedPosition
     let deadline = Date().addingTimeInterval(20)
     while try store.searchCheckpoint()! < end, Date() < deadline {
@@ -52,7 +42,7 @@ import Wiki
     let t = try wikiStore()
     let store = t.store!
     for i in 0..<30 {
-      try page(store, "w1:P\(i)", "fresh\(i)")
+      try store.putPage("w1:P\(i)", "fresh\(i)")
       #expect(try ids(store, "fresh\(i)") == ["w1:P\(i)"])
     }
     let doc = try store.get("w1:P3")
@@ -98,7 +88,7 @@ import Wiki
   func verifyFindsDamage() throws {
     let t = try wikiStore()
     let store = t.store!
-    for i in 0..<10 { try page(store, "w1:P\(i)", "alpha beta\(i)") }
+    for i in 0..<10 { try store.putPage("w1:P\(i)", "alpha beta\(i)") }
     #expect(try store.verify("search") == [])
     // A posting row lost, and a document's forward record changed.
     try store.writeSearchIndex { txn, storage in
@@ -127,7 +117,7 @@ import Wiki
   @Test("an index file that cannot be opened is built again when the store opens")
   func damagedIndexRebuilt() throws {
     let t = try wikiStore()
-    for i in 0..<5 { try page(t.store, "w1:P\(i)", "gamma") }
+    for i in 0..<5 { try t.store.putPage("w1:P\(i)", "gamma") }
     try t.store.updateSearchIndex()
     t.store.close()
     let file = t.path + "/search/data.mdb"
@@ -141,7 +131,7 @@ import Wiki
   func damagedPagesRebuilt() throws {
     let t = try wikiStore()
     for i in 0..<300 {
-      try page(t.store, "w1:P\(i)", "zeta word\(i) " + String(repeating: "x ", count: 50))
+      try t.store.putPage("w1:P\(i)", "zeta word\(i) " + String(repeating: "x ", count: 50))
     }
     try t.store.updateSearchIndex()
     t.store.close()
@@ -164,11 +154,11 @@ import Wiki
   @Test("an index ahead of the log (a database restored from an older backup) is built again")
   func indexAheadRebuilt() throws {
     let t = try wikiStore()
-    for i in 0..<3 { try page(t.store, "w1:Old\(i)", "delta") }
+    for i in 0..<3 { try t.store.putPage("w1:Old\(i)", "delta") }
     let backup = t.path + "-backup"
     defer { try? FileManager.default.removeItem(atPath: backup) }
     _ = try t.store.log.backup(to: backup)
-    for i in 0..<3 { try page(t.store, "w1:New\(i)", "delta") }
+    for i in 0..<3 { try t.store.putPage("w1:New\(i)", "delta") }
     try t.store.updateSearchIndex()
     t.store.close()
     // The backup, with the index of the later store beside it.

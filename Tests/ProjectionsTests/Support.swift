@@ -47,4 +47,14 @@ extension JSONValue {
 
 extension DocumentStore {
   var position: LogPosition { (try? log.committedPosition) ?? .start }
+
+  /// Writes page `id` (`<wiki>:<name>`) of its wiki with Markdown `text`, as ann.
+  func putPage(_ id: String, _ text: String) throws {
+    try put(
+      JSONValue.object(
+        JSONObject([
+          "type": .string("page"), "wiki_id": .string(WikiID.of(id)), "markdown": .string(text),
+        ])
+      ).serialized(), id: id, actor: "ann")
+  }
 }

@@ -21,15 +21,7 @@ import Wiki
       ("w1:Crème brûlée", "Une CRÈME très douce, caramélisée."),
       ("w2:Secret", "The secret apple recipe of w2, apple apple apple."),
     ]
-    for (id, text) in pages {
-      try store.put(
-        JSONValue.object(
-          JSONObject([
-            "type": .string("page"), "wiki_id": .string(String(id.prefix(2))),
-            "markdown": .string(text),
-          ])
-        ).serialized(), id: id, actor: "ann")
-    }
+    for (id, text) in pages { try store.putPage(id, text) }
     return t
   }
 

@@ -159,6 +159,8 @@ final class SearchIndexer: Sendable {
   /// transactions of ``batchRows`` documents; `stop` is asked between them.
   func catchUp(stop: () -> Bool = { false }) throws {
     do {
+      // Caught up already (a search's usual case): no write transaction of the index.
+      if try checkpoint() >= log.committedPosition.rawValue { return }
       try working.withLock { _ in
         while try !advance(limit: Self.batchRows) {
           if stop() { return }
@@ -266,14 +268,10 @@ final class SearchIndexer: Sendable {
         return try index.write { txn in
           try log.read { snapshot in
             // The live index up to the snapshot, then the copy from nothing.
-            var from = try Self.checkpoint(txn, stateDatabase)
-            while true {
-              let (through, done) = try indexChanges(
-                after: from, limit: .max, snapshot: snapshot, into: storage, txn: txn)
-              from = through
-              if done { break }
-            }
-            try txn.put(from.bigEndianBytes, forKey: Self.checkpointKey, in: stateDatabase)
+            let (through, _) = try indexChanges(
+              after: try Self.checkpoint(txn, stateDatabase), limit: .max, snapshot: snapshot,
+              into: storage, txn: txn)
+            try txn.put(through.bigEndianBytes, forKey: Self.checkpointKey, in: stateDatabase)
             for db in scratch.all { try txn.removeAll(in: db) }
             _ = try indexChanges(
               after: 0, limit: .max, snapshot: snapshot, into: scratch, txn: txn)
