@@ -65,6 +65,56 @@ import Testing
     ),
   ]
 
+  /// Requests whose body stops short, then the client ends its side of the connection.
+  static let truncated: [String: String] = [
+    "Content-Length larger than the body": "PUT /db/doc HTTP/1.1\r\nHost: x\r\n"
+      + "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"v\":\"chunked\"}",
+    "chunk larger than its data": "PUT /db/doc HTTP/1.1\r\nHost: x\r\n"
+      + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+      + "100\r\n{\"v\":\"chunked\"}",
+    "no last chunk": "PUT /db/doc HTTP/1.1\r\nHost: x\r\n"
+      + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+      + "f\r\n{\"v\":\"chunked\"}\r\n",
+    "_bulk_docs cut short": "POST /db/_bulk_docs HTTP/1.1\r\nHost: x\r\n"
+      + "Content-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+      + "{\"docs\":[{\"_id\":\"doc\"}]}",
+  ]
+
+  @Test(
+    "a request whose body never fully arrived writes nothing", arguments: truncated.keys.sorted())
+  func truncatedBodyWritesNothing(_ name: String) async throws {
+    try await withGuardedServer(ConnectionLimits()) { port in
+      func get(_ path: String) async throws -> (status: String, body: JSONValue?) {
+        let answer = try await RawConnection.exchange(
+          port: port, Array("GET \(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        let parts = answer.components(separatedBy: "\r\n\r\n")
+        return (
+          String(parts[0].prefix(12)), try? JSONValue(parsing: parts.dropFirst().joined())
+        )
+      }
+      let created = try await RawConnection.exchange(
+        port: port, Array("PUT /db HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+      #expect(created.hasPrefix("HTTP/1.1 201"), "\(created.prefix(200))")
+      let before = try await get("/db")
+      let seq = try #require(before.body?["update_seq"])
+      let answer = try await RawConnection.exchange(
+        port: port, Array(Self.truncated[name]!.utf8), halfClose: true)
+      #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer.prefix(300))")
+      #expect(answer.contains("ended in the middle"), "\(answer.prefix(300))")
+      // Only one answer: the application's own never follows the guard's.
+      #expect(answer.components(separatedBy: "HTTP/1.1 ").count == 2, "\(answer)")
+      #expect(try await get("/db/doc").status == "HTTP/1.1 404")
+      #expect(try await get("/db").body?["update_seq"] == seq)
+      // The server goes on serving.
+      let whole = try await RawConnection.exchange(
+        port: port,
+        Array(
+          ("PUT /db/doc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + "Content-Length: 15\r\nConnection: close\r\n\r\n{\"v\":\"chunked\"}").utf8))
+      #expect(whole.hasPrefix("HTTP/1.1 201"), "\(whole.prefix(300))")
+    }
+  }
+
   @Test(arguments: malformed.keys.sorted())
   func parserErrorsGetCouchDBBodies(_ name: String) async throws {
     let (request, words) = Self.malformed[name]!
@@ -130,6 +180,22 @@ import Testing
     }
   }
 
+  /// A client with Nagle's algorithm on that sends a request's head and body in two writes
+  /// (Erlang's ibrowse, which CouchDB's replicator uses) holds the body until the head is
+  /// acknowledged. Were the server's kernel to delay that ACK (40 ms on Linux), every such
+  /// request would take 40 ms; the server acknowledges at once instead.
+  @Test("a body sent apart from its head by a client with Nagle on is not held 40 ms")
+  func splitBodyIsAcknowledgedAtOnce() async throws {
+    try await withGuardedServer(ConnectionLimits()) { port in
+      let created = try await RawConnection.exchange(
+        port: port, Array("PUT /db HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+      #expect(created.hasPrefix("HTTP/1.1 201"))
+      let times = try NagleClient.requestTimes(port: port, count: 30)
+      let median = times.sorted()[times.count / 2]
+      #expect(median < .milliseconds(20), "\(times)")
+    }
+  }
+
   @Test func connectionsBeyondTheLimitAreRefused() async throws {
     try await withGuardedServer(ConnectionLimits(maxConnections: 2)) { port in
       let held = try await [RawConnection.open(port: port), RawConnection.open(port: port)]
@@ -155,9 +221,12 @@ enum RawConnection {
       .connect(host: "127.0.0.1", port: port).get()
   }
 
-  static func exchange(port: Int, _ bytes: [UInt8], wait: Duration = .seconds(10)) async throws
-    -> String
-  {
+  /// Sends `bytes` on a new connection (then, with `halfClose`, ends the client's side, as a
+  /// client that stops in the middle of a request does) and returns what came back until the
+  /// server closed the connection, or `wait` passed.
+  static func exchange(
+    port: Int, _ bytes: [UInt8], halfClose: Bool = false, wait: Duration = .seconds(10)
+  ) async throws -> String {
     let collector = Collector()
     let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
       .channelInitializer { channel in
@@ -168,6 +237,7 @@ enum RawConnection {
       .connect(host: "127.0.0.1", port: port).get()
     // The server may have closed the connection already (a time-out): what came back counts.
     try? await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    if halfClose { try? await channel.close(mode: .output) }
     let deadline = ContinuousClock.now + wait
     while channel.isActive, ContinuousClock.now < deadline {
       try await Task.sleep(for: .milliseconds(20))
@@ -192,5 +262,65 @@ enum RawConnection {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
       context.close(promise: nil)
     }
+  }
+}
+
+/// A blocking POSIX socket client with Nagle's algorithm left on (the default), which writes
+/// each request's head and body in two `send`s on one keep-alive connection.
+enum NagleClient {
+  struct Failure: Error {}
+
+  static func requestTimes(port: Int, count: Int) throws -> [Duration] {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw Failure() }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard connected == 0 else { throw Failure() }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    func send(_ text: String) throws {
+      let bytes = Array(text.utf8)
+      guard Glibc.send(fd, bytes, bytes.count, 0) == bytes.count else { throw Failure() }
+    }
+    var times: [Duration] = []
+    let clock = ContinuousClock()
+    for i in 0..<count {
+      let body = #"{"docs":[{"id":"d\#(i % 5)"}]}"#
+      let start = clock.now
+      try send(
+        "POST /db/_bulk_get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          + "Content-Length: \(body.utf8.count)\r\n\r\n")
+      try send(body)
+      // The answer: its head, then the body its Content-Length or last chunk ends.
+      var received: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 65536)
+      func complete() -> Bool {
+        let text = String(decoding: received, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<end.lowerBound].lowercased()
+        let rest = text[end.upperBound...]
+        if let line = head.split(separator: "\r\n").first(where: {
+          $0.hasPrefix("content-length:")
+        }), let length = Int(line.dropFirst(15).trimmingCharacters(in: .whitespaces)) {
+          return rest.utf8.count >= length
+        }
+        return rest.hasSuffix("0\r\n\r\n")
+      }
+      while !complete() {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        guard n > 0 else { throw Failure() }
+        received += buffer[0..<n]
+      }
+      times.append(clock.now - start)
+    }
+    return times
   }
 }

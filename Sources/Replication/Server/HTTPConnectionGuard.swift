@@ -42,6 +42,13 @@ extension HTTPServerBuilder {
   }
 }
 
+/// A request body that ended before its framing said it would: the connection closed in the
+/// middle of it, or the parser refused what followed. Its reader fails with this error.
+public struct IncompleteRequestBody: Error, CustomStringConvertible {
+  public let reason: String
+  public var description: String { reason }
+}
+
 /// The number of open connections, shared by every connection's guard.
 final class OpenConnections: Sendable {
   let count = Atomic<Int>(0)
@@ -64,6 +71,8 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   private var answered = false
   /// Requests whose head has arrived and whose response has not ended (pipelined requests).
   private var inFlight = 0
+  /// A request's head was passed on and its end has not arrived yet: its body is being read.
+  private var bodyOpen = false
 
   init(limits: ConnectionLimits, open: OpenConnections) {
     self.limits = limits
@@ -87,7 +96,9 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   }
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-    if case .head(let request) = unwrapInboundIn(data) {
+    let part = unwrapInboundIn(data)
+    if case .end = part { bodyOpen = false }
+    if case .head(let request) = part {
       inFlight += 1
       headTimer?.cancel()
       headTimer = nil
@@ -98,6 +109,7 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             "The server has \(limits.maxConnections) connections open, its limit; try again later.")
         return
       }
+      if Self.hasBody(request) { Self.acknowledgeNow(context) }
       // `Expect: 100-continue`: the client waits for a `100 Continue` before it sends the body
       // (curl for a second, then sends anyway); mochiweb sends it too.
       if !answered,
@@ -109,10 +121,17 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
       }
     }
     guard !answered else { return }
+    if case .head = part { bodyOpen = true }
     context.fireChannelRead(data)
   }
 
   func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    // After this guard's own answer, the connection is closing: a response the application
+    // writes too (to a request whose body was cut short) must not follow it on the wire.
+    if answered {
+      promise?.fail(ChannelError.ioOnClosedChannel)
+      return
+    }
     if case .end = unwrapOutboundIn(data) {
       inFlight = max(0, inFlight - 1)
       if inFlight == 0 { armHeadTimer(context: context) }
@@ -138,7 +157,40 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     answer(
       context: context, status: .badRequest, error: "bad_request",
       reason: Self.reason(parserError))
+    if bodyOpen {
+      // The request's body stopped in the middle (a Content-Length or a chunk larger than what
+      // came, or no last chunk, then the end of the connection): its reader gets an error, not
+      // the end of a shorter body, so that nothing is written from a request that never fully
+      // arrived.
+      bodyOpen = false
+      context.fireErrorCaught(IncompleteRequestBody(reason: Self.reason(parserError)))
+    }
   }
+
+  /// Whether a request head announces a body (a Content-Length above 0, or chunked).
+  static func hasBody(_ request: HTTPRequest) -> Bool {
+    if let length = request.headerFields[.contentLength] { return length != "0" }
+    return request.headerFields[.transferEncoding] != nil
+  }
+
+  /// Acknowledges what has arrived at once (`TCP_QUICKACK`) instead of after the delayed-ACK
+  /// timer. A client that writes a request's head and its body in two sends with Nagle's
+  /// algorithm on (Erlang's ibrowse, which CouchDB's replicator uses, does) holds the body until
+  /// the head is acknowledged; the server has nothing to send before it has the body, so the
+  /// kernel's delayed ACK made each such request wait 40 ms. Linux clears the flag by itself,
+  /// so it is set again for every request with a body.
+  static func acknowledgeNow(_ context: ChannelHandlerContext) {
+    #if os(Linux)
+      guard let options = context.channel.syncOptions else { return }
+      try? options.setOption(
+        ChannelOptions.tcpOption(.init(rawValue: quickAck)), value: 1)
+    #endif
+  }
+
+  #if os(Linux)
+    /// `TCP_QUICKACK` (linux/tcp.h).
+    static let quickAck: Int32 = 12
+  #endif
 
   /// Arms the head time-out, replacing any armed before.
   private func armHeadTimer(context: ChannelHandlerContext) {
