@@ -17,7 +17,14 @@ final class Notifier: Sendable {
 
   private let state = Mutex(State())
   private let pollInterval: Duration
-  private let source = Mutex<(@Sendable () -> Int?)?>(nil)
+  /// The log polled, held weakly. A plain reference in a box, not a closure: a closure kept in
+  /// the generic `Mutex` and read back through `withLock` is re-abstracted on each access, and
+  /// that grew a chain of thunks, one more per poll, so an idle poller cost more each time.
+  private let source = Mutex(WeakLog())
+
+  struct WeakLog {
+    weak var log: EventLog?
+  }
 
   init(pollInterval: Duration) {
     self.pollInterval = pollInterval
@@ -25,13 +32,15 @@ final class Notifier: Sendable {
 
   /// Connects the poller to the log, weakly: the notifier never keeps a log open.
   func attach(_ log: EventLog) {
-    let read: @Sendable () -> Int? = { [weak log] in log?.lastTransactionID }
-    let current = read() ?? -1
-    source.withLock { $0 = read }
+    let current = log.lastTransactionID ?? -1
+    source.withLock { $0.log = log }
     state.withLock { $0.seenTransactionID = current }
   }
 
   var generation: UInt64 { state.withLock { $0.generation } }
+
+  /// Whether the poller runs (for the tests: it stops once no one waits).
+  var isPolling: Bool { state.withLock { $0.polling } }
 
   /// Wakes every waiter.
   func bump() {
@@ -89,7 +98,7 @@ final class Notifier: Sendable {
         return true
       }
       guard keepGoing else { return }
-      guard let id = source.withLock({ $0 })?() else {
+      guard let log = source.withLock({ $0.log }), let id = log.lastTransactionID else {
         close()
         return
       }

@@ -54,6 +54,10 @@ final class ChangesHub: Sendable {
     /// The last position the follower has seen (valid while `following`).
     var last = LogPosition.start
     var following = false
+    /// The follower's task while `following`, and its number: a follower that was cancelled
+    /// (its last waiter left) or replaced leaves the state alone.
+    var follower: Task<Void, Never>?
+    var followerNumber = 0
     var closed = false
 
     static func keys(_ filter: Filter) -> [String] {
@@ -126,24 +130,38 @@ final class ChangesHub: Sendable {
     }
     return await withTaskCancellationHandler {
       await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-        let (immediate, startAfter) = state.withLock { s -> (Bool?, LogPosition?) in
-          if s.closed || Task.isCancelled { return (false, nil) }
-          if s.following && s.last > after { return (true, nil) }
+        let immediate = state.withLock { s -> Bool? in
+          if s.closed || Task.isCancelled { return false }
+          if s.following && s.last > after { return true }
           s.add(Waiter(after: after, filter: filter, continuation: continuation), id: id)
-          guard !s.following else { return (nil, nil) }
+          guard !s.following else { return nil }
           // No follower: start one from this waiter's position.
           s.following = true
           s.last = after
-          return (nil, after)
+          s.followerNumber += 1
+          let number = s.followerNumber
+          s.follower = Task.detached { [self] in await follow(after: after, number: number) }
+          return nil
         }
         if let immediate { continuation.resume(returning: immediate) }
-        if let startAfter { Task.detached { [self] in await follow(after: startAfter) } }
       }
     } onCancel: {
-      let waiter = state.withLock { $0.remove(id) }
+      // A waiter that leaves (its feed timed out, or its client went away) and was the last
+      // one stops the follower, so that no task keeps the log's poller running for nobody.
+      let (waiter, follower) = state.withLock { s -> (Waiter?, Task<Void, Never>?) in
+        let waiter = s.remove(id)
+        guard s.waiters.isEmpty, s.following else { return (waiter, nil) }
+        s.following = false
+        defer { s.follower = nil }
+        return (waiter, s.follower)
+      }
       waiter?.continuation.resume(returning: false)
+      follower?.cancel()
     }
   }
+
+  /// Whether a follower task runs (for the tests: it stops once no one waits).
+  var isFollowing: Bool { state.withLock { $0.following } }
 
   /// Wakes every waiter with false and refuses new waits.
   func close() {
@@ -160,17 +178,19 @@ final class ChangesHub: Sendable {
     onClose()
   }
 
-  private func follow(after start: LogPosition) async {
+  private func follow(after start: LogPosition, number: Int) async {
     do {
       for try await notice in store.changeNotices(after: start) {
         let (woken, stop) = state.withLock {
           s -> ([CheckedContinuation<Bool, Never>], Bool) in
+          guard s.following, s.followerNumber == number else { return ([], true) }
           s.last = notice.position
           let woken =
             notice.docID.map { s.wake(docID: $0, at: notice.position).map(\.continuation) }
             ?? []
           if s.waiters.isEmpty || s.closed {
             s.following = false
+            s.follower = nil
             return (woken, true)
           }
           return (woken, false)
@@ -179,6 +199,9 @@ final class ChangesHub: Sendable {
         if stop { return }
       }
     } catch {}
+    // Stopped because its last waiter left, or replaced: nothing closed.
+    let current = state.withLock { $0.following && $0.followerNumber == number }
+    guard current, !Task.isCancelled else { return }
     // The log closed (the database was deleted or the server stopped).
     close()
   }

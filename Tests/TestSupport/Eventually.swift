@@ -1,0 +1,14 @@
+import Foundation
+
+/// Checks `condition` every 20 ms until it holds or `seconds` pass; whether it held. A test
+/// waits for a signal this way, never for a fixed time.
+public func eventually(_ seconds: Double = 20, _ condition: () throws -> Bool) async throws
+  -> Bool
+{
+  let end = Date().addingTimeInterval(seconds)
+  while Date() < end {
+    if try condition() { return true }
+    try await Task.sleep(for: .milliseconds(20))
+  }
+  return try condition()
+}
