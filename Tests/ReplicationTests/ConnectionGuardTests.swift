@@ -190,9 +190,11 @@ import Testing
       let created = try await RawConnection.exchange(
         port: port, Array("PUT /db HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
       #expect(created.hasPrefix("HTTP/1.1 201"))
-      let times = try NagleClient.requestTimes(port: port, count: 30)
-      let median = times.sorted()[times.count / 2]
-      #expect(median < .milliseconds(20), "\(times)")
+      // The fastest of 40 requests: a delayed ACK holds every one at least 40 ms (Linux's
+      // TCP_DELACK_MIN), however idle the machine; a loaded one slows some requests, not all.
+      // The first ten leave the quick-ACK mode a new connection starts in.
+      let times = try NagleClient.requestTimes(port: port, count: 50).dropFirst(10)
+      #expect(times.min()! < .milliseconds(20), "\(times)")
     }
   }
 

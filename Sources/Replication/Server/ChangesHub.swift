@@ -160,8 +160,11 @@ final class ChangesHub: Sendable {
     }
   }
 
-  /// Whether a follower task runs (for the tests: it stops once no one waits).
+  /// Whether a follower task runs (it stops once no one waits).
   var isFollowing: Bool { state.withLock { $0.following } }
+
+  /// How many feeds wait here now.
+  var waiterCount: Int { state.withLock { $0.waiters.count } }
 
   /// Wakes every waiter with false and refuses new waits.
   func close() {
@@ -231,6 +234,15 @@ final class ChangesHubs: Sendable {
 
   private func remove(_ key: ObjectIdentifier) {
     _ = state.withLock { $0.hubs.removeValue(forKey: key) }
+  }
+
+  /// The feeds waiting for a change now, and the databases whose log a follower task follows
+  /// for them (`_node/_local/_stats/wikilog`: both are 0 on an idle server).
+  var counts: (waiting: Int, following: Int) {
+    let hubs = state.withLock { Array($0.hubs.values) }
+    return (
+      hubs.reduce(0) { $0 + $1.waiterCount }, hubs.reduce(0) { $0 + ($1.isFollowing ? 1 : 0) }
+    )
   }
 
   /// Ends every wait, now and later (the server is shutting down).

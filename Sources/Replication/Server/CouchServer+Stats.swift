@@ -34,6 +34,11 @@ extension CouchServer {
       total.groups += s.groups
       total.groupedWrites += s.groupedWrites
     }
+    let feeds = hubs.counts
+    func gauge(_ value: Int, _ desc: String) -> JSONValue {
+      .object(
+        JSONObject(["value": .int(value), "type": .string("gauge"), "desc": .string(desc)]))
+    }
     func counter(_ value: Int, _ desc: String) -> JSONValue {
       .object(
         JSONObject([
@@ -55,11 +60,11 @@ extension CouchServer {
               total.groups, "groups of queued writes the writer took, one transaction each"),
             "grouped_writes": counter(
               total.groupedWrites, "writes that went through the writer queue"),
-            "open_databases": .object(
-              JSONObject([
-                "value": .int(open.count), "type": .string("gauge"),
-                "desc": .string("databases open in this process"),
-              ])),
+            "open_databases": gauge(open.count, "databases open in this process"),
+            "waiting_feeds": gauge(
+              feeds.waiting, "longpoll, continuous and eventsource feeds waiting for a change"),
+            "feed_followers": gauge(
+              feeds.following, "databases whose log a task follows for the waiting feeds"),
           ])),
       ]))
     for segment in path {
