@@ -380,7 +380,6 @@ import Testing
         (.post, "/_cluster_setup", "cluster setup"),
         (.get, "/_cluster_setup", "cluster setup"),
         (.get, "/_db_updates", "database updates"),
-        (.get, "/_global_changes", "database updates"),
         (.get, "/_membership", "cluster membership"),
         (.get, "/_replicator", "replication"),
         (.put, "/_replicator/x", "replication"),

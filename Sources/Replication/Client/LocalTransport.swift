@@ -1,4 +1,4 @@
-import HTTPTypes
+public import HTTPTypes
 public import Hummingbird
 public import Logging
 import NIOCore
@@ -7,8 +7,9 @@ import NIOCore
 /// socket, no port, the server's own routes and answers. `wikilog replicate` uses it for a
 /// database of the local data directory.
 ///
-/// Requests are an administrator's unless the server has an authenticator (and then they carry
-/// no credentials: give the server none for local use).
+/// Requests are an administrator's unless the server has an authenticator; then they are
+/// made with `credentials` (`Authorization` and `Cookie` headers: `POST /_replicate` with a
+/// plain database name passes its caller's), or with none.
 ///
 /// ```swift
 /// let local = LocalTransport(server: CouchServer(dataDirectory: data))
@@ -16,17 +17,22 @@ import NIOCore
 /// ```
 public struct LocalTransport: CouchTransport {
   public let server: CouchServer
+  let credentials: HTTPFields
   let logger: Logger
 
-  public init(server: CouchServer, logger: Logger = Logger(label: "wikilog.local")) {
+  public init(
+    server: CouchServer, credentials: HTTPFields = HTTPFields(),
+    logger: Logger = Logger(label: "wikilog.local")
+  ) {
     self.server = server
+    self.credentials = credentials
     self.logger = logger
   }
 
   public func send(_ method: String, _ path: String, body: [UInt8]?) async throws
     -> CouchTransportResponse
   {
-    var fields = HTTPFields()
+    var fields = credentials
     fields[.accept] = "application/json"
     if body != nil { fields[.contentType] = "application/json" }
     let head = HTTPRequest(

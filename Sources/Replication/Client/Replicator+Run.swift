@@ -205,6 +205,10 @@ extension Replicator {
         _ = try await retrying("GET target database \(target.identity)") {
           try await self.request(self.target, "GET", self.target.path())
         }
+      } catch ReplicatorError.http(403, "forbidden", _) {
+        // The target exists, and its user may read nothing of it yet (a wiki database where
+        // they are in no wiki, as a non-member of a CouchDB database): a push may still write
+        // what is theirs, each document checked on its own.
       } catch ReplicatorError.http(404, let error, let reason) {
         guard options.createTarget else {
           throw ReplicatorError.http(status: 404, error: error, reason: reason)

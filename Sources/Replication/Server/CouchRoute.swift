@@ -40,6 +40,10 @@ enum CouchRoute: Equatable, Sendable {
   /// `/{db}/_log/head` and `/{db}/_log/proof`: the log's signed tree head and its proofs
   /// (wikilog's own, not CouchDB's).
   case log(db: String, LogEndpoint)
+  /// `/_global_changes` and below: CouchDB's system database of database updates, which a
+  /// single node does not have: `404` (a `PUT` of it `412 file_exists`, as CouchDB 3.4
+  /// answers).
+  case globalChanges
   /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
   /// with this error, whatever the method.
   case unserved(ReplicationError)
@@ -148,6 +152,7 @@ enum CouchRoute: Equatable, Sendable {
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
     case "_replicate": return only(.replicate)
+    case "_global_changes": return .globalChanges
     case "_scheduler":
       if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
       if rest.first == "docs" {
@@ -169,12 +174,10 @@ enum CouchRoute: Equatable, Sendable {
   }
 
   /// The server endpoints of CouchDB 3.4 that wikilog does not serve, by first segment, with
-  /// the feature each belongs to. (`_global_changes` is one of CouchDB's system databases;
-  /// wikilog serves `_users` and `_replicator` as databases.)
+  /// the feature each belongs to. (wikilog serves `_users` and `_replicator` as databases.)
   static let unservedServerFeatures: [String: String] = [
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
-    "_global_changes": "the feed of database updates (the _global_changes database)",
     "_membership": "cluster membership (/_membership)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",

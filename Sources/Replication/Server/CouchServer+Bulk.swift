@@ -20,9 +20,20 @@ extension CouchServer {
     caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
     try Self.requireJSONContentType(request)
-    let body = try await objectBody(of: request)
+    let requestBytes = try await self.body(of: request)
+    let body = try Self.object(parsing: requestBytes)
     guard var docs = body["docs"]?.arrayValue else {
       throw ReplicationError.badRequest("POST body must include `docs` parameter.")
+    }
+    // CouchDB's `max_document_size` fails the whole request (`couch_doc:from_json_obj_validate`
+    // throws `request_entity_too_large` with the document's id): `413 document_too_large`. A
+    // request no larger than the limit cannot hold such a document, so only a larger one is
+    // measured document by document.
+    if requestBytes.count > DocumentInput.maxBytes {
+      for doc in docs where doc.serialized().count > DocumentInput.maxBytes {
+        throw ReplicationError(
+          "document_too_large", doc["_id"]?.stringValue ?? "", status: 413)
+      }
     }
     var newEdits = query["new_edits"] != "false"
     if let value = body["new_edits"] {
@@ -103,6 +114,13 @@ extension CouchServer {
     }
     for (index, result) in try await localBulkWrite(store, locals, actor, access) {
       refused[index] = result
+    }
+    if !docs.isEmpty, refused.count == docs.count,
+      refused.values.allSatisfy({ $0.error?.error == "forbidden" }), try access.seesNothing(store)
+    {
+      // Nothing written, and the caller may read nothing here: CouchDB's answer to a
+      // non-member (``databaseAccess(_:_:_:writing:)``).
+      throw Self.notMember(caller.user)
     }
     let written =
       allowed.isEmpty

@@ -162,7 +162,7 @@ extension CouchServer {
       return CouchResponse.ok()
     case .post:
       let store = try await open(name)
-      let access = try databaseAccess(name, store, caller)
+      let access = try databaseAccess(name, store, caller, writing: true)
       try Self.requireJSONContentType(request)
       if name == UserStore.databaseName { try requireServerAdmin(caller) }
       var body = try await self.body(of: request)

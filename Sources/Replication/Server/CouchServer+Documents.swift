@@ -208,7 +208,9 @@ extension CouchServer {
         return try openRevsMultipart(
           store, id: id, which, options: options, head: head, access: access)
       }
-      let results = try store.openRevs(id, which, options: options).map { result in
+      let found = try store.openRevs(id, which, options: options)
+      try Self.requireRevisions(found, which)
+      let results = found.map { result in
         guard let access, let doc = result["ok"] else { return result }
         return JSONValue.object(JSONObject(["ok": access.shown(doc)]))
       }
@@ -298,6 +300,7 @@ extension CouchServer {
     options.follows = true
     options.attEncodingInfo = true
     let results = try store.openRevs(id, which, options: options)
+    try Self.requireRevisions(results, which)
     let outer = Multipart.newBoundary()
     let inner = Multipart.newBoundary()
     var out = MultipartAnswer()
@@ -318,6 +321,15 @@ extension CouchServer {
     out.append("--")
     return out.response(
       contentType: "multipart/mixed; boundary=\"\(outer)\"", head: head, store: store, server: self)
+  }
+
+  /// `open_revs=all` of a document that does not exist: `404 not_found` `missing`, as
+  /// `chttpd_db:db_doc_req` answers an empty result for `all` (a list of revisions answers
+  /// each as missing instead).
+  static func requireRevisions(_ results: [JSONValue], _ which: OpenRevs) throws(ReplicationError) {
+    if case .all = which, results.isEmpty {
+      throw ReplicationError("not_found", "missing", status: 404)
+    }
   }
 
   /// `201 {"ok":true,"id":...,"rev":...}` with `ETag` and `Location`.

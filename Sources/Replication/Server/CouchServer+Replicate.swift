@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import JSON
 import Projections
@@ -19,9 +20,11 @@ extension CouchServer {
   /// A one-shot replication answers when it is done, with the checkpoint's history
   /// (`{"ok": true, "session_id", "source_last_seq", "history": [...]}`); a continuous one
   /// answers at once with `{"ok": true, "_local_id": "<id>+continuous"}` and runs until
-  /// cancelled, listed in `/_active_tasks` and `/_scheduler/jobs`. As in CouchDB 3, local
-  /// database names are refused: endpoints are URLs (this server's own included), reached with
-  /// the credentials given. A job belongs to the user who started it: another user's job, or a
+  /// cancelled, listed in `/_active_tasks` and `/_scheduler/jobs`. An endpoint given as a plain
+  /// database name is this server's database, reached with the caller's own credentials (its
+  /// `Authorization` header and cookie), as chttpd rewrites such a name into the server's own
+  /// URL; here the requests go to the server in process (``LocalTransport``). (`_replicator`
+  /// documents refuse names, as in CouchDB 3.) A job belongs to the user who started it: another user's job, or a
   /// `_replicator` document's job owned by another user, is started over or cancelled by
   /// server administrators only (CouchDB's `check_authorization/2`: 401 `You are not a server
   /// admin.`).
@@ -32,9 +35,11 @@ extension CouchServer {
       guard let flag = cancel.boolValue else {
         throw ReplicationError.badRequest("parameter `cancel` must be a boolean")
       }
-      if flag { return try await cancelReplication(body, caller: caller) }
+      if flag {
+        return try await cancelReplication(body, caller: caller, local: localEndpoint(request))
+      }
     }
-    let replicator = try Self.replicator(body)
+    let replicator = try Self.replicator(body, local: localEndpoint(request))
     let id = replicator.replicationID + (continuous ? "+continuous" : "")
     let job = ReplicationJobs.Job(
       id: id, source: replicator.source.identity, target: replicator.target.identity,
@@ -87,7 +92,9 @@ extension CouchServer {
   /// document's job is taken out of the scheduler, as CouchDB's `remove_job` does: the document
   /// stays, without a job, until it is edited into another replication or the server restarts.
   /// Answers `200 {"ok": true, "_local_id": id}`.
-  func cancelReplication(_ body: JSONObject, caller: Caller) async throws -> Response {
+  func cancelReplication(
+    _ body: JSONObject, caller: Caller, local: (@Sendable (String) -> CouchEndpoint)? = nil
+  ) async throws -> Response {
     var id: String?
     for member in body.members where ["_local_id", "replication_id", "id"].contains(member.key) {
       guard let text = member.value.stringValue else {
@@ -97,7 +104,7 @@ extension CouchServer {
       break
     }
     if id == nil {
-      let replicator = try Self.replicator(body)
+      let replicator = try Self.replicator(body, local: local)
       let continuous = body["continuous"]?.boolValue ?? false
       id = replicator.replicationID + (continuous ? "+continuous" : "")
     }
@@ -128,8 +135,28 @@ extension CouchServer {
     }
   }
 
-  /// The replicator a `_replicate` body describes.
-  static func replicator(_ body: JSONObject) throws(ReplicationError) -> Replicator {
+  /// The endpoint of this server's database `name` for a `_replicate` request: reached in
+  /// process, with the request's `Authorization` and `Cookie` headers, so that the replication
+  /// may do exactly what its caller may.
+  func localEndpoint(_ request: Request) -> @Sendable (String) -> CouchEndpoint {
+    var credentials = HTTPFields()
+    if let authorization = request.headers[.authorization] {
+      credentials[.authorization] = authorization
+    }
+    if let cookie = request.headers[.cookie] { credentials[.cookie] = cookie }
+    let transport = LocalTransport(server: self, credentials: credentials, logger: logger)
+    return { name in
+      CouchEndpoint(
+        transport: transport, database: name,
+        identity: "local:/" + PercentDecoding.encode(name) + "/")
+    }
+  }
+
+  /// The replicator a `_replicate` body describes; `local` makes the endpoint of a plain
+  /// database name (none: such a name is refused, as `_replicator` documents refuse it).
+  static func replicator(
+    _ body: JSONObject, local: (@Sendable (String) -> CouchEndpoint)? = nil
+  ) throws(ReplicationError) -> Replicator {
     guard let sourceSpec = body["source"], let targetSpec = body["target"] else {
       throw .badRequest("Both `source` and `target` are required")
     }
@@ -165,20 +192,23 @@ extension CouchServer {
       options.retry.maximumRetries = Int(max(0, min(retries, 100)))
     }
     return Replicator(
-      source: try endpoint(sourceSpec, "source"), target: try endpoint(targetSpec, "target"),
-      options: options)
+      source: try endpoint(sourceSpec, "source", local: local),
+      target: try endpoint(targetSpec, "target", local: local), options: options)
   }
 
   /// A source or target: a URL (its userinfo as Basic credentials), or an object with `url`,
   /// `auth.basic` and `headers.Authorization`. When several are given, CouchDB's order picks
   /// one: `auth.basic`, else the URL's userinfo, else the `Authorization` header.
-  static func endpoint(_ spec: JSONValue, _ name: String) throws(ReplicationError)
-    -> CouchEndpoint
-  {
+  static func endpoint(
+    _ spec: JSONValue, _ name: String, local: (@Sendable (String) -> CouchEndpoint)? = nil
+  ) throws(ReplicationError) -> CouchEndpoint {
     let text = spec.stringValue ?? spec["url"]?.stringValue
     guard let text else { throw .badRequest("`\(name)` must be a URL or an object with `url`") }
     guard text.contains("://") else {
-      throw .badRequest("Local endpoints not supported since CouchDB 3.x")
+      guard let local, !text.isEmpty else {
+        throw .badRequest("Local endpoints not supported since CouchDB 3.x")
+      }
+      return local(text)
     }
     guard let url = CouchURL(text) else { throw .badRequest("`\(name)` is not a database URL") }
     var credentials: HTTPTransport.Credentials?

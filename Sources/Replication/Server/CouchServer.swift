@@ -256,7 +256,8 @@ public struct CouchServer: HTTPResponder {
         name, request: request, query: query, context: context, caller: caller)
     case .databaseEndpoint(let db, let endpoint):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       if db == UserStore.databaseName && !caller.user.isAdmin {
         throw caller.user.name == nil
           ? ReplicationError(
@@ -330,12 +331,14 @@ public struct CouchServer: HTTPResponder {
       }
     case .index(let db, let path):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       return try await indexPath(
         store, path: path, request: request, context: context, caller: caller, access: access)
     case .local(let db, let id):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw ReplicationError(
@@ -348,7 +351,8 @@ public struct CouchServer: HTTPResponder {
         store, id: id, request: request, query: query, caller: caller, access: access)
     case .document(let db, let id):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
@@ -357,7 +361,8 @@ public struct CouchServer: HTTPResponder {
         access: access)
     case .attachment(let db, let id, let name):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       if id.hasPrefix("_design/") && name == "_info" {
         try allow(method, [.get, .head])
         try access.checkRead(id, in: store)
@@ -372,11 +377,19 @@ public struct CouchServer: HTTPResponder {
         access: access)
     case .log(let db, let endpoint):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
+      let access = try databaseAccess(
+        db, store, caller, writing: Self.isPush(route, method))
       // The log holds every event of every document: for administrators only.
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
       try allow(method, [.get, .head])
       return try logEndpoint(endpoint, store, query: query, head: method == .head)
+    case .globalChanges:
+      if method == .put {
+        throw ReplicationError(
+          "file_exists", "The database could not be created, the file already exists.",
+          status: 412)
+      }
+      throw ReplicationError("not_found", "Database does not exist.", status: 404)
     case .unserved(let error):
       throw error
     case .databaseUnserved(let db, let error):
@@ -490,7 +503,11 @@ public struct CouchServer: HTTPResponder {
 
   /// Reads and parses a JSON request body; malformed JSON is `400 bad_request`.
   func jsonBody(of request: Request) async throws -> JSONValue {
-    let bytes = try await body(of: request)
+    try Self.json(parsing: try await body(of: request))
+  }
+
+  /// Parses a JSON request body; malformed JSON is `400 bad_request`.
+  static func json(parsing bytes: [UInt8]) throws(ReplicationError) -> JSONValue {
     guard !bytes.isEmpty else { throw ReplicationError.badRequest("the request body is empty") }
     do {
       return try JSONValue(parsing: bytes)
@@ -499,12 +516,17 @@ public struct CouchServer: HTTPResponder {
     }
   }
 
-  /// Reads a JSON object body.
-  func objectBody(of request: Request) async throws -> JSONObject {
-    guard let object = try await jsonBody(of: request).objectValue else {
+  /// Parses a JSON object request body.
+  static func object(parsing bytes: [UInt8]) throws(ReplicationError) -> JSONObject {
+    guard let object = try json(parsing: bytes).objectValue else {
       throw ReplicationError.badRequest("Request body must be a JSON object")
     }
     return object
+  }
+
+  /// Reads a JSON object body.
+  func objectBody(of request: Request) async throws -> JSONObject {
+    try Self.object(parsing: try await body(of: request))
   }
 
   /// Runs a blocking store write on NIO's thread pool, so that waits for the LMDB writer lock
