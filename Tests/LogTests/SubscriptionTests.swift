@@ -54,12 +54,18 @@ import Testing
   func cancellation() async throws {
     let dir = TemporaryDirectory()
     let log = try EventLog(directory: dir.path)
+    let (signals, signal) = AsyncStream.makeStream(of: Void.self)
     let task = Task {
       var count = 0
-      for try await _ in log.subscribe() { count += 1 }
+      for try await _ in log.subscribe() {
+        count += 1
+        signal.yield()
+      }
       return count
     }
-    try await Task.sleep(for: .milliseconds(50))
+    // Cancelled once it has caught up and waits for appends.
+    var waiting = signals.makeAsyncIterator()
+    await waiting.next()
     task.cancel()
     #expect(try await task.value == 1)  // only the caught-up signal
   }

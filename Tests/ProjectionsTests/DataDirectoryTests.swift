@@ -3,6 +3,7 @@ import JSON
 import Log
 import Projections
 import Synchronization
+import TestSupport
 import Testing
 import Wiki
 
@@ -111,7 +112,8 @@ import Wiki
         }
       }
       group.addTask {
-        try await Task.sleep(for: .milliseconds(300))
+        // Deleted while the writers are at work: once they have written some.
+        _ = try await eventually(60) { acksBefore.withLock { $0 } >= 20 }
         try data.delete("db")
         deleted.withLock { $0 = true }
       }

@@ -308,7 +308,15 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
       #""filters":{"f":"function(){}"},"options":{"include_design":true},"rewrites":[]"#,
       #""validate_doc_update":"function(){}","updates":{"u":"function(){}"}"#,
     ].enumerated() {
-      try t.store.put(doc("_design/d\(n)", fields), actor: "a")
+      let id = "_design/d\(n)"
+      let written = try t.store.put(doc(id, fields), actor: "a")
+      // Stored as given: read back, each field the same as the body's.
+      let stored = try t.store.get(id)
+      #expect(stored["_rev"]?.stringValue == written.rev)
+      let given = try JSONValue(parsing: doc(id, fields))
+      for member in given.objectValue?.members ?? [] where member.key != "_id" {
+        #expect(stored[member.key] == member.value, "\(id) \(member.key)")
+      }
     }
   }
 }

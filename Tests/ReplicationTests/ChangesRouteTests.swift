@@ -11,6 +11,7 @@ import Projections
 import Replication
 import RevTree
 import Synchronization
+import TestSupport
 import Testing
 import Wiki
 
@@ -156,7 +157,8 @@ import Wiki
         answered.withLock { $0 = true }
         return r
       }()
-      try await Task.sleep(for: .milliseconds(300))
+      // Waiting on the server: nothing to answer yet.
+      #expect(try await eventually(60) { try await waitingFeeds(client) == 1 })
       #expect(answered.withLock { $0 } == false)
       try dir.data.open("db").put(#"{"_id":"late","x":1}"#, actor: "test")
       let r = try await response
@@ -266,11 +268,15 @@ import Wiki
         answered.withLock { $0 = true }
         return r
       }()
-      for i in 0..<3 {
-        try await Task.sleep(for: .milliseconds(50))
-        try store.put(#"{"_id":"y\#(i)"}"#, actor: "test")
-      }
-      try await Task.sleep(for: .milliseconds(200))
+      #expect(try await eventually(60) { try await waitingFeeds(client) == 1 })
+      // A second feed, for the last of the documents the first must not answer for: once it
+      // has answered, the server has seen all three.
+      async let witness = client.call(
+        .get, "/db/_changes?feed=longpoll&since=now&filter=_doc_ids&doc_ids=%5B%22y2%22%5D")
+      #expect(try await eventually(60) { try await waitingFeeds(client) == 2 })
+      for i in 0..<3 { try store.put(#"{"_id":"y\#(i)"}"#, actor: "test") }
+      #expect(ids(try await witness) == ["y2"])
+      #expect(try await waitingFeeds(client) == 1)
       #expect(answered.withLock { $0 } == false)
       try store.put(#"{"_id":"\#(own)"}"#, actor: "test")
       let r = try await response
@@ -285,7 +291,7 @@ import Wiki
       try await Self.seed(client)
       async let feed = client.call(.get, "/db/_changes?feed=continuous&since=now&heartbeat=50")
       async let poll = client.call(.get, "/db/_changes?feed=longpoll&since=now")
-      try await Task.sleep(for: .milliseconds(200))
+      #expect(try await eventually(60) { try await waitingFeeds(client) == 2 })
       #expect(try await client.call(.delete, "/db").code == 200)
       let lines = try await feed.text.split(separator: "\n")
       #expect(lines.last.map { json(String($0)) } == json(#"{"last_seq":7,"pending":0}"#))

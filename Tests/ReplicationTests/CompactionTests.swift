@@ -8,6 +8,7 @@ import Log
 import NIOHTTP1
 import Projections
 import Replication
+import Synchronization
 import TestSupport
 import Testing
 
@@ -83,6 +84,8 @@ import Testing
         #"{"i":\#(i),"pad":"\#(String(repeating: "y", count: 2_000))"}"#, id: "seed-\(i)",
         actor: "t")
     }
+    final class Counter: Sendable { let value = Atomic<Int>(0) }
+    let progress = Counter()
     let acked = await withTaskGroup(of: [String].self) { group in
       for writer in 0..<4 {
         group.addTask {
@@ -94,13 +97,17 @@ import Testing
             k += 1
             // The store of the moment: a compaction swaps it.
             guard let s = try? data.open("db") else { continue }
-            if (try? s.put(#"{"k":\#(k)}"#, id: id, actor: "t"))?.ok == true { ids.append(id) }
+            if (try? s.put(#"{"k":\#(k)}"#, id: id, actor: "t"))?.ok == true {
+              ids.append(id)
+              progress.value.add(1, ordering: .relaxed)
+            }
           }
           return ids
         }
       }
       group.addTask {
-        try? await Task.sleep(for: .milliseconds(300))
+        // Compacted while the writers are at work: once they have written some.
+        _ = try? await eventually(60) { progress.value.load(ordering: .relaxed) >= 20 }
         _ = try? data.compact("db")
         return []
       }

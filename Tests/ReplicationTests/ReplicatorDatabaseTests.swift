@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JSON
 import Logging
 import Projections
+import TestSupport
 import Testing
 
 @testable import Replication
@@ -158,8 +159,11 @@ import Testing
       let none = try await Self.poll(client, "/_scheduler/jobs") { $0["total_rows"]?.int == 0 }
       #expect(none["total_rows"]?.int == 0)
       #expect(try await client.call(.get, "/_active_tasks").json == .array([]))
+      // Its changes feed on this server has ended too (at the feed's next heartbeat after the
+      // job dropped its connection): nothing reads `src` for it any more.
+      #expect(try await TestSupport.eventually(60) { try await waitingFeeds(client) == 0 })
       try src.put(#"{"n":"after"}"#, id: "after-delete", actor: "alice")
-      try await Task.sleep(for: .milliseconds(500))
+      #expect(try await waitingFeeds(client) == 0)
       #expect(try dir.data.open("dst2").record("after-delete") == nil)
       #expect(try await client.call(.get, "/_scheduler/docs/_replicator/live").code == 404)
       #expect(try await client.call(.get, "/_scheduler/docs")["docs"] == .array([]))
@@ -193,7 +197,11 @@ import Testing
       }
       #expect(pending["state"] == .string("pending"))
       #expect(pending["error_count"]?.int == 0)
-      try await Task.sleep(for: .milliseconds(300))
+      // The running job goes on (a write to its source arrives, and its feed waits again),
+      // while the pending one reads nothing: one feed waits on this server, the first's.
+      try dir.data.open("s1").put(#"{"n":1}"#, id: "y", actor: "alice")
+      #expect(try await Self.eventually { try dir.data.open("d1").record("y") != nil })
+      #expect(try await TestSupport.eventually(60) { try await waitingFeeds(client) == 1 })
       #expect(try dir.data.open("d2").record("x") == nil)
       let jobs = try await client.call(.get, "/_scheduler/jobs")
       #expect(jobs["total_rows"]?.int == 2)
@@ -231,9 +239,9 @@ import Testing
         }
         #expect(job["jobs"]?[0]?["info"]?["docs_written"]?.int == 50)
       }
-      // The server is down, and its job with it.
+      // The server is down, and its job with it (the test closure returns once the server's
+      // services, the replicator's among them, have stopped).
       for i in 0..<5 { try src.put(#"{"n":"new"}"#, id: "new\(i)", actor: "alice") }
-      try await Task.sleep(for: .milliseconds(300))
       #expect(try dst.record("new0") == nil)
       try await Self.app(a).test(.live) { clientA in
         #expect(try await Self.eventually { try dst.record("new4") != nil })

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import JSON
 import Logging
 import Projections
+import TestSupport
 import Testing
 
 @testable import Replication
@@ -342,9 +343,14 @@ import Testing
           .post, "/_replicate", #"{"id":"\#(id)","cancel":true}"#, headers: Self.admin
         )
         .code == 404)
-      // Nothing flows any more.
+      // Nothing flows any more: the job's changes feed on this server has ended (at its next
+      // heartbeat after the job dropped its connection), so nothing reads the source for it.
+      #expect(
+        try await TestSupport.eventually(60) {
+          try await waitingFeeds(client, headers: Self.admin) == 0
+        })
       try fixture.store.put(#"{"type":"note","text":"later"}"#, id: "later", actor: "admin")
-      try await Task.sleep(for: .milliseconds(400))
+      #expect(try await waitingFeeds(client, headers: Self.admin) == 0)
       #expect(try b.data.open("copy").record("later") == nil)
 
       // bob cancels his own document's job by describing it, as CouchDB's docs say.

@@ -1,6 +1,7 @@
 import JSON
 import Log
 import Projections
+import TestSupport
 import Testing
 import Wiki
 
@@ -70,7 +71,7 @@ import Wiki
     async let wiki = hub.wait(after: 0, filter: .named(.wiki("w1")))
     async let otherWiki = hub.wait(after: 0, filter: .named(.wiki("w10")))
     async let later = hub.wait(after: 5, filter: .any)
-    try await Task.sleep(for: .milliseconds(100))
+    #expect(try await eventually(60) { hub.waiterCount == 5 })
     try store.put(#"{"_id":"w1:Home"}"#, actor: "test")
     #expect(await any)
     #expect(await doc)

@@ -120,3 +120,11 @@ struct HTTPClientTransport: CouchTransport {
       status: Int(response.status.code), body: Array(bytes.readableBytesView))
   }
 }
+
+/// The server's `wikilog.waiting_feeds` statistic: the live feeds waiting for a change now.
+func waitingFeeds(_ client: any TestClientProtocol, headers: HTTPFields = [:]) async throws
+  -> Int?
+{
+  try await client.call(.get, "/_node/_local/_stats/wikilog/waiting_feeds", headers: headers)[
+    "value"]?.int
+}

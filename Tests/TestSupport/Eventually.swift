@@ -12,3 +12,15 @@ public func eventually(_ seconds: Double = 20, _ condition: () throws -> Bool) a
   }
   return try condition()
 }
+
+/// ``eventually(_:_:)`` for a condition that awaits (a request to a server, say).
+public func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async throws
+  -> Bool
+{
+  let end = Date().addingTimeInterval(seconds)
+  while Date() < end {
+    if try await condition() { return true }
+    try await Task.sleep(for: .milliseconds(20))
+  }
+  return try await condition()
+}
