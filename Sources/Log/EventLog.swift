@@ -54,7 +54,9 @@ public final class EventLog: Sendable {
     public var maxReaders: UInt32 = 510
     /// Named databases, the log's own four included.
     public var maxDatabases: UInt32 = 128
-    /// How often a waiting subscription checks for events appended by another process.
+    /// How often a waiting subscription checks for events appended by another process where
+    /// the kernel cannot report writes to the data file (on Linux it does, through inotify,
+    /// and nothing polls).
     public var pollInterval: Duration = .milliseconds(50)
     /// The most `async` writes one group commit combines.
     public var maxGroupSize = 4096
@@ -780,7 +782,7 @@ public final class EventLog: Sendable {
           $0.statistics.appendedEvents += txn.appendedCount
         }
         if txn.appendedCount > 0 {
-          notifier.bump()
+          notifier.bump(transactionID: id)
           for observer in state.withLock({ $0.commitObservers }) { observer() }
         }
         return .committed(value)

@@ -114,4 +114,37 @@ import Testing
         "event 1", "event 2", "event 3", "event 4",
       ])
   }
+
+  @Test(
+    "another process's appends wake a waiter through the data file's watch, which goes once no one waits"
+  )
+  func watchedByTheKernel() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try await log.append([event(1)])
+    var iterator = log.subscribe().makeAsyncIterator()
+    _ = try await iterator.next()  // event 1
+    #expect(try await iterator.next() == .caughtUp(1))
+    let waiter = Task {
+      var iterator = iterator
+      return try await iterator.next()
+    }
+    // Waiting: the data file is watched; nothing polls.
+    #expect(try await eventually(60) { log.notifier.isWatching })
+    #expect(!log.notifier.isPollerRunning)
+    let writer = try startWorker(["appendN", dir.path, "1"])
+    #expect(writer.waitFor(timeout: 30) { $0.contains { $0.hasPrefix("done") } })
+    guard case .event(let e) = try await waiter.value else {
+      Issue.record("expected the other process's event")
+      return
+    }
+    #expect(e.position == 2)
+    // No one waits now: the next write drops the watch.
+    #expect(log.notifier.isWatching)
+    let second = try startWorker(["appendN", dir.path, "1"])
+    #expect(second.waitFor(timeout: 30) { $0.contains { $0.hasPrefix("done") } })
+    #expect(try await eventually(60) { !log.notifier.isWatching })
+    #expect(!log.notifier.isPollerRunning)
+    log.close()
+  }
 }
