@@ -67,6 +67,18 @@ public protocol DocumentAccess: Sendable {
   /// `isMember` (the security object's member check), every document they do not govern.
   func view(for user: UserContext, isMember: Bool, in store: DocumentStore) throws
     -> any AccessView
+
+  /// Whether the rules let `user` read any document of the store at all, now (a wiki of
+  /// theirs). The HTTP server answers a user who is not one of the security object's members
+  /// and may read nothing as CouchDB answers a non-member (403). The default asks ``view(for:isMember:in:)``.
+  func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool
+}
+
+extension DocumentAccess {
+  public func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool {
+    let view = try view(for: user, isMember: false, in: store)
+    return view.docCount > 0 || view.deletedDocCount > 0 || view.updateSeq != .start
+  }
 }
 
 /// One user's view of a database under a ``DocumentAccess``: the documents they may read, the

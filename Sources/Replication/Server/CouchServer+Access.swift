@@ -44,8 +44,7 @@ struct DatabaseAccess: Sendable {
   /// (in no wiki of it).
   func seesNothing(_ store: DocumentStore) throws -> Bool {
     guard restricted, !isMember, let rules else { return false }
-    let view = try rules.view(for: user, isMember: false, in: store)
-    return view.docCount == 0 && view.deletedDocCount == 0 && view.updateSeq == .start
+    return try !rules.grantsAnything(to: user, in: store)
   }
 
   /// The caller's view of `store`, when ``restricted``.
