@@ -1,5 +1,11 @@
 import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// Wakes waiting subscriptions when the log changes.
 ///
 /// Appends in this process bump the generation directly. Appends by other processes on the same
@@ -147,16 +153,26 @@ final class Notifier: Sendable {
   }
 
   /// Bumps when LMDB's last transaction id moved since last seen; closes once the log has.
+  ///
+  /// The id is the newest meta page's, which another process's commit writes (and the kernel
+  /// reports) a moment before it publishes the transaction to new readers (LMDB sets the lock
+  /// file's `mti_txnid` right after the meta page's `pwrite`). A waiter woken in that moment
+  /// would read the snapshot before, find nothing, and wait for a write that already came; so
+  /// the bump waits, briefly, until a new read transaction sees the commit.
   private func compare() {
     guard let log = source.withLock({ $0.log }), let id = log.lastTransactionID else {
       close()
       return
     }
-    let changed = state.withLock { s -> Bool in
-      defer { s.seenTransactionID = max(s.seenTransactionID, id) }
-      return id > s.seenTransactionID
+    let changed = state.withLock { id > $0.seenTransactionID }
+    guard changed else { return }
+    var waited = 0
+    while let readable = log.readableTransactionID, readable < id, waited < 200 {
+      usleep(50)
+      waited += 1
     }
-    if changed { bump() }
+    state.withLock { $0.seenTransactionID = max($0.seenTransactionID, id) }
+    bump()
   }
 
   private func poll() async {
@@ -179,5 +195,10 @@ extension EventLog {
   /// LMDB's last committed transaction id (any process), or nil once closed.
   var lastTransactionID: Int? {
     env.mapLock.withShared { isClosed ? nil : env.lastTransactionID }
+  }
+
+  /// The transaction a read transaction begun now would see, or nil once closed.
+  var readableTransactionID: Int? {
+    try? readLog { txn in txn.raw.id }
   }
 }

@@ -153,7 +153,7 @@ import Wiki
       async let response = {
         // From the seeded seq (7), not `now`: on a loaded machine the request may reach the
         // server only after the write below, and `now` would then wait past it.
-        let r = try await client.call(.get, "/db/_changes?feed=longpoll&since=7&timeout=10000")
+        let r = try await client.call(.get, "/db/_changes?feed=longpoll&since=7&timeout=300000")
         answered.withLock { $0 = true }
         return r
       }()
@@ -264,7 +264,7 @@ import Wiki
       let answered = Mutex(false)
       async let response = {
         let r = try await client.call(
-          .get, "/db/_changes?feed=longpoll&since=now&\(filter)&timeout=10000")
+          .get, "/db/_changes?feed=longpoll&since=now&\(filter)&timeout=300000")
         answered.withLock { $0 = true }
         return r
       }()
@@ -272,7 +272,9 @@ import Wiki
       // A second feed, for the last of the documents the first must not answer for: once it
       // has answered, the server has seen all three.
       async let witness = client.call(
-        .get, "/db/_changes?feed=longpoll&since=now&filter=_doc_ids&doc_ids=%5B%22y2%22%5D")
+        .get,
+        "/db/_changes?feed=longpoll&since=now&filter=_doc_ids&doc_ids=%5B%22y2%22%5D&timeout=300000"
+      )
       #expect(try await eventually(60) { try await waitingFeeds(client) == 2 })
       for i in 0..<3 { try store.put(#"{"_id":"y\#(i)"}"#, actor: "test") }
       #expect(ids(try await witness) == ["y2"])
