@@ -38,7 +38,8 @@ extension EventLog {
     for _ in 0..<3 {
       let (problems, pinned) = try readLog { txn throws(LogError) in
         try Self.checkPages(
-          file: path + "/data.mdb", snapshot: UInt64(txn.raw.id), maxProblems: maxProblems)
+          file: path + "/data.mdb", snapshot: UInt64(UInt(bitPattern: txn.raw.id)),
+          maxProblems: maxProblems)
       }
       damaged = problems
       if problems.isEmpty || pinned { break }

@@ -410,7 +410,8 @@ public final class EventLog: Sendable {
       }
       defer { env.endRead(raw) }
       let (problems, pinned) = try checkPages(
-        file: env.path + "/data.mdb", snapshot: UInt64(raw.id), maxProblems: maxProblems)
+        file: env.path + "/data.mdb", snapshot: UInt64(UInt(bitPattern: raw.id)),
+        maxProblems: maxProblems)
       if !problems.isEmpty, !pinned, attempt < 3 { continue }
       return problems
     }

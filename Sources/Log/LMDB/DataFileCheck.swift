@@ -140,6 +140,12 @@ struct DataFileCheck {
         return .failure(
           damaged("meta page \(number) has LMDB data version \(page.u32(m + 4)), not 1"))
       }
+      // Each write transaction takes the next id: 2^63 of them is more than any file has seen.
+      guard page.u64(m + 128) < 1 << 63 else {
+        return .failure(
+          damaged(
+            "meta page \(number) gives an impossible transaction id, \(page.u64(m + 128))"))
+      }
       let pageSize = Int(page.u32(m + 24))
       guard pageSize >= 512, pageSize <= 65536, pageSize & (pageSize - 1) == 0 else {
         return .failure(damaged("meta page \(number) gives an impossible page size, \(pageSize)"))
