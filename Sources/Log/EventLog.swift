@@ -63,10 +63,10 @@ public final class EventLog: Sendable {
     /// In group commit, how long the writer waits for the callers of the previous group to
     /// submit again before it commits what it has.
     public var groupCommitWindow: Duration = .microseconds(100)
-    /// Also walk every page the file uses (``checkPages(directory:maxProblems:)``) before LMDB
-    /// maps it, refusing a damaged one with ``LogError/damaged(path:reason:)``: a page LMDB
-    /// follows into garbage can crash the process, and a server must not go down with every
-    /// other database because one file is damaged. Costs one read of the file per open.
+    /// No longer has an effect: every open now walks every page the file uses
+    /// (``checkPages(directory:maxProblems:)``) before LMDB reads one, refusing a damaged file
+    /// with ``LogError/damaged(path:reason:)``. Kept so that code setting it still builds.
+    @available(*, deprecated, message: "every open checks every page")
     public var checkPagesAtOpen = false
     /// Keep the Merkle tree over the events in each append transaction (``treeHead()``). Off
     /// only to measure what the tree costs, or for a bulk load: appends then leave the tree
@@ -174,12 +174,6 @@ public final class EventLog: Sendable {
     // Before LMDB maps the file: a page number past its end would be a SIGBUS there.
     do throws(LogError) {
       try Self.checkDataFile(canonical + "/data.mdb")
-      if options.checkPagesAtOpen,
-        FileManager.default.fileExists(atPath: canonical + "/data.mdb"),
-        let first = try Self.checkPages(directory: canonical, maxProblems: 5).first
-      {
-        throw LogError.damaged(path: canonical + "/data.mdb", reason: first)
-      }
     } catch {
       openLock?.release()
       OpenPaths.release(canonical)
@@ -197,6 +191,17 @@ public final class EventLog: Sendable {
       openLock?.release()
       OpenPaths.release(canonical)
       throw Self.openError(error, path: canonical)
+    }
+    // Before LMDB reads a page: every page of the snapshot, pinned by a read transaction.
+    do throws(LogError) {
+      if let first = try Self.checkSnapshot(env: env, maxProblems: 1).first {
+        throw LogError.damaged(path: canonical + "/data.mdb", reason: first)
+      }
+    } catch {
+      env.close()
+      openLock?.release()
+      OpenPaths.release(canonical)
+      throw error
     }
     maxKeySize = env.maxKeySize
     state = Mutex(SharedState(durability: options.durability))
@@ -373,15 +378,75 @@ public final class EventLog: Sendable {
     return url.path
   }
 
-  /// The cheap checks made at every open, with plain file reads: both meta pages, the file's
-  /// length against the last page in use, the main database's pages and every database's root
-  /// page. A check that fails is made again (up to three times) when another process committed
-  /// meanwhile, since its writes may reuse pages of the snapshot read.
+  /// The checks made at every open before LMDB maps the file, with plain file reads: both meta
+  /// pages and the file's length against the last page in use. A check that fails is made
+  /// again (up to three times) when another process committed meanwhile, since its writes may
+  /// reuse pages of the snapshot read.
   static func checkDataFile(_ file: String) throws(LogError) {
     try retryingWhileWritten(file) { check throws(DataFileDamage) in
       try check.checkLength()
-      try check.checkRoots()
     }
+  }
+
+  /// The structural check made at every open once LMDB has mapped the file (which reads no page
+  /// of it) and before LMDB reads a page: every page of the snapshot a read transaction pins
+  /// (``checkPages(file:snapshot:maxProblems:)``). `env` is not yet in use by other threads.
+  static func checkSnapshot(env: Environment, maxProblems: Int) throws(LogError) -> [String] {
+    var attempt = 0
+    while true {
+      attempt += 1
+      let raw: RawTransaction
+      do throws(LMDBError) {
+        raw = try env.beginRead()
+      } catch {
+        if error.code == LMDBError.mapResized, attempt < 3 {
+          // Another process grew the file past this map: adopt its size.
+          do throws(LMDBError) {
+            env.drainReaderPool()
+            try env.setMapSize(0)
+          } catch {
+            throw openError(error, path: env.path)
+          }
+          continue
+        }
+        throw openError(error, path: env.path)
+      }
+      defer { env.endRead(raw) }
+      let (problems, pinned) = try checkPages(
+        file: env.path + "/data.mdb", snapshot: UInt64(UInt(bitPattern: raw.id)),
+        maxProblems: maxProblems)
+      if !problems.isEmpty, !pinned, attempt < 3 { continue }
+      return problems
+    }
+  }
+
+  /// Walks every page of the snapshot `snapshot` of `file` with plain file reads
+  /// (``DataFileCheck/checkAllPages(maxProblems:)``); the caller's read transaction of that
+  /// snapshot keeps writers in other processes from reusing its pages meanwhile. When they
+  /// committed twice before the meta pages were read, so that neither names the snapshot any
+  /// more, the newest is walked instead and `pinned` is false: a problem found then may be a
+  /// page reused meanwhile, and the caller looks again.
+  ///
+  /// - Throws: ``LogError/damaged(path:reason:)`` when the meta pages are wrong.
+  static func checkPages(file: String, snapshot: UInt64, maxProblems: Int) throws(LogError)
+    -> (problems: [String], pinned: Bool)
+  {
+    let opened: DataFileCheck?
+    do throws(DataFileDamage) {
+      opened = try DataFileCheck.open(path: file, snapshot: snapshot)
+    } catch {
+      throw LogError.damaged(path: file, reason: error.reason)
+    }
+    guard let check = opened else { return ([], true) }
+    defer { check.close() }
+    let pinned = check.meta.txnID == snapshot
+    do throws(DataFileDamage) {
+      try check.checkLength()
+    } catch {
+      guard !pinned else { throw LogError.damaged(path: file, reason: error.reason) }
+      return ([error.reason], false)
+    }
+    return (check.checkAllPages(maxProblems: maxProblems), pinned)
   }
 
   /// Checks every page of the log's data file in `directory` that its newest snapshot uses, with

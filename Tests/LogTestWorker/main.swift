@@ -8,6 +8,11 @@
 //   LogTestWorker follow DIR COUNT
 //       subscribes from the start and prints "event POSITION" for each event, "caughtup
 //       POSITION" when live, and exits after COUNT events.
+//   LogTestWorker readAll DIR
+//       opens the log and reads it every way a damaged file could be read: every event forwards
+//       and backwards, streams s0...s9, verify, then one append. Prints "refused REASON" when
+//       the open refuses the file as damaged, else "verify ok" or "verify N problem(s): FIRST";
+//       exits 0 either way (a damaged file must not make it die of a signal).
 import Foundation
 import Log
 import Synchronization
@@ -140,6 +145,34 @@ case "follow":
   } catch {
     fail("subscription failed: \(error)")
   }
+
+case "readAll":
+  let log: EventLog
+  do {
+    log = try EventLog(directory: directory)
+  } catch LogError.damaged(_, let reason) {
+    emit("refused \(reason)")
+    exit(0)
+  } catch {
+    fail("\(error)")
+  }
+  // A damaged record is an error here; what matters is that reading it is one.
+  _ = try? log.read(from: 1)
+  _ = try? log.read(from: (try? log.committedPosition) ?? .start, direction: .backward)
+  for stream in 0..<10 { _ = try? log.read(stream: "s\(stream)") }
+  do {
+    let report = try log.verify()
+    emit(
+      report.isValid
+        ? "verify ok" : "verify \(report.problems.count) problem(s): \(report.problems[0])")
+  } catch {
+    emit("verify failed: \(error)")
+  }
+  _ = try? log.append([
+    NewEvent(type: "test.appended", stream: "s1", actor: "worker", payload: payload(0))
+  ])
+  log.close()
+  exit(0)
 
 default:
   fail("unknown command \(args[1])")

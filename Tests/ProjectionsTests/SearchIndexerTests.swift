@@ -127,7 +127,7 @@ import Wiki
     #expect(try t.store.verify("search") == [])
   }
 
-  @Test("damaged pages inside the index, found by the server's page check at open: built again")
+  @Test("damaged pages inside the index, found by the page check at open: built again")
   func damagedPagesRebuilt() throws {
     let t = try wikiStore()
     for i in 0..<300 {
@@ -142,8 +142,7 @@ import Wiki
     try handle.seek(toOffset: 3 * 4096)
     handle.write(Data(repeating: 0xFF, count: Int(size) - 3 * 4096))
     try handle.close()
-    var options = EventLog.Options(durability: .synced)
-    options.checkPagesAtOpen = true
+    let options = EventLog.Options(durability: .synced)
     t.store = try DocumentStore(
       directory: t.path, options: options,
       projections: [TextSearchProjection(schema: Self.schema)], validation: .touchWiki)

@@ -10,9 +10,9 @@ import CLMDB
 /// assertion, followed by `_exit(1)`.
 ///
 /// liblmdb 0.9 follows a damaged page's garbage offsets (SIGSEGV, SIGBUS) or stops at an
-/// assertion (SIGABRT). The checks made at open catch a cut-short file, and
-/// ``EventLog/checkPages(directory:maxProblems:)`` every damaged page, but reading a damaged page
-/// the open checks do not reach can still crash. A command-line tool working on one database
+/// assertion (SIGABRT). The checks made at open read every page in use before LMDB does and
+/// refuse a damaged file, but a page damaged after a process opened the file can still crash
+/// it when LMDB reads it. A command-line tool working on one database
 /// installs this so that such a crash ends with the one line it prints for any other error, and
 /// exit status 1, instead of a core dump. The handler only calls `write(2)` and `_exit(2)`, both
 /// async-signal-safe; the lines are formatted up front.

@@ -64,7 +64,6 @@ final class SearchIndexer: Sendable {
     let directory = log.path + "/search"
     var options = EventLog.Options(durability: log.options.durability)
     options.merkleTree = false
-    options.checkPagesAtOpen = log.options.checkPagesAtOpen
     options.mapSize = 16 << 20
     var opened: EventLog
     do {

@@ -163,8 +163,6 @@ struct Serve: AsyncParsableCommand {
     // commit, and each is answered once that commit is on disk.
     var logOptions = EventLog.Options()
     logOptions.durability = .groupCommit
-    // A damaged page of one database must not take the server down with every other one.
-    logOptions.checkPagesAtOpen = true
     let data = DataDirectory.wiki(
       path: directory, options: logOptions, systemDatabases: [.users, .replicator])
     defer { data.closeAll() }
