@@ -58,13 +58,21 @@ let package = Package(
       pkgConfig: "libpcre2-8",
       providers: [.apt(["libpcre2-dev"]), .brew(["pcre2"])]
     ),
+    // OpenSSL's libcrypto, for SHA-256 in the log's Merkle tree.
+    .systemLibrary(
+      name: "COpenSSL",
+      pkgConfig: "libcrypto",
+      providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+    ),
     .systemLibrary(
       name: "CZlib",
       providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
     ),
     .target(
       name: "Log",
-      dependencies: ["CLMDB", .product(name: "Crypto", package: "swift-crypto")],
+      dependencies: [
+        "CLMDB", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+      ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
     .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),

@@ -64,18 +64,4 @@ static inline void wikilog_spin_pause(void) {
 #endif
 }
 
-// SHA-256 for the log's Merkle tree, straight from the BoringSSL that swift-crypto builds on
-// Linux (its `CCryptoBoringSSL_` prefix): swift-crypto's `SHA256` allocates a context object per
-// hash, which costs more than hashing a tree node. Declared here, not included: the module is
-// swift-crypto's internal target, linked into every binary that uses Crypto. Where swift-crypto
-// uses CryptoKit instead (Apple platforms), these symbols do not exist and Log does not call them.
-// The context is opaque to wikilog: BoringSSL's SHA256_CTX is 112 bytes, 4-aligned.
-typedef struct {
-  uint64_t opaque[16];
-} wikilog_sha256_ctx;
-int CCryptoBoringSSL_SHA256_Init(wikilog_sha256_ctx *ctx);
-int CCryptoBoringSSL_SHA256_Update(wikilog_sha256_ctx *ctx, const void *data, size_t len);
-int CCryptoBoringSSL_SHA256_Final(uint8_t out[32], wikilog_sha256_ctx *ctx);
-uint8_t *CCryptoBoringSSL_SHA256(const uint8_t *data, size_t len, uint8_t out[32]);
-
 #endif

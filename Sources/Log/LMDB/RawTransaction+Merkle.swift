@@ -1,11 +1,16 @@
 import CLMDB
 import Crypto
 
+#if !canImport(CryptoKit)
+  import COpenSSL
+#endif
+
 /// SHA-256 as the Merkle tree needs it: over fixed-size inputs and records where they lie, into
-/// ``MerkleDigest`` values, with no allocation. On Linux it calls the BoringSSL that swift-crypto
-/// links (`CCryptoBoringSSL_SHA256*`, declared in CLMDB's shim.h): swift-crypto's `SHA256` makes a
-/// context object per hash and copies the digest out twice, which cost more than the hashing of
-/// a node (65 bytes, two blocks). Where swift-crypto is CryptoKit (Apple platforms), its `SHA256`.
+/// ``MerkleDigest`` values, with no allocation. On Linux it calls OpenSSL's libcrypto through its
+/// public `SHA256_Init/Update/Final` (COpenSSL's `wikilog_sha256`), with the context on the
+/// stack: swift-crypto's `SHA256` makes a context object per hash and copies the digest out
+/// twice, which cost more than the hashing of a node (65 bytes, two blocks). Where swift-crypto
+/// is CryptoKit (Apple platforms), its `SHA256`.
 enum MerkleSHA256 {
   /// SHA-256 of the bytes `0x00 || position (8 bytes, big-endian) || record`.
   @inline(__always)
@@ -23,12 +28,9 @@ enum MerkleSHA256 {
           unsafe hasher.update(bufferPointer: record)
           unsafe hasher.finalize().withUnsafeBytes { unsafe out.copyMemory(from: $0) }
         #else
-          var context = wikilog_sha256_ctx()
-          _ = unsafe CCryptoBoringSSL_SHA256_Init(&context)
-          _ = unsafe CCryptoBoringSSL_SHA256_Update(&context, p.baseAddress, 9)
-          _ = unsafe CCryptoBoringSSL_SHA256_Update(&context, record.baseAddress, record.count)
-          _ = unsafe CCryptoBoringSSL_SHA256_Final(
-            out.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self), &context)
+          unsafe wikilog_sha256(
+            p.baseAddress, 9, record.baseAddress, record.count,
+            out.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self))
         #endif
       }
     }
@@ -52,8 +54,8 @@ enum MerkleSHA256 {
           unsafe hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: p[0..<65]))
           unsafe hasher.finalize().withUnsafeBytes { unsafe out.copyMemory(from: $0) }
         #else
-          _ = unsafe CCryptoBoringSSL_SHA256(
-            p.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self), 65,
+          unsafe wikilog_sha256(
+            p.baseAddress, 65, nil, 0,
             out.baseAddress.unsafelyUnwrapped.assumingMemoryBound(to: UInt8.self))
         #endif
       }
