@@ -152,6 +152,9 @@ public final class DataDirectory: Sendable {
       projections: Self.withMango(
         system?.makeProjections() ?? makeProjections(), database: name),
       validation: system?.validation ?? validation)
+    // Its writes for a signed-in user (``WriteAccess``) are checked against these rules in the
+    // write transaction.
+    store.useAccessRules(access(of: name))
     // A new database gets the key that signs its log's tree heads at once, whichever way it
     // was made (``create(_:)``, `open(create: true)`).
     if isNew {

@@ -1,6 +1,7 @@
 public import JSON
 public import Log
 import RevTree
+import Synchronization
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -38,6 +39,8 @@ public final class DocumentStore: Sendable {
   let searchIndexer: SearchIndexer?
   /// The projections' names in the order the store was given them, documents first.
   let projectionOrder: [String]
+  /// The per-document access rules (``accessRules``).
+  let rules = Mutex(AccessRulesBox())
 
   /// Opens (creating) the database in `directory`.
   ///
@@ -216,6 +219,12 @@ public final class DocumentStore: Sendable {
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
     }
+    if let user = p.user {
+      try checkAccess(
+        AccessWrite(
+          docID: p.id, body: p.input.deleted ? nil : p.input.body, replicated: false),
+        user: user, txn: txn, context: context)
+    }
     for requirement in try p.schema.get() {
       try require(requirement, txn: txn, context: context)
     }
@@ -277,6 +286,11 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { return }
+    if let user = p.user {
+      try checkAccess(
+        AccessWrite(docID: p.id, body: e.deleted ? nil : p.input.body, replicated: true),
+        user: user, txn: txn, context: context)
+    }
     // A new revision the validation refused (one the store had is passed over above).
     if case .failure(let error) = p.schema { throw error }
     var event = e

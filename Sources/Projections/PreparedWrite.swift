@@ -47,13 +47,17 @@ final class PreparedWrite: Sendable {
   let pending: [PendingAttachment]?
   /// Where the write came from (a client's address), recorded in its event.
   let origin: String
+  /// The signed-in user the write is made for (``WriteAccess/user`` where it was prepared):
+  /// the store's access rules are checked for them in the write transaction.
+  let user: UserContext?
 
   init(
     input: DocumentInput, id: String, early: StoreError?, requested: RevID?,
     schema: Result<[DocumentRequirement], StoreError>, body: Result<[UInt8], StoreError>,
     event: DocumentEvent?, guessedParent: RevID?, payload: [UInt8]?, shares: Shares,
-    pending: [PendingAttachment]? = nil, origin: String = ""
+    pending: [PendingAttachment]? = nil, origin: String = "", user: UserContext? = nil
   ) {
+    self.user = user
     self.pending = pending
     self.origin = origin
     self.input = input
@@ -72,7 +76,8 @@ final class PreparedWrite: Sendable {
   convenience init(refusing error: StoreError, input: DocumentInput, id: String) {
     self.init(
       input: input, id: id, early: error, requested: nil, schema: .success([]),
-      body: .failure(error), event: nil, guessedParent: nil, payload: nil, shares: .none)
+      body: .failure(error), event: nil, guessedParent: nil, payload: nil, shares: .none,
+      user: nil)
   }
 }
 
@@ -85,7 +90,7 @@ extension DocumentStore {
   /// the writer resolves them.
   func prepareEdit(
     _ input: DocumentInput, id: String, rev: String?, readParent: Bool = false,
-    origin: String = ""
+    origin: String = "", user: UserContext? = WriteAccess.user
   ) -> PreparedWrite {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
@@ -113,7 +118,8 @@ extension DocumentStore {
     else {
       return PreparedWrite(
         input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
-        event: nil, guessedParent: requested, payload: nil, shares: .none, origin: origin)
+        event: nil, guessedParent: requested, payload: nil, shares: .none, origin: origin,
+        user: user)
     }
     var pending: [PendingAttachment]? = nil
     var attachments: [StoredAttachment]? = nil
@@ -141,7 +147,7 @@ extension DocumentStore {
         return PreparedWrite(
           input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
           event: nil, guessedParent: requested, payload: nil, shares: .none, pending: pending,
-          origin: origin)
+          origin: origin, user: user)
       }
     }
     // The parent is the `_rev` named; a new document has none (unless it recreates a deleted
@@ -151,7 +157,7 @@ extension DocumentStore {
     return PreparedWrite(
       input: input, id: id, early: nil, requested: requested, schema: schema, body: body,
       event: event.event, guessedParent: requested, payload: event.event.encoded(),
-      shares: shares(input, id: id, rev: event.rev), pending: pending, origin: origin)
+      shares: shares(input, id: id, rev: event.rev), pending: pending, origin: origin, user: user)
   }
 
   /// The event of a local edit on `parent`, and its new revision.
@@ -178,7 +184,9 @@ extension DocumentStore {
 
   /// Works out a replicated write (`new_edits=false`) of document `id` from `origin`: all of
   /// it but the merge.
-  func prepareReplicated(_ input: DocumentInput, id: String, origin: String) -> PreparedWrite {
+  func prepareReplicated(
+    _ input: DocumentInput, id: String, origin: String, user: UserContext? = WriteAccess.user
+  ) -> PreparedWrite {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
     }
@@ -211,7 +219,7 @@ extension DocumentStore {
         origin: origin, body: [], attachments: nil)
       return PreparedWrite(
         input: input, id: id, early: nil, requested: nil, schema: schema, body: .success([]),
-        event: e, guessedParent: nil, payload: nil, shares: .none)
+        event: e, guessedParent: nil, payload: nil, shares: .none, user: user)
     }
     let bytes: [UInt8]
     do {
@@ -240,7 +248,7 @@ extension DocumentStore {
     return PreparedWrite(
       input: input, id: id, early: nil, requested: nil, schema: .success([]),
       body: .success(bytes), event: e, guessedParent: nil, payload: e.encoded(),
-      shares: shares(input, id: id, rev: rev), pending: pending)
+      shares: shares(input, id: id, rev: rev), pending: pending, origin: origin, user: user)
   }
 
   /// Writes the new data of `list` to the blob store (gzip for a compressible type, as
@@ -349,7 +357,9 @@ extension DocumentStore {
   /// hand-over, else inline as the writer asks. A document without `_id` gets a new one for a
   /// local edit (and an error for a replicated write).
   func prepareBulk(_ docs: [JSONValue], newEdits: Bool, origin: String) -> BulkPrepared {
-    BulkPrepared(
+    // Taken here, on the caller's task: the documents are worked out on a helper thread.
+    let user = WriteAccess.user
+    return BulkPrepared(
       newEdits: newEdits,
       documents: Lookahead(count: docs.count, helper: docs.count >= Self.bulkHelperThreshold) {
         [self] i in
@@ -362,8 +372,8 @@ extension DocumentStore {
         }.map { (input: DocumentInput) -> PreparedWrite in
           let id = input.id ?? (newEdits ? Self.newID() : "")
           return newEdits
-            ? prepareEdit(input, id: id, rev: input.rev, origin: origin)
-            : prepareReplicated(input, id: id, origin: origin)
+            ? prepareEdit(input, id: id, rev: input.rev, origin: origin, user: user)
+            : prepareReplicated(input, id: id, origin: origin, user: user)
         }
       })
   }

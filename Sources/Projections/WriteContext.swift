@@ -15,6 +15,11 @@ package final class WriteContext {
   /// runs a transaction of its own).
   var revsLimit: Int?
 
+  /// The security object, once read (``DocumentStore/checkAccess(_:user:txn:context:)``).
+  var security: SecurityObject?
+  /// What the access rules decided for earlier documents of the body.
+  var accessBatch = AccessBatch()
+
   init() {}
 
   func requirement(_ r: DocumentRequirement) -> Bool? { requirements[r.documentID]?[r.type] }

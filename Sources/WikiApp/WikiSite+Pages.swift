@@ -42,7 +42,11 @@ extension WikiSite {
   }
 
   func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await NIOThreadPool.singleton.runIfActive(body)
+    // The signed-in user goes along (``WriteAccess``): the pool's threads have no task.
+    let user = WriteAccess.user
+    return try await NIOThreadPool.singleton.runIfActive {
+      try WriteAccess.$user.withValue(user) { try body() }
+    }
   }
 
   // MARK: My wikis

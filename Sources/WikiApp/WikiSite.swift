@@ -155,6 +155,18 @@ struct WikiSite: Sendable {
       let next = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
       throw Redirect(location: "/_wiki/_signin?next=" + Self.encode(next))
     }
+    // The store checks this user's writes against the data directory's access rules in the
+    // transaction that commits them (``WriteAccess``).
+    return try await WriteAccess.$user.withValue(session.user) {
+      try await signedIn(request, session, method: method, segments: segments, query: query)
+    }
+  }
+
+  /// ``dispatch(_:_:)`` for a signed-in user.
+  func signedIn(
+    _ request: Request, _ session: Session, method: HTTPRequest.Method, segments: [String],
+    query: Query
+  ) async throws -> Response {
     var form: Query? = nil
     if method == .post {
       form = try await checkedForm(request, session: session)

@@ -156,15 +156,7 @@ public struct SecurityObject: Sendable, Hashable {
 extension DocumentStore {
   /// The database's security object (``SecurityObject/adminOnly`` when none was set).
   public func security() throws -> SecurityObject {
-    let body: JSONValue
-    do {
-      body = try getLocal(SecurityObject.localID)
-    } catch let error as StoreError where error.code == .notFound {
-      return .adminOnly
-    }
-    var object = body.objectValue ?? JSONObject()
-    object.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
-    return try SecurityObject(json: .object(object))
+    try read { txn in try securityObject(txn: txn) }
   }
 
   /// Replaces the database's security object: a `local.put` event by `actor`, durable when it

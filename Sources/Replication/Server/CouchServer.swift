@@ -108,13 +108,18 @@ public struct CouchServer: HTTPResponder {
         // A write's body is held (as its handler would read it whole anyway) so that it can be
         // sent again; attachment uploads stream, and are not.
         let replayable = try await holdingBody(&request)
-        do {
-          response = try await route(request, context: context, caller: caller)
-        } catch let error as StoreError where error.code == .unavailable && replayable {
-          // A request that met its database closed under it by a compaction: nothing of it
-          // was written (the compaction holds the writer's lock until the log is closed), and
-          // the data directory has the database open again on the compacted file.
-          response = try await route(request, context: context, caller: caller)
+        // The store checks the caller's writes against the database's access rules in the
+        // transaction that commits them (``WriteAccess``), whatever the handler checked before.
+        let held = request
+        response = try await WriteAccess.$user.withValue(caller.user) {
+          do {
+            return try await route(held, context: context, caller: caller)
+          } catch let error as StoreError where error.code == .unavailable && replayable {
+            // A request that met its database closed under it by a compaction: nothing of it
+            // was written (the compaction holds the writer's lock until the log is closed),
+            // and the data directory has the database open again on the compacted file.
+            return try await route(held, context: context, caller: caller)
+          }
         }
       }
     } catch {
@@ -532,7 +537,11 @@ public struct CouchServer: HTTPResponder {
   /// Runs a blocking store write on NIO's thread pool, so that waits for the LMDB writer lock
   /// and fsync never occupy the cooperative threads that serve the feeds.
   func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await NIOThreadPool.singleton.runIfActive(body)
+    // The caller's ``WriteAccess/user`` goes along: the pool's threads have no task.
+    let user = WriteAccess.user
+    return try await NIOThreadPool.singleton.runIfActive {
+      try WriteAccess.$user.withValue(user) { try body() }
+    }
   }
 
   /// Rows a read may return on the event loop; a read that may return more (no `limit`, or a
