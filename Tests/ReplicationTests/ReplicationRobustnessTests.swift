@@ -8,6 +8,7 @@ import Projections
 import Replication
 import RevTree
 import Synchronization
+import TestSupport
 import Testing
 import Wiki
 
@@ -75,16 +76,12 @@ import Wiki
     RetryPolicy(maximumRetries: 30, initialDelay: .milliseconds(5), maximumDelay: .milliseconds(50))
   }
 
-  /// Polls `condition` every 20 ms until it holds or `seconds` pass.
+  /// TestSupport's `eventually`: `condition` checked every 20 ms until it holds or `seconds`
+  /// pass.
   static func eventually(
     _ seconds: Double = 20, _ condition: () throws -> Bool
   ) async throws -> Bool {
-    let end = Date().addingTimeInterval(seconds)
-    while Date() < end {
-      if try condition() { return true }
-      try await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
+    try await TestSupport.eventually(seconds, condition)
   }
 
   @Test(
