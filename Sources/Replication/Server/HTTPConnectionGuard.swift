@@ -73,8 +73,6 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   private var inFlight = 0
   /// A request's head was passed on and its end has not arrived yet: its body is being read.
   private var bodyOpen = false
-  /// A request with a body whose end had not arrived when its head did.
-  private var awaitingBody = false
 
   init(limits: ConnectionLimits, open: OpenConnections) {
     self.limits = limits
@@ -99,10 +97,7 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     let part = unwrapInboundIn(data)
-    if case .end = part {
-      bodyOpen = false
-      awaitingBody = false
-    }
+    if case .end = part { bodyOpen = false }
     if case .head(let request) = part {
       inFlight += 1
       headTimer?.cancel()
@@ -114,7 +109,7 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
             "The server has \(limits.maxConnections) connections open, its limit; try again later.")
         return
       }
-      if Self.hasBody(request) { awaitingBody = true }
+      if Self.hasBody(request) { Self.acknowledgeNow(context) }
       // `Expect: 100-continue`: the client waits for a `100 Continue` before it sends the body
       // (curl for a second, then sends anyway); mochiweb sends it too.
       if !answered,
@@ -128,13 +123,6 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     guard !answered else { return }
     if case .head = part { bodyOpen = true }
     context.fireChannelRead(data)
-  }
-
-  func channelReadComplete(context: ChannelHandlerContext) {
-    // What arrived is read, and a request's body is still to come: acknowledge now (see
-    // ``acknowledgeNow(_:)``). A request whose body came with its head costs no system call.
-    if awaitingBody { Self.acknowledgeNow(context) }
-    context.fireChannelReadComplete()
   }
 
   func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -190,7 +178,7 @@ final class HTTPConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
   /// algorithm on (Erlang's ibrowse, which CouchDB's replicator uses, does) holds the body until
   /// the head is acknowledged; the server has nothing to send before it has the body, so the
   /// kernel's delayed ACK made each such request wait 40 ms. Linux clears the flag by itself,
-  /// so it is set again for every request whose body is still to come once a read completes.
+  /// so it is set again for every request with a body.
   static func acknowledgeNow(_ context: ChannelHandlerContext) {
     #if os(Linux)
       guard let options = context.channel.syncOptions else { return }
