@@ -40,7 +40,7 @@ public final class DocumentStore: Sendable {
   /// The projections' names in the order the store was given them, documents first.
   let projectionOrder: [String]
   /// The per-document access rules (``accessRules``).
-  let rules = Mutex(AccessRulesBox())
+  let rules = Mutex<(any DocumentAccess)?>(nil)
 
   /// Opens (creating) the database in `directory`.
   ///
@@ -212,18 +212,20 @@ public final class DocumentStore: Sendable {
     _ p: PreparedWrite, actor: String, txn: WriteTransaction, context: WriteContext? = nil
   ) throws -> String {
     if let early = p.early { throw early }
+    // Access first: a write the user may not make is refused the same whether or not the
+    // document or the revision named exists (a conflict would tell).
+    if let user = p.user {
+      try checkAccess(
+        AccessWrite(
+          docID: p.id, body: p.input.deleted ? nil : p.input.body, replicated: false),
+        user: user, txn: txn, context: context)
+    }
     let record =
       try documents.record(p.id, storage: documentStorage, txn: txn)
       ?? DocumentRecord(docID: p.id)
     let parent = try record.tree.editParent(for: p.requested, deleted: p.input.deleted)
     guard (parent?.generation ?? 0) < RevID.maxGeneration else {
       throw StoreError.badRequest("revision generation overflow")
-    }
-    if let user = p.user {
-      try checkAccess(
-        AccessWrite(
-          docID: p.id, body: p.input.deleted ? nil : p.input.body, replicated: false),
-        user: user, txn: txn, context: context)
     }
     for requirement in try p.schema.get() {
       try require(requirement, txn: txn, context: context)

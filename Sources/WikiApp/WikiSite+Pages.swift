@@ -42,11 +42,8 @@ extension WikiSite {
   }
 
   func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    // The signed-in user goes along (``WriteAccess``): the pool's threads have no task.
-    let user = WriteAccess.user
-    return try await NIOThreadPool.singleton.runIfActive {
-      try WriteAccess.$user.withValue(user) { try body() }
-    }
+    // The caller's ``WriteAccess/user`` goes along: the pool's threads have no task.
+    try await NIOThreadPool.singleton.runIfActive(WriteAccess.carrying(body))
   }
 
   // MARK: My wikis

@@ -19,16 +19,25 @@ import Synchronization
 /// ```
 public enum WriteAccess {
   @TaskLocal public static var user: UserContext?
+
+  /// `body`, made to run with the calling task's ``user`` on a thread that has no task (a
+  /// thread pool's).
+  public static func carrying<T>(_ body: @escaping @Sendable () throws -> T)
+    -> @Sendable () throws -> T
+  {
+    let user = self.user
+    return { try $user.withValue(user) { try body() } }
+  }
 }
 
 extension DocumentStore {
   /// The per-document access rules checked in the write transaction for
   /// ``WriteAccess/user`` (a data directory gives its rules to each store it opens).
-  public var accessRules: (any DocumentAccess)? { rules.withLock { $0.value } }
+  public var accessRules: (any DocumentAccess)? { rules.withLock { $0 } }
 
   /// Makes `rules` the store's per-document access rules.
   public func useAccessRules(_ rules: (any DocumentAccess)?) {
-    self.rules.withLock { $0.value = rules }
+    self.rules.withLock { $0 = rules }
   }
 
   /// Refuses, with `forbidden`, a write of `user`'s that the rules or the security object do
@@ -59,9 +68,4 @@ extension DocumentStore {
     object.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
     return try SecurityObject(json: .object(object))
   }
-}
-
-/// A store's access rules, behind a lock: set once its data directory has opened it.
-struct AccessRulesBox: Sendable {
-  var value: (any DocumentAccess)?
 }

@@ -111,7 +111,10 @@ public struct CouchServer: HTTPResponder {
         // The store checks the caller's writes against the database's access rules in the
         // transaction that commits them (``WriteAccess``), whatever the handler checked before.
         let held = request
-        response = try await WriteAccess.$user.withValue(caller.user) {
+        // (An administrator may write anything: nothing to check, and none is made.)
+        response = try await WriteAccess.$user.withValue(
+          caller.user.isAdmin ? nil : caller.user
+        ) {
           do {
             return try await route(held, context: context, caller: caller)
           } catch let error as StoreError where error.code == .unavailable && replayable {
@@ -201,6 +204,7 @@ public struct CouchServer: HTTPResponder {
       try replicatorAccess(route, caller: caller)
     }
     let method = request.method
+    let pushing = Self.isPush(route, method)
     switch route {
     case .root:
       try allow(method, [.get, .head])
@@ -262,7 +266,7 @@ public struct CouchServer: HTTPResponder {
     case .databaseEndpoint(let db, let endpoint):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+        db, store, caller, writing: pushing)
       if db == UserStore.databaseName && !caller.user.isAdmin {
         throw caller.user.name == nil
           ? ReplicationError(
@@ -336,14 +340,13 @@ public struct CouchServer: HTTPResponder {
       }
     case .index(let db, let path):
       let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+      let access = try databaseAccess(db, store, caller)
       return try await indexPath(
         store, path: path, request: request, context: context, caller: caller, access: access)
     case .local(let db, let id):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+        db, store, caller, writing: pushing)
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw ReplicationError(
@@ -357,7 +360,7 @@ public struct CouchServer: HTTPResponder {
     case .document(let db, let id):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+        db, store, caller, writing: pushing)
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
@@ -367,7 +370,7 @@ public struct CouchServer: HTTPResponder {
     case .attachment(let db, let id, let name):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+        db, store, caller, writing: pushing)
       if id.hasPrefix("_design/") && name == "_info" {
         try allow(method, [.get, .head])
         try access.checkRead(id, in: store)
@@ -382,8 +385,7 @@ public struct CouchServer: HTTPResponder {
         access: access)
     case .log(let db, let endpoint):
       let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller, writing: Self.isPush(route, method))
+      let access = try databaseAccess(db, store, caller)
       // The log holds every event of every document: for administrators only.
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
       try allow(method, [.get, .head])
@@ -538,10 +540,7 @@ public struct CouchServer: HTTPResponder {
   /// and fsync never occupy the cooperative threads that serve the feeds.
   func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     // The caller's ``WriteAccess/user`` goes along: the pool's threads have no task.
-    let user = WriteAccess.user
-    return try await NIOThreadPool.singleton.runIfActive {
-      try WriteAccess.$user.withValue(user) { try body() }
-    }
+    try await NIOThreadPool.singleton.runIfActive(WriteAccess.carrying(body))
   }
 
   /// Rows a read may return on the event loop; a read that may return more (no `limit`, or a
