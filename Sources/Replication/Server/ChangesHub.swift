@@ -53,11 +53,11 @@ final class ChangesHub: Sendable {
     var nextID = 0
     /// The last position the follower has seen (valid while `following`).
     var last = LogPosition.start
-    var following = false
-    /// The follower's task while `following`, and its number: a follower that was cancelled
-    /// (its last waiter left) or replaced leaves the state alone.
+    /// The follower's task, while one runs, and its number: a follower that was cancelled (its
+    /// last waiter left) or replaced leaves the state alone.
     var follower: Task<Void, Never>?
     var followerNumber = 0
+    var following: Bool { follower != nil }
     var closed = false
 
     static func keys(_ filter: Filter) -> [String] {
@@ -136,7 +136,6 @@ final class ChangesHub: Sendable {
           s.add(Waiter(after: after, filter: filter, continuation: continuation), id: id)
           guard !s.following else { return nil }
           // No follower: start one from this waiter's position.
-          s.following = true
           s.last = after
           s.followerNumber += 1
           let number = s.followerNumber
@@ -150,10 +149,9 @@ final class ChangesHub: Sendable {
       // one stops the follower, so that no task keeps the log's poller running for nobody.
       let (waiter, follower) = state.withLock { s -> (Waiter?, Task<Void, Never>?) in
         let waiter = s.remove(id)
-        guard s.waiters.isEmpty, s.following else { return (waiter, nil) }
-        s.following = false
-        defer { s.follower = nil }
-        return (waiter, s.follower)
+        guard s.waiters.isEmpty, let follower = s.follower else { return (waiter, nil) }
+        s.follower = nil
+        return (waiter, follower)
       }
       waiter?.continuation.resume(returning: false)
       follower?.cancel()
@@ -192,7 +190,6 @@ final class ChangesHub: Sendable {
             notice.docID.map { s.wake(docID: $0, at: notice.position).map(\.continuation) }
             ?? []
           if s.waiters.isEmpty || s.closed {
-            s.following = false
             s.follower = nil
             return (woken, true)
           }
