@@ -63,11 +63,6 @@ public final class EventLog: Sendable {
     /// In group commit, how long the writer waits for the callers of the previous group to
     /// submit again before it commits what it has.
     public var groupCommitWindow: Duration = .microseconds(100)
-    /// No longer has an effect: every open now walks every page the file uses
-    /// (``checkPages(directory:maxProblems:)``) before LMDB reads one, refusing a damaged file
-    /// with ``LogError/damaged(path:reason:)``. Kept so that code setting it still builds.
-    @available(*, deprecated, message: "every open checks every page")
-    public var checkPagesAtOpen = false
     /// Keep the Merkle tree over the events in each append transaction (``treeHead()``). Off
     /// only to measure what the tree costs, or for a bulk load: appends then leave the tree
     /// behind, and the next writable open with it on hashes the missing events in.

@@ -44,9 +44,9 @@ extension HTTPServerBuilder {
 
 /// A request body that ended before its framing said it would: the connection closed in the
 /// middle of it, or the parser refused what followed. Its reader fails with this error.
-public struct IncompleteRequestBody: Error, CustomStringConvertible {
-  public let reason: String
-  public var description: String { reason }
+struct IncompleteRequestBody: Error, CustomStringConvertible {
+  let reason: String
+  var description: String { reason }
 }
 
 /// The number of open connections, shared by every connection's guard.
