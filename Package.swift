@@ -20,6 +20,7 @@ let package = Package(
     .library(name: "Projections", targets: ["Projections"]),
     .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
+    .library(name: "CouchAPI", targets: ["CouchAPI"]),
     .library(name: "Auth", targets: ["Auth"]),
     .library(name: "WikiMarkdown", targets: ["WikiMarkdown"]),
     .library(name: "WikiApp", targets: ["WikiApp"]),
@@ -89,10 +90,27 @@ let package = Package(
     .target(
       name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    // The replicator (client of CouchDB's protocol), its jobs and the `_replicator` documents;
+    // no HTTP server.
     .target(
       name: "Replication",
       dependencies: [
-        "Auth", "Projections", "JSON", "RevTree", "Log",
+        "Projections", "JSON", "RevTree", "Log",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    // CouchDB's HTTP API on Hummingbird.
+    .target(
+      name: "CouchAPI",
+      dependencies: [
+        "Auth", "Projections", "Replication", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -102,7 +120,6 @@ let package = Package(
         .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        .product(name: "AsyncHTTPClient", package: "async-http-client"),
         .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
@@ -123,7 +140,8 @@ let package = Package(
     .target(
       name: "WikiApp",
       dependencies: [
-        "Auth", "JSON", "Log", "Projections", "Replication", "RevTree", "Wiki", "WikiMarkdown",
+        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Replication", "RevTree", "Wiki",
+        "WikiMarkdown",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Mustache", package: "swift-mustache"),
@@ -138,7 +156,8 @@ let package = Package(
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "Auth", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki", "WikiApp",
+        "Auth", "CouchAPI", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
+        "WikiApp",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -190,7 +209,8 @@ let package = Package(
     .testTarget(
       name: "WikiAppTests",
       dependencies: [
-        "WikiApp", "Auth", "Replication", "Projections", "JSON", "Log", "Wiki", "TestSupport",
+        "WikiApp", "Auth", "CouchAPI", "Replication", "Projections", "JSON", "Log", "Wiki",
+        "TestSupport",
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -198,10 +218,46 @@ let package = Package(
         .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: swiftSettings),
+    // A data directory and a server per test, for the server's and the replicator's tests.
+    .target(
+      name: "CouchTestSupport",
+      dependencies: [
+        "CouchAPI", "Replication", "Projections", "JSON", "Log", "Wiki", "Auth", "TestSupport",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      path: "Tests/CouchTestSupport", swiftSettings: swiftSettings),
+    // CouchDB's HTTP API: routes, answers, access, hostile input.
+    .testTarget(
+      name: "CouchAPITests",
+      dependencies: [
+        "CouchAPI", "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
+        "Auth", "CouchTestSupport",
+        .product(name: "Crypto", package: "swift-crypto"),
+        // Built so that the tests can run `wikilog serve` as a child process.
+        "wikilog",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HummingbirdTesting", package: "hummingbird"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "HummingbirdCore", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: swiftSettings),
+    // The replicator, `_replicate` and the `_replicator` database, against served databases.
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport", "Auth",
+        "CouchAPI", "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
+        "Auth", "CouchTestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         // Built so that the tests can run `wikilog serve` as a child process.
         "wikilog",
@@ -261,7 +317,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
     .executableTarget(
       name: "ReplCompare",
       dependencies: [
-        "JSON", "Projections", "Log", "Wiki", "Replication",
+        "JSON", "Projections", "Log", "Wiki", "Replication", "CouchAPI",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -292,12 +348,12 @@ if ProcessInfo.processInfo.environment["WIKILOG_FUZZ"] != nil {
     ("JSON", ["JSON"]),
     ("RevTree", ["RevTree"]),
     ("EventRecord", ["Log"]),
-    ("Route", ["Replication"]),
+    ("Route", ["CouchAPI"]),
     ("Revisions", ["JSON", "Projections", "RevTree"]),
     (
       "Request",
       [
-        "Replication", "Projections", "Log", "Wiki",
+        "CouchAPI", "Projections", "Log", "Wiki",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,4 @@
+import CouchAPI
 // The replication rows of scripts/compare (the replication issue's targets), wikilog to wikilog
 // over loopback HTTP, printed as "<workload> <count> <seconds> <per_second>" lines:
 //

@@ -1,3 +1,4 @@
+import CouchAPI
 // libFuzzer target: whole HTTP requests through the server in process — routing, query
 // parameters, headers, JSON bodies, `_bulk_docs` with `new_edits: false` and its `_revisions`,
 // attachments, multipart. Every request gets a response (an error is a response); none crash.

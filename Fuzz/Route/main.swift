@@ -4,6 +4,7 @@
 import Foundation
 import FuzzDriver
 
+@testable import CouchAPI
 @testable import Replication
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -233,3 +233,14 @@ public struct JSONObject: Sendable, Hashable, RandomAccessCollection {
     }
   }
 }
+
+extension JSONValue {
+  /// A JSON integer (a value beyond 64-bit signed range is clamped).
+  ///
+  /// ```swift
+  /// JSONValue.int(42).serialized()  // "42"
+  /// ```
+  public static func int(_ value: some BinaryInteger) -> JSONValue {
+    .number(JSONNumber(Int64(clamping: value)))
+  }
+}

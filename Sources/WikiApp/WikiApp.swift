@@ -1,3 +1,4 @@
+public import CouchAPI
 import HTTPTypes
 public import Hummingbird
 public import HummingbirdCore

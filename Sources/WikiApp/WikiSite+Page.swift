@@ -1,3 +1,4 @@
+import CouchAPI
 import Foundation
 import HTTPTypes
 import Hummingbird

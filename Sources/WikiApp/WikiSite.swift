@@ -1,4 +1,5 @@
 import Auth
+import CouchAPI
 import Crypto
 import Foundation
 import HTTPTypes
@@ -97,14 +98,14 @@ struct WikiSite: Sendable {
           body: Templates.render(
             "error", ["heading": failure.status.reasonPhrase, "message": failure.message])),
         session: nil)
-    } catch let error as ReplicationError {
+    } catch let error as CouchError {
       return html(
         Page(
           status: .init(code: error.statusCode), title: "Error",
           body: Templates.render("error", ["heading": error.error, "message": error.reason])),
         session: nil)
     } catch let error as StoreError {
-      let e = ReplicationError(error)
+      let e = CouchError(error)
       return html(
         Page(
           status: .init(code: e.statusCode), title: "Error",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CouchAPI
 import Foundation
 import JSON
 import Log

@@ -1,3 +1,5 @@
+import CouchAPI
+import CouchTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird

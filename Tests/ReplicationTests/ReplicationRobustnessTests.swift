@@ -1,4 +1,6 @@
 import AsyncHTTPClient
+import CouchAPI
+import CouchTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting

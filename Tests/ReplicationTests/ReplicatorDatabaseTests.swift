@@ -1,3 +1,4 @@
+import CouchTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,6 +9,7 @@ import Projections
 import TestSupport
 import Testing
 
+@testable import CouchAPI
 @testable import Replication
 
 /// The `_replicator` database and `/_scheduler/docs`: persistent jobs written as documents,

@@ -1,3 +1,4 @@
+import CouchTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,6 +9,7 @@ import Projections
 import TestSupport
 import Testing
 
+@testable import CouchAPI
 @testable import Replication
 
 /// `_replicator` for users who are not administrators (CouchDB 3.4's `owner`,
@@ -495,7 +497,7 @@ extension ReplicatorOwnerTests {
   @Test("credentials: CouchDB's precedence (auth, userinfo, header) and stripping")
   func credentials() throws {
     func chosen(_ spec: String) throws -> HTTPTransport.Credentials? {
-      let endpoint = try CouchServer.endpoint(try JSONValue(parsing: Array(spec.utf8)), "source")
+      let endpoint = try Replicator.endpoint(try JSONValue(parsing: Array(spec.utf8)), "source")
       return (endpoint.transport as? HTTPTransport)?.credentials
     }
     let all =

@@ -1,4 +1,5 @@
 import Auth
+import CouchAPI
 import Foundation
 import HTTPTypes
 import Hummingbird

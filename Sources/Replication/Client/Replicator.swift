@@ -98,7 +98,7 @@ public struct Replicator: Sendable {
   // MARK: Checkpoints
 
   /// CouchDB's replication log: the current session and a history of earlier ones.
-  func checkpointDocument(
+  public func checkpointDocument(
     sessionID: String, startTime: String, report: ReplicationReport, previous: JSONValue?
   ) -> JSONObject {
     let entry = JSONValue.object(

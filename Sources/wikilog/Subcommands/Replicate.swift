@@ -1,5 +1,6 @@
 import ArgumentParser
 import Auth
+import CouchAPI
 import Foundation
 import JSON
 import Logging

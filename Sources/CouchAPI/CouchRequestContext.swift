@@ -1,0 +1,16 @@
+public import Hummingbird
+import NIOCore
+import Replication
+
+/// The request context of ``CouchServer``: Hummingbird's core storage plus the peer's address,
+/// which names the origin of replicated writes.
+public struct CouchRequestContext: RequestContext {
+  public var coreContext: CoreRequestContextStorage
+  /// The client's IP address, when the connection has one (not in router tests).
+  public let peerAddress: String?
+
+  public init(source: ApplicationRequestContextSource) {
+    coreContext = CoreRequestContextStorage(source: source)
+    peerAddress = source.channel.remoteAddress?.ipAddress
+  }
+}

@@ -1,0 +1,248 @@
+import Replication
+
+/// Where a request goes, from its raw (still percent-encoded) path.
+///
+/// Each `/`-separated segment is percent-decoded on its own, so `%2F` inside a segment is part of
+/// a name (`/wiki/w1%3AHome%2FSub` is document `w1:Home/Sub`), while a raw `/` separates
+/// segments. A trailing `/` is ignored (`/wiki/` is `/wiki`). `_design/name` is a document id
+/// over two segments, as in CouchDB.
+///
+/// Every endpoint of CouchDB 3.4 that wikilog does not serve has a route of its own that answers
+/// honestly (``unserved(_:)``, ``databaseUnserved(_:_:)``): `501 not_implemented` naming the
+/// feature, or CouchDB's own answer where that is the honest one (`410 gone` for `_temp_view`,
+/// `404` for `/favicon.ico`), so that no such path is mistaken for a database or a document.
+enum CouchRoute: Equatable, Sendable {
+  case root
+  /// `/_session`: sign-in.
+  case session
+  case allDatabases
+  /// `GET /_dbs_info`, `POST /_dbs_info` with `{"keys": [...]}`.
+  case databasesInfo
+  case up
+  case uuids
+  /// `/_active_tasks`: the Mango index builds and the replications under way.
+  case activeTasks
+  /// `/_replicate`, `/_scheduler/jobs[/{id}]`, `/_scheduler/docs[/_replicator[/{docid}]]`.
+  case replicate
+  case schedulerJobs(String?)
+  case schedulerDocs(String?)
+  /// `GET /_node/{node}`: the node's name.
+  case node(String)
+  /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
+  case nodeStats(node: String, path: [String])
+  case database(String)
+  /// A database endpoint such as `_all_docs` or `_changes`.
+  case databaseEndpoint(String, DatabaseEndpoint)
+  case local(db: String, id: String)
+  case document(db: String, id: String)
+  /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
+  case attachment(db: String, id: String, name: String)
+  /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
+  case index(db: String, path: [String])
+  /// `/{db}/_log/head` and `/{db}/_log/proof`: the log's signed tree head and its proofs
+  /// (wikilog's own, not CouchDB's).
+  case log(db: String, LogEndpoint)
+  /// `/_global_changes` and below: CouchDB's system database of database updates, which a
+  /// single node does not have: `404` (a `PUT` of it `412 file_exists`, as CouchDB 3.4
+  /// answers).
+  case globalChanges
+  /// A CouchDB endpoint wikilog does not serve, or a path that is wrong in itself: answered
+  /// with this error, whatever the method.
+  case unserved(CouchError)
+  /// The same below an existing database: the database is opened first (`404` when it does
+  /// not exist), then this error answers.
+  case databaseUnserved(String, CouchError)
+
+  enum DatabaseEndpoint: String, Sendable, CaseIterable {
+    case allDocs = "_all_docs"
+    case designDocs = "_design_docs"
+    case localDocs = "_local_docs"
+    case allDocsQueries = "_all_docs/queries"
+    case designDocsQueries = "_design_docs/queries"
+    case localDocsQueries = "_local_docs/queries"
+    case bulkDocs = "_bulk_docs"
+    case bulkGet = "_bulk_get"
+    case revsDiff = "_revs_diff"
+    case missingRevs = "_missing_revs"
+    case changes = "_changes"
+    case ensureFullCommit = "_ensure_full_commit"
+    case revsLimit = "_revs_limit"
+    case compact = "_compact"
+    case viewCleanup = "_view_cleanup"
+    case security = "_security"
+    case find = "_find"
+    case explain = "_explain"
+    case index = "_index"
+    case search = "_search"
+  }
+
+  enum LogEndpoint: String, Sendable, CaseIterable {
+    case head, proof
+  }
+
+  /// The database the route names, if any.
+  var database: String? {
+    switch self {
+    case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
+      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
+      .log(let db, _):
+      return db
+    default:
+      return nil
+    }
+  }
+
+  /// Parses a path such as `/wiki/_local/abc%2Fdef`.
+  static func parse(_ path: String) throws(CouchError) -> CouchRoute {
+    var segments: [String] = []
+    for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
+      segments.append(try PercentDecoding.decoded(raw))
+    }
+    guard let first = segments.first else { return .root }
+    let rest = Array(segments.dropFirst())
+    if let route = serverRoute(first, rest) { return route }
+    let db = first
+    guard let head = rest.first else { return .database(db) }
+    if let error = unservedDatabasePath(db: db, rest) { return .databaseUnserved(db, error) }
+    switch head {
+    case "_local":
+      if rest.count == 2 { return .local(db: db, id: rest[1]) }
+      if rest.count == 1 { return .unserved(.badRequest("Invalid _local document id.")) }
+      return .unserved(.badRequest("_local documents do not accept attachments."))
+    case "_log":
+      if rest.count == 2, let endpoint = LogEndpoint(rawValue: rest[1]) {
+        return .log(db: db, endpoint)
+      }
+      return .unserved(.notFound())
+    case "_design":
+      if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
+      if rest.count > 2 {
+        return .attachment(
+          db: db, id: "_design/" + rest[1], name: rest[2...].joined(separator: "/"))
+      }
+      return .unserved(.badRequest("_design requires a document id"))
+    default:
+      if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
+      if let endpoint = DatabaseEndpoint(rawValue: head) {
+        if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
+        // `_all_docs/queries`, `_design_docs/queries`, `_local_docs/queries`.
+        if rest.count == 2, let queries = DatabaseEndpoint(rawValue: head + "/" + rest[1]) {
+          return .databaseEndpoint(db, queries)
+        }
+        return .unserved(.notFound())
+      }
+      // `_local%2Fid` names the local document, as the `_local/id` path does in CouchDB.
+      if head.hasPrefix("_local/"), head.count > 7 {
+        if rest.count == 1 { return .local(db: db, id: String(head.dropFirst(7))) }
+        return .unserved(.badRequest("_local documents do not accept attachments."))
+      }
+      if rest.count == 1 { return .document(db: db, id: head) }
+      return .attachment(db: db, id: head, name: rest[1...].joined(separator: "/"))
+    }
+  }
+
+  /// The routes of the server's own endpoints (`/_...`, `/favicon.ico`), or nil for a database.
+  static func serverRoute(_ first: String, _ rest: [String]) -> CouchRoute? {
+    func only(_ route: CouchRoute) -> CouchRoute { rest.isEmpty ? route : .unserved(.notFound()) }
+    switch first {
+    case "_all_dbs": return only(.allDatabases)
+    case "_session": return only(.session)
+    case "_users", "_replicator": return nil  // a database (when the data directory has it)
+    case "_dbs_info": return only(.databasesInfo)
+    case "_up": return only(.up)
+    case "_active_tasks": return only(.activeTasks)
+    case "_uuids": return only(.uuids)
+    case "_node": return nodeRoute(rest)
+    case "_replicate": return only(.replicate)
+    case "_global_changes": return .globalChanges
+    case "_scheduler":
+      if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
+      if rest.first == "docs" {
+        // `/_scheduler/docs`, `/_scheduler/docs/_replicator` and a document of it; other
+        // replicator databases (`{prefix}/_replicator`) do not exist here.
+        switch rest.count {
+        case 1: return .schedulerDocs(nil)
+        case 2 where rest[1] == "_replicator": return .schedulerDocs(nil)
+        case 3 where rest[1] == "_replicator": return .schedulerDocs(rest[2])
+        default: return .unserved(.badRequest("Invalid path"))
+        }
+      }
+      return .unserved(.notFound())
+    case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
+    default:
+      guard let feature = unservedServerFeatures[first] else { return nil }
+      return .unserved(.notImplemented(feature))
+    }
+  }
+
+  /// The server endpoints of CouchDB 3.4 that wikilog does not serve, by first segment, with
+  /// the feature each belongs to. (wikilog serves `_users` and `_replicator` as databases.)
+  static let unservedServerFeatures: [String: String] = [
+    "_cluster_setup": "cluster setup (/_cluster_setup)",
+    "_db_updates": "the feed of database updates (/_db_updates)",
+    "_membership": "cluster membership (/_membership)",
+    "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
+    "_reload_query_servers": "query servers (/_reload_query_servers)",
+    "_reshard": "resharding (/_reshard)",
+    "_search_analyze": "full-text search (/_search_analyze)",
+    "_utils": "Fauxton, the web interface at /_utils,",
+  ]
+
+  /// `/_node`, `/_node/{node}`, `/_node/{node}/_stats/...` and the node endpoints not served.
+  static func nodeRoute(_ rest: [String]) -> CouchRoute {
+    guard let node = rest.first else {
+      return .unserved(.badRequest("Incomplete path to _node request"))
+    }
+    guard rest.count >= 2 else { return .node(node) }
+    let endpoint = rest[1]
+    if endpoint == "_stats" { return .nodeStats(node: node, path: Array(rest.dropFirst(2))) }
+    let feature =
+      switch endpoint {
+      case "_config": "server configuration"
+      case "_system": "system statistics"
+      case "_prometheus": "Prometheus metrics"
+      case "_versions": "the versions of the server's components"
+      case "_restart": "restarting the server"
+      case "_smoosh": "automatic compaction (smoosh)"
+      default: "the node-local interface"
+      }
+    return .unserved(.notImplemented("\(feature) (/_node/{node}/\(endpoint))"))
+  }
+
+  /// The error for a path below database `db` that names a CouchDB feature wikilog does not
+  /// serve, or nil.
+  static func unservedDatabasePath(db: String, _ rest: [String]) -> CouchError? {
+    let head = rest[0]
+    let path = "/{db}/" + head
+    switch head {
+    case "_shards", "_sync_shards":
+      return .notImplemented("shards (\(path))")
+    case "_temp_view":
+      return CouchError("gone", "Temporary views are not supported in CouchDB", status: 410)
+    case "_search_cleanup", "_nouveau_cleanup":
+      return .notImplemented("full-text search (\(path))")
+    case "_purge", "_purged_infos", "_purged_infos_limit":
+      return .notImplemented("purging (\(path))")
+    case "_partition":
+      return .notImplemented("partitioned databases (\(path))")
+    case "_compact" where rest.count > 1:
+      return .notImplemented("views and their compaction (\(path)/{ddoc})")
+    case "_design" where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]:
+      let action = rest[2]
+      let feature =
+        switch action {
+        case "_view": "views"
+        case "_show": "show functions"
+        case "_list": "list functions"
+        case "_update": "update functions"
+        case "_rewrite": "rewrites"
+        case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
+          "full-text search"
+        default: "design document functions"
+        }
+      return .notImplemented("\(feature) (/{db}/_design/{ddoc}/\(action))")
+    default:
+      return nil
+    }
+  }
+}

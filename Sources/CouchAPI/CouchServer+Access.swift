@@ -1,0 +1,442 @@
+import Auth
+import HTTPTypes
+public import Hummingbird
+import JSON
+import Log
+public import Projections
+import Replication
+
+/// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
+/// recorded under, and a refreshed session cookie to send back.
+struct Caller: Sendable {
+  var authentication: Authentication
+  /// The user the rules see: the signed-in one, or a server administrator for an anonymous
+  /// request while the server has no administrator at all ("admin party", loopback only).
+  var user: UserContext
+  /// The actor of the request's writes: the user's name, or `anonymous`.
+  var actor: String
+
+  /// A server administrator, as the library-embedded server without an ``Authenticator`` sees
+  /// every request.
+  static func administrator(actor: String) -> Caller {
+    Caller(
+      authentication: Authentication(context: .anonymous, method: nil),
+      user: UserContext(name: nil, roles: [UserContext.adminRole]), actor: actor)
+  }
+}
+
+/// What the caller may do with one database: its security object and access rules, worked out
+/// once per request.
+struct DatabaseAccess: Sendable {
+  let name: String
+  let user: UserContext
+  let security: SecurityObject
+  /// Per-document rules (the wiki's membership); nil for a plain database.
+  let rules: (any DocumentAccess)?
+
+  var isServerAdmin: Bool { user.isAdmin }
+  var isAdmin: Bool { security.isAdmin(user) }
+  var isMember: Bool { security.isMember(user) }
+  /// Whether reads are filtered to what the rules grant (a user other than a server
+  /// administrator, in a database with rules).
+  var restricted: Bool { rules != nil && !user.isAdmin }
+
+  /// Whether the caller, restricted and not a member, may read no document of `store` at all
+  /// (in no wiki of it).
+  func seesNothing(_ store: DocumentStore) throws -> Bool {
+    guard restricted, !isMember, let rules else { return false }
+    return try !rules.grantsAnything(to: user, in: store)
+  }
+
+  /// The caller's view of `store`, when ``restricted``.
+  func view(_ store: DocumentStore) throws -> (any AccessView)? {
+    guard restricted, let rules else { return nil }
+    return try rules.view(for: user, isMember: isMember, in: store)
+  }
+
+  /// Whether the caller may read document `docID`.
+  func canRead(_ docID: String, in store: DocumentStore) throws -> Bool {
+    guard restricted, rules != nil else { return true }
+    return try store.read { txn in try canRead(docID, in: store, txn: txn) }
+  }
+
+  /// ``canRead(_:in:)`` in the caller's read transaction.
+  func canRead(_ docID: String, in store: DocumentStore, txn: ReadTransaction) throws -> Bool {
+    guard restricted, let rules else { return true }
+    guard let rights = try rules.rights(of: user, to: docID, in: store, txn: txn) else {
+      return isMember
+    }
+    return rights >= .member
+  }
+
+  /// `doc` as the caller may see it: in `_replicator`, another user's document without its
+  /// credentials (``ReplicatorOwnership/shown(_:access:)``); elsewhere as it is.
+  func shown(_ doc: JSONValue, madeUpRev: Bool = true) -> JSONValue {
+    guard name == ReplicatorDocuments.databaseName else { return doc }
+    return ReplicatorOwnership.shown(doc, access: self, madeUpRev: madeUpRev)
+  }
+
+  /// The body of a write to `docID` with its `owner` set, in `_replicator`
+  /// (``ReplicatorOwnership/owned(_:id:access:)``); elsewhere as it is.
+  func owned(_ body: [UInt8], id: String?) throws -> [UInt8] {
+    guard name == ReplicatorDocuments.databaseName else { return body }
+    return try ReplicatorOwnership.owned(body, id: id, access: self)
+  }
+
+  /// ``owned(_:id:)`` for a parsed document.
+  func owned(_ object: JSONObject, id: String) throws -> JSONObject {
+    guard name == ReplicatorDocuments.databaseName else { return object }
+    return try ReplicatorOwnership.owned(object, id: id, access: self)
+  }
+
+  /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
+  /// read `docID`.
+  func checkRead(_ docID: String, in store: DocumentStore) throws {
+    if try !canRead(docID, in: store) { throw StoreError.notFound("missing") }
+  }
+
+  /// Refuses a write the caller may not make: design documents need a database admin; the
+  /// rules decide the rest (the security object, for a plain database: checked at the gate).
+  func checkWrite(
+    _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
+  ) throws {
+    if write.docID.hasPrefix("_design/") && !isAdmin {
+      throw StoreError.forbidden("You are not a db or server admin.")
+    }
+    if name == ReplicatorDocuments.databaseName {
+      try ReplicatorOwnership.checkWrite(write.docID, body: write.body, access: self, store: store)
+    }
+    guard let rules, !user.isAdmin else { return }
+    try store.read { txn in
+      try rules.checkWrite(
+        write, by: user, isMember: isMember, in: store, txn: txn, batch: &batch)
+    }
+  }
+
+  /// ``checkWrite(_:in:batch:)`` for a JSON body.
+  func checkWrite(
+    docID: String, body: JSONValue?, replicated: Bool, in store: DocumentStore
+  ) throws {
+    var batch = AccessBatch()
+    let object = body?.objectValue
+    let deleted = object?["_deleted"] == .bool(true)
+    try checkWrite(
+      AccessWrite(docID: docID, body: deleted ? nil : object, replicated: replicated), in: store,
+      batch: &batch)
+  }
+}
+
+extension CouchServer {
+  /// Signs the request in (``CouchServerOptions/authenticator``); without an authenticator
+  /// every request is a server administrator's.
+  func caller(_ request: Request, context: Context) async throws -> Caller {
+    guard let auth = options.authenticator else { return .administrator(actor: options.actor) }
+    let result = await auth.authenticate(
+      authorization: request.headers[.authorization], cookie: request.headers[.cookie],
+      client: context.peerAddress, secure: options.secure)
+    switch result {
+    case .failure(let error):
+      throw CouchError(error.error, error.reason, status: error.status)
+    case .success(let authentication):
+      var user = authentication.context
+      if user.name == nil, try adminParty(auth) {
+        user = UserContext(name: nil, roles: [UserContext.adminRole])
+      }
+      return Caller(
+        authentication: authentication, user: user, actor: user.name ?? "anonymous")
+    }
+  }
+
+  /// Whether no user is an administrator: anonymous requests are then an administrator's, as
+  /// in CouchDB's old "admin party" (`wikilog serve` binds only loopback addresses then).
+  func adminParty(_ auth: Authenticator) throws -> Bool {
+    try !adminPresence.hasAdmin(auth.users)
+  }
+
+  /// Throws CouchDB's refusal unless the caller is a server administrator.
+  func requireServerAdmin(_ caller: Caller) throws {
+    guard caller.user.isAdmin else {
+      throw CouchError("unauthorized", "You are not a server admin.", status: 401)
+    }
+  }
+
+  /// The caller's access to database `name` (opened as `store`), after CouchDB's member check:
+  /// 401 for an anonymous caller and 403 for a signed-in one who may not use the database. A
+  /// database with rules lets every signed-in user in (they see what the rules grant).
+  ///
+  /// In a database with per-document rules, a signed-in user who is not a member passes the
+  /// gate when the rules let them read something there (a wiki of theirs); one who may read
+  /// nothing at all gets CouchDB's `403 forbidden` to every read, as a non-member does in
+  /// CouchDB. Writes (`writing`, ``isPush(_:_:)``) still pass: creating their first wiki, or
+  /// pushing it by replication, is theirs to do (a `_bulk_docs` all of whose documents are
+  /// refused answers the same 403).
+  func databaseAccess(
+    _ name: String, _ store: DocumentStore, _ caller: Caller, writing: Bool = false
+  ) throws -> DatabaseAccess {
+    let access = DatabaseAccess(
+      name: name, user: caller.user,
+      security: caller.user.isAdmin ? .empty : try securityCache.security(of: store),
+      rules: dataDirectory.access(of: name))
+    if access.isServerAdmin { return access }
+    if name == UserStore.databaseName {
+      // `_users`: each user reaches their own document only (``usersDocumentAccess``).
+      return access
+    }
+    if access.isMember { return access }
+    if access.rules != nil && caller.user.name != nil {
+      if !writing, try access.seesNothing(store) { throw Self.notMember(caller.user) }
+      return access
+    }
+    throw Self.notMember(caller.user)
+  }
+
+  /// Whether a request writes documents, or is one of those a replication pushing to the
+  /// database makes (`_revs_diff`, `_missing_revs`, `_ensure_full_commit`, the caller's own
+  /// `_local` checkpoints): the gate lets a user who may read nothing in a database make them
+  /// (see ``databaseAccess(_:_:_:writing:)``), each still checked per document.
+  static func isPush(_ route: CouchRoute, _ method: HTTPRequest.Method) -> Bool {
+    switch route {
+    case .document, .attachment:
+      return method == .put || method == .delete || method.rawValue == "COPY"
+    case .database: return method == .post
+    case .local: return true
+    case .databaseEndpoint(_, let endpoint):
+      return [.bulkDocs, .revsDiff, .missingRevs, .ensureFullCommit].contains(endpoint)
+        && method == .post
+    default: return false
+    }
+  }
+
+  static func notMember(_ user: UserContext) -> CouchError {
+    user.name == nil
+      ? CouchError("unauthorized", "You are not authorized to access this db.", status: 401)
+      : CouchError("forbidden", "You are not allowed to access this db.", status: 403)
+  }
+
+  static func notDatabaseAdmin(_ user: UserContext) -> CouchError {
+    user.name == nil
+      ? CouchError("unauthorized", "You are not a db or server admin.", status: 401)
+      : CouchError("forbidden", "You are not a db or server admin.", status: 403)
+  }
+
+  // MARK: _security
+
+  /// `GET/PUT /{db}/_security`: members read it, database admins replace it.
+  func securityObject(
+    _ store: DocumentStore, access: DatabaseAccess, request: Request, caller: Caller
+  ) async throws -> Response {
+    switch request.method {
+    case .get, .head:
+      // The security object's readers, as in CouchDB: its members (a wiki's users who are not
+      // pass the gate for their wikis only) and admins.
+      guard access.isMember || access.isAdmin else { throw Self.notMember(caller.user) }
+      return CouchResponse.json(
+        try store.security().json, includeBody: request.method == .get)
+    case .put:
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      let security: SecurityObject
+      do { security = try SecurityObject(json: try await jsonBody(of: request)) } catch let e
+        as StoreError
+      {
+        throw CouchError(e)
+      }
+      try await store.setSecurityAsync(security, actor: caller.actor)
+      return CouchResponse.ok()
+    default:
+      throw CouchError.methodNotAllowed(["GET", "HEAD", "PUT"])
+    }
+  }
+
+  // MARK: _users
+
+  /// What a user who is not a server administrator may do in `_users`: read, write and delete
+  /// their own `org.couchdb.user:NAME` document, without changing its roles. Everything else
+  /// of the database (listings, feeds, other users) is refused.
+  func usersDocumentAccess(_ id: String, caller: Caller) throws {
+    guard let name = caller.user.name else {
+      throw CouchError(
+        "unauthorized", "You are not authorized to access this db.", status: 401)
+    }
+    guard id == UserStore.documentID(of: name) else {
+      // Another user's document: as if it did not exist.
+      throw StoreError.notFound("missing")
+    }
+  }
+
+  /// Refuses, for a user who is not a server administrator, what could change their roles:
+  /// a body whose roles differ from the winner's, a replicated revision (`new_edits=false`,
+  /// which can start a branch that wins later), and a deletion that would leave another live
+  /// leaf of the document, with its roles, as the winner.
+  func checkOwnRoles(
+    _ body: JSONValue?, id: String, replicated: Bool = false, store: DocumentStore,
+    caller: Caller
+  ) throws {
+    guard !caller.user.isAdmin else { return }
+    if replicated {
+      throw StoreError.forbidden(
+        "Only admins may write replicated revisions (new_edits=false) to _users.")
+    }
+    // A deletion, by DELETE or by a body with `_deleted: true`.
+    guard let body, body["_deleted"] != .bool(true) else {
+      let live = try store.openRevs(id, .all).filter {
+        $0["ok"] != nil && $0["ok"]?["_deleted"] != .bool(true)
+      }
+      if live.count > 1 {
+        throw StoreError.forbidden(
+          "This user document has conflicting revisions; only admins may delete it.")
+      }
+      return
+    }
+    let current = try? store.get(id).objectValue
+    let wanted = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    let had = current?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
+    if current == nil || Set(wanted) != Set(had) {
+      throw StoreError.forbidden(
+        current == nil
+          ? "Only admins may create users." : "Only admins may change a user's roles.")
+    }
+  }
+
+  /// A `_users` document body with its `password` replaced by the PBKDF2 fields, before it
+  /// goes near the log.
+  static func hashingPassword(_ body: [UInt8]) throws -> [UInt8] {
+    let value: JSONValue
+    do { value = try JSONValue(parsing: body) } catch {
+      throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
+    guard let object = value.objectValue else {
+      throw CouchError.badRequest("Document must be a JSON object")
+    }
+    guard object["password"] != nil else { return body }
+    return JSONValue.object(try UserStore.hashingPassword(object)).serialized()
+  }
+
+  // MARK: /_session
+
+  /// `GET/POST/DELETE /_session`, as CouchDB's `couch_httpd_auth:handle_session_req`.
+  func session(_ request: Request, caller: Caller, context: Context) async throws -> Response {
+    guard let auth = options.authenticator else {
+      throw CouchError.notImplemented("sign-in (/_session) on a server without users")
+    }
+    switch request.method {
+    case .get, .head:
+      var info = auth.sessionInfo(caller.authentication)
+      if caller.user != caller.authentication.context, var object = info.objectValue {
+        object["userCtx"] = caller.user.json  // admin party
+        info = .object(object)
+      }
+      return CouchResponse.json(info, includeBody: request.method == .get)
+    case .post:
+      let bytes = try await body(of: request)
+      let type = (request.headers[.contentType] ?? "").lowercased()
+      var name: String?
+      var password: String?
+      if type.hasPrefix("application/x-www-form-urlencoded") {
+        let form = try QueryParameters(String(decoding: bytes, as: UTF8.self))
+        name = form["name"] ?? form["username"]
+        password = form["password"]
+      } else {
+        guard type.hasPrefix("application/json") else {
+          throw CouchError(
+            "bad_content_type",
+            "Content-Type must be 'application/x-www-form-urlencoded' or 'application/json'",
+            status: 415)
+        }
+        let object: JSONObject?
+        do { object = try JSONValue(parsing: bytes).objectValue } catch {
+          throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
+        }
+        name = object?["name"]?.stringValue ?? object?["username"]?.stringValue
+        password = object?["password"]?.stringValue
+      }
+      guard let name, let password else {
+        throw CouchError.badRequest("Name or password is missing.")
+      }
+      do {
+        let signed = try await auth.signIn(
+          name: name, password: password, client: context.peerAddress, secure: options.secure)
+        var headers = HTTPFields()
+        headers[.setCookie] = signed.setCookie
+        let query = try QueryParameters(request.uri.query)
+        if let next = query["next"], next.hasPrefix("/"), !next.hasPrefix("//") {
+          headers[.location] = next
+          return CouchResponse.json(signed.body, status: .found, headers: headers)
+        }
+        return CouchResponse.json(signed.body, headers: headers)
+      } catch let error as AuthError {
+        var headers = HTTPFields()
+        headers[.setCookie] = auth.signOutCookie(secure: options.secure)
+        return CouchResponse.json(error.json, status: .init(code: error.status), headers: headers)
+      }
+    case .delete:
+      var headers = HTTPFields()
+      headers[.setCookie] = auth.signOutCookie(secure: options.secure)
+      let query = try QueryParameters(request.uri.query)
+      if let next = query["next"], next.hasPrefix("/"), !next.hasPrefix("//") {
+        headers[.location] = next
+        return CouchResponse.json(
+          .object(JSONObject(["ok": .bool(true)])), status: .found, headers: headers)
+      }
+      return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), headers: headers)
+    default:
+      throw CouchError.methodNotAllowed(["DELETE", "GET", "HEAD", "POST"])
+    }
+  }
+}
+
+/// Whether `_users` holds an administrator, read again only when `_users` has changed.
+final class AdminPresence: Sendable {
+  private let cache = CommittedCache<Bool, Bool>(capacity: 1)
+
+  func hasAdmin(_ users: UserStore) throws -> Bool {
+    do {
+      return try cache.value(for: true, in: users.store.log) {
+        try users.users().contains { $0.isAdmin }
+      }
+    } catch let error as LogError {
+      throw StoreError.storage(error)
+    }
+  }
+}
+
+/// Who makes a request, as another module serving pages beside the API (the web UI) sees it.
+public struct SignedInUser: Sendable {
+  /// The user the access rules see (an administrator for an anonymous request while the server
+  /// has no administrator at all).
+  public let user: UserContext
+  /// Whether a name and password, cookie, token or JWT signed the request in.
+  public let isSignedIn: Bool
+  /// The actor of the user's writes.
+  public let actor: String
+  /// Where the request came from, for the events' origin.
+  public let origin: String
+  /// A refreshed `AuthSession` cookie to send with the response, if any.
+  public let setCookie: String?
+}
+
+extension CouchServer {
+  /// Signs a request in as the API does (cookie, Basic, token, JWT; the admin party); throws
+  /// the API's refusal (a ``CouchError``) for bad credentials.
+  public func signIn(_ request: Request, context: Context) async throws -> SignedInUser {
+    let who = try await caller(request, context: context)
+    return SignedInUser(
+      user: who.user, isSignedIn: who.authentication.method != nil, actor: who.actor,
+      origin: replicationOrigin(context), setCookie: who.authentication.setCookie)
+  }
+}
+
+/// Each database's security object, read again only when the database has changed (its last
+/// committed position): every request by a user who is not an administrator needs it.
+final class SecurityCache: Sendable {
+  private let cache = CommittedCache<ObjectIdentifier, SecurityObject>(capacity: 1_000)
+
+  func security(of store: DocumentStore) throws -> SecurityObject {
+    do {
+      return try cache.value(for: ObjectIdentifier(store), in: store.log) {
+        try store.security()
+      }
+    } catch let error as LogError {
+      throw StoreError.storage(error)
+    }
+  }
+}

@@ -1,0 +1,322 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JSON
+import Log
+import Projections
+import Replication
+import RevTree
+
+extension CouchServer {
+  /// `POST /{db}/_find`: a Mango query (``FindQuery``), read on the thread pool (a query
+  /// without an index scans the database). A caller whose reads are filtered finds only the
+  /// documents they may read, and `execution_stats` counts only those.
+  func find(_ store: DocumentStore, request: Request, access: DatabaseAccess) async throws
+    -> Response
+  {
+    try Self.requireJSONContentType(request)
+    let query = try FindQuery(try await jsonBody(of: request))
+    var visible = try access.view(store)?.filter
+    if access.name == ReplicatorDocuments.databaseName && !access.isAdmin {
+      visible = try await blocking { try Self.ownDocuments(store, access: access) }
+    }
+    let filter = visible
+    let result = try await blocking { try store.find(query, visible: filter) }
+    return CouchResponse.json(result.json)
+  }
+
+  /// What a user who is not a database admin of `_replicator` finds with `_find`: their own
+  /// documents (and design documents). CouchDB shows others' documents without credentials,
+  /// matched after stripping; wikilog's `_find` matches stored bodies, so a selector over
+  /// another user's `source` would reveal its password one guess at a time: others' documents
+  /// are left out instead.
+  static func ownDocuments(_ store: DocumentStore, access: DatabaseAccess) throws -> DocumentFilter
+  {
+    var options = AllDocsOptions()
+    options.includeDocs = true
+    var own = Set<String>()
+    for row in try store.allDocs(options).rows {
+      guard let id = row["id"]?.stringValue else { continue }
+      if id.hasPrefix("_design/")
+        || (access.user.name != nil && row["doc"]?["owner"]?.stringValue == access.user.name)
+      {
+        own.insert(id)
+      }
+    }
+    let ids = own
+    return DocumentFilter(
+      name: "_replicator_owner", parameters: ["owner": access.user.name ?? ""], wakeKeys: [],
+      keys: { _ in [] }, includes: { ids.contains($0) })
+  }
+
+  /// `POST /{db}/_explain`: the index a `_find` would use, and its range.
+  func explain(_ store: DocumentStore, db: String, request: Request) async throws -> Response {
+    try Self.requireJSONContentType(request)
+    let query = try FindQuery(try await jsonBody(of: request))
+    return CouchResponse.json(try store.explain(query, databaseName: db))
+  }
+
+  /// `GET /{db}/_index` lists the indexes (a caller whose reads are filtered sees those whose
+  /// design documents they may read); `POST` creates one in its design document (database
+  /// admins only, as every design document write).
+  func indexes(
+    _ store: DocumentStore, request: Request, context: Context, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    switch request.method {
+    case .get, .head:
+      let (limit, skip) = try Self.indexListParameters(request.uri.query)
+      var shown = try store.indexListing()["indexes"]?.arrayValue ?? []
+      if let view = try access.view(store) {
+        shown = shown.filter { index in
+          index["ddoc"]?.stringValue.map { view.includes($0) } ?? true
+        }
+      }
+      let total = shown.count
+      let page = shown.dropFirst(min(skip, total)).prefix(limit ?? total)
+      let listing = JSONValue.object(
+        JSONObject([
+          .init(key: "total_rows", value: .number(JSONNumber(Int64(total)))),
+          .init(key: "indexes", value: .array(Array(page))),
+        ]))
+      return CouchResponse.json(listing, includeBody: request.method != .head)
+    case .post:
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      try Self.requireJSONContentType(request)
+      let index = try MangoIndex.parseRequest(try await jsonBody(of: request))
+      let existing = try? store.get(index.ddoc)
+      let (body, exists) = try DocumentStore.designDocument(adding: index, to: existing)
+      if !exists {
+        _ = try await store.putAsync(
+          body.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue,
+          actor: caller.actor, origin: replicationOrigin(context))
+      }
+      return CouchResponse.json(
+        .object(
+          JSONObject([
+            .init(key: "result", value: .string(exists ? "exists" : "created")),
+            .init(key: "id", value: .string(index.ddoc)),
+            .init(key: "name", value: .string(index.name)),
+          ])))
+    default:
+      throw CouchError.methodNotAllowed(["GET", "HEAD", "POST"])
+    }
+  }
+
+  /// `limit` and `skip` of `GET /{db}/_index` (parameters separated by `&` or `;`, as CouchDB
+  /// reads a query string): integers, `limit` 1 or more and `skip` 0 or more, else CouchDB's
+  /// 500 `invalid_list_index_params`.
+  static func indexListParameters(_ query: String?) throws(CouchError) -> (Int?, Int) {
+    var limit: Int?
+    var skip = 0
+    let invalid = CouchError(
+      "invalid_list_index_params", "Index parameter ranges: limit > 1, skip > 0", status: 500)
+    for pair in (query ?? "").split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+      let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+      guard parts.count == 2, parts[0] == "limit" || parts[0] == "skip" else { continue }
+      guard let n = Int(parts[1]) else { throw invalid }
+      if parts[0] == "limit" {
+        guard n >= 1 else { throw invalid }
+        limit = n
+      } else {
+        guard n >= 0 else { throw invalid }
+        skip = n
+      }
+    }
+    return (limit, skip)
+  }
+
+  /// `/{db}/_index/...`, as `mango_httpd:handle_index_req` routes it: `_bulk_delete` (POST),
+  /// `{ddoc}/{type}/{name}` and `_design/{ddoc}/{type}/{name}` (DELETE; `{ddoc}` may be
+  /// `_design/...` escaped as one segment); every other path is 404.
+  func indexPath(
+    _ store: DocumentStore, path: [String], request: Request, context: Context, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    if path == ["_bulk_delete"] {
+      try allow(request.method, [.post])
+      return try await bulkDeleteIndexes(
+        store, request: request, context: context, caller: caller, access: access)
+    }
+    var parts = path
+    if parts.count == 4 && parts[0] == "_design" {
+      parts = ["_design/" + parts[1], parts[2], parts[3]]
+    }
+    guard parts.count == 3 else { throw CouchError("not_found", "missing", status: 404) }
+    try allow(request.method, [.delete])
+    guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+    // Only JSON indexes exist here, so any other type names none.
+    guard parts[1] == "json",
+      try await removeIndexes(
+        store, ddoc: Self.designID(parts[0]), name: parts[2], context: context, caller: caller)
+    else {
+      throw CouchError("not_found", "missing", status: 404)
+    }
+    return CouchResponse.json(.object(JSONObject([.init(key: "ok", value: .bool(true))])))
+  }
+
+  /// `POST /{db}/_index/_bulk_delete` `{"docids": [...]}`: removes the indexes of each design
+  /// document named, answering `{"success": [{"id", "ok"}], "fail": [{"id", "error"}]}` (each
+  /// list latest first, as CouchDB builds them).
+  func bulkDeleteIndexes(
+    _ store: DocumentStore, request: Request, context: Context, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+    try Self.requireJSONContentType(request)
+    let body = try await jsonBody(of: request)
+    guard let items = body["docids"]?.arrayValue,
+      case let ids = items.compactMap(\.stringValue), ids.count == items.count
+    else {
+      throw CouchError(
+        "invalid_bulk_docs",
+        "Bulk Delete requires an array of non-null docids. Docids: \(String(decoding: (body["docids"] ?? .null).serialized(), as: UTF8.self))",
+        status: 400)
+    }
+    var success: [JSONValue] = []
+    var fail: [JSONValue] = []
+    for id in ids {
+      let ddoc = Self.designID(id)
+      let removed = try await removeIndexes(
+        store, ddoc: ddoc, name: nil, context: context, caller: caller)
+      let outcome: JSONObject.Member =
+        removed
+        ? .init(key: "ok", value: .bool(true)) : .init(key: "error", value: .string("not_found"))
+      let entry = JSONValue.object(JSONObject([.init(key: "id", value: .string(ddoc)), outcome]))
+      if removed { success.insert(entry, at: 0) } else { fail.insert(entry, at: 0) }
+    }
+    return CouchResponse.json(
+      .object(
+        JSONObject([
+          .init(key: "success", value: .array(success)), .init(key: "fail", value: .array(fail)),
+        ])))
+  }
+
+  /// `_design/` and `id`, unless it has it (`mango_httpd:convert_to_design_id`).
+  static func designID(_ id: String) -> String {
+    id.hasPrefix("_design/") ? id : "_design/" + id
+  }
+
+  /// Removes the index `name` (every index, for nil) from the query design document `ddoc`,
+  /// and the design document when no view is left. False when there is no such index.
+  func removeIndexes(
+    _ store: DocumentStore, ddoc: String, name: String?, context: Context, caller: Caller
+  ) async throws -> Bool {
+    guard let doc = try? store.get(ddoc),
+      let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
+    else { return false }
+    let origin = replicationOrigin(context)
+    if let body {
+      _ = try await store.putAsync(
+        body.serialized(), id: ddoc, rev: rev, actor: caller.actor, origin: origin)
+    } else {
+      _ = try await store.deleteAsync(ddoc, rev: rev, actor: caller.actor, origin: origin)
+    }
+    return true
+  }
+
+  /// `GET /{db}/_design/{ddoc}/_info`: the design document's view index, as CouchDB describes
+  /// one. Every index here is kept in step with each write, so it is never updating or behind.
+  /// Its rows live in the database's one LMDB file, so `sizes.file` is their stored size too
+  /// (``DocumentStore/mangoIndexSizes(ddoc:)``).
+  func designInfo(_ store: DocumentStore, id: String) throws -> JSONValue {
+    guard let doc = try? store.get(id) else {
+      throw CouchError("not_found", "missing", status: 404)
+    }
+    var md5 = MD5()
+    md5.update((doc["views"] ?? .null).serialized())
+    let (active, external) = try store.mangoIndexSizes(ddoc: id)
+    let sizes = JSONObject([
+      .init(key: "active", value: .number(JSONNumber(Int64(active)))),
+      .init(key: "external", value: .number(JSONNumber(Int64(external)))),
+      .init(key: "file", value: .number(JSONNumber(Int64(active)))),
+    ])
+    let index = JSONObject([
+      .init(key: "compact_running", value: .bool(false)),
+      .init(key: "language", value: .string(doc["language"]?.stringValue ?? "javascript")),
+      .init(key: "purge_seq", value: .number(0)),
+      .init(key: "signature", value: .string(md5.finalize().description)),
+      .init(key: "sizes", value: .object(sizes)),
+      .init(
+        key: "update_seq",
+        value: .number(JSONNumber(Int64(clamping: try store.info.updateSeq.rawValue)))),
+      .init(key: "updater_running", value: .bool(false)),
+      .init(key: "waiting_clients", value: .number(0)),
+      .init(key: "waiting_commit", value: .bool(false)),
+    ])
+    return .object(
+      JSONObject([
+        .init(key: "name", value: .string(String(id.dropFirst("_design/".count)))),
+        .init(key: "view_index", value: .object(index)),
+      ]))
+  }
+}
+
+extension CouchServer {
+  /// `GET /{db}/_search?q=...&wiki=...&limit=&skip=&update=`: wikilog's own full-text search
+  /// over the database's pages (``TextSearchProjection``), ranked by BM25. `wiki` limits it to one wiki;
+  /// a caller whose reads are filtered searches only the wikis they may read, whose numbers
+  /// alone rank the results.
+  func search(
+    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
+  ) async throws -> Response {
+    guard let q = query["q"], !q.isEmpty else {
+      throw CouchError.badRequest("`q` (the words to search for) is required")
+    }
+    var search = try SearchQuery(q)
+    search.limit = min(try query.int("limit") ?? 25, 200)
+    search.skip = try query.int("skip") ?? 0
+    guard search.limit >= 0, search.skip >= 0 else {
+      throw CouchError.badRequest("limit and skip must be 0 or more")
+    }
+    guard store.hasTextSearch else {
+      throw CouchError.notImplemented("full-text search in a database without pages")
+    }
+    // The index follows the log (``SearchIndexer``): by default a search first brings it up to
+    // the end, as CouchDB's `update=true`; `false` and `lazy` take it as it stands (it is
+    // catching up on its own already).
+    let update: Bool
+    switch query["update"] {
+    case nil, "true": update = true
+    case "false", "lazy": update = false
+    case let other?:
+      throw CouchError.badRequest("Invalid value for `update`: \(other.prefix(40))")
+    }
+    let view = try access.view(store)
+    let (wiki, asked) = (query["wiki"], search)
+    let body = try await blocking {
+      var groups = try wiki.map { [$0] } ?? store.searchGroups(update: update)
+      if let view { groups = groups.filter { view.includes($0) } }
+      var result = try store.search(asked, groups: groups, update: update)
+      if let view { result.hits = result.hits.filter { view.includes($0.docID) } }
+      return try store.searchJSON(result)
+    }
+    return CouchResponse.json(body, includeBody: request.method != .head)
+  }
+}
+
+extension CouchServer {
+  /// `GET /_active_tasks` (server admins): the Mango index builds under way, in CouchDB's
+  /// shape for an `indexer` task.
+  static func activeTasks() -> JSONValue {
+    .array(
+      MangoProjection.builds.running.map { task in
+        let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
+        return .object(
+          JSONObject([
+            .init(key: "type", value: .string("indexer")),
+            .init(key: "node", value: .string("nonode@nohost")),
+            .init(key: "pid", value: .string("<0.\(task.id).0>")),
+            .init(key: "database", value: .string(task.database)),
+            .init(key: "design_document", value: .string(task.ddoc)),
+            .init(key: "index", value: .string(task.name)),
+            .init(key: "changes_done", value: n(task.done)),
+            .init(key: "total_changes", value: n(task.total)),
+            .init(key: "progress", value: n(task.total == 0 ? 100 : task.done * 100 / task.total)),
+            .init(key: "started_on", value: .number(JSONNumber(task.started))),
+            .init(
+              key: "updated_on", value: .number(JSONNumber(Int64(Date().timeIntervalSince1970)))),
+          ]))
+      })
+  }
+}

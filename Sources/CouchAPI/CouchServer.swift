@@ -1,0 +1,564 @@
+import Auth
+import HTTPTypes
+public import Hummingbird
+import JSON
+public import Logging
+import NIOCore
+import NIOPosix
+public import Projections
+import Replication
+import RevTree
+public import ServiceLifecycle
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// The CouchDB HTTP API over a ``DataDirectory``: every database of the directory is served at
+/// `/{db}`, with CouchDB's request and response shapes, so CouchDB's replicator, PouchDB and other
+/// CouchDB tools can talk to wikilog unchanged.
+///
+/// The server is a Hummingbird responder; ``buildApplication(dataDirectory:options:configuration:logger:)``
+/// wraps it in an application (used by `wikilog serve` and the tests).
+///
+/// With ``CouchServerOptions/authenticator`` every request is signed in (cookie, Basic, JWT,
+/// token; `/_session`), the database's security object and the data directory's
+/// ``DocumentAccess`` rules decide what it may read and write (a user's filtered view of
+/// `_all_docs` and `_changes`, per-document checks of every write: `CouchServer+Access.swift`),
+/// and every write is recorded with the user as its actor and the client's address as its
+/// origin. Without one, every request is an administrator's.
+///
+/// Every response, errors included, carries the CORS headers when the request's `Origin` is
+/// allowed; errors are `{"error","reason"}` with CouchDB's status codes; each request is logged
+/// in one line at `info` (method, path, status, duration).
+///
+/// ```swift
+/// let server = CouchServer(dataDirectory: DataDirectory(path: "/var/lib/wikilog"))
+/// let app = Application(responder: server, configuration: .init(address: .hostname("127.0.0.1", port: 5984)))
+/// try await app.runService()
+/// ```
+public struct CouchServer: HTTPResponder {
+  public typealias Context = CouchRequestContext
+
+  public let dataDirectory: DataDirectory
+  public let options: CouchServerOptions
+  let logger: Logger
+  /// A stable identity for this data directory (CouchDB's server `uuid`).
+  let serverUUID: String
+  /// What waiting feeds wait on, one hub per open database.
+  let hubs = ChangesHubs()
+  /// Whether `_users` has an administrator (for the admin party).
+  let adminPresence = AdminPresence()
+  /// The databases' security objects.
+  let securityCache = SecurityCache()
+  /// Replications started with `POST /_replicate` and by `_replicator` documents.
+  let replications: ReplicationJobs
+  /// The jobs of the `_replicator` database, when the data directory has one.
+  let replicatorDocuments: ReplicatorDocuments
+
+  public init(
+    dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
+    logger: Logger = Logger(label: "wikilog.http")
+  ) {
+    self.dataDirectory = dataDirectory
+    self.options = options
+    self.logger = logger
+    self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
+    replications = ReplicationJobs(
+      maxHistory: options.replicator.maxHistory,
+      healthThreshold: options.replicator.healthThreshold)
+    replicatorDocuments = ReplicatorDocuments(
+      data: dataDirectory, jobs: replications, options: options.replicator, logger: logger)
+  }
+
+  /// What runs beside the server for its lifetime: the `_replicator` database's jobs when the
+  /// data directory knows `_replicator` (``Projections/SystemDatabase/replicator``); pass
+  /// them to the application (``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
+  /// does).
+  public var services: [any Service] {
+    replicatorDocuments.isEnabled ? [replicatorDocuments.service] : []
+  }
+
+  /// The CouchDB version whose API this server follows, reported in `GET /`.
+  public static let couchDBVersion = "3.4.2"
+  /// wikilog's own version, reported as the vendor version.
+  public static let version = "0.1.0"
+  /// The `Server` header of every response.
+  static let serverHeader = "wikilog/\(version) (CouchDB API \(couchDBVersion))"
+
+  public func respond(to request: Request, context: Context) async throws -> Response {
+    var request = request
+    let start = ContinuousClock.now
+    let origin = request.headers[.origin]
+    var response: Response
+    var failure: CouchError?
+    var setCookie: String?
+    do {
+      // A CORS preflight (`Origin` and `Access-Control-Request-Method`) is answered here; any
+      // other `OPTIONS` goes to its endpoint like every method, as in CouchDB (`chttpd_cors`
+      // treats it as "not a preflight"), where it is 405 or 404.
+      if request.method == .options && request.headers[.origin] != nil
+        && request.headers[.accessControlRequestMethod] != nil
+      {
+        response = options.cors.preflight(request)
+      } else {
+        let caller = try await caller(request, context: context)
+        setCookie = caller.authentication.setCookie
+        // A write's body is held (as its handler would read it whole anyway) so that it can be
+        // sent again; attachment uploads stream, and are not.
+        let replayable = try await holdingBody(&request)
+        // The store checks the caller's writes against the database's access rules in the
+        // transaction that commits them (``WriteAccess``), whatever the handler checked before.
+        let held = request
+        // (An administrator may write anything: nothing to check, and none is made.)
+        response = try await WriteAccess.$user.withValue(
+          caller.user.isAdmin ? nil : caller.user
+        ) {
+          do {
+            return try await route(held, context: context, caller: caller)
+          } catch let error as StoreError where error.code == .unavailable && replayable {
+            // A request that met its database closed under it by a compaction: nothing of it
+            // was written (the compaction holds the writer's lock until the log is closed),
+            // and the data directory has the database open again on the compacted file.
+            return try await route(held, context: context, caller: caller)
+          }
+        }
+      }
+    } catch {
+      var e = CouchError(error)
+      if e.statusCode == 503, let db = (try? CouchRoute.parse(request.uri.path))?.database,
+        !dataDirectory.exists(db)
+      {
+        // A request that met its database closed under it by a delete: the database is gone.
+        e = CouchError("not_found", "Database does not exist.", status: 404)
+      }
+      failure = e
+      response = e.response(includeBody: request.method != .head)
+    }
+    response.headers[.server] = Self.serverHeader
+    if let setCookie, response.headers[.setCookie] == nil {
+      response.headers[.setCookie] = setCookie
+    }
+    options.cors.apply(to: &response.headers, origin: origin)
+    let line = "\(request.method) \(request.uri.string)"
+    if response.body.contentLength == nil {
+      // A streamed feed: log once it ends, with its whole duration.
+      let body = response.body
+      let status = response.status.code
+      let logger = self.logger
+      response.body = ResponseBody { writer in
+        do {
+          try await body.write(writer)
+          Self.log(logger, line, status: status, since: start, failure: nil)
+        } catch {
+          Self.log(logger, line, status: status, since: start, failure: CouchError(error))
+          throw error
+        }
+      }
+    } else {
+      Self.log(logger, line, status: response.status.code, since: start, failure: failure)
+    }
+    return response
+  }
+
+  /// Whether `request` can be routed a second time: a read, or a write whose body (declared
+  /// by `Content-Length`, within ``CouchServerOptions/maxRequestBytes``, not an attachment's)
+  /// is now held in memory.
+  func holdingBody(_ request: inout Request) async throws -> Bool {
+    if request.method == .get || request.method == .head { return true }
+    guard let length = request.headers[.contentLength].flatMap({ Int($0) }),
+      length <= options.maxRequestBytes
+    else { return false }
+    if case .attachment = try? CouchRoute.parse(request.uri.path) { return false }
+    _ = try await request.collectBody(upTo: length)
+    return true
+  }
+
+  static func log(
+    _ logger: Logger, _ line: String, status: Int, since start: ContinuousClock.Instant,
+    failure: CouchError?
+  ) {
+    // Nothing to format when the line would be dropped (`--log-level warning` and above).
+    let level: Logger.Level = failure != nil && status >= 500 ? .error : .info
+    guard logger.logLevel <= level else { return }
+    let elapsed = ContinuousClock.now - start
+    let tenths =
+      elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
+    let duration = "\(tenths / 10).\(tenths % 10)ms"
+    if let failure {
+      let message: Logger.Message =
+        "\(line) \(status) \(duration) \(failure.error): \(failure.reason)"
+      if status >= 500 { logger.error(message) } else { logger.info(message) }
+    } else {
+      logger.info("\(line) \(status) \(duration)")
+    }
+  }
+
+  // MARK: Routing
+
+  func route(_ request: Request, context: Context, caller: Caller) async throws -> Response {
+    let route = try CouchRoute.parse(request.uri.path)
+    var query = try QueryParameters(request.uri.query)
+    if route.database == ReplicatorDocuments.databaseName {
+      try replicatorAccess(route, caller: caller)
+    }
+    let method = request.method
+    let pushing = Self.isPush(route, method)
+    switch route {
+    case .root:
+      try allow(method, [.get, .head])
+      return welcome(head: method == .head)
+    case .session:
+      return try await session(request, caller: caller, context: context)
+    case .allDatabases:
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(
+        .array(try Self.page(dataDirectory.databaseNames(), query).map { .string($0) }),
+        includeBody: method != .head)
+    case .databasesInfo:
+      try requireServerAdmin(caller)
+      return try await databasesInfo(request)
+    case .up:
+      try allow(method, [.get, .head])
+      return CouchResponse.json(
+        .object(JSONObject(["status": .string("ok")])), includeBody: method != .head)
+    case .uuids:
+      try allow(method, [.get, .head])
+      return try uuids(query)
+    case .replicate:
+      try allow(method, [.post])
+      // CouchDB 3.4's `require_authenticated_user`.
+      if caller.user.name == nil && !caller.user.isAdmin {
+        throw CouchError("unauthorized", "You are not an authenticated user", status: 401)
+      }
+      return try await replicate(request, caller: caller)
+    case .activeTasks:
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      let tasks =
+        (Self.activeTasks().arrayValue ?? []) + (replications.activeTasks().arrayValue ?? [])
+      return CouchResponse.json(.array(tasks), includeBody: method != .head)
+    case .schedulerJobs(let id):
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      let jobs = try replications.schedulerJobs(
+        id, skip: try query.int("skip") ?? 0, limit: try query.int("limit") ?? 100)
+      return CouchResponse.json(jobs, includeBody: method != .head)
+    case .schedulerDocs(let id):
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return CouchResponse.json(
+        try await schedulerDocs(id, query: query), includeBody: method != .head)
+    case .node(let node):
+      try allow(method, [.get, .head])
+      return CouchResponse.json(
+        .object(JSONObject(["name": .string(try Self.checkedNodeName(node))])),
+        includeBody: method != .head)
+    case .nodeStats(let node, let path):
+      try allow(method, [.get, .head])
+      try requireServerAdmin(caller)
+      return try nodeStats(node: node, path: path, head: method == .head)
+    case .database(let name):
+      return try await database(
+        name, request: request, query: query, context: context, caller: caller)
+    case .databaseEndpoint(let db, let endpoint):
+      let store = try await open(db)
+      let access = try databaseAccess(
+        db, store, caller, writing: pushing)
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        throw caller.user.name == nil
+          ? CouchError(
+            "unauthorized", "You are not authorized to access this db.", status: 401)
+          : CouchError(
+            "forbidden", "Only admins can access \(endpoint.rawValue) of system databases.",
+            status: 403)
+      }
+      switch endpoint {
+      case .allDocs:
+        query.errorName = "query_parse_error"
+        return try await allDocs(store, request: request, query: query, access: access)
+      case .designDocs:
+        query.errorName = "query_parse_error"
+        return try await allDocs(
+          store, request: request, query: query, access: access, namespace: .design)
+      case .localDocs:
+        query.errorName = "query_parse_error"
+        return try await localDocs(store, request: request, query: query, access: access)
+      case .allDocsQueries, .designDocsQueries, .localDocsQueries:
+        query.errorName = "query_parse_error"
+        let namespace: AllDocsNamespace =
+          endpoint == .allDocsQueries ? .all : endpoint == .designDocsQueries ? .design : .local
+        return try await allDocsQueries(
+          store, request: request, query: query, access: access, namespace: namespace)
+      case .bulkDocs:
+        try allow(method, [.post])
+        return try await bulkDocs(
+          store, request: request, query: query, context: context, caller: caller, access: access)
+      case .bulkGet:
+        try allow(method, [.post])
+        return try await bulkGet(store, request: request, query: query, access: access)
+      case .revsDiff:
+        try allow(method, [.post])
+        return try await revsDiff(store, request: request, access: access)
+      case .missingRevs:
+        try allow(method, [.post])
+        return try await missingRevs(store, request: request, access: access)
+      case .changes:
+        return try await changes(store, request: request, query: query, access: access)
+      case .ensureFullCommit:
+        try allow(method, [.post])
+        return try await ensureFullCommit(store)
+      case .compact:
+        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+        return try await compact(db, request: request)
+      case .viewCleanup:
+        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+        try allow(method, [.post])
+        return viewCleanup()
+      case .revsLimit:
+        if method == .put && !access.isAdmin { throw Self.notDatabaseAdmin(caller.user) }
+        return try await revsLimit(store, request: request, caller: caller)
+      case .security:
+        return try await securityObject(store, access: access, request: request, caller: caller)
+      case .find:
+        try allow(method, [.post])
+        return try await find(store, request: request, access: access)
+      case .explain:
+        try allow(method, [.post])
+        // It names the indexes and their fields, which live in design documents: for those
+        // who may read them (the security object's members), as `GET _index` lists them.
+        if access.restricted && !access.isMember { throw Self.notMember(caller.user) }
+        return try await explain(store, db: db, request: request)
+      case .search:
+        try allow(method, [.get, .head])
+        return try await search(store, request: request, query: query, access: access)
+      case .index:
+        return try await indexes(
+          store, request: request, context: context, caller: caller, access: access)
+      }
+    case .index(let db, let path):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      return try await indexPath(
+        store, path: path, request: request, context: context, caller: caller, access: access)
+    case .local(let db, let id):
+      let store = try await open(db)
+      let access = try databaseAccess(
+        db, store, caller, writing: pushing)
+      if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
+        // The security object and the API tokens' records: reached through their own APIs.
+        throw CouchError(
+          "forbidden", "_local/org.wikilog.* documents are reserved to wikilog.", status: 403)
+      }
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        throw Self.notMember(caller.user)
+      }
+      return try await local(
+        store, id: id, request: request, query: query, caller: caller, access: access)
+    case .document(let db, let id):
+      let store = try await open(db)
+      let access = try databaseAccess(
+        db, store, caller, writing: pushing)
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        try usersDocumentAccess(id, caller: caller)
+      }
+      return try await document(
+        store, db: db, id: id, request: request, query: query, context: context, caller: caller,
+        access: access)
+    case .attachment(let db, let id, let name):
+      let store = try await open(db)
+      let access = try databaseAccess(
+        db, store, caller, writing: pushing)
+      if id.hasPrefix("_design/") && name == "_info" {
+        try allow(method, [.get, .head])
+        try access.checkRead(id, in: store)
+        return CouchResponse.json(
+          try designInfo(store, id: id), includeBody: method != .head)
+      }
+      if db == UserStore.databaseName && !caller.user.isAdmin {
+        try usersDocumentAccess(id, caller: caller)
+      }
+      return try await attachment(
+        store, db: db, id: id, name: name, request: request, query: query, caller: caller,
+        access: access)
+    case .log(let db, let endpoint):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      // The log holds every event of every document: for administrators only.
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      try allow(method, [.get, .head])
+      return try logEndpoint(endpoint, store, query: query, head: method == .head)
+    case .globalChanges:
+      if method == .put {
+        throw CouchError(
+          "file_exists", "The database could not be created, the file already exists.",
+          status: 412)
+      }
+      throw CouchError("not_found", "Database does not exist.", status: 404)
+    case .unserved(let error):
+      throw error
+    case .databaseUnserved(let db, let error):
+      let store = try await open(db)
+      _ = try databaseAccess(db, store, caller)
+      throw error
+    }
+  }
+
+  /// The database names `_all_dbs` lists, as `chttpd_misc:handle_all_dbs_req` reads its
+  /// options: `startkey`/`start_key` and `endkey`/`end_key` (JSON strings), `inclusive_end`,
+  /// `descending`, `skip` and `limit`; a bad value is `400 query_parse_error`.
+  static func page(_ sorted: [String], _ parameters: QueryParameters) throws(CouchError)
+    -> [String]
+  {
+    var query = parameters
+    query.errorName = "query_parse_error"
+    func key(_ names: [String]) throws(CouchError) -> String? {
+      for name in names {
+        guard let value = try query.json(name) else { continue }
+        guard let string = value.stringValue else {
+          throw CouchError("query_parse_error", "\(name) must be a JSON string", status: 400)
+        }
+        return string
+      }
+      return nil
+    }
+    let descending = try query.bool("descending")
+    let inclusiveEnd = try query.bool("inclusive_end", default: true)
+    let start = try key(["startkey", "start_key"])
+    let end = try key(["endkey", "end_key"])
+    let skip = try query.int("skip") ?? 0
+    let limit = try query.int("limit")
+    func before(_ a: String, _ b: String) -> Bool {
+      Array(a.utf8).lexicographicallyPrecedes(b.utf8)
+    }
+    var names = sorted.sorted(by: before)
+    if descending { names.reverse() }
+    names = names.filter { name in
+      let afterStart = start.map { descending ? !before($0, name) : !before(name, $0) } ?? true
+      let beforeEnd =
+        end.map { e in
+          if name == e { return inclusiveEnd }
+          return descending ? before(e, name) : before(name, e)
+        } ?? true
+      return afterStart && beforeEnd
+    }
+    return Array(names.dropFirst(skip).prefix(limit ?? names.count))
+  }
+
+  /// Throws 405 unless `method` is one of `allowed`.
+  func allow(_ method: HTTPRequest.Method, _ allowed: [HTTPRequest.Method]) throws(CouchError) {
+    guard allowed.contains(method) else {
+      throw CouchError.methodNotAllowed(allowed.map(\.rawValue))
+    }
+  }
+
+  /// The open database `name`; 404 when it does not exist, 400 for an illegal name. A store
+  /// not open yet is opened on the thread pool: opening can catch a projection up or rebuild
+  /// it, which must not hold an event loop.
+  func open(_ name: String) async throws -> DocumentStore {
+    if let store = dataDirectory.storeIfOpen(name) { return store }
+    let data = dataDirectory
+    return try await blocking { try data.open(name, create: false) }
+  }
+
+  /// CouchDB's check of `POST /db` and `_bulk_docs` (`couch_httpd:validate_ctype`): the body
+  /// must be declared `application/json`; 415 `bad_content_type` otherwise.
+  static func requireJSONContentType(_ request: Request) throws(CouchError) {
+    let type = request.headers[.contentType]?.lowercased() ?? ""
+    guard type.hasPrefix("application/json") else {
+      throw CouchError(
+        "bad_content_type", "Content-Type must be application/json", status: 415)
+    }
+  }
+
+  /// Reads the whole request body, up to the configured limit; a body sent with
+  /// `Content-Encoding: gzip` is gunzipped (within the same limit), any encoding other than
+  /// gzip and identity is `415`, as `chttpd:maybe_decompress` does for JSON bodies (multipart
+  /// ones are read as they come).
+  func body(of request: Request) async throws -> [UInt8] {
+    let limit = options.maxRequestBytes
+    func tooLarge(_ what: String) -> CouchError {
+      CouchError(
+        "too_large", "the request body is \(what); the server accepts at most \(limit)",
+        status: 413)
+    }
+    if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+      throw tooLarge("\(length) bytes")
+    }
+    let buffer = try await request.body.collect(upTo: limit)
+    let bytes = Array(buffer.readableBytesView)
+    let type = request.headers[.contentType]?.lowercased() ?? ""
+    guard let encoding = request.headers[.contentEncoding], !type.hasPrefix("multipart/") else {
+      return bytes
+    }
+    switch String(encoding.filter { $0 != " " && $0 != "\t" }).lowercased() {
+    case "identity": return bytes
+    case "gzip":
+      switch Gunzip.decode(bytes, limit: limit) {
+      case .complete(let decoded)?: return decoded
+      case .pastLimit?: throw tooLarge("more than that once gunzipped")
+      case nil: throw CouchError.badRequest("Request body is not properly gzipped.")
+      }
+    default:
+      throw CouchError(
+        "bad_content_type", "\(encoding) is not a supported content encoding.", status: 415)
+    }
+  }
+
+  /// Reads and parses a JSON request body; malformed JSON is `400 bad_request`.
+  func jsonBody(of request: Request) async throws -> JSONValue {
+    try Self.json(parsing: try await body(of: request))
+  }
+
+  /// Parses a JSON request body; malformed JSON is `400 bad_request`.
+  static func json(parsing bytes: [UInt8]) throws(CouchError) -> JSONValue {
+    guard !bytes.isEmpty else { throw CouchError.badRequest("the request body is empty") }
+    do {
+      return try JSONValue(parsing: bytes)
+    } catch {
+      throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
+    }
+  }
+
+  /// Parses a JSON object request body.
+  static func object(parsing bytes: [UInt8]) throws(CouchError) -> JSONObject {
+    guard let object = try json(parsing: bytes).objectValue else {
+      throw CouchError.badRequest("Request body must be a JSON object")
+    }
+    return object
+  }
+
+  /// Reads a JSON object body.
+  func objectBody(of request: Request) async throws -> JSONObject {
+    try Self.object(parsing: try await body(of: request))
+  }
+
+  /// Runs a blocking store write on NIO's thread pool, so that waits for the LMDB writer lock
+  /// and fsync never occupy the cooperative threads that serve the feeds.
+  func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    // The caller's ``WriteAccess/user`` goes along: the pool's threads have no task.
+    try await NIOThreadPool.singleton.runIfActive(WriteAccess.carrying(body))
+  }
+
+  /// Rows a read may return on the event loop; a read that may return more (no `limit`, or a
+  /// larger one) runs on the thread pool, so one large answer does not stall the connections
+  /// that share its loop.
+  static let inlineReadLimit = 1_000
+
+  /// Runs a read inline when it is bounded by `limit` rows (at most ``inlineReadLimit``),
+  /// else on the thread pool.
+  func reading<T: Sendable>(limit: Int?, _ body: @escaping @Sendable () throws -> T) async throws
+    -> T
+  {
+    if let limit, limit <= Self.inlineReadLimit { return try body() }
+    return try await blocking(body)
+  }
+
+  /// The origin recorded for writes made over HTTP: the client's address.
+  func replicationOrigin(_ context: Context) -> String {
+    context.peerAddress.map { "http:\($0)" } ?? "http"
+  }
+}

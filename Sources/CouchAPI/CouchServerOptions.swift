@@ -1,0 +1,34 @@
+public import Auth
+public import Replication
+
+/// Settings of a ``CouchServer``.
+public struct CouchServerOptions: Sendable {
+  /// Signs requests in (`_users`, cookies, tokens, JWT) and answers `/_session`. With one, every
+  /// request is checked against the database's security object and access rules, and every
+  /// write is recorded as made by the signed-in user. Without one (nil, the default: a server
+  /// embedded in a program that checks for itself), every request is a server administrator's
+  /// and writes are made by ``actor``.
+  public var authenticator: Authenticator?
+  /// The actor of every write when there is no ``authenticator``.
+  public var actor = "anonymous"
+  /// Whether the server is reached over HTTPS (session cookies are then `Secure`).
+  public var secure = false
+  /// Which browser origins may call the server.
+  public var cors = CORSPolicy.anyOrigin
+  /// The largest request body accepted (`413 too_large` beyond).
+  public var maxRequestBytes = 64 << 20
+  /// The largest attachment body `PUT /db/doc/att` accepts, streamed to disk
+  /// (`413 attachment_too_large` beyond); nil for no limit. CouchDB's `max_attachment_size`,
+  /// whose default is 1 GiB (`couch_att:max_attachment_size/0`). Not bounded by
+  /// ``maxRequestBytes``, which still bounds inline and multipart attachments.
+  public var maxAttachmentBytes: Int? = 1 << 30
+  /// The longest a `longpoll` or `continuous` feed waits for a change, in milliseconds (CouchDB's
+  /// `changes_timeout`); a request's `timeout` can only shorten it.
+  public var maxChangesTimeoutMilliseconds = 60_000
+  /// The most uuids one `GET /_uuids` returns (CouchDB's `max_count`).
+  public var maxUUIDCount = 1000
+  /// The scheduler of the `_replicator` database's jobs.
+  public var replicator = ReplicatorSchedulerOptions()
+
+  public init() {}
+}
