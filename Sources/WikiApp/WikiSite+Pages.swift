@@ -8,6 +8,7 @@ import Log
 import NIOCore
 import NIOPosix
 import Projections
+import Query
 import Replication
 import RevTree
 import Wiki
@@ -16,29 +17,53 @@ import WikiMarkdown
 extension WikiSite {
   // MARK: Access
 
+  /// The data directory's access rules for the wiki database (``DataDirectory/access(of:)``:
+  /// the same rules the API and the write transaction apply), nil when it has none.
+  var rules: (any DocumentAccess)? { couch.dataDirectory.access(of: options.database) }
+
+  /// Whether `session`'s user is one of the database's security object's members (who see
+  /// every document the rules do not govern).
+  func isMember(_ session: Session, _ store: DocumentStore) throws -> Bool {
+    try store.security().isMember(session.user)
+  }
+
+  /// What `session`'s user may read of the database.
+  func view(_ session: Session, _ store: DocumentStore) throws -> (any AccessView)? {
+    guard let rules, !session.user.isAdmin else { return nil }
+    return try rules.view(for: session.user, isMember: isMember(session, store), in: store)
+  }
+
   /// Wiki `wiki` as `session`'s user may see it, and what they may do with it (its document
   /// and pages); nil when the wiki does not exist or is hidden from them (the same answer).
   /// Read in one snapshot.
   func wiki(_ wiki: String, for session: Session, _ store: DocumentStore) throws
     -> (summary: WikiSummary, rights: DocumentRights)?
   {
-    try store.read { txn in
-      guard let summary = try WikiQueries(store).wiki(wiki, using: txn),
-        let rights = try WikiAccess().rights(of: session.user, to: wiki, in: store, txn: txn),
-        rights >= .member
-      else { return nil }
+    let member = try isMember(session, store)
+    let rules = self.rules
+    return try store.read { txn in
+      guard let summary = try WikiQueries(store).wiki(wiki, using: txn) else { return nil }
+      // Without rules of its own, the document is the security object's: its members (and
+      // administrators) may do everything.
+      let fallback: DocumentRights = member || session.user.isAdmin ? .owner : .none
+      let rights =
+        try rules?.rights(of: session.user, to: wiki, in: store, txn: txn) ?? fallback
+      guard rights >= .member else { return nil }
       return (summary, rights)
     }
   }
 
-  /// Refuses a write the access rules refuse (403), as the API does.
+  /// Refuses a write the access rules refuse (403), as the API does, before the write (which
+  /// checks them again in its transaction: ``WriteAccess``).
   func checkWrite(_ session: Session, id: String, body: JSONObject?, _ store: DocumentStore) throws
   {
+    guard let rules else { return }
+    let member = try isMember(session, store)
     var batch = AccessBatch()
     try store.read { txn in
-      try WikiAccess().checkWrite(
-        AccessWrite(docID: id, body: body, replicated: false), by: session.user, isMember: false,
-        in: store, txn: txn, batch: &batch)
+      try rules.checkWrite(
+        AccessWrite(docID: id, body: body, replicated: false), by: session.user,
+        isMember: member, in: store, txn: txn, batch: &batch)
     }
   }
 
@@ -50,10 +75,8 @@ extension WikiSite {
   // MARK: My wikis
 
   func myWikis(_ session: Session, _ store: DocumentStore) throws -> Page {
-    let view = try WikiAccess().view(for: session.user, isMember: false, in: store)
-    let wikis = try WikiQueries(store).wikis().filter {
-      session.user.isAdmin || view.includes($0.id)
-    }
+    let view = try self.view(session, store)
+    let wikis = try WikiQueries(store).wikis().filter { view?.includes($0.id) ?? true }
     let rows: [[String: Any]] = wikis.map { w in
       [
         "href": Self.wikiHref(w.id), "title": w.title.isEmpty ? w.id : w.title,
@@ -288,10 +311,10 @@ extension WikiSite {
     options.descending = true
     options.limit = 50
     let result: ChangesResult
-    if session.user.isAdmin {
-      result = try store.changes(options)
+    if let view = try view(session, store) {
+      result = try view.changes(options)
     } else {
-      result = try WikiAccess().view(for: session.user, isMember: false, in: store).changes(options)
+      result = try store.changes(options)
     }
     let queries = try WikiQueries(store)
     var titles: [String: String] = [:]

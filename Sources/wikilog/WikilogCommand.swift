@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import Wiki
 
@@ -76,10 +77,15 @@ struct WikilogCommand: AsyncParsableCommand {
     signal(SIGPIPE, SIG_IGN)  // a closed pipe is an EPIPE write error, handled where we write
     do {
       var command = try parseAsRoot()
-      if var asyncCommand = command as? any AsyncParsableCommand {
-        try await asyncCommand.run()
+      // Writes made `--actor NAME` are NAME's: the database's access rules check each in the
+      // transaction that commits it (``WriteAccess``), as they check the server's callers.
+      let user = ActorOptions.user(of: command)
+      if let parsed = command as? any AsyncParsableCommand {
+        // The command stays on this task: the closure runs before `withValue` returns.
+        nonisolated(unsafe) var asyncCommand = parsed
+        try await WriteAccess.$user.withValue(user) { try await asyncCommand.run() }
       } else {
-        try command.run()
+        try WriteAccess.$user.withValue(user) { try command.run() }
       }
     } catch {
       exit(reporting: error)

@@ -96,7 +96,7 @@ import Testing
   @Test("wiki edit --rev edits that revision, and is refused with the current one when stale")
   func wikiEditRev() throws {
     let cli = try CLI()
-    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann"])
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann", "--member", "bob"])
     let r1 = try #require(
       try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "ann"], stdin: "one\n").object()["rev"]
         as? String)

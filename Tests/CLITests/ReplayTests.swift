@@ -6,7 +6,7 @@ import Testing
   /// replicated conflicting leaf of w:P.
   func fixture() throws -> (cli: CLI, p1: String, p2: String) {
     let cli = try CLI()
-    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann"])
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann", "--member", "bob"])
     let p1 = try rev(cli.ok(["wiki", "edit", "w", "P", "--actor", "ann"], stdin: "p1\n"))
     let p2 = try rev(cli.ok(["wiki", "edit", "w", "P", "--actor", "bob"], stdin: "p2\n"))
     let q = try rev(cli.ok(["wiki", "edit", "w", "Q", "--actor", "ann"], stdin: "q\n"))

@@ -207,7 +207,7 @@ import Testing
   @Test("local to local: a conflict that arrives is kept and listed by wiki conflicts")
   func conflictsArrive() throws {
     let cli = try CLI()
-    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "alice"])
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "alice", "--member", "bob"])
     try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "alice"], stdin: "# Soup\nonions\n")
     try cli.ok(["replicate", "wiki", "other", "--create-target"])
     try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "alice"], stdin: "# Soup\nred onions\n")

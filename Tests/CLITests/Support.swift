@@ -138,9 +138,10 @@ final class CLI {
   /// Runs a command that must succeed.
   @discardableResult
   func ok(
-    _ arguments: [String], stdin: String = "", sourceLocation: SourceLocation = #_sourceLocation
+    _ arguments: [String], stdin: String = "", environment: [String: String] = [:],
+    sourceLocation: SourceLocation = #_sourceLocation
   ) throws -> Run {
-    let r = try run(arguments, stdin: stdin)
+    let r = try run(arguments, stdin: stdin, environment: environment)
     #expect(
       r.status == 0, "wikilog \(arguments.joined(separator: " ")): \(r.stderr)",
       sourceLocation: sourceLocation)
@@ -168,11 +169,12 @@ final class CLI {
   /// Writes a document and returns its new revision.
   @discardableResult
   func put(
-    _ json: String, _ extra: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+    _ json: String, _ extra: [String] = [], environment: [String: String] = [:],
+    sourceLocation: SourceLocation = #_sourceLocation
   )
     throws -> String
   {
-    let r = try ok(["put", json] + extra, sourceLocation: sourceLocation)
+    let r = try ok(["put", json] + extra, environment: environment, sourceLocation: sourceLocation)
     return try #require(try r.object()["rev"] as? String, sourceLocation: sourceLocation)
   }
 

@@ -77,10 +77,12 @@ import Testing
   func styleAndText() throws {
     let cli = try CLI()
     for leaf in ["bbb", "ccc"] {
-      try cli.ok([
-        "put", "--new-edits=false", "--actor", "repl",
-        ##"{"_id":"w:c","_rev":"2-\##(leaf)","_revisions":{"start":2,"ids":["\##(leaf)","aaa"]},"type":"page","wiki_id":"w","markdown":"# \##(leaf)\nmore"}"##,
-      ])
+      // Pages of a wiki that does not exist, written by the operator as repl.
+      try cli.ok(
+        [
+          "put", "--new-edits=false",
+          ##"{"_id":"w:c","_rev":"2-\##(leaf)","_revisions":{"start":2,"ids":["\##(leaf)","aaa"]},"type":"page","wiki_id":"w","markdown":"# \##(leaf)\nmore"}"##,
+        ], environment: ["WIKILOG_ACTOR": "repl"])
     }
     let main = try cli.ok(["tail"]).rows()
     #expect((main.first?["changes"] as? [[String: String]])?.count == 1)

@@ -73,9 +73,10 @@ import Testing
     "wiki create and edit write valid TouchWiki documents; invalid ones are refused in one line")
   func schema() throws {
     let cli = try CLI()
-    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann"])
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann", "--member", "bob"])
     let wiki = try cli.ok(["get", "w"]).object()
-    #expect(wiki["owner_id"] as? String == "ann" && wiki["members"] as? [String] == [])
+    #expect(wiki["owner_id"] as? String == "ann" && wiki["members"] as? [String] == ["bob"])
+    // (--actor NAME writes as NAME: bob edits as a member of the wiki.)
     try cli.ok(["wiki", "edit", "w", "Home Page", "--actor", "bob"], stdin: "# Home\n")
     let page = try cli.ok(["get", "w:Home Page"]).object()
     #expect(page["wiki_id"] as? String == "w" && page["updated_by"] as? String == "bob")

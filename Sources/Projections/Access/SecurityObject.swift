@@ -143,7 +143,7 @@ public struct SecurityObject: Sendable, Hashable {
 
   /// Whether `user` may read and write the database's documents (CouchDB's reader check).
   public func isMember(_ user: UserContext) -> Bool {
-    if isAdmin(user) { return true }
+    if isAdmin(user) || user.isMemberOfEveryDatabase { return true }
     if members.isEmpty { return true }
     return members.contains(user)
   }

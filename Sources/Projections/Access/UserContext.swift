@@ -5,10 +5,15 @@ public import JSON
 public struct UserContext: Sendable, Hashable {
   public var name: String?
   public var roles: [String]
+  /// Whether the front end vouches for the user as a member of every database's security
+  /// object: the command line's `--actor` (whoever may open the files may read and write every
+  /// document; the per-document rules still apply). Never set for a request over HTTP.
+  public var isMemberOfEveryDatabase = false
 
-  public init(name: String?, roles: [String] = []) {
+  public init(name: String?, roles: [String] = [], isMemberOfEveryDatabase: Bool = false) {
     self.name = name
     self.roles = roles
+    self.isMemberOfEveryDatabase = isMemberOfEveryDatabase
   }
 
   /// Nobody signed in.

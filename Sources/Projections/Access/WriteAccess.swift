@@ -50,7 +50,9 @@ extension DocumentStore {
     let context = context ?? WriteContext()
     let security = try context.security ?? securityObject(txn: txn)
     context.security = security
-    if write.docID.hasPrefix("_design/") && !security.isAdmin(user) {
+    if write.docID.hasPrefix("_design/") && !security.isAdmin(user)
+      && !user.isMemberOfEveryDatabase
+    {
       throw StoreError.forbidden("You are not a db or server admin.")
     }
     guard let rules = accessRules else { return }

@@ -5,6 +5,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import Wiki
 
@@ -170,6 +171,22 @@ struct ActorOptions: ParsableArguments {
     {
       throw ValidationError("--actor may not contain control characters (such as newlines)")
     }
+  }
+
+  /// The user whose access the writes of `command` are checked against: the one its
+  /// `--actor` names, with no roles, a member of every database's security object (whoever
+  /// runs the command may open the files): the database's per-document rules decide, such as
+  /// a wiki's owner and members. Nil without `--actor` (the operator's own tool: nothing is
+  /// checked).
+  static func user(of command: any ParsableCommand) -> UserContext? {
+    for child in Mirror(reflecting: command).children {
+      // `@OptionGroup var actor: ActorOptions` is stored as its wrapper.
+      let options = (child.value as? OptionGroup<ActorOptions>)?.wrappedValue
+      if let actor = options?.actor {
+        return UserContext(name: actor, roles: [], isMemberOfEveryDatabase: true)
+      }
+    }
+    return nil
   }
 
   var name: String {
