@@ -18,6 +18,7 @@ let package = Package(
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
     .library(name: "Projections", targets: ["Projections"]),
+    .library(name: "Query", targets: ["Query"]),
     .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
     .library(name: "CouchAPI", targets: ["CouchAPI"]),
@@ -87,8 +88,16 @@ let package = Package(
         .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    // Mango and full-text search: indexes on the store's public seams.
     .target(
-      name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections"],
+      name: "Query",
+      dependencies: [
+        "JSON", "Log", "RevTree", "Projections",
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    .target(
+      name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections", "Query"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     // The replicator (client of CouchDB's protocol), its jobs and the `_replicator` documents;
     // no HTTP server.
@@ -110,7 +119,7 @@ let package = Package(
     .target(
       name: "CouchAPI",
       dependencies: [
-        "Auth", "Projections", "Replication", "JSON", "RevTree", "Log",
+        "Auth", "Projections", "Query", "Replication", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -140,8 +149,8 @@ let package = Package(
     .target(
       name: "WikiApp",
       dependencies: [
-        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Replication", "RevTree", "Wiki",
-        "WikiMarkdown",
+        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "Replication", "RevTree",
+        "Wiki", "WikiMarkdown",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Mustache", package: "swift-mustache"),
@@ -156,8 +165,8 @@ let package = Package(
     .executableTarget(
       name: "wikilog",
       dependencies: [
-        "Auth", "CouchAPI", "JSON", "Log", "Projections", "RevTree", "Replication", "Wiki",
-        "WikiApp",
+        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "RevTree", "Replication",
+        "Wiki", "WikiApp",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -190,10 +199,23 @@ let package = Package(
       name: "ProjectionsTestWorker",
       dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
       path: "Tests/ProjectionsTestWorker", swiftSettings: swiftSettings),
+    // A store in a temporary directory, for the store's, the query engine's and the wiki's tests.
+    .target(
+      name: "StoreTestSupport", dependencies: ["JSON", "Log", "Projections", "Wiki"],
+      path: "Tests/StoreTestSupport", swiftSettings: swiftSettings),
     .testTarget(
       name: "ProjectionsTests",
       dependencies: [
-        "JSON", "Projections", "Log", "RevTree", "Wiki", "ProjectionsTestWorker", "TestSupport",
+        "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "ProjectionsTestWorker",
+        "TestSupport",
+        "StoreTestSupport",
+      ],
+      swiftSettings: swiftSettings),
+    .testTarget(
+      name: "QueryTests",
+      dependencies: [
+        "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "TestSupport",
+        "StoreTestSupport",
       ],
       swiftSettings: swiftSettings),
     .testTarget(
@@ -209,7 +231,7 @@ let package = Package(
     .testTarget(
       name: "WikiAppTests",
       dependencies: [
-        "WikiApp", "Auth", "CouchAPI", "Replication", "Projections", "JSON", "Log", "Wiki",
+        "WikiApp", "Auth", "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki",
         "TestSupport",
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -222,7 +244,8 @@ let package = Package(
     .target(
       name: "CouchTestSupport",
       dependencies: [
-        "CouchAPI", "Replication", "Projections", "JSON", "Log", "Wiki", "Auth", "TestSupport",
+        "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki", "Auth",
+        "TestSupport",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdTesting", package: "hummingbird"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -236,7 +259,8 @@ let package = Package(
     .testTarget(
       name: "CouchAPITests",
       dependencies: [
-        "CouchAPI", "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
+        "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
+        "TestSupport",
         "Auth", "CouchTestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         // Built so that the tests can run `wikilog serve` as a child process.
@@ -256,7 +280,8 @@ let package = Package(
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
-        "CouchAPI", "Replication", "Projections", "JSON", "RevTree", "Log", "Wiki", "TestSupport",
+        "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
+        "TestSupport",
         "Auth", "CouchTestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         // Built so that the tests can run `wikilog serve` as a child process.
@@ -310,7 +335,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   )
   package.targets.append(
     .executableTarget(
-      name: "QueryCompare", dependencies: ["JSON", "Projections", "Log", "Wiki"],
+      name: "QueryCompare", dependencies: ["JSON", "Projections", "Query", "Log", "Wiki"],
       path: "Benchmarks/QueryCompare", swiftSettings: swiftSettings))
   // The replication rows of `make compare`: wikilog to wikilog over loopback.
   package.targets.append(
@@ -325,7 +350,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   )
   for (name, modules) in [
     ("LogBenchmarks", ["Log"]), ("RevTreeBenchmarks", ["JSON", "RevTree"]),
-    ("ProjectionsBenchmarks", ["JSON", "Projections", "Log", "RevTree", "Wiki"]),
+    ("ProjectionsBenchmarks", ["JSON", "Projections", "Query", "Log", "RevTree", "Wiki"]),
   ] {
     package.targets.append(
       .executableTarget(
@@ -353,7 +378,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_FUZZ"] != nil {
     (
       "Request",
       [
-        "CouchAPI", "Projections", "Log", "Wiki",
+        "CouchAPI", "Projections", "Query", "Log", "Wiki",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import Synchronization
 

@@ -3,6 +3,7 @@ public import HummingbirdCore
 import JSON
 public import Logging
 public import Projections
+import Query
 import Replication
 public import ServiceLifecycle
 

@@ -4,6 +4,7 @@ public import JSON
 import Log
 import NIOCore
 public import Projections
+import Query
 import Replication
 import RevTree
 

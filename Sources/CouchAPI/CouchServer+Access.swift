@@ -4,6 +4,7 @@ public import Hummingbird
 import JSON
 import Log
 public import Projections
+import Query
 import Replication
 
 /// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are

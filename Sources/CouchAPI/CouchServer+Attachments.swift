@@ -5,6 +5,7 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
+import Query
 import Replication
 import RevTree
 

@@ -4,6 +4,7 @@ import JSON
 import Log
 import NIOCore
 import Projections
+import Query
 import Replication
 import RevTree
 import ServiceLifecycle

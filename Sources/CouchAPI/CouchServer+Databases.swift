@@ -5,6 +5,7 @@ import JSON
 import Log
 import Logging
 import Projections
+import Query
 import Replication
 import RevTree
 

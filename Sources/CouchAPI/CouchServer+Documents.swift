@@ -4,6 +4,7 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
+import Query
 import Replication
 import RevTree
 

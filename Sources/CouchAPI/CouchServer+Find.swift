@@ -4,6 +4,7 @@ import Hummingbird
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import RevTree
 
@@ -296,11 +297,11 @@ extension CouchServer {
 }
 
 extension CouchServer {
-  /// `GET /_active_tasks` (server admins): the Mango index builds under way, in CouchDB's
-  /// shape for an `indexer` task.
+  /// `GET /_active_tasks` (server admins): the index builds under way (Mango indexes, indexes
+  /// behind the log catching up: ``IndexTasks``), in CouchDB's shape for an `indexer` task.
   static func activeTasks() -> JSONValue {
     .array(
-      MangoProjection.builds.running.map { task in
+      IndexTasks.shared.running.map { task in
         let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
         return .object(
           JSONObject([
@@ -308,8 +309,8 @@ extension CouchServer {
             .init(key: "node", value: .string("nonode@nohost")),
             .init(key: "pid", value: .string("<0.\(task.id).0>")),
             .init(key: "database", value: .string(task.database)),
-            .init(key: "design_document", value: .string(task.ddoc)),
-            .init(key: "index", value: .string(task.name)),
+            .init(key: "design_document", value: .string(task.designDocument)),
+            .init(key: "index", value: .string(task.index)),
             .init(key: "changes_done", value: n(task.done)),
             .init(key: "total_changes", value: n(task.total)),
             .init(key: "progress", value: n(task.total == 0 ? 100 : task.done * 100 / task.total)),

@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import Projections
+import Query
 import Replication
 
 #if canImport(FoundationEssentials)

@@ -1,5 +1,6 @@
 import JSON
 import Projections
+import Query
 import Replication
 import RevTree
 

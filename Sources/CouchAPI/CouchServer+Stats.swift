@@ -2,6 +2,7 @@ import Hummingbird
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import RevTree
 

@@ -6,6 +6,7 @@ public import Logging
 import NIOCore
 import NIOPosix
 public import Projections
+import Query
 import Replication
 import RevTree
 public import ServiceLifecycle

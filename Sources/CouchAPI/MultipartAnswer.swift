@@ -4,6 +4,7 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
+import Query
 import Replication
 
 /// Whether an `Accept` header takes a media type, as CouchDB decides it

@@ -20,6 +20,8 @@ public final class DataDirectory: Sendable {
   /// Options for every log opened here.
   public let options: EventLog.Options
   let makeProjections: @Sendable () -> [any Projection]
+  let makeIndexes: @Sendable (String) -> [any IndexBehindLog]
+  let makeCommon: @Sendable (String) -> [any Projection]
   /// The rules every database checks documents against.
   public let validation: DocumentValidation
   /// The document filters of the changes feed, history and audit, by name.
@@ -37,6 +39,10 @@ public final class DataDirectory: Sendable {
   /// - Parameters:
   ///   - projections: the inline projections each database gets besides its documents (none
   ///     by default: plain CouchDB databases).
+  ///   - indexes: the indexes each database keeps behind its log (``IndexBehindLog``), given
+  ///     its name (none by default).
+  ///   - everyDatabase: inline projections every database gets, system databases too, given
+  ///     its name (the Query module's Mango indexes: `_find` everywhere, as in CouchDB).
   ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
   ///   - filters: the named document filters (``DocumentFilter``) its databases offer.
   ///   - systemDatabases: the databases beginning with `_` it opens (none by default), each
@@ -48,6 +54,8 @@ public final class DataDirectory: Sendable {
   public init(
     path: String, options: EventLog.Options = EventLog.Options(),
     projections: @escaping @Sendable () -> [any Projection] = { [] },
+    indexes: @escaping @Sendable (_ database: String) -> [any IndexBehindLog] = { _ in [] },
+    everyDatabase: @escaping @Sendable (_ database: String) -> [any Projection] = { _ in [] },
     validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters(),
     systemDatabases: [SystemDatabase] = [], access: (any DocumentAccess)? = nil
   ) {
@@ -55,6 +63,8 @@ public final class DataDirectory: Sendable {
     self.path = path
     self.options = options
     self.makeProjections = projections
+    self.makeIndexes = indexes
+    self.makeCommon = everyDatabase
     self.validation = validation
     self.filters = filters
     self.systemDatabases = Dictionary(
@@ -149,8 +159,8 @@ public final class DataDirectory: Sendable {
     let system = systemDatabases[name]
     let store = try DocumentStore(
       directory: dir, options: options,
-      projections: Self.withMango(
-        system?.makeProjections() ?? makeProjections(), database: name),
+      projections: (system?.makeProjections() ?? makeProjections()) + makeCommon(name),
+      indexes: system == nil ? makeIndexes(name) : [],
       validation: system?.validation ?? validation)
     // Its writes for a signed-in user (``WriteAccess``) are checked against these rules in the
     // write transaction.

@@ -21,7 +21,8 @@ public final class DocumentProjection: Projection {
   public init() {}
 
   static let revsLimitKey = Array("revs_limit".utf8)
-  /// The key of the live-document count that earlier versions kept (see ``ProjectionRunner/migrate()``).
+  /// The key of the live-document count that an earlier layout kept (a store that has it is
+  /// refused: ``RetiredLayouts``).
   static let docCountKey = Array("doc_count".utf8)
   static let deletedCountKey = Array("doc_del_count".utf8)
   public static let defaultRevsLimit = 1000

@@ -30,7 +30,7 @@ public struct DocumentRecord: Sendable, Equatable {
     return w.bytes
   }
 
-  init(decoding bytes: [UInt8]) throws(StoreError) {
+  package init(decoding bytes: [UInt8]) throws(StoreError) {
     var r = ByteReader(bytes)
     do {
       guard try r.byte() == Self.format else { throw ByteReader.Truncated() }

@@ -205,11 +205,11 @@ extension DocumentStore {
   }
 
   /// Each projection's checkpoint: the last log position applied to it, documents first.
-  /// The full-text index's is the position it is up to (it follows the log: ``SearchIndexer``).
+  /// An index behind the log's is the position it is up to (``IndexFollower``).
   public func projectionCheckpoints() throws -> [(name: String, position: LogPosition)] {
     var all = try projections.checkpoints()
-    if let searchIndexer {
-      all.append((searchIndexer.projection.name, LogPosition(try searchIndexer.checkpoint())))
+    for follower in indexes {
+      all.append((follower.index.name, LogPosition(try follower.checkpoint())))
     }
     let order = projectionOrder
     return all.sorted {

@@ -225,7 +225,7 @@ extension DocumentStore {
   /// A revision as CouchDB renders it (`couch_doc:to_json_obj/2`): `_id`, `_rev`, the body,
   /// `_deleted`, then `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`,
   /// `_local_seq` as asked, then `_attachments` (stubs, or data as ``GetOptions`` asks).
-  func documentJSON(
+  package func documentJSON(
     _ record: DocumentRecord, _ revision: RevisionTree.Revision, options: GetOptions,
     txn: ReadTransaction
   ) throws -> JSONValue {

@@ -34,9 +34,8 @@ public final class DocumentStore: Sendable {
   package var others: [InlineProjection] { projections.others }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
-  /// The full-text index, kept behind the log in its own environment, when the store has a
-  /// ``TextSearchProjection``.
-  let searchIndexer: SearchIndexer?
+  /// The indexes kept behind the log, each in its own environment (``IndexBehindLog``).
+  public let indexes: [IndexFollower]
   /// The projections' names in the order the store was given them, documents first.
   let projectionOrder: [String]
   /// The per-document access rules (``accessRules``).
@@ -47,10 +46,12 @@ public final class DocumentStore: Sendable {
   /// - Parameters:
   ///   - projections: inline projections besides the documents (the Wiki module's
   ///     `WikiProjection` and `DraftProjection`, your own).
+  ///   - indexes: indexes kept behind the log (the Query module's full-text search, your own).
   ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
-    projections: [any Projection] = [], validation: DocumentValidation = .couchDB
+    projections: [any Projection] = [], indexes: [any IndexBehindLog] = [],
+    validation: DocumentValidation = .couchDB
   ) throws {
     let log: EventLog
     do {
@@ -59,7 +60,9 @@ public final class DocumentStore: Sendable {
       throw StoreError.storage(error)
     }
     do {
-      try self.init(log: log, projections: projections, ownsLog: true, validation: validation)
+      try self.init(
+        log: log, projections: projections, indexes: indexes, ownsLog: true,
+        validation: validation)
     } catch {
       log.close()
       throw error
@@ -68,12 +71,12 @@ public final class DocumentStore: Sendable {
 
   /// Uses an open log; the projections catch up with it before this returns.
   public convenience init(
-    log: EventLog, projections: [any Projection] = [], ownsLog: Bool = false,
-    validation: DocumentValidation = .couchDB
+    log: EventLog, projections: [any Projection] = [], indexes: [any IndexBehindLog] = [],
+    ownsLog: Bool = false, validation: DocumentValidation = .couchDB
   ) throws {
     try self.init(
-      log: log, projections: projections, ownsLog: ownsLog, validation: validation, scratch: nil,
-      blobs: nil)
+      log: log, projections: projections, indexes: indexes, ownsLog: ownsLog,
+      validation: validation, scratch: nil, blobs: nil)
   }
 
   /// The attachments' bytes (``BlobStore``), beside the log (an as-of view reads the live
@@ -84,63 +87,52 @@ public final class DocumentStore: Sendable {
   let scratch: ScratchDirectory?
 
   init(
-    log: EventLog, projections: [any Projection], ownsLog: Bool, validation: DocumentValidation,
-    scratch: ScratchDirectory?, blobs: BlobStore?
+    log: EventLog, projections: [any Projection], indexes: [any IndexBehindLog] = [],
+    ownsLog: Bool, validation: DocumentValidation, scratch: ScratchDirectory?, blobs: BlobStore?
   ) throws {
     self.blobs = blobs ?? BlobStore(databaseDirectory: log.path)
     self.log = log
     self.ownsLog = ownsLog
     self.validation = validation
     self.scratch = scratch
-    let search = projections.lazy.compactMap { $0 as? TextSearchProjection }.first
-    self.projections = try ProjectionRunner(
-      log: log, projections: projections.filter { !($0 is TextSearchProjection) })
-    projectionOrder = ["docs"] + projections.map(\.name)
-    if !log.options.readOnly {
-      try self.projections.catchUp()
-      try self.projections.migrate()
-      if search != nil { try Self.retireInlineSearch(self.projections) }
+    self.projections = try ProjectionRunner(log: log, projections: projections)
+    projectionOrder = ["docs"] + projections.map(\.name) + indexes.map(\.name)
+    try self.projections.refuseRetiredLayouts()
+    if !log.options.readOnly { try self.projections.catchUp() }
+    let database = String(log.path.split(separator: "/").last ?? "").replacing("%2F", with: "/")
+    var followers: [IndexFollower] = []
+    for index in indexes {
+      if !log.options.readOnly {
+        let follower = try IndexFollower(
+          index: index, log: log, documents: self.projections.documentStorage,
+          database: database)
+        follower.start()
+        followers.append(follower)
+      } else if let follower = try? IndexFollower(
+        index: index, log: log, documents: self.projections.documentStorage, database: database)
+      {
+        // Read-only (an auditor's copy, a server's database read beside it): the index is
+        // brought up to date by its readers, where its directory may be written; where it
+        // may not, the store opens without it.
+        followers.append(follower)
+      }
     }
-    if let search, !log.options.readOnly {
-      let indexer = try SearchIndexer(
-        projection: search, log: log, documents: self.projections.documentStorage)
-      searchIndexer = indexer
-      indexer.start()
-    } else if let search {
-      // Read-only (an auditor's copy, a server's database read beside it): the index is
-      // brought up to date by the searches themselves, where its directory may be written;
-      // where it may not, the store opens without search.
-      searchIndexer = try? SearchIndexer(
-        projection: search, log: log, documents: self.projections.documentStorage)
-    } else {
-      searchIndexer = nil
-    }
+    self.indexes = followers
   }
 
-  /// Removes what versions that applied search in the append transaction kept in the store's
-  /// own environment (its databases and checkpoint): the ``SearchIndexer`` keeps it now.
-  private static func retireInlineSearch(_ runner: ProjectionRunner) throws {
-    do {
-      for name in TextSearchProjection.retiredDatabaseNames
-      where try runner.log.hasDatabase(named: name) {
-        try runner.log.removeDatabase(named: name)
-      }
-      let key = Array("search".utf8)
-      if try runner.log.read({ try $0.get(key, in: runner.checkpointDatabase) }) != nil {
-        _ = try runner.write { try $0.delete(key, in: runner.checkpointDatabase) }
-      }
-    } catch {
-      throw StoreError.from(error)
-    }
+  /// The index kept behind the log named `name` (``IndexBehindLog``), nil when the store has
+  /// none.
+  public func index(named name: String) -> IndexFollower? {
+    indexes.first { $0.index.name == name }
   }
 
   deinit {
-    searchIndexer?.close()
+    for follower in indexes { follower.close() }
     if ownsLog { log.close() }
   }
 
   public func close() {
-    searchIndexer?.close()
+    for follower in indexes { follower.close() }
     log.close()
   }
 
@@ -468,33 +460,34 @@ public final class DocumentStore: Sendable {
   /// store has no such projection.
   public func storage(of name: String) -> ProjectionStorage? { projections.storage(of: name) }
 
-  /// The names of the store's projections, documents first (full-text search among them,
-  /// though it is kept behind the log: ``SearchIndexer``).
+  /// The names of the store's projections, documents first, then its indexes kept behind the
+  /// log (``IndexBehindLog``).
   public var projectionNames: [String] {
-    let present = Set(projections.names + (searchIndexer.map { [$0.projection.name] } ?? []))
+    let present = Set(projections.names + indexes.map(\.index.name))
     return projectionOrder.filter { present.contains($0) }
   }
 
-  /// ``ProjectionRunner/rebuild(_:)``; for search, ``SearchIndexer/rebuild()``.
+  /// ``ProjectionRunner/rebuild(_:)``; for an index behind the log,
+  /// ``IndexFollower/rebuild()``.
   public func rebuild(_ name: String) throws {
-    if let searchIndexer, name == searchIndexer.projection.name {
-      try searchIndexer.rebuild()
+    if let follower = index(named: name) {
+      try follower.rebuild()
     } else {
       try projections.rebuild(name)
     }
   }
 
-  /// ``ProjectionRunner/rebuildAll()``, and the full-text index.
+  /// ``ProjectionRunner/rebuildAll()``, and the indexes behind the log.
   public func rebuildAll() throws {
     try projections.rebuildAll()
-    try searchIndexer?.rebuild()
+    for follower in indexes { try follower.rebuild() }
   }
 
-  /// ``ProjectionRunner/verify(_:maxDifferences:)``; for search,
-  /// ``SearchIndexer/verify(maxDifferences:)``.
+  /// ``ProjectionRunner/verify(_:maxDifferences:)``; for an index behind the log,
+  /// ``IndexFollower/verify(maxDifferences:)``.
   public func verify(_ name: String, maxDifferences: Int = 20) throws -> [String] {
-    if let searchIndexer, name == searchIndexer.projection.name {
-      return try searchIndexer.verify(maxDifferences: maxDifferences)
+    if let follower = index(named: name) {
+      return try follower.verify(maxDifferences: maxDifferences)
     }
     return try projections.verify(name, maxDifferences: maxDifferences)
   }

@@ -280,17 +280,13 @@ public struct ProjectionStorage: Sendable {
   }
 }
 
-/// A projection whose earlier versions kept databases this one no longer has, or kept its rows
-/// in a shape it reads no more. When a writable ``DocumentStore`` opens, it removes the
-/// ``retiredDatabaseNames``, and when one of the ``rebuildingDatabaseNames`` is present it
-/// rebuilds the projection from the log and then removes them (a crash in between leaves them
-/// for the next open, which does it again).
-public protocol ProjectionMigration: Projection {
-  /// LMDB names of databases to remove at open.
+/// A projection whose earlier, never released layouts kept databases this one does not have.
+/// A ``DocumentStore`` that finds one of them refuses to open, with a one-line error naming
+/// `wikilog export` and `wikilog import` (which carry a database across layouts): no layout
+/// is migrated in place.
+public protocol RetiredLayouts: Projection {
+  /// LMDB names of databases only an earlier layout had.
   var retiredDatabaseNames: [String] { get }
-  /// LMDB names of databases whose presence means the projection's rows are in an old shape:
-  /// the projection is rebuilt, then they are removed.
-  var rebuildingDatabaseNames: [String] { get }
 }
 
 /// A projection whose own events (not document events) an audit lists: the drafts, say.

@@ -147,30 +147,33 @@ public final class ProjectionRunner: Sendable {
 
   // MARK: Catching up, rebuilding, verifying
 
-  /// Removes what stores written by earlier versions kept and this one does not: the
-  /// `doc_count` row in `docs.meta` (the count is now derived), so that `verify` finds the live
-  /// projection equal to a rebuilt one, and what the inline projections retired
-  /// (``ProjectionMigration``): their retired databases are removed, and a projection that
-  /// still has a database it asks to be rebuilt from is rebuilt, then loses that database; a
-  /// crash between the two leaves it for the next open to do again.
-  func migrate() throws {
-    for inline in others {
-      guard let migration = inline.projection as? any ProjectionMigration else { continue }
-      do {
-        for name in migration.retiredDatabaseNames { try log.removeDatabase(named: name) }
-        let stale = try migration.rebuildingDatabaseNames.filter { try log.hasDatabase(named: $0) }
-        if !stale.isEmpty {
-          try rebuild(inline.projection.name)
-          for name in stale { try log.removeDatabase(named: name) }
-        }
-      } catch {
-        throw StoreError.from(error)
+  /// Refuses a store written by an earlier, never released layout (``RetiredLayouts``: a
+  /// database only that layout had; or the `doc_count` row of `docs.meta`, a count now
+  /// derived): nothing is migrated in place.
+  func refuseRetiredLayouts() throws {
+    var found: String?
+    do {
+      for inline in others {
+        guard let retired = inline.projection as? any RetiredLayouts else { continue }
+        found = try retired.retiredDatabaseNames.first { try log.hasDatabase(named: $0) }
+        if found != nil { break }
       }
+      if found == nil,
+        try log.read({ try $0.get(DocumentProjection.docCountKey, in: documentStorage["meta"]) })
+          != nil
+      {
+        found = "docs.meta doc_count"
+      }
+    } catch {
+      throw StoreError.from(error)
     }
-    let meta = documentStorage["meta"]
-    let stale = try log.read { try $0.get(DocumentProjection.docCountKey, in: meta) } != nil
-    guard stale else { return }
-    _ = try write { try $0.delete(DocumentProjection.docCountKey, in: meta) }
+    if let found {
+      throw StoreError(
+        "unsupported_layout",
+        "\(log.path) was written by an earlier layout of wikilog (it has \(found)): export it "
+          + "with the wikilog that wrote it (wikilog export) and import it with this one "
+          + "(wikilog import)", code: .internalError)
+    }
   }
 
   /// Brings every projection up to the log's end, from its checkpoint.
@@ -411,7 +414,7 @@ public final class ProjectionRunner: Sendable {
     }
   }
 
-  static func show(_ key: [UInt8]) -> String {
+  public static func show(_ key: [UInt8]) -> String {
     if let s = String(validating: key, as: UTF8.self),
       s.allSatisfy({ !$0.isASCII || $0.isLetter || $0.isNumber || $0.isPunctuation || $0 == " " })
     {

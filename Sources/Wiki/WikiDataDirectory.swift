@@ -1,5 +1,6 @@
 public import Log
 public import Projections
+import Query
 
 extension DataDirectory {
   /// A data directory of TouchWiki databases: each has the wiki, draft and access projections
@@ -19,12 +20,10 @@ extension DataDirectory {
   ) -> DataDirectory {
     DataDirectory(
       path: path, options: options,
-      projections: {
-        [
-          WikiProjection(), DraftProjection(), WikiAccessProjection(),
-          TextSearchProjection(schema: .wikiPages),
-        ]
-      },
+      projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
+      // Full-text search of the pages, kept behind the log; Mango indexes in every database.
+      indexes: { _ in [TextSearchProjection(schema: .wikiPages)] },
+      everyDatabase: { [MangoProjection(database: $0)] },
       validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases,
       access: WikiAccess())
   }

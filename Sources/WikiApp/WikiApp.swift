@@ -4,6 +4,7 @@ public import Hummingbird
 public import HummingbirdCore
 public import Logging
 public import Projections
+import Query
 public import Replication
 
 /// Settings of the web UI.

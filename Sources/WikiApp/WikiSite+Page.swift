@@ -6,6 +6,7 @@ import JSON
 import Log
 import NIOCore
 import Projections
+import Query
 import Replication
 import RevTree
 import Wiki

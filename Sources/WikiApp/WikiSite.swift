@@ -9,6 +9,7 @@ import Log
 import NIOCore
 import NIOPosix
 import Projections
+import Query
 import Replication
 import RevTree
 import Synchronization

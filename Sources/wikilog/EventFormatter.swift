@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import Wiki
 
 enum EventFormatter {

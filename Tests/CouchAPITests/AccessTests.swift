@@ -11,6 +11,7 @@ import JSON
 import Log
 import NIOCore
 import Projections
+import Query
 import Replication
 import RevTree
 import Synchronization

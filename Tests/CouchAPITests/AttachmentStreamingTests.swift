@@ -9,6 +9,7 @@ import JSON
 import NIOCore
 import NIOHTTP1
 import Projections
+import Query
 import Replication
 import RevTree
 import Synchronization

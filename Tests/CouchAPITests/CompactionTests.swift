@@ -9,6 +9,7 @@ import JSON
 import Log
 import NIOHTTP1
 import Projections
+import Query
 import Replication
 import Synchronization
 import TestSupport

@@ -10,6 +10,7 @@ import Log
 import NIOCore
 import NIOHTTP1
 import Projections
+import Query
 import Replication
 import RevTree
 import Synchronization

@@ -2,6 +2,7 @@ import CouchTestSupport
 import Foundation
 import JSON
 import Projections
+import Query
 import TestSupport
 import Testing
 

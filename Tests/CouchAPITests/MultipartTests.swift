@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JSON
 import NIOCore
 import Projections
+import Query
 import RevTree
 import Testing
 

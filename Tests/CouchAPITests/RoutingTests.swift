@@ -2,6 +2,7 @@ import CouchTestSupport
 import JSON
 import Log
 import Projections
+import Query
 import TestSupport
 import Testing
 import Wiki

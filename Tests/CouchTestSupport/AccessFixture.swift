@@ -6,6 +6,7 @@ import Hummingbird
 public import HummingbirdTesting
 import JSON
 public import Projections
+import Query
 import Synchronization
 import Testing
 

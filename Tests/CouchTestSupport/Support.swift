@@ -11,6 +11,7 @@ public import Logging
 public import NIOCore
 import NIOHTTP1
 public import Projections
+import Query
 public import Replication
 import RevTree
 import TestSupport

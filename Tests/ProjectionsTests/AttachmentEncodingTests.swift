@@ -1,6 +1,8 @@
 import Foundation
 import Projections
+import Query
 import RevTree
+import StoreTestSupport
 import Testing
 
 /// The bytes CouchDB stores for an attachment, and their digest: pinned to what Erlang/OTP's

@@ -2,6 +2,8 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
+import StoreTestSupport
 import Synchronization
 import TestSupport
 import Testing

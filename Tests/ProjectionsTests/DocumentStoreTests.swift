@@ -2,7 +2,9 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import RevTree
+import StoreTestSupport
 import Testing
 import Wiki
 

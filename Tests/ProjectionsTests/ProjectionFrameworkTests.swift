@@ -1,7 +1,9 @@
 import Foundation
 import JSON
 import Log
+import Query
 import RevTree
+import StoreTestSupport
 import TestSupport
 import Testing
 
@@ -84,117 +86,60 @@ final class TypeCounter: Projection {
     #expect(try s.verify("typecount").isEmpty)
   }
 
-  @Test("the doc_count row of stores written by earlier versions is removed when they open")
-  func legacyDocCountRow() throws {
-    let t = try TestStore()
-    let s = t.store!
-    let a = try s.put(#"{"_id":"a"}"#, actor: "u")
-    try s.put(#"{"_id":"b"}"#, actor: "u")
-    try s.delete("a", rev: a.rev!, actor: "u")
-    // What the earlier projection kept beside doc_del_count: the live count.
-    let meta = try s.log.database(named: "docs.meta")
-    try s.log.write { txn in
-      try txn.put(UInt64(1).bigEndianBytes, forKey: Array("doc_count".utf8), in: meta)
+  @Test(
+    "a store written by an earlier layout (doc_count, wiki.trees, wiki.revsLimits, wiki.links, mango.docs, mango.rows) is refused with one line naming export and import"
+  )
+  func earlierLayoutsAreRefused() throws {
+    for marker in [
+      "doc_count", "wiki.trees", "wiki.revsLimits", "wiki.links", "mango.docs", "mango.rows",
+    ] {
+      let t = try TestStore(marker, projections: [WikiProjection(), MangoProjection()])
+      try t.store.put(
+        #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
+      if marker == "doc_count" {
+        // What an earlier documents projection kept beside doc_del_count: the live count.
+        let meta = try t.store.log.database(named: "docs.meta")
+        try t.store.log.write { txn in
+          try txn.put(UInt64(1).bigEndianBytes, forKey: Array("doc_count".utf8), in: meta)
+        }
+      } else {
+        let db = try t.store.log.database(named: marker)
+        try t.store.log.write { txn in try txn.put([1], forKey: Array("w1".utf8), in: db) }
+      }
+      let position = t.store.position
+      t.store.close()
+      for readOnly in [false, true] {
+        var options = EventLog.Options()
+        options.readOnly = readOnly
+        let error = #expect(throws: StoreError.self) {
+          _ = try DocumentStore(
+            directory: t.path, options: options,
+            projections: [WikiProjection(), MangoProjection()], validation: .touchWiki)
+        }
+        #expect(error?.error == "unsupported_layout", "\(marker)")
+        let reason = error?.reason ?? ""
+        #expect(
+          reason.contains("wikilog export") && reason.contains("wikilog import")
+            && !reason.contains("\n"), "\(reason)")
+      }
+      // Nothing was written to it.
+      let log = try EventLog(directory: t.path)
+      #expect(try log.committedPosition == position)
+      log.close()
     }
-    #expect(try !s.verify("docs").isEmpty)
-    try t.reopen()
-    #expect(try t.store.verify("docs").isEmpty)
-    #expect(try t.store.info.docCount == 1 && t.store.info.deletedDocCount == 1)
   }
 
-  @Test(
-    "the wiki projection's retired databases (wiki.trees, wiki.revsLimits) are removed when a store opens"
-  )
-  func retiredWikiDatabases() throws {
+  @Test("a projection applied on its own, outside a store, says what it needs")
+  func wikiProjectionOutsideAStore() throws {
     let t = try TestStore(projections: [WikiProjection()])
     try t.store.put(
       #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
-    // What an earlier version kept: a copy of each tree, and the revs_limit history.
-    for name in WikiProjection.retiredDatabaseNames {
-      let db = try t.store.log.database(named: name)
-      try t.store.log.write { txn in try txn.put([1], forKey: Array("w1".utf8), in: db) }
-    }
-    try t.reopen(projections: [WikiProjection()])
-    for name in WikiProjection.retiredDatabaseNames {
-      #expect(try !t.store.log.removeDatabase(named: name), "\(name) is still there")
-    }
-    #expect(try t.store.verify("wiki").isEmpty)
-    #expect(try WikiQueries(t.store).wikis().map(\.id) == ["w1"])
-    // A projection applied on its own, outside a store, says what it needs.
     let wiki = WikiProjection()
     let storage = try ProjectionStorage.open(for: wiki, in: t.store.log)
     let event = try #require(try t.store.log.read(from: 1).first)
     #expect(throws: StoreError.self) {
       try t.store.log.write { txn in try wiki.apply(event, to: storage, in: txn) }
     }
-  }
-
-  @Test(
-    "a store whose page links are in wiki.links (format-1 pages rows) reads them read-only, and opened writable moves them into the rows"
-  )
-  func legacyLinksDatabase() throws {
-    let t = try TestStore(projections: [WikiProjection()])
-    try t.store.put(
-      #"{"_id":"w1","type":"wiki","title":"T","owner_id":"ann","members":[]}"#, actor: "ann")
-    try t.store.put(
-      #"{"_id":"w1:Home","type":"page","wiki_id":"w1","markdown":"[[Tea]] and [[Soup]]"}"#,
-      actor: "ann")
-    try t.store.put(
-      #"{"_id":"w1:Soup","type":"page","wiki_id":"w1","markdown":"back [[Home]]"}"#, actor: "ann")
-    try t.store.put(
-      #"{"_id":"w1:Plain","type":"page","wiki_id":"w1","markdown":"no links"}"#, actor: "ann")
-    // What an earlier version wrote: rows without their links, and the links beside them.
-    let pages = try t.store.log.database(named: "wiki.pages")
-    let legacy = try t.store.log.database(named: WikiProjection.legacyLinksDatabase)
-    let links = ["Home": ["Soup", "Tea"], "Soup": ["Home"]]
-    try t.store.log.write { txn in
-      for title in ["Home", "Soup", "Plain"] {
-        let key = WikiProjection.pageKey("w1", title)
-        let row = try #require(try txn.get(key, in: pages))
-        #expect(try PageRow.links(in: row) == (links[title] ?? []).map { Array($0.utf8) })
-        let fields = try PageRow(decoding: row).encoded(links: [])
-        try txn.put(
-          [PageRow.legacyFormat] + fields.dropFirst().dropLast(), forKey: key, in: pages)
-        if let targets = links[title] {
-          var w = ByteWriter()
-          w.strings(targets)
-          try txn.put(w.bytes, forKey: key, in: legacy)
-        }
-      }
-    }
-    t.store.close()
-
-    var options = EventLog.Options()
-    options.readOnly = true
-    let readOnly = try DocumentStore(
-      directory: t.path, options: options, projections: [WikiProjection()],
-      validation: .touchWiki)
-    let old = try WikiQueries(readOnly)
-    #expect(try old.links(from: "Home", in: "w1") == ["Soup", "Tea"])
-    #expect(try old.links(from: "Plain", in: "w1") == [])
-    #expect(try old.pages(in: "w1").map(\.title) == ["Home", "Plain", "Soup"])
-    readOnly.close()
-
-    try t.reopen(projections: [WikiProjection()])
-    #expect(try !t.store.log.hasDatabase(named: WikiProjection.legacyLinksDatabase))
-    let wiki = try WikiQueries(t.store)
-    #expect(try wiki.links(from: "Home", in: "w1") == ["Soup", "Tea"])
-    #expect(try wiki.links(from: "Soup", in: "w1") == ["Home"])
-    #expect(try wiki.backlinks(to: "Home", in: "w1") == ["Soup"])
-    let rows = try t.store.log.database(named: "wiki.pages")
-    try t.store.read { txn in
-      let row = try #require(try txn.get(WikiProjection.pageKey("w1", "Home"), in: rows))
-      #expect(row.first == PageRow.format)
-    }
-    #expect(try t.store.verify("wiki").isEmpty)
-    // An edit after the move diffs its links against the row's.
-    let home = try #require(try t.store.get("w1:Home")["_rev"]?.stringValue)
-    try t.store.put(
-      #"{"_id":"w1:Home","_rev":"\#(home)","type":"page","wiki_id":"w1","markdown":"only [[Soup]]"}"#,
-      actor: "ann")
-    #expect(try wiki.backlinks(to: "Tea", in: "w1") == [])
-    #expect(try wiki.backlinks(to: "Soup", in: "w1") == ["Home"])
-    #expect(try t.store.verify("wiki").isEmpty)
   }
 
   @Test("read-only, a store opens without a projection that was never built there")

@@ -1,6 +1,8 @@
 import Foundation
 import JSON
 import Projections
+import Query
+import StoreTestSupport
 import TestSupport
 import Testing
 import Wiki

@@ -1,7 +1,9 @@
 import Foundation
 import JSON
 import Log
+import Query
 import RevTree
+import StoreTestSupport
 import Testing
 
 @testable import Projections

@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import JSON
 import Projections
+import Query
 import Replication
 import TestSupport
 import Testing

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JSON
 import Log
 import Projections
+import Query
 import Replication
 import RevTree
 import Testing

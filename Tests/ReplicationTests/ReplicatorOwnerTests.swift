@@ -6,6 +6,7 @@ import HummingbirdTesting
 import JSON
 import Logging
 import Projections
+import Query
 import TestSupport
 import Testing
 

@@ -9,6 +9,7 @@ import Log
 import Logging
 import NIOCore
 import Projections
+import Query
 import Replication
 import Testing
 import Wiki

@@ -1,5 +1,6 @@
 public import JSON
 public import Projections
+public import Query
 
 extension TextSearchSchema {
   /// TouchWiki pages: the group is the page's wiki, the title its name (the id after the

@@ -196,10 +196,6 @@ struct WikiRow: Equatable {
 /// string rev · string updated_by · string updated_at · varint length
 /// varint count · count × bytes: the link targets, sorted by bytes, distinct
 /// ```
-///
-/// Format 1 (stores written before the links moved into this row) ends after the length; its
-/// links are in the retired `wiki.links` database, which opening such a store writable replaces
-/// by rebuilding the projection (``DocumentStore``'s legacy migration).
 struct PageRow: Equatable {
   var rev: String
   var updatedBy: String?
@@ -207,7 +203,6 @@ struct PageRow: Equatable {
   var length: Int
 
   static let format: UInt8 = 2
-  static let legacyFormat: UInt8 = 1
 
   /// The row, followed by `links` (sorted, distinct).
   func encoded(links: [[UInt8]]) -> [UInt8] {
@@ -233,7 +228,7 @@ struct PageRow: Equatable {
   init(decoding bytes: [UInt8]) throws {
     var r = ByteReader(bytes)
     let format = try r.byte()
-    guard format == Self.format || format == Self.legacyFormat else {
+    guard format == Self.format else {
       throw WikiRowError.corrupt("page")
     }
     let flags = try r.byte()
@@ -245,11 +240,9 @@ struct PageRow: Equatable {
     length = try r.int()
   }
 
-  /// The link targets a row holds; nil for a format-1 row, whose links are kept elsewhere.
-  /// Every page edit reads its old row's links, so the fields before them are stepped over
-  /// rather than decoded.
-  static func links(in bytes: [UInt8]) throws -> [[UInt8]]? {
-    guard bytes.first != legacyFormat else { return nil }
+  /// The link targets a row holds. Every page edit reads its old row's links, so the fields
+  /// before them are stepped over rather than decoded.
+  static func links(in bytes: [UInt8]) throws -> [[UInt8]] {
     var r = ByteReader(bytes)
     guard try r.byte() == format else { throw WikiRowError.corrupt("page") }
     _ = try r.byte()

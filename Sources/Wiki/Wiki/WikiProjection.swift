@@ -50,19 +50,13 @@ public import RevTree
 /// try wiki.backlinks(to: "Soup", in: "w1")      // ["Home"]
 /// try wiki.canEdit("bob", wiki: "w1")           // true
 /// ```
-public final class WikiProjection: DocumentChangeProjection, ProjectionMigration {
+public final class WikiProjection: DocumentChangeProjection, RetiredLayouts {
   public let name = "wiki"
   public let databaseNames = ["wikis", "pages", "backlinks", "membership"]
 
-  /// Databases that earlier versions of the projection kept, removed when a store opens.
-  static let retiredDatabaseNames = ["wiki.trees", "wiki.revsLimits"]
-  public var retiredDatabaseNames: [String] { Self.retiredDatabaseNames }
-
-  /// Where earlier versions kept each page's link targets, beside its `pages` row (format 1);
-  /// they are in the row now (format 2). Opening a store that still has it rebuilds the
-  /// projection, then removes it.
-  static let legacyLinksDatabase = "wiki.links"
-  public var rebuildingDatabaseNames: [String] { [Self.legacyLinksDatabase] }
+  /// Databases that earlier layouts of the projection kept (`wiki.links`: each page's link
+  /// targets, which are in its `pages` row now): a store that has one is refused.
+  public var retiredDatabaseNames: [String] { ["wiki.trees", "wiki.revsLimits", "wiki.links"] }
 
   /// LMDB keys of the projection stay within this many bytes.
   static let maxKeyBytes = 500
@@ -327,7 +321,7 @@ public final class WikiProjection: DocumentChangeProjection, ProjectionMigration
     guard oldRow != newRow else { return }
     // Both lists are sorted by bytes and free of duplicates (the stored one was written from
     // such a list), so they are compared and diffed in one walk.
-    let oldLinks = try oldRow.flatMap { try PageRow.links(in: $0) } ?? []
+    let oldLinks = try oldRow.map { try PageRow.links(in: $0) } ?? []
     let added = page?.links ?? []
     if oldLinks != added {
       var a = 0

@@ -22,8 +22,6 @@ public import Projections
 public struct WikiQueries: Sendable {
   let store: DocumentStore
   let storage: ProjectionStorage
-  /// `wiki.links` of a store last written by an earlier version and opened read-only.
-  let legacyLinks: Database?
 
   /// Queries the wiki projection registered with `store`.
   ///
@@ -35,12 +33,6 @@ public struct WikiQueries: Sendable {
     }
     self.store = store
     self.storage = storage
-    // Opened here, before any query's transaction: a handle opened after a transaction began
-    // is not valid in it.
-    // Read-only, `database(named:)` opens one that exists and creates none.
-    legacyLinks =
-      store.log.options.readOnly
-      ? try? store.log.database(named: WikiProjection.legacyLinksDatabase) : nil
   }
 
   /// Every live wiki, by id.
@@ -118,14 +110,7 @@ public struct WikiQueries: Sendable {
       guard Self.plain(wiki, title), let row = try txn.get(key, in: storage["pages"]) else {
         return []
       }
-      if let links = try PageRow.links(in: row) {
-        return links.map { String(decoding: $0, as: UTF8.self) }
-      }
-      // A format-1 row: a store last written by an earlier version, opened read-only (opening
-      // it writable moves the links into the rows), keeps them in their own database.
-      guard let legacyLinks, let bytes = try txn.get(key, in: legacyLinks) else { return [] }
-      var r = ByteReader(bytes)
-      return try r.strings()
+      return try PageRow.links(in: row).map { String(decoding: $0, as: UTF8.self) }
     }
   }
 

@@ -3,6 +3,7 @@ import Auth
 import Foundation
 import JSON
 import Projections
+import Query
 import RevTree
 import Wiki
 

@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import RevTree
 import Wiki
 

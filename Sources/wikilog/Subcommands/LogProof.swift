@@ -3,6 +3,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 
 /// What the tree-head commands share: opening the log, signing a head, reading JSON files.
 enum TreeHeads {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JSON
 import Projections
+import Query
 
 /// How `find` prints its documents.
 enum FindFormat: String, ExpressibleByArgument, CaseIterable {
@@ -208,9 +209,9 @@ final class ProgressReporter: @unchecked Sendable {
     let t = Thread { [self] in
       while lock.withLock({ running }) {
         Thread.sleep(forTimeInterval: 0.5)
-        for task in MangoProjection.builds.running {
+        for task in IndexTasks.shared.running {
           printError(
-            "wikilog: building index \(task.ddoc) \(task.name): \(task.done)/\(task.total) documents"
+            "wikilog: building index \(task.designDocument) \(task.index): \(task.done)/\(task.total) documents"
           )
         }
       }

@@ -5,6 +5,7 @@ import Foundation
 import JSON
 import Logging
 import Projections
+import Query
 import Replication
 import Synchronization
 import Wiki

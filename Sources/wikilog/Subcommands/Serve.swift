@@ -11,6 +11,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import Projections
+import Query
 import Replication
 import Synchronization
 import Wiki

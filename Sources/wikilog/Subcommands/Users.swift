@@ -4,6 +4,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 
 struct UserCommand: ParsableCommand {
   static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Projections
+import Query
 import RevTree
 
 /// One-line errors for refused updates (CouchDB's `conflict`) that say how to make the update:

@@ -29,7 +29,7 @@ public import JSON
 /// ```
 public struct Selector: Sendable, Hashable {
   /// A normalized selector.
-  indirect enum Node: Sendable, Hashable {
+  public indirect enum Node: Sendable, Hashable {
     case and([Node])
     case or([Node])
     case nor([Node])
@@ -38,7 +38,8 @@ public struct Selector: Sendable, Hashable {
     case field([String], Condition)
   }
 
-  enum Condition: Sendable, Hashable {
+  /// A condition on one value, as a normalized selector holds it (index planners read them).
+  public enum Condition: Sendable, Hashable {
     case eq(JSONValue)
     case ne(JSONValue)
     case gt(JSONValue)
@@ -60,12 +61,12 @@ public struct Selector: Sendable, Hashable {
   }
 
   /// A compiled `$regex` (PCRE, as CouchDB's), compared and hashed by its source.
-  struct Pattern: Sendable, Hashable {
-    let source: String
+  public struct Pattern: Sendable, Hashable {
+    public let source: String
     let regex: RegexPattern
 
-    static func == (a: Pattern, b: Pattern) -> Bool { a.source == b.source }
-    func hash(into hasher: inout Hasher) { hasher.combine(source) }
+    public static func == (a: Pattern, b: Pattern) -> Bool { a.source == b.source }
+    public func hash(into hasher: inout Hasher) { hasher.combine(source) }
   }
 
   let root: Node
@@ -391,7 +392,7 @@ public struct Selector: Sendable, Hashable {
   /// through the selector: every field of an `$and`, the fields every branch of an `$or`
   /// requires, none of `$exists: false`. Nil for every field: an empty `$or` is no constraint
   /// CouchDB's planner can see past, so it finds every index usable.
-  var requiredPaths: Set<[String]>? {
+  public var requiredPaths: Set<[String]>? {
     func required(_ node: Node) -> Set<[String]>? {
       switch node {
       case .and(let nodes):
@@ -418,7 +419,7 @@ public struct Selector: Sendable, Hashable {
   /// The conditions of the top-level `$and` (not under `$or`, `$nor` or `$not`), by dotted
   /// path: every one must hold, so a document an index leaves out (one without the field)
   /// cannot match when the field has any condition but `$exists: false`.
-  var requiredConditions: [([String], Condition)] {
+  public var requiredConditions: [([String], Condition)] {
     var out: [([String], Condition)] = []
     func walk(_ node: Node) {
       switch node {
@@ -432,7 +433,7 @@ public struct Selector: Sendable, Hashable {
   }
 
   /// Whether a condition anywhere in the selector is on `field` or a path under it.
-  func mentions(_ field: String) -> Bool {
+  public func mentions(_ field: String) -> Bool {
     func walk(_ node: Node) -> Bool {
       switch node {
       case .and(let nodes), .or(let nodes), .nor(let nodes): nodes.contains(where: walk)
@@ -446,5 +447,5 @@ public struct Selector: Sendable, Hashable {
 
 extension JSONValue {
   /// The compact JSON text, for messages.
-  var serializedString: String { String(decoding: serialized(), as: UTF8.self) }
+  public var serializedString: String { String(decoding: serialized(), as: UTF8.self) }
 }

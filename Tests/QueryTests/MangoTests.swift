@@ -2,7 +2,9 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import RevTree
+import StoreTestSupport
 import TestSupport
 import Testing
 
@@ -34,17 +36,6 @@ import Testing
 
   /// Makes `t`'s store look like one of an earlier layout (database `old` present, the
   /// current layout's `emptying` empty), reopens it and expects it rebuilt (`old` gone).
-  func reopenAsOldLayout(_ t: TestStore, old: String, emptying: String) throws {
-    let store = t.store!
-    let database = try store.log.database(named: old)
-    try store.log.write { txn in
-      try txn.put([1], forKey: [1], in: database)
-      try txn.removeAll(in: store.storage(of: "mango")![emptying])
-    }
-    try t.reopen(projections: [MangoProjection()])
-    #expect(try !t.store.log.hasDatabase(named: old))
-  }
-
   func ids(_ result: FindResult) -> [String] { result.docs.compactMap { $0["_id"]?.stringValue } }
 
   func find(_ store: DocumentStore, _ body: String) throws -> FindResult {
@@ -558,7 +549,7 @@ import Testing
   }
 
   @Test(
-    "an index on _conflicts sees each document's conflicts, whether it was made before or after them; a store of the old layout is rebuilt"
+    "an index on _conflicts sees each document's conflicts, whether it was made before or after them"
   )
   func conflictsIndex() throws {
     let t = try mangoStore()
@@ -582,14 +573,10 @@ import Testing
     _ = try store.delete("p004", rev: "1-ffffffffffffffffffffffffffffffff", actor: "t")
     #expect(ids(try find(store, query)) == ["p001"])
     #expect(try store.verify("mango") == [])
-    // A store of the layout before (`mango.docs`, no `mango.conflicts`) is rebuilt at open.
-    try reopenAsOldLayout(t, old: "mango.docs", emptying: "conflicts")
-    #expect(ids(try find(t.store, query)) == ["p001"])
-    #expect(try t.store.verify("mango") == [])
   }
 
   @Test(
-    "a covering index answers from its values (CouchDB 3.4): the same results, no document read, access kept, values updated, the old layout rebuilt"
+    "a covering index answers from its values (CouchDB 3.4): the same results, no document read, access kept, values updated"
   )
   func coveringIndex() throws {
     let t = try mangoStore()
@@ -666,10 +653,6 @@ import Testing
     #expect(visible.docs.count == 15)
     #expect(visible.docs.allSatisfy { Int($0["_id"]!.stringValue!.dropFirst())! % 2 == 0 })
     #expect(try store.verify("mango") == [])
-    // A store of the layout before (`mango.rows`: ids without values) is rebuilt at open.
-    try reopenAsOldLayout(t, old: "mango.rows", emptying: "entries")
-    #expect(sortedByID(try find(t.store, queries[0])) == scanned[0])
-    #expect(try t.store.verify("mango") == [])
   }
 
   @Test("an index is not added to a design document of another language (invalid_ddoc_lang)")

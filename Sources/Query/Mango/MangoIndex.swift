@@ -1,4 +1,5 @@
 public import JSON
+public import Projections
 import RevTree
 
 /// A Mango JSON index: the fields it sorts documents by, and the documents it holds.

@@ -1,17 +1,19 @@
 import Foundation
 import JSON
 import Log
+import StoreTestSupport
 import Testing
 import Wiki
 
 @testable import Projections
+@testable import Query
 
 /// The full-text index kept behind the log, in its own environment (``SearchIndexer``).
 @Suite struct SearchIndexerTests {
   static let schema = TextSearchSchema.wikiPages
 
   func wikiStore(_ name: String = #function) throws -> TestStore {
-    let t = try TestStore(name, projections: [TextSearchProjection(schema: Self.schema)])
+    let t = try TestStore(name, indexes: [TextSearchProjection(schema: Self.schema)])
     try t.store.put(
       #"{"type":"wiki","title":"w1","owner_id":"ann","members":[]}"#, id: "w1", actor: "ann")
     return t
@@ -122,7 +124,7 @@ import Wiki
     t.store.close()
     let file = t.path + "/search/data.mdb"
     try Data(repeating: 0x5A, count: 64 * 1024).write(to: URL(fileURLWithPath: file))
-    try t.reopen(projections: [TextSearchProjection(schema: Self.schema)])
+    try t.reopen(indexes: [TextSearchProjection(schema: Self.schema)])
     #expect(try ids(t.store, "gamma").count == 5)
     #expect(try t.store.verify("search") == [])
   }
@@ -145,7 +147,7 @@ import Wiki
     let options = EventLog.Options(durability: .synced)
     t.store = try DocumentStore(
       directory: t.path, options: options,
-      projections: [TextSearchProjection(schema: Self.schema)], validation: .touchWiki)
+      indexes: [TextSearchProjection(schema: Self.schema)], validation: .touchWiki)
     #expect(try t.store.search(SearchQuery("zeta"), groups: ["w1"]).total == 300)
     #expect(try t.store.verify("search") == [])
   }
@@ -163,7 +165,7 @@ import Wiki
     // The backup, with the index of the later store beside it.
     try FileManager.default.copyItem(atPath: t.path + "/search", toPath: backup + "/search")
     let restored = try DocumentStore(
-      directory: backup, projections: [TextSearchProjection(schema: Self.schema)])
+      directory: backup, indexes: [TextSearchProjection(schema: Self.schema)])
     defer { restored.close() }
     #expect(try ids(restored, "delta") == ["w1:Old0", "w1:Old1", "w1:Old2"])
     #expect(try restored.verify("search") == [])
@@ -184,7 +186,7 @@ import Wiki
     plain.close()
     let reader = try DocumentStore(
       directory: t.path, options: EventLog.Options(durability: .synced, readOnly: true),
-      projections: [TextSearchProjection(schema: Self.schema)])
+      indexes: [TextSearchProjection(schema: Self.schema)])
     defer { reader.close() }
     #expect(try reader.searchCheckpoint() == before)
     #expect(try ids(reader, "epsilon", update: false) == [])

@@ -1,6 +1,7 @@
 import Foundation
 public import JSON
 public import Log
+public import Projections
 import RevTree
 
 /// How a `_find` reads: the index (nil: `_all_docs`), its key range and direction.

@@ -1,4 +1,5 @@
 public import JSON
+public import Projections
 
 /// The planner's choice of an index, in CouchDB's stages, and `_explain`'s account of it, as
 /// CouchDB 3.4 gives it

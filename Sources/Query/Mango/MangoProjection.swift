@@ -1,6 +1,7 @@
 import Foundation
 public import JSON
 public import Log
+public import Projections
 public import RevTree
 import Synchronization
 
@@ -31,22 +32,18 @@ import Synchronization
 /// without the documents projection's databases. Stores of the layouts before (`mango.docs`
 /// for `mango.live`, no `mango.conflicts`; `mango.rows`, without the values, for
 /// `mango.entries`) are rebuilt when they open.
-public final class MangoProjection: DocumentChangeProjection, ProjectionMigration {
+public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
   public let name = "mango"
   public let databaseNames = ["live", "conflicts", "defs", "entries", "byDoc"]
-  public var retiredDatabaseNames: [String] { [] }
-  public var rebuildingDatabaseNames: [String] { ["mango.docs", "mango.rows"] }
+  public var retiredDatabaseNames: [String] { ["mango.docs", "mango.rows"] }
 
   /// Parsed definitions by their stored bytes (a definition is parsed once per process).
   private let parsed = Mutex<[[UInt8]: MangoIndex]>([:])
 
-  /// The database's name, for the builds' progress (``MangoBuilds``).
+  /// The database's name, for the builds' progress (``IndexTasks``).
   let database: String
 
   public init(database: String = "") { self.database = database }
-
-  /// Builds in progress, for `_active_tasks` and the command line.
-  public static let builds = MangoBuilds()
 
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
   {}
@@ -241,8 +238,9 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
   /// read back from `mango.byDoc`.
   func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
     let total = try txn.count(of: storage["live"])
-    let task = Self.builds.start(index, database: database, total: total)
-    defer { Self.builds.finish(task) }
+    let task = IndexTasks.shared.start(
+      database: database, designDocument: index.ddoc, index: index.name, total: total)
+    defer { IndexTasks.shared.finish(task) }
     var docs: [(String, UInt64)] = []
     try txn.scan(storage["live"]) { key, value in
       let id = DocumentKey.inlineID(key) ?? String(decoding: value.dropFirst(8), as: UTF8.self)
@@ -252,7 +250,7 @@ public final class MangoProjection: DocumentChangeProjection, ProjectionMigratio
     let prefix = index.prefix
     var done = 0
     for start in stride(from: 0, to: docs.count, by: Self.buildChunk) {
-      Self.builds.progress(task, done: done)
+      IndexTasks.shared.progress(task, done: done)
       let chunk = docs[start..<min(docs.count, start + Self.buildChunk)].filter {
         !$0.0.hasPrefix("_design/")
       }
@@ -323,53 +321,4 @@ final class DefinitionsCache: TransactionBuffer {
   var indexes: [MangoIndex]?
   var database = ""
   func flush(into txn: WriteTransaction) {}
-}
-
-/// Index builds under way in this process (each runs in one write transaction).
-public final class MangoBuilds: Sendable {
-  public struct Task: Sendable, Hashable {
-    public let id: Int
-    public let database: String
-    public let ddoc: String
-    public let name: String
-    public let total: Int
-    public var done: Int
-    /// Seconds since 1970.
-    public let started: Int64
-  }
-
-  private let tasks = Mutex<(next: Int, running: [Int: Task])>((0, [:]))
-
-  /// The builds running now.
-  public var running: [Task] {
-    tasks.withLock { Array($0.running.values) }.sorted { $0.id < $1.id }
-  }
-
-  func start(_ index: MangoIndex, database: String, total: Int) -> Int {
-    tasks.withLock { state in
-      state.next += 1
-      state.running[state.next] = Task(
-        id: state.next, database: database, ddoc: index.ddoc, name: index.name, total: total,
-        done: 0,
-        started: Int64(Date().timeIntervalSince1970))
-      return state.next
-    }
-  }
-
-  func progress(_ id: Int, done: Int) {
-    tasks.withLock { $0.running[id]?.done = done }
-  }
-
-  func finish(_ id: Int) {
-    _ = tasks.withLock { $0.running.removeValue(forKey: id) }
-  }
-}
-
-extension DataDirectory {
-  /// `projections` and the Mango indexes (``MangoProjection``): every database of a data
-  /// directory answers `_find` and keeps its `_index` definitions.
-  static func withMango(_ projections: [any Projection], database: String) -> [any Projection] {
-    projections.contains { $0.name == "mango" }
-      ? projections : projections + [MangoProjection(database: database)]
-  }
 }

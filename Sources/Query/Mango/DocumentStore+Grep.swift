@@ -1,6 +1,7 @@
 import Foundation
 public import JSON
 public import Log
+public import Projections
 import RevTree
 
 /// One field value a ``DocumentStore/grep(_:field:type:history:visible:_:)`` found.

@@ -1,4 +1,5 @@
 public import JSON
+public import Projections
 
 /// A `_find` request (CouchDB 3's body): the selector and its options.
 ///

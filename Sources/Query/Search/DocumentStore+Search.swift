@@ -1,6 +1,7 @@
 import Foundation
 public import JSON
 public import Log
+public import Projections
 
 /// A full-text query: words, `"quoted phrases"` and `prefix*` words, all required.
 ///
@@ -72,10 +73,15 @@ public struct SearchResult: Sendable {
 }
 
 extension DocumentStore {
+  /// The store's full-text index (a ``TextSearchProjection`` kept behind the log), if any.
+  var searchIndexer: IndexFollower? {
+    indexes.first { $0.index is TextSearchProjection }
+  }
+
   /// Whether the store keeps a full-text index (a ``TextSearchProjection``).
   public var hasTextSearch: Bool { searchIndexer != nil }
 
-  /// Brings the full-text index up to the log's end (``SearchIndexer``): what every search
+  /// Brings the full-text index up to the log's end (``IndexFollower``): what every search
   /// does first, unless it asks for the index as it stands (`update: false`).
   public func updateSearchIndex() throws {
     try searchIndexer?.catchUp()
@@ -423,7 +429,7 @@ extension DocumentStore {
   /// and text), for a result's title and snippet; nil when it is not searched.
   public func searchable(_ docID: String) throws -> TextSearchSchema.Searchable? {
     guard
-      let projection = searchIndexer?.projection,
+      let projection = searchIndexer?.index as? TextSearchProjection,
       let doc = try? get(docID)
     else { return nil }
     return projection.schema.extract(docID, doc)

@@ -2,13 +2,15 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
+import StoreTestSupport
 import Testing
 import Wiki
 
 /// Full-text search over wiki pages: a small corpus whose answers are known.
 @Suite struct TextSearchTests {
   func corpus(_ name: String = #function) throws -> TestStore {
-    let t = try TestStore(name, projections: [TextSearchProjection(schema: .wikiPages)])
+    let t = try TestStore(name, indexes: [TextSearchProjection(schema: .wikiPages)])
     let store = t.store!
     for w in ["w1", "w2"] {
       try store.put(
@@ -102,7 +104,7 @@ import Wiki
   )
   func batchedWrites() async throws {
     let t = try TestStore(
-      projections: [TextSearchProjection(schema: .wikiPages)], durability: .groupCommit)
+      indexes: [TextSearchProjection(schema: .wikiPages)], durability: .groupCommit)
     let store = t.store!
     for w in ["w1", "w2"] {
       try store.put(
@@ -184,31 +186,4 @@ import Wiki
     #expect(before.hits == after.hits)
   }
 
-  @Test(
-    "a store that kept search in its own environment (any earlier layout) loses those databases when it opens, and the index is built in its own"
-  )
-  func inlineSearchRetired() throws {
-    let t = try corpus()
-    let log = t.store.log
-    // What earlier versions had in the store's environment: the layout before this one (one
-    // row per term and document, document frequencies), the one after (posting rows per
-    // bucket), and the checkpoint of search as an inline projection.
-    let checkpoints = try log.database(named: "projections")
-    let rows = try [
-      ("search.postings", "w1\u{0}apple\u{0}w1:Apple Pie"), ("search.df", "w1\u{0}apple"),
-      ("search.docs", "w1:Apple Pie"), ("search.terms", "w1\u{0}apple\u{0}\u{0}\u{0}\u{0}\u{0}"),
-      ("search.ids", "w1:Apple Pie"), ("search.stats", "w1"),
-    ].map { (try log.database(named: $0.0), $0.1) }
-    try log.write { txn in
-      for (db, key) in rows { try txn.put([1], forKey: Array(key.utf8), in: db) }
-      try txn.put([0, 0, 0, 0, 0, 0, 0, 9], forKey: Array("search".utf8), in: checkpoints)
-    }
-    try t.reopen(projections: [TextSearchProjection(schema: .wikiPages)])
-    #expect(try ids(t.store, "apple") == ["w1:Apple Pie", "w1:Banana Bread"])
-    for name in TextSearchProjection.retiredDatabaseNames {
-      #expect(try !t.store.log.hasDatabase(named: name))
-    }
-    #expect(try t.store.log.read { try $0.get(Array("search".utf8), in: checkpoints) } == nil)
-    #expect(try t.store.verify("search") == [])
-  }
 }

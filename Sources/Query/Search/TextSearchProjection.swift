@@ -1,6 +1,7 @@
 import Crypto
 public import JSON
 public import Log
+public import Projections
 public import RevTree
 
 /// What full-text search indexes of a document: its group (the unit of access: a wiki), a
@@ -66,18 +67,11 @@ public struct TextSearchSchema: Sendable {
 /// between them so a phrase does not cross from title to text. Statistics are per group, so a query over the
 /// groups a user may read ranks with their numbers only (``DocumentStore/search(_:groups:)``).
 ///
-/// Stores written by versions that kept search in the store's own environment lose those
-/// databases when they open writable (``retiredDatabaseNames``); the indexer builds the index
-/// again in its own.
-public final class TextSearchProjection: Projection {
+/// It is an index kept behind the log (``IndexBehindLog``) in the database's `search/`
+/// environment: the store's ``IndexFollower`` hands it each changed document.
+public final class TextSearchProjection: IndexBehindLog {
   public let name = "search"
   public let databaseNames = ["terms", "lengths", "forward", "ids", "stats"]
-  /// What the store's own environment held of search in earlier versions, when search was
-  /// applied in the append transaction: removed when a writable store opens.
-  package static let retiredDatabaseNames = [
-    "search.terms", "search.lengths", "search.forward", "search.ids", "search.stats",
-    "search.docs", "search.groups", "search.postings", "search.df",
-  ]
   let schema: TextSearchSchema
 
   /// Documents per bucket of a posting row.
@@ -289,9 +283,24 @@ public final class TextSearchProjection: Projection {
     return ra.count - rb.count
   }
 
-  /// Search is not applied to events: ``SearchIndexer`` keeps it, behind the log.
-  public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
-  {}
+  /// Indexes document `docID` as its winning revision `winner` stands (or removes it: deleted,
+  /// or not searched).
+  public func update(
+    _ docID: String, winner: JSONValue?, storage: ProjectionStorage, txn: WriteTransaction
+  ) throws {
+    try set(Array(docID.utf8), winner.flatMap { index(docID, $0) }, storage: storage, txn: txn)
+  }
+
+  /// Each document's group and forward record (terms, positions, length), each (group,
+  /// term)'s postings and each group's lengths and totals, documents matched by id (their
+  /// numbers may differ: they depend on the order the indexer met them).
+  public func compare(
+    live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
+  ) throws -> [String] {
+    var report = SearchComparison(max: maxDifferences)
+    try report.compare(live: live, rebuilt: rebuilt, txn: txn)
+    return report.differences
+  }
 
   /// Sets the index entry of document `docID` to `indexed` (what ``index(_:_:)`` made of its
   /// winning revision), or removes it (nil: deleted, or not searched), in `txn` of the search

@@ -90,7 +90,7 @@ public enum Collation {
 
   /// The bytes a string's encoding starts with for every string beginning with `prefix`
   /// (its tag and its case-folded first level, unterminated): the bounds of `$beginsWith`.
-  static func foldedPrefix(_ prefix: String) -> [UInt8] {
+  public static func foldedPrefix(_ prefix: String) -> [UInt8] {
     var out: [UInt8] = [stringTag]
     let folded = levels(prefix).folded
     for b in folded {

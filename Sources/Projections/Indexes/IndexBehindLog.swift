@@ -1,0 +1,156 @@
+public import JSON
+public import Log
+import Synchronization
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// An index a ``DocumentStore`` keeps behind its log, in an LMDB environment of its own, as
+/// CouchDB keeps its search and view indexes: writes do not wait for it; an ``IndexFollower``
+/// hands it every document changed since its checkpoint, as the document's winning revision
+/// now stands, and a reader catches it up before reading (``IndexFollower/catchUp(stop:)``).
+///
+/// Give it to the store (`DocumentStore(directory:indexes:)`, or a data directory's
+/// `indexes`); the store opens `<database>/<name>/`, follows the log, rebuilds and verifies it
+/// by ``name`` like any projection (``DocumentStore/rebuild(_:)``,
+/// ``DocumentStore/verify(_:maxDifferences:)``), and lists its checkpoint. The Query module's
+/// full-text search is one; the tests define another.
+///
+/// ```swift
+/// /// Counts the documents of each `type`.
+/// final class TypeCounts: IndexBehindLog {
+///   let name = "types"
+///   let databaseNames = ["byDoc", "counts"]
+///   func update(_ docID: String, winner: JSONValue?, storage: ProjectionStorage,
+///               txn: WriteTransaction) throws {
+///     // Remove the document's old row and count, add the new ones.
+///   }
+/// }
+/// let store = try DocumentStore(directory: dir, indexes: [TypeCounts()])
+/// let follower = store.index(named: "types")!
+/// try follower.catchUp()
+/// ```
+public protocol IndexBehindLog: AnyObject, Sendable {
+  /// The index's name: its directory under the database's, the prefix of its databases, and
+  /// the name ``DocumentStore/rebuild(_:)`` and ``DocumentStore/verify(_:maxDifferences:)``
+  /// take.
+  var name: String { get }
+  /// The LMDB databases it keeps (each stored as `<name>.<database>`; `state` is taken).
+  var databaseNames: [String] { get }
+  /// The map size of its environment (16 MiB unless it says otherwise; the log's map grows
+  /// as it fills).
+  var mapSize: Int { get }
+  /// Sets the rows of document `docID` to what its winning revision `winner` gives (nil: the
+  /// document is deleted), replacing the rows it had, in `txn` of the index's environment.
+  func update(
+    _ docID: String, winner: JSONValue?, storage: ProjectionStorage, txn: WriteTransaction)
+    throws
+  /// The differences between the `live` rows and rows `rebuilt` from the same documents (empty
+  /// when they agree), at most `maxDifferences`. By default, every database compared row by row.
+  func compare(
+    live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
+  ) throws -> [String]
+}
+
+extension IndexBehindLog {
+  public var mapSize: Int { 16 << 20 }
+
+  public func compare(
+    live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
+  ) throws -> [String] {
+    var differences: [String] = []
+    for database in databaseNames {
+      var rows: [[UInt8]: [UInt8]] = [:]
+      try txn.scan(rebuilt[database]) { key, value in
+        rows[key] = value
+        return true
+      }
+      try txn.scan(live[database]) { key, value in
+        guard differences.count < maxDifferences else { return false }
+        let expected = rows.removeValue(forKey: key)
+        if expected == nil {
+          differences.append("\(name).\(database): live has \(ProjectionRunner.show(key))")
+        } else if expected != value {
+          differences.append("\(name).\(database): \(ProjectionRunner.show(key)) differs")
+        }
+        return true
+      }
+      for key in rows.keys.sorted(by: { $0.lexicographicallyPrecedes($1) })
+      where differences.count < maxDifferences {
+        differences.append("\(name).\(database): live lacks \(ProjectionRunner.show(key))")
+      }
+    }
+    return differences
+  }
+}
+
+extension ProjectionStorage {
+  /// The databases of `index` in its environment (`<name>.<database><suffix>`).
+  static func open(for index: any IndexBehindLog, in log: EventLog, suffix: String = "") throws
+    -> ProjectionStorage
+  {
+    var entries: [(name: String, database: Database)] = []
+    for name in index.databaseNames where !entries.contains(where: { $0.name == name }) {
+      entries.append((name, try log.database(named: "\(index.name).\(name)\(suffix)")))
+    }
+    return ProjectionStorage(entries: entries)
+  }
+}
+
+/// Index builds under way in this process, as `GET /_active_tasks` lists them (CouchDB's
+/// `indexer` tasks): Mango indexes being built, indexes behind the log catching up a long way.
+///
+/// ```swift
+/// for task in IndexTasks.shared.running {
+///   print("\(task.database) \(task.index): \(task.done)/\(task.total)")
+/// }
+/// ```
+public final class IndexTasks: Sendable {
+  public struct Task: Sendable, Hashable {
+    public let id: Int
+    public let database: String
+    /// The design document the index is defined in (`_search` for an index behind the log
+    /// defined by the data directory).
+    public let designDocument: String
+    public let index: String
+    public let total: Int
+    public var done: Int
+    /// Seconds since 1970.
+    public let started: Int64
+  }
+
+  /// The process's tasks.
+  public static let shared = IndexTasks()
+
+  private let tasks = Mutex<(next: Int, running: [Int: Task])>((0, [:]))
+
+  public init() {}
+
+  /// The builds running now, oldest first.
+  public var running: [Task] {
+    tasks.withLock { Array($0.running.values) }.sorted { $0.id < $1.id }
+  }
+
+  /// Registers a build of `total` changes; returns its id for ``progress(_:done:)`` and
+  /// ``finish(_:)``.
+  public func start(database: String, designDocument: String, index: String, total: Int) -> Int {
+    tasks.withLock { state in
+      state.next += 1
+      state.running[state.next] = Task(
+        id: state.next, database: database, designDocument: designDocument, index: index,
+        total: total, done: 0, started: Int64(Date().timeIntervalSince1970))
+      return state.next
+    }
+  }
+
+  public func progress(_ id: Int, done: Int) {
+    tasks.withLock { $0.running[id]?.done = done }
+  }
+
+  public func finish(_ id: Int) {
+    _ = tasks.withLock { $0.running.removeValue(forKey: id) }
+  }
+}
