@@ -300,16 +300,12 @@ extension CouchServer {
 
   /// A `_users` document body with its `password` replaced by the PBKDF2 fields, before it
   /// goes near the log.
-  static func hashingPassword(_ body: [UInt8]) throws -> [UInt8] {
-    let value: JSONValue
-    do { value = try JSONValue(parsing: body) } catch {
-      throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
-    }
+  static func hashingPassword(_ value: JSONValue) throws -> JSONValue {
     guard let object = value.objectValue else {
       throw CouchError.badRequest("Document must be a JSON object")
     }
-    guard object["password"] != nil else { return body }
-    return JSONValue.object(try UserStore.hashingPassword(object)).serialized()
+    guard object["password"] != nil else { return value }
+    return .object(try UserStore.hashingPassword(object))
   }
 
   // MARK: /_session

@@ -167,18 +167,17 @@ extension CouchServer {
       let access = try databaseAccess(name, store, caller, writing: true)
       try Self.requireJSONContentType(request)
       if name == UserStore.databaseName { try requireServerAdmin(caller) }
-      var body = try await self.body(of: request)
-      if name == UserStore.databaseName { body = try Self.hashingPassword(body) }
-      body = try access.owned(body, id: nil)
-      let parsed: JSONValue
-      do { parsed = try JSONValue(parsing: body) } catch {
-        throw CouchError.badRequest("invalid UTF-8 JSON: \(error)")
-      }
+      // The body is parsed once: the checks and the store share the value.
+      var parsed = try DocumentInput.parse(try await self.body(of: request))
+      if name == UserStore.databaseName { parsed = try Self.hashingPassword(parsed) }
       let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
+      if case .object(let object) = parsed {
+        parsed = .object(try access.owned(object, id: docID))
+      }
       try access.checkWrite(docID: docID, body: parsed, replicated: false, in: store)
       let actor = caller.actor
       let result = try await store.putAsync(
-        body, id: docID, actor: actor, origin: replicationOrigin(context))
+        parsed: parsed, id: docID, actor: actor, origin: replicationOrigin(context))
       if query["batch"] == "ok" { return batchAccepted(result) }
       return writeResponse(result, location: location(name, result.id))
     default:

@@ -29,7 +29,7 @@ extension CouchServer {
         store, id: id, query: query, head: request.method == .head,
         accept: request.headers[.accept], access: access)
     case .put:
-      var body = try await self.body(of: request)
+      let body = try await self.body(of: request)
       let rev = try requestedRev(request, query)
       let result: DocumentWriteResult
       let replicated = query["new_edits"] == "false"
@@ -40,22 +40,26 @@ extension CouchServer {
           store, id: id, body: body, contentType: type, rev: rev,
           newEdits: !replicated, context: context, caller: caller, access: access)
       } else {
+        // The body is parsed once, here: the checks and the store share the value.
+        var parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
         if db == UserStore.databaseName {
-          body = try Self.hashingPassword(body)
-          try checkOwnRoles(
-            try JSONValue(parsing: body), id: id, replicated: replicated, store: store,
-            caller: caller)
+          let value = try Self.hashingPassword(parsed.get())
+          try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
+          parsed = .success(value)
         }
-        body = try access.owned(body, id: id)
+        if case .success(.object(let object)) = parsed {
+          parsed = .success(.object(try access.owned(object, id: id)))
+        }
         try access.checkWrite(
-          docID: id, body: try? JSONValue(parsing: body), replicated: replicated, in: store)
+          docID: id, body: try? parsed.get(), replicated: replicated, in: store)
+        let document = try parsed.get()
         if replicated {
           result = try await putReplicated(
-            store, id: id, body: body, context: context, caller: caller)
+            store, id: id, document: document, context: context, caller: caller)
         } else {
           let actor = caller.actor
           result = try await store.putAsync(
-            body, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
+            parsed: document, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
             idWinsOverBody: true)
         }
       }
@@ -242,9 +246,9 @@ extension CouchServer {
   /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`, stored
   /// under the URL's id.
   func putReplicated(
-    _ store: DocumentStore, id: String, body: [UInt8], context: Context, caller: Caller
+    _ store: DocumentStore, id: String, document: JSONValue, context: Context, caller: Caller
   ) async throws -> DocumentWriteResult {
-    let input = try DocumentInput(json: body)
+    let input = try DocumentInput(document)
     guard let rev = input.rev else { throw CouchError.badRequest(Self.replicatedWithoutRev) }
     var object = input.full.objectValue ?? JSONObject()
     object.members.removeAll { $0.key == "_id" }

@@ -45,7 +45,8 @@ public struct CouchServer: HTTPResponder {
 
   public let dataDirectory: DataDirectory
   public let options: CouchServerOptions
-  let logger: Logger
+  /// Where every request's line goes (``RequestLog``).
+  public let logger: Logger
   /// A stable identity for this data directory (CouchDB's server `uuid`).
   let serverUUID: String
   /// What waiting feeds wait on, one hub per open database.
@@ -92,6 +93,9 @@ public struct CouchServer: HTTPResponder {
   public func respond(to request: Request, context: Context) async throws -> Response {
     var request = request
     let start = ContinuousClock.now
+    // The route, parsed once for the whole request (a malformed path is answered where it is
+    // first needed, after the caller is signed in, as before).
+    let parsed = Result { () throws(CouchError) in try CouchRoute.parse(request.uri.path) }
     let origin = request.headers[.origin]
     var response: Response
     var failure: CouchError?
@@ -109,7 +113,7 @@ public struct CouchServer: HTTPResponder {
         setCookie = caller.authentication.setCookie
         // A write's body is held (as its handler would read it whole anyway) so that it can be
         // sent again; attachment uploads stream, and are not.
-        let replayable = try await holdingBody(&request)
+        let replayable = try await holdingBody(&request, route: try? parsed.get())
         // The store checks the caller's writes against the database's access rules in the
         // transaction that commits them (``WriteAccess``), whatever the handler checked before.
         let held = request
@@ -118,18 +122,18 @@ public struct CouchServer: HTTPResponder {
           caller.user.isAdmin ? nil : caller.user
         ) {
           do {
-            return try await route(held, context: context, caller: caller)
+            return try await route(held, try parsed.get(), context: context, caller: caller)
           } catch let error as StoreError where error.code == .unavailable && replayable {
             // A request that met its database closed under it by a compaction: nothing of it
             // was written (the compaction holds the writer's lock until the log is closed),
             // and the data directory has the database open again on the compacted file.
-            return try await route(held, context: context, caller: caller)
+            return try await route(held, try parsed.get(), context: context, caller: caller)
           }
         }
       }
     } catch {
       var e = CouchError(error)
-      if e.statusCode == 503, let db = (try? CouchRoute.parse(request.uri.path))?.database,
+      if e.statusCode == 503, let db = (try? parsed.get())?.database,
         !dataDirectory.exists(db)
       {
         // A request that met its database closed under it by a delete: the database is gone.
@@ -167,12 +171,12 @@ public struct CouchServer: HTTPResponder {
   /// Whether `request` can be routed a second time: a read, or a write whose body (declared
   /// by `Content-Length`, within ``CouchServerOptions/maxRequestBytes``, not an attachment's)
   /// is now held in memory.
-  func holdingBody(_ request: inout Request) async throws -> Bool {
+  func holdingBody(_ request: inout Request, route: CouchRoute?) async throws -> Bool {
     if request.method == .get || request.method == .head { return true }
     guard let length = request.headers[.contentLength].flatMap({ Int($0) }),
       length <= options.maxRequestBytes
     else { return false }
-    if case .attachment = try? CouchRoute.parse(request.uri.path) { return false }
+    if case .attachment = route { return false }
     _ = try await request.collectBody(upTo: length)
     return true
   }
@@ -199,8 +203,9 @@ public struct CouchServer: HTTPResponder {
 
   // MARK: Routing
 
-  func route(_ request: Request, context: Context, caller: Caller) async throws -> Response {
-    let route = try CouchRoute.parse(request.uri.path)
+  func route(_ request: Request, _ route: CouchRoute, context: Context, caller: Caller)
+    async throws -> Response
+  {
     var query = try QueryParameters(request.uri.query)
     if route.database == ReplicatorDocuments.databaseName {
       try replicatorAccess(route, caller: caller)

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Why JSON text was rejected, and where (byte offset into the input).
 ///
 /// ```swift
@@ -92,6 +94,7 @@ extension JSONValue {
   public init(parsing bytes: some Collection<UInt8>, maxDepth: Int = JSONValue.defaultMaxDepth)
     throws(JSONParseError)
   {
+    JSONParseCounter.current?.count.add(1, ordering: .relaxed)
     let result: Result<JSONValue, JSONParseError>? = bytes.withContiguousStorageIfAvailable {
       unsafe JSONParser.parse($0, maxDepth: maxDepth)
     }
@@ -111,6 +114,7 @@ extension JSONValue {
   public init(parsing text: String, maxDepth: Int = JSONValue.defaultMaxDepth)
     throws(JSONParseError)
   {
+    JSONParseCounter.current?.count.add(1, ordering: .relaxed)
     var t = text
     self = try t.withUTF8 { unsafe JSONParser.parse($0, maxDepth: maxDepth) }.get()
   }

@@ -156,7 +156,9 @@ public struct DocumentInput: Sendable, Hashable {
   }
 
   /// Parses JSON bytes, enforcing ``maxBytes``.
-  static func parse(_ bytes: [UInt8]) throws(StoreError) -> JSONValue {
+  /// Parses a document's JSON bytes: `too_large` past ``maxBytes``, `bad_request` for text
+  /// that is not JSON.
+  public static func parse(_ bytes: [UInt8]) throws(StoreError) -> JSONValue {
     guard bytes.count <= Self.maxBytes else {
       throw StoreError.tooLarge("Document is \(bytes.count) bytes; the limit is \(Self.maxBytes)")
     }

@@ -46,6 +46,22 @@ extension DocumentStore {
     }
   }
 
+  /// ``putAsync(_:id:rev:actor:origin:idWinsOverBody:)`` for a document its caller parsed
+  /// already (the HTTP server, which reads the body once for its own checks); the caller keeps
+  /// it within ``DocumentInput/maxBytes``.
+  @discardableResult
+  public func putAsync(
+    parsed document: JSONValue, id: String? = nil, rev: String? = nil, actor: String,
+    origin: String = "", idWinsOverBody: Bool = false
+  ) async throws -> DocumentWriteResult {
+    let (input, docID, rev) = try Self.putInput(
+      DocumentInput(document), id: id, rev: rev, idWins: idWinsOverBody)
+    let prepared = prepareEdit(input, id: docID, rev: rev, readParent: true, origin: origin)
+    return try await writeDocumentsQueued { txn in
+      DocumentWriteResult(id: docID, rev: try self.edit(prepared, actor: actor, txn: txn))
+    }
+  }
+
   /// ``putAsync(_:id:rev:actor:)`` for a JSON string.
   @discardableResult
   public func putAsync(_ json: String, id: String? = nil, rev: String? = nil, actor: String)
@@ -143,7 +159,12 @@ extension DocumentStore {
   static func putInput(_ json: [UInt8], id: String?, rev: String?, idWins: Bool = false) throws
     -> (input: DocumentInput, id: String, rev: String?)
   {
-    let input = try DocumentInput(json: json)
+    try putInput(DocumentInput(json: json), id: id, rev: rev, idWins: idWins)
+  }
+
+  static func putInput(_ input: DocumentInput, id: String?, rev: String?, idWins: Bool = false)
+    throws -> (input: DocumentInput, id: String, rev: String?)
+  {
     if !idWins, let id, let bodyID = input.id, bodyID != id {
       throw StoreError.badRequest("Document id in the body does not match the URL")
     }

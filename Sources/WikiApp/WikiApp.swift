@@ -28,6 +28,8 @@ public struct WikiServer: HTTPResponder {
     self.couch = couch
     let site = WikiSite(couch: couch, options: options)
     let router = Router(context: CouchRequestContext.self)
+    // UI requests are logged as the API's are.
+    router.add(middleware: RequestLog(logger: couch.logger))
     router.addRoutes(site.routes(), atPath: "/_wiki")
     self.router = router.buildResponder()
   }

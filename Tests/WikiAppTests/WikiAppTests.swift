@@ -65,13 +65,16 @@ final class UIFixture: Sendable {
     try? FileManager.default.removeItem(atPath: path)
   }
 
-  func withServer(_ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+  func withServer(
+    logger: Logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
+    _ body: @Sendable (any TestClientProtocol) async throws -> Void
+  ) async throws {
     var options = CouchServerOptions()
     options.authenticator = auth
     let app = buildWikiApplication(
       dataDirectory: data, options: options,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-      logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+      logger: logger)
     try await app.test(.router) { client in try await body(client) }
   }
 }
