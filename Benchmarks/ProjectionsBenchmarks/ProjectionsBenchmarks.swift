@@ -1,10 +1,11 @@
 import Benchmark
 import Foundation
+import JSON
 import Log
 import Projections
-import Wiki
-import JSON
+import Query
 import RevTree
+import Wiki
 
 // The document store's workloads (issues 4 and 7), through the whole hot path: `_rev` check,
 // revision id, one event, the documents and wiki projections, commit. Documents are ~300-byte

@@ -25,6 +25,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import Wiki
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -17,6 +17,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import Projections
+import Query
 import Replication
 import Wiki
 
