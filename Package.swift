@@ -14,6 +14,7 @@ let package = Package(
   name: "wikilog",
   platforms: [.macOS(.v15)],
   products: [
+    .library(name: "Formats", targets: ["Formats"]),
     .library(name: "JSON", targets: ["JSON"]),
     .library(name: "Log", targets: ["Log"]),
     .library(name: "RevTree", targets: ["RevTree"]),
@@ -73,17 +74,22 @@ let package = Package(
     .target(
       name: "Log",
       dependencies: [
-        "CLMDB", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+        "CLMDB", "COpenSSL", "Formats", .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
-    .target(name: "JSON", swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    // Hex, Base64, LEB128 varints and ISO-8601 times: one of each, for every module.
+    .target(name: "Formats", swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
-      name: "RevTree", dependencies: ["JSON"],
+      name: "JSON", dependencies: ["Formats"],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]),
+    .target(
+      name: "RevTree", dependencies: ["JSON", "Formats"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
       name: "Projections",
       dependencies: [
+        "Formats",
         "JSON", "Log", "RevTree", "CZlib", "CPCRE2",
         .product(name: "Crypto", package: "swift-crypto"),
       ],
@@ -92,18 +98,20 @@ let package = Package(
     .target(
       name: "Query",
       dependencies: [
+        "Formats",
         "JSON", "Log", "RevTree", "Projections",
         .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     .target(
-      name: "Wiki", dependencies: ["JSON", "Log", "RevTree", "Projections", "Query"],
+      name: "Wiki", dependencies: ["Formats", "JSON", "Log", "RevTree", "Projections", "Query"],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),
     // The replicator (client of CouchDB's protocol), its jobs and the `_replicator` documents;
     // no HTTP server.
     .target(
       name: "Replication",
       dependencies: [
+        "Formats",
         "Projections", "JSON", "RevTree", "Log",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
@@ -119,6 +127,7 @@ let package = Package(
     .target(
       name: "CouchAPI",
       dependencies: [
+        "Formats",
         "Auth", "Projections", "Query", "Replication", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -136,6 +145,7 @@ let package = Package(
     .target(
       name: "Auth",
       dependencies: [
+        "Formats",
         "Projections", "JSON", "Log",
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -149,6 +159,7 @@ let package = Package(
     .target(
       name: "WikiApp",
       dependencies: [
+        "Formats",
         "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "Replication", "RevTree",
         "Wiki", "WikiMarkdown",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -165,6 +176,7 @@ let package = Package(
     .executableTarget(
       name: "wikilog",
       dependencies: [
+        "Formats",
         "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "RevTree", "Replication",
         "Wiki", "WikiApp",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -184,12 +196,13 @@ let package = Package(
     // Child processes for the tests (workers, the `wikilog` binary); not a product.
     .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
     .testTarget(
-      name: "LogTests", dependencies: ["Log", "LogTestWorker", "TestSupport"],
+      name: "LogTests", dependencies: ["Formats", "Log", "LogTestWorker", "TestSupport"],
       swiftSettings: swiftSettings),
     .testTarget(
-      name: "JSONTests", dependencies: ["JSON", "TestSupport"], swiftSettings: swiftSettings),
+      name: "JSONTests", dependencies: ["Formats", "JSON", "TestSupport"],
+      swiftSettings: swiftSettings),
     .testTarget(
-      name: "RevTreeTests", dependencies: ["JSON", "RevTree", "TestSupport"],
+      name: "RevTreeTests", dependencies: ["Formats", "JSON", "RevTree", "TestSupport"],
       swiftSettings: swiftSettings),
     // Drives the built `wikilog` binary as subprocesses; depends on it so that it is built.
     .testTarget(
@@ -206,6 +219,7 @@ let package = Package(
     .testTarget(
       name: "ProjectionsTests",
       dependencies: [
+        "Formats",
         "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "ProjectionsTestWorker",
         "TestSupport",
         "StoreTestSupport",
@@ -214,6 +228,7 @@ let package = Package(
     .testTarget(
       name: "QueryTests",
       dependencies: [
+        "Formats",
         "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "TestSupport",
         "StoreTestSupport",
       ],
@@ -221,6 +236,7 @@ let package = Package(
     .testTarget(
       name: "AuthTests",
       dependencies: [
+        "Formats",
         "Auth", "Projections", "JSON", "Log", "Wiki", "TestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -231,6 +247,7 @@ let package = Package(
     .testTarget(
       name: "WikiAppTests",
       dependencies: [
+        "Formats",
         "WikiApp", "Auth", "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki",
         "TestSupport",
         "wikilog",
@@ -244,6 +261,7 @@ let package = Package(
     .target(
       name: "CouchTestSupport",
       dependencies: [
+        "Formats",
         "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki", "Auth",
         "TestSupport",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -259,6 +277,7 @@ let package = Package(
     .testTarget(
       name: "CouchAPITests",
       dependencies: [
+        "Formats",
         "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
         "TestSupport",
         "Auth", "CouchTestSupport",
@@ -280,6 +299,7 @@ let package = Package(
     .testTarget(
       name: "ReplicationTests",
       dependencies: [
+        "Formats",
         "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
         "TestSupport",
         "Auth", "CouchTestSupport",

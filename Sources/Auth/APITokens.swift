@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 public import Foundation
 import JSON
 import Log
@@ -173,10 +174,10 @@ public final class APITokens: Sendable {
   }
 
   static func timestamp(_ date: Date) -> String {
-    date.formatted(.iso8601)
+    ISO8601.format(date)
   }
 
   static func parseTimestamp(_ text: String) -> Date? {
-    try? Date(text, strategy: .iso8601)
+    ISO8601.parse(text)
   }
 }

@@ -1,3 +1,4 @@
+import Formats
 public import Foundation
 public import JSON
 public import Projections
@@ -215,7 +216,7 @@ public final class Authenticator: Sendable {
       let credentials = String(Self.trimmedSpaces(header[header.index(after: space)...]))
       switch scheme {
       case "basic":
-        guard let decoded = Base64URL.decodeStandard(credentials),
+        guard let decoded = Base64.decode(String(credentials)),
           let text = String(validating: decoded, as: UTF8.self)
         else { throw AuthError.badRequest("Authorization header has invalid base64 value") }
         guard let colon = text.firstIndex(of: ":") else {

@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 public import Foundation
 import JSON
 public import Projections
@@ -74,7 +75,7 @@ public struct JWTVerifier: Sendable {
     } else {
       kid = Self.defaultKeyID
     }
-    guard let signature = Base64URL.decode(parts[2]) else { throw .badRequest("Malformed token") }
+    guard let signature = Base64.decodeURL(parts[2]) else { throw .badRequest("Malformed token") }
     let message = Array((parts[0] + "." + parts[1]).utf8)
     switch alg {
     case "HS256":
@@ -138,7 +139,7 @@ public struct JWTVerifier: Sendable {
   }
 
   private static func object(_ part: Substring) throws(AuthError) -> JSONObject {
-    guard let bytes = Base64URL.decode(part), let value = try? JSONValue(parsing: bytes) else {
+    guard let bytes = Base64.decodeURL(part), let value = try? JSONValue(parsing: bytes) else {
       throw .badRequest("Malformed token")
     }
     guard let object = value.objectValue else { throw .badRequest("Not an object") }

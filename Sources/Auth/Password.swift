@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 import JSON
 import _CryptoExtras
 

@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 public import Foundation
 
 /// CouchDB's `AuthSession` cookie (couch_httpd_auth): the value is base64url (no padding) of
@@ -43,7 +44,7 @@ public struct SessionCookies: Sendable {
     let data = name + ":" + String(Int(time.timeIntervalSince1970), radix: 16, uppercase: true)
     let key = SymmetricKey(data: secret + Array(salt.utf8))
     let mac = Array(HMAC<SHA256>.authenticationCode(for: Array(data.utf8), using: key))
-    return Base64URL.encode(Array(data.utf8) + [UInt8(ascii: ":")] + mac)
+    return Base64.encodeURL(Array(data.utf8) + [UInt8(ascii: ":")] + mac)
   }
 
   /// The parts of a presented cookie value: name, time as written, MAC. A value that is not
@@ -51,7 +52,7 @@ public struct SessionCookies: Sendable {
   public static func parse(_ value: String) throws(AuthError) -> (
     name: String, time: String, mac: [UInt8]
   ) {
-    guard let bytes = Base64URL.decode(value) else { throw malformed }
+    guard let bytes = Base64.decodeURL(value) else { throw malformed }
     let colon = UInt8(ascii: ":")
     guard let first = bytes.firstIndex(of: colon),
       let second = bytes[(first + 1)...].firstIndex(of: colon)

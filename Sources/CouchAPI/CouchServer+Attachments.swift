@@ -1,4 +1,5 @@
 import Auth
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird

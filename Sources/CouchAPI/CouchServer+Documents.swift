@@ -1,4 +1,5 @@
 import Auth
+import Formats
 import HTTPTypes
 import Hummingbird
 import JSON

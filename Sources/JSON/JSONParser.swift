@@ -1,3 +1,4 @@
+import Formats
 import Synchronization
 
 /// Why JSON text was rejected, and where (byte offset into the input).

@@ -1,3 +1,5 @@
+import Formats
+
 /// Little helpers for the compact binary records Projections stores.
 package struct ByteWriter {
   package var bytes: [UInt8] = []
@@ -6,14 +8,7 @@ package struct ByteWriter {
 
   package mutating func byte(_ b: UInt8) { bytes.append(b) }
 
-  package mutating func varint(_ value: UInt64) {
-    var v = value
-    while v >= 0x80 {
-      bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
-      v >>= 7
-    }
-    bytes.append(UInt8(v))
-  }
+  package mutating func varint(_ value: UInt64) { Varint.append(value, to: &bytes) }
 
   package mutating func varint(_ value: Int) { varint(UInt64(value)) }
 
@@ -52,16 +47,8 @@ package struct ByteReader {
   }
 
   package mutating func varint() throws(Truncated) -> UInt64 {
-    var result: UInt64 = 0
-    var shift: UInt64 = 0
-    while true {
-      guard offset < bytes.count, shift < 64 else { throw Truncated() }
-      let b = bytes[offset]
-      offset += 1
-      result |= UInt64(b & 0x7F) << shift
-      if b < 0x80 { return result }
-      shift += 7
-    }
+    guard let value = Varint.read(bytes, at: &offset) else { throw Truncated() }
+    return value
   }
 
   package mutating func int() throws(Truncated) -> Int {

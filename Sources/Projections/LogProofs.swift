@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 public import JSON
 public import Log
@@ -30,8 +31,8 @@ public enum LogProofs {
         "size": .number(JSONNumber(Int64(head.size))),
         "root": .string(Hex.encode(head.root)),
         "time": .string(head.time),
-        "signature": .string(Data(head.signature).base64EncodedString()),
-        "public_key": .string(Data(head.publicKey).base64EncodedString()),
+        "signature": .string(Base64.encode(Array(head.signature))),
+        "public_key": .string(Base64.encode(Array(head.publicKey))),
         "key_id": .string(SignedTreeHead.keyID(head.publicKey)),
       ]))
   }
@@ -41,7 +42,7 @@ public enum LogProofs {
       .init(key: "type", value: .string("inclusion")),
       .init(key: "seq", value: .number(JSONNumber(Int64(proof.position.rawValue)))),
       .init(key: "tree_size", value: .number(JSONNumber(Int64(proof.treeSize)))),
-      .init(key: "leaf", value: .string(Data(proof.leaf).base64EncodedString())),
+      .init(key: "leaf", value: .string(Base64.encode(Array(proof.leaf)))),
       .init(key: "leaf_hash", value: .string(Hex.encode(MerkleTree.leafHash(proof.leaf)))),
       .init(key: "path", value: .array(proof.path.map { .string(Hex.encode($0)) })),
     ]
@@ -90,10 +91,10 @@ public enum LogProofs {
     guard let time = value["time"]?.stringValue else {
       throw StoreError.badRequest("the head has no \"time\" string")
     }
-    guard let signature = value["signature"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+    guard let signature = value["signature"]?.stringValue.flatMap({ Base64.decode($0) }),
       signature.count == 64
     else { throw StoreError.badRequest("the head's \"signature\" is not 64 bytes of base64") }
-    guard let key = value["public_key"]?.stringValue.flatMap({ Data(base64Encoded: $0) }),
+    guard let key = value["public_key"]?.stringValue.flatMap({ Base64.decode($0) }),
       key.count == 32
     else { throw StoreError.badRequest("the head's \"public_key\" is not 32 bytes of base64") }
     return SignedTreeHead(
@@ -104,7 +105,7 @@ public enum LogProofs {
   public static func publicKey(_ text: String) -> [UInt8]? {
     let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
     if trimmed.count == 64, let bytes = Hex.decode(trimmed) { return bytes }
-    if let data = Data(base64Encoded: trimmed), data.count == 32 { return Array(data) }
+    if let data = Base64.decode(trimmed), data.count == 32 { return data }
     return nil
   }
 
@@ -223,7 +224,7 @@ public enum LogProofs {
           return fail("the proof is for a tree of \(size) events, the head's has \(head.size)")
         }
         guard let leafText = proof["leaf"]?.stringValue,
-          let leaf = Data(base64Encoded: leafText).map(Array.init)
+          let leaf = Base64.decode(leafText)
         else { return fail("the proof has no base64 \"leaf\"") }
         guard let event = EventLog.event(fromLeaf: leaf) else {
           return fail("the leaf is not an event record (or its checksum does not match)")

@@ -1,3 +1,4 @@
+import Formats
 import JSON
 
 /// The signature part of a revision id: the `sig` in `N-sig`.

@@ -1,3 +1,4 @@
+import Formats
 import JSON
 
 // A compact, versioned binary form of a revision tree, for storage.
@@ -289,18 +290,14 @@ extension RevisionTree {
   @inline(__always)
   mutating func varint() throws(RevTreeDecodingError) -> UInt64 {
     let start = unsafe offset
-    var v: UInt64 = 0
-    var shift: UInt64 = 0
-    while true {
-      guard unsafe offset < b.count else { throw unsafe .truncated(offset: offset) }
-      let c = unsafe b[offset]
-      unsafe offset += 1
-      if shift == 63 && c > 1 { throw .malformedVarint(offset: start) }
-      v |= UInt64(c & 0x7F) << shift
-      if c & 0x80 == 0 { return v }
-      shift += 7
-      if shift > 63 { throw .malformedVarint(offset: start) }
+    var at = unsafe offset
+    let value = unsafe Varint.read(b, at: &at)
+    unsafe offset = at
+    guard let value else {
+      // Stopped at the end: cut short; else a varint past 64 bits.
+      throw unsafe at == b.count ? .truncated(offset: at) : .malformedVarint(offset: start)
     }
+    return value
   }
 
   @inline(__always)

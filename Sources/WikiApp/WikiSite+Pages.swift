@@ -1,5 +1,6 @@
 import Auth
 import CouchAPI
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -259,11 +260,7 @@ extension WikiSite {
   /// The position `asOf` names: a seq, or an ISO-8601 time.
   func position(_ asOf: String) throws -> (LogPosition?, Date?) {
     if let seq = UInt64(asOf) { return (LogPosition(seq), nil) }
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let date = formatter.date(from: asOf) { return (nil, date) }
-    formatter.formatOptions = [.withInternetDateTime]
-    if let date = formatter.date(from: asOf) { return (nil, date) }
+    if let date = ISO8601.parse(asOf) { return (nil, date) }
     throw Failure(status: .badRequest, message: "as_of must be a seq or an ISO-8601 time.")
   }
 

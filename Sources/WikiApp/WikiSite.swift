@@ -1,6 +1,7 @@
 import Auth
 import CouchAPI
 import Crypto
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -392,7 +393,7 @@ struct WikiSite: Sendable {
   }
 
   static func time(_ micros: Int64) -> String {
-    ISO8601.format(microseconds: micros)
+    ISO8601.format(microseconds: micros, fractionDigits: 0)
   }
 }
 
@@ -446,12 +447,5 @@ final class RenderCache: Sendable {
         s.entries[old] = nil
       }
     }
-  }
-}
-
-/// ISO-8601 times of the UI.
-enum ISO8601 {
-  static func format(microseconds: Int64) -> String {
-    Date(timeIntervalSince1970: Double(microseconds / 1_000_000)).formatted(.iso8601)
   }
 }

@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 import JSON
 import Log
@@ -25,7 +26,7 @@ enum EventFormatter {
       quote(text, into: &out)
     } else {
       out.append(#","payload_base64":""#)
-      out.append(Data(e.payload).base64EncodedString())
+      out.append(Base64.encode(Array(e.payload)))
       out.append(UInt8(ascii: "\""))
     }
     out.append("}\n")
@@ -138,25 +139,4 @@ enum EventFormatter {
     out.append(UInt8(ascii: "\""))
   }
 
-}
-
-/// ISO-8601 UTC times with microseconds, without a formatter per call.
-enum ISO8601 {
-  /// `2026-11-21T09:00:00.123456Z`, or with fewer digits of the fraction (3 gives JavaScript's
-  /// `Date.toJSON` form that TouchWiki writes).
-  static func format(microseconds: Int64, fractionDigits: Int = 6) -> String {
-    ISO8601Time.format(microseconds: microseconds, fractionDigits: fractionDigits)
-  }
-
-  static func parse(_ text: String) -> Date? {
-    let withFraction = ISO8601DateFormatter()
-    withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    if let d = withFraction.date(from: text) { return d }
-    let plain = ISO8601DateFormatter()
-    plain.formatOptions = [.withInternetDateTime]
-    if let d = plain.date(from: text) { return d }
-    let day = ISO8601DateFormatter()
-    day.formatOptions = [.withFullDate]
-    return day.date(from: text)
-  }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 import Foundation
 import JSON
 import Projections
@@ -38,7 +39,7 @@ import _CryptoExtras
       ) != nil, "\(setCookie)")
     #expect(setCookie.contains("Expires=Fri, 15 Jan 2027 08:10:00 GMT"))  // 1_800_000_000 + 600
     // The value: base64url of NAME:HEXTIME:HMAC-SHA256(secret ++ salt, NAME:HEXTIME).
-    let raw = try #require(Base64URL.decode(value(setCookie)))
+    let raw = try #require(Base64.decodeURL(value(setCookie)))
     let prefix = "ann:" + String(1_800_000_000, radix: 16, uppercase: true) + ":"
     #expect(Array(raw.prefix(prefix.utf8.count)) == Array(prefix.utf8))
     let salt = try #require(try t.users.store.get("org.couchdb.user:ann")["salt"]?.stringValue)
@@ -84,16 +85,16 @@ import _CryptoExtras
   @Test func tamperedOrMalformedCookies() async throws {
     let (t, _, auth) = try setUp()
     let value = value(try await auth.signIn(name: "ann", password: "pw", client: nil).setCookie)
-    var raw = try #require(Base64URL.decode(value))
+    var raw = try #require(Base64.decodeURL(value))
     raw[raw.count - 1] ^= 1
-    let tampered = Base64URL.encode(raw)
+    let tampered = Base64.encodeURL(raw)
     #expect(
       try await auth.authenticate(
         authorization: nil, cookie: "AuthSession=\(tampered)", client: nil
       )
       .get().context == .anonymous)
     // A later issue time with the old MAC.
-    let forged = Base64URL.encode(
+    let forged = Base64.encodeURL(
       Array(("ann:" + String(1_900_000_000, radix: 16, uppercase: true)).utf8)
         + raw.drop(while: { $0 != UInt8(ascii: ":") }).dropFirst().drop(while: {
           $0 != UInt8(ascii: ":")
@@ -102,7 +103,7 @@ import _CryptoExtras
       try await auth.authenticate(authorization: nil, cookie: "AuthSession=\(forged)", client: nil)
         .get().context == .anonymous)
     let malformed = await auth.authenticate(
-      authorization: nil, cookie: "AuthSession=\(Base64URL.encode(Array("nocolons".utf8)))",
+      authorization: nil, cookie: "AuthSession=\(Base64.encodeURL(Array("nocolons".utf8)))",
       client: nil)
     #expect(
       throws: AuthError.badRequest("Malformed AuthSession cookie. Please clear your cookies.")
@@ -194,9 +195,9 @@ extension Date {
     _ claims: [String: Any], header: [String: Any] = ["alg": "HS256", "typ": "JWT"],
     sign: ([UInt8]) throws -> [UInt8]
   ) throws -> String {
-    let h = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: header)))
-    let c = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims)))
-    return h + "." + c + "." + Base64URL.encode(try sign(Array((h + "." + c).utf8)))
+    let h = Base64.encodeURL(Array(try JSONSerialization.data(withJSONObject: header)))
+    let c = Base64.encodeURL(Array(try JSONSerialization.data(withJSONObject: claims)))
+    return h + "." + c + "." + Base64.encodeURL(try sign(Array((h + "." + c).utf8)))
   }
 
   func hs256(_ key: String) -> ([UInt8]) -> [UInt8] {
@@ -404,20 +405,20 @@ extension Date {
   func roundTrip() {
     for length in 0..<70 {
       let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ length) }
-      let encoded = Base64URL.encode(bytes)
+      let encoded = Base64.encodeURL(bytes)
       let foundation = Data(bytes).base64EncodedString()
         .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         .replacingOccurrences(of: "=", with: "")
       #expect(encoded == foundation)
-      #expect(Base64URL.decode(encoded) == bytes)
+      #expect(Base64.decodeURL(encoded) == bytes)
       #expect(
-        Base64URL.decode(encoded + String(repeating: "=", count: (4 - encoded.count % 4) % 4))
+        Base64.decodeURL(encoded + String(repeating: "=", count: (4 - encoded.count % 4) % 4))
           == bytes)
     }
-    #expect(Base64URL.decode("ab+c") == nil)
-    #expect(Base64URL.decode("ab/c") == nil)
-    #expect(Base64URL.decode("abcde") == nil)
-    #expect(Base64URL.decode("ab c") == nil)
+    #expect(Base64.decodeURL("ab+c") == nil)
+    #expect(Base64.decodeURL("ab/c") == nil)
+    #expect(Base64.decodeURL("abcde") == nil)
+    #expect(Base64.decodeURL("ab c") == nil)
   }
 
   @Test("the AuthSession value in a Cookie header: spaces, quotes, other cookies, absent")

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CouchAPI
 import CouchTestSupport
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird

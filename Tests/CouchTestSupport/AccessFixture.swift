@@ -1,5 +1,6 @@
 public import Auth
 public import CouchAPI
+import Formats
 public import Foundation
 public import HTTPTypes
 import Hummingbird

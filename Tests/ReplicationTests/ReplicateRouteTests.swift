@@ -8,6 +8,7 @@ import JSON
 import Projections
 import Query
 import Replication
+import TestSupport
 import Testing
 
 /// `POST /_replicate`, `/_active_tasks` and `/_scheduler/jobs`, between two live servers.
@@ -61,7 +62,7 @@ import Testing
         #expect(id.hasSuffix("+continuous"))
         try storeA.put(#"{"text":"live"}"#, id: "live", actor: "alice")
         #expect(
-          try await ReplicationRobustnessTests.eventually { try storeB.record("live") != nil })
+          try await eventually { try storeB.record("live") != nil })
         // The task's counters move once the batch is checkpointed.
         var tasks = try await clientA.call(.get, "/_active_tasks")
         for _ in 0..<250 where (tasks.json?[0]?["docs_written"]?.int ?? 0) < 1 {

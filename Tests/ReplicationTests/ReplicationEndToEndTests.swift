@@ -1,5 +1,6 @@
 import CouchAPI
 import CouchTestSupport
+import Formats
 import Foundation
 import Hummingbird
 import HummingbirdTesting

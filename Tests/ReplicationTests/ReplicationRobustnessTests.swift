@@ -79,14 +79,6 @@ import Wiki
     RetryPolicy(maximumRetries: 30, initialDelay: .milliseconds(5), maximumDelay: .milliseconds(50))
   }
 
-  /// TestSupport's `eventually`: `condition` checked every 20 ms until it holds or `seconds`
-  /// pass.
-  static func eventually(
-    _ seconds: Double = 20, _ condition: () throws -> Bool
-  ) async throws -> Bool {
-    try await TestSupport.eventually(seconds, condition)
-  }
-
   @Test(
     "through a proxy that answers 500, drops connections, truncates and delays, replication converges"
   )
@@ -198,22 +190,22 @@ import Wiki
               if status.state == .offline { lastError.withLock { $0 = status.lastError } }
             }
           }
-          #expect(try await Self.eventually { try storeB.info.docCount == storeA.info.docCount })
-          #expect(try await Self.eventually { states.withLock { $0.last == .idle } })
+          #expect(try await eventually { try storeB.info.docCount == storeA.info.docCount })
+          #expect(try await eventually { states.withLock { $0.last == .idle } })
           // A write on the source reaches the idle target through the longpoll feed.
           try storeA.put(#"{"text":"live"}"#, id: "live-1", actor: "alice")
-          #expect(try await Self.eventually { try storeB.record("live-1") != nil })
+          #expect(try await eventually { try storeB.record("live-1") != nil })
 
           // The target goes away; edits pile up on the source.
           proxy.down.withLock { $0 = true }
           try Self.seed(storeA, count: 150, prefix: "offline")
-          #expect(try await Self.eventually { states.withLock { $0.last == .offline } })
+          #expect(try await eventually { states.withLock { $0.last == .offline } })
           #expect(lastError.withLock { $0 } != nil)
           #expect(try storeB.record("offline-0") == nil)
           // It returns: everything flows.
           proxy.down.withLock { $0 = false }
           #expect(
-            try await Self.eventually {
+            try await eventually {
               try storeB.info.docCount == storeA.info.docCount
                 && storeB.record("offline-149") != nil
             })

@@ -40,17 +40,13 @@ import Testing
     _ client: any TestClientProtocol, _ path: String, seconds: Double = 20,
     headers: HTTPFields = [:], _ condition: (JSONResponse) -> Bool
   ) async throws -> JSONResponse {
-    let end = Date().addingTimeInterval(seconds)
     var response = try await client.call(.get, path, headers: headers)
-    while !condition(response) && Date() < end {
-      try await Task.sleep(for: .milliseconds(25))
+    if condition(response) { return response }
+    _ = try await eventually(seconds) {
       response = try await client.call(.get, path, headers: headers)
+      return condition(response)
     }
     return response
-  }
-
-  static func eventually(_ condition: () throws -> Bool) async throws -> Bool {
-    try await ReplicationRobustnessTests.eventually(20, condition)
   }
 
   @Test("a one-shot _replicator document completes and its state and stats are written back")
@@ -61,7 +57,7 @@ import Testing
     try await Self.app(dir).test(.live) { client in
       let port = try #require(client.port)
       // The server created `_replicator` when it started.
-      #expect(try await Self.eventually { dir.data.exists("_replicator") })
+      #expect(try await eventually { dir.data.exists("_replicator") })
       let put = try await client.call(
         .put, "/_replicator/once",
         #"{"source":"http://u:secret@127.0.0.1:\#(port)/src","target":"http://127.0.0.1:\#(port)/dst","create_target":true}"#
@@ -115,7 +111,7 @@ import Testing
         .put, "/_replicator/live",
         #"{"source":"\#(url)/src","target":"\#(url)/dst","continuous":true}"#)
       #expect(put.code == 201)
-      #expect(try await Self.eventually { try dst.record("d2") != nil })
+      #expect(try await eventually { try dst.record("d2") != nil })
       let row = try await Self.poll(client, "/_scheduler/docs/_replicator/live") {
         $0["state"] == .string("running")
       }
@@ -140,7 +136,7 @@ import Testing
 
       // It keeps syncing.
       try src.put(#"{"n":"later"}"#, id: "later", actor: "alice")
-      #expect(try await Self.eventually { try dst.record("later") != nil })
+      #expect(try await eventually { try dst.record("later") != nil })
 
       // An edit into another replication: the old job stops, the new one runs.
       let rev = try #require(put["rev"]?.stringValue)
@@ -149,7 +145,7 @@ import Testing
         #"{"source":"\#(url)/src","target":"\#(url)/dst2","continuous":true,"create_target":true}"#
       )
       #expect(edited.code == 201)
-      #expect(try await Self.eventually { (try? dir.data.open("dst2").record("later")) != nil })
+      #expect(try await eventually { (try? dir.data.open("dst2").record("later")) != nil })
       let after = try await Self.poll(client, "/_scheduler/jobs") {
         $0["total_rows"]?.int == 1 && $0["jobs"]?[0]?["id"] != .string(id)
       }
@@ -203,7 +199,7 @@ import Testing
       // The running job goes on (a write to its source arrives, and its feed waits again),
       // while the pending one reads nothing: one feed waits on this server, the first's.
       try dir.data.open("s1").put(#"{"n":1}"#, id: "y", actor: "alice")
-      #expect(try await Self.eventually { try dir.data.open("d1").record("y") != nil })
+      #expect(try await eventually { try dir.data.open("d1").record("y") != nil })
       #expect(try await TestSupport.eventually(60) { try await waitingFeeds(client) == 1 })
       #expect(try dir.data.open("d2").record("x") == nil)
       let jobs = try await client.call(.get, "/_scheduler/jobs")
@@ -235,7 +231,7 @@ import Testing
           .put, "/_replicator/sync",
           #"{"source":"\#(url)/src","target":"\#(url)/dst","continuous":true}"#)
         #expect(put.code == 201)
-        #expect(try await Self.eventually { try dst.record("d49") != nil })
+        #expect(try await eventually { try dst.record("d49") != nil })
         // Its checkpoint is written after the batch.
         let job = try await Self.poll(clientA, "/_scheduler/jobs") {
           $0["jobs"]?[0]?["info"]?["docs_written"]?.int == 50
@@ -247,7 +243,7 @@ import Testing
       for i in 0..<5 { try src.put(#"{"n":"new"}"#, id: "new\(i)", actor: "alice") }
       #expect(try dst.record("new0") == nil)
       try await Self.app(a).test(.live) { clientA in
-        #expect(try await Self.eventually { try dst.record("new4") != nil })
+        #expect(try await eventually { try dst.record("new4") != nil })
         // Resumed from the checkpoint: this session wrote only the five new documents.
         let job = try await Self.poll(clientA, "/_scheduler/jobs") {
           $0["jobs"]?[0]?["info"]?["docs_written"]?.int == 5
@@ -269,7 +265,7 @@ import Testing
     let dir = TestDirectory("replicator-crashing", replicator: true)
     try dir.data.create("dst")
     try await Self.app(dir).test(.router) { client in
-      #expect(try await Self.eventually { dir.data.exists("_replicator") })
+      #expect(try await eventually { dir.data.exists("_replicator") })
       let body =
         #"{"source":{"url":"http://127.0.0.1:1/src","headers":{"Authorization":"Basic c2VjcmV0OnNlY3JldA=="}},"target":"http://bob:hunter2@127.0.0.1:1/dst","continuous":true}"#
       #expect(try await client.call(.put, "/_replicator/down", body).code == 201)
@@ -331,7 +327,7 @@ import Testing
   func badDocuments() async throws {
     let dir = TestDirectory("replicator-bad", replicator: true)
     try await Self.app(dir).test(.router) { client in
-      #expect(try await Self.eventually { dir.data.exists("_replicator") })
+      #expect(try await eventually { dir.data.exists("_replicator") })
       let cases: [(String, String)] = [
         (#"{"source":"src","target":"dst"}"#, "Local endpoints"),
         (#"{"source":"http://h/a"}"#, "Missing replicator database"),
@@ -370,7 +366,7 @@ import Testing
     var options = fixture.options
     options.replicator = Self.fast.replicator
     try await Self.app(fixture.dir, options: options).test(.router) { client in
-      #expect(try await Self.eventually { fixture.dir.data.exists("_replicator") })
+      #expect(try await eventually { fixture.dir.data.exists("_replicator") })
       let admin = AccessFixture.basic("admin")
       let doc = #"{"source":"http://127.0.0.1:1/a","target":"http://127.0.0.1:1/b"}"#
       #expect(try await client.call(.put, "/_replicator/r", doc, headers: admin).code == 201)

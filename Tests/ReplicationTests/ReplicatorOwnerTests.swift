@@ -56,7 +56,7 @@ import Testing
       let target = "http://127.0.0.1:\(try #require(clientB.port))"
       try await app(fixture).test(.live) { client in
         #expect(
-          try await ReplicatorDatabaseTests.eventually { fixture.dir.data.exists("_replicator") })
+          try await eventually { fixture.dir.data.exists("_replicator") })
         try await admitAliceAndBob(client)
         try await body(fixture, b, target, client)
       }
@@ -70,7 +70,7 @@ import Testing
     let fixture = try AccessFixture(replicator: true)
     try await Self.app(fixture).test(.router) { client in
       #expect(
-        try await ReplicatorDatabaseTests.eventually { fixture.dir.data.exists("_replicator") })
+        try await eventually { fixture.dir.data.exists("_replicator") })
       let doc =
         #"{"source":"http://alice:hunter2@127.0.0.1:1/a","target":{"url":"http://127.0.0.1:1/b","headers":{"Authorization":"Basic c2VjcmV0"}}}"#
       // The default security object: administrators only.
@@ -401,20 +401,20 @@ import Testing
         data: a.data, jobs: jobs, options: options, logger: quietLogger)
       let runner = Task { await documents.run() }
       defer { runner.cancel() }
-      #expect(try await ReplicatorDatabaseTests.eventually { a.data.exists("_replicator") })
+      #expect(try await eventually { a.data.exists("_replicator") })
       let store = try a.data.open("_replicator")
       for i in 0..<4 {
         try store.put(
           #"{"source":"\#(url)/s\#(i)","target":"\#(url)/d\#(i)","continuous":true}"#, id: "r\(i)",
           actor: "admin")
         // Added one after the other, so that the first two take the slots.
-        #expect(try await ReplicatorDatabaseTests.eventually { jobs.snapshot.count == i + 1 })
+        #expect(try await eventually { jobs.snapshot.count == i + 1 })
       }
       func running() -> Set<String> { Set(jobs.snapshot.filter(\.running).compactMap(\.docID)) }
       func started(_ doc: String) -> Bool {
         jobs.snapshot.first { $0.docID == doc }?.history.contains { $0.type == "started" } ?? false
       }
-      #expect(try await ReplicatorDatabaseTests.eventually { running().count == 2 })
+      #expect(try await eventually { running().count == 2 })
       #expect(running() == ["r0", "r1"])
       #expect(!started("r2") && !started("r3"))
 
@@ -426,13 +426,13 @@ import Testing
       #expect(stopped.count == 1)
       #expect(!started("r3"))
       #expect(
-        try await ReplicatorDatabaseTests.eventually { try b.data.open("d2").record("x") != nil })
+        try await eventually { try b.data.open("d2").record("x") != nil })
 
       await documents.reschedule()
       #expect(running().count == 2)
       #expect(started("r3"))
       #expect(
-        try await ReplicatorDatabaseTests.eventually { try b.data.open("d3").record("x") != nil })
+        try await eventually { try b.data.open("d3").record("x") != nil })
       // A stopped job is pending, not crashing, in `/_scheduler/docs`.
       let pendingDoc = try #require(jobs.snapshot.first { !$0.running })
       #expect(jobs.summaryState(of: pendingDoc).state == "pending")
@@ -457,7 +457,7 @@ import Testing
     options.replicator.interval = .milliseconds(300)
     try await ReplicatorDatabaseTests.app(dir, options: options).test(.live) { client in
       let url = "http://127.0.0.1:\(try #require(client.port))"
-      #expect(try await ReplicatorDatabaseTests.eventually { dir.data.exists("_replicator") })
+      #expect(try await eventually { dir.data.exists("_replicator") })
       for i in 0..<4 {
         #expect(
           try await client.call(
@@ -486,7 +486,7 @@ import Testing
       #expect(most <= 2 && most > 0)
       for i in 0..<4 {
         #expect(
-          try await ReplicatorDatabaseTests.eventually {
+          try await eventually {
             try dir.data.open("d\(i)").record("x") != nil
           })
       }

@@ -1,5 +1,6 @@
 import Auth
 import CouchAPI
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird

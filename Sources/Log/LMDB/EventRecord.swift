@@ -1,4 +1,5 @@
 import CLMDB
+import Formats
 
 #if canImport(Glibc)
   import Glibc
@@ -310,20 +311,16 @@ enum EventRecord {
   // MARK: Primitives
 
   @inline(__always)
-  static func varintSize(_ value: UInt64) -> Int {
-    value == 0 ? 1 : (64 - value.leadingZeroBitCount + 6) / 7
-  }
+  static func varintSize(_ value: UInt64) -> Int { Varint.size(value) }
 
   @inline(__always)
   static func putVarint(_ value: UInt64, _ base: UnsafeMutableRawPointer, _ offset: inout Int) {
-    var v = value
-    while v >= 0x80 {
-      unsafe (base + offset).storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, as: UInt8.self)
-      offset += 1
-      v >>= 7
+    var at = offset
+    Varint.encode(value) { byte in
+      unsafe (base + at).storeBytes(of: byte, as: UInt8.self)
+      at += 1
     }
-    unsafe (base + offset).storeBytes(of: UInt8(v), as: UInt8.self)
-    offset += 1
+    offset = at
   }
 
   @inline(__always)
@@ -337,12 +334,7 @@ enum EventRecord {
 
   @inline(__always)
   static func appendVarint(_ value: UInt64, to buffer: inout [UInt8]) {
-    var v = value
-    while v >= 0x80 {
-      buffer.append(UInt8(truncatingIfNeeded: v) | 0x80)
-      v >>= 7
-    }
-    buffer.append(UInt8(v))
+    Varint.append(value, to: &buffer)
   }
 
   @inline(__always)
@@ -355,18 +347,10 @@ enum EventRecord {
     throws(DecodingError)
     -> UInt64
   {
-    var result: UInt64 = 0
-    var shift: UInt64 = 0
-    while true {
-      guard offset < end, shift < 64 else {
-        throw DecodingError(reason: "truncated or overlong varint")
-      }
-      let byte = unsafe bytes[offset]
-      offset += 1
-      result |= UInt64(byte & 0x7F) << shift
-      if byte < 0x80 { return result }
-      shift += 7
+    guard let value = unsafe Varint.read(bytes[..<end], at: &offset) else {
+      throw DecodingError(reason: "truncated or overlong varint")
     }
+    return value
   }
 }
 

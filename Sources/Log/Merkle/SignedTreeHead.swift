@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 
 #if canImport(FoundationEssentials)
   public import FoundationEssentials
@@ -60,44 +61,7 @@ public struct SignedTreeHead: Sendable, Hashable {
   /// `date` as a head's time: ISO-8601 UTC with milliseconds.
   public static func timeString(_ date: Date) -> String {
     let ms = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    return ISO8601Time.format(microseconds: ms * 1000, fractionDigits: 3)
-  }
-}
-
-/// Lowercase hexadecimal (the JSON module's `Hex`, which this module cannot import).
-enum Hex {
-  static func encode(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-      out.append(digits[Int(b >> 4)])
-      out.append(digits[Int(b & 15)])
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
-
-  /// The bytes of a hex string (either case); nil when it is not one.
-  static func decode(_ text: String) -> [UInt8]? {
-    let chars = Array(text.utf8)
-    guard chars.count % 2 == 0 else { return nil }
-    func value(_ c: UInt8) -> UInt8? {
-      switch c {
-      case 0x30...0x39: c - 0x30
-      case 0x61...0x66: c - 0x61 + 10
-      case 0x41...0x46: c - 0x41 + 10
-      default: nil
-      }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(chars.count / 2)
-    var i = 0
-    while i < chars.count {
-      guard let hi = value(chars[i]), let lo = value(chars[i + 1]) else { return nil }
-      out.append(hi << 4 | lo)
-      i += 2
-    }
-    return out
+    return ISO8601.format(microseconds: ms * 1000, fractionDigits: 3)
   }
 }
 
@@ -146,7 +110,7 @@ extension EventLog {
         let text =
           String(decoding: data, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
         guard text.hasPrefix("ed25519 "),
-          let raw = Data(base64Encoded: String(text.dropFirst("ed25519 ".count))),
+          let raw = Base64.decode(String(text.dropFirst("ed25519 ".count))),
           let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
         else {
           throw LogError.corruptDatabase(path: file, reason: "the signing key file is malformed")
@@ -157,7 +121,7 @@ extension EventLog {
         throw LogError.notALog(path: path, reason: "it has no signing key (\(Self.signingKeyFile))")
       }
       let key = Curve25519.Signing.PrivateKey()
-      let line = "ed25519 " + key.rawRepresentation.base64EncodedString() + "\n"
+      let line = "ed25519 " + Base64.encode(Array(key.rawRepresentation)) + "\n"
       // O_EXCL: of two processes making a key at once, one wins and the other reads its key.
       guard try FileOperations.createExclusive(file, Array(line.utf8), mode: 0o600) else {
         continue

@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 import JSON
 import RevTree

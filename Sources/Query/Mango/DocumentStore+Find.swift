@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 public import JSON
 public import Log
@@ -549,7 +550,7 @@ extension DocumentStore {
     let tag = Array((index.map { "\($0.ddoc)\u{0}\($0.name)" } ?? "_all_docs").utf8)
     let bytes =
       [UInt8(truncatingIfNeeded: tag.count >> 8), UInt8(truncatingIfNeeded: tag.count)] + tag + key
-    return Data(bytes).base64EncodedString()
+    return Base64.encode(Array(bytes))
       .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
       .replacingOccurrences(of: "=", with: "")
   }
@@ -557,7 +558,7 @@ extension DocumentStore {
   static func decodeBookmark(_ text: String, index: MangoIndex?) -> [UInt8]? {
     var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
     while s.count % 4 != 0 { s += "=" }
-    guard let data = Data(base64Encoded: s), data.count >= 2 else { return nil }
+    guard let data = Base64.decode(s), data.count >= 2 else { return nil }
     let bytes = [UInt8](data)
     let n = Int(bytes[0]) << 8 | Int(bytes[1])
     let tag = Array((index.map { "\($0.ddoc)\u{0}\($0.name)" } ?? "_all_docs").utf8)

@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 public import JSON
 public import Log
@@ -25,7 +26,7 @@ public struct GrepMatch: Sendable, Hashable {
     if let actor { members.append(.init(key: "actor", value: .string(actor))) }
     if let timestampMicroseconds {
       let date = Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
-      members.append(.init(key: "time", value: .string(date.formatted(.iso8601))))
+      members.append(.init(key: "time", value: .string(ISO8601.format(date))))
     }
     if let seq {
       members.append(.init(key: "seq", value: .number(JSONNumber(Int64(seq.rawValue)))))

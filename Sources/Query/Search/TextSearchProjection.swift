@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 public import JSON
 public import Log
 public import Projections

@@ -1,4 +1,5 @@
 public import AsyncHTTPClient
+import Formats
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -36,7 +37,7 @@ public struct HTTPTransport: CouchTransport, CustomStringConvertible {
     var header: String {
       switch self {
       case .basic(let user, let password):
-        "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        "Basic " + Base64.encode(Array("\(user):\(password)".utf8))
       case .bearer(let token): "Bearer " + token
       case .token(let token): "Token token=" + token
       case .header(let value): value

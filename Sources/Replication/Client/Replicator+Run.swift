@@ -1,3 +1,4 @@
+import Formats
 import JSON
 
 #if canImport(FoundationEssentials)
@@ -15,7 +16,7 @@ extension Replicator {
     let onStatus: @Sendable (ReplicationStatus) -> Void
     var status: ReplicationStatus
     let sessionID = String(UUID().uuidString.lowercased().filter { $0 != "-" })
-    let startTime = ISO8601Format.now()
+    let startTime = ISO8601.format(Date.now)
     var sourceRev: String?
     var targetRev: String?
     var previousLog: JSONValue?

@@ -1,3 +1,4 @@
+import Formats
 public import JSON
 import RevTree
 
@@ -105,7 +106,7 @@ public struct Replicator: Sendable {
       JSONObject([
         "session_id": .string(sessionID),
         "start_time": .string(startTime),
-        "end_time": .string(ISO8601Format.now()),
+        "end_time": .string(ISO8601.format(Date.now)),
         "start_last_seq": report.startSeq,
         "end_last_seq": report.endSeq,
         "recorded_seq": report.endSeq,
@@ -341,12 +342,5 @@ public enum ReplicatorError: Error, Sendable, Hashable, CustomStringConvertible 
     case .malformed: true
     case .gaveUp: false
     }
-  }
-}
-
-/// ISO-8601 timestamps for checkpoint histories.
-enum ISO8601Format {
-  static func now() -> String {
-    Date.now.formatted(.iso8601)
   }
 }

@@ -1,3 +1,4 @@
+import Formats
 public import JSON
 public import Projections
 import RevTree
@@ -232,7 +233,7 @@ public final class ReplicationJobs: Sendable {
   var snapshot: [Job] { jobs.withLock { Array($0.values) }.sorted { $0.startTime < $1.startTime } }
 
   /// A time as the scheduler's answers write it (ISO-8601).
-  public static func time(_ date: Date) -> JSONValue { .string(date.formatted(.iso8601)) }
+  public static func time(_ date: Date) -> JSONValue { .string(ISO8601.format(date)) }
 
   /// `GET /_active_tasks`: one `replication` task per running job.
   public func activeTasks() -> JSONValue {

@@ -1,3 +1,4 @@
+import Formats
 import Log
 
 #if canImport(FoundationEssentials)
@@ -12,7 +13,7 @@ public enum Timestamp {
   /// `date` in UTC with milliseconds, like JavaScript's `Date.prototype.toJSON`.
   public static func iso8601(_ date: Date = Date()) -> String {
     let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    return ISO8601Time.format(microseconds: millis * 1000, fractionDigits: 3)
+    return ISO8601.format(microseconds: millis * 1000, fractionDigits: 3)
   }
 
   /// Whether `text` is an RFC 3339 / ISO-8601 date-time: `YYYY-MM-DDTHH:MM:SS`, an optional

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Auth
+import Formats
 import Foundation
 import JSON
 import Projections

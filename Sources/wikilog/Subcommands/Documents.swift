@@ -1,4 +1,5 @@
 import ArgumentParser
+import Formats
 import Foundation
 import JSON
 import Log
@@ -38,7 +39,7 @@ struct Init: ParsableCommand {
     printText("created database '\(global.database)' in \(global.directory)")
     if let key = try? store.log.publicKey(create: false).key {
       printText(
-        "its log's public key (check signed tree heads with it): \(Data(key).base64EncodedString())"
+        "its log's public key (check signed tree heads with it): \(Base64.encode(Array(key)))"
       )
     }
   }

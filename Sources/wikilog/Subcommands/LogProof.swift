@@ -1,4 +1,5 @@
 import ArgumentParser
+import Formats
 import Foundation
 import JSON
 import Log
@@ -79,8 +80,8 @@ enum TreeHeads {
     size        \(head.size)
     root        \(Hex.encode(head.root))
     time        \(head.time)
-    signature   \(Data(head.signature).base64EncodedString())
-    public key  \(Data(head.publicKey).base64EncodedString())
+    signature   \(Base64.encode(Array(head.signature)))
+    public key  \(Base64.encode(Array(head.publicKey)))
     key id      \(SignedTreeHead.keyID(head.publicKey))
 
     """
@@ -149,7 +150,7 @@ struct LogKey: ParsableCommand {
     defer { log.close() }
     let (key, created) = try log.publicKey(create: true)
     if created { TreeHeads.keyMade(log, global) }
-    let base64 = Data(key).base64EncodedString()
+    let base64 = Base64.encode(Array(key))
     if output.json {
       printJSON(
         J.object([

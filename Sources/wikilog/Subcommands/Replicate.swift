@@ -1,6 +1,7 @@
 import ArgumentParser
 import Auth
 import CouchAPI
+import Formats
 import Foundation
 import JSON
 import Logging
@@ -377,7 +378,7 @@ final class ReplicationDisplay: Sendable {
       "end_seq": report.endSeq,
       "retries": J.int(report.retries),
       "last_error": J.string(status.lastError),
-      "retry_at": J.string(status.retryAt.map { $0.formatted(.iso8601) }),
+      "retry_at": J.string(status.retryAt.map { ISO8601.format($0) }),
       "failures": name == "done" ? J.strings(report.failures) : nil,
       "elapsed_ms": J.int(Int(Self.seconds(ContinuousClock.now - started) * 1000)),
     ])
@@ -471,7 +472,7 @@ final class ReplicationStatusWriter: Sendable {
     self.folder = folder
     base = JSONObject([
       "source": .string(source), "target": .string(target), "continuous": .bool(continuous),
-      "pid": J.int(Int(getpid())), "started_at": .string(Date.now.formatted(.iso8601)),
+      "pid": J.int(Int(getpid())), "started_at": .string(ISO8601.format(Date.now)),
     ])
   }
 
@@ -485,8 +486,8 @@ final class ReplicationStatusWriter: Sendable {
     object["changes_pending"] = status.pending.map { J.int($0) } ?? .null
     object["checkpointed_source_seq"] = status.checkpointedSeq ?? .null
     object["last_error"] = status.lastError.map { .string($0) } ?? .null
-    object["retry_at"] = status.retryAt.map { .string($0.formatted(.iso8601)) } ?? .null
-    object["updated_at"] = .string(Date.now.formatted(.iso8601))
+    object["retry_at"] = status.retryAt.map { .string(ISO8601.format($0)) } ?? .null
+    object["updated_at"] = .string(ISO8601.format(Date.now))
     let now = ContinuousClock.now
     let write = last.withLock { last -> Bool in
       defer { last.status = object }
@@ -508,7 +509,7 @@ final class ReplicationStatusWriter: Sendable {
     object["state"] = .string(state)
     if let error { object["last_error"] = .string(error) }
     object["retry_at"] = .null
-    object["updated_at"] = .string(Date.now.formatted(.iso8601))
+    object["updated_at"] = .string(ISO8601.format(Date.now))
     save(object)
   }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Formats
 import Foundation
 import JSON
 import Log

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Auth
+import Formats
 import Foundation
 import JSON
 import Log
@@ -254,7 +255,7 @@ struct TokenList: ParsableCommand {
     }
     defer { data.closeAll() }
     let tokens = try APITokens(users: users).list(user: user)
-    func time(_ date: Date?) -> String { date.map { $0.formatted(.iso8601) } ?? "never" }
+    func time(_ date: Date?) -> String { date.map { ISO8601.format($0) } ?? "never" }
     if json.json {
       printJSON(
         .array(

@@ -1,10 +1,14 @@
-/// Hexadecimal digits, shared by the parser's `\u` escapes, the revision ids of RevTree, attachment
-/// blob names and the Auth module's keys.
-@usableFromInline
-package enum Hex {
+/// Hexadecimal digits, shared by the JSON parser's `\u` escapes, the revision ids of RevTree,
+/// the log's tree heads, attachment blob names and the Auth module's keys.
+///
+/// ```swift
+/// Hex.encode([0xde, 0xad])   // "dead"
+/// Hex.decode("DEAD")         // [0xde, 0xad]
+/// ```
+public enum Hex {
   /// The value of one hexadecimal digit (either case), or nil.
   @inlinable
-  package static func value(_ b: UInt8) -> UInt8? {
+  public static func value(_ b: UInt8) -> UInt8? {
     switch b {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): b &- UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): b &- UInt8(ascii: "a") &+ 10
@@ -14,7 +18,7 @@ package enum Hex {
   }
 
   /// `bytes` as lowercase hexadecimal (a digest, a key, a salt).
-  package static func encode(_ bytes: [UInt8]) -> String {
+  public static func encode(_ bytes: [UInt8]) -> String {
     let digits: [UInt8] = Array("0123456789abcdef".utf8)
     var out: [UInt8] = []
     out.reserveCapacity(bytes.count * 2)
@@ -27,7 +31,7 @@ package enum Hex {
 
   /// The bytes of hexadecimal `text` (either case), or nil when it is not an even number of
   /// hexadecimal digits.
-  package static func decode(_ text: String) -> [UInt8]? {
+  public static func decode(_ text: String) -> [UInt8]? {
     let chars = Array(text.utf8)
     guard chars.count % 2 == 0 else { return nil }
     var out: [UInt8] = []
