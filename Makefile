@@ -3,7 +3,7 @@ SWIFT ?= swift
 DB ?=
 PORT ?=
 
-.PHONY: bootstrap build test serve bench compare compare-log fuzz clean
+.PHONY: bootstrap build test serve bench compare compare-log fuzz docs clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -45,6 +45,17 @@ compare-log:
 # default) on its corpus in Fuzz/corpus/; see Fuzz/README.md.
 fuzz: bootstrap
 	scripts/fuzz
+
+# The DocC documentation of every library product, in .build/docs/<Module>.
+DOC_TARGETS = Formats JSON Log RevTree Projections Query Wiki Auth Replication CouchAPI \
+	WikiMarkdown WikiApp
+docs: bootstrap
+	mkdir -p .build/docs
+	for t in $(DOC_TARGETS); do \
+	  $(SWIFT) package --disable-sandbox --allow-writing-to-directory .build/docs \
+	    generate-documentation --target $$t \
+	    --output-path .build/docs/$$t || exit 1; \
+	done
 
 clean:
 	rm -rf .build .build-bench .build-fuzz

@@ -41,6 +41,8 @@ let package = Package(
     .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     // The replicator's HTTP transport (`HTTPTransport`).
     .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    // `make docs`: `swift package generate-documentation` for every library's DocC catalog.
+    .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
   ],
   targets: [
     .systemLibrary(
@@ -222,6 +224,14 @@ let package = Package(
         "Formats",
         "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "ProjectionsTestWorker",
         "TestSupport",
+        "StoreTestSupport",
+      ],
+      swiftSettings: swiftSettings),
+    // The wiki: its projections, drafts, TouchWiki validation, diff and merge.
+    .testTarget(
+      name: "WikiTests",
+      dependencies: [
+        "Formats", "JSON", "Projections", "Query", "Log", "RevTree", "Wiki", "TestSupport",
         "StoreTestSupport",
       ],
       swiftSettings: swiftSettings),

@@ -205,11 +205,3 @@ import Wiki
     #expect(try s.verify("docs").isEmpty)
   }
 }
-
-extension ChangesOptions {
-  static func history() -> ChangesOptions {
-    var o = ChangesOptions()
-    o.history = true
-    return o
-  }
-}

@@ -131,10 +131,10 @@ final class RefusingProjection: Projection {
     }
   }
 
-  /// A store with the wiki, two wikis and a few pages in each (untimed set-up for the tests
-  /// below), written one document per call.
+  /// A store with the wiki (its projection and its TouchWiki validation), two wikis and a few
+  /// pages in each (untimed set-up for the tests below), written one document per call.
   func wikiStore(_ name: String = #function) throws -> TestStore {
-    let t = try TestStore(name, projections: [WikiProjection()])
+    let t = try TestStore(name, projections: [WikiProjection()], validation: .touchWiki)
     for w in ["w1", "w2"] {
       _ = try t.store.put(
         #"{"_id":"\#(w)","type":"wiki","title":"W","owner_id":"ann","members":["bob"]}"#,

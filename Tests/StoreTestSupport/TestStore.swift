@@ -6,7 +6,8 @@ public import Wiki
 
 /// Helpers of the store's, the query engine's and the wiki's tests.
 
-/// A store in a directory of its own, removed afterwards.
+/// A store in a directory of its own, removed afterwards; CouchDB's rules only, unless the
+/// test asks for the wiki's (`validation: .touchWiki`).
 public final class TestStore {
   public let path: String
   public var store: DocumentStore!
@@ -14,7 +15,7 @@ public final class TestStore {
   public init(
     _ name: String = #function, projections: [any Projection] = [],
     indexes: [any IndexBehindLog] = [], durability: EventLog.Durability = .synced,
-    validation: DocumentValidation = .touchWiki
+    validation: DocumentValidation = .couchDB
   ) throws {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-projtests-\(safe)-\(UUID().uuidString)"
@@ -59,5 +60,14 @@ extension DocumentStore {
           "type": .string("page"), "wiki_id": .string(WikiID.of(id)), "markdown": .string(text),
         ])
       ).serialized(), id: id, actor: "ann")
+  }
+}
+
+extension ChangesOptions {
+  /// Every revision event, not one row per document.
+  public static func history() -> ChangesOptions {
+    var o = ChangesOptions()
+    o.history = true
+    return o
   }
 }

@@ -31,7 +31,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
       #""type":"wiki","title":"T","owner_id":"ann","members":[],"updated_at":1714557600"#,
     ])
   func badWikis(_ fields: String) throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     let error = #expect(throws: StoreError.self) { try t.store.put(doc("w", fields), actor: "a") }
     #expect(error?.code == .forbidden && error?.error == "forbidden")
     #expect(t.store.position == .start)
@@ -55,7 +55,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
       ("w1:x", #""type":"wiki","title":"T","owner_id":"ann","members":[]"#),  // a wiki id has no colon
     ])
   func badPages(_ id: String, _ fields: String) throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     try t.store.put(wiki, actor: "ann")
     try t.store.put(#"{"_id":"note","type":"note"}"#, actor: "ann")
     let before = t.store.position
@@ -66,7 +66,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
 
   @Test("valid wikis and pages are written; a deleted wiki takes no new pages, deletions pass")
   func validDocuments() throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     let s = t.store!
     let w = try s.put(
       doc(
@@ -101,7 +101,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
 
   @Test("within one _bulk_docs call, a page sees the wiki as the documents before it left it")
   func wikiChangesInsideOneBulkCall() throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     let s = t.store!
     let page = { (id: String) in
       json(doc("w1:\(id)", #""type":"page","wiki_id":"w1","markdown":"x""#))
@@ -124,7 +124,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
 
   @Test("replicated pages need no wiki, but field types and JSON objects are still checked")
   func replicatedWrites() throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     let s = t.store!
     let results = try s.bulkDocs(
       [
@@ -152,7 +152,7 @@ private func doc(_ id: String, _ fields: String) -> String { #"{"_id":"\#(id)",\
 
   @Test("document ids: reserved prefixes, the key-length limit, _local ids, body sizes")
   func idsAndSizes() throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     let s = t.store!
     let ok = String(repeating: "i", count: 16_384)
     try s.put("{}", id: ok, actor: "a")

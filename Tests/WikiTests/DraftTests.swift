@@ -17,7 +17,8 @@ private final class DraftStore {
   var home = ""
 
   init(_ name: String = #function) throws {
-    t = try TestStore(name, projections: [WikiProjection(), DraftProjection()])
+    t = try TestStore(
+      name, projections: [WikiProjection(), DraftProjection()], validation: .touchWiki)
     drafts = try Drafts(t.store)
     try s.put(
       #"{"_id":"w1","type":"wiki","title":"One","owner_id":"ann","members":["bob"]}"#,
@@ -265,7 +266,7 @@ private final class DraftStore {
         baseRev: nil, markdown: "")
     }
     #expect(d.s.position == before)
-    let plain = try TestStore()
+    let plain = try TestStore(validation: .touchWiki)
     #expect(throws: StoreError.self) { try Drafts(plain.store) }
   }
 

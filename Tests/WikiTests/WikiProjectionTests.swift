@@ -400,7 +400,7 @@ private func hash(_ rev: String) -> String { String(rev.split(separator: "-")[1]
 
   @Test("queries need a store with the wiki projection")
   func queriesNeedProjection() throws {
-    let t = try TestStore()
+    let t = try TestStore(validation: .touchWiki)
     #expect(throws: StoreError.self) { try WikiQueries(t.store) }
   }
 }
