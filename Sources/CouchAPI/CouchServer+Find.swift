@@ -273,7 +273,7 @@ extension CouchServer {
     guard store.hasTextSearch else {
       throw CouchError.notImplemented("full-text search in a database without pages")
     }
-    // The index follows the log (``SearchIndexer``): by default a search first brings it up to
+    // The index follows the log (an `IndexFollower`): by default a search first brings it up to
     // the end, as CouchDB's `update=true`; `false` and `lazy` take it as it stands (it is
     // catching up on its own already).
     let update: Bool

@@ -8,8 +8,8 @@
 /// formatter: the one spelling of times the log, the wiki and the command line share.
 ///
 /// ```swift
-/// ISO8601Time.format(microseconds: 1_700_000_000_123_456)                     // ...20.123456Z
-/// ISO8601Time.format(microseconds: 1_700_000_000_123_456, fractionDigits: 3)  // ...20.123Z
+/// ISO8601.format(microseconds: 1_700_000_000_123_456)                         // ...20.123456Z
+/// ISO8601.format(microseconds: 1_700_000_000_123_456, fractionDigits: 3)  // ...20.123Z
 /// ```
 public enum ISO8601 {
   /// The time `microseconds` after 1970-01-01T00:00:00Z with `fractionDigits` (0...6) digits

@@ -12,7 +12,7 @@ import RevTree
 ///   every checkpoint once.
 /// - At open, ``catchUp()`` brings each projection to the end of the log from its checkpoint (a
 ///   change projection that is behind is rebuilt, since the trees of the events it missed are not
-///   the current ones), and ``migrate()`` carries out what ``ProjectionMigration``s ask.
+///   the current ones); a store an earlier layout wrote is refused (``RetiredLayouts``).
 /// - ``rebuild(_:)`` clears one projection and replays the log into it, ``rebuildAll()`` every
 ///   projection in one pass with a decoder thread a batch ahead, ``verify(_:maxDifferences:)``
 ///   replays into scratch databases and compares them with the live ones.

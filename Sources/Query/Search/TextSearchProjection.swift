@@ -29,7 +29,7 @@ public struct TextSearchSchema: Sendable {
 }
 
 /// Full-text search (`search.*`): an inverted index per group, in LMDB, kept behind the log by
-/// a ``SearchIndexer`` in an environment of its own (`<database>/search/`), not in the append
+/// the store's `IndexFollower` in an environment of its own (`<database>/search/`), not in the append
 /// transaction: a write does not wait for it, and a search first brings it up to the log's end.
 ///
 /// "group" in keys is ``groupKey(_:)``: the group's bytes, or a hash of a long one.
@@ -51,7 +51,7 @@ public struct TextSearchSchema: Sendable {
 /// common word's list in rows of up to 128 documents. What the rows say (each document's
 /// terms, frequencies, positions and length, each group's totals) is a function of the winning
 /// revisions alone; which number a document has depends on the order the indexer met it, so
-/// ``SearchIndexer/verify(maxDifferences:)`` compares a rebuilt index with the live one by
+/// `IndexFollower.verify(maxDifferences:)` compares a rebuilt index with the live one by
 /// document, not byte for byte. Writes are gathered per transaction
 /// (``WriteTransaction/buffer(_:make:)``) and written in key order before it commits; an update
 /// changes only the rows of the words whose frequency changed (and its length's row if it
