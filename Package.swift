@@ -359,7 +359,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
   )
   package.targets.append(
     .executableTarget(
-      name: "DocCompare", dependencies: ["JSON", "Projections", "Log", "RevTree", "Wiki"],
+      name: "DocCompare", dependencies: ["JSON", "Projections", "Query", "Log", "RevTree", "Wiki"],
       path: "Benchmarks/DocCompare",
       swiftSettings: swiftSettings)
   )

@@ -32,6 +32,7 @@ import Foundation
 import JSON
 import Log
 import Projections
+import Query
 import RevTree
 import Wiki
 
@@ -107,8 +108,8 @@ func openStore(_ name: String, _ durability: EventLog.Durability, fresh: Bool = 
     projections: docsOnly
       ? []
       : [WikiProjection(), DraftProjection()] + (noAccess ? [] : [WikiAccessProjection()])
-        + (withMango ? [MangoProjection(database: name)] : [])
-        + (withSearch ? [TextSearchProjection(schema: .wikiPages)] : []),
+        + (withMango ? [MangoProjection(database: name)] : []),
+    indexes: !docsOnly && withSearch ? [TextSearchProjection(schema: .wikiPages)] : [],
     validation: .touchWiki)
   if fresh && withMango {
     let index = try JSONValue(
