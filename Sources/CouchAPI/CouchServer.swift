@@ -206,7 +206,7 @@ public struct CouchServer: HTTPResponder {
   func route(_ request: Request, _ route: CouchRoute, context: Context, caller: Caller)
     async throws -> Response
   {
-    var query = try QueryParameters(request.uri.query)
+    let query = try QueryParameters(request.uri.query)
     if route.database == ReplicatorDocuments.databaseName {
       try replicatorAccess(route, caller: caller)
     }
@@ -282,69 +282,11 @@ public struct CouchServer: HTTPResponder {
             "forbidden", "Only admins can access \(endpoint.rawValue) of system databases.",
             status: 403)
       }
-      switch endpoint {
-      case .allDocs:
-        query.errorName = "query_parse_error"
-        return try await allDocs(store, request: request, query: query, access: access)
-      case .designDocs:
-        query.errorName = "query_parse_error"
-        return try await allDocs(
-          store, request: request, query: query, access: access, namespace: .design)
-      case .localDocs:
-        query.errorName = "query_parse_error"
-        return try await localDocs(store, request: request, query: query, access: access)
-      case .allDocsQueries, .designDocsQueries, .localDocsQueries:
-        query.errorName = "query_parse_error"
-        let namespace: AllDocsNamespace =
-          endpoint == .allDocsQueries ? .all : endpoint == .designDocsQueries ? .design : .local
-        return try await allDocsQueries(
-          store, request: request, query: query, access: access, namespace: namespace)
-      case .bulkDocs:
-        try allow(method, [.post])
-        return try await bulkDocs(
-          store, request: request, query: query, context: context, caller: caller, access: access)
-      case .bulkGet:
-        try allow(method, [.post])
-        return try await bulkGet(store, request: request, query: query, access: access)
-      case .revsDiff:
-        try allow(method, [.post])
-        return try await revsDiff(store, request: request, access: access)
-      case .missingRevs:
-        try allow(method, [.post])
-        return try await missingRevs(store, request: request, access: access)
-      case .changes:
-        return try await changes(store, request: request, query: query, access: access)
-      case .ensureFullCommit:
-        try allow(method, [.post])
-        return try await ensureFullCommit(store)
-      case .compact:
-        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-        return try await compact(db, request: request)
-      case .viewCleanup:
-        guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-        try allow(method, [.post])
-        return viewCleanup()
-      case .revsLimit:
-        if method == .put && !access.isAdmin { throw Self.notDatabaseAdmin(caller.user) }
-        return try await revsLimit(store, request: request, caller: caller)
-      case .security:
-        return try await securityObject(store, access: access, request: request, caller: caller)
-      case .find:
-        try allow(method, [.post])
-        return try await find(store, request: request, access: access)
-      case .explain:
-        try allow(method, [.post])
-        // It names the indexes and their fields, which live in design documents: for those
-        // who may read them (the security object's members), as `GET _index` lists them.
-        if access.restricted && !access.isMember { throw Self.notMember(caller.user) }
-        return try await explain(store, db: db, request: request)
-      case .search:
-        try allow(method, [.get, .head])
-        return try await search(store, request: request, query: query, access: access)
-      case .index:
-        return try await indexes(
-          store, request: request, context: context, caller: caller, access: access)
-      }
+      return try await databaseEndpoint(
+        endpoint,
+        DatabaseEndpointRule.Call(
+          server: self, store: store, db: db, request: request, query: query, context: context,
+          caller: caller, access: access))
     case .index(let db, let path):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)

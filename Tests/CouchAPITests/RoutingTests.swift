@@ -1,4 +1,5 @@
 import CouchTestSupport
+import HTTPTypes
 import JSON
 import Log
 import Projections
@@ -11,6 +12,15 @@ import Wiki
 @testable import Replication
 
 @Suite struct RoutingTests {
+  @Test("every database endpoint the router knows has a rule in the dispatch table")
+  func everyEndpointHasARule() {
+    for endpoint in CouchRoute.DatabaseEndpoint.allCases {
+      #expect(CouchServer.databaseEndpoints[endpoint] != nil, "\(endpoint)")
+    }
+    #expect(CouchServer.databaseEndpoints[.compact]?.role == .databaseAdmin)
+    #expect(CouchServer.databaseEndpoints[.bulkDocs]?.methods == [.post])
+  }
+
   @Test("paths: segments decoded one by one; trailing slash ignored; _design ids span two")
   func routes() throws {
     #expect(try CouchRoute.parse("/") == .root)
