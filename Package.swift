@@ -10,6 +10,26 @@ let swiftSettings: [SwiftSetting] = [
   .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// What the server's and the replicator's tests use (CouchAPITests, ReplicationTests).
+let serverTestDependencies: [Target.Dependency] = [
+  "Formats",
+  "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
+  "TestSupport",
+  "Auth", "CouchTestSupport",
+  .product(name: "Crypto", package: "swift-crypto"),
+  // Built so that the tests can run `wikilog serve` as a child process.
+  "wikilog",
+  .product(name: "Hummingbird", package: "hummingbird"),
+  .product(name: "HummingbirdTesting", package: "hummingbird"),
+  .product(name: "AsyncHTTPClient", package: "async-http-client"),
+  .product(name: "NIOCore", package: "swift-nio"),
+  .product(name: "NIOHTTP1", package: "swift-nio"),
+  .product(name: "NIOPosix", package: "swift-nio"),
+  .product(name: "HummingbirdCore", package: "hummingbird"),
+  .product(name: "HTTPTypes", package: "swift-http-types"),
+  .product(name: "Logging", package: "swift-log"),
+]
+
 let package = Package(
   name: "wikilog",
   platforms: [.macOS(.v15)],
@@ -286,46 +306,12 @@ let package = Package(
     // CouchDB's HTTP API: routes, answers, access, hostile input.
     .testTarget(
       name: "CouchAPITests",
-      dependencies: [
-        "Formats",
-        "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
-        "TestSupport",
-        "Auth", "CouchTestSupport",
-        .product(name: "Crypto", package: "swift-crypto"),
-        // Built so that the tests can run `wikilog serve` as a child process.
-        "wikilog",
-        .product(name: "Hummingbird", package: "hummingbird"),
-        .product(name: "HummingbirdTesting", package: "hummingbird"),
-        .product(name: "AsyncHTTPClient", package: "async-http-client"),
-        .product(name: "NIOCore", package: "swift-nio"),
-        .product(name: "NIOHTTP1", package: "swift-nio"),
-        .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "HummingbirdCore", package: "hummingbird"),
-        .product(name: "HTTPTypes", package: "swift-http-types"),
-        .product(name: "Logging", package: "swift-log"),
-      ],
+      dependencies: serverTestDependencies,
       swiftSettings: swiftSettings),
     // The replicator, `_replicate` and the `_replicator` database, against served databases.
     .testTarget(
       name: "ReplicationTests",
-      dependencies: [
-        "Formats",
-        "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
-        "TestSupport",
-        "Auth", "CouchTestSupport",
-        .product(name: "Crypto", package: "swift-crypto"),
-        // Built so that the tests can run `wikilog serve` as a child process.
-        "wikilog",
-        .product(name: "Hummingbird", package: "hummingbird"),
-        .product(name: "HummingbirdTesting", package: "hummingbird"),
-        .product(name: "AsyncHTTPClient", package: "async-http-client"),
-        .product(name: "NIOCore", package: "swift-nio"),
-        .product(name: "NIOHTTP1", package: "swift-nio"),
-        .product(name: "NIOPosix", package: "swift-nio"),
-        .product(name: "HummingbirdCore", package: "hummingbird"),
-        .product(name: "HTTPTypes", package: "swift-http-types"),
-        .product(name: "Logging", package: "swift-log"),
-      ],
+      dependencies: serverTestDependencies,
       swiftSettings: swiftSettings),
   ]
 )

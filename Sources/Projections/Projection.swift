@@ -272,9 +272,16 @@ public struct ProjectionStorage: Sendable {
   static func open(for projection: any Projection, in log: EventLog, suffix: String = "") throws
     -> ProjectionStorage
   {
+    try open(projection.name, projection.databaseNames, in: log, suffix: suffix)
+  }
+
+  /// The databases `<name>.<database><suffix>` of `log`, each once.
+  static func open(_ name: String, _ databases: [String], in log: EventLog, suffix: String)
+    throws -> ProjectionStorage
+  {
     var entries: [(name: String, database: Database)] = []
-    for name in projection.databaseNames where !entries.contains(where: { $0.name == name }) {
-      entries.append((name, try log.database(named: "\(projection.name).\(name)\(suffix)")))
+    for database in databases where !entries.contains(where: { $0.name == database }) {
+      entries.append((database, try log.database(named: "\(name).\(database)\(suffix)")))
     }
     return ProjectionStorage(entries: entries)
   }

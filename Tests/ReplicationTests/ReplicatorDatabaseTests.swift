@@ -440,14 +440,16 @@ import Testing
 
     let start = Date(timeIntervalSince1970: 1_000_000)
     func job(_ events: [(Double, String)]) -> ReplicationJobs.Job {
-      ReplicationJobs.Job(
+      var job = ReplicationJobs.Job(
         id: "j", source: "s", target: "t", continuous: true, user: nil, startTime: start,
-        updated: start,
         status: ReplicationStatus(
           state: .starting,
-          report: ReplicationReport(sessionID: "", startSeq: .number(0), endSeq: .number(0))),
-        history: events.reversed().map { (start.addingTimeInterval($0.0), $0.1, nil) },
-        task: nil, database: "_replicator", docID: "d", running: false)
+          report: ReplicationReport(sessionID: "", startSeq: .number(0), endSeq: .number(0))))
+      job.history = events.reversed().map { (start.addingTimeInterval($0.0), $0.1, nil) }
+      job.database = "_replicator"
+      job.docID = "d"
+      job.running = false
+      return job
     }
     // added, started, crashed at once, started, crashed at once: two.
     let quick = job([(1, "started"), (2, "crashed"), (40, "started"), (41, "crashed")])

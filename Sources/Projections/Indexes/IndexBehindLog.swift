@@ -92,11 +92,7 @@ extension ProjectionStorage {
   static func open(for index: any IndexBehindLog, in log: EventLog, suffix: String = "") throws
     -> ProjectionStorage
   {
-    var entries: [(name: String, database: Database)] = []
-    for name in index.databaseNames where !entries.contains(where: { $0.name == name }) {
-      entries.append((name, try log.database(named: "\(index.name).\(name)\(suffix)")))
-    }
-    return ProjectionStorage(entries: entries)
+    try open(index.name, index.databaseNames, in: log, suffix: suffix)
   }
 }
 

@@ -63,27 +63,6 @@ public final class ReplicationJobs: Sendable {
       self.task = nil
     }
 
-    init(
-      id: String, source: String, target: String, continuous: Bool, user: String?,
-      startTime: Date, updated: Date, status: ReplicationStatus,
-      history: [(time: Date, type: String, reason: String?)],
-      task: Task<ReplicationReport, any Error>?, database: String? = nil, docID: String? = nil,
-      running: Bool = true
-    ) {
-      self.id = id
-      self.source = source
-      self.target = target
-      self.continuous = continuous
-      self.user = user
-      self.startTime = startTime
-      self.updated = updated
-      self.status = status
-      self.history = history
-      self.task = task
-      self.database = database
-      self.docID = docID
-      self.running = running
-    }
   }
 
   /// History entries kept per job (CouchDB's `max_history`).

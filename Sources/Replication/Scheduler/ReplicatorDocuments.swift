@@ -309,13 +309,15 @@ public final class ReplicatorDocuments: Sendable {
     replicator.options.retry.initialDelay = options.retryDelay
     replicator.options.retry.continuousGivesUp = true
     let now = Date.now
-    let job = ReplicationJobs.Job(
+    var job = ReplicationJobs.Job(
       id: jobID, source: replicator.source.identity, target: replicator.target.identity,
-      continuous: document.continuous, user: document.user, startTime: now, updated: now,
+      continuous: document.continuous, user: document.user, startTime: now,
       status: ReplicationStatus(
         state: .starting,
-        report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))),
-      history: [], task: nil, database: Self.databaseName, docID: id, running: false)
+        report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))))
+    job.database = Self.databaseName
+    job.docID = id
+    job.running = false
     guard jobs.add(job) else {
       updateEntry(id) { entry in
         entry.state = .error
