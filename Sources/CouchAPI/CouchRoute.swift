@@ -53,6 +53,32 @@ enum CouchRoute: Equatable, Sendable {
   /// not exist), then this error answers.
   case databaseUnserved(String, CouchError)
 
+  /// The server's own endpoints (not a database's), as keys of
+  /// ``CouchServer/serverEndpoints``.
+  enum ServerEndpoint: Sendable, CaseIterable {
+    case root, session, allDatabases, databasesInfo, up, uuids, replicate, activeTasks
+    case schedulerJobs, schedulerDocs, node, nodeStats
+  }
+
+  /// The server endpoint this route is, nil for a database's route.
+  var serverEndpoint: ServerEndpoint? {
+    switch self {
+    case .root: .root
+    case .session: .session
+    case .allDatabases: .allDatabases
+    case .databasesInfo: .databasesInfo
+    case .up: .up
+    case .uuids: .uuids
+    case .replicate: .replicate
+    case .activeTasks: .activeTasks
+    case .schedulerJobs: .schedulerJobs
+    case .schedulerDocs: .schedulerDocs
+    case .node: .node
+    case .nodeStats: .nodeStats
+    default: nil
+    }
+  }
+
   enum DatabaseEndpoint: String, Sendable, CaseIterable {
     case allDocs = "_all_docs"
     case designDocs = "_design_docs"

@@ -1,6 +1,8 @@
 import HTTPTypes
 import Hummingbird
+import JSON
 import Projections
+import Replication
 
 /// The database endpoints (`/{db}/_all_docs`, `/{db}/_bulk_docs`, ...) as a table: for each,
 /// who may call it, with which methods, how its query's errors are named, and its handler.
@@ -141,6 +143,103 @@ extension CouchServer {
       call = DatabaseEndpointRule.Call(
         server: call.server, store: call.store, db: call.db, request: call.request, query: query,
         context: call.context, caller: call.caller, access: call.access)
+    }
+    return try await rule.handler(call)
+  }
+}
+
+/// The server's own endpoints (`/`, `/_all_dbs`, `/_active_tasks`, `/_scheduler/...`, ...) as a
+/// table: the methods each answers (checked first, `405` with `Allow`), then who may call it,
+/// then its handler.
+struct ServerEndpointRule: Sendable {
+  enum Role: Sendable {
+    case anyone
+    /// A signed-in user (CouchDB 3.4's `require_authenticated_user` for `_replicate`: `401`).
+    case signedIn
+    /// A server administrator (`401 You are not a server admin.`).
+    case serverAdmin
+  }
+
+  struct Call {
+    let server: CouchServer
+    let route: CouchRoute
+    let request: Request
+    let query: QueryParameters
+    let context: CouchServer.Context
+    let caller: Caller
+    var head: Bool { request.method == .head }
+  }
+
+  /// The methods it answers; nil when the handler checks them itself.
+  var methods: [HTTPRequest.Method]? = [.get, .head]
+  var role: Role = .anyone
+  let handler: @Sendable (Call) async throws -> Response
+}
+
+extension CouchServer {
+  typealias ServerRule = ServerEndpointRule
+
+  /// Every ``CouchRoute/ServerEndpoint`` and its rule.
+  static let serverEndpoints: [CouchRoute.ServerEndpoint: ServerEndpointRule] = [
+    .root: ServerRule { c in c.server.welcome(head: c.head) },
+    .session: ServerRule(methods: nil) { c in
+      try await c.server.session(c.request, caller: c.caller, context: c.context)
+    },
+    .allDatabases: ServerRule(role: .serverAdmin) { c in
+      CouchResponse.json(
+        .array(try page(c.server.dataDirectory.databaseNames(), c.query).map { .string($0) }),
+        includeBody: !c.head)
+    },
+    .databasesInfo: ServerRule(methods: nil, role: .serverAdmin) { c in
+      try await c.server.databasesInfo(c.request)
+    },
+    .up: ServerRule { c in
+      CouchResponse.json(.object(JSONObject(["status": .string("ok")])), includeBody: !c.head)
+    },
+    .uuids: ServerRule { c in try c.server.uuids(c.query) },
+    .replicate: ServerRule(methods: [.post], role: .signedIn) { c in
+      try await c.server.replicate(c.request, caller: c.caller)
+    },
+    .activeTasks: ServerRule(role: .serverAdmin) { c in
+      let tasks =
+        (activeTasks().arrayValue ?? []) + (c.server.replications.activeTasks().arrayValue ?? [])
+      return CouchResponse.json(.array(tasks), includeBody: !c.head)
+    },
+    .schedulerJobs: ServerRule(role: .serverAdmin) { c in
+      guard case .schedulerJobs(let id) = c.route else { throw CouchError.notFound() }
+      let jobs = try c.server.replications.schedulerJobs(
+        id, skip: try c.query.int("skip") ?? 0, limit: try c.query.int("limit") ?? 100)
+      return CouchResponse.json(jobs, includeBody: !c.head)
+    },
+    .schedulerDocs: ServerRule(role: .serverAdmin) { c in
+      guard case .schedulerDocs(let id) = c.route else { throw CouchError.notFound() }
+      return CouchResponse.json(
+        try await c.server.schedulerDocs(id, query: c.query), includeBody: !c.head)
+    },
+    .node: ServerRule { c in
+      guard case .node(let node) = c.route else { throw CouchError.notFound() }
+      return CouchResponse.json(
+        .object(JSONObject(["name": .string(try checkedNodeName(node))])), includeBody: !c.head)
+    },
+    .nodeStats: ServerRule(role: .serverAdmin) { c in
+      guard case .nodeStats(let node, let path) = c.route else { throw CouchError.notFound() }
+      return try c.server.nodeStats(node: node, path: path, head: c.head)
+    },
+  ]
+
+  /// Runs server endpoint `endpoint` by its rule (``serverEndpoints``).
+  func serverEndpoint(_ endpoint: CouchRoute.ServerEndpoint, _ call: ServerEndpointRule.Call)
+    async throws -> Response
+  {
+    guard let rule = Self.serverEndpoints[endpoint] else { throw CouchError.notFound() }
+    if let methods = rule.methods { try allow(call.request.method, methods) }
+    switch rule.role {
+    case .anyone: break
+    case .signedIn:
+      if call.caller.user.name == nil && !call.caller.user.isAdmin {
+        throw CouchError("unauthorized", "You are not an authenticated user", status: 401)
+      }
+    case .serverAdmin: try requireServerAdmin(call.caller)
     }
     return try await rule.handler(call)
   }

@@ -213,60 +213,15 @@ public struct CouchServer: HTTPResponder {
     let method = request.method
     let pushing = Self.isPush(route, method)
     switch route {
-    case .root:
-      try allow(method, [.get, .head])
-      return welcome(head: method == .head)
-    case .session:
-      return try await session(request, caller: caller, context: context)
-    case .allDatabases:
-      try allow(method, [.get, .head])
-      try requireServerAdmin(caller)
-      return CouchResponse.json(
-        .array(try Self.page(dataDirectory.databaseNames(), query).map { .string($0) }),
-        includeBody: method != .head)
-    case .databasesInfo:
-      try requireServerAdmin(caller)
-      return try await databasesInfo(request)
-    case .up:
-      try allow(method, [.get, .head])
-      return CouchResponse.json(
-        .object(JSONObject(["status": .string("ok")])), includeBody: method != .head)
-    case .uuids:
-      try allow(method, [.get, .head])
-      return try uuids(query)
-    case .replicate:
-      try allow(method, [.post])
-      // CouchDB 3.4's `require_authenticated_user`.
-      if caller.user.name == nil && !caller.user.isAdmin {
-        throw CouchError("unauthorized", "You are not an authenticated user", status: 401)
-      }
-      return try await replicate(request, caller: caller)
-    case .activeTasks:
-      try allow(method, [.get, .head])
-      try requireServerAdmin(caller)
-      let tasks =
-        (Self.activeTasks().arrayValue ?? []) + (replications.activeTasks().arrayValue ?? [])
-      return CouchResponse.json(.array(tasks), includeBody: method != .head)
-    case .schedulerJobs(let id):
-      try allow(method, [.get, .head])
-      try requireServerAdmin(caller)
-      let jobs = try replications.schedulerJobs(
-        id, skip: try query.int("skip") ?? 0, limit: try query.int("limit") ?? 100)
-      return CouchResponse.json(jobs, includeBody: method != .head)
-    case .schedulerDocs(let id):
-      try allow(method, [.get, .head])
-      try requireServerAdmin(caller)
-      return CouchResponse.json(
-        try await schedulerDocs(id, query: query), includeBody: method != .head)
-    case .node(let node):
-      try allow(method, [.get, .head])
-      return CouchResponse.json(
-        .object(JSONObject(["name": .string(try Self.checkedNodeName(node))])),
-        includeBody: method != .head)
-    case .nodeStats(let node, let path):
-      try allow(method, [.get, .head])
-      try requireServerAdmin(caller)
-      return try nodeStats(node: node, path: path, head: method == .head)
+    case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
+      .schedulerJobs, .schedulerDocs, .node, .nodeStats:
+      // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
+      guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
+      return try await serverEndpoint(
+        endpoint,
+        ServerEndpointRule.Call(
+          server: self, route: route, request: request, query: query, context: context,
+          caller: caller))
     case .database(let name):
       return try await database(
         name, request: request, query: query, context: context, caller: caller)

@@ -12,13 +12,17 @@ import Wiki
 @testable import Replication
 
 @Suite struct RoutingTests {
-  @Test("every database endpoint the router knows has a rule in the dispatch table")
+  @Test("every server and database endpoint the router knows has a rule in the dispatch tables")
   func everyEndpointHasARule() {
     for endpoint in CouchRoute.DatabaseEndpoint.allCases {
       #expect(CouchServer.databaseEndpoints[endpoint] != nil, "\(endpoint)")
     }
     #expect(CouchServer.databaseEndpoints[.compact]?.role == .databaseAdmin)
     #expect(CouchServer.databaseEndpoints[.bulkDocs]?.methods == [.post])
+    for endpoint in CouchRoute.ServerEndpoint.allCases {
+      #expect(CouchServer.serverEndpoints[endpoint] != nil, "\(endpoint)")
+    }
+    #expect(CouchServer.serverEndpoints[.activeTasks]?.role == .serverAdmin)
   }
 
   @Test("paths: segments decoded one by one; trailing slash ignored; _design ids span two")
