@@ -272,10 +272,8 @@ struct WikiSite: Sendable {
       let bytes = try await request.body.collect(upTo: 1 << 20)
       let form = Query(String(buffer: bytes))
       if let n = form["next"], n.hasPrefix("/_wiki/") { next = n }
-      let cookies = request.headers[.cookie] ?? ""
-      let expected = cookies.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-        .first { $0.hasPrefix(Self.signInCookie + "=") }
-        .map { String($0.dropFirst(Self.signInCookie.count + 1)) }
+      // Hummingbird's cookie parsing (every `Cookie` header, `;`-separated).
+      let expected = request.cookies[Self.signInCookie]?.value
       if let origin = request.headers[.origin], let host = request.head.authority,
         origin != "http://" + host && origin != "https://" + host
       {
