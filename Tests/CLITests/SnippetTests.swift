@@ -11,6 +11,8 @@ import Testing
     ("JSONExample", #"{"title":"Home","tags":["a","b"],"views":4}"#),
     ("RevTreeExample", "3-d"),
     ("LogExample", "2 note.edited bob hello!"),
+    ("LogFollowExample", "5 page.edited w1:Soup"),
+    ("LogProofsExample", "true 8"),
     ("ProjectionsExample", "hello again"),
     ("QueryExample", #"["n1"]"#),
     ("WikiExample", #"["Stock"]"#),
