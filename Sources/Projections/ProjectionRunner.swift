@@ -170,7 +170,7 @@ public final class ProjectionRunner: Sendable {
     if let found {
       throw StoreError(
         "unsupported_layout",
-        "\(log.path) was written by an earlier layout of wikilog (it has \(found)): export it "
+        "this database was written by an earlier layout of wikilog (it has \(found)): export it "
           + "with the wikilog that wrote it (wikilog export) and import it with this one "
           + "(wikilog import)", code: .internalError)
     }

@@ -8,7 +8,7 @@ import Wiki
 @testable import Projections
 @testable import Query
 
-/// The full-text index kept behind the log, in its own environment (``SearchIndexer``).
+/// The full-text index kept behind the log, in its own environment (an `IndexFollower`).
 @Suite struct SearchIndexerTests {
   static let schema = TextSearchSchema.wikiPages
 

@@ -31,7 +31,7 @@ import Synchronization
 /// them; `mango.live` and `mango.conflicts` are what let an index defined later be built
 /// without the documents projection's databases. Stores of the layouts before (`mango.docs`
 /// for `mango.live`, no `mango.conflicts`; `mango.rows`, without the values, for
-/// `mango.entries`) are rebuilt when they open.
+/// `mango.entries`) are refused when they open (``RetiredLayouts``).
 public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
   public let name = "mango"
   public let databaseNames = ["live", "conflicts", "defs", "entries", "byDoc"]
