@@ -7,7 +7,8 @@ import Query
 import Replication
 public import ServiceLifecycle
 
-/// The `wikilog serve` application: a ``CouchServer`` on Hummingbird's HTTP/1.1 server.
+/// The `wikilog serve` application without the web UI: a ``CouchServer`` behind
+/// ``CouchPipeline`` on Hummingbird's HTTP/1.1 server.
 ///
 /// The command line and the tests build the application the same way.
 ///
@@ -27,12 +28,13 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
   let couch = CouchServer(dataDirectory: dataDirectory, options: options, logger: logger)
   return buildApplication(
-    responder: couch, server: server, configuration: configuration, logger: logger,
+    responder: CouchPipeline(couch: couch), server: server, configuration: configuration,
+    logger: logger,
     services: couch.services, onServerRunning: onServerRunning)
 }
 
-/// The application around any responder of ``CouchRequestContext`` (the web UI's, which wraps a
-/// ``CouchServer``): `onServerRunning` gets the port it listens on; `services` run beside the
+/// The application around any responder of ``CouchRequestContext`` (a ``CouchPipeline``, with
+/// or without the web UI's routes): `onServerRunning` gets the port it listens on; `services` run beside the
 /// server for its lifetime (a ``CouchServer``'s ``CouchServer/services``: the `_replicator`
 /// jobs).
 public func buildApplication<Responder: HTTPResponder>(

@@ -8,6 +8,8 @@ public struct CouchRequestContext: RequestContext {
   public var coreContext: CoreRequestContextStorage
   /// The client's IP address, when the connection has one (not in router tests).
   public let peerAddress: String?
+  /// What the request's middlewares tell each other (``RequestNotes``).
+  public let notes = RequestNotes()
 
   public init(source: ApplicationRequestContextSource) {
     coreContext = CoreRequestContextStorage(source: source)

@@ -21,8 +21,10 @@ public import ServiceLifecycle
 /// `/{db}`, with CouchDB's request and response shapes, so CouchDB's replicator, PouchDB and other
 /// CouchDB tools can talk to wikilog unchanged.
 ///
-/// The server is a Hummingbird responder; ``buildApplication(dataDirectory:options:configuration:logger:)``
-/// wraps it in an application (used by `wikilog serve` and the tests).
+/// The server answers behind ``CouchPipeline`` (its router and middlewares: the `Server`
+/// header, the request log, CORS, error rendering);
+/// ``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
+/// wraps that in an application (used by `wikilog serve` and the tests).
 ///
 /// With ``CouchServerOptions/authenticator`` every request is signed in (cookie, Basic, JWT,
 /// token; `/_session`), the database's security object and the data directory's
@@ -37,10 +39,12 @@ public import ServiceLifecycle
 ///
 /// ```swift
 /// let server = CouchServer(dataDirectory: DataDirectory(path: "/var/lib/wikilog"))
-/// let app = Application(responder: server, configuration: .init(address: .hostname("127.0.0.1", port: 5984)))
+/// let app = Application(
+///   responder: CouchPipeline(couch: server),
+///   configuration: .init(address: .hostname("127.0.0.1", port: 5984)))
 /// try await app.runService()
 /// ```
-public struct CouchServer: HTTPResponder {
+public struct CouchServer: Sendable {
   public typealias Context = CouchRequestContext
 
   public let dataDirectory: DataDirectory
@@ -90,45 +94,38 @@ public struct CouchServer: HTTPResponder {
   /// The `Server` header of every response.
   static let serverHeader = "wikilog/\(version) (CouchDB API \(couchDBVersion))"
 
-  public func respond(to request: Request, context: Context) async throws -> Response {
+  /// The API's answer to `request`, behind ``CouchPipeline``'s middlewares (which set the
+  /// `Server` and CORS headers, render a thrown error and log the request): signs the caller
+  /// in, parses the route once, and dispatches it by the endpoint tables
+  /// (`CouchServer+Endpoints.swift`), with the caller's ``WriteAccess`` for the store's write
+  /// transaction. A failure is thrown as a ``CouchError`` carrying a renewed session cookie.
+  public func answer(_ request: Request, context: Context) async throws -> Response {
     var request = request
-    let start = ContinuousClock.now
     // The route, parsed once for the whole request (a malformed path is answered where it is
     // first needed, after the caller is signed in, as before).
     let parsed = Result { () throws(CouchError) in try CouchRoute.parse(request.uri.path) }
-    let origin = request.headers[.origin]
-    var response: Response
-    var failure: CouchError?
     var setCookie: String?
+    var response: Response
     do {
-      // A CORS preflight (`Origin` and `Access-Control-Request-Method`) is answered here; any
-      // other `OPTIONS` goes to its endpoint like every method, as in CouchDB (`chttpd_cors`
-      // treats it as "not a preflight"), where it is 405 or 404.
-      if request.method == .options && request.headers[.origin] != nil
-        && request.headers[.accessControlRequestMethod] != nil
-      {
-        response = options.cors.preflight(request)
-      } else {
-        let caller = try await caller(request, context: context)
-        setCookie = caller.authentication.setCookie
-        // A write's body is held (as its handler would read it whole anyway) so that it can be
-        // sent again; attachment uploads stream, and are not.
-        let replayable = try await holdingBody(&request, route: try? parsed.get())
-        // The store checks the caller's writes against the database's access rules in the
-        // transaction that commits them (``WriteAccess``), whatever the handler checked before.
-        let held = request
-        // (An administrator may write anything: nothing to check, and none is made.)
-        response = try await WriteAccess.$user.withValue(
-          caller.user.isAdmin ? nil : caller.user
-        ) {
-          do {
-            return try await route(held, try parsed.get(), context: context, caller: caller)
-          } catch let error as StoreError where error.code == .unavailable && replayable {
-            // A request that met its database closed under it by a compaction: nothing of it
-            // was written (the compaction holds the writer's lock until the log is closed),
-            // and the data directory has the database open again on the compacted file.
-            return try await route(held, try parsed.get(), context: context, caller: caller)
-          }
+      let caller = try await caller(request, context: context)
+      setCookie = caller.authentication.setCookie
+      // A write's body is held (as its handler would read it whole anyway) so that it can be
+      // sent again; attachment uploads stream, and are not.
+      let replayable = try await holdingBody(&request, route: try? parsed.get())
+      // The store checks the caller's writes against the database's access rules in the
+      // transaction that commits them (``WriteAccess``), whatever the handler checked before.
+      let held = request
+      // (An administrator may write anything: nothing to check, and none is made.)
+      response = try await WriteAccess.$user.withValue(
+        caller.user.isAdmin ? nil : caller.user
+      ) {
+        do {
+          return try await route(held, try parsed.get(), context: context, caller: caller)
+        } catch let error as StoreError where error.code == .unavailable && replayable {
+          // A request that met its database closed under it by a compaction: nothing of it
+          // was written (the compaction holds the writer's lock until the log is closed),
+          // and the data directory has the database open again on the compacted file.
+          return try await route(held, try parsed.get(), context: context, caller: caller)
         }
       }
     } catch {
@@ -139,31 +136,11 @@ public struct CouchServer: HTTPResponder {
         // A request that met its database closed under it by a delete: the database is gone.
         e = CouchError("not_found", "Database does not exist.", status: 404)
       }
-      failure = e
-      response = e.response(includeBody: request.method != .head)
+      if let setCookie { e.extraHeaders.append(("Set-Cookie", setCookie)) }
+      throw e
     }
-    response.headers[.server] = Self.serverHeader
     if let setCookie, response.headers[.setCookie] == nil {
       response.headers[.setCookie] = setCookie
-    }
-    options.cors.apply(to: &response.headers, origin: origin)
-    let line = "\(request.method) \(request.uri.string)"
-    if response.body.contentLength == nil {
-      // A streamed feed: log once it ends, with its whole duration.
-      let body = response.body
-      let status = response.status.code
-      let logger = self.logger
-      response.body = ResponseBody { writer in
-        do {
-          try await body.write(writer)
-          Self.log(logger, line, status: status, since: start, failure: nil)
-        } catch {
-          Self.log(logger, line, status: status, since: start, failure: CouchError(error))
-          throw error
-        }
-      }
-    } else {
-      Self.log(logger, line, status: response.status.code, since: start, failure: failure)
     }
     return response
   }
@@ -179,26 +156,6 @@ public struct CouchServer: HTTPResponder {
     if case .attachment = route { return false }
     _ = try await request.collectBody(upTo: length)
     return true
-  }
-
-  static func log(
-    _ logger: Logger, _ line: String, status: Int, since start: ContinuousClock.Instant,
-    failure: CouchError?
-  ) {
-    // Nothing to format when the line would be dropped (`--log-level warning` and above).
-    let level: Logger.Level = failure != nil && status >= 500 ? .error : .info
-    guard logger.logLevel <= level else { return }
-    let elapsed = ContinuousClock.now - start
-    let tenths =
-      elapsed.components.seconds * 10_000 + elapsed.components.attoseconds / 100_000_000_000_000
-    let duration = "\(tenths / 10).\(tenths % 10)ms"
-    if let failure {
-      let message: Logger.Message =
-        "\(line) \(status) \(duration) \(failure.error): \(failure.reason)"
-      if status >= 500 { logger.error(message) } else { logger.info(message) }
-    } else {
-      logger.info("\(line) \(status) \(duration)")
-    }
   }
 
   // MARK: Routing

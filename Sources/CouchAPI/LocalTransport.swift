@@ -4,8 +4,8 @@ public import Logging
 import NIOCore
 public import Replication
 
-/// A ``CouchTransport`` that hands each request to a ``CouchServer`` in this process: no
-/// socket, no port, the server's own routes and answers. `wikilog replicate` uses it for a
+/// A ``CouchTransport`` that hands each request to a ``CouchServer`` in this process, through
+/// its ``CouchPipeline``: no socket, no port, the server's own routes and answers. `wikilog replicate` uses it for a
 /// database of the local data directory.
 ///
 /// Requests are an administrator's unless the server has an authenticator; then they are
@@ -18,6 +18,8 @@ public import Replication
 /// ```
 public struct LocalTransport: CouchTransport {
   public let server: CouchServer
+  /// The server's pipeline, as a request from a socket meets it.
+  let pipeline: CouchPipeline
   let credentials: HTTPFields
   let logger: Logger
 
@@ -26,6 +28,7 @@ public struct LocalTransport: CouchTransport {
     logger: Logger = Logger(label: "wikilog.local")
   ) {
     self.server = server
+    self.pipeline = CouchPipeline(couch: server)
     self.credentials = credentials
     self.logger = logger
   }
@@ -42,7 +45,7 @@ public struct LocalTransport: CouchTransport {
     let request = Request(
       head: head, body: RequestBody(buffer: ByteBuffer(bytes: body ?? [])))
     let context = CouchRequestContext(local: logger)
-    let response = try await server.respond(to: request, context: context)
+    let response = try await pipeline.respond(to: request, context: context)
     let bytes = Bytes()
     try await response.body.write(Collector(bytes: bytes))
     return CouchTransportResponse(status: response.status.code, body: bytes.value)

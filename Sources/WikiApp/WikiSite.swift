@@ -17,7 +17,12 @@ import Synchronization
 import Wiki
 import WikiMarkdown
 
-/// The wiki in a browser: the pages under `/_wiki/`, one `RouteCollection`.
+/// What the wiki's pages under `/_wiki/` share: the server, the Markdown renderer and its
+/// cache, sessions and their CSRF tokens, forms, and the HTML layout. The pages themselves are
+/// controllers (``WikiController``), each a Hummingbird `RouteCollection` on
+/// ``CouchAPI/CouchPipeline``'s router: ``SignInController``, ``WikisController``,
+/// ``PagesController`` (with the actions of ``EditController`` and ``HistoryController``),
+/// ``SyncController`` and ``StaticFilesController``; ``PageErrors`` renders what they throw.
 ///
 /// Every page reads and writes through the same rules as the API: the signed-in user (the API's
 /// cookie, Basic, token or JWT; `/_wiki/_signin` sets CouchDB's `AuthSession` cookie), the wiki
@@ -42,16 +47,6 @@ struct WikiSite: Sendable {
   }
 
   typealias Context = CouchRequestContext
-
-  func routes() -> RouteCollection<Context> {
-    let routes = RouteCollection(context: Context.self)
-    for path in ["", "**"] as [RouterPath] {
-      routes.get(path) { request, context in await handle(request, context) }
-      routes.head(path) { request, context in await handle(request, context) }
-      routes.post(path) { request, context in await handle(request, context) }
-    }
-    return routes
-  }
 
   // MARK: Dispatch
 
@@ -84,129 +79,59 @@ struct WikiSite: Sendable {
     let message: String
   }
 
-  func handle(_ request: Request, _ context: Context) async -> Response {
-    do {
-      return try await dispatch(request, context)
-    } catch let redirect as Redirect {
-      var headers = HTTPFields()
-      headers[.location] = redirect.location
-      if let cookie = redirect.setCookie { headers[.setCookie] = cookie }
-      headers[.cacheControl] = "no-store"
-      return Response(status: .seeOther, headers: headers)
-    } catch let failure as Failure {
-      return html(
-        Page(
-          status: failure.status, title: "Error",
-          body: Templates.render(
-            "error", ["heading": failure.status.reasonPhrase, "message": failure.message])),
-        session: nil)
-    } catch let error as CouchError {
-      return html(
-        Page(
-          status: .init(code: error.statusCode), title: "Error",
-          body: Templates.render("error", ["heading": error.error, "message": error.reason])),
-        session: nil)
-    } catch let error as StoreError {
-      let e = CouchError(error)
-      return html(
-        Page(
-          status: .init(code: e.statusCode), title: "Error",
-          body: Templates.render("error", ["heading": e.error, "message": e.reason])),
-        session: nil)
-    } catch is NIOTooManyBytesError {
-      return html(
-        Page(
-          status: .contentTooLarge, title: "Error",
-          body: Templates.render(
-            "error",
-            ["heading": "Content Too Large", "message": "The form is larger than this site takes."])
-        ),
-        session: nil)
-    } catch {
-      return html(
-        Page(
-          status: .internalServerError, title: "Error",
-          body: Templates.render("error", ["heading": "Error", "message": "\(error)"])),
-        session: nil)
-    }
+  /// The controllers, in the order their routes are added.
+  func controllers() -> [any RoutedController] {
+    [
+      StaticFilesController(site: self), SignInController(site: self),
+      WikisController(site: self), SyncController(site: self),
+      PagesController(
+        site: self,
+        actions: EditController(site: self).actions
+          + HistoryController(site: self).actions),
+    ]
   }
 
-  func dispatch(_ request: Request, _ context: Context) async throws -> Response {
-    var rawPath = request.uri.path
-    rawPath.removeFirst("/_wiki".count)
-    let segments = try rawPath.split(separator: "/", omittingEmptySubsequences: true).map {
-      guard let decoded = String($0).removingPercentEncoding else {
-        throw Failure(status: .badRequest, message: "The address is not valid.")
-      }
-      return decoded
-    }
-    let query = Query(request.uri.query)
-    let method = request.method
-    if segments.first == "_static" {
-      return try staticFile(segments.dropFirst().joined(separator: "/"))
-    }
-    if segments == ["_signin"] {
-      return try await signInPage(request, context, query: query)
-    }
-    if !rawPath.isEmpty && !rawPath.hasSuffix("/") && segments.count == 1
-      && !segments[0].hasPrefix("_") && method == .get
-    {
-      // `/_wiki/{wiki}` → `/_wiki/{wiki}/`, so that relative links work.
-      throw Redirect(location: request.uri.path + "/" + (request.uri.query.map { "?" + $0 } ?? ""))
-    }
+  /// Runs `body` for the signed-in user of `request`, with the wiki database open and the
+  /// user as the ``Projections/WriteAccess/user`` the store checks every write against, in the
+  /// transaction that commits it. Without a session: a redirect to the sign-in page.
+  func signedIn(
+    _ request: Request, _ context: Context,
+    _ body: (Session, DocumentStore) async throws -> Response
+  ) async throws -> Response {
     guard let session = try await session(request, context) else {
       let next = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
       throw Redirect(location: "/_wiki/_signin?next=" + Self.encode(next))
     }
-    // The store checks this user's writes against the data directory's access rules in the
-    // transaction that commits them (``WriteAccess``).
     return try await WriteAccess.$user.withValue(session.user) {
-      try await signedIn(request, session, method: method, segments: segments, query: query)
+      try await body(session, try await openStore())
     }
   }
 
-  /// ``dispatch(_:_:)`` for a signed-in user.
-  func signedIn(
-    _ request: Request, _ session: Session, method: HTTPRequest.Method, segments: [String],
-    query: Query
+  /// ``signedIn(_:_:_:)`` for a page in the layout.
+  func signedInPage(
+    _ request: Request, _ context: Context,
+    _ body: (Session, DocumentStore) async throws -> Page
   ) async throws -> Response {
-    var form: Query? = nil
-    if method == .post {
-      form = try await checkedForm(request, session: session)
+    try await signedIn(request, context) { session, store in
+      html(try await body(session, store), session: session, head: request.method == .head)
     }
-    let store = try await openStore()
-    let page: Page
-    switch segments.first {
-    case nil:
-      if let form { return try await createWiki(form, session, store) }
-      page = try myWikis(session, store)
-    case "_signout":
-      guard method == .post else {
-        throw Failure(status: .methodNotAllowed, message: "Sign out with the button.")
-      }
-      throw Redirect(
-        location: "/_wiki/_signin",
-        setCookie: couch.options.authenticator?.signOutCookie(secure: couch.options.secure))
-    case "_recent":
-      page = try recentChanges(session, store)
-    case "_sync":
-      page = Page(title: "Sync", body: Templates.render("sync", [:]))
-    case let first? where first.hasPrefix("_"):
-      page = notFound("There is no such page.")
-    case let wiki?:
-      if segments.count == 1 {
-        page = try await wikiRequest(wiki, query: query, form: form, session, store)
-      } else {
-        let title = segments.dropFirst().joined(separator: "/")
-        let result = try await pageRequest(
-          wiki: wiki, title: title, query: query, form: form, session, store, method: method)
-        switch result {
-        case .page(let p): page = p
-        case .response(let r): return r
-        }
-      }
+  }
+
+  /// The query string of `request` as `Q`, by Hummingbird's form decoding.
+  func query<Q: Decodable>(_ type: Q.Type, _ request: Request) throws -> Q {
+    do {
+      return try URLEncodedFormDecoder().decode(Q.self, from: request.uri.query ?? "")
+    } catch {
+      throw Failure(status: .badRequest, message: "The address is not valid.")
     }
-    return html(page, session: session, head: method == .head)
+  }
+
+  /// A path parameter, percent-decoded.
+  static func parameter<S: StringProtocol>(_ text: S?) throws -> String {
+    guard let text, let decoded = String(text).removingPercentEncoding else {
+      throw Failure(status: .badRequest, message: "The address is not valid.")
+    }
+    return decoded
   }
 
   func openStore() async throws -> DocumentStore {
@@ -244,17 +169,12 @@ struct WikiSite: Sendable {
     return Hex.encode(Array(mac))
   }
 
-  /// The form of a POST, after the CSRF checks: the token, and the `Origin` when sent.
-  func checkedForm(_ request: Request, session: Session) async throws -> Query {
-    if let origin = request.headers[.origin], let host = request.head.authority {
-      let allowed = ["http://" + host, "https://" + host]
-      guard allowed.contains(origin) else {
-        throw Failure(status: .forbidden, message: "The form came from another site.")
-      }
-    }
-    let bytes = try await request.body.collect(upTo: 16 << 20)
-    let form = Query(String(buffer: bytes))
-    guard let token = form["csrf"], token == session.csrf else {
+  /// The form of a POST as `F` (Hummingbird's form decoding), after the CSRF checks: its
+  /// token, and the `Origin` when the browser sends one.
+  func form<F: PostedForm>(_ type: F.Type, _ request: Request, session: Session) async throws -> F {
+    try checkOrigin(request)
+    let form = try await decodedForm(F.self, request, upTo: 16 << 20)
+    guard let token = form.csrf, token == session.csrf else {
       throw Failure(
         status: .forbidden,
         message: "The form has expired or came from another site; reload the page.")
@@ -262,52 +182,25 @@ struct WikiSite: Sendable {
     return form
   }
 
-  func signInPage(_ request: Request, _ context: Context, query: Query) async throws -> Response {
-    guard let auth = couch.options.authenticator else {
-      throw Redirect(location: "/_wiki/")
+  /// A form body as `F`; a body that is not a form is 400.
+  func decodedForm<F: Decodable>(_ type: F.Type, _ request: Request, upTo limit: Int)
+    async throws -> F
+  {
+    let bytes = try await request.body.collect(upTo: limit)
+    do {
+      return try URLEncodedFormDecoder().decode(F.self, from: String(buffer: bytes))
+    } catch {
+      throw Failure(status: .badRequest, message: "The form is not valid.")
     }
-    var next = query["next"] ?? "/_wiki/"
-    if !next.hasPrefix("/_wiki/") { next = "/_wiki/" }
-    if request.method == .post {
-      let bytes = try await request.body.collect(upTo: 1 << 20)
-      let form = Query(String(buffer: bytes))
-      if let n = form["next"], n.hasPrefix("/_wiki/") { next = n }
-      // Hummingbird's cookie parsing (every `Cookie` header, `;`-separated).
-      let expected = request.cookies[Self.signInCookie]?.value
-      if let origin = request.headers[.origin], let host = request.head.authority,
-        origin != "http://" + host && origin != "https://" + host
-      {
+  }
+
+  /// Refuses a form whose `Origin` is another site's.
+  func checkOrigin(_ request: Request) throws {
+    if let origin = request.headers[.origin], let host = request.head.authority {
+      guard origin == "http://" + host || origin == "https://" + host else {
         throw Failure(status: .forbidden, message: "The form came from another site.")
       }
-      guard let expected, !expected.isEmpty, form["csrf"] == expected else {
-        throw Failure(
-          status: .forbidden,
-          message: "The sign-in form has expired or came from another site; reload it.")
-      }
-      let name = form["name"] ?? ""
-      do {
-        let signed = try await auth.signIn(
-          name: name, password: form["password"] ?? "", client: context.peerAddress,
-          secure: couch.options.secure)
-        throw Redirect(location: next, setCookie: signed.setCookie + "; SameSite=Lax")
-      } catch let error as AuthError {
-        var page = Page(
-          title: "Sign in",
-          body: Templates.render(
-            "signin", ["error": error.reason, "next": next, "name": name, "csrf": expected]))
-        page.status = .init(code: error.status)
-        return html(page, session: nil)
-      }
     }
-    // Login CSRF: a random token in a SameSite=Strict cookie and in the form (double submit).
-    let token = Hex.encode((0..<16).map { _ in UInt8.random(in: 0...255) })
-    var response = html(
-      Page(title: "Sign in", body: Templates.render("signin", ["next": next, "csrf": token])),
-      session: nil)
-    response.headers[.setCookie] =
-      "\(Self.signInCookie)=\(token); Path=/_wiki/_signin; HttpOnly; SameSite=Strict"
-      + (couch.options.secure ? "; Secure" : "")
-    return response
   }
 
   /// The cookie of the sign-in form's CSRF token.
@@ -366,18 +259,6 @@ struct WikiSite: Sendable {
     return Page(status: .notFound, title: "Not found", body: Templates.render("notfound", object))
   }
 
-  func staticFile(_ name: String) throws -> Response {
-    guard let (type, text) = StaticFiles.files[name] else {
-      return Self.plainError(404, "Not found")
-    }
-    var headers = HTTPFields()
-    headers[.contentType] = type
-    headers[.cacheControl] = "public, max-age=3600"
-    headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
-    return Response(
-      status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
-  }
-
   // MARK: URLs
 
   static func encode(_ text: String) -> String {
@@ -402,26 +283,6 @@ extension CharacterSet {
     set.insert(charactersIn: "-._~!$&'()*+,;=:@")
     return set.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)...Unicode.Scalar(127)))
   }()
-}
-
-/// A parsed query string or `application/x-www-form-urlencoded` body: the first value of each
-/// name.
-struct Query: Sendable {
-  var values: [String: String] = [:]
-
-  init(_ text: String?) {
-    guard let text else { return }
-    for pair in text.split(separator: "&") {
-      let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-      func decode(_ s: Substring) -> String {
-        String(s).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(s)
-      }
-      let name = decode(parts[0])
-      if values[name] == nil { values[name] = parts.count > 1 ? decode(parts[1]) : "" }
-    }
-  }
-
-  subscript(name: String) -> String? { values[name] }
 }
 
 /// Rendered pages and Markdown by key (a document revision and the state of its wiki): what a

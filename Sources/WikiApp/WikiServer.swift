@@ -15,45 +15,51 @@ public struct WikiAppOptions: Sendable {
   public init() {}
 }
 
-/// `wikilog serve`'s responder: the wiki in a browser under `/_wiki/` (``WikiSite``'s routes, a
-/// Hummingbird `RouteCollection`), a browser's `GET /` redirected there, and everything else
-/// CouchDB's API (``CouchServer``), on one port.
+/// `wikilog serve`'s responder: ``CouchAPI/CouchPipeline`` with the wiki's controllers under
+/// `/_wiki/` (each a Hummingbird `RouteCollection`, behind ``PageErrors``, which renders their
+/// failures as HTML pages), a browser's `GET /` sent there (``BrowserHome``), and CouchDB's API
+/// (``CouchServer``) behind them, on one port and one router: the request log, the `Server`
+/// header and the API's CORS and error rendering are the pipeline's middlewares.
 public struct WikiServer: HTTPResponder {
   public typealias Context = CouchRequestContext
 
   public let couch: CouchServer
-  let router: RouterResponder<CouchRequestContext>
+  let pipeline: CouchPipeline
 
   public init(couch: CouchServer, options: WikiAppOptions = WikiAppOptions()) {
     self.couch = couch
     let site = WikiSite(couch: couch, options: options)
-    let router = Router(context: CouchRequestContext.self)
-    // UI requests are logged as the API's are.
-    router.add(middleware: RequestLog(logger: couch.logger))
-    router.addRoutes(site.routes(), atPath: "/_wiki")
-    self.router = router.buildResponder()
+    pipeline = CouchPipeline(couch: couch) { router in
+      router.add(middleware: BrowserHome())
+      let ui = router.group("/_wiki").add(middleware: PageErrors(site: site))
+      for controller in site.controllers() {
+        ui.addRoutes(controller.routes())
+      }
+    }
   }
 
   public func respond(to request: Request, context: Context) async throws -> Response {
-    let path = request.uri.path
-    if path == "/_wiki" || path.hasPrefix("/_wiki/") {
-      var response: Response
-      do {
-        response = try await router.respond(to: request, context: context)
-      } catch let error as HTTPError where error.status == .notFound {
-        response = WikiSite.plainError(404, "Not found")
-      }
-      response.headers[.server] = "wikilog/\(CouchServer.version)"
-      return response
-    }
-    if path == "/", request.method == .get || request.method == .head,
+    try await pipeline.respond(to: request, context: context)
+  }
+}
+
+/// Sends a browser's `GET /` (one that accepts `text/html`) to the wiki, `/_wiki/`; CouchDB's
+/// welcome stays the answer to every other client.
+struct BrowserHome: RouterMiddleware {
+  typealias Context = CouchRequestContext
+
+  func handle(
+    _ request: Request, context: Context,
+    next: (Request, Context) async throws -> Response
+  ) async throws -> Response {
+    if request.uri.path == "/", request.method == .get || request.method == .head,
       let accept = request.headers[.accept], accept.contains("text/html")
     {
       var headers = HTTPFields()
       headers[.location] = "/_wiki/"
       return Response(status: .found, headers: headers)
     }
-    return try await couch.respond(to: request, context: context)
+    return try await next(request, context)
   }
 }
 

@@ -15,129 +15,108 @@ import RevTree
 import Wiki
 import WikiMarkdown
 
-extension WikiSite {
-  // MARK: Access
+/// The wikis: `/_wiki/` (my wikis, and a new one), `/_wiki/_recent` (recent changes, live), and
+/// a wiki's home `/_wiki/{wiki}/` with its settings (`?action=settings`), conflicts
+/// (`?action=conflicts`, and resolving one) and its pages as of a moment (`?as_of=`).
+struct WikisController: RoutedController {
+  let site: WikiSite
 
-  /// The data directory's access rules for the wiki database (``DataDirectory/access(of:)``:
-  /// the same rules the API and the write transaction apply), nil when it has none.
-  var rules: (any DocumentAccess)? { couch.dataDirectory.access(of: options.database) }
-
-  /// Whether `session`'s user is one of the database's security object's members (who see
-  /// every document the rules do not govern).
-  func isMember(_ session: Session, _ store: DocumentStore) throws -> Bool {
-    try store.security().isMember(session.user)
-  }
-
-  /// What `session`'s user may read of the database.
-  func view(_ session: Session, _ store: DocumentStore) throws -> (any AccessView)? {
-    guard let rules, !session.user.isAdmin else { return nil }
-    return try rules.view(for: session.user, isMember: isMember(session, store), in: store)
-  }
-
-  /// Wiki `wiki` as `session`'s user may see it, and what they may do with it (its document
-  /// and pages); nil when the wiki does not exist or is hidden from them (the same answer).
-  /// Read in one snapshot.
-  func wiki(_ wiki: String, for session: Session, _ store: DocumentStore) throws
-    -> (summary: WikiSummary, rights: DocumentRights)?
-  {
-    let member = try isMember(session, store)
-    let rules = self.rules
-    return try store.read { txn in
-      guard let summary = try WikiQueries(store).wiki(wiki, using: txn) else { return nil }
-      // Without rules of its own, the document is the security object's: its members (and
-      // administrators) may do everything.
-      let fallback: DocumentRights = member || session.user.isAdmin ? .owner : .none
-      let rights =
-        try rules?.rights(of: session.user, to: wiki, in: store, txn: txn) ?? fallback
-      guard rights >= .member else { return nil }
-      return (summary, rights)
-    }
-  }
-
-  /// Refuses a write the access rules refuse (403), as the API does, before the write (which
-  /// checks them again in its transaction: ``WriteAccess``).
-  func checkWrite(_ session: Session, id: String, body: JSONObject?, _ store: DocumentStore) throws
-  {
-    guard let rules else { return }
-    let member = try isMember(session, store)
-    var batch = AccessBatch()
-    try store.read { txn in
-      try rules.checkWrite(
-        AccessWrite(docID: id, body: body, replicated: false), by: session.user,
-        isMember: member, in: store, txn: txn, batch: &batch)
-    }
-  }
-
-  func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    // The caller's ``WriteAccess/user`` goes along: the pool's threads have no task.
-    try await NIOThreadPool.singleton.runIfActive(WriteAccess.carrying(body))
-  }
-
-  // MARK: My wikis
-
-  func myWikis(_ session: Session, _ store: DocumentStore) throws -> Page {
-    let view = try self.view(session, store)
-    let wikis = try WikiQueries(store).wikis().filter { view?.includes($0.id) ?? true }
-    let rows: [[String: Any]] = wikis.map { w in
-      [
-        "href": Self.wikiHref(w.id), "title": w.title.isEmpty ? w.id : w.title,
-        "owner": w.owner ?? "-", "members": w.members, "pages": w.pageCount,
-        "updated": Self.time(w.lastUpdateMicroseconds),
-      ]
-    }
-    return Page(
-      title: "My wikis", body: Templates.render("wikis", ["wikis": rows, "csrf": session.csrf]))
-  }
-
-  func createWiki(_ form: Query, _ session: Session, _ store: DocumentStore) async throws
-    -> Response
-  {
-    let title = (form["title"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-    guard !title.isEmpty else {
-      throw Failure(status: .badRequest, message: "A wiki needs a title.")
-    }
-    guard let owner = session.user.name else {
-      throw Failure(status: .forbidden, message: "Sign in as a user to own a wiki.")
-    }
-    let slug = String(
-      title.lowercased().unicodeScalars.map {
-        CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "-"
+  func routes() -> RouteCollection<CouchRequestContext> {
+    let routes = RouteCollection(context: CouchRequestContext.self)
+    routes.get("") { request, context in
+      try await site.signedInPage(request, context) { session, store in
+        try myWikis(session, store)
       }
-    ).split(separator: "-").joined(separator: "-").prefix(40)
-    let id =
-      (slug.isEmpty ? "wiki" : String(slug)) + "-"
-      + String(UUID().uuidString.prefix(6)).lowercased()
-    let now = Timestamp.iso8601()
-    let body = JSONObject([
-      "type": .string("wiki"), "title": .string(title), "owner_id": .string(owner),
-      "members": .array([]), "created_at": .string(now), "updated_at": .string(now),
-    ])
-    try checkWrite(session, id: id, body: body, store)
-    _ = try await store.putAsync(
-      JSONValue.object(body).serialized(), id: id, actor: session.actor, origin: session.origin)
-    throw Redirect(location: Self.wikiHref(id))
+    }
+    routes.head("") { request, context in
+      try await site.signedInPage(request, context) { session, store in
+        try myWikis(session, store)
+      }
+    }
+    routes.post("") { request, context in
+      try await site.signedIn(request, context) { session, store in
+        try await createWiki(
+          try await site.form(CreateForm.self, request, session: session), session, store)
+      }
+    }
+    routes.get("_recent") { request, context in try await recent(request, context) }
+    routes.head("_recent") { request, context in try await recent(request, context) }
+    routes.get(":wiki") { request, context in try await wikiHome(request, context) }
+    routes.head(":wiki") { request, context in try await wikiHome(request, context) }
+    routes.post(":wiki") { request, context in try await wikiHome(request, context) }
+    return routes
   }
 
-  // MARK: A wiki
+  struct WikiQuery: Decodable {
+    var action: String?
+    var as_of: String?
+  }
 
-  func wikiRequest(
-    _ wiki: String, query: Query, form: Query?, _ session: Session, _ store: DocumentStore
+  struct CreateForm: PostedForm {
+    var csrf: String?
+    var title: String?
+  }
+
+  struct SettingsForm: PostedForm {
+    var csrf: String?
+    var rev: String?
+    var title: String?
+    var members: String?
+  }
+
+  struct ResolveForm: PostedForm {
+    var csrf: String?
+    var page: String?
+    var keep: String?
+  }
+
+  func recent(_ request: Request, _ context: Context) async throws -> Response {
+    try await site.signedInPage(request, context) { session, store in
+      try recentChanges(session, store)
+    }
+  }
+
+  /// `/_wiki/{wiki}/`; `/_wiki/{wiki}` is sent there (so that relative links work), and a
+  /// name beginning with `_` is no wiki's.
+  func wikiHome(_ request: Request, _ context: Context) async throws -> Response {
+    let wiki = try WikiSite.parameter(context.parameters.get("wiki"))
+    if !wiki.hasPrefix("_") && !request.uri.path.hasSuffix("/") && request.method == .get {
+      throw Redirect(location: request.uri.path + "/" + (request.uri.query.map { "?" + $0 } ?? ""))
+    }
+    let query = try site.query(WikiQuery.self, request)
+    return try await site.signedInPage(request, context) { session, store in
+      guard !wiki.hasPrefix("_") else { return notFound("There is no such page.") }
+      guard let (summary, rights) = try self.wiki(wiki, for: session, store) else {
+        return notFound("There is no wiki here, or it is not yours to see.")
+      }
+      if request.method == .post {
+        switch query.action {
+        case "settings":
+          try await saveSettings(
+            wiki, form: try await site.form(SettingsForm.self, request, session: session), session,
+            store)
+        case "resolve":
+          try await resolve(
+            wiki, form: try await site.form(ResolveForm.self, request, session: session), session,
+            store)
+        default:
+          _ = try await site.form(TokenForm.self, request, session: session)
+          throw Failure(status: .badRequest, message: "Unknown action.")
+        }
+      }
+      return try await wikiPage(wiki, summary, rights, query: query, session, store)
+    }
+  }
+
+  func wikiPage(
+    _ wiki: String, _ summary: WikiSummary, _ rights: DocumentRights, query: WikiQuery,
+    _ session: Session, _ store: DocumentStore
   ) async throws -> Page {
-    guard let (summary, rights) = try self.wiki(wiki, for: session, store) else {
-      return notFound("There is no wiki here, or it is not yours to see.")
-    }
     let title = summary.title.isEmpty ? wiki : summary.title
-    if let form {
-      switch query["action"] {
-      case "settings": try await saveSettings(wiki, form: form, session, store)
-      case "resolve": try await resolve(wiki, form: form, session, store)
-      default: throw Failure(status: .badRequest, message: "Unknown action.")
-      }
-    }
-    if let asOf = query["as_of"] {
+    if let asOf = query.as_of {
       return try await wikiAsOf(wiki, asOf: asOf, title: title, session, store)
     }
-    switch query["action"] {
+    switch query.action {
     case "settings":
       return Page(
         title: "Settings of \(title)",
@@ -174,16 +153,63 @@ extension WikiSite {
     }
   }
 
-  func saveSettings(_ wiki: String, form: Query, _ session: Session, _ store: DocumentStore)
+  // MARK: My wikis
+
+  func myWikis(_ session: Session, _ store: DocumentStore) throws -> Page {
+    let view = try self.view(session, store)
+    let wikis = try WikiQueries(store).wikis().filter { view?.includes($0.id) ?? true }
+    let rows: [[String: Any]] = wikis.map { w in
+      [
+        "href": Self.wikiHref(w.id), "title": w.title.isEmpty ? w.id : w.title,
+        "owner": w.owner ?? "-", "members": w.members, "pages": w.pageCount,
+        "updated": Self.time(w.lastUpdateMicroseconds),
+      ]
+    }
+    return Page(
+      title: "My wikis", body: Templates.render("wikis", ["wikis": rows, "csrf": session.csrf]))
+  }
+
+  func createWiki(_ form: CreateForm, _ session: Session, _ store: DocumentStore) async throws
+    -> Response
+  {
+    let title = (form.title ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !title.isEmpty else {
+      throw Failure(status: .badRequest, message: "A wiki needs a title.")
+    }
+    guard let owner = session.user.name else {
+      throw Failure(status: .forbidden, message: "Sign in as a user to own a wiki.")
+    }
+    let slug = String(
+      title.lowercased().unicodeScalars.map {
+        CharacterSet.alphanumerics.contains($0) && $0.isASCII ? Character($0) : "-"
+      }
+    ).split(separator: "-").joined(separator: "-").prefix(40)
+    let id =
+      (slug.isEmpty ? "wiki" : String(slug)) + "-"
+      + String(UUID().uuidString.prefix(6)).lowercased()
+    let now = Timestamp.iso8601()
+    let body = JSONObject([
+      "type": .string("wiki"), "title": .string(title), "owner_id": .string(owner),
+      "members": .array([]), "created_at": .string(now), "updated_at": .string(now),
+    ])
+    try checkWrite(session, id: id, body: body, store)
+    _ = try await store.putAsync(
+      JSONValue.object(body).serialized(), id: id, actor: session.actor, origin: session.origin)
+    throw Redirect(location: Self.wikiHref(id))
+  }
+
+  // MARK: Settings and conflicts
+
+  func saveSettings(_ wiki: String, form: SettingsForm, _ session: Session, _ store: DocumentStore)
     async throws
   {
     guard var body = try store.get(wiki).objectValue else { return }
-    let rev = form["rev"] ?? body["_rev"]?.stringValue ?? ""
+    let rev = form.rev ?? body["_rev"]?.stringValue ?? ""
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
-    let title = (form["title"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    let title = (form.title ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
     if !title.isEmpty { body["title"] = .string(title) }
     let owner = body["owner_id"]?.stringValue
-    let members = (form["members"] ?? "").split(whereSeparator: \.isNewline)
+    let members = (form.members ?? "").split(whereSeparator: \.isNewline)
       .map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty && $0 != owner }
     var unique: [String] = []
@@ -196,8 +222,6 @@ extension WikiSite {
       origin: session.origin)
     throw Redirect(location: Self.wikiHref(wiki) + "?action=settings")
   }
-
-  // MARK: Conflicts
 
   func conflicts(_ wiki: String, title: String, _ session: Session, _ store: DocumentStore) throws
     -> Page
@@ -233,10 +257,10 @@ extension WikiSite {
   }
 
   /// Keeps one leaf of a conflicted page: every other live leaf is deleted, in one write.
-  func resolve(_ wiki: String, form: Query, _ session: Session, _ store: DocumentStore)
+  func resolve(_ wiki: String, form: ResolveForm, _ session: Session, _ store: DocumentStore)
     async throws
   {
-    guard let id = form["page"], let keep = form["keep"], WikiID.of(id) == wiki else {
+    guard let id = form.page, let keep = form.keep, WikiID.of(id) == wiki else {
       throw Failure(status: .badRequest, message: "Choose the revision to keep.")
     }
     let leaves = try store.openRevs(id, .all).compactMap { $0["ok"]?.objectValue }
@@ -255,25 +279,7 @@ extension WikiSite {
     throw Redirect(location: title.map { Self.pageHref(wiki, $0) } ?? Self.wikiHref(wiki))
   }
 
-  // MARK: Time travel
-
-  /// The position `asOf` names: a seq, or an ISO-8601 time.
-  func position(_ asOf: String) throws -> (LogPosition?, Date?) {
-    if let seq = UInt64(asOf) { return (LogPosition(seq), nil) }
-    if let date = ISO8601.parse(asOf) { return (nil, date) }
-    throw Failure(status: .badRequest, message: "as_of must be a seq or an ISO-8601 time.")
-  }
-
-  func withAsOf<T: Sendable>(
-    _ asOf: String, _ store: DocumentStore, _ body: @escaping @Sendable (AsOfView) throws -> T
-  ) async throws -> T {
-    let (seq, date) = try position(asOf)
-    return try await blocking {
-      let view = try seq.map { try store.asOf($0) } ?? (try store.asOf(date!))
-      defer { view.close() }
-      return try body(view)
-    }
-  }
+  // MARK: Time travel and recent changes
 
   func wikiAsOf(
     _ wiki: String, asOf: String, title: String, _ session: Session, _ store: DocumentStore
@@ -300,8 +306,6 @@ extension WikiSite {
     page.asOfExit = Self.wikiHref(wiki)
     return page
   }
-
-  // MARK: Recent changes
 
   func recentChanges(_ session: Session, _ store: DocumentStore) throws -> Page {
     var options = ChangesOptions()

@@ -1,0 +1,79 @@
+public import Hummingbird
+
+/// Renders any error a handler throws as CouchDB does: `{"error","reason"}` with its status
+/// (``CouchError/init(_:)-(any Error)`` maps the store's, the log's and the parser's errors),
+/// an empty body for `HEAD`, and the failure noted for ``RequestLog``.
+///
+/// On ``CouchPipeline`` it wraps the CouchDB API (inside ``CORSMiddleware``, so that an error
+/// carries the CORS headers as CouchDB's do) and, as the last of the pipeline's own
+/// middlewares, whatever a front end lets escape. A request whose method no route takes
+/// (Hummingbird's not-found responder) is answered `405 method_not_allowed`.
+public struct CouchErrorAnswers: RouterMiddleware {
+  public typealias Context = CouchRequestContext
+
+  public init() {}
+
+  public func handle(
+    _ request: Request, context: Context,
+    next: (Request, Context) async throws -> Response
+  ) async throws -> Response {
+    do {
+      return try await next(request, context)
+    } catch {
+      var failure = CouchError(error)
+      if let http = error as? HTTPError, http.status == .notFound,
+        context.endpointPath == "NotFound"
+      {
+        // Every path has a route (the API takes `/**`): only the method can be unknown.
+        failure = .methodNotAllowed(CouchPipeline.methods.map(\.rawValue))
+      }
+      context.notes.failure = failure
+      return failure.response(includeBody: request.method != .head)
+    }
+  }
+}
+
+/// Sets the `Server` header of every response: `wikilog/0.1.0 (CouchDB API 3.4.2)`.
+public struct ServerHeader: RouterMiddleware {
+  public typealias Context = CouchRequestContext
+
+  public init() {}
+
+  public func handle(
+    _ request: Request, context: Context,
+    next: (Request, Context) async throws -> Response
+  ) async throws -> Response {
+    var response = try await next(request, context)
+    response.headers[.server] = CouchServer.serverHeader
+    return response
+  }
+}
+
+/// CORS for the CouchDB API (``CORSPolicy``): a preflight `OPTIONS` (with `Origin` and
+/// `Access-Control-Request-Method`) is answered here; every other answer, errors included,
+/// gets the allow headers when the request's origin is allowed. Any other `OPTIONS` goes on to
+/// its endpoint like every method, as in CouchDB (`chttpd_cors` treats it as "not a
+/// preflight"), where it is 405 or 404.
+public struct CORSMiddleware: RouterMiddleware {
+  public typealias Context = CouchRequestContext
+  let policy: CORSPolicy
+
+  public init(_ policy: CORSPolicy) { self.policy = policy }
+
+  public func handle(
+    _ request: Request, context: Context,
+    next: (Request, Context) async throws -> Response
+  ) async throws -> Response {
+    let origin = request.headers[.origin]
+    if request.method == .options && origin != nil
+      && request.headers[.accessControlRequestMethod] != nil
+    {
+      var response = policy.preflight(request)
+      policy.apply(to: &response.headers, origin: origin)
+      return response
+    }
+    var response = try await next(request, context)
+    policy.apply(to: &response.headers, origin: origin)
+    return response
+  }
+}

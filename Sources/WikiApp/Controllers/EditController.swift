@@ -1,0 +1,131 @@
+import Auth
+import CouchAPI
+import Formats
+import Foundation
+import HTTPTypes
+import Hummingbird
+import JSON
+import Log
+import NIOCore
+import NIOPosix
+import Projections
+import Query
+import Replication
+import RevTree
+import Wiki
+import WikiMarkdown
+
+/// Editing a page and the user's drafts: `?action=edit` (the editor, with the user's draft or
+/// the current text) and the posts `preview`, `autosave` (the script's, every few seconds),
+/// `publish` (a draft becomes the page's next revision; a conflict shows the merge) and
+/// `discard`. Actions of ``PagesController``'s table.
+struct EditController: WikiController {
+  let site: WikiSite
+
+  struct EditForm: PostedForm {
+    var csrf: String?
+    var markdown: String?
+    var base: String?
+  }
+
+  var actions: [PageAction] {
+    [
+      PageAction(name: "edit", verb: .get) { r in
+        .page(
+          try editPage(wiki: r.wiki, title: r.title, id: r.id, r.session, r.store, base: r.base))
+      },
+      PageAction(name: "preview", verb: .post) { r in try await post("preview", r) },
+      PageAction(name: "autosave", verb: .post) { r in try await post("autosave", r) },
+      PageAction(name: "publish", verb: .post) { r in try await post("publish", r) },
+      PageAction(name: "discard", verb: .post) { r in try await post("discard", r) },
+    ]
+  }
+
+  func editPage(
+    wiki: String, title: String, id: String, _ session: Session, _ store: DocumentStore,
+    base: [String: Any], conflict: String? = nil, text: String? = nil, baseRev: String? = nil
+  ) throws -> Page {
+    var object = base
+    let current = try? store.get(id).objectValue
+    let draft = try session.user.name.flatMap { try Drafts(store).draft(of: $0, page: id) }
+    let markdown = text ?? draft?.markdown ?? current?["markdown"]?.stringValue ?? ""
+    object["markdown"] = markdown
+    // After a merge conflict the settled text goes onto the current revision.
+    object["base"] = baseRev ?? draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
+    object["preview"] = try rendered(markdown, wiki: wiki, key: nil, store)
+    if let draft {
+      object["draftStatus"] =
+        "Your draft, saved \(Self.time(draft.updatedMicroseconds)); not published yet."
+    } else {
+      object["draftStatus"] = current == nil ? "A new page." : "Editing the current revision."
+    }
+    if let conflict { object["conflict"] = conflict }
+    return Page(title: "Editing \(title)", body: Templates.render("edit", object))
+  }
+
+  /// A post of the editor's form: `markdown` (with the browser's line ends made `\n`) and
+  /// `base`, the revision the text was started from.
+  func post(_ action: String, _ r: PageRequest) async throws -> PageResult {
+    let (wiki, title, id, session, store, base) = (
+      r.wiki, r.title, r.id, r.session, r.store, r.base
+    )
+    let user = session.user.name ?? ""
+    let form = try await site.form(EditForm.self, r.request, session: session)
+    let markdown = (form.markdown ?? "").replacingOccurrences(of: "\r\n", with: "\n")
+    let baseRev = form.base.flatMap { $0.isEmpty ? nil : $0 }
+    switch action {
+    case "preview":
+      let html = try rendered(markdown, wiki: wiki, key: nil, store)
+      var headers = HTTPFields()
+      headers[.contentType] = "text/html; charset=utf-8"
+      return .response(
+        Response(
+          status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: html))))
+    case "autosave":
+      try checkWrite(
+        session, id: id, body: JSONObject(["type": .string("page"), "wiki_id": .string(wiki)]),
+        store)
+      let draft = try await blocking {
+        try Drafts(store).save(
+          user: user, page: id, baseRev: baseRev, markdown: markdown, autosave: true)
+      }
+      var headers = HTTPFields()
+      headers[.contentType] = "application/json"
+      let body = JSONValue.object(
+        JSONObject([
+          "ok": .bool(true), "saved_at": .string(Self.time(draft.updatedMicroseconds)),
+        ]))
+      return .response(
+        Response(
+          status: .ok, headers: headers,
+          body: ResponseBody(byteBuffer: ByteBuffer(bytes: body.serialized()))))
+    case "publish":
+      try checkWrite(
+        session, id: id, body: JSONObject(["type": .string("page"), "wiki_id": .string(wiki)]),
+        store)
+      do {
+        _ = try await blocking {
+          let drafts = try Drafts(store)
+          try drafts.save(user: user, page: id, baseRev: baseRev, markdown: markdown)
+          return try drafts.publish(user: user, page: id)
+        }
+      } catch let error as StoreError {
+        if let conflict = error.draftConflict {
+          var page = try editPage(
+            wiki: wiki, title: title, id: id, session, store, base: base,
+            conflict: conflict.markedText ?? "The page was deleted since you started.",
+            text: conflict.markedText ?? markdown,
+            baseRev: conflict.currentDeleted ? "" : conflict.currentRev)
+          page.status = .conflict
+          return .page(page)
+        }
+        throw error
+      }
+      throw Redirect(location: Self.pageHref(wiki, title))
+    default:
+      try? await blocking { try Drafts(store).discard(user: user, page: id) }
+      let exists = (try? store.get(id)) != nil
+      throw Redirect(location: exists ? Self.pageHref(wiki, title) : Self.wikiHref(wiki))
+    }
+  }
+}
