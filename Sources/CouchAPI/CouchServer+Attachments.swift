@@ -29,52 +29,78 @@ extension CouchServer {
     if db == UserStore.databaseName && request.method != .get && request.method != .head {
       try requireServerAdmin(caller)
     }
-    switch request.method {
-    case .get, .head:
-      try access.checkRead(id, in: store)
-      return try getAttachment(
-        store, id: id, name: name, request: request, query: query, head: request.method == .head)
-    case .put:
-      let type = request.headers[.contentType] ?? AttachmentInput.defaultContentType
-      let encoding = (request.headers[.contentEncoding] ?? "identity")
-        .trimmingCharacters(in: .whitespaces).lowercased()
-      switch encoding {
-      case "identity", "gzip": break
-      default:
-        throw CouchError(
-          "bad_content_type", "Only gzip and identity content-encodings are supported",
-          status: 415)
-      }
-      let rev = try requestedRev(request, query)
-      // An attachment leaves the document's other fields as they are.
-      // The write check first, so that a document the caller may not see is refused as a
-      // missing one is (a 404 would tell it apart).
-      let current = (try? store.get(id, options: GetOptions(rev: rev)))
-      try access.checkWrite(
-        docID: id, body: current ?? .object(JSONObject()), replicated: false, in: store)
-      if current != nil { try access.checkRead(id, in: store) }
-      let gzipped = encoding == "gzip"
-      let received = try await receiveAttachment(
-        store, name: name, request: request, contentType: type, gzipped: gzipped)
-      let actor = caller.actor
-      let result = try await store.putStoredAttachmentAsync(
-        id, name: name, blob: received.blob, length: received.blob.receivedLength,
-        gzipped: received.gzipStored, contentType: type, rev: rev, actor: actor)
-      var headers = HTTPFields()
-      headers[.location] = location(db, id) + "/" + PercentDecoding.encode(name)
-      return CouchResponse.json(result.json, status: .created, headers: headers)
-    case .delete:
-      let rev = try requestedRev(request, query)
-      try access.checkWrite(
-        docID: id, body: (try? store.get(id)) ?? .object(JSONObject()), replicated: false,
-        in: store)
-      try access.checkRead(id, in: store)
-      let actor = caller.actor
-      let result = try await store.deleteAttachmentAsync(id, name: name, rev: rev, actor: actor)
-      return CouchResponse.json(result.json, status: .ok)
+    let handler = try Self.attachmentMethods.handler(for: request.method)
+    return try await handler(self)(store, db, id, name, request, query, caller, access)
+  }
+
+  /// The methods of `/{db}/{docid}/{attachment}` and their handlers (``MethodTable``).
+  static let attachmentMethods = MethodTable<
+    @Sendable (CouchServer) ->
+      @Sendable (
+        DocumentStore, String, String, String, Request, QueryParameters, Caller, DatabaseAccess
+      ) async throws -> Response
+  >(
+    [.get: attachmentGet, .head: attachmentGet, .put: attachmentPut, .delete: attachmentDelete],
+    allow: ["DELETE", "GET", "HEAD", "PUT"])
+
+  /// `GET and HEAD` of attachment.
+  func attachmentGet(
+    _ store: DocumentStore, db: String, id: String, name: String, request: Request,
+    query: QueryParameters, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    try access.checkRead(id, in: store)
+    return try getAttachment(
+      store, id: id, name: name, request: request, query: query, head: request.method == .head)
+  }
+
+  /// `PUT /{db}/{docid}/{attachment}`.
+  func attachmentPut(
+    _ store: DocumentStore, db: String, id: String, name: String, request: Request,
+    query: QueryParameters, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    let type = request.headers[.contentType] ?? AttachmentInput.defaultContentType
+    let encoding = (request.headers[.contentEncoding] ?? "identity")
+      .trimmingCharacters(in: .whitespaces).lowercased()
+    switch encoding {
+    case "identity", "gzip": break
     default:
-      throw CouchError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
+      throw CouchError(
+        "bad_content_type", "Only gzip and identity content-encodings are supported",
+        status: 415)
     }
+    let rev = try requestedRev(request, query)
+    // An attachment leaves the document's other fields as they are.
+    // The write check first, so that a document the caller may not see is refused as a
+    // missing one is (a 404 would tell it apart).
+    let current = (try? store.get(id, options: GetOptions(rev: rev)))
+    try access.checkWrite(
+      docID: id, body: current ?? .object(JSONObject()), replicated: false, in: store)
+    if current != nil { try access.checkRead(id, in: store) }
+    let gzipped = encoding == "gzip"
+    let received = try await receiveAttachment(
+      store, name: name, request: request, contentType: type, gzipped: gzipped)
+    let actor = caller.actor
+    let result = try await store.putStoredAttachmentAsync(
+      id, name: name, blob: received.blob, length: received.blob.receivedLength,
+      gzipped: received.gzipStored, contentType: type, rev: rev, actor: actor)
+    var headers = HTTPFields()
+    headers[.location] = location(db, id) + "/" + PercentDecoding.encode(name)
+    return CouchResponse.json(result.json, status: .created, headers: headers)
+  }
+
+  /// `DELETE /{db}/{docid}/{attachment}`.
+  func attachmentDelete(
+    _ store: DocumentStore, db: String, id: String, name: String, request: Request,
+    query: QueryParameters, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    let rev = try requestedRev(request, query)
+    try access.checkWrite(
+      docID: id, body: (try? store.get(id)) ?? .object(JSONObject()), replicated: false,
+      in: store)
+    try access.checkRead(id, in: store)
+    let actor = caller.actor
+    let result = try await store.deleteAttachmentAsync(id, name: name, rev: rev, actor: actor)
+    return CouchResponse.json(result.json, status: .ok)
   }
 
   /// How much of an attachment's body is gathered before it goes to the blob file, and how

@@ -117,72 +117,101 @@ extension CouchServer {
     if request.method != .put, (try? dataDirectory.check(name: name)) == nil {
       throw CouchError.notFound("Database does not exist.")
     }
-    switch request.method {
-    case .head, .get:
-      let store = try await open(name)
-      let access = try databaseAccess(name, store, caller)
-      if name == UserStore.databaseName && !caller.user.isAdmin {
-        throw Self.notMember(caller.user)
-      }
-      return CouchResponse.json(
-        try databaseInfo(name, store, view: try access.view(store)),
-        includeBody: request.method == .get)
-    case .put:
-      try requireServerAdmin(caller)
-      // As `chttpd_db:create_db_req`: malformed options are 400, then an existing database
-      // 412 `file_exists` whatever it asks for, then what wikilog does not do 501.
-      if let unsupported = try Self.unsupportedCreationOption(query) {
-        if dataDirectory.exists(name) {
-          throw StoreError(
-            "file_exists", "The database could not be created, the file already exists.",
-            code: .alreadyExists)
-        }
-        throw unsupported
-      }
-      try await blocking { _ = try dataDirectory.create(name) }
-      var headers = HTTPFields()
-      headers[.location] = "/" + PercentDecoding.encode(name)
-      return CouchResponse.json(
-        .object(JSONObject(["ok": .bool(true)])), status: .created, headers: headers)
-    case .delete:
-      try requireServerAdmin(caller)
-      if query.contains("rev") {
-        throw CouchError.badRequest(
-          "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
-        )
-      }
-      if name == UserStore.databaseName && options.authenticator != nil {
-        // CouchDB keeps its administrators in its configuration; wikilog keeps them in
-        // `_users`, which signs every request in: deleting it would lock every user out, or
-        // leave a server with no administrator, which lets anonymous requests administer it.
-        throw CouchError(
-          "forbidden",
-          "_users holds this server's users and administrators; it cannot be deleted (remove users one by one, or `wikilog user remove`)",
-          status: 403)
-      }
-      try await blocking { try dataDirectory.delete(name) }
-      return CouchResponse.ok()
-    case .post:
-      let store = try await open(name)
-      let access = try databaseAccess(name, store, caller, writing: true)
-      try Self.requireJSONContentType(request)
-      if name == UserStore.databaseName { try requireServerAdmin(caller) }
-      // The body is parsed once: the checks and the store share the value.
-      var parsed = try DocumentInput.parse(try await self.body(of: request))
-      if name == UserStore.databaseName { parsed = try Self.hashingPassword(parsed) }
-      let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
-      if case .object(let object) = parsed {
-        parsed = .object(try access.owned(object, id: docID))
-      }
-      try access.checkWrite(docID: docID, body: parsed, replicated: false, in: store)
-      let actor = caller.actor
-      let result = try await store.putAsync(
-        parsed: parsed, id: docID, actor: actor, origin: replicationOrigin(context))
-      if query["batch"] == "ok" { return batchAccepted(result) }
-      return writeResponse(result, location: location(name, result.id))
-    default:
-      throw CouchError.methodNotAllowed(["DELETE", "GET", "HEAD", "POST", "PUT"])
+    let handler = try Self.databaseMethods.handler(for: request.method)
+    return try await handler(self)(name, request, query, context, caller)
+  }
+
+  /// The methods of `/{db}` and their handlers (``MethodTable``).
+  static let databaseMethods = MethodTable<
+    @Sendable (CouchServer) ->
+      @Sendable (String, Request, QueryParameters, Context, Caller) async throws -> Response
+  >(
+    [
+      .head: databaseGet, .get: databaseGet, .put: databasePut, .delete: databaseDelete,
+      .post: databasePost,
+    ],
+    allow: ["DELETE", "GET", "HEAD", "POST", "PUT"])
+
+  /// `HEAD and GET` of database.
+  func databaseGet(
+    _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  ) async throws -> Response {
+    let store = try await open(name)
+    let access = try databaseAccess(name, store, caller)
+    if name == UserStore.databaseName && !caller.user.isAdmin {
+      throw Self.notMember(caller.user)
     }
+    return CouchResponse.json(
+      try databaseInfo(name, store, view: try access.view(store)),
+      includeBody: request.method == .get)
+  }
+
+  /// `PUT /{db}`.
+  func databasePut(
+    _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  ) async throws -> Response {
+    try requireServerAdmin(caller)
+    // As `chttpd_db:create_db_req`: malformed options are 400, then an existing database
+    // 412 `file_exists` whatever it asks for, then what wikilog does not do 501.
+    if let unsupported = try Self.unsupportedCreationOption(query) {
+      if dataDirectory.exists(name) {
+        throw StoreError(
+          "file_exists", "The database could not be created, the file already exists.",
+          code: .alreadyExists)
+      }
+      throw unsupported
+    }
+    try await blocking { _ = try dataDirectory.create(name) }
+    var headers = HTTPFields()
+    headers[.location] = "/" + PercentDecoding.encode(name)
+    return CouchResponse.json(
+      .object(JSONObject(["ok": .bool(true)])), status: .created, headers: headers)
+  }
+
+  /// `DELETE /{db}`.
+  func databaseDelete(
+    _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  ) async throws -> Response {
+    try requireServerAdmin(caller)
+    if query.contains("rev") {
+      throw CouchError.badRequest(
+        "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
+      )
+    }
+    if name == UserStore.databaseName && options.authenticator != nil {
+      // CouchDB keeps its administrators in its configuration; wikilog keeps them in
+      // `_users`, which signs every request in: deleting it would lock every user out, or
+      // leave a server with no administrator, which lets anonymous requests administer it.
+      throw CouchError(
+        "forbidden",
+        "_users holds this server's users and administrators; it cannot be deleted (remove users one by one, or `wikilog user remove`)",
+        status: 403)
+    }
+    try await blocking { try dataDirectory.delete(name) }
+    return CouchResponse.ok()
+  }
+
+  /// `POST /{db}`.
+  func databasePost(
+    _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  ) async throws -> Response {
+    let store = try await open(name)
+    let access = try databaseAccess(name, store, caller, writing: true)
+    try Self.requireJSONContentType(request)
+    if name == UserStore.databaseName { try requireServerAdmin(caller) }
+    // The body is parsed once: the checks and the store share the value.
+    var parsed = try DocumentInput.parse(try await self.body(of: request))
+    if name == UserStore.databaseName { parsed = try Self.hashingPassword(parsed) }
+    let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
+    if case .object(let object) = parsed {
+      parsed = .object(try access.owned(object, id: docID))
+    }
+    try access.checkWrite(docID: docID, body: parsed, replicated: false, in: store)
+    let actor = caller.actor
+    let result = try await store.putAsync(
+      parsed: parsed, id: docID, actor: actor, origin: replicationOrigin(context))
+    if query["batch"] == "ok" { return batchAccepted(result) }
+    return writeResponse(result, location: location(name, result.id))
   }
 
   /// The options of `PUT /{db}` that ask for what a wikilog database is not, refused before

@@ -23,75 +23,110 @@ extension CouchServer {
     _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
     context: Context, caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
-    switch request.method {
-    case .get, .head:
-      try access.checkRead(id, in: store)
-      return try getDocument(
-        store, id: id, query: query, head: request.method == .head,
-        accept: request.headers[.accept], access: access)
-    case .put:
-      let body = try await self.body(of: request)
-      let rev = try requestedRev(request, query)
-      let result: DocumentWriteResult
-      let replicated = query["new_edits"] == "false"
-      if let type = request.headers[.contentType],
-        type.lowercased().hasPrefix("multipart/related")
-      {
-        result = try await putMultipart(
-          store, id: id, body: body, contentType: type, rev: rev,
-          newEdits: !replicated, context: context, caller: caller, access: access)
-      } else {
-        // The body is parsed once, here: the checks and the store share the value.
-        var parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
-        if db == UserStore.databaseName {
-          let value = try Self.hashingPassword(parsed.get())
-          try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
-          parsed = .success(value)
-        }
-        if case .success(.object(let object)) = parsed {
-          parsed = .success(.object(try access.owned(object, id: id)))
-        }
-        try access.checkWrite(
-          docID: id, body: try? parsed.get(), replicated: replicated, in: store)
-        let document = try parsed.get()
-        if replicated {
-          result = try await putReplicated(
-            store, id: id, document: document, context: context, caller: caller)
-        } else {
-          let actor = caller.actor
-          result = try await store.putAsync(
-            parsed: document, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
-            idWinsOverBody: true)
-        }
-      }
-      if query["batch"] == "ok" { return batchAccepted(result) }
-      return writeResponse(result, location: location(db, id))
-    case .delete:
-      // The write check first: a document the caller may not see is refused as one that does
-      // not exist is (403 when they may not write there), never with a 404 that tells it apart.
-      try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
-      try access.checkRead(id, in: store)
-      // Then, as CouchDB opens the document first: 404 `missing` or `deleted`, and only then
-      // 409 without a `rev`.
-      guard let winner = try store.record(id)?.tree.winner else {
-        throw StoreError.notFound("missing")
-      }
-      guard winner.status == .available else { throw StoreError.notFound("deleted") }
-      guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
+    let handler = try Self.documentMethods.handler(for: request.method)
+    return try await handler(self)(store, db, id, request, query, context, caller, access)
+  }
+
+  /// The methods of `/{db}/{docid}` and their handlers (``MethodTable``).
+  static let documentMethods = MethodTable<
+    @Sendable (CouchServer) ->
+      @Sendable (
+        DocumentStore, String, String, Request, QueryParameters, Context, Caller, DatabaseAccess
+      ) async throws -> Response
+  >(
+    [
+      .get: documentGet, .head: documentGet, .put: documentPut, .delete: documentDelete,
+      copy: documentCopy,
+    ],
+    allow: ["DELETE", "GET", "HEAD", "PUT", "COPY"])
+
+  /// `GET and HEAD` of document.
+  func documentGet(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    try access.checkRead(id, in: store)
+    return try getDocument(
+      store, id: id, query: query, head: request.method == .head,
+      accept: request.headers[.accept], access: access)
+  }
+
+  /// `PUT /{db}/{docid}`.
+  func documentPut(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    let body = try await self.body(of: request)
+    let rev = try requestedRev(request, query)
+    let result: DocumentWriteResult
+    let replicated = query["new_edits"] == "false"
+    if let type = request.headers[.contentType],
+      type.lowercased().hasPrefix("multipart/related")
+    {
+      result = try await putMultipart(
+        store, id: id, body: body, contentType: type, rev: rev,
+        newEdits: !replicated, context: context, caller: caller, access: access)
+    } else {
+      // The body is parsed once, here: the checks and the store share the value.
+      var parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
       if db == UserStore.databaseName {
-        try checkOwnRoles(nil, id: id, store: store, caller: caller)
+        let value = try Self.hashingPassword(parsed.get())
+        try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
+        parsed = .success(value)
       }
-      let actor = caller.actor
-      let result = try await store.deleteAsync(
-        id, rev: rev, actor: actor, origin: replicationOrigin(context))
-      return writeResponse(result, status: .ok)
-    case Self.copy:
-      try access.checkRead(id, in: store)
-      return try await copyDocument(
-        store, db: db, id: id, request: request, query: query, caller: caller, access: access)
-    default:
-      throw CouchError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT", "COPY"])
+      if case .success(.object(let object)) = parsed {
+        parsed = .success(.object(try access.owned(object, id: id)))
+      }
+      try access.checkWrite(
+        docID: id, body: try? parsed.get(), replicated: replicated, in: store)
+      let document = try parsed.get()
+      if replicated {
+        result = try await putReplicated(
+          store, id: id, document: document, context: context, caller: caller)
+      } else {
+        let actor = caller.actor
+        result = try await store.putAsync(
+          parsed: document, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
+          idWinsOverBody: true)
+      }
     }
+    if query["batch"] == "ok" { return batchAccepted(result) }
+    return writeResponse(result, location: location(db, id))
+  }
+
+  /// `DELETE /{db}/{docid}`.
+  func documentDelete(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    // The write check first: a document the caller may not see is refused as one that does
+    // not exist is (403 when they may not write there), never with a 404 that tells it apart.
+    try access.checkWrite(docID: id, body: nil, replicated: false, in: store)
+    try access.checkRead(id, in: store)
+    // Then, as CouchDB opens the document first: 404 `missing` or `deleted`, and only then
+    // 409 without a `rev`.
+    guard let winner = try store.record(id)?.tree.winner else {
+      throw StoreError.notFound("missing")
+    }
+    guard winner.status == .available else { throw StoreError.notFound("deleted") }
+    guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
+    if db == UserStore.databaseName {
+      try checkOwnRoles(nil, id: id, store: store, caller: caller)
+    }
+    let actor = caller.actor
+    let result = try await store.deleteAsync(
+      id, rev: rev, actor: actor, origin: replicationOrigin(context))
+    return writeResponse(result, status: .ok)
+  }
+
+  /// `COPY /{db}/{docid}`.
+  func documentCopy(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    try access.checkRead(id, in: store)
+    return try await copyDocument(
+      store, db: db, id: id, request: request, query: query, caller: caller, access: access)
   }
 
   /// CouchDB's refusal of a replicated write (`new_edits=false`) without a revision.
@@ -360,31 +395,66 @@ extension CouchServer {
     _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
     access: DatabaseAccess
   ) async throws -> Response {
+    // An id too long for the caller's key is 400, whatever the method.
+    _ = try localKey(id, access: access)
+    let handler = try Self.localMethods.handler(for: request.method)
+    return try await handler(self)(store, id, request, query, caller, access)
+  }
+
+  /// The methods of `/{db}/_local/{id}` and their handlers (``MethodTable``).
+  static let localMethods = MethodTable<
+    @Sendable (CouchServer) ->
+      @Sendable (DocumentStore, String, Request, QueryParameters, Caller, DatabaseAccess)
+      async throws -> Response
+  >(
+    [.get: localGet, .head: localGet, .put: localPut, .delete: localDelete, copy: localCopy],
+    allow: ["DELETE", "GET", "HEAD", "PUT"])
+
+  /// `GET and HEAD` of local.
+  func localGet(
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
     let key = try localKey(id, access: access)
-    switch request.method {
-    case .get, .head:
-      var doc = try store.getLocal(key)
-      if key != id, case .object(var object) = doc {
-        object["_id"] = .string("_local/" + id)
-        doc = .object(object)
-      }
-      return CouchResponse.json(doc, includeBody: request.method == .get)
-    case .put:
-      let body = try await self.body(of: request)
-      let rev = try requestedRev(request, query)
-      let actor = caller.actor
-      let result = try await store.putLocalAsync(key, body, rev: rev, actor: actor)
-      return writeResponse(Self.local(result, id: id))
-    case .delete:
-      let rev = try requestedRev(request, query)
-      let actor = caller.actor
-      let result = try await store.deleteLocalAsync(key, rev: rev, actor: actor)
-      return writeResponse(Self.local(result, id: id), status: .ok)
-    case Self.copy:
-      throw CouchError.notImplemented("COPY of _local documents")
-    default:
-      throw CouchError.methodNotAllowed(["DELETE", "GET", "HEAD", "PUT"])
+    var doc = try store.getLocal(key)
+    if key != id, case .object(var object) = doc {
+      object["_id"] = .string("_local/" + id)
+      doc = .object(object)
     }
+    return CouchResponse.json(doc, includeBody: request.method == .get)
+  }
+
+  /// `PUT /{db}/_local/{id}`.
+  func localPut(
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    let key = try localKey(id, access: access)
+    let body = try await self.body(of: request)
+    let rev = try requestedRev(request, query)
+    let actor = caller.actor
+    let result = try await store.putLocalAsync(key, body, rev: rev, actor: actor)
+    return writeResponse(Self.local(result, id: id))
+  }
+
+  /// `DELETE /{db}/_local/{id}`.
+  func localDelete(
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    let key = try localKey(id, access: access)
+    let rev = try requestedRev(request, query)
+    let actor = caller.actor
+    let result = try await store.deleteLocalAsync(key, rev: rev, actor: actor)
+    return writeResponse(Self.local(result, id: id), status: .ok)
+  }
+
+  /// `COPY /{db}/_local/{id}`.
+  func localCopy(
+    _ store: DocumentStore, id: String, request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    throw CouchError.notImplemented("COPY of _local documents")
   }
 
   /// The key under which the caller's `_local/{id}` is kept: `id` itself, shared, for

@@ -244,3 +244,25 @@ extension CouchServer {
     return try await rule.handler(call)
   }
 }
+
+/// The methods of one of the API's resources (a database, a document, an attachment, a
+/// `_local` document) and the handler of each: the dispatch of ``CouchServer`` instead of a
+/// `switch` on the method. A method the table does not hold is `405 method_not_allowed` with
+/// the `Allow` list CouchDB gives for that resource (in CouchDB's order, which is not always
+/// the table's: `COPY` of a `_local` document is routed, to say it is not implemented, but not
+/// listed).
+struct MethodTable<Handler: Sendable>: Sendable {
+  let handlers: [HTTPRequest.Method: Handler]
+  let allow: [String]
+
+  init(_ handlers: [HTTPRequest.Method: Handler], allow: [String]) {
+    self.handlers = handlers
+    self.allow = allow
+  }
+
+  /// The handler of `method`, or the 405 that lists the resource's methods.
+  func handler(for method: HTTPRequest.Method) throws(CouchError) -> Handler {
+    guard let handler = handlers[method] else { throw CouchError.methodNotAllowed(allow) }
+    return handler
+  }
+}
