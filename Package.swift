@@ -220,6 +220,7 @@ let package = Package(
     .testTarget(
       name: "LogTests", dependencies: ["Formats", "Log", "LogTestWorker", "TestSupport"],
       swiftSettings: swiftSettings),
+    .testTarget(name: "FormatsTests", dependencies: ["Formats"]),
     .testTarget(
       name: "JSONTests", dependencies: ["Formats", "JSON", "TestSupport"],
       swiftSettings: swiftSettings),

@@ -161,7 +161,7 @@ public final class DataDirectory: Sendable {
       directory: dir, options: options,
       projections: (system?.makeProjections() ?? makeProjections()) + makeCommon(name),
       indexes: system == nil ? makeIndexes(name) : [],
-      validation: system?.validation ?? validation)
+      validation: system?.validation ?? validation, name: name)
     // Its writes for a signed-in user (``WriteAccess``) are checked against these rules in the
     // write transaction.
     store.useAccessRules(access(of: name))

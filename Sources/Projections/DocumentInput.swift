@@ -156,7 +156,6 @@ public struct DocumentInput: Sendable, Hashable {
     return GivenRevisions(start: Int(clamping: start), ids: strings)
   }
 
-  /// Parses JSON bytes, enforcing ``maxBytes``.
   /// Parses a document's JSON bytes: `too_large` past ``maxBytes``, `bad_request` for text
   /// that is not JSON.
   public static func parse(_ bytes: [UInt8]) throws(StoreError) -> JSONValue {

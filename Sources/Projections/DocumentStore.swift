@@ -48,10 +48,12 @@ public final class DocumentStore: Sendable {
   ///     `WikiProjection` and `DraftProjection`, your own).
   ///   - indexes: indexes kept behind the log (the Query module's full-text search, your own).
   ///   - validation: CouchDB's rules only by default; see ``DocumentValidation``.
+  ///   - name: the database's name, as its index tasks are shown in `_active_tasks`
+  ///     (``DataDirectory`` passes it); by default the directory's last component.
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
     projections: [any Projection] = [], indexes: [any IndexBehindLog] = [],
-    validation: DocumentValidation = .couchDB
+    validation: DocumentValidation = .couchDB, name: String? = nil
   ) throws {
     let log: EventLog
     do {
@@ -62,7 +64,7 @@ public final class DocumentStore: Sendable {
     do {
       try self.init(
         log: log, projections: projections, indexes: indexes, ownsLog: true,
-        validation: validation)
+        validation: validation, scratch: nil, blobs: nil, name: name)
     } catch {
       log.close()
       throw error
@@ -88,7 +90,8 @@ public final class DocumentStore: Sendable {
 
   init(
     log: EventLog, projections: [any Projection], indexes: [any IndexBehindLog] = [],
-    ownsLog: Bool, validation: DocumentValidation, scratch: ScratchDirectory?, blobs: BlobStore?
+    ownsLog: Bool, validation: DocumentValidation, scratch: ScratchDirectory?, blobs: BlobStore?,
+    name: String? = nil
   ) throws {
     self.blobs = blobs ?? BlobStore(databaseDirectory: log.path)
     self.log = log
@@ -97,9 +100,9 @@ public final class DocumentStore: Sendable {
     self.scratch = scratch
     self.projections = try ProjectionRunner(log: log, projections: projections)
     projectionOrder = ["docs"] + projections.map(\.name) + indexes.map(\.name)
-    try self.projections.refuseRetiredLayouts()
+    try self.projections.refuseRetiredLayouts(indexes: indexes)
     if !log.options.readOnly { try self.projections.catchUp() }
-    let database = String(log.path.split(separator: "/").last ?? "").replacing("%2F", with: "/")
+    let database = name ?? String(log.path.split(separator: "/").last ?? "")
     var followers: [IndexFollower] = []
     for index in indexes {
       if !log.options.readOnly {

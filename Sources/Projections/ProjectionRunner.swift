@@ -148,12 +148,16 @@ public final class ProjectionRunner: Sendable {
   // MARK: Catching up, rebuilding, verifying
 
   /// Refuses a store written by an earlier, never released layout (``RetiredLayouts``: a
-  /// database only that layout had; or the `doc_count` row of `docs.meta`, a count now
-  /// derived): nothing is migrated in place.
-  func refuseRetiredLayouts() throws {
+  /// database only that layout had, a projection's or, in the log's environment, an index's
+  /// that was kept inline, ``IndexBehindLog/retiredDatabaseNames``; or the `doc_count` row of
+  /// `docs.meta`, a count now derived): nothing is migrated in place.
+  func refuseRetiredLayouts(indexes: [any IndexBehindLog] = []) throws {
     var found: String?
     do {
-      for inline in others {
+      for index in indexes where found == nil {
+        found = try index.retiredDatabaseNames.first { try log.hasDatabase(named: $0) }
+      }
+      for inline in others where found == nil {
         guard let retired = inline.projection as? any RetiredLayouts else { continue }
         found = try retired.retiredDatabaseNames.first { try log.hasDatabase(named: $0) }
         if found != nil { break }

@@ -111,7 +111,7 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
       var i = 0
       var allHex = true
       for b in bytes {
-        guard let v = hexValue(b) else {
+        guard let v = Hex.value(b) else {
           allHex = false
           break
         }
@@ -127,9 +127,6 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
     return RevHash(storage: .text(Array(bytes)))
   }
-
-  @inline(__always)
-  static func hexValue(_ b: UInt8) -> UInt8? { Hex.value(b) }
 
   @inline(__always)
   static func isAllowed(_ b: UInt8) -> Bool {

@@ -400,27 +400,7 @@ extension Date {
   }
 }
 
-@Suite struct Base64URLTests {
-  @Test("base64url: every length round-trips and agrees with Foundation; bad input is nil")
-  func roundTrip() {
-    for length in 0..<70 {
-      let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ length) }
-      let encoded = Base64.encodeURL(bytes)
-      let foundation = Data(bytes).base64EncodedString()
-        .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        .replacingOccurrences(of: "=", with: "")
-      #expect(encoded == foundation)
-      #expect(Base64.decodeURL(encoded) == bytes)
-      #expect(
-        Base64.decodeURL(encoded + String(repeating: "=", count: (4 - encoded.count % 4) % 4))
-          == bytes)
-    }
-    #expect(Base64.decodeURL("ab+c") == nil)
-    #expect(Base64.decodeURL("ab/c") == nil)
-    #expect(Base64.decodeURL("abcde") == nil)
-    #expect(Base64.decodeURL("ab c") == nil)
-  }
-
+@Suite struct SessionCookieTests {
   @Test("the AuthSession value in a Cookie header: spaces, quotes, other cookies, absent")
   func cookieHeader() {
     #expect(SessionCookies.cookieValue(inHeader: "AuthSession=abc") == "abc")

@@ -87,11 +87,12 @@ final class TypeCounter: Projection {
   }
 
   @Test(
-    "a store written by an earlier layout (doc_count, wiki.trees, wiki.revsLimits, wiki.links, mango.docs, mango.rows) is refused with one line naming export and import"
+    "a store written by an earlier layout (doc_count, wiki.trees, wiki.revsLimits, wiki.links, mango.docs, mango.rows, inline search.*) is refused with one line naming export and import"
   )
   func earlierLayoutsAreRefused() throws {
     for marker in [
       "doc_count", "wiki.trees", "wiki.revsLimits", "wiki.links", "mango.docs", "mango.rows",
+      "search.terms", "search.postings",
     ] {
       let t = try TestStore(marker, projections: [WikiProjection(), MangoProjection()])
       try t.store.put(
@@ -114,7 +115,9 @@ final class TypeCounter: Projection {
         let error = #expect(throws: StoreError.self) {
           _ = try DocumentStore(
             directory: t.path, options: options,
-            projections: [WikiProjection(), MangoProjection()], validation: .touchWiki)
+            projections: [WikiProjection(), MangoProjection()],
+            indexes: [TextSearchProjection(schema: TextSearchSchema { _, _ in nil })],
+            validation: .touchWiki)
         }
         #expect(error?.error == "unsupported_layout", "\(marker)")
         let reason = error?.reason ?? ""

@@ -23,11 +23,19 @@ final class UIFixture: Sendable {
   let store: DocumentStore
   let auth: Authenticator
 
-  init(_ name: String = #function) throws {
+  /// `rules: false`: the wiki's projections without its access rules (the security object
+  /// alone decides who reads the database).
+  init(_ name: String = #function, rules: Bool = true) throws {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-ui-\(safe)-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    data = DataDirectory.wiki(path: path, systemDatabases: [.users])
+    let wiki = DataDirectory.wiki(path: path, systemDatabases: [.users])
+    data =
+      rules
+      ? wiki
+      : DataDirectory(
+        path: path, projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
+        validation: .touchWiki, systemDatabases: [.users])
     let users = try UserStore(data: data)
     for name in ["admin", "alice", "bob", "carol"] {
       let salt = "0123456789abcdef0123456789abcdef"
@@ -216,6 +224,29 @@ extension TestClientProtocol {
       let missing = try await client.page(.get, "/_wiki/w1/Missing", as: "alice")
       #expect(missing.status == 404)
       #expect(missing.text.contains(#"id="create-page""#))
+    }
+  }
+
+  @Test(
+    "without access rules the security object decides: a signed-in non-member sees no wiki, an administrator every one"
+  )
+  func noRules() async throws {
+    let fixture = try UIFixture(rules: false)
+    try await fixture.store.setSecurityAsync(
+      SecurityObject(members: .init(names: ["bob"])), actor: "admin")
+    try await fixture.withServer { client in
+      let outsider = try await client.page(.get, "/_wiki/", as: "alice")
+      #expect(outsider.status == 403)
+      #expect(!outsider.text.contains("Secret w1"))
+      let recent = try await client.page(.get, "/_wiki/_recent", as: "alice")
+      #expect(recent.status == 403)
+      let hidden = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(hidden.status == 404)
+      let member = try await client.page(.get, "/_wiki/", as: "bob")
+      #expect(member.status == 200)
+      #expect(member.text.contains("Secret w1") && member.text.contains("Carol&#39;s"))
+      let admin = try await client.page(.get, "/_wiki/", as: "admin")
+      #expect(admin.status == 200 && admin.text.contains("Secret w1"))
     }
   }
 

@@ -53,10 +53,15 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
   ) throws -> [String]
+  /// LMDB names of databases an earlier, never released layout kept in the log's own
+  /// environment for this index (say, when it was written in the append transaction): a
+  /// store that has one is refused at open, as ``RetiredLayouts`` says. None by default.
+  var retiredDatabaseNames: [String] { get }
 }
 
 extension IndexBehindLog {
   public var mapSize: Int { 16 << 20 }
+  public var retiredDatabaseNames: [String] { [] }
 
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int

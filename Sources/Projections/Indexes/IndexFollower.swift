@@ -176,10 +176,12 @@ public final class IndexFollower: Sendable {
   public func catchUp(stop: () -> Bool = { false }) throws {
     do {
       // Caught up already (a reader's usual case): no write transaction of the index.
-      let from = try checkpoint()
-      let end = try log.committedPosition.rawValue
-      if from >= end { return }
+      if try checkpoint() >= log.committedPosition.rawValue { return }
       try working.withLock { _ in
+        // Read again under the lock: another caller may have caught the index up meanwhile.
+        let from = try checkpoint()
+        let end = try log.committedPosition.rawValue
+        if from >= end { return }
         // A long way behind (a first build, a rebuild's aftermath): shown in _active_tasks.
         let task =
           end - from >= Self.reportedGap
@@ -191,7 +193,8 @@ public final class IndexFollower: Sendable {
         while try !advance(limit: Self.batchRows) {
           if let task {
             let at = (try? checkpoint()) ?? from
-            IndexTasks.shared.progress(task, done: Int(at - min(at, from)))
+            // The log may have grown past `end` meanwhile: the task counts to its total.
+            IndexTasks.shared.progress(task, done: Int(min(at - min(at, from), end - from)))
           }
           if stop() { return }
         }

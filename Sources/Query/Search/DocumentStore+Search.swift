@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 public import JSON
 public import Log
@@ -208,15 +209,7 @@ extension DocumentStore {
             while i < value.count {
               let slot = UInt64(value[i])
               i += 1
-              var tf = 0
-              var shift = 0
-              while i < value.count {
-                let b = value[i]
-                i += 1
-                tf |= Int(b & 0x7F) << shift
-                if b < 0x80 { break }
-                shift += 7
-              }
+              let tf = Varint.read(value, at: &i).map { Int(truncatingIfNeeded: $0) } ?? 0
               postings[current].append((docBase | slot, tf))
             }
             return true

@@ -73,6 +73,12 @@ public struct TextSearchSchema: Sendable {
 public final class TextSearchProjection: IndexBehindLog {
   public let name = "search"
   public let databaseNames = ["terms", "lengths", "forward", "ids", "stats"]
+  /// The databases of the index when it was written inline, in the append transaction, in
+  /// the log's environment (a layout of days before any release): such a store is refused.
+  public let retiredDatabaseNames = [
+    "search.terms", "search.lengths", "search.forward", "search.ids", "search.stats",
+    "search.docs", "search.groups", "search.postings", "search.df",
+  ]
   let schema: TextSearchSchema
 
   /// Documents per bucket of a posting row.
@@ -952,12 +958,7 @@ extension SlotList {
   @inline(__always)
   static func emit(_ slot: Int, _ value: Int, _ out: inout [UInt8]) {
     out.append(UInt8(slot))
-    var v = UInt64(value)
-    while v >= 0x80 {
-      out.append(UInt8(truncatingIfNeeded: v) | 0x80)
-      v >>= 7
-    }
-    out.append(UInt8(v))
+    Varint.append(UInt64(value), to: &out)
   }
 }
 

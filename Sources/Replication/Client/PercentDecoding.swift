@@ -1,3 +1,4 @@
+import Formats
 public import Projections
 
 /// Percent-decoding of URL paths and query strings, strictly: a `%` not followed by two hex
@@ -19,11 +20,11 @@ public enum PercentDecoding {
       let byte = utf8[i]
       if byte == UInt8(ascii: "%") {
         let h = utf8.index(after: i)
-        guard h != utf8.endIndex, let high = hexValue(utf8[h]) else {
+        guard h != utf8.endIndex, let high = Hex.value(utf8[h]) else {
           throw .badRequest("invalid percent-encoding in '\(text)'")
         }
         let l = utf8.index(after: h)
-        guard l != utf8.endIndex, let low = hexValue(utf8[l]) else {
+        guard l != utf8.endIndex, let low = Hex.value(utf8[l]) else {
           throw .badRequest("invalid percent-encoding in '\(text)'")
         }
         bytes.append(high << 4 | low)
@@ -37,15 +38,6 @@ public enum PercentDecoding {
       throw .badRequest("percent-encoded text is not UTF-8 in '\(text)'")
     }
     return decoded
-  }
-
-  static func hexValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-    default: nil
-    }
   }
 
   /// Encodes everything but unreserved characters (RFC 3986), for building request paths.

@@ -78,10 +78,20 @@ extension WikiController {
     try store.security().isMember(session.user)
   }
 
-  /// What `session`'s user may read of the database.
+  /// What `session`'s user may read of the database: nil for all of it. Without rules the
+  /// security object decides, as the API's does: its members (and administrators) read
+  /// everything, anyone else nothing (403).
   func view(_ session: Session, _ store: DocumentStore) throws -> (any AccessView)? {
-    guard let rules, !session.user.isAdmin else { return nil }
-    return try rules.view(for: session.user, isMember: isMember(session, store), in: store)
+    if session.user.isAdmin { return nil }
+    let member = try isMember(session, store)
+    guard let rules else {
+      guard member else {
+        throw Failure(
+          status: .forbidden, message: "You are not a member of this server's wiki database.")
+      }
+      return nil
+    }
+    return try rules.view(for: session.user, isMember: member, in: store)
   }
 
   /// Wiki `wiki` as `session`'s user may see it, and what they may do with it (its document

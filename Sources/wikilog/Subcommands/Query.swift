@@ -211,7 +211,7 @@ final class ProgressReporter: @unchecked Sendable {
         Thread.sleep(forTimeInterval: 0.5)
         for task in IndexTasks.shared.running {
           printError(
-            "wikilog: building index \(task.designDocument) \(task.index): \(task.done)/\(task.total) documents"
+            "wikilog: building index \(task.designDocument) \(task.index): \(task.done) of \(task.total) (\(task.total > 0 ? task.done * 100 / task.total : 100)%)"
           )
         }
       }

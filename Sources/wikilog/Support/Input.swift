@@ -74,19 +74,7 @@ enum Input {
 enum Time {
   /// Whole microseconds since 1970 of an ISO-8601 time or date, nil when `text` is neither.
   static func microseconds(parsing text: String) -> Int64? {
-    var whole = text
-    var fraction: Int64 = 0
-    let dotted = text.contains(".")
-    if let dot = text.firstIndex(of: ".") {
-      let digits = text[text.index(after: dot)...].prefix { $0.isASCII && $0.isNumber }
-      guard !digits.isEmpty else { return nil }
-      let six = String(digits.prefix(6)).padding(toLength: 6, withPad: "0", startingAt: 0)
-      fraction = Int64(six) ?? 0
-      whole = String(text[..<dot]) + String(text[digits.endIndex...])
-    }
-    guard let date = ISO8601.parse(whole) else { return nil }
-    if dotted && !whole.contains(":") { return nil }  // a date has no fraction
-    return Int64(date.timeIntervalSince1970.rounded()) * 1_000_000 + fraction
+    ISO8601.parseMicroseconds(text)
   }
 
   /// Whether `text` is a time `microseconds(parsing:)` reads.
