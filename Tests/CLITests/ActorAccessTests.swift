@@ -41,4 +41,20 @@ import Testing
     // Without --actor: the operator's tool, not checked.
     try cli.put(#"{"_id":"w1:Other","type":"page","wiki_id":"w1","markdown":"x"}"#)
   }
+
+  @Test("a draft --actor NAME is saved only where NAME may write the page")
+  func draftsAreChecked() throws {
+    let cli = try CLI()
+    try cli.put(
+      #"{"_id":"w1","type":"wiki","title":"One","owner_id":"alice","members":["bob"]}"#,
+      ["--actor", "alice"])
+    let before = try cli.ok(["stats", "--json"]).stdout
+    try cli.fails(
+      ["wiki", "draft", "save", "w1", "Plan", "--actor", "carol"], stdin: "# carol's",
+      "forbidden")
+    #expect(try cli.ok(["stats", "--json"]).stdout == before)
+    try cli.ok(["wiki", "draft", "save", "w1", "Plan", "--actor", "bob"], stdin: "# bob's")
+    let shown = try cli.ok(["wiki", "draft", "show", "w1", "Plan", "--actor", "bob"]).stdout
+    #expect(shown.hasPrefix("# bob's"))
+  }
 }

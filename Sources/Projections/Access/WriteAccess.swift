@@ -40,6 +40,15 @@ extension DocumentStore {
     self.rules.withLock { $0 = rules }
   }
 
+  /// Refuses, with `forbidden`, `write` when ``WriteAccess/user`` may not make it as of `txn`
+  /// (the check the store's own document writes make): for a projection's events that stand
+  /// for a document write, such as the Wiki module's drafts of a page. Nothing is checked
+  /// without a user.
+  public func checkWriteAccess(_ write: AccessWrite, txn: WriteTransaction) throws {
+    guard let user = WriteAccess.user else { return }
+    try checkAccess(write, user: user, txn: txn, context: nil)
+  }
+
   /// Refuses, with `forbidden`, a write of `user`'s that the rules or the security object do
   /// not allow as of `txn`: a design document needs one of the security object's admins; the
   /// rules decide the rest. `context` keeps what earlier writes of the same body decided.

@@ -176,6 +176,13 @@ public struct Drafts: Sendable {
   ) throws -> Draft {
     try Self.check(user: user, page: page)
     return try store.writeDocuments { txn in
+      // A draft is a page write to come: the signed-in user (``WriteAccess``) must be one who
+      // may write the page, as of this transaction.
+      try store.checkWriteAccess(
+        AccessWrite(
+          docID: page,
+          body: JSONObject(["type": .string("page"), "wiki_id": .string(WikiID.of(page))]),
+          replicated: false), txn: txn)
       var basePosition: UInt64 = 0
       if let baseRev {
         let rev: RevID
