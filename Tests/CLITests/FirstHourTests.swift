@@ -120,7 +120,7 @@ import Testing
   @Test("log tail --format text shows each event's payload as readable text")
   func logTailText() throws {
     let cli = try CLI()
-    try cli.ok(["wiki", "create", "W", "--id", "w", "--actor", "ann"])
+    try cli.ok(["wiki", "create", "W", "--id", "w", "--member", "bob", "--actor", "ann"])
     try cli.ok(["wiki", "edit", "w", "Soup", "--actor", "ann"], stdin: "# Soup\nhot\n")
     try cli.ok(["wiki", "draft", "save", "w", "Soup", "--actor", "bob"], stdin: "# Soup\ncold\n")
     try cli.ok(["local", "put", "cp", #"{"seq":1}"#])
