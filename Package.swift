@@ -286,6 +286,7 @@ let package = Package(
         .product(name: "HummingbirdTesting", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
       ],
       swiftSettings: swiftSettings),
     // A data directory and a server per test, for the server's and the replicator's tests.

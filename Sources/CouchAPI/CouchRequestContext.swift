@@ -8,11 +8,18 @@ public struct CouchRequestContext: RequestContext {
   public var coreContext: CoreRequestContextStorage
   /// The client's IP address, when the connection has one (not in router tests).
   public let peerAddress: String?
+  /// The server's own address and port on the connection (`127.0.0.1:5984`, `[::1]:5984`),
+  /// when it has one: where the server reaches itself.
+  public let localAddress: String?
   /// What the request's middlewares tell each other (``RequestNotes``).
   public let notes = RequestNotes()
 
   public init(source: ApplicationRequestContextSource) {
     coreContext = CoreRequestContextStorage(source: source)
     peerAddress = source.channel.remoteAddress?.ipAddress
+    localAddress = source.channel.localAddress.flatMap { address in
+      guard let ip = address.ipAddress, let port = address.port else { return nil }
+      return (ip.contains(":") ? "[\(ip)]" : ip) + ":\(port)"
+    }
   }
 }

@@ -7,7 +7,7 @@ import NIOCore
 import NIOPosix
 public import Projections
 import Query
-import Replication
+public import Replication
 import RevTree
 public import ServiceLifecycle
 
@@ -62,7 +62,7 @@ public struct CouchServer: Sendable {
   /// Replications started with `POST /_replicate` and by `_replicator` documents.
   let replications: ReplicationJobs
   /// The jobs of the `_replicator` database, when the data directory has one.
-  let replicatorDocuments: ReplicatorDocuments
+  public let replicatorDocuments: ReplicatorDocuments
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),

@@ -70,6 +70,7 @@ extension CouchRequestContext {
   public init(local logger: Logger) {
     coreContext = CoreRequestContextStorage(source: LocalSource(logger: logger))
     peerAddress = nil
+    localAddress = nil
   }
 
   struct LocalSource: RequestContextSource {

@@ -24,6 +24,14 @@ enum StaticFiles {
     h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
     h2 { font-size: 1.15rem; margin-top: 1.6rem; }
     .meta, .crumbs { color: var(--muted); font-size: .92rem; }
+    .sync-indicator { font-size: .88rem; padding: .15rem .5rem; border-radius: 999px; border: 1px solid var(--border, #ccd); text-decoration: none; }
+    .sync-offline, .sync-failed { background: var(--warn); }
+    .sync-state { font-size: .9rem; font-weight: normal; color: var(--muted); }
+    .sync-directions { border-collapse: collapse; width: 100%; margin: .4rem 0; }
+    .sync-directions th, .sync-directions td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #e3e6ea; font-size: .92rem; }
+    .sync-actions { margin: .4rem 0 1.2rem; }
+    form.stacked label { display: block; margin: .4rem 0; }
+    form.stacked input { display: block; width: 100%; max-width: 32rem; }
     .bar { padding: .6rem 1rem; background: #eaf2fc; border: 1px solid #c9ddf5; border-radius: 6px; margin: .8rem auto; max-width: 68rem; }
     .bar.warn { background: var(--warn); border-color: #efd38a; }
     .bar form { display: inline; }
@@ -115,6 +123,43 @@ enum StaticFiles {
             if (edit) { window.location = edit.href; }
           }
         });
+      }
+      // The Sync page, live: each sync's state and counters as the server sends them.
+      var syncs = document.getElementById("syncs");
+      if (syncs && window.EventSource && syncs.getAttribute("data-events")) {
+        var events = new EventSource(syncs.getAttribute("data-events"));
+        events.onmessage = function (m) {
+          var list;
+          try { list = JSON.parse(m.data); } catch (err) { return; }
+          var known = {};
+          list.forEach(function (sync) {
+            known[sync.id] = true;
+            var section = syncs.querySelector('[data-sync="' + sync.id + '"]');
+            if (!section) { window.location.reload(); return; }
+            section.querySelector('[data-field="sync-state"]').textContent = sync.state;
+            sync.directions.forEach(function (d) {
+              var row = section.querySelector('[data-doc="' + d.doc_id + '"]');
+              if (!row) { return; }
+              function set(field, text) { var c = row.querySelector('[data-field="' + field + '"]'); if (c) { c.textContent = text; } }
+              set("state", d.state);
+              set("docs_read", d.docs_read);
+              set("docs_written", d.docs_written);
+              set("pending", d.pending === undefined ? "–" : d.pending);
+              set("last_activity", d.last_activity ? new Date(d.last_activity).toLocaleString() : "");
+              var problem = d.error || "";
+              if (d.next_retry) { problem += "; trying again at " + new Date(d.next_retry).toLocaleTimeString(); }
+              set("problem", problem);
+            });
+          });
+          var indicator = document.getElementById("sync-indicator");
+          if (indicator && list.length) {
+            var worst = list.map(function (s) { return s.state; });
+            var order = ["failed", "offline", "paused", "starting", "waiting", "active", "up to date"];
+            var state = order.filter(function (s) { return worst.indexOf(s) >= 0; })[0] || "up to date";
+            indicator.textContent = "Sync: " + state;
+            indicator.className = "sync-indicator sync-" + state.replace(/ /g, "-");
+          }
+        };
       }
       // Recent changes, live from the changes feed (the user's own view of it).
       var recent = document.getElementById("recent");

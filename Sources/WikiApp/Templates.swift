@@ -36,6 +36,7 @@ enum Templates {
         {{#user}}<a href="/_wiki/">My wikis</a> <a href="/_wiki/_recent">Recent changes</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
       </nav>
       <div class="who">
+        {{#sync}}<a id="sync-indicator" class="sync-indicator sync-{{syncState}}" href="/_wiki/_sync">{{sync}}</a>{{/sync}}
         {{#user}}<span id="user">{{user}}</span>
         <form id="signout" method="post" action="/_wiki/_signout"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out</button></form>{{/user}}
       </div>
@@ -179,7 +180,33 @@ enum Templates {
     """,
     "sync": """
     <h1>Sync</h1>
-    <p id="sync-status">Replication is not configured on this server: wikilog does not run replications of its own yet. Replicate with a CouchDB, PouchDB or another wikilog from their side, signed in as a user of this server.</p>
+    {{#disabled}}<p id="sync-status">This server runs no replications of its own: its data directory has no <code>_replicator</code> database. Replicate with a CouchDB, PouchDB or another wikilog from their side, signed in as a user of this server.</p>{{/disabled}}
+    {{^disabled}}
+    {{#error}}<p class="error" id="sync-error">{{error}}</p>{{/error}}
+    <p class="meta">Two-way, continuous sync of this server's wiki database (<code>{{database}}</code>) with a database on another server: a wikilog, a CouchDB, or anything that speaks CouchDB's replication protocol. It runs on this server, with your rights here and the remote's credentials there, and keeps trying while either side is away; edits made meanwhile flow when it returns.</p>
+    <div id="syncs" data-events="/_wiki/_sync/_events">
+    {{#syncs}}<section class="sync" data-sync="{{id}}">
+      <h2>{{remote}} <span class="sync-state" data-field="sync-state">{{state}}</span></h2>
+      <p class="meta">Owned by {{owner}}.</p>
+      <table class="sync-directions">
+        <thead><tr><th>Direction</th><th>State</th><th>Read</th><th>Written</th><th>Pending</th><th>Last activity</th><th>Problem</th></tr></thead>
+        <tbody>{{#directions}}<tr data-doc="{{docID}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{lastActivity}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; trying again {{nextRetryIn}} ({{nextRetry}}){{/nextRetry}}</td></tr>{{/directions}}</tbody>
+      </table>
+      <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove</button></form>
+    </section>{{/syncs}}
+    {{^syncs}}<p id="no-syncs">No sync is set up yet.</p>{{/syncs}}
+    </div>
+    <p class="meta">Where both sides changed the same page, both versions arrive: the page says so and its wiki's Conflicts page lets you keep one.</p>
+    <h2>Set up a sync</h2>
+    <form id="sync-add" class="stacked" method="post" action="/_wiki/_sync">
+      <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="add">
+      <label>Remote database URL <input name="remote" type="url" required placeholder="https://team.example/wiki"></label>
+      <label>Remote user name <input name="username" autocomplete="off"></label>
+      <label>Remote password <input name="password" type="password" autocomplete="new-password"></label>
+      <label>or a token (instead of name and password) <input name="token" autocomplete="off"></label>
+      <button type="submit">Start syncing</button>
+    </form>
+    {{/disabled}}
     """,
     "notfound": """
     <section id="not-found">

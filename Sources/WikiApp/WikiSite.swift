@@ -217,7 +217,13 @@ struct WikiSite: Sendable {
     var object: [String: Any] = [
       "title": page.title, "body": marker, "csrf": session?.csrf ?? "",
     ]
-    if let session { object["user"] = session.displayName }
+    if let session {
+      object["user"] = session.displayName
+      if let (text, state) = SyncController.summary(site: self, for: session) {
+        object["sync"] = text
+        object["syncState"] = state
+      }
+    }
     if let asOf = page.asOf {
       object["asOf"] = asOf
       object["asOfExit"] = page.asOfExit ?? "?"

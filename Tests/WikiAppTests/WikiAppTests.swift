@@ -25,17 +25,18 @@ final class UIFixture: Sendable {
 
   /// `rules: false`: the wiki's projections without its access rules (the security object
   /// alone decides who reads the database).
-  init(_ name: String = #function, rules: Bool = true) throws {
+  init(_ name: String = #function, rules: Bool = true, replicator: Bool = false) throws {
     let safe = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
     path = NSTemporaryDirectory() + "wikilog-ui-\(safe)-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let wiki = DataDirectory.wiki(path: path, systemDatabases: [.users])
+    let system: [SystemDatabase] = replicator ? [.users, .replicator] : [.users]
+    let wiki = DataDirectory.wiki(path: path, systemDatabases: system)
     data =
       rules
       ? wiki
       : DataDirectory(
         path: path, projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
-        validation: .touchWiki, systemDatabases: [.users])
+        validation: .touchWiki, systemDatabases: system)
     let users = try UserStore(data: data)
     for name in ["admin", "alice", "bob", "carol"] {
       let salt = "0123456789abcdef0123456789abcdef"
@@ -76,15 +77,18 @@ final class UIFixture: Sendable {
 
   func withServer(
     logger: Logger = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
+    _ mode: TestingSetup = .router, port: Int = 0,
+    options configure: (inout CouchServerOptions) -> Void = { _ in },
     _ body: @Sendable (any TestClientProtocol) async throws -> Void
   ) async throws {
     var options = CouchServerOptions()
     options.authenticator = auth
+    configure(&options)
     let app = buildWikiApplication(
       dataDirectory: data, options: options,
-      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: port)),
       logger: logger)
-    try await app.test(.router) { client in try await body(client) }
+    try await app.test(mode) { client in try await body(client) }
   }
 }
 

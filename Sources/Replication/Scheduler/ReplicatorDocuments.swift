@@ -112,6 +112,97 @@ public final class ReplicatorDocuments: Sendable {
   /// Waits that start pending jobs when a crashed one's backoff ends, by a serial number.
   let wakes = Mutex((next: 0, tasks: [Int: Task<Void, Never>]()))
 
+  /// A document with `"wikilog_paused": true` runs no job (wikilog's own field; CouchDB
+  /// ignores it).
+  public static let pausedField = "wikilog_paused"
+
+  /// What the job of a `_replicator` document is doing, for people (the web UI's Sync page):
+  /// ``state`` and the job's counters, its last error, when it is tried next.
+  public struct DocumentState: Sendable {
+    public enum State: String, Sendable {
+      /// Read, its job not started yet, or starting.
+      case starting
+      /// Copying changes.
+      case active
+      /// Caught up, waiting for changes (a continuous job).
+      case upToDate = "up to date"
+      /// Its requests fail (the other side is unreachable or refuses): see ``lastError`` and
+      /// ``nextRetry``.
+      case offline
+      /// Waiting for a free slot of the scheduler.
+      case waiting
+      /// Its document cannot run (`_replication_state_reason`).
+      case failed
+      /// A one-shot job that finished.
+      case completed
+      /// No job: the document is paused (``ReplicatorDocuments/pausedField``).
+      case paused
+    }
+    public var state: State
+    /// The job's counters and feed position; nil without a job.
+    public var status: ReplicationStatus?
+    public var lastError: String?
+    public var nextRetry: Date?
+    /// When the job last changed (started, crashed, copied a batch).
+    public var lastActivity: Date?
+
+    public init(
+      state: State, status: ReplicationStatus? = nil, lastError: String? = nil,
+      nextRetry: Date? = nil, lastActivity: Date? = nil
+    ) {
+      self.state = state
+      self.status = status
+      self.lastError = lastError
+      self.nextRetry = nextRetry
+      self.lastActivity = lastActivity
+    }
+  }
+
+  /// The state of document `id`'s job; nil when the document does not exist.
+  public func state(ofDocument id: String) -> DocumentState? {
+    guard let store = try? data.open(Self.databaseName),
+      case .object(let doc)? = try? store.get(id)
+    else { return nil }
+    if doc[Self.pausedField] == .bool(true) { return DocumentState(state: .paused) }
+    switch doc["_replication_state"]?.stringValue {
+    case "failed":
+      return DocumentState(
+        state: .failed, lastError: doc["_replication_state_reason"]?.stringValue)
+    case "completed": return DocumentState(state: .completed)
+    default: break
+    }
+    guard let entry = entries.withLock({ $0[id] }) else { return DocumentState(state: .starting) }
+    guard entry.state == .scheduled, let jobID = entry.jobID, let job = jobs.job(jobID) else {
+      return DocumentState(
+        state: entry.state == .error ? .offline : .starting, lastError: entry.info,
+        lastActivity: entry.lastUpdated)
+    }
+    var result = DocumentState(state: .starting, status: job.status, lastActivity: job.updated)
+    if job.running {
+      switch job.status.state {
+      case .starting: result.state = .starting
+      case .running: result.state = .active
+      case .idle: result.state = .upToDate
+      case .completed: result.state = .completed
+      case .offline:
+        result.state = .offline
+        result.lastError = job.status.lastError
+        result.nextRetry = job.status.retryAt
+      }
+      return result
+    }
+    let crashes = jobs.errorCount(of: job)
+    if crashes > 0, let crash = job.history.first(where: { $0.type == "crashed" }) {
+      result.state = .offline
+      result.lastError = crash.reason
+      let wait = Double(Replicator.Run.milliseconds(backoff(crashes))) / 1000
+      result.nextRetry = crash.time.addingTimeInterval(wait)
+    } else {
+      result.state = .waiting
+    }
+    return result
+  }
+
   public init(
     data: DataDirectory, jobs: ReplicationJobs, options: ReplicatorSchedulerOptions,
     logger: Logger
@@ -188,6 +279,12 @@ public final class ReplicatorDocuments: Sendable {
   func process(_ id: String, _ store: DocumentStore) async {
     if id.hasPrefix("_design/") { return }
     guard case .object(let body)? = try? store.get(id) else {
+      await remove(id)
+      return
+    }
+    if body[Self.pausedField] == .bool(true) {
+      // Paused (wikilog's own field, the web UI's Sync page sets it): no job until it is
+      // taken away. CouchDB ignores the field and runs such a document.
       await remove(id)
       return
     }

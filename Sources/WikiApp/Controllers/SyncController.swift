@@ -1,20 +1,410 @@
+import Auth
 import CouchAPI
+import Crypto
+import Formats
+import Foundation
+import HTTPTypes
 import Hummingbird
+import JSON
+import NIOCore
+import Projections
+import Replication
 
-/// `/_wiki/_sync`: the Sync page.
+/// `/_wiki/_sync`: two-way continuous sync of the wiki database with another server (a
+/// wikilog, a CouchDB, anything that speaks the replication protocol), kept in `_replicator`
+/// documents the signed-in user owns, run by the server's scheduler
+/// (``Replication/ReplicatorDocuments``).
+///
+/// A sync is two documents, `wikisync-{id}-push` and `-pull`, with a `wikilog_sync` member
+/// that names the remote (without credentials) and the direction. The remote's credentials
+/// (a name and password, or a token) go into the remote endpoint's `auth` or `headers`; this
+/// server's side is reached at the address the request came in on, with an API token made
+/// for the user (``Auth/APITokens``, revoked when the sync is removed), so that the
+/// replication reads and writes exactly what the user may. Credentials are never shown back:
+/// the page shows the remote's URL without them, `_scheduler/docs` strips them, and a user
+/// sees only their own syncs (administrators see all). Pausing sets
+/// ``Replication/ReplicatorDocuments/pausedField`` on both documents.
+///
+/// `/_wiki/_sync/_events` streams the syncs' states as `text/event-stream` while the page is
+/// open (one event when something changed, checked every second), and every page's header
+/// shows a summary (``SyncController/summary(for:)``).
 struct SyncController: RoutedController {
   let site: WikiSite
 
   func routes() -> RouteCollection<CouchRequestContext> {
     let routes = RouteCollection(context: CouchRequestContext.self)
-    routes.get("_sync") { request, context in try await sync(request, context) }
-    routes.head("_sync") { request, context in try await sync(request, context) }
+    routes.get("_sync") { request, context in try await page(request, context) }
+    routes.head("_sync") { request, context in try await page(request, context) }
+    routes.post("_sync") { request, context in try await post(request, context) }
+    routes.get("_sync/_events") { request, context in try await events(request, context) }
     return routes
   }
 
-  func sync(_ request: Request, _ context: Context) async throws -> Response {
-    try await site.signedInPage(request, context) { _, _ in
-      Page(title: "Sync", body: Templates.render("sync", [:]))
+  // MARK: Reading
+
+  /// One direction of a sync.
+  struct Direction: Sendable {
+    let name: String
+    let docID: String
+    let state: ReplicatorDocuments.DocumentState
+
+    var json: JSONValue {
+      var object = JSONObject([
+        "direction": .string(name), "doc_id": .string(docID),
+        "state": .string(state.state.rawValue),
+        "docs_read": .int(state.status?.report.docsRead ?? 0),
+        "docs_written": .int(state.status?.report.docsWritten ?? 0),
+      ])
+      if let pending = state.status?.pending { object["pending"] = .int(pending) }
+      if let error = state.lastError { object["error"] = .string(error) }
+      if let retry = state.nextRetry { object["next_retry"] = .string(ISO8601.format(retry)) }
+      if let last = state.lastActivity { object["last_activity"] = .string(ISO8601.format(last)) }
+      return .object(object)
     }
+  }
+
+  /// A sync: its remote and its two directions.
+  struct Sync: Sendable {
+    let id: String
+    let remote: String
+    let owner: String?
+    let paused: Bool
+    var directions: [Direction]
+
+    /// The state of the sync as a whole: the worst of its directions'.
+    var state: String {
+      let states = directions.map(\.state.state)
+      for s in [
+        ReplicatorDocuments.DocumentState.State.failed, .offline, .paused, .starting, .waiting,
+        .active,
+      ] where states.contains(s) { return s.rawValue }
+      return states.first?.rawValue ?? "starting"
+    }
+  }
+
+  /// The `_replicator` database, nil when the server runs none.
+  func replicator() throws -> DocumentStore? {
+    guard couch.replicatorDocuments.isEnabled else { return nil }
+    let data = couch.dataDirectory
+    return try data.storeIfOpen(ReplicatorDocuments.databaseName)
+      ?? data.open(ReplicatorDocuments.databaseName, create: true)
+  }
+
+  /// The syncs `session`'s user may see: their own, every one for an administrator.
+  func syncs(for session: Session) throws -> [Sync] {
+    guard let store = try replicator() else { return [] }
+    var options = AllDocsOptions()
+    options.includeDocs = true
+    options.startKey = "wikisync-"
+    options.endKey = "wikisync-\u{FFF0}"
+    var byID: [String: Sync] = [:]
+    var order: [String] = []
+    for row in try store.allDocs(options).rows {
+      guard let id = row["id"]?.stringValue, case .object(let doc)? = row["doc"],
+        case .object(let sync)? = doc["wikilog_sync"], let syncID = sync["id"]?.stringValue,
+        let direction = sync["direction"]?.stringValue
+      else { continue }
+      let owner = doc["owner"]?.stringValue
+      guard session.user.isAdmin || (owner != nil && owner == session.user.name) else {
+        continue
+      }
+      let state =
+        couch.replicatorDocuments.state(ofDocument: id)
+        ?? ReplicatorDocuments.DocumentState(state: .starting)
+      if byID[syncID] == nil {
+        order.append(syncID)
+        byID[syncID] = Sync(
+          id: syncID, remote: sync["remote"]?.stringValue ?? "?", owner: owner,
+          paused: doc[ReplicatorDocuments.pausedField] == .bool(true), directions: [])
+      }
+      byID[syncID]?.directions.append(Direction(name: direction, docID: id, state: state))
+    }
+    return order.compactMap { byID[$0] }
+  }
+
+  /// The header's sync indicator for `session`: nil when the user has no sync.
+  static func summary(site: WikiSite, for session: WikiSite.Session) -> (
+    text: String, state: String
+  )? {
+    let controller = SyncController(site: site)
+    guard let syncs = try? controller.syncs(for: session), !syncs.isEmpty else { return nil }
+    let states = syncs.map(\.state)
+    for state in ["failed", "offline", "paused", "starting", "waiting", "active"]
+    where states.contains(state) {
+      return ("Sync: " + state, state.replacingOccurrences(of: " ", with: "-"))
+    }
+    return ("Sync: up to date", "up-to-date")
+  }
+
+  // MARK: The page
+
+  func page(_ request: Request, _ context: Context) async throws -> Response {
+    try await site.signedInPage(request, context) { session, _ in
+      try render(session)
+    }
+  }
+
+  func render(_ session: Session, error: String? = nil, status: HTTPResponse.Status = .ok)
+    throws -> Page
+  {
+    guard couch.replicatorDocuments.isEnabled else {
+      return Page(
+        title: "Sync",
+        body: Templates.render("sync", ["disabled": true, "csrf": session.csrf]))
+    }
+    let now = Date()
+    let rows: [[String: Any]] = try syncs(for: session).map { sync in
+      [
+        "id": sync.id, "remote": sync.remote, "owner": sync.owner ?? "administrators",
+        "state": sync.state, "paused": sync.paused, "csrf": session.csrf,
+        "directions": sync.directions.map { d -> [String: Any] in
+          var row: [String: Any] = [
+            "name": d.name == "push" ? "Sending" : "Receiving", "docID": d.docID,
+            "state": d.state.state.rawValue,
+            "docsRead": d.state.status?.report.docsRead ?? 0,
+            "docsWritten": d.state.status?.report.docsWritten ?? 0,
+            "pending": d.state.status?.pending.map(String.init) ?? "–",
+          ]
+          if let error = d.state.lastError { row["error"] = error }
+          if let retry = d.state.nextRetry {
+            row["nextRetry"] = WikiSite.time(Int64(retry.timeIntervalSince1970 * 1_000_000))
+            row["nextRetryIn"] = Self.seconds(retry.timeIntervalSince(now))
+          }
+          if let last = d.state.lastActivity {
+            row["lastActivity"] = WikiSite.time(Int64(last.timeIntervalSince1970 * 1_000_000))
+          }
+          return row
+        },
+      ]
+    }
+    var object: [String: Any] = [
+      "syncs": rows, "csrf": session.csrf, "database": options.database,
+    ]
+    if let error { object["error"] = error }
+    var page = Page(title: "Sync", body: Templates.render("sync", object))
+    page.status = status
+    return page
+  }
+
+  static func seconds(_ interval: TimeInterval) -> String {
+    let s = max(0, Int(interval.rounded(.up)))
+    return s == 1 ? "in 1 second" : s < 60 ? "in \(s) seconds" : "in \(s / 60) min"
+  }
+
+  // MARK: Setting up, pausing, removing
+
+  struct SyncForm: PostedForm {
+    var csrf: String?
+    var action: String?
+    var remote: String?
+    var username: String?
+    var password: String?
+    var token: String?
+    var sync: String?
+  }
+
+  func post(_ request: Request, _ context: Context) async throws -> Response {
+    try await site.signedIn(request, context) { session, _ in
+      let form = try await site.form(SyncForm.self, request, session: session)
+      guard let store = try replicator() else {
+        throw Failure(status: .notImplemented, message: "This server runs no replications.")
+      }
+      do {
+        switch form.action {
+        case "add": try await add(form, session, store, context: context)
+        case "pause": try await setPaused(true, form, session, store)
+        case "resume": try await setPaused(false, form, session, store)
+        case "remove": try await remove(form, session, store)
+        default: throw Failure(status: .badRequest, message: "Unknown action.")
+        }
+      } catch let failure as Failure {
+        return html(
+          try render(session, error: failure.message, status: failure.status), session: session)
+      }
+      throw Redirect(location: "/_wiki/_sync")
+    }
+  }
+
+  /// The remote's URL, checked: http or https, a host, a database.
+  static func remoteURL(_ text: String) throws -> URL {
+    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
+      scheme == "http" || scheme == "https", url.host != nil,
+      url.path.split(separator: "/").count >= 1
+    else {
+      throw Failure(
+        status: .badRequest,
+        message:
+          "The remote must be the URL of a database, such as https://team.example/wiki.")
+    }
+    guard url.user == nil && url.password == nil else {
+      throw Failure(
+        status: .badRequest,
+        message: "Give the remote's user name and password in their own fields, not the URL.")
+    }
+    return url
+  }
+
+  func add(_ form: SyncForm, _ session: Session, _ store: DocumentStore, context: Context)
+    async throws
+  {
+    let remote = try Self.remoteURL(form.remote ?? "")
+    var remoteEndpoint = JSONObject(["url": .string(remote.absoluteString)])
+    let token = (form.token ?? "").trimmingCharacters(in: .whitespaces)
+    let username = (form.username ?? "").trimmingCharacters(in: .whitespaces)
+    if !token.isEmpty {
+      let header =
+        token.hasPrefix(APITokens.tokenPrefix) ? "Token token=" + token : "Bearer " + token
+      remoteEndpoint["headers"] = .object(JSONObject(["Authorization": .string(header)]))
+    } else if !username.isEmpty {
+      remoteEndpoint["auth"] = .object(
+        JSONObject([
+          "basic": .object(
+            JSONObject([
+              "username": .string(username), "password": .string(form.password ?? ""),
+            ]))
+        ]))
+    }
+    // This server, as the replication reaches it: the address the request came in on.
+    guard let local = context.localAddress else {
+      throw Failure(status: .internalServerError, message: "This server's address is unknown.")
+    }
+    let scheme = couch.options.secure ? "https" : "http"
+    var localEndpoint = JSONObject([
+      "url": .string("\(scheme)://\(local)/" + PercentDecoding.encode(options.database))
+    ])
+    var tokenID: String? = nil
+    if let auth = couch.options.authenticator, let name = session.user.name {
+      let made = try await blocking {
+        try auth.tokens.create(
+          user: name, label: "sync with \(Self.stripped(remote))", actor: session.actor)
+      }
+      tokenID = made.record.id
+      localEndpoint["headers"] = .object(
+        JSONObject(["Authorization": .string("Token token=" + made.token)]))
+    }
+    let owner = session.user.name
+    let syncID = Hex.encode(
+      Array(SHA256.hash(data: Array("\(owner ?? "")\u{0}\(remote.absoluteString)".utf8)))
+    ).prefix(16)
+    let now = ISO8601.format(Date())
+    for (direction, source, target) in [
+      ("push", localEndpoint, remoteEndpoint), ("pull", remoteEndpoint, localEndpoint),
+    ] {
+      let id = "wikisync-\(syncID)-\(direction)"
+      if (try? store.get(id)) != nil {
+        throw Failure(
+          status: .conflict, message: "You sync with \(Self.stripped(remote)) already.")
+      }
+      var sync = JSONObject([
+        "id": .string(String(syncID)), "remote": .string(Self.stripped(remote)),
+        "direction": .string(direction), "created_at": .string(now),
+      ])
+      if let tokenID { sync["token_id"] = .string(tokenID) }
+      let body = JSONObject([
+        "source": .object(source), "target": .object(target), "continuous": .bool(true),
+        "owner": owner.map { .string($0) } ?? .null, "wikilog_sync": .object(sync),
+      ])
+      _ = try await store.putAsync(
+        parsed: .object(body), id: id, actor: session.actor, origin: session.origin)
+    }
+  }
+
+  /// A URL without its userinfo, query and fragment.
+  static func stripped(_ url: URL) -> String {
+    var parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+    parts?.user = nil
+    parts?.password = nil
+    parts?.query = nil
+    parts?.fragment = nil
+    return parts?.string ?? url.host ?? "?"
+  }
+
+  /// The documents of sync `form.sync`, when `session`'s user may change them.
+  func documents(_ form: SyncForm, _ session: Session) throws -> [Direction] {
+    guard let id = form.sync, let sync = try syncs(for: session).first(where: { $0.id == id })
+    else {
+      throw Failure(status: .notFound, message: "There is no such sync, or it is not yours.")
+    }
+    return sync.directions
+  }
+
+  func setPaused(_ paused: Bool, _ form: SyncForm, _ session: Session, _ store: DocumentStore)
+    async throws
+  {
+    for direction in try documents(form, session) {
+      guard case .object(var body) = try store.get(direction.docID) else { continue }
+      let rev = body["_rev"]?.stringValue
+      body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
+      body[ReplicatorDocuments.pausedField] = paused ? .bool(true) : nil
+      _ = try await store.putAsync(
+        parsed: .object(body), id: direction.docID, rev: rev, actor: session.actor,
+        origin: session.origin)
+    }
+  }
+
+  func remove(_ form: SyncForm, _ session: Session, _ store: DocumentStore) async throws {
+    var tokens: Set<String> = []
+    for direction in try documents(form, session) {
+      guard let doc = try? store.get(direction.docID), let rev = doc["_rev"]?.stringValue
+      else { continue }
+      if let token = doc["wikilog_sync"]?["token_id"]?.stringValue { tokens.insert(token) }
+      _ = try await store.deleteAsync(
+        direction.docID, rev: rev, actor: session.actor, origin: session.origin)
+    }
+    if let auth = couch.options.authenticator {
+      for token in tokens {
+        try? await blocking { try auth.tokens.revoke(id: token, actor: session.actor) }
+      }
+    }
+  }
+
+  // MARK: Live
+
+  /// The syncs' states as `text/event-stream`: an event (`data:` the JSON of every sync)
+  /// when they change, checked every second, and a comment every 15 seconds to keep the
+  /// connection open. Ends when the browser goes.
+  func events(_ request: Request, _ context: Context) async throws -> Response {
+    try await site.signedIn(request, context) { session, _ in
+      let controller = self
+      var headers = HTTPFields()
+      headers[.contentType] = "text/event-stream"
+      headers[.cacheControl] = "no-store"
+      let body = ResponseBody { writer in
+        var last = ""
+        var quiet = 0
+        while !Task.isCancelled {
+          let state = controller.stateJSON(session)
+          if state != last {
+            last = state
+            quiet = 0
+            try await writer.write(ByteBuffer(string: "data: \(state)\n\n"))
+          } else {
+            quiet += 1
+            if quiet >= 15 {
+              quiet = 0
+              try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+            }
+          }
+          try await Task.sleep(for: .seconds(1))
+        }
+        try await writer.finish(nil)
+      }
+      return Response(status: .ok, headers: headers, body: body)
+    }
+  }
+
+  /// `[{"id","remote","state","directions":[{"direction","state","docs_read",...}]}]`.
+  func stateJSON(_ session: Session) -> String {
+    let syncs = (try? syncs(for: session)) ?? []
+    let value = JSONValue.array(
+      syncs.map { sync in
+        .object(
+          JSONObject([
+            "id": .string(sync.id), "remote": .string(sync.remote), "state": .string(sync.state),
+            "directions": .array(sync.directions.map(\.json)),
+          ]))
+      })
+    return String(decoding: value.serialized(), as: UTF8.self)
   }
 }

@@ -1,0 +1,166 @@
+import Auth
+import CouchAPI
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import JSON
+import Logging
+import Projections
+import Replication
+import ServiceLifecycle
+import Synchronization
+import TestSupport
+import Testing
+import WikiApp
+
+/// The Sync page between two live servers: set up in the UI, edits flowing both ways, the
+/// remote going away and coming back, pause and remove.
+@Suite struct SyncPageTests {
+  /// The id of the first sync on a Sync page.
+  static func syncID(_ page: Page) -> String? {
+    page.text.firstMatch(of: #/data-sync="([0-9a-f]+)"/#).map { String($0.1) }
+  }
+
+  @Test(
+    "the Sync page syncs two ways with another server, says offline with the next try when it goes, catches up when it returns; pause and remove"
+  )
+  func twoWay() async throws {
+    let a = try UIFixture("syncA", replicator: true)
+    let b = try UIFixture("syncB")
+    try await a.withServer(
+      .live,
+      options: {
+        $0.replicator.backoff = .milliseconds(100)
+        $0.replicator.retryDelay = .milliseconds(50)
+        $0.replicator.retriesPerRequest = 2
+      }
+    ) { clientA in
+      let empty = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+      #expect(empty.status == 200)
+      #expect(empty.text.contains(#"id="no-syncs""#))
+      #expect(!empty.text.contains("sync-indicator"))
+      let csrf = try #require(empty.csrf)
+      let portBox = Mutex(0)
+      try await b.withServer(.live) { clientB in
+        let portB = try #require(clientB.port)
+        portBox.withLock { $0 = portB }
+        // A remote URL with credentials in it is refused, nothing written.
+        let refused = try await clientA.page(
+          .post, "/_wiki/_sync", as: "alice",
+          form: [
+            "csrf": csrf, "action": "add", "remote": "http://alice:pw@127.0.0.1:\(portB)/wiki",
+          ])
+        #expect(refused.status == 400)
+        #expect(refused.text.contains(#"id="sync-error""#))
+        let added = try await clientA.page(
+          .post, "/_wiki/_sync", as: "alice",
+          form: [
+            "csrf": csrf, "action": "add", "remote": "http://127.0.0.1:\(portB)/wiki",
+            "username": "alice", "password": "pw-alice",
+          ])
+        #expect(added.status == 303)
+        // Both ways.
+        try await a.store.putAsync(
+          #"{"type":"page","wiki_id":"w1","markdown":"from A"}"#, id: "w1:From A",
+          actor: "alice")
+        #expect(try await eventually(20) { (try? b.store.get("w1:From A")) != nil })
+        try await b.store.putAsync(
+          #"{"type":"page","wiki_id":"w1","markdown":"from B"}"#, id: "w1:From B",
+          actor: "alice")
+        #expect(try await eventually(20) { (try? a.store.get("w1:From B")) != nil })
+        // The page and the header say so; the credentials are not shown back.
+        var synced: Page? = nil
+        #expect(
+          try await eventually(20) {
+            let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+            synced = page
+            return page.text.contains(#"data-field="sync-state">up to date<"#)
+          })
+        let page = try #require(synced)
+        #expect(page.text.contains("http://127.0.0.1:\(portB)/wiki"))
+        #expect(page.text.contains(#"id="sync-indicator""#))
+        #expect(!page.text.contains("pw-alice"))
+        // Another user sees none of alice's syncs.
+        let bobs = try await clientA.page(.get, "/_wiki/_sync", as: "bob")
+        #expect(bobs.text.contains(#"id="no-syncs""#))
+        // The replication reads and writes this side as alice: with a token of hers.
+        #expect(try a.auth.tokens.list(user: "alice").count == 1)
+      }
+      let portB = portBox.withLock { $0 }
+      // B is gone: an edit on A cannot go, and the page says offline, with the next try.
+      try await a.store.putAsync(
+        #"{"type":"page","wiki_id":"w1","markdown":"made while B was away"}"#,
+        id: "w1:Offline", actor: "alice")
+      var offline: Page? = nil
+      #expect(
+        try await eventually(10) {
+          let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+          offline = page
+          return page.text.contains(#"data-field="sync-state">offline<"#)
+        })
+      #expect(offline?.text.contains("trying again") == true)
+      let wikis = try await clientA.page(.get, "/_wiki/", as: "alice")
+      #expect(wikis.text.contains("sync-offline"))
+      // B returns on its address (Hummingbird's live tests take a new port each time: B is run
+      // here as `wikilog serve` runs it): the edit made meanwhile arrives.
+      var options = CouchServerOptions()
+      options.authenticator = b.auth
+      let listening = AsyncStream<Void>.makeStream()
+      let app = buildWikiApplication(
+        dataDirectory: b.data, options: options,
+        configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: portB)),
+        logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() },
+        onServerRunning: { _ in listening.continuation.yield() })
+      let group = ServiceGroup(
+        configuration: .init(
+          services: [app], logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }))
+      try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await group.run() }
+        for await _ in listening.stream { break }
+        let arrived = try await eventually(20) { (try? b.store.get("w1:Offline")) != nil }
+        if !arrived {
+          let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+          Issue.record("not arrived: \(page.text.split(separator: "<tbody>").last ?? "")")
+        }
+        await group.triggerGracefulShutdown()
+        try await tasks.waitForAll()
+      }
+      // Pause, resume, remove.
+      let current = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+      let id = try #require(Self.syncID(current))
+      var answer = try await clientA.page(
+        .post, "/_wiki/_sync", as: "alice", form: ["csrf": csrf, "action": "pause", "sync": id])
+      #expect(answer.status == 303)
+      let replicator = try a.data.open(ReplicatorDocuments.databaseName)
+      #expect(
+        try replicator.get("wikisync-\(id)-push")[ReplicatorDocuments.pausedField] == .bool(true))
+      let paused = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+      #expect(paused.text.contains(#"data-field="sync-state">paused<"#))
+      #expect(paused.text.contains(#"value="resume""#))
+      // Bob may not remove alice's sync.
+      let bobsPage = try await clientA.page(.get, "/_wiki/_sync", as: "bob")
+      answer = try await clientA.page(
+        .post, "/_wiki/_sync", as: "bob",
+        form: ["csrf": try #require(bobsPage.csrf), "action": "remove", "sync": id])
+      #expect(answer.status == 404)
+      answer = try await clientA.page(
+        .post, "/_wiki/_sync", as: "alice", form: ["csrf": csrf, "action": "remove", "sync": id])
+      #expect(answer.status == 303)
+      let gone = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+      #expect(gone.text.contains(#"id="no-syncs""#))
+      #expect((try? replicator.get("wikisync-\(id)-push")) == nil)
+      #expect(try a.auth.tokens.list(user: "alice").isEmpty)
+    }
+  }
+
+  @Test("without a _replicator database the Sync page says the server runs no replications")
+  func disabled() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let page = try await client.page(.get, "/_wiki/_sync", as: "alice")
+      #expect(page.status == 200)
+      #expect(page.text.contains("runs no replications of its own"))
+      #expect(!page.text.contains("sync-add"))
+    }
+  }
+}
