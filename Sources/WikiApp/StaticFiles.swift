@@ -76,6 +76,49 @@ enum StaticFiles {
     (function () {
       "use strict";
       var csrf = document.body.getAttribute("data-csrf") || "";
+      // Times for people: relative to now, in the viewer's time zone; the exact local time as
+      // the title. (The server writes them in UTC, for a page without this script.)
+      function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+      function readable(el) {
+        var d = new Date(el.getAttribute("datetime"));
+        if (isNaN(d.getTime())) { return; }
+        var now = new Date(), diff = (now - d) / 1000;
+        var hm = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+        var text;
+        if (diff < 0 && diff > -3600) {
+          text = diff > -60 ? "in " + plural(Math.ceil(-diff), "second") : "in " + plural(Math.round(-diff / 60), "minute");
+        } else if (diff >= 0 && diff < 45) {
+          text = "just now";
+        } else if (diff >= 45 && diff < 3600) {
+          text = plural(Math.max(1, Math.round(diff / 60)), "minute") + " ago";
+        } else if (diff >= 3600 && diff < 6 * 3600) {
+          text = plural(Math.round(diff / 3600), "hour") + " ago";
+        } else {
+          var day = new Date(d.getFullYear(), d.getMonth(), d.getDate());
+          var today = new Date(now.getFullYear(), now.getMonth(), now.getDate());
+          var days = Math.round((today - day) / 86400000);
+          if (days === 0) { text = "today at " + hm; }
+          else if (days === 1) { text = "yesterday at " + hm; }
+          else if (days === -1) { text = "tomorrow at " + hm; }
+          else {
+            var options = { day: "numeric", month: "short" };
+            if (d.getFullYear() !== now.getFullYear()) { options.year = "numeric"; }
+            text = d.toLocaleDateString([], options) + " at " + hm;
+          }
+        }
+        el.textContent = text;
+        el.title = d.toLocaleString();
+      }
+      function timeElement(iso) {
+        var t = document.createElement("time");
+        t.setAttribute("datetime", iso);
+        t.textContent = iso;
+        readable(t);
+        return t;
+      }
+      function readableAll() { Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), readable); }
+      readableAll();
+      setInterval(readableAll, 30000);
       function post(url, fields) {
         var body = new URLSearchParams(fields);
         body.set("csrf", csrf);
@@ -94,7 +137,12 @@ enum StaticFiles {
           timer = null;
           post(editor.getAttribute("data-autosave"), { markdown: area.value, base: base.value })
             .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
-            .then(function (j) { dirty = false; status.textContent = "Draft saved " + j.saved_at + " (not published yet)."; })
+            .then(function (j) {
+              dirty = false;
+              status.textContent = "Draft saved ";
+              status.appendChild(timeElement(j.saved_at));
+              status.appendChild(document.createTextNode(" (not published yet)."));
+            })
             .catch(function (e) { status.textContent = "Could not save the draft (" + e + ")."; });
         }
         area.addEventListener("input", function () {
@@ -145,10 +193,16 @@ enum StaticFiles {
               set("docs_read", d.docs_read);
               set("docs_written", d.docs_written);
               set("pending", d.pending === undefined ? "–" : d.pending);
-              set("last_activity", d.last_activity ? new Date(d.last_activity).toLocaleString() : "");
-              var problem = d.error || "";
-              if (d.next_retry) { problem += "; trying again at " + new Date(d.next_retry).toLocaleTimeString(); }
-              set("problem", problem);
+              var last = row.querySelector('[data-field="last_activity"]');
+              if (last) { last.textContent = ""; if (d.last_activity) { last.appendChild(timeElement(d.last_activity)); } }
+              var problem = row.querySelector('[data-field="problem"]');
+              if (problem) {
+                problem.textContent = d.error || "";
+                if (d.next_retry) {
+                  problem.appendChild(document.createTextNode("; next try "));
+                  problem.appendChild(timeElement(d.next_retry));
+                }
+              }
             });
           });
           var indicator = document.getElementById("sync-indicator");

@@ -66,7 +66,7 @@ enum Templates {
     <ul id="wikis" class="cards">
     {{#wikis}}
       <li><a class="wiki" href="{{href}}">{{title}}</a>
-        <span class="meta">owner {{owner}} · {{#members}}{{.}} {{/members}}{{^members}}no other members{{/members}} · {{pages}} pages · updated {{updated}}</span></li>
+        <span class="meta">owner {{owner}} · {{#members}}{{.}} {{/members}}{{^members}}no other members{{/members}} · {{pages}} · updated {{{updated}}}</span></li>
     {{/wikis}}
     {{^wikis}}<li class="empty">No wikis yet.</li>{{/wikis}}
     </ul>
@@ -89,12 +89,12 @@ enum Templates {
     <div class="columns">
     <section><h2>Pages</h2>
     <ul id="pages">
-    {{#pages}}<li><a class="page" href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{updatedAt}}</span></li>{{/pages}}
+    {{#pages}}<li><a class="page" href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{{updatedAt}}}</span></li>{{/pages}}
     {{^pages}}<li class="empty">No pages yet.</li>{{/pages}}
     </ul></section>
     <section><h2>Recently changed</h2>
     <ol id="recent-pages">
-    {{#recent}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{updatedAt}}</span></li>{{/recent}}
+    {{#recent}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{updatedBy}} {{{updatedAt}}}</span></li>{{/recent}}
     </ol></section>
     </div>
     """,
@@ -124,7 +124,7 @@ enum Templates {
     <h1 class="page-title">{{title}}</h1>
     <article id="content" class="markdown">{{{html}}}</article>
     <footer class="page-meta">
-      <p id="last-change">Last changed by {{updatedBy}} {{updatedAt}} · revision {{rev}}</p>
+      <p id="last-change">Last changed by {{updatedBy}} {{{updatedAt}}} · revision {{rev}}</p>
       <h2>What links here</h2>
       <ul id="backlinks">{{#backlinks}}<li><a href="{{href}}">{{title}}</a></li>{{/backlinks}}{{^backlinks}}<li class="empty">Nothing links here.</li>{{/backlinks}}</ul>
     </footer>
@@ -141,7 +141,7 @@ enum Templates {
         <textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea>
         <div id="preview" class="markdown">{{{preview}}}</div>
       </div>
-      <p class="editor-bar"><span id="draft-status">{{draftStatus}}</span>
+      <p class="editor-bar"><span id="draft-status">{{{draftStatus}}}</span>
         <button id="publish" type="submit" accesskey="s">Publish</button>
         <button id="discard" type="submit" formaction="{{pageHref}}?action=discard" formnovalidate>Discard draft</button></p>
     </form>
@@ -151,7 +151,7 @@ enum Templates {
     <h1>History of {{title}}</h1>
     <ol id="history">
     {{#revisions}}<li class="revision"><p><a class="view" href="{{pageHref}}?rev={{rev}}"><span class="rev">{{rev}}</span></a>
-      by <span class="author">{{actor}}</span> <span class="time">{{time}}</span> <span class="origin">{{origin}}</span>{{#deleted}} <strong>deleted</strong>{{/deleted}}</p>
+      by <span class="author">{{actor}}</span> <span class="time">{{{time}}}</span> <span class="origin">{{origin}}</span>{{#deleted}} <strong>deleted</strong>{{/deleted}}</p>
       {{#diff}}<pre class="diff">{{diff}}</pre>{{/diff}}</li>{{/revisions}}
     </ol>
     """,
@@ -159,7 +159,7 @@ enum Templates {
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
     <h1>Blame of {{title}}</h1>
     <table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
-    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}">{{shortRev}}</a></td><td class="author">{{actor}}</td><td class="time">{{time}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
+    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}">{{shortRev}}</a></td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
     """,
     "conflicts": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
@@ -175,7 +175,7 @@ enum Templates {
     "recent": """
     <h1>Recent changes</h1>
     <ol id="recent" data-feed="{{feed}}">
-    {{#changes}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{wikiTitle}} · {{actor}} · {{time}}</span></li>{{/changes}}
+    {{#changes}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span></li>{{/changes}}
     </ol>
     """,
     "sync": """
@@ -190,7 +190,7 @@ enum Templates {
       <p class="meta">Owned by {{owner}}.</p>
       <table class="sync-directions">
         <thead><tr><th>Direction</th><th>State</th><th>Read</th><th>Written</th><th>Pending</th><th>Last activity</th><th>Problem</th></tr></thead>
-        <tbody>{{#directions}}<tr data-doc="{{docID}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{lastActivity}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; trying again {{nextRetryIn}} ({{nextRetry}}){{/nextRetry}}</td></tr>{{/directions}}</tbody>
+        <tbody>{{#directions}}<tr data-doc="{{docID}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; next try {{{nextRetry}}}{{/nextRetry}}</td></tr>{{/directions}}</tbody>
       </table>
       <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove</button></form>
     </section>{{/syncs}}

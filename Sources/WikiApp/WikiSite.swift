@@ -277,8 +277,52 @@ struct WikiSite: Sendable {
     "/_wiki/" + encode(wiki) + "/" + encode(title)
   }
 
+  /// A time for people, as HTML: `<time datetime="2026-11-28T15:06:29Z" title="…">28 Nov 2026,
+  /// 15:06 UTC</time>`. The page's script shows it relative to now ("3 minutes ago",
+  /// "yesterday at 14:02") in the viewer's time zone, with the exact local time as its title;
+  /// without the script it reads in UTC. The same for everyone, so pages holding it can be
+  /// cached. Use it with `{{{…}}}` in a template (it is made only of the number).
   static func time(_ micros: Int64) -> String {
-    ISO8601.format(microseconds: micros, fractionDigits: 0)
+    let iso = ISO8601.format(microseconds: micros, fractionDigits: 0)
+    let days = micros >= 0 ? micros / 86_400_000_000 : (micros + 1) / 86_400_000_000 - 1
+    let (year, month, day) = ISO8601.civil(fromDays: days)
+    let seconds = (micros / 1_000_000) - days * 86_400
+    let hour = seconds / 3600
+    let minute = (seconds % 3600) / 60
+    let months = [
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let text = "\(day) \(months[Int(month - 1)]) \(year), \(two(hour)):\(two(minute)) UTC"
+    return "<time datetime=\"\(iso)\" title=\"\(iso)\">\(text)</time>"
+  }
+
+  /// ``time(_:)`` of a time written as text (a document's `updated_at`): as HTML, the text
+  /// escaped when it is not ISO-8601.
+  static func time(text: String) -> String {
+    if let micros = ISO8601.parseMicroseconds(text) { return time(micros) }
+    return escape(text)
+  }
+
+  /// `text` with HTML's special characters escaped.
+  static func escape(_ text: String) -> String {
+    var out = ""
+    for c in text {
+      switch c {
+      case "&": out += "&amp;"
+      case "<": out += "&lt;"
+      case ">": out += "&gt;"
+      case "\"": out += "&quot;"
+      case "'": out += "&#39;"
+      default: out.append(c)
+      }
+    }
+    return out
+  }
+
+  /// `count` and the noun, singular or plural: "1 page", "3 pages".
+  static func count(_ count: Int, _ singular: String, _ plural: String? = nil) -> String {
+    "\(count) " + (count == 1 ? singular : plural ?? singular + "s")
   }
 }
 

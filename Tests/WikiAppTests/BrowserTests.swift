@@ -7,7 +7,8 @@ import Testing
 /// `wikilog serve` of a demo data directory with its users. The scenario signs in, creates a
 /// wiki and pages, autosaves and publishes drafts, follows a missing-page link, reads history
 /// and blame, travels in time, resolves a conflict made through the API, checks that a
-/// non-member gets 404s and that XSS attempts are inert; its screenshots go to a temporary
+/// non-member gets 404s and that XSS attempts are inert, sets up sync with a second `wikilog
+/// serve` on the Sync page and sees a page arrive there; its screenshots go to a temporary
 /// directory, or to `$WIKILOG_SCREENSHOTS` when set (docs/screenshots holds a set).
 @Suite struct BrowserTests {
   @Test("the wiki in headless Chromium: the whole scenario of Tests/browser/e2e_wiki.py")
@@ -31,6 +32,19 @@ import Testing
     }
     let (server, base) = try ChildProcess.serve(dir, timeout: 60)
     defer { server.kill() }
+    // A second server, for the Sync page: the scenario syncs alice's wikis with it.
+    let remoteDir = dir + "-remote"
+    defer { try? FileManager.default.removeItem(atPath: remoteDir) }
+    let remoteDemo = try ChildProcess(wikilog, ["demo", "--users", "--db", remoteDir])
+    #expect(remoteDemo.waitForExit(timeout: 120))
+    let remoteSignIns = try String(
+      contentsOfFile: remoteDir + "/demo-sign-ins.txt", encoding: .utf8)
+    let remotePassword = remoteSignIns.split(separator: "\n").compactMap { line in
+      let parts = line.split(separator: " ")
+      return parts.count == 2 && parts[0] == "alice" ? String(parts[1]) : nil
+    }.first
+    let (remoteServer, remoteBase) = try ChildProcess.serve(remoteDir, timeout: 60)
+    defer { remoteServer.kill() }
     let shots =
       ProcessInfo.processInfo.environment["WIKILOG_SCREENSHOTS"] ?? (dir + "/screenshots")
     try FileManager.default.createDirectory(atPath: shots, withIntermediateDirectories: true)
@@ -41,6 +55,9 @@ import Testing
     environment["WIKI_USER1_PASSWORD"] = passwords["alice"]
     environment["WIKI_USER2"] = "carol"
     environment["WIKI_USER2_PASSWORD"] = passwords["carol"]
+    environment["WIKI_REMOTE_URL"] = remoteBase + "/wiki"
+    environment["WIKI_REMOTE_USER"] = "alice"
+    environment["WIKI_REMOTE_PASSWORD"] = remotePassword
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("browser/e2e_wiki.py").path
     let run = try ChildProcess(

@@ -98,7 +98,7 @@ import WikiApp
           offline = page
           return page.text.contains(#"data-field="sync-state">offline<"#)
         })
-      #expect(offline?.text.contains("trying again") == true)
+      #expect(offline?.text.contains("; next try <time datetime=") == true)
       let wikis = try await clientA.page(.get, "/_wiki/", as: "alice")
       #expect(wikis.text.contains("sync-offline"))
       // B returns on its address (Hummingbird's live tests take a new port each time: B is run

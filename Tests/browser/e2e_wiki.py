@@ -883,10 +883,66 @@ class Scenario:
                 items = page.texts("ol#recent li")
                 raise CheckFailed(f"no ol#recent li names the wiki or its pages; rows: {items[:5]}") from None
 
-        @self.check("/_wiki/_sync shows #sync-status", needs=("alice_again",))
+        @self.check("/_wiki/_sync offers to set up a sync, and alice has none yet", needs=("alice_again",))
         def _():
             self.go(self.ui("_sync"))
-            page.wait_for_selector("#sync-status")
+            page.wait_for_selector("form#sync-add")
+            expect(page.exists("#no-syncs"), "a fresh Sync page has no #no-syncs")
+
+        @self.check("times read as people say them: no raw ISO-8601 timestamp is visible text",
+                    needs=("alice_again", "home_url"))
+        def _():
+            for url in (self.ui(""), self.ui("_recent"), st["home_url"], st["home_url"] + "?action=history",
+                        st["home_url"] + "?action=blame"):
+                self.go(url)
+                raw = page.eval("(document.body.innerText.match(/\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d/) || [''])[0]")
+                expect(not raw, f"{url} shows the raw timestamp {raw!r}")
+                plural = page.eval("(document.body.innerText.match(/\\b1 (pages|members|changes)\\b/) || [''])[0]")
+                expect(not plural, f"{url} says {plural!r}")
+
+        remote = os.environ.get("WIKI_REMOTE_URL")
+        if remote:
+            remote_user = os.environ.get("WIKI_REMOTE_USER", "")
+            remote_password = os.environ.get("WIKI_REMOTE_PASSWORD", "")
+
+            def remote_status(path: str) -> int:
+                req = urllib.request.Request(remote + path)
+                token = base64.b64encode(f"{remote_user}:{remote_password}".encode()).decode("ascii")
+                req.add_header("Authorization", "Basic " + token)
+                try:
+                    with OPENER.open(req, timeout=5) as resp:
+                        return resp.status
+                except urllib.error.HTTPError as e:
+                    return e.code
+
+            @self.check("setting up sync with a second wikilog in the form: the page says up to date, live",
+                        needs=("alice_again",))
+            def _():
+                self.go(self.ui("_sync"))
+                page.fill("form#sync-add input[name=remote]", remote)
+                page.fill("form#sync-add input[name=username]", remote_user)
+                page.fill("form#sync-add input[name=password]", remote_password)
+                page.submit("form#sync-add")
+                page.wait_for("(() => { const e = document.querySelector('section.sync [data-field=\"sync-state\"]');"
+                              " return !!e && e.textContent === 'up to date'; })()",
+                              timeout=30, what="the sync's state 'up to date'")
+                expect(page.exists("#sync-indicator"), "no sync indicator in the header")
+                expect(remote_password not in page.html(), "the remote's password is shown back")
+                self.shot("sync.png")
+                st["synced"] = True
+
+            @self.check("a page written here arrives on the other server", needs=("synced",))
+            def _():
+                status, body = self.api("PUT", self.doc_path("Synced Page"), "alice",
+                                        {"type": "page", "wiki_id": st["wiki_id"], "markdown": "through sync"})
+                expect(status == 201, f"PUT answered {status}: {body}")
+                path = "/" + quote(f"{st['wiki_id']}:Synced Page", safe="")
+                deadline = time.time() + 20
+                while time.time() < deadline:
+                    if remote_status(path) == 200:
+                        return
+                    time.sleep(0.1)
+                raise CheckFailed(f"{path} did not arrive at {remote} in 20 s")
 
         @self.check("every POST form carries a hidden, non-empty input[name=csrf]")
         def _():

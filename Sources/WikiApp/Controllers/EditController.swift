@@ -93,7 +93,9 @@ struct EditController: WikiController {
       headers[.contentType] = "application/json"
       let body = JSONValue.object(
         JSONObject([
-          "ok": .bool(true), "saved_at": .string(Self.time(draft.updatedMicroseconds)),
+          "ok": .bool(true),
+          "saved_at": .string(
+            ISO8601.format(microseconds: draft.updatedMicroseconds, fractionDigits: 0)),
         ]))
       return .response(
         Response(

@@ -152,7 +152,6 @@ struct SyncController: RoutedController {
         title: "Sync",
         body: Templates.render("sync", ["disabled": true, "csrf": session.csrf]))
     }
-    let now = Date()
     let rows: [[String: Any]] = try syncs(for: session).map { sync in
       [
         "id": sync.id, "remote": sync.remote, "owner": sync.owner ?? "administrators",
@@ -168,7 +167,6 @@ struct SyncController: RoutedController {
           if let error = d.state.lastError { row["error"] = error }
           if let retry = d.state.nextRetry {
             row["nextRetry"] = WikiSite.time(Int64(retry.timeIntervalSince1970 * 1_000_000))
-            row["nextRetryIn"] = Self.seconds(retry.timeIntervalSince(now))
           }
           if let last = d.state.lastActivity {
             row["lastActivity"] = WikiSite.time(Int64(last.timeIntervalSince1970 * 1_000_000))
@@ -184,11 +182,6 @@ struct SyncController: RoutedController {
     var page = Page(title: "Sync", body: Templates.render("sync", object))
     page.status = status
     return page
-  }
-
-  static func seconds(_ interval: TimeInterval) -> String {
-    let s = max(0, Int(interval.rounded(.up)))
-    return s == 1 ? "in 1 second" : s < 60 ? "in \(s) seconds" : "in \(s / 60) min"
   }
 
   // MARK: Setting up, pausing, removing

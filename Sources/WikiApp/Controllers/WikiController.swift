@@ -169,7 +169,7 @@ extension WikiController {
     -> (by: String, at: String)
   {
     let claimedBy = doc["updated_by"]?.stringValue ?? ""
-    let claimedAt = doc["updated_at"]?.stringValue ?? ""
+    let claimedAt = WikiSite.time(text: doc["updated_at"]?.stringValue ?? "")
     guard let parsed = try? RevID(rev), let record = try? store.record(id),
       let position = record.tree.revision(parsed)?.body,
       let event = try? store.log.event(at: LogPosition(position))

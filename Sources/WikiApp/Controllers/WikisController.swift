@@ -136,7 +136,7 @@ struct WikisController: RoutedController {
       func row(_ p: WikiPageInfo) -> [String: Any] {
         [
           "href": Self.pageHref(wiki, p.title), "title": p.title,
-          "updatedBy": p.updatedBy ?? "", "updatedAt": p.updatedAt ?? "",
+          "updatedBy": p.updatedBy ?? "", "updatedAt": WikiSite.time(text: p.updatedAt ?? ""),
         ]
       }
       let recent = pages.sorted { ($0.updatedAt ?? "") > ($1.updatedAt ?? "") }.prefix(10)
@@ -161,7 +161,8 @@ struct WikisController: RoutedController {
     let rows: [[String: Any]] = wikis.map { w in
       [
         "href": Self.wikiHref(w.id), "title": w.title.isEmpty ? w.id : w.title,
-        "owner": w.owner ?? "-", "members": w.members, "pages": w.pageCount,
+        "owner": w.owner ?? "-", "members": w.members,
+        "pages": WikiSite.count(w.pageCount, "page"),
         "updated": Self.time(w.lastUpdateMicroseconds),
       ]
     }
@@ -289,7 +290,7 @@ struct WikisController: RoutedController {
       return try queries.pages(in: wiki).map { p -> [String: String] in
         [
           "href": Self.pageHref(wiki, p.title) + "?as_of=" + Self.encode(asOf), "title": p.title,
-          "updatedBy": p.updatedBy ?? "", "updatedAt": p.updatedAt ?? "",
+          "updatedBy": p.updatedBy ?? "", "updatedAt": WikiSite.time(text: p.updatedAt ?? ""),
         ]
       }
     }
