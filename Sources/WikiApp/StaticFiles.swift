@@ -24,6 +24,14 @@ enum StaticFiles {
     h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
     h2 { font-size: 1.15rem; margin-top: 1.6rem; }
     .meta, .crumbs { color: var(--muted); font-size: .92rem; }
+    header.top form.search { margin-left: auto; margin-right: .8rem; }
+    header.top form.search input { padding: .3rem .6rem; border: 1px solid #ccd3db; border-radius: 6px; width: 14rem; max-width: 40vw; }
+    .search-page input[type=search] { padding: .4rem .6rem; width: 24rem; max-width: 70vw; }
+    ol#results { padding-left: 1.4rem; }
+    li.hit { margin: .8rem 0; }
+    li.hit .title { font-weight: 600; }
+    .snippet { margin: .2rem 0; }
+    mark { background: #fff1a8; padding: 0 .1rem; }
     .sync-indicator { font-size: .88rem; padding: .15rem .5rem; border-radius: 999px; border: 1px solid var(--border, #ccd); text-decoration: none; }
     .sync-offline, .sync-failed { background: var(--warn); }
     .sync-state { font-size: .9rem; font-weight: normal; color: var(--muted); }

@@ -35,6 +35,7 @@ enum Templates {
       <nav>
         {{#user}}<a href="/_wiki/">My wikis</a> <a href="/_wiki/_recent">Recent changes</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
       </nav>
+      {{#user}}<form id="search" class="search" method="get" action="/_wiki/_search" role="search">{{#searchWiki}}<input type="hidden" name="wiki" value="{{searchWiki}}">{{/searchWiki}}{{#asOf}}<input type="hidden" name="as_of" value="{{asOf}}">{{/asOf}}<input name="q" type="search" placeholder="{{#searchWiki}}Search this wiki{{/searchWiki}}{{^searchWiki}}Search my wikis{{/searchWiki}}" aria-label="Search"></form>{{/user}}
       <div class="who">
         {{#sync}}<a id="sync-indicator" class="sync-indicator sync-{{syncState}}" href="/_wiki/_sync">{{sync}}</a>{{/sync}}
         {{#user}}<span id="user">{{user}}</span>
@@ -207,6 +208,19 @@ enum Templates {
       <button type="submit">Start syncing</button>
     </form>
     {{/disabled}}
+    """,
+    "search": """
+    <h1>Search</h1>
+    <form id="search-page" class="search-page" method="get" action="/_wiki/_search">
+      <input name="q" type="search" value="{{q}}" aria-label="Search" autofocus>
+      {{#wiki}}<label><input type="checkbox" name="wiki" value="{{wiki}}" checked> only in {{wikiTitle}}</label>{{/wiki}}
+      <button type="submit">Search</button>
+    </form>
+    {{#present}}<p class="bar" id="search-present">Search is of the present: the index holds the pages as they are now, not as they were at {{asOf}}.</p>{{/present}}
+    {{#error}}<p class="error" id="search-error">{{error}}</p>{{/error}}
+    {{#searched}}<p class="meta" id="search-count">{{count}}{{#wiki}} in {{wikiTitle}}{{/wiki}}{{^wiki}} in your wikis{{/wiki}}.</p>
+    <ol id="results">{{#hits}}<li class="hit"><a class="title" href="{{href}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{updatedBy}} {{{updatedAt}}}</span>
+      <p class="snippet">{{{snippet}}}</p></li>{{/hits}}</ol>{{/searched}}
     """,
     "notfound": """
     <section id="not-found">

@@ -67,6 +67,8 @@ struct WikiSite: Sendable {
     var body: String
     var asOf: String? = nil
     var asOfExit: String? = nil
+    /// The wiki the page belongs to: the header's search box searches it first.
+    var wiki: String? = nil
   }
 
   struct Redirect: Error {
@@ -83,7 +85,7 @@ struct WikiSite: Sendable {
   func controllers() -> [any RoutedController] {
     [
       StaticFilesController(site: self), SignInController(site: self),
-      WikisController(site: self), SyncController(site: self),
+      WikisController(site: self), SyncController(site: self), SearchController(site: self),
       PagesController(
         site: self,
         actions: EditController(site: self).actions
@@ -224,6 +226,7 @@ struct WikiSite: Sendable {
         object["syncState"] = state
       }
     }
+    if let wiki = page.wiki { object["searchWiki"] = wiki }
     if let asOf = page.asOf {
       object["asOf"] = asOf
       object["asOfExit"] = page.asOfExit ?? "?"

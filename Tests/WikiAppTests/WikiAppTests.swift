@@ -254,6 +254,44 @@ extension TestClientProtocol {
     }
   }
 
+  @Test(
+    "search: ranked pages of my wikis with marked snippets and their last change; a hidden wiki's words never match"
+  )
+  func search() async throws {
+    let fixture = try UIFixture()
+    try fixture.store.put(
+      #"{"type":"page","wiki_id":"w2","markdown":"carol keeps a secret recipe here"}"#,
+      id: "w2:Recipes", actor: "carol")
+    try await fixture.withServer { client in
+      let home = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(home.text.contains(#"<form id="search""#))
+      #expect(home.text.contains(#"<input type="hidden" name="wiki" value="w1">"#))
+      let found = try await client.page(.get, "/_wiki/_search?q=text", as: "alice")
+      #expect(found.status == 200)
+      #expect(found.text.contains(#"href="/_wiki/w1/Other""#))
+      #expect(found.text.contains("<mark>text</mark>"))
+      #expect(found.text.contains("1 page in your wikis"))
+      #expect(found.text.contains("bob <time datetime="))
+      // carol's wiki is hidden from alice: its words do not match for her.
+      let hidden = try await client.page(.get, "/_wiki/_search?q=secret+recipe", as: "alice")
+      #expect(hidden.text.contains("0 pages in your wikis"))
+      #expect(!hidden.text.contains("Recipes"))
+      let carols = try await client.page(.get, "/_wiki/_search?q=secret", as: "carol")
+      #expect(carols.text.contains(#"href="/_wiki/w2/Recipes""#))
+      #expect(!carols.text.contains("w1/Other"))
+      let notHers = try await client.page(.get, "/_wiki/_search?q=text&wiki=w1", as: "carol")
+      #expect(notHers.status == 404)
+      // One wiki; and from a page as of a moment, the search says it is of the present.
+      let inWiki = try await client.page(.get, "/_wiki/_search?q=see&wiki=w1", as: "alice")
+      #expect(inWiki.text.contains(#"href="/_wiki/w1/Home""#))
+      #expect(inWiki.text.contains("in Secret w1"))
+      let past = try await client.page(.get, "/_wiki/_search?q=text&as_of=1", as: "alice")
+      #expect(past.text.contains(#"id="search-present""#))
+      let empty = try await client.page(.get, "/_wiki/_search?q=", as: "alice")
+      #expect(empty.status == 200 && !empty.text.contains(#"id="results""#))
+    }
+  }
+
   @Test("forms need the CSRF token and this site's Origin")
   func csrf() async throws {
     let fixture = try UIFixture()

@@ -889,6 +889,22 @@ class Scenario:
             page.wait_for_selector("form#sync-add")
             expect(page.exists("#no-syncs"), "a fresh Sync page has no #no-syncs")
 
+        @self.check("the header's search box finds Home by a word of its body, the word marked",
+                    needs=("alice_again", "home_url"))
+        def _():
+            self.go(st["home_url"])
+            words = [w for w in re.findall(r"[A-Za-z]{5,}", self.content_text()) if w.lower() != "home"]
+            expect(words, f"no word to search for in {self.content_text()!r}")
+            word = max(words, key=len)
+            page.fill("form#search input[name=q]", word)
+            page.submit("form#search")
+            page.wait_for_selector("ol#results li.hit")
+            titles = page.texts("ol#results li.hit a.title")
+            expect("Home" in titles, f"results: {titles}")
+            marks = page.texts("ol#results li.hit .snippet mark")
+            expect(any(m.lower() == word.lower() for m in marks), f"{word!r} is not among the marked: {marks}")
+            self.shot("search.png")
+
         @self.check("times read as people say them: no raw ISO-8601 timestamp is visible text",
                     needs=("alice_again", "home_url"))
         def _():

@@ -138,7 +138,9 @@ struct PagesController: RoutedController {
         action = table[Self.key(name, .get)] ?? table[Self.key("", .get)]!
       }
       switch try await action.handle(r) {
-      case .page(let page): return html(page, session: session, head: request.method == .head)
+      case .page(var page):
+        page.wiki = wiki
+        return html(page, session: session, head: request.method == .head)
       case .response(let response): return response
       }
     }

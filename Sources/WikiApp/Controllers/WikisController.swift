@@ -104,7 +104,9 @@ struct WikisController: RoutedController {
           throw Failure(status: .badRequest, message: "Unknown action.")
         }
       }
-      return try await wikiPage(wiki, summary, rights, query: query, session, store)
+      var page = try await wikiPage(wiki, summary, rights, query: query, session, store)
+      page.wiki = wiki
+      return page
     }
   }
 
