@@ -24,6 +24,11 @@ enum StaticFiles {
     h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
     h2 { font-size: 1.15rem; margin-top: 1.6rem; }
     .meta, .crumbs { color: var(--muted); font-size: .92rem; }
+    .attach { margin-top: 1.2rem; padding: .6rem 1rem; border: 2px dashed #ccd3db; border-radius: 8px; }
+    .attach.dropping { border-color: #2b6cb0; background: #eef5fd; }
+    .file-pick input { margin-left: .4rem; }
+    ul.files { padding-left: 1.2rem; }
+    .markdown img { max-width: 100%; }
     header.top form.search { margin-left: auto; margin-right: .8rem; }
     header.top form.search input { padding: .3rem .6rem; border: 1px solid #ccd3db; border-radius: 6px; width: 14rem; max-width: 40vw; }
     .search-page input[type=search] { padding: .4rem .6rem; width: 24rem; max-width: 70vw; }
@@ -170,6 +175,50 @@ enum StaticFiles {
           if ((e.ctrlKey || e.metaKey) && e.key === "s") { e.preventDefault(); editor.requestSubmit(document.getElementById("publish")); }
         });
         window.addEventListener("beforeunload", function () { if (dirty && timer) { autosave(); } });
+        // Files: dropped or chosen, each streamed to the attachment API as the page's next
+        // revision (the draft's text is merged onto it when published).
+        var attach = document.getElementById("attach");
+        if (attach && attach.getAttribute("data-upload")) {
+          var uploadStatus = document.getElementById("upload-status");
+          var fileList = document.getElementById("file-list");
+          var queue = Promise.resolve();
+          function upload(file) {
+            var url = attach.getAttribute("data-upload") + "/" + encodeURIComponent(file.name) +
+              "?rev=" + encodeURIComponent(attach.getAttribute("data-rev"));
+            uploadStatus.textContent = "Uploading " + file.name + "…";
+            return fetch(url, { method: "PUT", body: file, credentials: "same-origin",
+                headers: { "Content-Type": file.type || "application/octet-stream" } })
+              .then(function (r) { return r.json().then(function (j) { return { ok: r.ok, j: j }; }); })
+              .then(function (res) {
+                if (!res.ok) { throw new Error(res.j.reason || res.j.error || "refused"); }
+                attach.setAttribute("data-rev", res.j.rev);
+                var li = document.createElement("li");
+                var a = document.createElement("a");
+                a.href = attach.getAttribute("data-upload") + "/" + encodeURIComponent(file.name);
+                a.textContent = file.name;
+                li.appendChild(a);
+                var meta = document.createElement("span");
+                meta.className = "meta";
+                meta.textContent = " " + (file.type || "application/octet-stream") + " · " +
+                  (file.size < 1024 ? file.size + " bytes" : Math.round(file.size / 1024) + " KB");
+                li.appendChild(meta);
+                fileList.appendChild(li);
+                uploadStatus.textContent = "Uploaded " + file.name + ".";
+              })
+              .catch(function (e) { uploadStatus.textContent = "Could not upload " + file.name + ": " + e.message; });
+          }
+          function uploadAll(files) {
+            Array.prototype.forEach.call(files, function (f) { queue = queue.then(function () { return upload(f); }); });
+          }
+          document.getElementById("file-input").addEventListener("change", function (e) { uploadAll(e.target.files); e.target.value = ""; });
+          attach.addEventListener("dragover", function (e) { e.preventDefault(); attach.classList.add("dropping"); });
+          attach.addEventListener("dragleave", function () { attach.classList.remove("dropping"); });
+          attach.addEventListener("drop", function (e) {
+            e.preventDefault();
+            attach.classList.remove("dropping");
+            if (e.dataTransfer && e.dataTransfer.files) { uploadAll(e.dataTransfer.files); }
+          });
+        }
       } else {
         // Elsewhere: "e" edits the page shown.
         document.addEventListener("keydown", function (e) {

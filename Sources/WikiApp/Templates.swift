@@ -124,6 +124,7 @@ enum Templates {
     <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history">History</a> · <a id="blame" href="{{pageHref}}?action=blame">Blame</a></div>
     <h1 class="page-title">{{title}}</h1>
     <article id="content" class="markdown">{{{html}}}</article>
+    {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span></li>{{/files}}</ul></section>{{/hasFiles}}
     <footer class="page-meta">
       <p id="last-change">Last changed by {{updatedBy}} {{{updatedAt}}} · revision {{rev}}</p>
       <h2>What links here</h2>
@@ -146,6 +147,13 @@ enum Templates {
         <button id="publish" type="submit" accesskey="s">Publish</button>
         <button id="discard" type="submit" formaction="{{pageHref}}?action=discard" formnovalidate>Discard draft</button></p>
     </form>
+    <section id="attach" class="attach"{{#currentRev}} data-upload="{{uploadURL}}" data-rev="{{currentRev}}"{{/currentRev}}>
+      <h2>Files</h2>
+      {{#currentRev}}<p class="meta">Drop files here, or <label class="file-pick">choose them <input type="file" id="file-input" multiple></label>. Show a picture with <code>![what it shows](name.png)</code>, link a file with <code>[its title](name.pdf)</code>.</p>{{/currentRev}}
+      {{^currentRev}}<p class="meta">Publish the page once to attach files to it.</p>{{/currentRev}}
+      <ul class="files" id="file-list">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span></li>{{/files}}</ul>
+      <p id="upload-status" class="meta" aria-live="polite"></p>
+    </section>
     """,
     "history": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>

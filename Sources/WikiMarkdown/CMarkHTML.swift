@@ -46,7 +46,8 @@ enum CMarkHTML {
   /// each text node that has a `[[` and is outside links and images (so never with code, which
   /// cmark keeps in code nodes). When it returns pieces, they replace the node.
   static func render(
-    _ markdown: String, rewritingText rewrite: (String) -> [InlinePiece]?
+    _ markdown: String, rewritingURL rewriteURL: ((String, _ isImage: Bool) -> String?)? = nil,
+    rewritingText rewrite: (String) -> [InlinePiece]?
   ) -> String {
     _ = coreExtensionsRegistered
     let mem = unsafe cmark_get_default_mem_allocator()
@@ -68,6 +69,7 @@ enum CMarkHTML {
     defer { unsafe cmark_node_free(document) }
 
     unsafe cmark_consolidate_text_nodes(document)
+    if let rewriteURL { unsafe rewriteURLs(of: document, rewriteURL) }
     unsafe rewriteTextNodes(of: document, mem: mem, rewrite)
 
     guard
@@ -90,6 +92,29 @@ enum CMarkHTML {
       unsafe next += 1
     }
     return false
+  }
+
+  /// Gives each link and image of `document` the URL `rewrite` returns for it (nil: as it is).
+  @unsafe
+  private static func rewriteURLs(
+    of document: OpaquePointer, _ rewrite: (String, Bool) -> String?
+  ) {
+    guard let iterator = unsafe cmark_iter_new(document) else { return }
+    defer { unsafe cmark_iter_free(iterator) }
+    while true {
+      let event = unsafe cmark_iter_next(iterator)
+      if event == CMARK_EVENT_DONE { break }
+      guard event == CMARK_EVENT_ENTER, let node = unsafe cmark_iter_get_node(iterator) else {
+        continue
+      }
+      let type = unsafe cmark_node_get_type(node)
+      guard type == CMARK_NODE_LINK || type == CMARK_NODE_IMAGE,
+        let url = unsafe cmark_node_get_url(node),
+        let replaced = rewrite(unsafe String(cString: url), type == CMARK_NODE_IMAGE)
+      else { continue }
+      // Setting a URL leaves the tree's shape as it is: the iterator walks on.
+      _ = unsafe cmark_node_set_url(node, replaced)
+    }
   }
 
   /// Replaces the text nodes of `document` that `rewrite` splits.

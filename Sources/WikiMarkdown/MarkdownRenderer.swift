@@ -44,7 +44,14 @@ public struct MarkdownRenderer: Sendable {
   /// `<a href="HREF" class="wikilink missing-page" title="Create this page">TEXT</a>`, where TEXT
   /// is the label, or the target when there is no label. `link` is called once per distinct
   /// target.
-  public func render(_ markdown: String, link: (String) -> WikiLinkTarget) -> String {
+  ///
+  /// `resource`, when given, is asked for the URL of each Markdown link and image as written
+  /// (`![plan](plan.png)` asks for `plan.png`) and may return another (the page's attachment
+  /// of that name); nil leaves it. What it returns goes through cmark's safe mode like any URL.
+  public func render(
+    _ markdown: String, link: (String) -> WikiLinkTarget,
+    resource: ((_ url: String, _ isImage: Bool) -> String?)? = nil
+  ) -> String {
     // cmark draws each wiki link as an empty link to a placeholder URL that nothing else in the
     // output can carry (a random nonce), which is then replaced by the link's HTML. (cmark's
     // custom inline nodes would carry the HTML themselves, but table cells cannot hold them.)
@@ -53,7 +60,7 @@ public struct MarkdownRenderer: Sendable {
     var sourceTargets: Set<TitleKey>?
     var resolved: [TitleKey: WikiLinkTarget] = [:]
 
-    let html = CMarkHTML.render(markdown) { text in
+    let html = CMarkHTML.render(markdown, rewritingURL: resource) { text in
       let bytes = Array(text.utf8)
       let matches = WikiLinkSyntax.matches(in: bytes)
       if matches.isEmpty { return nil }

@@ -292,6 +292,48 @@ extension TestClientProtocol {
     }
   }
 
+  @Test(
+    "pictures and files: a page lists its attachments, Markdown images and links that name one resolve to it, an old revision shows the files it had"
+  )
+  func pageFiles() async throws {
+    let fixture = try UIFixture()
+    let before = try fixture.store.get("w1:Home")["_rev"]?.stringValue ?? ""
+    let withText =
+      try fixture.store.put(
+        #"{"type":"page","wiki_id":"w1","markdown":"![the plan](plan.png) and [notes](notes.txt) and [site](https://example.com/plan.png)"}"#,
+        id: "w1:Home", rev: before, actor: "alice"
+      ).rev ?? ""
+    try await fixture.withServer { client in
+      var headers = HTTPFields()
+      headers[.authorization] = "Basic " + Data("alice:pw-alice".utf8).base64EncodedString()
+      headers[.contentType] = "image/png"
+      let png: [UInt8] =
+        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array(repeating: 7, count: 2000)
+      let put = try await client.execute(
+        uri: "/wiki/w1:Home/plan.png?rev=\(withText)", method: .put, headers: headers,
+        body: ByteBuffer(bytes: png)
+      ) { (Int($0.status.code), String(buffer: $0.body)) }
+      #expect(put.0 == 201, "\(put.1)")
+      let page = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(page.text.contains(#"<img src="/wiki/w1%3AHome/plan.png" alt="the plan""#))
+      #expect(page.text.contains(#"href="notes.txt""#))  // no such file: left as written
+      #expect(page.text.contains(#"href="https://example.com/plan.png""#))
+      #expect(page.text.contains(#"<section id="files">"#))
+      #expect(page.text.contains("image/png · 2 KB"))
+      let edit = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "alice")
+      #expect(edit.text.contains(#"data-upload="/wiki/w1%3AHome""#))
+      #expect(edit.text.contains(#"<img src="/wiki/w1%3AHome/plan.png""#))
+      // The revision before the file: no files, the image left as written.
+      let old = try await client.page(.get, "/_wiki/w1/Home?rev=\(withText)", as: "alice")
+      #expect(!old.text.contains(#"<section id="files">"#))
+      #expect(old.text.contains(#"<img src="plan.png""#))
+      // A new page has nothing to attach to until it is published.
+      let new = try await client.page(.get, "/_wiki/w1/Fresh?action=edit", as: "alice")
+      #expect(new.text.contains("Publish the page once to attach files"))
+      #expect(!new.text.contains("data-upload"))
+    }
+  }
+
   @Test("forms need the CSRF token and this site's Origin")
   func csrf() async throws {
     let fixture = try UIFixture()

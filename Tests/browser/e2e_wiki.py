@@ -905,6 +905,33 @@ class Scenario:
             expect(any(m.lower() == word.lower() for m in marks), f"{word!r} is not among the marked: {marks}")
             self.shot("search.png")
 
+        @self.check("a picture dropped on the editor is uploaded and ![pixel](pixel.png) shows it inline",
+                    needs=("alice_again", "home_url"))
+        def _():
+            self.go(st["home_url"] + "?action=edit")
+            page.wait_for_selector("#attach[data-upload]")
+            # A 1×1 PNG, dropped as a file would be from the desktop.
+            page.eval("""(() => {
+              const b64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+              const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+              const data = new DataTransfer();
+              data.items.add(new File([bytes], 'pixel.png', { type: 'image/png' }));
+              const target = document.getElementById('attach');
+              target.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+              return true;
+            })()""")
+            page.wait_for("(() => /Uploaded pixel\\.png/.test(document.getElementById('upload-status').textContent))()",
+                          timeout=15, what="#upload-status saying the picture is uploaded")
+            expect("pixel.png" in " ".join(page.texts("#file-list li")), "pixel.png is not in the file list")
+            text = page.value("form#editor textarea[name=markdown]")
+            page.fill("form#editor textarea[name=markdown]", text.rstrip() + "\n\n![pixel](pixel.png)\n")
+            self.publish()
+            page.wait_for("(() => { const i = document.querySelector('#content img[alt=pixel]');"
+                          " return !!i && i.complete && i.naturalWidth > 0; })()",
+                          timeout=15, what="the picture shown inline (naturalWidth > 0)")
+            expect(page.exists("section#files"), "the page lists no files")
+            self.shot("files.png")
+
         @self.check("times read as people say them: no raw ISO-8601 timestamp is visible text",
                     needs=("alice_again", "home_url"))
         def _():

@@ -52,7 +52,14 @@ struct EditController: WikiController {
     object["markdown"] = markdown
     // After a merge conflict the settled text goes onto the current revision.
     object["base"] = baseRev ?? draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
-    object["preview"] = try rendered(markdown, wiki: wiki, key: nil, store)
+    let files = current.map { self.files(of: $0, id: id, rev: nil) } ?? []
+    object["preview"] = try rendered(markdown, wiki: wiki, key: nil, store, files: files)
+    object["files"] = files.map(\.template)
+    if let rev = current?["_rev"]?.stringValue, current?["_deleted"] != .bool(true) {
+      object["currentRev"] = rev
+      object["uploadURL"] =
+        "/" + PercentDecoding.encode(options.database) + "/" + PercentDecoding.encode(id)
+    }
     if let draft {
       object["draftStatus"] =
         "Your draft, saved \(Self.time(draft.updatedMicroseconds)); not published yet."
@@ -75,7 +82,9 @@ struct EditController: WikiController {
     let baseRev = form.base.flatMap { $0.isEmpty ? nil : $0 }
     switch action {
     case "preview":
-      let html = try rendered(markdown, wiki: wiki, key: nil, store)
+      let current = try? store.get(id).objectValue
+      let files = current.map { self.files(of: $0, id: id, rev: nil) } ?? []
+      let html = try rendered(markdown, wiki: wiki, key: nil, store, files: files)
       var headers = HTTPFields()
       headers[.contentType] = "text/html; charset=utf-8"
       return .response(

@@ -77,8 +77,12 @@ struct HistoryController: WikiController {
       return page
     }
     var object = base
+    // The files the page had then, by that revision.
+    let files = self.files(of: doc, id: id, rev: doc["_rev"]?.stringValue)
     object["html"] = try rendered(
-      doc["markdown"]?.stringValue ?? "", wiki: wiki, key: nil, store)
+      doc["markdown"]?.stringValue ?? "", wiki: wiki, key: nil, store, files: files)
+    object["files"] = files.map(\.template)
+    object["hasFiles"] = !files.isEmpty
     object["rev"] = doc["_rev"]?.stringValue ?? ""
     let (by, at) = Self.lastChange(doc, id: id, rev: doc["_rev"]?.stringValue ?? "", store)
     object["updatedBy"] = by

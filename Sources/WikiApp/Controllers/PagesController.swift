@@ -185,8 +185,11 @@ struct PagesController: RoutedController {
     let currentRev = doc["_rev"]?.stringValue ?? ""
     let markdown = doc["markdown"]?.stringValue ?? ""
     var object = base
+    let files = self.files(of: doc, id: id, rev: rev)
     object["html"] = try rendered(
-      markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store)
+      markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store, files: files)
+    object["files"] = files.map(\.template)
+    object["hasFiles"] = !files.isEmpty
     object["rev"] = currentRev
     let (by, at) = Self.lastChange(doc, id: id, rev: currentRev, store)
     object["updatedBy"] = by

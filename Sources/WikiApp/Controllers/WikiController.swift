@@ -29,6 +29,19 @@ protocol RoutedController: WikiController {
   func routes() -> RouteCollection<CouchRequestContext>
 }
 
+/// A file attached to a page's revision, as the pages show it.
+struct PageFile: Sendable {
+  let name: String
+  let type: String
+  let size: String
+  let href: String
+  let isImage: Bool
+
+  var template: [String: Any] {
+    ["name": name, "type": type, "size": size, "href": href, "isImage": isImage]
+  }
+}
+
 /// A form a signed-in user posts: it carries the CSRF token of their session.
 protocol PostedForm: Decodable {
   var csrf: String? { get }
@@ -144,21 +157,62 @@ extension WikiController {
   /// The HTML of a revision's Markdown, rendered once per revision and state of its wiki
   /// (`key` names both: a page created or deleted changes the wiki's last update, and with it
   /// which links are to missing pages).
-  func rendered(_ markdown: String, wiki: String, key: String?, _ store: DocumentStore) throws
-    -> String
-  {
+  ///
+  /// `files` (a revision's attachments, name to URL: ``files(of:id:rev:)``) resolves Markdown
+  /// links and images that name one: `![plan](plan.png)`, `[minutes](2026-11.pdf)`.
+  func rendered(
+    _ markdown: String, wiki: String, key: String?, _ store: DocumentStore,
+    files: [PageFile] = []
+  ) throws -> String {
     if let key, let html = cache.get(key) { return html }
     let queries = try WikiQueries(store)
     func exists(_ title: String) -> Bool {
       (try? queries.page(title, in: wiki)) != nil
     }
-    let html = renderer.render(markdown) { target in
-      let found = exists(target)
-      return WikiLinkTarget(
-        href: Self.pageHref(wiki, target) + (found ? "" : "?action=edit"), exists: found)
-    }
+    let byName = Dictionary(files.map { ($0.name, $0.href) }, uniquingKeysWith: { a, _ in a })
+    let resource: ((String, Bool) -> String?)? =
+      byName.isEmpty
+      ? nil
+      : { url, _ in
+        // A name, not an address: no scheme, no path from the root, no fragment alone.
+        guard !url.isEmpty, !url.contains(":"), !url.hasPrefix("/"), !url.hasPrefix("#") else {
+          return nil
+        }
+        return byName[url.removingPercentEncoding ?? url]
+      }
+    let html = renderer.render(
+      markdown,
+      link: { target in
+        let found = exists(target)
+        return WikiLinkTarget(
+          href: Self.pageHref(wiki, target) + (found ? "" : "?action=edit"), exists: found)
+      }, resource: resource)
     if let key { cache.put(key, html) }
     return html
+  }
+
+  /// The attachments of revision `rev` (nil: the current one) of page `id`, whose body is
+  /// `doc`, with the API's URL of each (`/{db}/{docid}/{name}`, `?rev=` for an old revision).
+  func files(of doc: JSONObject, id: String, rev: String?) -> [PageFile] {
+    guard case .object(let attachments)? = doc["_attachments"] else { return [] }
+    let base =
+      "/" + PercentDecoding.encode(options.database) + "/" + PercentDecoding.encode(id) + "/"
+    return attachments.members.map { member in
+      let type = member.value["content_type"]?.stringValue ?? "application/octet-stream"
+      let length = Int(member.value["length"]?.numberValue?.int64Value ?? 0)
+      return PageFile(
+        name: member.key, type: type, size: Self.size(length),
+        href: base + PercentDecoding.encode(member.key) + (rev.map { "?rev=" + $0 } ?? ""),
+        isImage: type.hasPrefix("image/"))
+    }
+  }
+
+  /// A size for people: "512 bytes", "12 KB", "3.4 MB".
+  static func size(_ bytes: Int) -> String {
+    if bytes < 1024 { return WikiSite.count(bytes, "byte") }
+    if bytes < 1024 * 1024 { return "\((bytes + 512) / 1024) KB" }
+    let tenths = (bytes * 10 + 512 * 1024) / (1024 * 1024)
+    return "\(tenths / 10).\(tenths % 10) MB"
   }
 
   /// Who made revision `rev` of page `id`, and when, as the log recorded it: the body's
