@@ -11,6 +11,10 @@ enum Templates {
       // every test run would show.
       try! library.register(text, named: name)
     }
+    // The layout in two halves, before and after the page's body (``WikiSite/html``).
+    let halves = sources["layout"]!.split(separator: "{{{body}}}", maxSplits: 1)
+    try! library.register(String(halves[0]), named: "layout.head")
+    try! library.register(String(halves[1]), named: "layout.tail")
     return library
   }()
 

@@ -214,11 +214,9 @@ struct WikiSite: Sendable {
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
   func html(_ page: Page, session: Session?, head: Bool = false) -> Response {
-    // The body goes in after the layout is rendered: Mustache need not carry it.
-    let marker = "\u{1}wikilog-body\u{1}"
-    var object: [String: Any] = [
-      "title": page.title, "body": marker, "csrf": session?.csrf ?? "",
-    ]
+    // The body goes between the layout's two halves: Mustache need not carry it, and nothing
+    // searches the page for where it goes.
+    var object: [String: Any] = ["title": page.title, "csrf": session?.csrf ?? ""]
     if let session {
       object["user"] = session.displayName
       if let (text, state) = SyncController.summary(site: self, for: session) {
@@ -231,11 +229,9 @@ struct WikiSite: Sendable {
       object["asOf"] = asOf
       object["asOfExit"] = page.asOfExit ?? "?"
     }
-    let layout = Templates.render("layout", object)
-    var text = layout
-    if let range = layout.range(of: marker) {
-      text = String(layout[..<range.lowerBound]) + page.body + String(layout[range.upperBound...])
-    }
+    let text =
+      Templates.render("layout.head", object) + page.body
+      + Templates.render("layout.tail", object)
     var headers = HTTPFields()
     headers[.contentType] = "text/html; charset=utf-8"
     headers[HTTPField.Name("Content-Security-Policy")!] = Self.contentSecurityPolicy
