@@ -209,7 +209,9 @@ enum Templates {
     </section>{{/syncs}}
     {{^syncs}}<p id="no-syncs">No sync is set up yet.</p>{{/syncs}}
     </div>
+    <h2>Conflicts</h2>
     <p class="meta">Where both sides changed the same page, both versions arrive: the page says so and its wiki's Conflicts page lets you keep one.</p>
+    <ul id="sync-conflicts">{{#conflicts}}<li><a href="{{href}}">{{wikiTitle}}</a>: {{count}} with conflicting versions</li>{{/conflicts}}{{^conflicts}}<li class="empty">None in your wikis.</li>{{/conflicts}}</ul>
     <h2>Set up a sync</h2>
     <form id="sync-add" class="stacked" method="post" action="/_wiki/_sync">
       <input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="add">

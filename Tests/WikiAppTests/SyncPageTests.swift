@@ -153,6 +153,27 @@ import WikiApp
     }
   }
 
+  @Test(
+    "the Sync page lists the readable wikis with conflicted pages, linked to their Conflicts page")
+  func conflicts() async throws {
+    let fixture = try UIFixture(replicator: true)
+    // A second leaf of w1:Home, as a sync brings one.
+    _ = try fixture.store.bulkDocs(
+      [
+        try JSONValue(
+          parsing: Array(
+            #"{"_id":"w1:Home","_rev":"1-ffff","type":"page","wiki_id":"w1","markdown":"theirs"}"#
+              .utf8))
+      ], newEdits: false, actor: "alice")
+    try await fixture.withServer { client in
+      let alice = try await client.page(.get, "/_wiki/_sync", as: "alice")
+      #expect(alice.text.contains(#"<a href="/_wiki/w1/?action=conflicts">Secret w1</a>: 1 page"#))
+      let carol = try await client.page(.get, "/_wiki/_sync", as: "carol")
+      #expect(!carol.text.contains("Secret w1"))
+      #expect(carol.text.contains("None in your wikis."))
+    }
+  }
+
   @Test("without a _replicator database the Sync page says the server runs no replications")
   func disabled() async throws {
     let fixture = try UIFixture()

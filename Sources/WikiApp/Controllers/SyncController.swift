@@ -9,6 +9,8 @@ import JSON
 import NIOCore
 import Projections
 import Replication
+import RevTree
+import Wiki
 
 /// `/_wiki/_sync`: two-way continuous sync of the wiki database with another server (a
 /// wikilog, a CouchDB, anything that speaks the replication protocol), kept in `_replicator`
@@ -139,14 +141,15 @@ struct SyncController: RoutedController {
   // MARK: The page
 
   func page(_ request: Request, _ context: Context) async throws -> Response {
-    try await site.signedInPage(request, context) { session, _ in
-      try render(session)
+    try await site.signedInPage(request, context) { session, store in
+      try render(session, store)
     }
   }
 
-  func render(_ session: Session, error: String? = nil, status: HTTPResponse.Status = .ok)
-    throws -> Page
-  {
+  func render(
+    _ session: Session, _ store: DocumentStore, error: String? = nil,
+    status: HTTPResponse.Status = .ok
+  ) throws -> Page {
     guard couch.replicatorDocuments.isEnabled else {
       return Page(
         title: "Sync",
@@ -177,11 +180,37 @@ struct SyncController: RoutedController {
     }
     var object: [String: Any] = [
       "syncs": rows, "csrf": session.csrf, "database": options.database,
+      "conflicts": try conflicts(session, store),
     ]
     if let error { object["error"] = error }
     var page = Page(title: "Sync", body: Templates.render("sync", object))
     page.status = status
     return page
+  }
+
+  /// The wikis the user may read that have pages with conflicting revisions (both sides
+  /// changed them: what a sync brings), with how many, linked to each wiki's Conflicts page.
+  func conflicts(_ session: Session, _ store: DocumentStore) throws -> [[String: Any]] {
+    let queries = try WikiQueries(store)
+    let view = try self.view(session, store)
+    var rows: [[String: Any]] = []
+    for wiki in try queries.wikis() where view?.includes(wiki.id) ?? true {
+      var count = 0
+      for id in [wiki.id] + (try queries.pages(in: wiki.id).map(\.id)) {
+        if let record = try store.record(id),
+          record.tree.leaves.filter({ !$0.isDeleted }).count > 1
+        {
+          count += 1
+        }
+      }
+      guard count > 0 else { continue }
+      rows.append([
+        "wikiTitle": wiki.title.isEmpty ? wiki.id : wiki.title,
+        "href": Self.wikiHref(wiki.id) + "?action=conflicts",
+        "count": WikiSite.count(count, "page"),
+      ])
+    }
+    return rows
   }
 
   // MARK: Setting up, pausing, removing
@@ -197,7 +226,7 @@ struct SyncController: RoutedController {
   }
 
   func post(_ request: Request, _ context: Context) async throws -> Response {
-    try await site.signedIn(request, context) { session, _ in
+    try await site.signedIn(request, context) { session, wikiStore in
       let form = try await site.form(SyncForm.self, request, session: session)
       guard let store = try replicator() else {
         throw Failure(status: .notImplemented, message: "This server runs no replications.")
@@ -212,7 +241,8 @@ struct SyncController: RoutedController {
         }
       } catch let failure as Failure {
         return html(
-          try render(session, error: failure.message, status: failure.status), session: session)
+          try render(session, wikiStore, error: failure.message, status: failure.status),
+          session: session)
       }
       throw Redirect(location: "/_wiki/_sync")
     }
