@@ -27,6 +27,13 @@ import WikiApp
   func twoWay() async throws {
     let a = try UIFixture("syncA", replicator: true)
     let b = try UIFixture("syncB")
+    // carol's wiki w2 is hidden from alice on both sides: her sync carries none of it.
+    try a.store.put(
+      #"{"type":"page","wiki_id":"w2","markdown":"carol's, on A"}"#, id: "w2:On A",
+      actor: "carol")
+    try b.store.put(
+      #"{"type":"page","wiki_id":"w2","markdown":"carol's, on B"}"#, id: "w2:On B",
+      actor: "carol")
     try await a.withServer(
       .live,
       options: {
@@ -80,6 +87,9 @@ import WikiApp
         #expect(page.text.contains("http://127.0.0.1:\(portB)/wiki"))
         #expect(page.text.contains(#"id="sync-indicator""#))
         #expect(!page.text.contains("pw-alice"))
+        // What alice may not read on either side stayed where it was.
+        #expect((try? a.store.get("w2:On B")) == nil)
+        #expect((try? b.store.get("w2:On A")) == nil)
         // Another user sees none of alice's syncs.
         let bobs = try await clientA.page(.get, "/_wiki/_sync", as: "bob")
         #expect(bobs.text.contains(#"id="no-syncs""#))
@@ -122,6 +132,12 @@ import WikiApp
           let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
           Issue.record("not arrived: \(page.text.split(separator: "<tbody>").last ?? "")")
         }
+        // And the page says so again.
+        #expect(
+          try await eventually(20) {
+            let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+            return page.text.contains(#"data-field="sync-state">up to date<"#)
+          })
         await group.triggerGracefulShutdown()
         try await tasks.waitForAll()
       }
