@@ -246,6 +246,23 @@ import Testing
       "\(server.lines)")
   }
 
+  @Test("SIGTERM ends the Sync page's event stream with the server, within seconds")
+  func syncEventsEndAtShutdown() throws {
+    let cli = try CLI()
+    let server = try startBackground(cli, ["serve", "--port", "0", "--log-level", "error"])
+    #expect(server.waitFor(timeout: 30) { $0.contains { $0.contains("serving") } })
+    let port = try #require(
+      server.lines.lazy.compactMap { $0.firstMatch(of: #/http://127\.0\.0\.1:(\d+)//#) }.first
+    ).1
+    // A browser's EventSource on the Sync page (the admin party: no sign-in needed).
+    let stream = try ChildProcess(
+      "/usr/bin/curl", ["-s", "-N", "http://127.0.0.1:\(port)/_wiki/_sync/_events"])
+    #expect(stream.waitFor(timeout: 10) { $0.contains { $0.hasPrefix("data: ") } })
+    kill(server.process.processIdentifier, SIGTERM)
+    #expect(server.waitForExit(timeout: 10), "the server waited for the stream")
+    #expect(stream.waitForExit(timeout: 10))
+  }
+
   /// GET `url` as a JSON object.
   func get(_ url: String) -> [String: Any]? {
     nonisolated(unsafe) var result: [String: Any]?

@@ -10,6 +10,8 @@ import NIOCore
 import Projections
 import Replication
 import RevTree
+import ServiceLifecycle
+import Synchronization
 import Wiki
 
 /// `/_wiki/_sync`: two-way continuous sync of the wiki database with another server (a
@@ -396,20 +398,27 @@ struct SyncController: RoutedController {
       let body = ResponseBody { writer in
         var last = ""
         var quiet = 0
-        while !Task.isCancelled {
-          let state = controller.stateJSON(session)
-          if state != last {
-            last = state
-            quiet = 0
-            try await writer.write(ByteBuffer(string: "data: \(state)\n\n"))
-          } else {
-            quiet += 1
-            if quiet >= 15 {
+        // The server's graceful shutdown ends the stream (as it ends the changes feeds), within
+        // the second the loop sleeps.
+        let stopping = StopFlag()
+        try await withGracefulShutdownHandler {
+          while !Task.isCancelled && !stopping.isSet {
+            let state = controller.stateJSON(session)
+            if state != last {
+              last = state
               quiet = 0
-              try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+              try await writer.write(ByteBuffer(string: "data: \(state)\n\n"))
+            } else {
+              quiet += 1
+              if quiet >= 15 {
+                quiet = 0
+                try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+              }
             }
+            try await Task.sleep(for: .seconds(1))
           }
-          try await Task.sleep(for: .seconds(1))
+        } onGracefulShutdown: {
+          stopping.set()
         }
         try await writer.finish(nil)
       }
@@ -430,4 +439,11 @@ struct SyncController: RoutedController {
       })
     return String(decoding: value.serialized(), as: UTF8.self)
   }
+}
+
+/// A flag one task sets and another reads.
+final class StopFlag: Sendable {
+  private let value = Mutex(false)
+  var isSet: Bool { value.withLock { $0 } }
+  func set() { value.withLock { $0 = true } }
 }
