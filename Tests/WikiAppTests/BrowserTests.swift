@@ -58,6 +58,10 @@ import Testing
     environment["WIKI_REMOTE_URL"] = remoteBase + "/wiki"
     environment["WIKI_REMOTE_USER"] = "alice"
     environment["WIKI_REMOTE_PASSWORD"] = remotePassword
+    // The scenario stops the remote and starts it again on its port.
+    environment["WIKI_REMOTE_PID"] = String(remoteServer.process.processIdentifier)
+    environment["WIKI_REMOTE_SERVE"] =
+      "\(wikilog) serve --db \(remoteDir) --port \(remoteBase.split(separator: ":").last ?? "0") --log-level error"
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
       .deletingLastPathComponent().appendingPathComponent("browser/e2e_wiki.py").path
     let run = try ChildProcess(

@@ -24,6 +24,9 @@ import json
 import os
 import re
 import secrets
+import shlex
+import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -974,6 +977,44 @@ class Scenario:
                 self.shot("sync.png")
                 st["synced"] = True
 
+            @self.check("the remote goes away: the Sync page and header say offline with the next try; "
+                        "an edit made meanwhile arrives when it returns, and the page says up to date",
+                        needs=("synced",))
+            def _():
+                serve = os.environ.get("WIKI_REMOTE_SERVE")
+                pid = os.environ.get("WIKI_REMOTE_PID")
+                expect(serve and pid, "WIKI_REMOTE_SERVE and WIKI_REMOTE_PID are not set")
+                self.go(self.ui("_sync"))
+                os.kill(int(pid), signal.SIGTERM)
+                # Live: the page's EventSource brings the new state.
+                page.wait_for("(() => { const e = document.querySelector('section.sync [data-field=\"sync-state\"]');"
+                              " return !!e && e.textContent === 'offline'; })()",
+                              timeout=15, what="the sync's state 'offline'")
+                status, body = self.api("PUT", self.doc_path("Made Offline"), "alice",
+                                        {"type": "page", "wiki_id": st["wiki_id"], "markdown": "while the remote was away"})
+                expect(status == 201, f"PUT answered {status}: {body}")
+                self.go(self.ui("_sync"))
+                expect("next try" in page.text("section.sync"), f"no next try: {page.text('section.sync')!r}")
+                expect(page.text("#sync-indicator") == "Sync: offline", f"header: {page.text('#sync-indicator')!r}")
+                self.shot("sync-offline.png")
+                self.remote = subprocess.Popen(shlex.split(serve), stdout=subprocess.DEVNULL,
+                                               stderr=subprocess.DEVNULL)
+                path = "/" + quote(f"{st['wiki_id']}:Made Offline", safe="")
+                # CouchDB's back-off: 30 s after the first crash.
+                deadline = time.time() + 90
+                while time.time() < deadline:
+                    try:
+                        if remote_status(path) == 200:
+                            break
+                    except OSError:
+                        pass
+                    time.sleep(0.2)
+                else:
+                    raise CheckFailed(f"{path} did not arrive at {remote} within 90 s of its return")
+                page.wait_for("(() => { const e = document.querySelector('section.sync [data-field=\"sync-state\"]');"
+                              " return !!e && e.textContent === 'up to date'; })()",
+                              timeout=90, what="the sync's state 'up to date' again")
+
             @self.check("a page written here arrives on the other server", needs=("synced",))
             def _():
                 status, body = self.api("PUT", self.doc_path("Synced Page"), "alice",
@@ -1023,6 +1064,13 @@ def main(argv: list[str]) -> int:
         why = re.sub(r"\s+", " ", str(e))[:500]
         print(f"FAIL - browser: {type(e).__name__}: {why}", flush=True)
     finally:
+        remote = getattr(scenario, "remote", None)
+        if remote is not None:
+            remote.terminate()
+            try:
+                remote.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                remote.kill()
         if scenario.page is not None:
             try:
                 with open(os.path.join(outdir, "console.log"), "w", encoding="utf-8") as f:
