@@ -10,7 +10,7 @@ import RevTree
 
 /// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.
 ///
-/// Every failure the server answers goes through here: ``StoreError``s from the document store
+/// Every failure the server answers goes through here: `StoreError`s from the document store
 /// keep their name, reason and status; a body over the size limit is `too_large` (413); anything
 /// unexpected is `internal_server_error` (500).
 ///
@@ -33,7 +33,7 @@ public struct CouchError: Error, Sendable, Hashable, HTTPResponseError {
     self.statusCode = status
   }
 
-  /// A failed replication as CouchDB answers it (``ReplicatorError/answer``).
+  /// A failed replication as CouchDB answers it (`ReplicatorError.answer`).
   public init(_ answer: (error: String, reason: String, status: Int)) {
     self.init(answer.error, answer.reason, status: answer.status)
   }

@@ -17,7 +17,7 @@ public import ServiceLifecycle
   import Foundation
 #endif
 
-/// The CouchDB HTTP API over a ``DataDirectory``: every database of the directory is served at
+/// The CouchDB HTTP API over a `DataDirectory`: every database of the directory is served at
 /// `/{db}`, with CouchDB's request and response shapes, so CouchDB's replicator, PouchDB and other
 /// CouchDB tools can talk to wikilog unchanged.
 ///
@@ -28,7 +28,7 @@ public import ServiceLifecycle
 ///
 /// With ``CouchServerOptions/authenticator`` every request is signed in (cookie, Basic, JWT,
 /// token; `/_session`), the database's security object and the data directory's
-/// ``DocumentAccess`` rules decide what it may read and write (a user's filtered view of
+/// `DocumentAccess` rules decide what it may read and write (a user's filtered view of
 /// `_all_docs` and `_changes`, per-document checks of every write: `CouchServer+Access.swift`),
 /// and every write is recorded with the user as its actor and the client's address as its
 /// origin. Without one, every request is an administrator's.
@@ -80,7 +80,7 @@ public struct CouchServer: Sendable {
   }
 
   /// What runs beside the server for its lifetime: the `_replicator` database's jobs when the
-  /// data directory knows `_replicator` (``Projections/SystemDatabase/replicator``); pass
+  /// data directory knows `_replicator` (`SystemDatabase.replicator`); pass
   /// them to the application (``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
   /// does).
   public var services: [any Service] {
@@ -97,7 +97,7 @@ public struct CouchServer: Sendable {
   /// The API's answer to `request`, behind ``CouchPipeline``'s middlewares (which set the
   /// `Server` and CORS headers, render a thrown error and log the request): signs the caller
   /// in, parses the route once, and dispatches it by the endpoint tables
-  /// (`CouchServer+Endpoints.swift`), with the caller's ``WriteAccess`` for the store's write
+  /// (`CouchServer+Endpoints.swift`), with the caller's `WriteAccess` for the store's write
   /// transaction. A failure is thrown as a ``CouchError`` carrying a renewed session cookie.
   public func answer(_ request: Request, context: Context) async throws -> Response {
     var request = request

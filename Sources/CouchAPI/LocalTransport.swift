@@ -4,7 +4,7 @@ public import Logging
 import NIOCore
 public import Replication
 
-/// A ``CouchTransport`` that hands each request to a ``CouchServer`` in this process, through
+/// A `CouchTransport` that hands each request to a ``CouchServer`` in this process, through
 /// its ``CouchPipeline``: no socket, no port, the server's own routes and answers. `wikilog replicate` uses it for a
 /// database of the local data directory.
 ///

@@ -5,7 +5,7 @@ public import HummingbirdCore
 public import Logging
 public import Projections
 import Query
-public import Replication
+import Replication
 
 /// Settings of the web UI.
 public struct WikiAppOptions: Sendable {
@@ -15,10 +15,10 @@ public struct WikiAppOptions: Sendable {
   public init() {}
 }
 
-/// `wikilog serve`'s responder: ``CouchAPI/CouchPipeline`` with the wiki's controllers under
-/// `/_wiki/` (each a Hummingbird `RouteCollection`, behind ``PageErrors``, which renders their
-/// failures as HTML pages), a browser's `GET /` sent there (``BrowserHome``), and CouchDB's API
-/// (``CouchServer``) behind them, on one port and one router: the request log, the `Server`
+/// `wikilog serve`'s responder: `CouchPipeline` with the wiki's controllers under
+/// `/_wiki/` (each a Hummingbird `RouteCollection`, behind `PageErrors`, which renders their
+/// failures as HTML pages), a browser's `GET /` sent there (`BrowserHome`), and CouchDB's API
+/// (`CouchServer`) behind them, on one port and one router: the request log, the `Server`
 /// header and the API's CORS and error rendering are the pipeline's middlewares.
 public struct WikiServer: HTTPResponder {
   public typealias Context = CouchRequestContext

@@ -1,7 +1,7 @@
 public import Hummingbird
 
 /// Renders any error a handler throws as CouchDB does: `{"error","reason"}` with its status
-/// (``CouchError/init(_:)-(any Error)`` maps the store's, the log's and the parser's errors),
+/// (`CouchError(_:)` maps the store's, the log's and the parser's errors),
 /// an empty body for `HEAD`, and the failure noted for ``RequestLog``.
 ///
 /// On ``CouchPipeline`` it wraps the CouchDB API (inside ``CORSMiddleware``, so that an error
