@@ -163,6 +163,11 @@ public final class ReplicatorDocuments: Sendable {
     guard let store = try? data.open(Self.databaseName),
       case .object(let doc)? = try? store.get(id)
     else { return nil }
+    return state(ofDocument: id, body: doc)
+  }
+
+  /// ``state(ofDocument:)`` of a document its caller has read already (`doc`, its body).
+  public func state(ofDocument id: String, body doc: JSONObject) -> DocumentState {
     if doc[Self.pausedField] == .bool(true) { return DocumentState(state: .paused) }
     switch doc["_replication_state"]?.stringValue {
     case "failed":

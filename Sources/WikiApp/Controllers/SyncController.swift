@@ -76,14 +76,7 @@ struct SyncController: RoutedController {
     var directions: [Direction]
 
     /// The state of the sync as a whole: the worst of its directions'.
-    var state: String {
-      let states = directions.map(\.state.state)
-      for s in [
-        ReplicatorDocuments.DocumentState.State.failed, .offline, .paused, .starting, .waiting,
-        .active,
-      ] where states.contains(s) { return s.rawValue }
-      return states.first?.rawValue ?? "starting"
-    }
+    var state: String { SyncController.worst(directions.map(\.state.state.rawValue)) }
   }
 
   /// The `_replicator` database, nil when the server runs none.
@@ -112,9 +105,8 @@ struct SyncController: RoutedController {
       guard session.user.isAdmin || (owner != nil && owner == session.user.name) else {
         continue
       }
-      let state =
-        couch.replicatorDocuments.state(ofDocument: id)
-        ?? ReplicatorDocuments.DocumentState(state: .starting)
+      // The document is read already: its state without a second read.
+      let state = couch.replicatorDocuments.state(ofDocument: id, body: doc)
       if byID[syncID] == nil {
         order.append(syncID)
         byID[syncID] = Sync(
@@ -132,12 +124,14 @@ struct SyncController: RoutedController {
   )? {
     let controller = SyncController(site: site)
     guard let syncs = try? controller.syncs(for: session), !syncs.isEmpty else { return nil }
-    let states = syncs.map(\.state)
-    for state in ["failed", "offline", "paused", "starting", "waiting", "active"]
-    where states.contains(state) {
-      return ("Sync: " + state, state.replacingOccurrences(of: " ", with: "-"))
-    }
-    return ("Sync: up to date", "up-to-date")
+    let state = worst(syncs.map(\.state))
+    return ("Sync: " + state, state.replacingOccurrences(of: " ", with: "-"))
+  }
+
+  /// The worst of `states`, the order the page and the header show them in (the script's too).
+  static func worst(_ states: [String]) -> String {
+    ["failed", "offline", "paused", "starting", "waiting", "active"].first(where: states.contains)
+      ?? "up to date"
   }
 
   // MARK: The page
