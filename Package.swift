@@ -46,6 +46,7 @@ let package = Package(
     .library(name: "Auth", targets: ["Auth"]),
     .library(name: "WikiMarkdown", targets: ["WikiMarkdown"]),
     .library(name: "WikiApp", targets: ["WikiApp"]),
+    .library(name: "TypedDocuments", targets: ["TypedDocuments"]),
     .executable(name: "wikilog", targets: ["wikilog"]),
   ],
   dependencies: [
@@ -196,6 +197,20 @@ let package = Package(
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
+    // Codable documents, typed change streams and sync sessions, for apps that embed the store.
+    .target(
+      name: "TypedDocuments",
+      dependencies: [
+        "Formats", "JSON", "Log", "RevTree", "Projections", "Query", "Replication", "CouchAPI",
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    // The example of the DocC article "Embedding wikilog in an app": a notes tool that saves
+    // typed notes locally and syncs them with a `wikilog serve`. Built (and run) by `make test`.
+    .executableTarget(
+      name: "notes", dependencies: ["TypedDocuments"], path: "Examples/Notes",
+      swiftSettings: swiftSettings),
     .executableTarget(
       name: "wikilog",
       dependencies: [
@@ -272,6 +287,14 @@ let package = Package(
         "Auth", "Projections", "JSON", "Log", "Wiki", "TestSupport",
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "_CryptoExtras", package: "swift-crypto"),
+      ],
+      swiftSettings: swiftSettings),
+    // The typed API: round trips, conflicts, change streams across processes, sync sessions.
+    .testTarget(
+      name: "TypedDocumentsTests",
+      dependencies: [
+        "TypedDocuments", "Projections", "JSON", "Log", "Replication", "TestSupport", "notes",
+        "wikilog",
       ],
       swiftSettings: swiftSettings),
     .testTarget(
