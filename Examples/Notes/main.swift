@@ -129,9 +129,11 @@ func run() async throws {
     )
     print("\(saved.id) \(saved.revision!)")
   case "watch":
+    // From the last change now: nothing committed after "watching" is missed.
+    let changes = db.changes(of: Note.self, from: .after(db.lastSequence))
     print("watching")
     fflush(nil)
-    for try await change in db.changes(of: Note.self) {
+    for try await change in changes {
       let latency = Date().timeIntervalSince(change.time) * 1000
       print(
         "\(change.kind) \(change.id) \(change.revision) \(change.document?.title ?? "")"

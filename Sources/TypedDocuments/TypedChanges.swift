@@ -39,6 +39,12 @@ public struct TypedChange<D: StoredDocument>: Sendable {
 }
 
 extension DocumentDatabase {
+  /// The position of the last change committed (of any type): `changes(of:from: .after(lastSequence))`
+  /// starts exactly here, whenever the stream is iterated.
+  public var lastSequence: UInt64 {
+    ((try? store.read { try $0.lastPosition }) ?? .start).rawValue
+  }
+
   /// The changes of documents of type `D`, from `position` and then live as they commit, by
   /// this process or any other that writes the same database. Every revision is a change (two
   /// quick edits are two changes, a replicated conflicting revision one more). Ends when its
