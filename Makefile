@@ -48,6 +48,7 @@ fuzz: bootstrap
 
 # The DocC documentation of every library product, in .build/docs/<Module>.
 DOC_TARGETS = Formats JSON Log RevTree Projections Query Wiki Auth Replication CouchAPI \
+	TypedDocuments \
 	WikiMarkdown WikiApp
 docs: bootstrap
 	mkdir -p .build/docs

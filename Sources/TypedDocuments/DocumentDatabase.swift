@@ -40,7 +40,10 @@ public final class DocumentDatabase: Sendable {
 
   /// Opens (creating) database `name` in the data directory at `path` (created too).
   ///
-  /// - Parameter actor: the name the events of this process's writes carry.
+  /// - Parameters:
+  ///   - path: the data directory (`wikilog serve --db path` can serve it).
+  ///   - name: the database's name in it.
+  ///   - actor: the name the events of this process's writes carry.
   public convenience init(path: String, name: String = "app", actor: String = "app") throws {
     do {
       try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

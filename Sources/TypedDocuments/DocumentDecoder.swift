@@ -2,10 +2,10 @@ import Formats
 import Foundation
 public import JSON
 
-/// Decodes a `Decodable` value straight from a ``JSONValue``, in the forms
+/// Decodes a `Decodable` value straight from a `JSONValue`, in the forms
 /// ``DocumentEncoder`` writes (`Date` from an ISO-8601 string, `Data` from Base64, `URL` from a
 /// string); an integer type accepts a number only when it is an integer in range. It also notes
-/// which object members the type asked for (``KeyUse``), so that a save can keep the members it
+/// which object members the type asked for , so that a save can keep the members it
 /// did not know (a field another client added survives a round trip).
 ///
 /// ```swift

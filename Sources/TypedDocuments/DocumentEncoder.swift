@@ -2,7 +2,7 @@ import Formats
 import Foundation
 public import JSON
 
-/// Encodes an `Encodable` value straight into a ``JSONValue`` (no text in between), the way the
+/// Encodes an `Encodable` value straight into a `JSONValue` (no text in between), the way the
 /// store keeps documents: `Date` as an ISO-8601 string with milliseconds (as the wiki and
 /// JavaScript's `toISOString` write times), `Data` as Base64, `URL` as its absolute string,
 /// `Decimal` as a number; `nil` optionals left out (``StoredDocument`` types use the synthesized

@@ -21,6 +21,7 @@ import Testing
     ("CouchAPIExample", "GET /notes/n1 200"),
     ("WikiMarkdownExample", "<h1>Soup</h1>"),
     ("WikiAppExample", "200 OK"),
+    ("TypedDocumentsExample", #"3- ["food", "quick", "winter"]"#),
   ]
 
   @Test("every library's example runs and prints what it says", arguments: expected)
