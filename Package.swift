@@ -379,6 +379,11 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
     .executableTarget(
       name: "QueryCompare", dependencies: ["JSON", "Projections", "Query", "Log", "Wiki"],
       path: "Benchmarks/QueryCompare", swiftSettings: swiftSettings))
+  // Typed saves beside the JSON API, and a typed change's way to another process.
+  package.targets.append(
+    .executableTarget(
+      name: "TypedCompare", dependencies: ["JSON", "Projections", "TypedDocuments"],
+      path: "Benchmarks/TypedCompare", swiftSettings: swiftSettings))
   // The replication rows of `make compare`: wikilog to wikilog over loopback.
   package.targets.append(
     .executableTarget(
