@@ -133,6 +133,34 @@ func localTitles(_ db: DocumentDatabase) throws -> [String: String] {
     }
   }
 
+  @Test func aWikiFilterBringsOneWiki() async throws {
+    let serverDir = TempDirectory()
+    let (server, base) = try serveWikilog(serverDir.path)
+    defer { server.kill() }
+    #expect(try await request(base, "PUT", "/wiki").0 == 201)
+    for (id, body) in [
+      ("w1", #"{"type":"wiki","title":"One","owner_id":"ann","members":[]}"#),
+      ("w1:Home", #"{"type":"page","wiki_id":"w1","title":"Home","markdown":"hi"}"#),
+      ("w1x", #"{"type":"wiki","title":"Other","owner_id":"ann","members":[]}"#),
+      ("w1x:Home", #"{"type":"page","wiki_id":"w1x","title":"Home","markdown":"no"}"#),
+      ("w.1", #"{"type":"wiki","title":"Dot","owner_id":"ann","members":[]}"#),
+    ] {
+      let (status, answer) = try await request(base, "PUT", "/wiki/\(id)", body)
+      #expect(status == 201, "\(id): \(answer)")
+    }
+    try await withDatabase { db, _ in
+      var options = SyncSession.Options()
+      options.wiki = "w1"
+      options.push = false
+      let session = try db.sync(with: base + "/wiki", options: options)
+      try await eventually { session.status.state == .idle }
+      #expect(session.status.pulled == 2)
+      #expect(try db.store.record("w1") != nil && db.store.record("w1:Home") != nil)
+      #expect(try db.store.record("w1x") == nil && db.store.record("w.1") == nil)
+      await session.stop()
+    }
+  }
+
   @Test func retryNowDoesNotWaitForTheBackoff() async throws {
     let serverDir = TempDirectory()
     let (first, base) = try serveWikilog(serverDir.path)
