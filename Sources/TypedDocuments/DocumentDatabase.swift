@@ -84,8 +84,14 @@ public final class DocumentDatabase: Sendable {
 
   /// The body that saves `doc`: its fields, `_id`, `_rev` and the type field, with the members
   /// of `parent` (the revision it was read at) that the type does not know, and its attachments.
-  func body<D: StoredDocument>(_ doc: D, parent: JSONObject?) throws -> JSONObject {
-    guard case .object(let encoded) = try DocumentEncoder().encode(doc) else {
+  ///
+  /// `exact` is false when the body lost something of `doc` (a date's sub-millisecond
+  /// fraction): the saved value is then read back from the body.
+  func body<D: StoredDocument>(_ doc: D, parent: JSONObject?) throws -> (
+    body: JSONObject, exact: Bool
+  ) {
+    let (json, lossy) = try DocumentEncoder().encodeNoting(doc)
+    guard case .object(let encoded) = json else {
       throw EncodingError.invalidValue(
         doc,
         .init(codingPath: [], debugDescription: "\(D.self) does not encode as a JSON object"))
@@ -107,7 +113,7 @@ public final class DocumentDatabase: Sendable {
     body[D.typeField] = .string(D.documentType)
     body.members.append(contentsOf: fields.members)
     if let attachments = parent?["_attachments"] { body["_attachments"] = attachments }
-    return body
+    return (body, !lossy)
   }
 
   /// Whether every member of `old` (below the top, and at the top but for `_` members and the
@@ -223,25 +229,35 @@ public final class DocumentDatabase: Sendable {
 
   // MARK: Writing
 
-  /// Creates or updates `doc` (an update when it has a revision), returning it with its new
-  /// revision. Members of the stored revision that `D` does not know, and its attachments, are
-  /// kept.
+  /// Creates or updates `doc` (an update when it has a revision), returning it as stored, with
+  /// its new revision: the value ``get(_:id:)`` reads back (dates are kept to the millisecond,
+  /// so a `Date()` with finer fractions comes back rounded down). Members of the stored revision
+  /// that `D` does not know, and its attachments, are kept.
   ///
   /// - Throws: ``DocumentConflict`` when `doc.revision` is not the current revision (or the
   ///   document exists and `doc` has none); the store's `StoreError` for a refused write;
   ///   nothing is written then.
   @discardableResult
   public func save<D: StoredDocument>(_ doc: D) async throws -> D {
-    let body = try body(doc, parent: storedBody(doc.id, rev: doc.revision))
+    let (body, exact) = try body(doc, parent: storedBody(doc.id, rev: doc.revision))
     do {
       let result = try await store.putAsync(
         parsed: .object(body), id: doc.id, rev: doc.revision, actor: actor)
+      guard exact else { return try stored(body, revision: result.rev) }
       var saved = doc
       saved.revision = result.rev
       return saved
     } catch let error as StoreError where error.code == .conflict {
       throw conflict(doc)
     }
+  }
+
+  /// The value `body` holds once saved as `revision`: what ``get(_:id:)`` reads back (a date
+  /// to the millisecond), so that a saved value compares equal to the same document read.
+  func stored<D: StoredDocument>(_ body: JSONObject, revision: String?) throws -> D {
+    var saved = body
+    saved["_rev"] = revision.map { .string($0) }
+    return try value(D.self, saved)
   }
 
   /// ``save(_:)`` that settles a conflict with `merge` (given the current value and `doc`) and
@@ -317,7 +333,7 @@ public final class DocumentDatabase: Sendable {
     var doc = resolved
     doc.revision = winner.rev.description
     var writes: [JSONValue] = [
-      .object(try body(doc, parent: storedBody(doc.id, rev: doc.revision)))
+      .object(try body(doc, parent: storedBody(doc.id, rev: doc.revision)).body)
     ]
     for leaf in record.tree.leaves where !leaf.isDeleted && leaf.rev != winner.rev {
       writes.append(
@@ -332,7 +348,6 @@ public final class DocumentDatabase: Sendable {
       if failure.code == .conflict { throw conflict(resolved) }
       throw failure
     }
-    doc.revision = results[0].rev
-    return doc
+    return try stored(writes[0].objectValue!, revision: results[0].rev)
   }
 }

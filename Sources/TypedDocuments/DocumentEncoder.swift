@@ -17,10 +17,22 @@ public struct DocumentEncoder: Sendable {
 
   /// `value` as JSON.
   public func encode(_ value: some Encodable) throws -> JSONValue {
-    let node = EncodedNode()
-    try EncoderState.encodeValue(value, into: node, codingPath: [])
-    return node.json
+    try encodeNoting(value).json
   }
+
+  /// `value` as JSON, and whether it lost something a decoding will not give back (a date's
+  /// fraction finer than the millisecond).
+  func encodeNoting(_ value: some Encodable) throws -> (json: JSONValue, lossy: Bool) {
+    let node = EncodedNode()
+    let context = EncodingContext()
+    try EncoderState.encodeValue(value, into: node, codingPath: [], context: context)
+    return (node.json, context.lossy)
+  }
+}
+
+/// What one encoding noticed on its way.
+final class EncodingContext {
+  var lossy = false
 }
 
 /// What one value became while it is being encoded: a container is filled in after it is
@@ -89,27 +101,31 @@ final class EncodedNode {
 struct EncoderState: Encoder {
   let node: EncodedNode
   let codingPath: [any CodingKey]
+  let context: EncodingContext
   var userInfo: [CodingUserInfoKey: Any] { [:] }
 
   func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
     node.becomeObject()
-    return KeyedEncodingContainer(Keyed<Key>(node: node, codingPath: codingPath))
+    return KeyedEncodingContainer(Keyed<Key>(node: node, codingPath: codingPath, context: context))
   }
 
   func unkeyedContainer() -> any UnkeyedEncodingContainer {
     node.becomeArray()
-    return Unkeyed(node: node, codingPath: codingPath)
+    return Unkeyed(node: node, codingPath: codingPath, context: context)
   }
 
   func singleValueContainer() -> any SingleValueEncodingContainer {
-    Single(node: node, codingPath: codingPath)
+    Single(node: node, codingPath: codingPath, context: context)
   }
 
   /// The JSON of a scalar the store writes in a form of its own, nil for any other value.
-  static func special(_ value: some Encodable, codingPath: [any CodingKey]) throws -> JSONValue? {
+  static func special(
+    _ value: some Encodable, codingPath: [any CodingKey], context: EncodingContext
+  ) throws -> JSONValue? {
     switch value {
     case let date as Date:
       let millis = (date.timeIntervalSince1970 * 1000).rounded(.down)
+      if Date(timeIntervalSince1970: millis / 1000) != date { context.lossy = true }
       return .string(ISO8601.format(microseconds: Int64(millis) * 1000, fractionDigits: 3))
     case let data as Data:
       return .string(Base64.encode(Array(data)))
@@ -128,15 +144,14 @@ struct EncoderState: Encoder {
   }
 
   static func encodeValue(
-    _ value: some Encodable, into node: EncodedNode, codingPath: [any CodingKey]
-  )
-    throws
-  {
-    if let json = try special(value, codingPath: codingPath) {
+    _ value: some Encodable, into node: EncodedNode, codingPath: [any CodingKey],
+    context: EncodingContext
+  ) throws {
+    if let json = try special(value, codingPath: codingPath, context: context) {
       node.content = .value(json)
       return
     }
-    try value.encode(to: EncoderState(node: node, codingPath: codingPath))
+    try value.encode(to: EncoderState(node: node, codingPath: codingPath, context: context))
   }
 
   static func number(_ value: Double, codingPath: [any CodingKey]) throws -> JSONValue {
@@ -155,6 +170,7 @@ struct EncoderState: Encoder {
   struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let node: EncodedNode
     let codingPath: [any CodingKey]
+    let context: EncodingContext
 
     func set(_ value: JSONValue, _ key: Key) {
       node.member(key.stringValue).content = .value(value)
@@ -202,7 +218,8 @@ struct EncoderState: Encoder {
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
       let child = node.member(key.stringValue)
       child.content = .none
-      try EncoderState.encodeValue(value, into: child, codingPath: codingPath + [key])
+      try EncoderState.encodeValue(
+        value, into: child, codingPath: codingPath + [key], context: context)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
@@ -212,27 +229,30 @@ struct EncoderState: Encoder {
     {
       let child = node.member(key.stringValue)
       child.becomeObject()
-      return KeyedEncodingContainer(Keyed<NestedKey>(node: child, codingPath: codingPath + [key]))
+      return KeyedEncodingContainer(
+        Keyed<NestedKey>(node: child, codingPath: codingPath + [key], context: context))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
       let child = node.member(key.stringValue)
       child.becomeArray()
-      return Unkeyed(node: child, codingPath: codingPath + [key])
+      return Unkeyed(node: child, codingPath: codingPath + [key], context: context)
     }
 
     mutating func superEncoder() -> any Encoder {
-      EncoderState(node: node.member("super"), codingPath: codingPath)
+      EncoderState(node: node.member("super"), codingPath: codingPath, context: context)
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-      EncoderState(node: node.member(key.stringValue), codingPath: codingPath + [key])
+      EncoderState(
+        node: node.member(key.stringValue), codingPath: codingPath + [key], context: context)
     }
   }
 
   struct Unkeyed: UnkeyedEncodingContainer {
     let node: EncodedNode
     let codingPath: [any CodingKey]
+    let context: EncodingContext
     var count: Int { node.count }
 
     func append(_ value: JSONValue) { node.appendElement().content = .value(value) }
@@ -260,7 +280,7 @@ struct EncoderState: Encoder {
     mutating func encode<T: Encodable>(_ value: T) throws {
       let key = nextKey
       try EncoderState.encodeValue(
-        value, into: node.appendElement(), codingPath: codingPath + [key])
+        value, into: node.appendElement(), codingPath: codingPath + [key], context: context)
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type)
@@ -269,25 +289,28 @@ struct EncoderState: Encoder {
       let key = nextKey
       let child = node.appendElement()
       child.becomeObject()
-      return KeyedEncodingContainer(Keyed<NestedKey>(node: child, codingPath: codingPath + [key]))
+      return KeyedEncodingContainer(
+        Keyed<NestedKey>(node: child, codingPath: codingPath + [key], context: context))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
       let key = nextKey
       let child = node.appendElement()
       child.becomeArray()
-      return Unkeyed(node: child, codingPath: codingPath + [key])
+      return Unkeyed(node: child, codingPath: codingPath + [key], context: context)
     }
 
     mutating func superEncoder() -> any Encoder {
       let key = nextKey
-      return EncoderState(node: node.appendElement(), codingPath: codingPath + [key])
+      return EncoderState(
+        node: node.appendElement(), codingPath: codingPath + [key], context: context)
     }
   }
 
   struct Single: SingleValueEncodingContainer {
     let node: EncodedNode
     let codingPath: [any CodingKey]
+    let context: EncodingContext
 
     func set(_ value: JSONValue) { node.content = .value(value) }
 
@@ -311,7 +334,7 @@ struct EncoderState: Encoder {
     mutating func encode(_ value: UInt32) throws { set(EncoderState.number(value)) }
     mutating func encode(_ value: UInt64) throws { set(EncoderState.number(value)) }
     mutating func encode<T: Encodable>(_ value: T) throws {
-      try EncoderState.encodeValue(value, into: node, codingPath: codingPath)
+      try EncoderState.encodeValue(value, into: node, codingPath: codingPath, context: context)
     }
   }
 }

@@ -59,6 +59,16 @@ struct Contact: StoredDocument {
     }
   }
 
+  @Test func whatSaveReturnsIsWhatGetReads() async throws {
+    try await withDatabase { db, _ in
+      // A date with fractions finer than the millisecond the document keeps.
+      let now = Date(timeIntervalSince1970: 1_764_340_000.123_456_7)
+      let saved = try await db.save(Note(id: "t", title: "now", due: now))
+      #expect(saved.due == millis(1_764_340_000.123))
+      #expect(try db.get(Note.self, id: "t") == saved)
+    }
+  }
+
   @Test func unknownFieldsSurviveASave() async throws {
     try await withDatabase { db, _ in
       // Another client wrote fields the Swift type does not know, at the top and nested.
