@@ -43,12 +43,29 @@ extension EventLog {
     public var leaf: [UInt8]
     /// The audit path, from the leaf up (RFC 6962's PATH).
     public var path: [MerkleTree.Hash]
+    /// For an erased event: the hash of its original leaf, which the tree keeps (``leaf`` is
+    /// then the erased record, which it does not cover); nil otherwise.
+    public var erasedLeafHash: MerkleTree.Hash?
+    /// For an erased event: the event that erased it.
+    public var erasedBy: LogPosition?
+
+    public init(
+      position: LogPosition, treeSize: UInt64, leaf: [UInt8], path: [MerkleTree.Hash],
+      erasedLeafHash: MerkleTree.Hash? = nil, erasedBy: LogPosition? = nil
+    ) {
+      self.position = position
+      self.treeSize = treeSize
+      self.leaf = leaf
+      self.path = path
+      self.erasedLeafHash = erasedLeafHash
+      self.erasedBy = erasedBy
+    }
 
     /// The root this proof yields; nil when it has the wrong shape.
     public var root: MerkleTree.Hash? {
       MerkleTree.rootFromInclusionProof(
-        index: position.rawValue &- 1, size: treeSize, leafHash: MerkleTree.leafHash(leaf),
-        path: path)
+        index: position.rawValue &- 1, size: treeSize,
+        leafHash: erasedLeafHash ?? MerkleTree.leafHash(leaf), path: path)
     }
   }
 
@@ -96,9 +113,14 @@ extension EventLog {
         let pathHashes = try MerkleTree.inclusionPath(index: position.rawValue - 1, size: size) {
           try self.node(txn.raw, $0, $1)
         }
-        return InclusionProof(
+        var proof = InclusionProof(
           position: position, treeSize: size, leaf: position.rawValue.bigEndianBytes + leaf,
           path: pathHashes)
+        if leaf.first == EventRecord.erasedFormat {
+          proof.erasedLeafHash = try self.digest(txn.raw, 0, position.rawValue - 1).bytes
+          proof.erasedBy = try txn.event(at: position)?.erasedBy
+        }
+        return proof
       }
     }
   }
@@ -164,7 +186,7 @@ extension EventLog {
       return hash
     }
     if level == 0 {
-      guard let hash = try raw.leafHash(dbs.events, at: index + 1) else {
+      guard let hash = try raw.leafHash(dbs.events, erased: dbs.erased, at: index + 1) else {
         throw LogError.corruptDatabase(path: path, reason: "event \(index + 1) is missing")
       }
       return hash
@@ -193,7 +215,7 @@ extension EventLog {
     writer.frontier = try MerkleFrontier.load(size: size) { try digest(raw, $0, $1) }
     writer.merkleDirty = false
     guard size < lastPosition else { return }
-    try raw.forEachLeafHash(dbs.events, from: size + 1) { position, hash in
+    try raw.forEachLeafHash(dbs.events, erased: dbs.erased, from: size + 1) { position, hash in
       guard position == writer.frontier.size + 1 else {
         throw LogError.corruptDatabase(
           path: path, reason: "position \(writer.frontier.size + 1) is missing")

@@ -64,7 +64,8 @@ extension EventLog {
       // One pass over the records checks them and feeds the Merkle tree's check their leaves.
       let tree = try verifyTree(txn, head: head, maxProblems: maxProblems) { addLeaf in
         var feeding = true
-        try txn.raw.forEachCheckedRecord(dbs.events, leafHashes: true) { position, outcome, leaf in
+        try txn.raw.forEachCheckedRecord(dbs.events, erased: dbs.erased, leafHashes: true) {
+          position, outcome, leaf in
           guard let position else {
             if case .failure(let failure) = outcome { problem("\(failure.reason), not 8") }
             return

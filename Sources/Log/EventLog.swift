@@ -134,6 +134,9 @@ public final class EventLog: Sendable {
     /// The Merkle tree's stored subtrees (``EventLog/merkleStoredLevel``); a read-only open of
     /// a log made before the tree has none.
     var merkle: UInt32 = 0
+    /// The leaf hashes of erased events (``WriteTransaction/erase(_:payload:by:)``), by
+    /// big-endian position; `UInt32.max` in a read-only open of a log that never erased one.
+    var erased: UInt32 = UInt32.max
   }
 
   static let reservedPrefix = "log."
@@ -538,6 +541,11 @@ public final class EventLog: Sendable {
             dbs.merkle = try open("merkle")
           } catch  where readOnly && error.code == LMDBError.notFound {
             dbs.merkle = UInt32.max
+          }
+          do throws(LMDBError) {
+            dbs.erased = try open("erased")
+          } catch  where readOnly && error.code == LMDBError.notFound {
+            dbs.erased = UInt32.max
           }
           hasEvents = try raw.count(dbs.events) > 0
           if let stored = try raw.get(dbs.meta, formatKey), stored.count == 4 {

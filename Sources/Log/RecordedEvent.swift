@@ -18,11 +18,15 @@ public struct RecordedEvent: Sendable, Hashable {
   public let stream: String
   public let actor: String
   public let payload: [UInt8]
+  /// The event that erased this one's original payload (``WriteTransaction/erase(_:payload:by:)``);
+  /// nil for an event as it was appended.
+  public let erasedBy: LogPosition?
 
   public init(
     position: LogPosition, streamVersion: UInt64, timestampMicroseconds: Int64, type: String,
-    stream: String, actor: String, payload: [UInt8]
+    stream: String, actor: String, payload: [UInt8], erasedBy: LogPosition? = nil
   ) {
+    self.erasedBy = erasedBy
     self.position = position
     self.streamVersion = streamVersion
     self.timestampMicroseconds = timestampMicroseconds

@@ -24,8 +24,14 @@ import Formats
 ///
 /// The checksum covers the position too, so a record found under the wrong key is detected. The
 /// back pointer chains each stream's events, so reading a stream needs no index entry per event.
+///
+/// An erased event (``WriteTransaction/erase(_:payload:by:)``) has record format 2: the same
+/// fields, and after the actor the position of the event that erased it (LEB128), then the
+/// payload that replaced the original one. Its Merkle leaf hash, which covered the original
+/// record, is kept in `log.erased`.
 enum EventRecord {
   static let format: UInt8 = 1
+  static let erasedFormat: UInt8 = 2
   static let fixedHeaderSize = 9
   static let checksumSize = 4
 
@@ -125,7 +131,9 @@ enum EventRecord {
 
   /// Reads the timestamp of a record without decoding the rest.
   static func timestamp(of bytes: UnsafeRawBufferPointer) throws(DecodingError) -> Int64 {
-    guard bytes.count >= fixedHeaderSize + checksumSize, unsafe bytes[0] == format else {
+    guard bytes.count >= fixedHeaderSize + checksumSize,
+      unsafe bytes[0] == format || bytes[0] == erasedFormat
+    else {
       throw DecodingError(reason: "record header unreadable")
     }
     return Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
@@ -138,7 +146,7 @@ enum EventRecord {
     guard count >= fixedHeaderSize + checksumSize else {
       throw DecodingError(reason: "record of \(count) bytes is shorter than its header")
     }
-    guard unsafe bytes[0] == format else {
+    guard unsafe bytes[0] == format || bytes[0] == erasedFormat else {
       throw DecodingError(reason: "unknown record format \(unsafe bytes[0])")
     }
     let bodyEnd = count - checksumSize
@@ -165,6 +173,8 @@ enum EventRecord {
     var actorEnd: Int
     var payloadStart: Int
     var payloadEnd: Int
+    /// The position of the event that erased this one; 0 when it is not erased.
+    var erasedBy: UInt64 = 0
   }
 
   /// Checks a record (checksum, format, lengths) and finds its fields.
@@ -182,10 +192,19 @@ enum EventRecord {
     let streamStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
     let streamEnd = offset
     let actorStart = try unsafe stringStart(bytes, &offset, end: bodyEnd)
+    let actorEnd = offset
+    var erasedBy: UInt64 = 0
+    if unsafe bytes[0] == erasedFormat {
+      erasedBy = try unsafe readVarint(bytes, &offset, end: bodyEnd)
+      guard erasedBy > position else {
+        throw DecodingError(reason: "erased by event \(erasedBy), not a later one")
+      }
+    }
     return Fields(
       timestamp: timestamp, streamVersion: streamVersion, previous: previous,
       typeStart: typeStart, typeEnd: typeEnd, streamStart: streamStart, streamEnd: streamEnd,
-      actorStart: actorStart, actorEnd: offset, payloadStart: offset, payloadEnd: bodyEnd)
+      actorStart: actorStart, actorEnd: actorEnd, payloadStart: offset, payloadEnd: bodyEnd,
+      erasedBy: erasedBy)
   }
 
   /// Reads a string's length and moves `offset` past the string; returns where it starts.
@@ -214,7 +233,8 @@ enum EventRecord {
       type: unsafe string(bytes, f.typeStart, f.typeEnd, reusing: &strings.type),
       stream: unsafe string(bytes, f.streamStart, f.streamEnd),
       actor: unsafe string(bytes, f.actorStart, f.actorEnd, reusing: &strings.actor),
-      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd),
+      erasedBy: f.erasedBy == 0 ? nil : LogPosition(f.erasedBy))
   }
 
   /// Decodes a record, checking its checksum.
@@ -228,7 +248,42 @@ enum EventRecord {
       type: unsafe string(bytes, f.typeStart, f.typeEnd),
       stream: unsafe string(bytes, f.streamStart, f.streamEnd),
       actor: unsafe string(bytes, f.actorStart, f.actorEnd),
-      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd))
+      payload: unsafe array(bytes, f.payloadStart, f.payloadEnd),
+      erasedBy: f.erasedBy == 0 ? nil : LogPosition(f.erasedBy))
+  }
+
+  /// The record of the event at `position` whose stored record is `old`, erased by the event
+  /// at `erasedBy`: the same time, stream version, back pointer, type, stream and actor, with
+  /// `payload` instead of the original payload.
+  static func erased(position: UInt64, old: [UInt8], erasedBy: UInt64, payload: [UInt8])
+    throws(DecodingError) -> [UInt8]
+  {
+    let checked = unsafe old.withUnsafeBytes { bytes in
+      Result { () throws(DecodingError) in try unsafe fields(position: position, bytes: bytes) }
+    }
+    let f = try checked.get()
+    // The type's length prefix follows the two varints of the fixed header.
+    let stringsStart = fixedHeaderSize + varintSize(f.streamVersion) + varintSize(f.previous)
+    var record: [UInt8] = [erasedFormat]
+    record.append(contentsOf: old[1..<stringsStart])
+    record.append(contentsOf: old[stringsStart..<f.actorEnd])
+    var value = erasedBy
+    repeat {
+      let byte = UInt8(value & 0x7F)
+      value >>= 7
+      record.append(value == 0 ? byte : byte | 0x80)
+    } while value != 0
+    record.append(contentsOf: payload)
+    let crc = unsafe record.withUnsafeBytes {
+      CRC32C.finalize(
+        unsafe CRC32C.update(CRC32C.update(CRC32C.initial, bigEndian: position), $0))
+    }
+    // Little-endian, as every record's checksum.
+    record.append(contentsOf: [
+      UInt8(truncatingIfNeeded: crc), UInt8(truncatingIfNeeded: crc >> 8),
+      UInt8(truncatingIfNeeded: crc >> 16), UInt8(truncatingIfNeeded: crc >> 24),
+    ])
+    return record
   }
 
   /// Decodes a record and the position of its stream's previous event.

@@ -89,15 +89,32 @@ extension RawTransaction {
   }
 
   /// The leaf hash of the event at `position` (nil when there is none).
-  func leafHash(_ events: UInt32, at position: UInt64) throws(LMDBError) -> MerkleDigest? {
+  func leafHash(_ events: UInt32, erased: UInt32, at position: UInt64) throws(LMDBError)
+    -> MerkleDigest?
+  {
     guard let bytes = try unsafe lookup(events, position.bigEndianBytes) else { return nil }
-    return unsafe MerkleSHA256.leaf(position: position, record: bytes)
+    return try unsafe leaf(erased: erased, position: position, record: bytes)
+  }
+
+  /// The Merkle leaf hash of the stored `record` at `position`: hashed from it, or, for an
+  /// erased event (record format 2), the hash of its original record kept in `log.erased`
+  /// (hashed from the record as it is when that is missing: the tree's check then fails).
+  @inline(__always)
+  func leaf(erased: UInt32, position: UInt64, record: UnsafeRawBufferPointer) throws(LMDBError)
+    -> MerkleDigest
+  {
+    if unsafe record.count > 0 && record[0] == EventRecord.erasedFormat && erased != UInt32.max,
+      let stored = try unsafe lookup(erased, position.bigEndianBytes), stored.count == 32
+    {
+      return unsafe stored.loadUnaligned(as: MerkleDigest.self)
+    }
+    return unsafe MerkleSHA256.leaf(position: position, record: record)
   }
 
   /// Calls `body` with the key of each event record from `position` on and its leaf hash,
   /// until it returns false. Records are hashed as stored: their checksums are not checked.
   func forEachLeafHash(
-    _ events: UInt32, from position: UInt64,
+    _ events: UInt32, erased: UInt32, from position: UInt64,
     _ body: (_ position: UInt64, _ hash: MerkleDigest) throws -> Bool
   ) throws {
     let cursor = try openCursor(events)
@@ -109,7 +126,7 @@ extension RawTransaction {
         throw RecordFailure(position: 0, reason: "an event key of \(keySize) bytes")
       }
       let p = unsafe Keys.position(e.key)
-      guard try unsafe body(p, MerkleSHA256.leaf(position: p, record: e.value)) else { return }
+      guard try unsafe body(p, leaf(erased: erased, position: p, record: e.value)) else { return }
       unsafe entry = try unsafe cursor.get(.next)
     }
   }
@@ -197,7 +214,7 @@ extension RawTransaction {
   /// and, with `leafHashes`, its Merkle leaf hash (hashed as stored, whatever its checksum),
   /// from the same bytes in one pass.
   func forEachCheckedRecord(
-    _ events: UInt32, leafHashes: Bool,
+    _ events: UInt32, erased: UInt32 = UInt32.max, leafHashes: Bool,
     _ body: (
       _ position: UInt64?, _ record: Result<CheckedRecord, RecordFailure>, _ leaf: MerkleDigest?
     ) throws -> Void
@@ -213,7 +230,7 @@ extension RawTransaction {
           nil)
       } else {
         let p = unsafe Keys.position(e.key)
-        let leaf = unsafe leafHashes ? MerkleSHA256.leaf(position: p, record: e.value) : nil
+        let leaf = unsafe leafHashes ? try leaf(erased: erased, position: p, record: e.value) : nil
         do {
           let f = try unsafe EventRecord.fields(position: p, bytes: e.value)
           var record = CheckedRecord(
