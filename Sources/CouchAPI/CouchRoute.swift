@@ -100,6 +100,10 @@ enum CouchRoute: Equatable, Sendable {
     case explain = "_explain"
     case index = "_index"
     case search = "_search"
+    case purge = "_purge"
+    case purgedInfos = "_purged_infos"
+    case purgedInfosLimit = "_purged_infos_limit"
+    case redact = "_redact"
   }
 
   enum LogEndpoint: String, Sendable, CaseIterable {
@@ -247,8 +251,6 @@ enum CouchRoute: Equatable, Sendable {
       return CouchError("gone", "Temporary views are not supported in CouchDB", status: 410)
     case "_search_cleanup", "_nouveau_cleanup":
       return .notImplemented("full-text search (\(path))")
-    case "_purge", "_purged_infos", "_purged_infos_limit":
-      return .notImplemented("purging (\(path))")
     case "_partition":
       return .notImplemented("partitioned databases (\(path))")
     case "_compact" where rest.count > 1:

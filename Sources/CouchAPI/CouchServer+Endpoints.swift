@@ -95,6 +95,20 @@ extension CouchServer {
     .viewCleanup: Rule(role: .databaseAdmin, methods: [.post]) { c in
       c.server.viewCleanup()
     },
+    .purge: Rule(role: .databaseAdmin, methods: [.post]) { c in
+      try await c.server.purge(
+        c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
+    },
+    .redact: Rule(role: .databaseAdmin, methods: [.post]) { c in
+      try await c.server.redact(
+        c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
+    },
+    .purgedInfos: Rule(role: .databaseAdmin, methods: [.get, .head]) { c in
+      try c.server.purgedInfos(c.store)
+    },
+    .purgedInfosLimit: Rule(role: .databaseAdminToWrite) { c in
+      try await c.server.purgedInfosLimit(c.store, request: c.request, caller: c.caller)
+    },
     .revsLimit: Rule(role: .databaseAdminToWrite) { c in
       try await c.server.revsLimit(c.store, request: c.request, caller: c.caller)
     },

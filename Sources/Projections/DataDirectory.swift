@@ -376,12 +376,68 @@ public final class DataDirectory: Sendable {
       } catch {
         throw StoreError.from(error)
       }
+      // The indexes kept behind the log, each in its own file, are compacted too.
+      for follower in store.indexes { try follower.closeAndCompact() }
       let reopened = try open(name)
       // Blobs no event names (a crash between a blob and its event), an hour old or more.
       let swept = try reopened.sweepBlobs()
       return Compaction(
         bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter, blobs: swept)
     }
+  }
+
+  /// Purges or redacts revisions of database `name` (``DocumentStore/erase(_:_:actor:origin:reason:dryRun:)``)
+  /// so that their bytes are in no file of it when this returns: the log's events are erased in
+  /// one transaction, the indexes kept behind the log forget the documents purged whole, the
+  /// database is compacted (its log and those indexes: LMDB's free pages keep the bytes
+  /// otherwise), and the attachment blobs that no revision names any more are removed.
+  /// Backups taken before, and copies a peer replicated, are not touched.
+  ///
+  /// - Throws: what the erasure throws (nothing is written then); `conflict` when the
+  ///   compaction cannot run (another process has the database open): the erasure is then
+  ///   committed, and the bytes leave the files at the next compaction.
+  public func erase(
+    _ kind: DocumentStore.ErasureKind, _ request: [(id: String, revs: [String])], in name: String,
+    actor: String, origin: String = "", reason: String = "", dryRun: Bool = false
+  ) async throws -> Erasure {
+    let store = try open(name)
+    let planned = try await store.erase(
+      kind, request, actor: actor, origin: origin, reason: reason, dryRun: true)
+    let candidates = try store.blobs(of: planned.events)
+    var erasure = planned
+    if dryRun {
+      let referenced = try store.referencedBlobs(skipping: Set(planned.events))
+      erasure.blobs = candidates.filter { !referenced.keys.contains($0) && store.blobs.exists($0) }
+        .count
+      return erasure
+    }
+    erasure = try await store.erase(
+      kind, request, actor: actor, origin: origin, reason: reason)
+    guard !erasure.events.isEmpty else { return erasure }
+    if kind == .purge {
+      var gone: [String] = []
+      for (id, _) in erasure.revisions where try store.record(id) == nil { gone.append(id) }
+      for follower in store.indexes { try follower.forget(gone) }
+    }
+    do {
+      // Off the caller's thread: a compaction copies the whole file.
+      try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+        DispatchQueue.global().async {
+          done.resume(with: Result { _ = try self.compact(name) })
+        }
+      }
+    } catch let error as StoreError where error.error == "conflict" || error.code == .conflict {
+      throw StoreError(
+        "conflict",
+        "the revisions are erased, but \(name) could not be compacted now (\(error.reason)); "
+          + "their bytes leave its files at its next compaction", code: .conflict)
+    }
+    let reopened = try open(name)
+    let referenced = try reopened.referencedBlobs()
+    for md5 in candidates where referenced[md5] == nil {
+      if reopened.blobs.remove(md5) { erasure.blobs += 1 }
+    }
+    return erasure
   }
 
   /// Whether database `name` is being compacted (`compact_running` in `GET /db`).

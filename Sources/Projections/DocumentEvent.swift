@@ -32,6 +32,14 @@ public struct DocumentEvent: Sendable, Hashable {
     case localDelete = 4
     /// The database's revs_limit changed.
     case revsLimit = 5
+    /// Leaf revisions purged (`_purge`): the body lists them (``ErasureRecord``); the events
+    /// that carried their bodies are erased in the same transaction.
+    case purge = 6
+    /// Revisions redacted (`_redact`): they stay in the tree; the events that carried their
+    /// bodies are erased in the same transaction.
+    case redact = 7
+    /// The database's purged_infos_limit changed (in ``revsLimit``'s field).
+    case purgedInfosLimit = 8
 
     public var eventType: String {
       switch self {
@@ -40,6 +48,9 @@ public struct DocumentEvent: Sendable, Hashable {
       case .localPut: "local.put"
       case .localDelete: "local.delete"
       case .revsLimit: "db.revs_limit"
+      case .purge: "doc.purge"
+      case .redact: "doc.redact"
+      case .purgedInfosLimit: "db.purged_infos_limit"
       }
     }
 
@@ -50,6 +61,9 @@ public struct DocumentEvent: Sendable, Hashable {
       case "local.put": self = .localPut
       case "local.delete": self = .localDelete
       case "db.revs_limit": self = .revsLimit
+      case "doc.purge": self = .purge
+      case "doc.redact": self = .redact
+      case "db.purged_infos_limit": self = .purgedInfosLimit
       default: return nil
       }
     }
@@ -91,7 +105,7 @@ public struct DocumentEvent: Sendable, Hashable {
   static func stream(for kind: Kind, docID: String) -> String {
     switch kind {
     case .localPut, .localDelete: "_local/" + docID
-    case .revsLimit: "_db"
+    case .revsLimit, .purgedInfosLimit: "_db"
     default: docID
     }
   }

@@ -56,7 +56,61 @@ public final class DocumentProjection: Projection {
     case .revsLimit:
       try txn.put(
         UInt64(e.revsLimit).bigEndianBytes, forKey: Self.revsLimitKey, in: storage["meta"])
+    case .purgedInfosLimit:
+      try txn.put(
+        UInt64(e.revsLimit).bigEndianBytes, forKey: Self.purgedInfosLimitKey,
+        in: storage["meta"])
+    case .purge, .redact:
+      try applyErasure(e, at: event.position.rawValue, storage: storage, txn: txn)
     }
+  }
+
+  static let purgedInfosLimitKey = Array("purged_infos_limit".utf8)
+  /// CouchDB's default `purged_infos_limit`.
+  public static let defaultPurgedInfosLimit = 1000
+
+  func purgedInfosLimit(storage: ProjectionStorage, txn: ReadTransaction) throws -> Int {
+    guard let bytes = try txn.get(Self.purgedInfosLimitKey, in: storage["meta"]),
+      let n = UInt64(bigEndianArray: bytes)
+    else { return Self.defaultPurgedInfosLimit }
+    return Int(n)
+  }
+
+  /// Applies a purge (the leaves it names leave the tree, with every revision only they
+  /// descend from; a document left without revisions is gone from `byId` and `bySeq`) or a
+  /// redaction (the tree is unchanged: the revisions keep their ids, their events are erased).
+  /// Returns what the projections after this one need; nil when nothing changed.
+  @discardableResult
+  func applyErasure(
+    _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction
+  ) throws -> AppendFacts? {
+    guard var record = try self.record(e.docID, storage: storage, txn: txn) else { return nil }
+    guard e.kind == .purge else {
+      return AppendFacts(tree: record.tree, winnerChanged: false)
+    }
+    let erasure = try ErasureRecord(decoding: e.body)
+    let wasLive = record.isLive
+    let oldWinner = record.tree.winner
+    guard !record.tree.removeLeaves(Set(erasure.revs)).isEmpty else { return nil }
+    try txn.delete(record.updateSeq.bigEndianBytes, in: storage["bySeq"])
+    let key = DocumentKey.key(e.docID)
+    var deletedChange = 0
+    if record.tree.isEmpty {
+      try txn.delete(key, in: storage["byId"])
+      if !wasLive { deletedChange = -1 }
+    } else {
+      record.updateSeq = position
+      try txn.put(record.encoded(), forKey: key, in: storage["byId"])
+      try txn.putLast(key, forKey: position.bigEndianBytes, in: storage["bySeq"])
+      if wasLive != record.isLive { deletedChange = record.isLive ? -1 : 1 }
+    }
+    if deletedChange != 0 {
+      let deleted = try counter(Self.deletedCountKey, storage: storage, txn: txn)
+      try txn.put(
+        UInt64(max(0, deleted + deletedChange)).bigEndianBytes, forKey: Self.deletedCountKey,
+        in: storage["meta"])
+    }
+    return AppendFacts(tree: record.tree, winnerChanged: record.tree.winner != oldWinner)
   }
 
   // MARK: Documents

@@ -147,13 +147,16 @@ extension DocumentStore {
 extension DocumentStore {
   /// Every attachment blob an event of the log names, with its stored length and the first
   /// place that names it.
-  func referencedBlobs() throws -> [[UInt8]: (length: Int, where: String)] {
+  func referencedBlobs(skipping: Set<LogPosition> = []) throws -> [[UInt8]: (
+    length: Int, where: String
+  )] {
     var referenced: [[UInt8]: (length: Int, where: String)] = [:]
     try read { txn in
       try txn.forEachEvent(
         from: .start,
         ofTypes: [DocumentEvent.Kind.edit.eventType, DocumentEvent.Kind.replicated.eventType]
       ) { event in
+        if skipping.contains(event.position) { return true }
         let e = try DocumentEvent(decoding: event)
         for a in e.attachments ?? [] where referenced[a.md5] == nil {
           referenced[a.md5] = (

@@ -127,7 +127,11 @@ extension DocumentStore {
             if let actor = query.actor, event.actor != actor { return true }
             let e = try DocumentEvent(decoding: event)
             docID = kind == .localPut || kind == .localDelete ? "_local/" + e.docID : e.docID
-            rev = e.rev
+            // A purge or redaction lists the revisions it erased.
+            rev =
+              kind == .purge || kind == .redact
+              ? ((try? ErasureRecord(decoding: e.body))?.revs.map(\.description) ?? [])
+                .joined(separator: ",") : e.rev
             deleted = e.deleted
             origin = e.origin
           } else if let subject = try subject(of: event) {

@@ -184,7 +184,10 @@ extension DocumentStore {
     switch which {
     case .all:
       guard let record else { return [] }
-      return record.tree.leaves.map { .found(record, $0) }
+      // A redacted leaf is missing here: replication carries no erased body.
+      return try record.tree.leaves.map {
+        try isErased($0, txn: txn) ? .missing($0.rev.description) : .found(record, $0)
+      }
     case .revs(let revs):
       var out: [OpenRevision] = []
       var seen = Set<RevID>()
@@ -204,8 +207,10 @@ extension DocumentStore {
         }
         let targets = options.latest ? record.tree.leaves(descendingFrom: rev) : [found]
         for target in targets where seen.insert(target.rev).inserted {
+          let erased = try isErased(target, txn: txn)
           out.append(
-            target.status == .missing ? .missing(target.rev.description) : .found(record, target))
+            target.status == .missing || erased
+              ? .missing(target.rev.description) : .found(record, target))
         }
       }
       return out
@@ -293,6 +298,8 @@ extension DocumentStore {
     guard let event = try txn.event(at: LogPosition(position)) else {
       throw StoreError.internalError("the body at \(position) is missing from the log")
     }
+    // A redacted revision (``erase(_:_:actor:origin:reason:dryRun:)``) has no body to show.
+    guard event.erasedBy == nil else { throw StoreError("not_found", "redacted", code: .notFound) }
     return try DocumentEvent(decoding: event)
   }
 

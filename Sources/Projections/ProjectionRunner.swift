@@ -137,6 +137,22 @@ public final class ProjectionRunner: Sendable {
           replicated: e.kind == .replicated, tree: facts.tree, winnerChanged: facts.winnerChanged,
           bodyBytes: e.body, parsedBody: parsedBody)
       }
+    } else if let e = decoded, e.kind == .purge || e.kind == .redact {
+      // A purge or redaction reaches the change projections as a change that adds no
+      // revision: the tree after it (a purged document's is empty), and whether its winner
+      // changed.
+      let facts = try documents.applyErasure(
+        e, at: event.position.rawValue, storage: docs, txn: txn)
+      if let facts {
+        change = DocumentChange(
+          event: event, docID: e.docID, rev: nil, deleted: false, replicated: false,
+          tree: facts.tree, winnerChanged: facts.winnerChanged, bodyBytes: Array("{}".utf8),
+          parsedBody: .object(JSONObject()))
+      }
+      for inline in projections {
+        try inline.apply(event, isEdit: true, change: change, shares: .none, txn: txn)
+      }
+      return
     } else {
       try documents.apply(decoded, of: event, to: docs, in: txn)
     }

@@ -52,6 +52,10 @@ enum EventFormatter {
       switch d.kind {
       case .revsLimit:
         text = "revs_limit \(d.revsLimit)"
+      case .purgedInfosLimit:
+        text = "purged_infos_limit \(d.revsLimit)"
+      case .purge, .redact:
+        text = (d.kind == .purge ? "purged " : "redacted ") + String(decoding: d.body, as: UTF8.self)
       case .edit, .replicated, .localPut, .localDelete:
         text = d.rev.isEmpty ? "" : d.rev + "  "
         if !d.origin.isEmpty { text += "(from \(d.origin))  " }

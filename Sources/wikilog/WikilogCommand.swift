@@ -55,6 +55,8 @@ struct WikilogCommand: AsyncParsableCommand {
       Stats.self,
       Rebuild.self,
       Compact.self,
+      Purge.self,
+      Redact.self,
       Backup.self,
       Restore.self,
       Replay.self,

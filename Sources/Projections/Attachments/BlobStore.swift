@@ -37,6 +37,12 @@ public struct BlobStore: Sendable {
 
   public func file(_ md5: [UInt8]) -> String { path + "/" + Self.hex(md5) }
 
+  /// Removes the blob `md5` (nothing when there is none); true when a file was removed.
+  @discardableResult
+  public func remove(_ md5: [UInt8]) -> Bool {
+    (try? FileManager.default.removeItem(atPath: file(md5))) != nil
+  }
+
   /// Writes `bytes` (whose MD5 is `md5`) durably unless the same blob is there already: to a
   /// synced temporary file, then into place as ``install(_:md5:)`` does for an upload.
   public func write(_ bytes: [UInt8], md5: [UInt8]) throws(StoreError) {

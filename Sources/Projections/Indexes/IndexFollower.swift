@@ -162,6 +162,39 @@ public final class IndexFollower: Sendable {
     working.withLock { _ in environment.close() }
   }
 
+  /// Removes the rows of documents that left the changes feed (purged ones: with no row in
+  /// `docs.bySeq` left, following the feed never reaches them).
+  public func forget(_ docIDs: [String]) throws {
+    guard !docIDs.isEmpty else { return }
+    do {
+      try working.withLock { _ in
+        try environment.write { txn in
+          for id in docIDs { try index.update(id, winner: nil, storage: storage, txn: txn) }
+        }
+      }
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+
+  /// Closes the index and replaces its environment's file with a compacted copy (LMDB keeps
+  /// freed pages, and the bytes on them, until it reuses them): what a compaction of the store
+  /// does for each index, so that nothing erased from the documents stays in an index's file.
+  /// The store is opened again afterwards.
+  func closeAndCompact() throws {
+    close()
+    var options = EventLog.Options(durability: log.options.durability)
+    options.merkleTree = false
+    options.mapSize = index.mapSize
+    do {
+      let env = try EventLog(directory: log.path + "/" + index.name, options: options)
+      defer { env.close() }
+      try env.compact()
+    } catch {
+      throw StoreError.from(error)
+    }
+  }
+
   /// The log position the index is up to.
   public func checkpoint() throws -> UInt64 {
     try environment.read { try Self.checkpoint($0, stateDatabase) }

@@ -94,6 +94,9 @@ struct Audit: ParsableCommand {
         local.put        a _local document written (DOCUMENT is _local/ID, REV 0-N)
         local.delete     a _local document deleted
         db.revs_limit    the revs limit changed (DOCUMENT is _revs_limit, no REV)
+        doc.purge        revisions purged (REV lists them; their events are erased)
+        doc.redact       revisions redacted (REV lists them; their bodies are erased)
+        db.purged_infos_limit   the purged_infos_limit changed
         draft.save       a draft of a page saved (DOCUMENT is the page, REV its base)
         draft.autosave   a draft saved by the editor on its own
         draft.discard    a draft thrown away
