@@ -39,7 +39,9 @@ extension CouchServer {
   /// (``DataDirectory/erase(_:_:in:actor:origin:reason:dryRun:)``). `201 {"purge_seq": null,
   /// "purged": {"docid": [revs purged]}}`, every document named listed. A purge is local: it
   /// does not replicate. `?reason=` is kept in the purge's event.
-  func purge(_ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller)
+  func purge(
+    _ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  )
     async throws -> Response
   {
     let pairs = try await erasureRequest(request)
@@ -61,7 +63,9 @@ extension CouchServer {
   /// (409): write a new one first, or purge it. `?reason=` is kept in the redaction's event;
   /// `?dry_run=true` says what would be erased and erases nothing.
   /// `201 {"redacted": {"docid": [revs]}, "events": n, "attachments": n}`.
-  func redact(_ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller)
+  func redact(
+    _ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller
+  )
     async throws -> Response
   {
     let pairs = try await erasureRequest(request)

@@ -407,7 +407,8 @@ public final class DataDirectory: Sendable {
     var erasure = planned
     if dryRun {
       let referenced = try store.referencedBlobs(skipping: Set(planned.events))
-      erasure.blobs = candidates.filter { !referenced.keys.contains($0) && store.blobs.exists($0) }
+      erasure.blobs =
+        candidates.filter { !referenced.keys.contains($0) && store.blobs.exists($0) }
         .count
       return erasure
     }

@@ -134,7 +134,9 @@ extension DocumentStore {
   }
 
   /// What erasing `request` means for the log as `txn` sees it.
-  func erasurePlan(_ kind: ErasureKind, _ request: [(id: String, revs: [RevID])], txn: ReadTransaction)
+  func erasurePlan(
+    _ kind: ErasureKind, _ request: [(id: String, revs: [RevID])], txn: ReadTransaction
+  )
     throws -> (items: [ErasureItem], erasure: Erasure)
   {
     var items: [ErasureItem] = []

@@ -75,7 +75,8 @@ import Testing
       #expect(current.code == 409)
       let gone = try await client.call(.get, "/wiki/w1:Secret?rev=\(rev1)")
       #expect(gone.code == 404 && gone["reason"] == .string("redacted"))
-      #expect(try await client.call(.get, "/wiki/w1:Secret")["markdown"] == .string("nothing to see"))
+      #expect(
+        try await client.call(.get, "/wiki/w1:Secret")["markdown"] == .string("nothing to see"))
       let revs = try await client.call(.get, "/wiki/w1:Secret?revs=true")
       #expect(revs["_revisions"]?["ids"]?.arrayValue?.count == 2)
 
@@ -107,7 +108,8 @@ import Testing
       // The proofs: heads and proofs taken before still check; verify is clean.
       let reopened = try dir.data.open("wiki")
       #expect(try reopened.log.treeRoot(size: before.size) == before.root)
-      #expect(try reopened.log.inclusionProof(position: 1, treeSize: before.size).root == before.root)
+      #expect(
+        try reopened.log.inclusionProof(position: 1, treeSize: before.size).root == before.root)
       #expect(firstProof.root == before.root)
       #expect(try reopened.log.verify(head: before).problems == [])
       for name in reopened.projectionNames {
@@ -154,7 +156,9 @@ import Testing
       #expect(try await client.call(.post, "/db/_purge", #"{"a":"1-x"}"#).code == 400)
       let many = (0..<101).map { #""d\#($0)":[]"# }.joined(separator: ",")
       let tooMany = try await client.call(.post, "/db/_purge", "{\(many)}")
-      #expect(tooMany.code == 400 && tooMany["reason"] == .string("Exceeded maximum number of documents."))
+      #expect(
+        tooMany.code == 400 && tooMany["reason"] == .string("Exceeded maximum number of documents.")
+      )
       #expect(try await client.call(.get, "/db/_purge").code == 405)
       #expect(try await client.call(.get, "/db/_purged_infos_limit").json == .number(1000))
       #expect(try await client.call(.put, "/db/_purged_infos_limit", "5").code == 200)

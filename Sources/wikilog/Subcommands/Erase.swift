@@ -96,7 +96,8 @@ enum Erase {
       return
     }
     var lines = [
-      (dryRun ? "would \(verb) " : (kind == .purge ? "purged " : "redacted ")) + "\(docID): " + erased.joined(separator: " "),
+      (dryRun ? "would \(verb) " : (kind == .purge ? "purged " : "redacted ")) + "\(docID): "
+        + erased.joined(separator: " "),
       (dryRun ? "would erase " : "erased ") + "\(erasure.events.count) event(s): "
         + erasure.events.map { String($0.rawValue) }.joined(separator: " "),
     ]
@@ -104,7 +105,9 @@ enum Erase {
       lines.append(
         (dryRun ? "would remove " : "removed ") + "\(erasure.blobs) attachment file(s)")
     }
-    if !dryRun { lines.append("compacted '\(global.database)': the erased bytes are in no file of it") }
+    if !dryRun {
+      lines.append("compacted '\(global.database)': the erased bytes are in no file of it")
+    }
     printText(lines.joined(separator: "\n"))
   }
 }

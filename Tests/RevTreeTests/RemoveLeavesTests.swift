@@ -28,7 +28,9 @@ import Testing
     return t
   }
 
-  func names(_ t: RevisionTree) -> [String] { t.allRevisions.map { String($0.rev.description.prefix(3)) } }
+  func names(_ t: RevisionTree) -> [String] {
+    t.allRevisions.map { String($0.rev.description.prefix(3)) }
+  }
 
   @Test func aLeafGoesAndWhatOnlyItHeld() throws {
     var t = try tree()
@@ -54,7 +56,10 @@ import Testing
   @Test func aRevisionThatIsNotALeafIsNotPurged() throws {
     var t = try tree()
     let before = names(t)
-    #expect(t.removeLeaves([rev("2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), rev("9-ffffffffffffffffffffffffffffffff")]).isEmpty)
+    #expect(
+      t.removeLeaves([
+        rev("2-bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"), rev("9-ffffffffffffffffffffffffffffffff"),
+      ]).isEmpty)
     #expect(names(t) == before)
   }
 }
