@@ -21,8 +21,20 @@ public struct RevisionEvent: Sendable, Hashable {
   /// revision sent without history).
   public let parentRev: String?
   public let deleted: Bool
-  /// The body as stored (JSON without `_id`, `_rev` and the other special fields).
+  /// The body as stored (JSON without `_id`, `_rev` and the other special fields); for a
+  /// redacted revision, what stays of it (``redaction``).
   public let body: [UInt8]
+  /// Who erased this revision's body, when and why (a redaction or purge); nil when it has
+  /// its body.
+  public var redaction: Redaction? = nil
+
+  /// Who erased a revision's body: the event that did it.
+  public struct Redaction: Sendable, Hashable {
+    public let seq: LogPosition
+    public let actor: String
+    public let timestampMicroseconds: Int64
+    public let reason: String
+  }
 
   public var timestamp: Date {
     Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
@@ -83,12 +95,20 @@ extension DocumentStore {
           || event.type == DocumentEvent.Kind.replicated.eventType
       else { continue }
       let e = try DocumentEvent(decoding: event)
-      revisions.append(
-        RevisionEvent(
-          seq: event.position, timestampMicroseconds: event.timestampMicroseconds,
-          actor: event.actor, origin: e.origin, rev: e.rev,
-          parentRev: e.path.flatMap { $0.ids.count > 1 ? $0.revisions[1].description : nil },
-          deleted: e.deleted, body: e.body))
+      var revision = RevisionEvent(
+        seq: event.position, timestampMicroseconds: event.timestampMicroseconds,
+        actor: event.actor, origin: e.origin, rev: e.rev,
+        parentRev: e.path.flatMap { $0.ids.count > 1 ? $0.revisions[1].description : nil },
+        deleted: e.deleted, body: e.body)
+      if let by = event.erasedBy, let eraser = try log.event(at: by) {
+        let reason =
+          (try? DocumentEvent(decoding: eraser)).flatMap { try? ErasureRecord(decoding: $0.body) }?
+          .reason ?? ""
+        revision.redaction = RevisionEvent.Redaction(
+          seq: by, actor: eraser.actor, timestampMicroseconds: eraser.timestampMicroseconds,
+          reason: reason)
+      }
+      revisions.append(revision)
     }
     return revisions
   }

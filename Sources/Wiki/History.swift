@@ -25,8 +25,16 @@ extension DocumentStore {
     var markdownByRev: [String: String] = [:]
     var entries: [RevisionHistoryEntry] = []
     for e in try revisionEvents(of: id) {
-      let markdown = (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
       let old = e.parentRev.flatMap { markdownByRev[$0] } ?? ""
+      guard e.redaction == nil else {
+        // A redacted revision has no text: no diff, and the next one is compared with the
+        // text before it.
+        entries.append(
+          RevisionHistoryEntry(revision: e, markdownDiff: "", insertions: 0, deletions: 0))
+        markdownByRev[e.rev] = old
+        continue
+      }
+      let markdown = (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
       let diff = LineDiff(old: old, new: markdown)
       entries.append(
         RevisionHistoryEntry(

@@ -163,8 +163,9 @@ enum Templates {
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
     <h1>History of {{title}}</h1>
     <ol id="history">
-    {{#revisions}}<li class="revision"><p><a class="view" href="{{pageHref}}?rev={{rev}}"><span class="rev">{{rev}}</span></a>
+    {{#revisions}}<li class="revision"><p>{{^redaction}}<a class="view" href="{{pageHref}}?rev={{rev}}">{{/redaction}}<span class="rev">{{rev}}</span>{{^redaction}}</a>{{/redaction}}
       by <span class="author">{{actor}}</span> <span class="time">{{{time}}}</span> <span class="origin">{{origin}}</span>{{#deleted}} <strong>deleted</strong>{{/deleted}}</p>
+      {{#redaction}}<p class="redacted">Redacted by <span class="author">{{redactedBy}}</span> <span class="time">{{{redactedAt}}}</span>{{reason}}: its text is erased.</p>{{/redaction}}
       {{#diff}}<pre class="diff">{{diff}}</pre>{{/diff}}</li>{{/revisions}}
     </ol>
     """,

@@ -411,6 +411,35 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("a redacted revision: the history says who redacted it and when; its text is gone")
+  func redactedHistory() async throws {
+    let fixture = try UIFixture()
+    let first = try fixture.store.get("w1:Home")
+    let rev1 = try #require(first["_rev"]?.stringValue)
+    var second = try #require(first.objectValue)
+    second["markdown"] = .string("# Home\nsafe text\n")
+    try fixture.store.put(JSONValue.object(second).serialized(), id: "w1:Home", actor: "bob")
+    _ = try await fixture.data.erase(
+      .redact, [("w1:Home", [rev1])], in: "wiki", actor: "admin", reason: "a leak")
+    try await fixture.withServer { client in
+      let history = try await client.page(.get, "/_wiki/w1/Home?action=history", as: "alice")
+      #expect(history.status == 200)
+      #expect(history.text.contains("Redacted by <span class=\"author\">admin</span>"))
+      #expect(history.text.contains("(a leak)"))
+      if let shots = ProcessInfo.processInfo.environment["WIKILOG_SCREENSHOTS"] {
+        try history.text.write(
+          toFile: shots + "/redacted-history.html", atomically: true, encoding: .utf8)
+      }
+      #expect(!history.text.contains("?rev=\(rev1)"))
+      let blame = try await client.page(.get, "/_wiki/w1/Home?action=blame", as: "alice")
+      #expect(blame.status == 200)
+      #expect(!blame.text.contains(rev1.prefix(10)))
+      let old = try await client.page(.get, "/_wiki/w1/Home?rev=\(rev1)", as: "alice")
+      #expect(old.status == 404)
+      #expect(old.text.contains("was redacted"))
+    }
+  }
+
   @Test("settings: the owner changes members; a member may not")
   func settings() async throws {
     let fixture = try UIFixture()

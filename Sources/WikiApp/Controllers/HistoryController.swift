@@ -40,11 +40,19 @@ struct HistoryController: WikiController {
     let entries = try store.history(of: id)
     guard !entries.isEmpty else { return .page(missing(wiki, title)) }
     base["revisions"] = entries.reversed().map { e -> [String: Any] in
-      [
+      var row: [String: Any] = [
         "rev": e.rev, "actor": e.actor, "time": Self.time(e.timestampMicroseconds),
         "origin": e.origin.isEmpty ? "" : "from \(e.origin)", "deleted": e.deleted,
-        "diff": e.markdownDiff, "pageHref": Self.pageHref(wiki, title),
+        "pageHref": Self.pageHref(wiki, title),
       ]
+      if !e.markdownDiff.isEmpty { row["diff"] = e.markdownDiff }
+      if let r = e.redaction {
+        row["redaction"] = [
+          "redactedBy": r.actor, "redactedAt": Self.time(r.timestampMicroseconds),
+          "reason": r.reason.isEmpty ? "" : " (\(r.reason))",
+        ]
+      }
+      return row
     }
     return .page(Page(title: "History of \(title)", body: Templates.render("history", base)))
   }
@@ -111,7 +119,8 @@ struct HistoryController: WikiController {
     }
     var lines: [(rev: String, actor: String, micros: Int64, text: String)] = []
     var text = ""
-    for e in chain.reversed() {
+    // A redacted revision has no text: its lines are the next revision's that has them.
+    for e in chain.reversed() where e.redaction == nil {
       let markdown =
         (try? JSONValue(parsing: e.body))?.objectValue?["markdown"]?.stringValue ?? ""
       var updated: [(rev: String, actor: String, micros: Int64, text: String)] = []

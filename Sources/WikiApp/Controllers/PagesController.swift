@@ -179,6 +179,11 @@ struct PagesController: RoutedController {
         try store.get(id, options: GetOptions(rev: rev, conflicts: true)).objectValue
         ?? JSONObject()
     } catch let error as StoreError where error.code == .notFound {
+      if error.reason == "redacted" {
+        return notFound(
+          "This revision of “\(title)” was redacted: its text is erased. The page’s history says who redacted it, and when."
+        )
+      }
       return missing(wiki, title)
     }
     if doc["_deleted"] == .bool(true) { return missing(wiki, title) }
