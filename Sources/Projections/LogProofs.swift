@@ -43,9 +43,15 @@ public enum LogProofs {
       .init(key: "seq", value: .number(JSONNumber(Int64(proof.position.rawValue)))),
       .init(key: "tree_size", value: .number(JSONNumber(Int64(proof.treeSize)))),
       .init(key: "leaf", value: .string(Base64.encode(Array(proof.leaf)))),
-      .init(key: "leaf_hash", value: .string(Hex.encode(MerkleTree.leafHash(proof.leaf)))),
+      .init(
+        key: "leaf_hash",
+        value: .string(Hex.encode(proof.erasedLeafHash ?? MerkleTree.leafHash(proof.leaf)))),
       .init(key: "path", value: .array(proof.path.map { .string(Hex.encode($0)) })),
     ]
+    // An erased event: the tree keeps its original leaf's hash; the leaf is what is left.
+    if let erasedBy = proof.erasedBy {
+      members.append(.init(key: "erased_by", value: .number(JSONNumber(Int64(erasedBy.rawValue)))))
+    }
     if let event = EventLog.event(fromLeaf: proof.leaf) {
       members.append(.init(key: "event", value: json(event)))
     }
@@ -235,12 +241,27 @@ public enum LogProofs {
         if let shown = proof["event"], !sameMembers(shown, json(event)) {
           return fail("the \"event\" shown is not the one the leaf holds")
         }
+        // An erased event's proof proves the kept hash of its original leaf, not the leaf it
+        // shows (what the erasure left of it).
+        var leafHash = MerkleTree.leafHash(leaf)
+        if let erasedBy = proof["erased_by"]?.numberValue?.int64Value {
+          guard event.erasedBy?.rawValue == UInt64(erasedBy) else {
+            return fail("the leaf does not say it was erased by event \(erasedBy)")
+          }
+          leafHash = try hash(proof["leaf_hash"], "leaf_hash")
+        }
         guard seq >= 1, seq <= size,
           MerkleTree.verifyInclusion(
-            index: seq - 1, size: size, leafHash: MerkleTree.leafHash(leaf), path: try path(proof),
+            index: seq - 1, size: size, leafHash: leafHash, path: try path(proof),
             root: head.root)
         else {
           return fail("the audit path does not lead from event \(seq) to the head's root")
+        }
+        if let erasedBy = event.erasedBy {
+          lines.append(
+            "event \(seq) (\(event.type) on '\(event.stream)' by \(event.actor) at \(SignedTreeHead.timeString(event.timestamp))) is in the log of \(size) events, erased by event \(erasedBy): inclusion proof of its original leaf ok"
+          )
+          return CheckResult(holds: true, lines: lines)
         }
         lines.append(
           "event \(seq) (\(event.type) on '\(event.stream)' by \(event.actor) at \(SignedTreeHead.timeString(event.timestamp))) is in the log of \(size) events: inclusion proof ok"

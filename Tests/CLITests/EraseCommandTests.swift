@@ -51,6 +51,32 @@ import Testing
     #expect((audit.last?["rev"] as? String) == rev3)
   }
 
+  @Test("proofs taken before a redaction still check; a proof of the erased event says so")
+  func proofsSurvive() throws {
+    let cli = try CLI()
+    let key = try cli.ok(["log", "key"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    let rev1 = try cli.put(#"{"_id":"p","text":"PROOF-SECRET"}"#)
+    try cli.put(#"{"_id":"p","_rev":"\#(rev1)","text":"fine"}"#)
+    let position = try cli.eventCount() - 1
+    let head = try cli.ok(["log", "head", "--json"]).stdout
+    let headFile = cli.path + "/head.json"
+    try head.write(toFile: headFile, atomically: true, encoding: .utf8)
+    let before = try cli.ok(["log", "prove", String(position), "--head", headFile, "--json"])
+    let beforeFile = cli.path + "/before.json"
+    try before.stdout.write(toFile: beforeFile, atomically: true, encoding: .utf8)
+    let other = try cli.ok(["log", "prove", "1", "--head", headFile, "--json"]).stdout
+
+    try cli.ok(["redact", "p", rev1, "--reason", "proofs"])
+    #expect(try cli.ok(["log", "check", headFile, beforeFile, "--key", key]).status == 0)
+    try cli.ok(["log", "check", headFile, "-", "--key", key], stdin: other)
+    let after = try cli.ok(["log", "prove", String(position), "--head", headFile, "--json"])
+    #expect(try after.object()["erased_by"] as? Int == position + 2)
+    #expect(!after.stdout.contains("PROOF-SECRET") && !before.stdout.isEmpty)
+    let checked = try cli.ok(["log", "check", headFile, "-", "--key", key], stdin: after.stdout)
+    #expect(checked.stdout.contains("erased by event \(position + 2)"))
+    #expect(try cli.ok(["verify", "--head", headFile]).status == 0)
+  }
+
   @Test("a purge killed at any moment leaves the old state or the new, and a log that verifies")
   func killedPurge() throws {
     for trial in 0..<6 {
