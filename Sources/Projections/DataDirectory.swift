@@ -376,8 +376,6 @@ public final class DataDirectory: Sendable {
       } catch {
         throw StoreError.from(error)
       }
-      // The indexes kept behind the log, each in its own file, are compacted too.
-      for follower in store.indexes { try follower.closeAndCompact() }
       let reopened = try open(name)
       // Blobs no event names (a crash between a blob and its event), an hour old or more.
       let swept = try reopened.sweepBlobs()
@@ -433,12 +431,38 @@ public final class DataDirectory: Sendable {
         "the revisions are erased, but \(name) could not be compacted now (\(error.reason)); "
           + "their bytes leave its files at its next compaction", code: .conflict)
     }
+    // The indexes kept behind the log, each in a file of its own, are compacted too.
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+      DispatchQueue.global().async {
+        done.resume(with: Result { try self.compactIndexes(name) })
+      }
+    }
     let reopened = try open(name)
     let referenced = try reopened.referencedBlobs()
     for md5 in candidates where referenced[md5] == nil {
       if reopened.blobs.remove(md5) { erasure.blobs += 1 }
     }
     return erasure
+  }
+
+  /// Closes database `name` and replaces the file of each of its indexes kept behind the log
+  /// with a compacted copy; the next ``open(_:create:)`` opens it again. Under the lock of the
+  /// open stores, so that no request opens it meanwhile (those holding it find it closed, as
+  /// after a compaction: a write goes again).
+  func compactIndexes(_ name: String) throws {
+    try open.withLock { stores in
+      if let store = stores[name] {
+        store.close()
+        stores[name] = nil
+      }
+      let durability = options.durability
+      for index in makeIndexes(name) {
+        let directory = directory(of: name) + "/" + index.name
+        guard FileManager.default.fileExists(atPath: directory + "/data.mdb") else { continue }
+        try IndexFollower.compactEnvironment(
+          directory: directory, index: index, durability: durability)
+      }
+    }
   }
 
   /// Whether database `name` is being compacted (`compact_running` in `GET /db`).

@@ -177,17 +177,17 @@ public final class IndexFollower: Sendable {
     }
   }
 
-  /// Closes the index and replaces its environment's file with a compacted copy (LMDB keeps
-  /// freed pages, and the bytes on them, until it reuses them): what a compaction of the store
+  /// Replaces the file of the closed index environment at `directory` with a compacted copy
+  /// (LMDB keeps freed pages, and the bytes on them, until it reuses them): what an erasure
   /// does for each index, so that nothing erased from the documents stays in an index's file.
-  /// The store is opened again afterwards.
-  func closeAndCompact() throws {
-    close()
-    var options = EventLog.Options(durability: log.options.durability)
+  static func compactEnvironment(
+    directory: String, index: any IndexBehindLog, durability: EventLog.Durability
+  ) throws {
+    var options = EventLog.Options(durability: durability)
     options.merkleTree = false
     options.mapSize = index.mapSize
     do {
-      let env = try EventLog(directory: log.path + "/" + index.name, options: options)
+      let env = try EventLog(directory: directory, options: options)
       defer { env.close() }
       try env.compact()
     } catch {
