@@ -42,19 +42,7 @@ extension RevisionTree {
       paths.append((n.pos + 1 - entries.count, entries))
     }
     guard !removed.isEmpty else { return [] }
-    paths.sort { a, b in
-      if a.start != b.start { return a.start < b.start }
-      return RevisionTree.erlangCompare(a.entries, b.entries) < 0
-    }
-    var t = RevisionTree()
-    for p in paths {
-      let rootFirst = Array(p.entries.reversed())
-      let plan = t.planMerge(start: p.start, rootFirst)
-      _ = t.applyMerge(plan, start: p.start, rootFirst)
-    }
-    t.leafCount = 0
-    for n in t.nodes where n.isLive && n.isLeaf { t.leafCount += 1 }
-    self = t
+    self = Self.merging(paths)
     return removed
   }
 

@@ -209,19 +209,26 @@ extension RevisionTree {
       }
       paths.append((n.pos + 1 - entries.count, entries))
     }
-    paths.sort { a, b in
+    self = Self.merging(paths)
+  }
+
+  /// The tree that leaf-first `paths` make when merged one by one into an empty tree in
+  /// CouchDB's order: by first generation, then the paths compared as Erlang terms (what
+  /// `repair_tree` and `remove_leafs` both do).
+  static func merging(_ paths: [(start: Int, entries: [PathEntry])]) -> RevisionTree {
+    let sorted = paths.sorted { a, b in
       if a.start != b.start { return a.start < b.start }
       return RevisionTree.erlangCompare(a.entries, b.entries) < 0
     }
     var t = RevisionTree()
-    for p in paths {
+    for p in sorted {
       let rootFirst = Array(p.entries.reversed())
       let plan = t.planMerge(start: p.start, rootFirst)
       _ = t.applyMerge(plan, start: p.start, rootFirst)
     }
     t.leafCount = 0
     for n in t.nodes where n.isLive && n.isLeaf { t.leafCount += 1 }
-    self = t
+    return t
   }
 
   /// Compares two leaf-first paths as Erlang compares lists of `{Key, Value}` tuples.
