@@ -32,7 +32,7 @@ public struct DocumentEvent: Sendable, Hashable {
     case localDelete = 4
     /// The database's revs_limit changed.
     case revsLimit = 5
-    /// Leaf revisions purged (`_purge`): the body lists them (``ErasureRecord``); the events
+    /// Leaf revisions purged (`_purge`): the body lists them (`{"revs", "reason"}`); the events
     /// that carried their bodies are erased in the same transaction.
     case purge = 6
     /// Revisions redacted (`_redact`): they stay in the tree; the events that carried their

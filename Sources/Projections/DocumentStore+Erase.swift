@@ -250,7 +250,7 @@ extension DocumentStore {
     guard limit >= 1 else {
       throw StoreError.badRequest("purged_infos_limit must be a positive integer")
     }
-    try await writeDocumentsQueued { txn in
+    _ = try await writeDocumentsQueued { txn in
       try self.append(
         DocumentEvent(
           kind: .purgedInfosLimit, docID: "_purged_infos_limit", rev: "", revsLimit: limit),
