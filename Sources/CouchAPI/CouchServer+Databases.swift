@@ -263,7 +263,7 @@ extension CouchServer {
     return .object(
       JSONObject([
         "db_name": .string(name),
-        "purge_seq": .int(0),
+        "purge_seq": .int((try? store.purgeSeq) ?? 0),
         "update_seq": .int(view?.updateSeq.rawValue ?? info.updateSeq.rawValue),
         "sizes": .object(sizes),
         "props": .object(JSONObject()),

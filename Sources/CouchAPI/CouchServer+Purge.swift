@@ -16,7 +16,7 @@ extension CouchServer {
     var pairs: [(id: String, revs: [String])] = []
     for member in object.members {
       guard case .array(let values) = member.value else {
-        throw CouchError.badRequest("Invalid revs: \(member.key) must name an array of revisions")
+        throw CouchError.badRequest("Invalid list of revisions")
       }
       var revs: [String] = []
       for value in values {

@@ -66,6 +66,7 @@ public final class DocumentProjection: Projection {
   }
 
   static let purgedInfosLimitKey = Array("purged_infos_limit".utf8)
+  static let purgeSeqKey = Array("purge_seq".utf8)
   /// CouchDB's default `purged_infos_limit`.
   public static let defaultPurgedInfosLimit = 1000
 
@@ -84,6 +85,10 @@ public final class DocumentProjection: Projection {
   func applyErasure(
     _ e: DocumentEvent, at position: UInt64, storage: ProjectionStorage, txn: WriteTransaction
   ) throws -> AppendFacts? {
+    if e.kind == .purge {
+      let seq = try counter(Self.purgeSeqKey, storage: storage, txn: txn)
+      try txn.put(UInt64(seq + 1).bigEndianBytes, forKey: Self.purgeSeqKey, in: storage["meta"])
+    }
     guard var record = try self.record(e.docID, storage: storage, txn: txn) else { return nil }
     guard e.kind == .purge else {
       return AppendFacts(tree: record.tree, winnerChanged: false)

@@ -144,6 +144,9 @@ extension DocumentStore {
     var merged: [String: Int] = [:]
     for (id, revs) in request {
       guard let record = try documents.record(id, storage: documentStorage, txn: txn) else {
+        // A purge records what was asked even when there is nothing to purge, as CouchDB's
+        // purge infos do.
+        if kind == .purge { Self.add(id, revs, [], [], to: &items, &erasure, &merged) }
         continue
       }
       var gone: Set<RevID>
@@ -153,7 +156,10 @@ extension DocumentStore {
       case .purge:
         var tree = record.tree
         named = tree.removeLeaves(Set(revs))
-        guard !named.isEmpty else { continue }
+        guard !named.isEmpty else {
+          Self.add(id, revs, [], [], to: &items, &erasure, &merged)
+          continue
+        }
         let kept = Set(tree.allRevisions.map(\.rev))
         gone = Set(record.tree.allRevisions.map(\.rev)).subtracting(kept)
         whole = tree.isEmpty
@@ -194,18 +200,28 @@ extension DocumentStore {
         }
         guard !named.isEmpty else { continue }
       }
-      if let at = merged[id] {
-        items[at].revs += named
-        items[at].events += events
-        erasure.revisions[at].revs += named.map(\.description)
-      } else {
-        merged[id] = items.count
-        items.append(ErasureItem(id: id, revs: named, events: events))
-        erasure.revisions.append((id, named.map(\.description)))
-      }
-      erasure.events += events.map { LogPosition($0) }
+      Self.add(id, kind == .purge ? revs : named, named, events, to: &items, &erasure, &merged)
     }
     return (items, erasure)
+  }
+
+  /// Adds one document's part to a plan: `requested` goes into its event (a purge records
+  /// the revisions asked for; applying it removes the leaves among them), `erased` into the
+  /// answer.
+  static func add(
+    _ id: String, _ requested: [RevID], _ erased: [RevID], _ events: [UInt64],
+    to items: inout [ErasureItem], _ erasure: inout Erasure, _ merged: inout [String: Int]
+  ) {
+    if let at = merged[id] {
+      items[at].revs += requested
+      items[at].events += events
+      erasure.revisions[at].revs += erased.map(\.description)
+    } else {
+      merged[id] = items.count
+      items.append(ErasureItem(id: id, revs: requested, events: events))
+      erasure.revisions.append((id, erased.map(\.description)))
+    }
+    erasure.events += events.map { LogPosition($0) }
   }
 
   /// What stays of the document event at `position`: its revision, history, deletion and
@@ -237,6 +253,16 @@ extension DocumentStore {
         for a in e.attachments ?? [] { found.insert(a.md5) }
       }
       return found
+    }
+  }
+
+  /// The number of purges recorded (`purge_seq` in `GET /db`): one per document named in a
+  /// purge request.
+  public var purgeSeq: Int {
+    get throws {
+      try read {
+        try documents.counter(DocumentProjection.purgeSeqKey, storage: documentStorage, txn: $0)
+      }
     }
   }
 
