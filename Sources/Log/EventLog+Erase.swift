@@ -46,9 +46,7 @@ extension WriteTransaction {
       guard let old = try raw.get(dbs.events, key) else {
         throw LogError.corruptDatabase(path: path, reason: "event \(position) is missing")
       }
-      let leaf = try unsafe old.withUnsafeBytes { (bytes) throws(LMDBError) in
-        try unsafe raw.leaf(erased: dbs.erased, position: position.rawValue, record: bytes)
-      }
+      let leaf = try raw.leaf(erased: dbs.erased, position: position.rawValue, record: old)
       let record: [UInt8]
       do {
         record = try EventRecord.erased(

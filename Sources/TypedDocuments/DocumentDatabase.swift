@@ -62,7 +62,8 @@ public final class DocumentDatabase: Sendable {
     store = try data.open(name, create: true)
   }
 
-  /// Closes the database's store (and every other store the data directory has open).
+  /// Closes the database's store (and every other store the data directory has open). Stop its
+  /// sync sessions first: a running one would open the database again.
   public func close() { data.closeAll() }
 
   // MARK: Documents as values

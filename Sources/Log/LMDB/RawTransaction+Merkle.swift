@@ -96,6 +96,16 @@ extension RawTransaction {
     return try unsafe leaf(erased: erased, position: position, record: bytes)
   }
 
+  /// ``leaf(erased:position:record:)`` of a record copied out of the map.
+  func leaf(erased: UInt32, position: UInt64, record: [UInt8]) throws(LMDBError) -> MerkleDigest {
+    let result = unsafe record.withUnsafeBytes { bytes in
+      Result { () throws(LMDBError) in
+        try unsafe leaf(erased: erased, position: position, record: bytes)
+      }
+    }
+    return try result.get()
+  }
+
   /// The Merkle leaf hash of the stored `record` at `position`: hashed from it, or, for an
   /// erased event (record format 2), the hash of its original record kept in `log.erased`
   /// (hashed from the record as it is when that is missing: the tree's check then fails).
