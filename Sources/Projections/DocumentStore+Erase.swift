@@ -145,8 +145,10 @@ extension DocumentStore {
     for (id, revs) in request {
       guard let record = try documents.record(id, storage: documentStorage, txn: txn) else {
         // A purge records what was asked even when there is nothing to purge, as CouchDB's
-        // purge infos do.
-        if kind == .purge { Self.add(id, revs, [], [], to: &items, &erasure, &merged) }
+        // purge infos do (not for what cannot be a document: a `_local` id has no tree).
+        if kind == .purge && !id.isEmpty && !id.hasPrefix("_local/") {
+          Self.add(id, revs, [], [], to: &items, &erasure, &merged)
+        }
         continue
       }
       var gone: Set<RevID>
