@@ -33,7 +33,8 @@ bench:
 	WIKILOG_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark
 
 # wikilog's log and document workloads, then the same work in C on liblmdb and on SQLite, one
-# after another; prints the table and writes it to docs/benchmarks.md (see there).
+# after another, and (with COUCHDB_URL) the HTTP workloads beside a CouchDB; prints the table
+# and writes it to docs/benchmarks.md (see there).
 compare:
 	scripts/compare
 

@@ -16,6 +16,9 @@ end
 function init(args)
   prefix = string.format("t%d-%d-", tid, math.random(1, 1000000000))
   wrk.headers["Content-Type"] = "application/json"
+  -- WRK_AUTH: an Authorization header value (a CouchDB whose databases are admins' only).
+  local auth = os.getenv("WRK_AUTH")
+  if auth then wrk.headers["Authorization"] = auth end
 end
 
 function request()
