@@ -344,6 +344,27 @@ private func hash(_ rev: String) -> String { String(rev.split(separator: "-")[1]
     #expect(try w.s.verify("wiki") == [])
   }
 
+  @Test(
+    "a document first written as no wiki is skipped, with pages of its id already counted; it becomes one later"
+  )
+  func firstEventsThatAreNoWiki() throws {
+    let w = try WikiStore()
+    // Pages of wiki "n" before any document "n": the wiki's row counts them.
+    try w.putPage("n", "Home", "hello")
+    let before = try w.q.wikis()
+    // "n" first written as a note: skipped, and the row is as it was.
+    try w.put("n", ["type": .string("note")])
+    #expect(try w.q.wikis() == before)
+    // Its second revision makes it a wiki; its third a note again.
+    try w.putWiki("n", title: "Now a wiki", owner: "ann", members: [])
+    #expect(try w.q.wikis().first { $0.id == "n" }?.title == "Now a wiki")
+    try w.put("n", ["type": .string("note")])
+    #expect(try w.q.wikis().first { $0.id == "n" }?.title == nil)
+    #expect(try w.s.verify("wiki") == [])
+    try w.s.rebuild("wiki")
+    #expect(try w.s.verify("wiki") == [])
+  }
+
   /// Seed 30 includes a peer that gives one revision id two different bodies on two branches.
   @Test(
     "a random workload of 500 operations: the projection matches the documents, rebuild and verify agree"

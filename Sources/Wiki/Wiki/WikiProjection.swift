@@ -200,6 +200,10 @@ public final class WikiProjection: DocumentChangeProjection, RetiredLayouts {
     switch prepared.target {
     case .wiki(let id):
       guard case .wiki(let doc)? = prepared.state else {
+        // A document's first event that is not a wiki: no row of the projection names it as
+        // one yet (only its own events set a row's wiki document), so there is nothing to
+        // change. A document that is no wiki costs the projection nothing.
+        if event.streamVersion == 1 { return }
         return try updateWiki(id, to: nil, event, storage, txn)
       }
       try updateWiki(id, to: doc, event, storage, txn)
