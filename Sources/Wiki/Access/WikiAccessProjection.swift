@@ -50,7 +50,9 @@ public final class WikiAccessProjection: DocumentChangeProjection {
     let position = change.event.position.rawValue
     var group = AccessGroup.of(docID)
     if case .other = group, AccessGroup.canBeWiki(docID) {
-      let before = try WikiAccessRow.read(docID, storage, txn)
+      // Only this document's own changes write its row: at its first event it has none.
+      let before =
+        change.event.streamVersion == 1 ? nil : try WikiAccessRow.read(docID, storage, txn)
       let after = try Self.access(of: change, in: txn)
       if before != nil || after.isWiki {
         let row = WikiAccessRow(members: after.members, owners: after.owners)
