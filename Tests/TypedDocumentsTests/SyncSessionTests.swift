@@ -45,14 +45,26 @@ func localTitles(_ db: DocumentDatabase) throws -> [String: String] {
   Dictionary(uniqueKeysWithValues: try db.all(Note.self).map { ($0.id, $0.title) })
 }
 
+/// A `wikilog serve` on a directory of its own with the database `notes`; restarted on its
+/// port by assigning `server`.
+final class Served {
+  let directory = TempDirectory()
+  var server: ChildProcess
+  let base: String
+  let port: Int
+
+  init() async throws {
+    (server, base) = try serveWikilog(directory.path)
+    port = Int(base.split(separator: ":").last!)!
+    #expect(try await request(base, "PUT", "/notes").0 == 201)
+  }
+}
+
 @Suite(.serialized) struct SyncSessionTests {
   @Test func twoWaySyncThroughANetworkLoss() async throws {
-    let serverDir = TempDirectory()
-    let (first, base) = try serveWikilog(serverDir.path)
-    var server = first
-    defer { server.kill() }
-    let port = Int(base.split(separator: ":").last!)!
-    #expect(try await request(base, "PUT", "/notes").0 == 201)
+    let served = try await Served()
+    defer { served.server.kill() }
+    let (serverDir, base, port) = (served.directory, served.base, served.port)
 
     try await withDatabase(actor: "app") { db, _ in
       var options = SyncSession.Options.types([Note.self])
@@ -78,7 +90,7 @@ func localTitles(_ db: DocumentDatabase) throws -> [String: String] {
       #expect(try db.store.record("other") == nil)
 
       // The server goes away: the session says offline, with the next try; saving goes on.
-      server.kill()
+      served.server.kill()
       try await eventually {
         if case .offline(let retryAt, _) = session.status.state { return retryAt != nil }
         return false
@@ -93,7 +105,7 @@ func localTitles(_ db: DocumentDatabase) throws -> [String: String] {
       try await db.delete(deleted)
 
       // Back on its port: everything saved meanwhile arrives, and the server's new edits too.
-      (server, _) = try serveWikilog(serverDir.path, port: port)
+      (served.server, _) = try serveWikilog(serverDir.path, port: port)
       _ = try await request(
         base, "PUT", "/notes/remote-2",
         #"{"type":"note","title":"R2 after","tags":[],"done":false}"#)
@@ -162,25 +174,22 @@ func localTitles(_ db: DocumentDatabase) throws -> [String: String] {
   }
 
   @Test func retryNowDoesNotWaitForTheBackoff() async throws {
-    let serverDir = TempDirectory()
-    let (first, base) = try serveWikilog(serverDir.path)
-    var server = first
-    defer { server.kill() }
-    let port = Int(base.split(separator: ":").last!)!
-    #expect(try await request(base, "PUT", "/notes").0 == 201)
+    let served = try await Served()
+    defer { served.server.kill() }
+    let (serverDir, base, port) = (served.directory, served.base, served.port)
     try await withDatabase { db, _ in
       var options = SyncSession.Options()
       // A backoff far longer than the test may take.
       options.retry = RetryPolicy(initialDelay: .seconds(600), maximumDelay: .seconds(600))
       let session = try db.sync(with: base + "/notes", options: options)
       try await eventually { session.status.state == .idle }
-      server.kill()
+      served.server.kill()
       try await eventually {
         if case .offline = session.status.state { return true }
         return false
       }
       try await db.save(Note(id: "woke", title: "saved while asleep"))
-      (server, _) = try serveWikilog(serverDir.path, port: port)
+      (served.server, _) = try serveWikilog(serverDir.path, port: port)
       // What an app does when it wakes or the network is back.
       session.retryNow()
       try await eventually { try await remoteTitles(base)["woke"] == "saved while asleep" }
