@@ -6,7 +6,8 @@
 
 /// An event as stored: what comes out of the log.
 ///
-/// Immutable once written. `position` is the dense global sequence number; `streamVersion` is
+/// Immutable once written, except on purpose: an erasure replaces its payload and sets
+/// ``erasedBy`` (``WriteTransaction/erase(_:payload:by:)``). `position` is the dense global sequence number; `streamVersion` is
 /// the event's 1-based place in its stream (0 for events with no stream); `timestamp` is the
 /// commit time, made non-decreasing along the log so that time lookups are binary searches.
 public struct RecordedEvent: Sendable, Hashable {
