@@ -87,13 +87,16 @@ extension DocumentChangeProjection where Share == Void {
 }
 
 /// One document edit or replicated revision, as the documents projection made it: what a
-/// ``DocumentChangeProjection`` is given.
+/// ``DocumentChangeProjection`` is given. A purge or redaction (``DocumentStore/erase(_:_:actor:origin:reason:dryRun:)``)
+/// is a change too, one that adds no revision: ``rev`` is nil, the body is `{}`, and ``tree``
+/// is the tree after it (empty for a document purged whole), with ``winnerChanged`` saying
+/// whether the winner went.
 public struct DocumentChange: Sendable {
   /// The event that made the change (position, time, actor).
   public let event: RecordedEvent
   /// The document.
   public let docID: String
-  /// The revision the event adds.
+  /// The revision the event adds; nil for a purge or redaction, which adds none.
   public let rev: RevID?
   /// Whether that revision is a deletion.
   public let deleted: Bool
