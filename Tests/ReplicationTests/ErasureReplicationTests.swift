@@ -67,3 +67,40 @@ import Testing
     #expect(holders == [])
   }
 }
+
+/// What a replication says while its peer cannot be reached.
+@Suite struct NetworkFailureTextTests {
+  @Test("a refused connection reads 'connection refused', with the address")
+  func refused() async throws {
+    let dir = TestDirectory("refused-peer")
+    _ = try dir.data.create("db")
+    let local = CouchEndpoint(
+      transport: LocalTransport(server: CouchServer(dataDirectory: dir.data, logger: quietLogger)),
+      database: "db", identity: "local/db")
+    // Port 1 on loopback: nothing listens there.
+    let nowhere = CouchEndpoint(
+      transport: HTTPTransport(baseURL: "http://127.0.0.1:1"), database: "db",
+      identity: "http://127.0.0.1:1/db")
+    var options = ReplicationOptions()
+    options.retry = RetryPolicy(maximumRetries: 1, initialDelay: .milliseconds(1))
+    let seen = Seen()
+    do {
+      _ = try await Replicator(source: local, target: nowhere, options: options).replicate {
+        status in seen.add(status.lastError)
+      }
+      Issue.record("a replication to a closed port succeeded")
+    } catch let error as ReplicatorError {
+      #expect(error.description.contains("connection refused"), "\(error)")
+      #expect(error.description.contains("127.0.0.1:1"), "\(error)")
+      #expect(!error.description.contains("errno"), "\(error)")
+    }
+    #expect(seen.texts.contains { $0.contains("connection refused") })
+  }
+
+  final class Seen: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+    var texts: [String] { lock.withLock { list } }
+    func add(_ text: String?) { if let text { lock.withLock { list.append(text) } } }
+  }
+}

@@ -526,10 +526,12 @@ extension Replicator {
       }
     }
 
-    /// A failure in one line, without credentials (transports never put them in errors).
+    /// A failure in one line, without credentials (transports never put them in errors), in
+    /// plain words for the network's usual failures (NIO's own texts read "connection reset
+    /// (error set): Connection refused (errno: 111)" for a refused connection).
     static func describe(_ error: any Error) -> String {
       if let error = error as? ReplicatorError { return error.description }
-      return String(describing: error)
+      return NetworkFailure.describe(error) ?? String(describing: error)
     }
   }
 }
