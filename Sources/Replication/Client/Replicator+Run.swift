@@ -499,8 +499,10 @@ extension Replicator {
         do {
           let value = try await body()
           if attempt > 0 {
+            // Recovered: the failure is history (the jobs keep it in theirs), not the state.
             status.state = .running
             status.retryAt = nil
+            status.lastError = nil
             onStatus(status)
           }
           return value

@@ -270,7 +270,8 @@ public struct ReplicationStatus: Sendable, Hashable {
   public var pending: Int?
   /// The source sequence both checkpoints record.
   public var checkpointedSeq: JSONValue?
-  /// The last failure, and when its request is tried again.
+  /// The failure a request is being retried after, and when it is tried again; both nil once
+  /// a request succeeds again (the jobs' history keeps the failures).
   public var lastError: String?
   public var retryAt: Date?
 
