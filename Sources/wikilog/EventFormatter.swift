@@ -55,7 +55,8 @@ enum EventFormatter {
       case .purgedInfosLimit:
         text = "purged_infos_limit \(d.revsLimit)"
       case .purge, .redact:
-        text = (d.kind == .purge ? "purged " : "redacted ") + String(decoding: d.body, as: UTF8.self)
+        text =
+          (d.kind == .purge ? "purged " : "redacted ") + String(decoding: d.body, as: UTF8.self)
       case .edit, .replicated, .localPut, .localDelete:
         text = d.rev.isEmpty ? "" : d.rev + "  "
         if !d.origin.isEmpty { text += "(from \(d.origin))  " }
