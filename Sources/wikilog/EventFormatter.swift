@@ -8,6 +8,7 @@ import Wiki
 
 enum EventFormatter {
   /// `{"seq":1,"time":"2026-11-21T09:00:00.123456Z","type":...,"stream":...,"actor":...,"stream_version":1,"payload":"..."}`
+  /// (with `"erased_by"` for an erased event)
   static func json(_ e: RecordedEvent, into out: inout OutputBuffer) {
     out.append(#"{"seq":"#)
     out.append(String(e.position.rawValue))
@@ -21,6 +22,10 @@ enum EventFormatter {
     out.append(String(e.streamVersion))
     out.append(#","actor":"#)
     quote(e.actor, into: &out)
+    if let by = e.erasedBy {
+      out.append(#","erased_by":"#)
+      out.append(String(by.rawValue))
+    }
     if let text = String(validating: e.payload, as: UTF8.self) {
       out.append(#","payload":"#)
       quote(text, into: &out)
@@ -88,6 +93,8 @@ enum EventFormatter {
       let hex = e.payload.prefix(16).map { ($0 < 0x10 ? "0" : "") + String($0, radix: 16) }
       text = "(\(e.payload.count) bytes: \(hex.joined())\(e.payload.count > 16 ? "…" : ""))"
     }
+    // An erased event says so, and by which event (its original payload is gone).
+    if let by = e.erasedBy { text = "(erased by #\(by))  " + text }
     if text.count > payloadLimit { text = String(text.prefix(payloadLimit - 1)) + "…" }
     return text
   }

@@ -35,6 +35,10 @@ import Testing
     #expect(!Self.anyFileHolds("CLI-SECRET-ONE", under: cli.path))
     #expect(!Self.anyFileHolds("CLI-SECRET-TWO", under: cli.path))
     try cli.fails(["get", "x", "--rev", rev1], "redacted")
+    // The raw log says which events were erased, and by which.
+    let tail = try cli.ok(["log", "tail"]).stdout
+    #expect(tail.contains(#""erased_by":"#))
+    #expect(!tail.contains("CLI-SECRET-ONE"))
     #expect(try cli.ok(["get", "x"]).object()["pw"] as? String == "none")
     try cli.fails(["redact", "x", rev3, "--reason", "r"], "current revision")
     #expect(
