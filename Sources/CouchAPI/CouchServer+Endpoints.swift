@@ -96,12 +96,12 @@ extension CouchServer {
       c.server.viewCleanup()
     },
     .purge: Rule(role: .databaseAdmin, methods: [.post]) { c in
-      try await c.server.purge(
-        c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
+      try await c.server.erase(
+        .purge, c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
     },
     .redact: Rule(role: .databaseAdmin, methods: [.post]) { c in
-      try await c.server.redact(
-        c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
+      try await c.server.erase(
+        .redact, c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
     },
     .purgedInfos: Rule(role: .databaseAdmin, methods: [.get, .head]) { c in
       try c.server.purgedInfos(c.store)

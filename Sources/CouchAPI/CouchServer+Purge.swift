@@ -34,50 +34,42 @@ extension CouchServer {
     return pairs
   }
 
-  /// `POST /{db}/_purge` (database admins): the leaf revisions named leave their trees, with
-  /// the branches only they hold, and their bytes leave the database's files
-  /// (``DataDirectory/erase(_:_:in:actor:origin:reason:dryRun:)``). `201 {"purge_seq": null,
-  /// "purged": {"docid": [revs purged]}}`, every document named listed. A purge is local: it
-  /// does not replicate. `?reason=` is kept in the purge's event.
-  func purge(
-    _ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller
-  )
-    async throws -> Response
-  {
+  /// `POST /{db}/_purge` and `POST /{db}/_redact` (database admins, checked again in the
+  /// write transaction; ``DataDirectory/erase(_:_:in:actor:origin:reason:dryRun:)``: the bytes
+  /// leave the database's files). `?reason=` is kept in the event; `?dry_run=true` says what
+  /// would be erased and erases nothing.
+  ///
+  /// - `_purge` (CouchDB's): the leaf revisions named leave their trees, with the branches only
+  ///   they hold. `201 {"purge_seq": null, "purged": {"docid": [revs purged]}}`, every document
+  ///   named listed. A purge is local: it does not replicate.
+  /// - `_redact` (wikilog's): the revisions named, leaf or not, stay in their trees with their
+  ///   ids; their bodies and attachments are erased, and reading one answers 404 `redacted`.
+  ///   The current revision of a document is refused (409): write a new one first, or purge it.
+  ///   `201 {"redacted": {"docid": [revs]}, "events": n, "attachments": n}`.
+  func erase(
+    _ kind: DocumentStore.ErasureKind, _ db: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller
+  ) async throws -> Response {
     let pairs = try await erasureRequest(request)
     let erasure = try await dataDirectory.erase(
-      .purge, pairs, in: db, actor: caller.actor, origin: replicationOrigin(context),
+      kind, pairs, in: db, actor: caller.actor, origin: replicationOrigin(context),
       reason: query["reason"] ?? "", dryRun: query["dry_run"] == "true")
-    var purged = JSONObject()
-    let done = Dictionary(erasure.revisions.map { ($0.id, $0.revs) }, uniquingKeysWith: +)
-    for (id, _) in pairs where purged[id] == nil {
-      purged[id] = .array((done[id] ?? []).map { .string($0) })
+    let answer: JSONObject
+    switch kind {
+    case .purge:
+      var purged = JSONObject()
+      let done = Dictionary(erasure.revisions.map { ($0.id, $0.revs) }, uniquingKeysWith: +)
+      for (id, _) in pairs where purged[id] == nil {
+        purged[id] = .array((done[id] ?? []).map { .string($0) })
+      }
+      answer = JSONObject(["purge_seq": .null, "purged": .object(purged)])
+    case .redact:
+      answer = JSONObject([
+        "redacted": erasure.json, "events": .int(erasure.events.count),
+        "attachments": .int(erasure.blobs),
+      ])
     }
-    return CouchResponse.json(
-      .object(JSONObject(["purge_seq": .null, "purged": .object(purged)])), status: .created)
-  }
-
-  /// `POST /{db}/_redact` (database admins; wikilog's): the revisions named, leaf or not, stay
-  /// in their trees with their ids, and their bodies and attachments leave the database's
-  /// files; reading one answers 404 `redacted`. The current revision of a document is refused
-  /// (409): write a new one first, or purge it. `?reason=` is kept in the redaction's event;
-  /// `?dry_run=true` says what would be erased and erases nothing.
-  /// `201 {"redacted": {"docid": [revs]}, "events": n, "attachments": n}`.
-  func redact(
-    _ db: String, request: Request, query: QueryParameters, context: Context, caller: Caller
-  )
-    async throws -> Response
-  {
-    let pairs = try await erasureRequest(request)
-    let erasure = try await dataDirectory.erase(
-      .redact, pairs, in: db, actor: caller.actor, origin: replicationOrigin(context),
-      reason: query["reason"] ?? "", dryRun: query["dry_run"] == "true")
-    return CouchResponse.json(
-      .object(
-        JSONObject([
-          "redacted": erasure.json, "events": .int(erasure.events.count),
-          "attachments": .int(erasure.blobs),
-        ])), status: .created)
+    return CouchResponse.json(.object(answer), status: .created)
   }
 
   /// `GET /{db}/_purged_infos`: the purges the log holds, newest last, at most

@@ -420,11 +420,7 @@ public final class DataDirectory: Sendable {
     }
     do {
       // Off the caller's thread: a compaction copies the whole file.
-      try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-        DispatchQueue.global().async {
-          done.resume(with: Result { _ = try self.compact(name) })
-        }
-      }
+      try await Self.offThread { _ = try self.compact(name) }
     } catch let error as StoreError where error.error == "conflict" || error.code == .conflict {
       throw StoreError(
         "conflict",
@@ -432,17 +428,20 @@ public final class DataDirectory: Sendable {
           + "their bytes leave its files at its next compaction", code: .conflict)
     }
     // The indexes kept behind the log, each in a file of its own, are compacted too.
-    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-      DispatchQueue.global().async {
-        done.resume(with: Result { try self.compactIndexes(name) })
-      }
-    }
+    try await Self.offThread { try self.compactIndexes(name) }
     let reopened = try open(name)
     let referenced = try reopened.referencedBlobs()
     for md5 in candidates where referenced[md5] == nil {
       if reopened.blobs.remove(md5) { erasure.blobs += 1 }
     }
     return erasure
+  }
+
+  /// `work` on a thread of its own, not the caller's (a compaction copies a whole file).
+  static func offThread(_ work: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+      DispatchQueue.global().async { done.resume(with: Result { try work() }) }
+    }
   }
 
   /// Closes database `name` and replaces the file of each of its indexes kept behind the log

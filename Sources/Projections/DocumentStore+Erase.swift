@@ -35,26 +35,13 @@ struct ErasureRecord {
 }
 
 /// What a purge or redaction erased, or with `dryRun` would erase.
-public struct Erasure: Sendable, Hashable {
+public struct Erasure: Sendable {
   /// The revisions erased, by document id (CouchDB's `purged`), in the request's order.
   public var revisions: [(id: String, revs: [String])]
   /// The events whose payloads were (or would be) erased.
   public var events: [LogPosition]
   /// The attachment blobs no revision names any more, removed (or to be removed).
   public var blobs: Int
-
-  public static func == (a: Erasure, b: Erasure) -> Bool {
-    a.revisions.map { "\($0.id)\u{0}\($0.revs)" } == b.revisions.map { "\($0.id)\u{0}\($0.revs)" }
-      && a.events == b.events && a.blobs == b.blobs
-  }
-
-  public func hash(into hasher: inout Hasher) {
-    for r in revisions {
-      hasher.combine(r.id)
-      hasher.combine(r.revs)
-    }
-    hasher.combine(events)
-  }
 
   /// `{"docid": ["rev", ...], ...}`.
   public var json: JSONValue {
@@ -105,11 +92,15 @@ extension DocumentStore {
       }
       parsed.append((id, list))
     }
-    let plan = try read { txn in try erasurePlan(kind, parsed, txn: txn) }
-    guard !dryRun else { return plan.erasure }
+    if dryRun { return try read { txn in try erasurePlan(kind, parsed, txn: txn).erasure } }
     let request = parsed
+    // Who asks, checked in the write transaction against the security object it sees.
+    let user = WriteAccess.user
     return try await writeDocumentsQueued { txn in
-      // Planned again in the write transaction: what it erases is what the log holds now.
+      if let user, !user.isAdmin, !(try self.securityObject(txn: txn)).isAdmin(user) {
+        throw StoreError.forbidden("You are not a db or server admin.")
+      }
+      // Planned in the write transaction: what it erases is what the log holds now.
       let plan = try self.erasurePlan(kind, request, txn: txn)
       for item in plan.items {
         let e = DocumentEvent(
@@ -286,12 +277,6 @@ extension DocumentStore {
     }
   }
 
-  /// Whether the body of `revision` was erased (a redacted revision: its event names its
-  /// eraser).
-  package func isErased(_ revision: RevisionTree.Revision, txn: ReadTransaction) throws -> Bool {
-    guard let position = revision.body else { return false }
-    return try txn.event(at: LogPosition(position))?.erasedBy != nil
-  }
 }
 
 extension DocumentStore {

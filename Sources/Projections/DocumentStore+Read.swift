@@ -141,10 +141,16 @@ extension DocumentStore {
         case .missing(let rev):
           return .object(JSONObject([.init(key: "missing", value: .string(rev))]))
         case .found(let record, let target):
-          return .object(
-            JSONObject([
-              .init(key: "ok", value: try documentJSON(record, target, options: options, txn: txn))
-            ]))
+          do {
+            return .object(
+              JSONObject([
+                .init(
+                  key: "ok", value: try documentJSON(record, target, options: options, txn: txn))
+              ]))
+          } catch let error as StoreError where error.reason == "redacted" {
+            return .object(
+              JSONObject([.init(key: "missing", value: .string(target.rev.description))]))
+          }
         }
       }
     }
@@ -160,7 +166,11 @@ extension DocumentStore {
       switch revision {
       case .missing(let rev): return .missing(rev)
       case .found(let record, let target):
-        return .ok(try documentJSONBytes(record, target, options: options, txn: txn))
+        do {
+          return .ok(try documentJSONBytes(record, target, options: options, txn: txn))
+        } catch let error as StoreError where error.reason == "redacted" {
+          return .missing(target.rev.description)
+        }
       }
     }
   }
@@ -171,6 +181,9 @@ extension DocumentStore {
     case missing(String)
   }
 
+  /// A revision found is rendered by the caller; one whose body was redacted (its event
+  /// erased) is rendered missing there, so replication carries no erased body and reads each
+  /// event once.
   enum OpenRevision {
     case found(DocumentRecord, RevisionTree.Revision)
     case missing(String)
@@ -184,10 +197,7 @@ extension DocumentStore {
     switch which {
     case .all:
       guard let record else { return [] }
-      // A redacted leaf is missing here: replication carries no erased body.
-      return try record.tree.leaves.map {
-        try isErased($0, txn: txn) ? .missing($0.rev.description) : .found(record, $0)
-      }
+      return record.tree.leaves.map { .found(record, $0) }
     case .revs(let revs):
       var out: [OpenRevision] = []
       var seen = Set<RevID>()
@@ -207,10 +217,8 @@ extension DocumentStore {
         }
         let targets = options.latest ? record.tree.leaves(descendingFrom: rev) : [found]
         for target in targets where seen.insert(target.rev).inserted {
-          let erased = try isErased(target, txn: txn)
           out.append(
-            target.status == .missing || erased
-              ? .missing(target.rev.description) : .found(record, target))
+            target.status == .missing ? .missing(target.rev.description) : .found(record, target))
         }
       }
       return out

@@ -127,6 +127,7 @@ public final class ProjectionRunner: Sendable {
   ) throws {
     var change: DocumentChange? = nil
     let isEdit = decoded.map { $0.kind == .edit || $0.kind == .replicated } ?? false
+    var isChange = isEdit
     if isEdit, let e = decoded {
       let facts = try documents.applyDocument(
         e, at: event.position.rawValue, storage: docs, txn: txn, record: record, merged: merged,
@@ -141,23 +142,20 @@ public final class ProjectionRunner: Sendable {
       // A purge or redaction reaches the change projections as a change that adds no
       // revision: the tree after it (a purged document's is empty), and whether its winner
       // changed.
-      let facts = try documents.applyErasure(
+      isChange = true
+      if let facts = try documents.applyErasure(
         e, at: event.position.rawValue, storage: docs, txn: txn)
-      if let facts {
+      {
         change = DocumentChange(
           event: event, docID: e.docID, rev: nil, deleted: false, replicated: false,
           tree: facts.tree, winnerChanged: facts.winnerChanged, bodyBytes: Array("{}".utf8),
           parsedBody: .object(JSONObject()))
       }
-      for inline in projections {
-        try inline.apply(event, isEdit: true, change: change, shares: .none, txn: txn)
-      }
-      return
     } else {
       try documents.apply(decoded, of: event, to: docs, in: txn)
     }
     for inline in projections {
-      try inline.apply(event, isEdit: isEdit, change: change, shares: shares, txn: txn)
+      try inline.apply(event, isEdit: isChange, change: change, shares: shares, txn: txn)
     }
   }
 

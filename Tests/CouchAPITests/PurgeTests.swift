@@ -197,6 +197,16 @@ import Testing
         #expect(redact.code == 403, "\(who)")
       }
       #expect(try fixture.store.get("w1:Home")["_rev"]?.stringValue == rev)
+      // The store checks it again in the transaction that writes (a caller demoted after the
+      // server's check, an embedding app's user): refused, nothing written.
+      let events = try fixture.store.log.read { try $0.lastPosition }
+      await #expect(throws: StoreError.self) {
+        try await WriteAccess.$user.withValue(UserContext(name: "alice", roles: [])) {
+          _ = try await fixture.dir.data.erase(
+            .purge, [("w1:Home", [rev])], in: "wiki", actor: "alice")
+        }
+      }
+      #expect(try fixture.store.log.read { try $0.lastPosition } == events)
       let done = try await client.call(
         .post, "/wiki/_purge", #"{"w1:Home":["\#(rev)"]}"#, headers: AccessFixture.basic("admin"))
       #expect(done.code == 201)

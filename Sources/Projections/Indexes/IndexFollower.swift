@@ -79,9 +79,7 @@ public final class IndexFollower: Sendable {
     self.documents = documents
     self.database = database
     let directory = log.path + "/" + index.name
-    var options = EventLog.Options(durability: log.options.durability)
-    options.merkleTree = false
-    options.mapSize = index.mapSize
+    let options = Self.environmentOptions(index, durability: log.options.durability)
     var opened: EventLog
     do {
       opened = try EventLog(directory: directory, options: options)
@@ -177,17 +175,25 @@ public final class IndexFollower: Sendable {
     }
   }
 
+  /// The options of an index's environment: its log's durability, no events and so no tree.
+  static func environmentOptions(_ index: any IndexBehindLog, durability: EventLog.Durability)
+    -> EventLog.Options
+  {
+    var options = EventLog.Options(durability: durability)
+    options.merkleTree = false
+    options.mapSize = index.mapSize
+    return options
+  }
+
   /// Replaces the file of the closed index environment at `directory` with a compacted copy
   /// (LMDB keeps freed pages, and the bytes on them, until it reuses them): what an erasure
   /// does for each index, so that nothing erased from the documents stays in an index's file.
   static func compactEnvironment(
     directory: String, index: any IndexBehindLog, durability: EventLog.Durability
   ) throws {
-    var options = EventLog.Options(durability: durability)
-    options.merkleTree = false
-    options.mapSize = index.mapSize
     do {
-      let env = try EventLog(directory: directory, options: options)
+      let env = try EventLog(
+        directory: directory, options: environmentOptions(index, durability: durability))
       defer { env.close() }
       try env.compact()
     } catch {
