@@ -175,22 +175,22 @@ extension DocumentStore {
       // Every event of the document that carried one of those revisions (a revision
       // replicated twice has two), not erased already; all of them when none is left.
       var events: [UInt64] = []
+      var carried = Set<RevID>()
       try txn.forEachEvent(inStream: id, fromVersion: 1) { event in
         guard event.erasedBy == nil,
           event.type == DocumentEvent.Kind.edit.eventType
             || event.type == DocumentEvent.Kind.replicated.eventType,
           let e = try? DocumentEvent(decoding: event), let leaf = e.path?.leaf
         else { return true }
-        if whole || gone.contains(leaf) { events.append(event.position.rawValue) }
+        if whole || gone.contains(leaf) {
+          events.append(event.position.rawValue)
+          carried.insert(leaf)
+        }
         return true
       }
       if kind == .redact {
-        named = named.filter { rev in
-          // A revision whose events are erased already is not redacted again.
-          events.contains { p in
-            (try? DocumentEvent(decoding: txn.event(at: LogPosition(p))!))?.path?.leaf == rev
-          }
-        }
+        // A revision whose events are erased already is not redacted again.
+        named = named.filter { carried.contains($0) }
         guard !named.isEmpty else { continue }
       }
       Self.add(id, kind == .purge ? revs : named, named, events, to: &items, &erasure, &merged)

@@ -76,7 +76,7 @@ public struct TypedChanges<D: StoredDocument>: AsyncSequence, Sendable {
     switch position {
     case .beginning: start = .start
     case .after(let seq): start = LogPosition(seq)
-    case .now: start = (try? database.store.read { try $0.lastPosition }) ?? .start
+    case .now: start = LogPosition(database.lastSequence)
     }
     return Iterator(
       database: database, events: database.store.log.subscribe(after: start).makeAsyncIterator())
