@@ -45,8 +45,19 @@ public final class ChildProcess: @unchecked Sendable {
       self.lock.unlock()
       if data.isEmpty { handle.readabilityHandler = nil }
     }
+    try Self.launch(process)
+  }
+
+  /// One launch at a time across the test process: Foundation's `Process.run()` on Linux
+  /// reads shared process state while it spawns, and two launches from two threads at once
+  /// have crashed it (a bad pointer in its memcpy). Every child a test starts goes through here.
+  public static func launch(_ process: Process) throws {
+    launching.lock()
+    defer { launching.unlock() }
     try process.run()
   }
+
+  private static let launching = NSLock()
 
   /// The complete lines written so far.
   public var lines: [String] {

@@ -207,7 +207,7 @@ final class Served {
     ]
     let input = Pipe()
     setup.standardInput = input
-    try setup.run()
+    try ChildProcess.launch(setup)
     input.fileHandleForWriting.write(Data("secret\n".utf8))
     try input.fileHandleForWriting.close()
     setup.waitUntilExit()
