@@ -90,6 +90,11 @@ let package = Package(
       pkgConfig: "libcrypto",
       providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
     ),
+    // ICU's root collation (Debian's libicu-dev), CouchDB's order of strings in views and Mango.
+    .target(
+      name: "CICU",
+      linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
+    ),
     .systemLibrary(
       name: "CZlib",
       providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
@@ -113,7 +118,7 @@ let package = Package(
       name: "Projections",
       dependencies: [
         "Formats",
-        "JSON", "Log", "RevTree", "CZlib", "CPCRE2",
+        "JSON", "Log", "RevTree", "CZlib", "CPCRE2", "CICU",
         .product(name: "Crypto", package: "swift-crypto"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]),

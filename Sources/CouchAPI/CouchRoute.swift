@@ -37,6 +37,8 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
+  /// `/{db}/_design/{ddoc}/_view/{view}` (`queries`: `…/{view}/queries`).
+  case view(db: String, ddoc: String, view: String, queries: Bool)
   /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
   case index(db: String, path: [String])
   /// `/{db}/_log/head` and `/{db}/_log/proof`: the log's signed tree head and its proofs
@@ -115,7 +117,7 @@ enum CouchRoute: Equatable, Sendable {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
       .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
-      .log(let db, _):
+      .log(let db, _), .view(let db, _, _, _):
       return db
     default:
       return nil
@@ -146,6 +148,15 @@ enum CouchRoute: Equatable, Sendable {
       return .unserved(.notFound())
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
+      if rest.count > 2 && rest[2] == "_view" {
+        if rest.count == 4 {
+          return .view(db: db, ddoc: "_design/" + rest[1], view: rest[3], queries: false)
+        }
+        if rest.count == 5 && rest[4] == "queries" {
+          return .view(db: db, ddoc: "_design/" + rest[1], view: rest[3], queries: true)
+        }
+        return .unserved(.notFound())
+      }
       if rest.count > 2 {
         return .attachment(
           db: db, id: "_design/" + rest[1], name: rest[2...].joined(separator: "/"))
@@ -255,11 +266,11 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("partitioned databases (\(path))")
     case "_compact" where rest.count > 1:
       return .notImplemented("views and their compaction (\(path)/{ddoc})")
-    case "_design" where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]:
+    case "_design"
+    where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"] && rest[2] != "_view":
       let action = rest[2]
       let feature =
         switch action {
-        case "_view": "views"
         case "_show": "show functions"
         case "_list": "list functions"
         case "_update": "update functions"

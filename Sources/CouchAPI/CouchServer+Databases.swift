@@ -315,12 +315,12 @@ extension CouchServer {
     return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
   }
 
-  /// `POST /{db}/_view_cleanup`: `202 {"ok":true}`, as CouchDB answers once it has removed the
-  /// index files no design document defines any more. wikilog has none to remove: its indexes
-  /// (Mango's) are rows of the database's own file, and a design document's edit or deletion
-  /// removes the rows of the indexes it no longer defines in the same transaction.
-  func viewCleanup() -> Response {
-    CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
+  /// `POST /{db}/_view_cleanup`: removes the index files of views no design document defines
+  /// any more (a view index is a directory of its own, `views-<signature>`, kept when its
+  /// design document changes, as CouchDB keeps its files); `202 {"ok":true}`.
+  func viewCleanup(_ store: DocumentStore) async throws -> Response {
+    try await blocking { try store.viewCleanup() }
+    return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
   }
 
   /// `POST /{db}/_ensure_full_commit`: makes every commit so far durable.

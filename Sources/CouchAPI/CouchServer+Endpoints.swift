@@ -93,7 +93,7 @@ extension CouchServer {
       try await c.server.compact(c.db, request: c.request)
     },
     .viewCleanup: Rule(role: .databaseAdmin, methods: [.post]) { c in
-      c.server.viewCleanup()
+      try await c.server.viewCleanup(c.store)
     },
     .purge: Rule(role: .databaseAdmin, methods: [.post]) { c in
       try await c.server.erase(

@@ -224,6 +224,8 @@ extension CouchServer {
     guard let doc = try? store.get(id) else {
       throw CouchError("not_found", "missing", status: 404)
     }
+    // A design document of views: its view index (the Query module's views).
+    if doc["language"]?.stringValue != "query" { return try store.viewInfo(ddoc: id) }
     var md5 = MD5()
     md5.update((doc["views"] ?? .null).serialized())
     let (active, external) = try store.mangoIndexSizes(ddoc: id)

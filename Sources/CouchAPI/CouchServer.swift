@@ -199,6 +199,12 @@ public struct CouchServer: Sendable {
         DatabaseEndpointRule.Call(
           server: self, store: store, db: db, request: request, query: query, context: context,
           caller: caller, access: access))
+    case .view(let db, let ddoc, let view, let queries):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      return try await viewQuery(
+        store, ddoc: ddoc, view: view, queries: queries, request: request, query: query,
+        access: access)
     case .index(let db, let path):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)
@@ -235,8 +241,8 @@ public struct CouchServer: Sendable {
       if id.hasPrefix("_design/") && name == "_info" {
         try allow(method, [.get, .head])
         try access.checkRead(id, in: store)
-        return CouchResponse.json(
-          try designInfo(store, id: id), includeBody: method != .head)
+        let info = try await blocking { try self.designInfo(store, id: id) }
+        return CouchResponse.json(info, includeBody: method != .head)
       }
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)

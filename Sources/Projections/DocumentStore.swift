@@ -34,8 +34,14 @@ public final class DocumentStore: Sendable {
   package var others: [InlineProjection] { projections.others }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
-  /// The indexes kept behind the log, each in its own environment (``IndexBehindLog``).
-  public let indexes: [IndexFollower]
+  /// The indexes kept behind the log, each in its own environment (``IndexBehindLog``): those
+  /// the store was opened with, then those opened since (``openIndex(_:)``).
+  public var indexes: [IndexFollower] { fixedIndexes + addedIndexes.withLock { $0 } }
+  let fixedIndexes: [IndexFollower]
+  /// Indexes opened after the store (``openIndex(_:)``: CouchDB views, one per design document).
+  let addedIndexes = Mutex<[IndexFollower]>([])
+  /// The database's name, for ``IndexTasks``.
+  let indexDatabaseName: String
   /// The projections' names in the order the store was given them, documents first.
   let projectionOrder: [String]
   /// The per-document access rules (``accessRules``).
@@ -101,7 +107,10 @@ public final class DocumentStore: Sendable {
     self.projections = try ProjectionRunner(log: log, projections: projections)
     projectionOrder = ["docs"] + projections.map(\.name) + indexes.map(\.name)
     try self.projections.refuseRetiredLayouts(indexes: indexes)
-    if !log.options.readOnly { try self.projections.catchUp() }
+    if !log.options.readOnly {
+      try self.projections.catchUp()
+      try self.projections.upgradeLayouts()
+    }
     let database = name ?? String(log.path.split(separator: "/").last ?? "")
     var followers: [IndexFollower] = []
     for index in indexes {
@@ -120,7 +129,36 @@ public final class DocumentStore: Sendable {
         followers.append(follower)
       }
     }
-    self.indexes = followers
+    self.fixedIndexes = followers
+    self.indexDatabaseName = database
+  }
+
+  /// Opens `index` behind the log beside the store's own (the Query module's views: one per
+  /// design document, opened when first queried), or returns the one of that name already
+  /// open. It follows the log like the others until ``closeIndex(named:)`` or the store closes.
+  public func openIndex(_ index: any IndexBehindLog) throws -> IndexFollower {
+    try addedIndexes.withLock { added in
+      if let open = added.first(where: { $0.index.name == index.name }) { return open }
+      if let fixed = fixedIndexes.first(where: { $0.index.name == index.name }) { return fixed }
+      let follower = try IndexFollower(
+        index: index, log: log, documents: projections.documentStorage,
+        database: indexDatabaseName)
+      if !log.options.readOnly { follower.start() }
+      added.append(follower)
+      return follower
+    }
+  }
+
+  /// Stops following the log with the index named `name` opened by ``openIndex(_:)``, and
+  /// closes it (its files stay). Returns whether one was open.
+  @discardableResult
+  public func closeIndex(named name: String) -> Bool {
+    let closed = addedIndexes.withLock { added -> IndexFollower? in
+      guard let i = added.firstIndex(where: { $0.index.name == name }) else { return nil }
+      return added.remove(at: i)
+    }
+    closed?.close()
+    return closed != nil
   }
 
   /// The index kept behind the log named `name` (``IndexBehindLog``), nil when the store has
@@ -468,6 +506,7 @@ public final class DocumentStore: Sendable {
   public var projectionNames: [String] {
     let present = Set(projections.names + indexes.map(\.index.name))
     return projectionOrder.filter { present.contains($0) }
+      + addedIndexes.withLock { $0.map(\.index.name) }
   }
 
   /// ``ProjectionRunner/rebuild(_:)``; for an index behind the log,

@@ -29,6 +29,14 @@ public protocol Projection: AnyObject, Sendable {
   /// Applies one event. Must depend only on the event and the projection's own databases, so
   /// that replaying the log rebuilds exactly the same state.
   func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction) throws
+  /// The version of the layout of the projection's rows (1 unless it says otherwise). A store
+  /// whose projection was built with an older layout rebuilds it when it opens (Mango's
+  /// index keys moved to ICU's collation in layout 2).
+  var layoutVersion: Int { get }
+}
+
+extension Projection {
+  public var layoutVersion: Int { 1 }
 }
 
 /// A projection of document changes, on the store's fast path.

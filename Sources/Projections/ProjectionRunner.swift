@@ -260,6 +260,30 @@ public final class ProjectionRunner: Sendable {
   /// The names of the projections, documents first.
   public var names: [String] { allProjections.map(\.projection.name) }
 
+  /// Rebuilds each projection whose rows were built with a layout older than its
+  /// ``Projection/layoutVersion`` (as recorded under `layout:<name>` beside the checkpoints;
+  /// none recorded is layout 1), and records the layouts of all.
+  func upgradeLayouts() throws {
+    func key(_ p: any Projection) -> [UInt8] { Array("layout:\(p.name)".utf8) }
+    let stale = try log.read { txn in
+      try others.map(\.projection).filter { p in
+        let stored = try txn.get(key(p), in: checkpointDatabase).flatMap {
+          UInt64(bigEndianArray: $0)
+        }
+        return Int(stored ?? 1) < p.layoutVersion
+      }
+    }
+    guard !stale.isEmpty else { return }
+    for projection in stale {
+      try rebuild(projection.name)
+      try log.write { txn in
+        try txn.put(
+          UInt64(projection.layoutVersion).bigEndianBytes, forKey: key(projection),
+          in: checkpointDatabase)
+      }
+    }
+  }
+
   /// Rebuilds a projection from scratch by replaying the whole log into its databases.
   ///
   /// Runs in one transaction, so readers see the old state until the new one is complete and

@@ -48,6 +48,11 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   func update(
     _ docID: String, winner: JSONValue?, storage: ProjectionStorage, txn: WriteTransaction)
     throws
+  /// Sets the rows of each document of `batch` as ``update(_:winner:storage:txn:)`` does, in
+  /// the order given (a document appears once). By default one document at a time; an index
+  /// that works better on many at once (a view handing its query server a batch) says so.
+  func update(batch: [IndexedDocument], storage: ProjectionStorage, txn: WriteTransaction)
+    throws
   /// The differences between the `live` rows and rows `rebuilt` from the same documents (empty
   /// when they agree), at most `maxDifferences`. By default, every database compared row by row.
   func compare(
@@ -61,6 +66,14 @@ public protocol IndexBehindLog: AnyObject, Sendable {
 
 extension IndexBehindLog {
   public var mapSize: Int { 16 << 20 }
+
+  public func update(batch: [IndexedDocument], storage: ProjectionStorage, txn: WriteTransaction)
+    throws
+  {
+    for document in batch {
+      try update(document.docID, winner: document.winner, storage: storage, txn: txn)
+    }
+  }
   public var retiredDatabaseNames: [String] { [] }
 
   public func compare(
@@ -89,6 +102,23 @@ extension IndexBehindLog {
       }
     }
     return differences
+  }
+}
+
+/// A document handed to an index behind the log (``IndexBehindLog/update(batch:storage:txn:)``):
+/// its id, its winning revision, and that revision's body (nil when it is deleted). The body
+/// has no `_`-fields; an index that wants CouchDB's document adds `_id` and `_rev`.
+public struct IndexedDocument: Sendable {
+  public let docID: String
+  /// The winning revision (`1-abc…`), deleted or not.
+  public let rev: String
+  /// The winning revision's body, nil when it is deleted.
+  public let winner: JSONValue?
+
+  public init(docID: String, rev: String, winner: JSONValue?) {
+    self.docID = docID
+    self.rev = rev
+    self.winner = winner
   }
 }
 

@@ -52,6 +52,8 @@ public final class IndexFollower: Sendable {
   /// Documents indexed per write transaction of the index.
   static let batchRows = 8_000
   static let checkpointKey = Array("seq".utf8)
+  /// Documents handed to the index at once (``IndexBehindLog/update(batch:storage:txn:)``).
+  static let handedAtOnce = 500
 
   private struct Follow {
     var stopped = false
@@ -270,6 +272,8 @@ public final class IndexFollower: Sendable {
     guard from < end else { return (from, true) }
     var count = 0
     var through = from
+    // Handed to the index a batch at a time (``IndexBehindLog/update(batch:storage:txn:)``).
+    var batch: [IndexedDocument] = []
     try snapshot.scan(documents["bySeq"], from: (from + 1).bigEndianBytes) { key, docKey in
       guard let seq = UInt64(bigEndianArray: key) else { return true }
       guard let bytes = try snapshot.get(docKey, in: documents["byId"]) else { return true }
@@ -278,11 +282,18 @@ public final class IndexFollower: Sendable {
       if let leaf = record.tree.winner, !leaf.isDeleted, let at = leaf.body {
         winner = try? JSONValue(parsing: DocumentChange.body(at: at, in: snapshot))
       }
-      try index.update(record.docID, winner: winner, storage: target, txn: txn)
+      batch.append(
+        IndexedDocument(
+          docID: record.docID, rev: record.tree.winner.map { "\($0.rev)" } ?? "", winner: winner))
+      if batch.count >= Self.handedAtOnce {
+        try index.update(batch: batch, storage: target, txn: txn)
+        batch.removeAll(keepingCapacity: true)
+      }
       through = seq
       count += 1
       return count < limit
     }
+    if !batch.isEmpty { try index.update(batch: batch, storage: target, txn: txn) }
     if count < limit { return (end, true) }
     return (through, through >= end)
   }

@@ -13,19 +13,18 @@ public import JSON
 /// ```
 /// null   01
 /// 2      04 C0 00 00 00 00 00 00 00          (a double, sign bit flipped)
-/// "a"    05 61 00 41 00                       (case-folded "a", then case level "A")
-/// "A"    05 61 00 61 00                       (case-folded "a", then case level "a")
-/// "b"    05 62 00 42 00
+/// "a"    05 29 01 05 01 05 00                 (ICU's sort key: primary, secondary, tertiary)
+/// "A"    05 29 01 05 01 DC 00
+/// "b"    05 2B 01 05 01 05 00
 /// ```
 ///
 /// - **Numbers** compare by value as doubles (`1` equals `1.0`; integers beyond 2^53 lose
 ///   precision, as in CouchDB's JavaScript heritage).
-/// - **Strings**: CouchDB uses ICU's root collation (UCA). This is an approximation of it,
-///   in two levels: first the strings case-folded (Unicode lowercase mapping) by code point,
-///   then, for strings equal when folded, lowercase before uppercase letter by letter (ICU's
-///   tertiary level: `"a" < "A" < "b" < "B"`, `"ab" < "aB" < "Ab"`). Unlike UCA, punctuation
-///   and digits sort by code point and accents are not a secondary level (`"é"` sorts after
-///   `"z"`). Two strings are equal only when identical.
+/// - **Strings** by ICU's root collation (UCA) with its default attributes, the collator
+///   CouchDB's `couch_ejson_compare` opens (`ucol_open("")`): a string is encoded as its ICU
+///   sort key, which ends with its only zero byte. Punctuation before digits before letters,
+///   `"a" < "A" < "á" < "b"`, `"ab" < "aB" < "Ab"`. Strings ICU finds equal (a precomposed
+///   letter and its decomposed form) compare equal, as in CouchDB.
 /// - **Arrays** element by element, a shorter prefix first; **objects** member by member (key,
 ///   then value), in their order in the document, a shorter prefix first.
 public enum Collation {
@@ -83,74 +82,20 @@ public enum Collation {
   /// bytes 0x00 and 0x01 escaped (`01 01`, `01 02`) and ended by 0x00.
   static func encodeString(_ s: String, into out: inout [UInt8]) {
     out.append(stringTag)
-    let (folded, caseLevel) = levels(s)
-    appendEscaped(folded, into: &out)
-    appendEscaped(caseLevel, into: &out)
+    ICUCollation.appendSortKey(of: s, to: &out)
   }
 
   /// The bytes a string's encoding starts with for every string beginning with `prefix`
-  /// (its tag and its case-folded first level, unterminated): the bounds of `$beginsWith`.
+  /// (its tag and the primary level of its ICU sort key, unterminated): the bounds of
+  /// `$beginsWith`. The range also holds strings that differ from the prefix only in case or
+  /// accents; the selector decides those.
   public static func foldedPrefix(_ prefix: String) -> [UInt8] {
-    var out: [UInt8] = [stringTag]
-    let folded = levels(prefix).folded
-    for b in folded {
-      if b <= 1 {
-        out.append(1)
-        out.append(b + 1)
-      } else {
-        out.append(b)
-      }
-    }
-    return out
-  }
-
-  static func appendEscaped(_ bytes: some Sequence<UInt8>, into out: inout [UInt8]) {
-    for b in bytes {
-      if b <= 1 {
-        out.append(1)
-        out.append(b + 1)
-      } else {
-        out.append(b)
-      }
-    }
-    out.append(end)
-  }
-
-  /// The case-folded string and the case level: the string with the case of each letter
-  /// swapped, so that comparing it byte by byte puts lowercase first.
-  static func levels(_ s: String) -> (folded: [UInt8], caseLevel: [UInt8]) {
-    let utf8 = s.utf8
-    if utf8.allSatisfy({ $0 < 0x80 }) {
-      var folded: [UInt8] = []
-      var swapped: [UInt8] = []
-      folded.reserveCapacity(utf8.count)
-      swapped.reserveCapacity(utf8.count)
-      for b in utf8 {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"):
-          folded.append(b + 32)
-          swapped.append(b + 32)
-        case UInt8(ascii: "a")...UInt8(ascii: "z"):
-          folded.append(b)
-          swapped.append(b - 32)
-        default:
-          folded.append(b)
-          swapped.append(b)
-        }
-      }
-      return (folded, swapped)
-    }
-    var swapped = ""
-    for c in s {
-      if c.isLowercase {
-        swapped += c.uppercased()
-      } else if c.isUppercase {
-        swapped += c.lowercased()
-      } else {
-        swapped.append(c)
-      }
-    }
-    return (Array(s.lowercased().utf8), Array(swapped.utf8))
+    var key: [UInt8] = []
+    ICUCollation.appendSortKey(of: prefix, to: &key)
+    // ICU separates the levels of a sort key with 0x01 and ends it with 0x00; weights are
+    // above both.
+    let primary = key.prefix { $0 > 1 }
+    return [stringTag] + primary
   }
 
   /// CouchDB's comparison of two values: negative, zero or positive.

@@ -34,6 +34,8 @@ import Synchronization
 /// `mango.entries`) are refused when they open (``RetiredLayouts``).
 public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
   public let name = "mango"
+  /// 2: string keys are ICU sort keys (1 was wikilog's own approximation of them).
+  public let layoutVersion = 2
   public let databaseNames = ["live", "conflicts", "defs", "entries", "byDoc"]
   public var retiredDatabaseNames: [String] { ["mango.docs", "mango.rows"] }
 

@@ -1,0 +1,119 @@
+import Crypto
+public import JSON
+public import Projections
+
+/// The views of one design document (CouchDB's view group): their map and reduce functions,
+/// the language, the CommonJS modules of `views.lib`, and the signature that names the index
+/// built from them (a change to any of these is a new index, built from the start, as CouchDB
+/// builds one when the signature changes).
+///
+/// ```swift
+/// let group = try DesignViews(id: "_design/pages", rev: rev, body: ddoc)
+/// group.views.map(\.name)   // ["by_title", "by_wiki"]
+/// group.signature           // "5d2b…" (hex)
+/// ```
+public struct DesignViews: Sendable, Hashable {
+  /// A built-in reduce computed natively, or a JavaScript one run by the query server.
+  public enum Reduce: Sendable, Hashable {
+    case count, sum, stats, approxCountDistinct
+    case function(String)
+
+    /// The reduce of `source` (`_count`, `_sum`, `_stats`, `_approx_count_distinct`, or a
+    /// function's source).
+    init(_ source: String) {
+      switch source {
+      case "_count": self = .count
+      case "_sum": self = .sum
+      case "_stats": self = .stats
+      case "_approx_count_distinct": self = .approxCountDistinct
+      default: self = .function(source)
+      }
+    }
+
+    /// Whether the index keeps per-bucket sums of the values (``count`` always).
+    var keepsSums: Bool { self == .sum || self == .stats }
+  }
+
+  /// One view: its name, map function and reduce.
+  public struct View: Sendable, Hashable {
+    public let name: String
+    public let map: String
+    public let reduce: Reduce?
+  }
+
+  /// The design document's id (`_design/…`) and revision.
+  public let id: String
+  public let rev: String
+  /// `language`, `javascript` by default.
+  public let language: String
+  /// The views, sorted by name; a view's place in this list numbers its rows in the index.
+  public let views: [View]
+  /// `views.lib`: CommonJS modules for `require` in map functions.
+  public let lib: JSONValue?
+  /// `options.include_design`: map functions also see design documents.
+  public let includeDesign: Bool
+  /// Hex SHA-256 of what the index is built from: the language, the views and their lib.
+  public let signature: String
+  /// The whole design document (for its other functions).
+  public let document: JSONValue
+
+  /// Reads the views of design document `id` at revision `rev`; a design document with a
+  /// broken `views` field is refused as CouchDB refuses it when it is saved.
+  public init(id: String, rev: String, body: JSONValue) throws(StoreError) {
+    guard case .object(let object) = body else {
+      throw StoreError("invalid_design_doc", "Design document must be an object", code: .badRequest)
+    }
+    self.id = id
+    self.rev = rev
+    document = body
+    language = object["language"]?.stringValue ?? "javascript"
+    var views: [View] = []
+    var lib: JSONValue? = nil
+    if case .object(let all) = object["views"] {
+      for member in all.members {
+        if member.key == "lib" {
+          lib = member.value
+          continue
+        }
+        guard case .object(let view) = member.value, let map = view["map"]?.stringValue else {
+          continue
+        }
+        let reduce = view["reduce"]?.stringValue.map(Reduce.init)
+        views.append(View(name: member.key, map: map, reduce: reduce))
+      }
+    }
+    views.sort { $0.name < $1.name }
+    self.views = views
+    self.lib = lib
+    includeDesign = object["options"]?.objectValue?["include_design"]?.boolValue ?? false
+    var hashed: [JSONValue] = [.string(language), .bool(includeDesign)]
+    for view in views {
+      let reduce: String
+      switch view.reduce {
+      case .none: reduce = ""
+      case .count?: reduce = "_count"
+      case .sum?: reduce = "_sum"
+      case .stats?: reduce = "_stats"
+      case .approxCountDistinct?: reduce = "_approx_count_distinct"
+      case .function(let source)?: reduce = source
+      }
+      hashed.append(.array([.string(view.name), .string(view.map), .string(reduce)]))
+    }
+    hashed.append(lib ?? .null)
+    let digest = SHA256.hash(data: JSONValue.array(hashed).serialized())
+    signature = digest.map { byte in
+      let hex = String(byte, radix: 16)
+      return byte < 16 ? "0" + hex : hex
+    }.joined()
+  }
+
+  /// The view named `name`, and its number in the index.
+  public func view(named name: String) -> (number: Int, view: View)? {
+    guard let i = views.firstIndex(where: { $0.name == name }) else { return nil }
+    return (i, views[i])
+  }
+
+  /// The name of the index behind the log built from these views (its directory under the
+  /// database's): `views-` and the first 32 digits of the signature.
+  public var indexName: String { "views-" + signature.prefix(32) }
+}

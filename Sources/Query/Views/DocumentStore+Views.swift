@@ -1,0 +1,206 @@
+import Foundation
+public import JSON
+public import Log
+public import Projections
+
+extension DocumentStore {
+  /// The views of design document `ddocID` (`_design/…`) as it stands.
+  ///
+  /// - Throws: `not_found` `missing` (or `deleted`) when there is no such design document.
+  public func designViews(_ ddocID: String) throws -> DesignViews {
+    let doc = try get(ddocID)
+    let rev = doc.objectValue?["_rev"]?.stringValue ?? ""
+    return try DesignViews(id: ddocID, rev: rev, body: doc)
+  }
+
+  /// The index of `group`'s views, opened behind the log (built from the start the first
+  /// time); an index of an earlier version of the same design document stops following the
+  /// log (its files stay until ``viewCleanup()``).
+  public func viewIndex(_ group: DesignViews) throws -> (index: ViewIndex, follower: IndexFollower)
+  {
+    for follower in indexes {
+      if let other = follower.index as? ViewIndex, other.group.id == group.id,
+        other.name != group.indexName
+      {
+        closeIndex(named: other.name)
+      }
+    }
+    let follower = try openIndex(ViewIndex(group))
+    guard let index = follower.index as? ViewIndex else {
+      throw StoreError.internalError("\(group.indexName) is not a view index")
+    }
+    return (index, follower)
+  }
+
+  /// Answers `query` on view `view` of design document `ddoc` (`_design/…`), as
+  /// `GET /{db}/_design/{ddoc}/_view/{view}` does: the index is caught up first unless
+  /// `update=false` (or `stale=ok`); `includes` keeps the rows of documents a restricted
+  /// reader may read.
+  public func queryView(
+    ddoc: String, view: String, query: ViewQuery,
+    includes: (@Sendable (String) -> Bool)? = nil
+  ) throws -> ViewResult {
+    let group = try designViews(ddoc)
+    guard group.view(named: view) != nil else { throw StoreError.notFound("missing_named_view") }
+    let (index, follower) = try viewIndex(group)
+    if query.update == .yes { try catchUp(index, follower) }
+    var result = try follower.read { txn in
+      try index.query(
+        query, view: view, txn: txn, storage: follower.storage, includes: includes,
+        document: { id, rev in try self.viewDocument(id, rev: rev, query: query) })
+    }
+    if query.updateSeq { result.updateSeq = try follower.checkpoint() }
+    return result
+  }
+
+  /// Catches the view index up, after forgetting an earlier failure of its functions (a
+  /// query runs them again); a failure is CouchDB's error for it.
+  func catchUp(_ index: ViewIndex, _ follower: IndexFollower) throws {
+    index.retryAfterFailure()
+    do {
+      try follower.catchUp()
+    } catch {
+      if let failure = index.lastFailure {
+        let (name, reason) = failure.couchError
+        switch failure {
+        case .failed: throw StoreError(name, reason, code: .badRequest)
+        default: throw StoreError(name, reason, code: .internalError)
+        }
+      }
+      throw error
+    }
+  }
+
+  /// A document for `include_docs`: the winner, or revision `rev`; nil when missing or
+  /// deleted.
+  func viewDocument(_ id: String, rev: String?, query: ViewQuery) throws -> JSONValue? {
+    var options = GetOptions()
+    options.rev = rev
+    options.conflicts = query.conflicts ?? false
+    options.attachments = query.attachments
+    do {
+      let doc = try get(id, options: options)
+      if doc.objectValue?["_deleted"] == .bool(true) { return nil }
+      return doc
+    } catch let error as StoreError where error.code == .notFound {
+      return nil
+    }
+  }
+
+  /// `GET /{db}/_design/{ddoc}/_info`: the view group's name and `view_index` (signature,
+  /// language, sizes, update seq, whether it is being built).
+  public func viewInfo(ddoc: String) throws -> JSONValue {
+    let group = try designViews(ddoc)
+    let (index, follower) = try viewIndex(group)
+    let seq = try follower.checkpoint()
+    let directory = log.path + "/" + index.name
+    let fileSize =
+      ((try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb"))?[.size]
+      as? NSNumber)?.intValue ?? 0
+    let activeSize = try follower.read { txn in
+      try follower.storage.all.reduce(0) { total, db in
+        var bytes = 0
+        try txn.scanBorrowed(db) { k, v in
+          bytes += k.count + v.count
+          return true
+        }
+        return total + bytes
+      }
+    }
+    let building = IndexTasks.shared.running.contains { $0.index == index.name }
+    let name = String(ddoc.dropFirst("_design/".count))
+    return .object(
+      JSONObject([
+        .init(key: "name", value: .string(name)),
+        .init(
+          key: "view_index",
+          value: .object(
+            JSONObject([
+              .init(
+                key: "updates_pending",
+                value: .object(
+                  JSONObject([
+                    .init(
+                      key: "minimum",
+                      value: .int(max(0, Int(try info.updateSeq.rawValue) - Int(seq)))),
+                    .init(
+                      key: "preferred",
+                      value: .int(max(0, Int(try info.updateSeq.rawValue) - Int(seq)))),
+                    .init(
+                      key: "total", value: .int(max(0, Int(try info.updateSeq.rawValue) - Int(seq)))
+                    ),
+                  ]))),
+              .init(key: "waiting_commit", value: .bool(false)),
+              .init(key: "waiting_clients", value: .int(0)),
+              .init(key: "updater_running", value: .bool(building)),
+              .init(key: "update_seq", value: .int(seq)),
+              .init(
+                key: "sizes",
+                value: .object(
+                  JSONObject([
+                    .init(key: "file", value: .int(fileSize)),
+                    .init(key: "external", value: .int(activeSize)),
+                    .init(key: "active", value: .int(activeSize)),
+                  ]))),
+              .init(key: "signature", value: .string(String(group.signature.prefix(32)))),
+              .init(key: "purge_seq", value: .int(0)),
+              .init(key: "language", value: .string(group.language)),
+              .init(key: "compact_running", value: .bool(false)),
+            ]))),
+      ]))
+  }
+
+  /// `POST /{db}/_view_cleanup`: removes the index files of views no design document has
+  /// any more (CouchDB keeps them until this). Returns the number removed.
+  @discardableResult
+  public func viewCleanup() throws -> Int {
+    var wanted = Set<String>()
+    let all = try allDocs(
+      {
+        var o = AllDocsOptions()
+        o.startKey = "_design/"
+        o.endKey = "_design0"
+        o.includeDocs = true
+        return o
+      }())
+    for row in all.rows {
+      guard let doc = row.objectValue?["doc"], let id = doc.objectValue?["_id"]?.stringValue,
+        let group = try? DesignViews(
+          id: id, rev: doc.objectValue?["_rev"]?.stringValue ?? "", body: doc)
+      else { continue }
+      wanted.insert(group.indexName)
+    }
+    var removed = 0
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: log.path)) ?? []
+    for entry in entries where entry.hasPrefix("views-") && !wanted.contains(entry) {
+      closeIndex(named: entry)
+      if (try? FileManager.default.removeItem(atPath: log.path + "/" + entry)) != nil {
+        removed += 1
+      }
+    }
+    return removed
+  }
+}
+
+extension AsOfView {
+  /// Answers `query` on view `view` of design document `ddoc` as the view was at the view's
+  /// position: the design document as it was then (or, if it did not exist then, as it is
+  /// now) applied to the documents as they were then. The index is built in the view's
+  /// scratch directory, and goes with it.
+  public func queryView(
+    ddoc: String, view: String, query: ViewQuery,
+    includes: (@Sendable (String) -> Bool)? = nil
+  ) throws -> ViewResult {
+    let group = try (try? scratch.designViews(ddoc)) ?? live.designViews(ddoc)
+    guard group.view(named: view) != nil else { throw StoreError.notFound("missing_named_view") }
+    let (index, follower) = try scratch.viewIndex(group)
+    try scratch.catchUp(index, follower)
+    var result = try follower.read { txn in
+      try index.query(
+        query, view: view, txn: txn, storage: follower.storage, includes: includes,
+        document: { id, rev in try self.scratch.viewDocument(id, rev: rev, query: query) })
+    }
+    if query.updateSeq { result.updateSeq = position.rawValue }
+    return result
+  }
+}

@@ -1,0 +1,349 @@
+import Foundation
+public import JSON
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#endif
+
+/// How to start the query server of a design-document language: a child process speaking
+/// CouchDB's query-server protocol, one JSON command per line on its standard input and one
+/// answer per line on its standard output, as CouchDB runs `couchjs`.
+///
+/// For `javascript`, wikilog runs its own query server under Node.js (`node`, or Debian's
+/// `nodejs`). As in CouchDB, the environment variable `COUCHDB_QUERY_SERVER_<LANGUAGE>` names
+/// another command for a language (its words split on spaces): `COUCHDB_QUERY_SERVER_JAVASCRIPT=
+/// "/opt/couchdb/bin/couchjs /opt/couchdb/share/server/main.js"` runs CouchDB's own.
+public struct QueryServerCommand: Sendable, Hashable {
+  /// The program (a path, or a name looked up on `PATH`) and its arguments.
+  public var arguments: [String]
+  /// Whether it answers wikilog's `map_docs` (several documents per command); other query
+  /// servers get CouchDB's `map_doc`, one document at a time.
+  public var mapsBatches: Bool
+
+  public init(arguments: [String], mapsBatches: Bool = false) {
+    self.arguments = arguments
+    self.mapsBatches = mapsBatches
+  }
+
+  /// The command for `language` (CouchDB's default is `javascript`): the environment's
+  /// `COUCHDB_QUERY_SERVER_<LANGUAGE>` if set, else wikilog's own for JavaScript, else nil.
+  public static func forLanguage(
+    _ language: String,
+    environment: [String: String]? = nil
+  ) -> QueryServerCommand? {
+    let environment = environment ?? ProcessInfo.processInfo.environment
+    let variable = "COUCHDB_QUERY_SERVER_" + language.uppercased()
+    if let command = environment[variable], !command.isEmpty {
+      return QueryServerCommand(
+        arguments: command.split(separator: " ").map(String.init), mapsBatches: false)
+    }
+    guard language == "javascript" else { return nil }
+    return QueryServerCommand(arguments: ["node", "-e", script], mapsBatches: true)
+  }
+}
+
+/// What a query server may use before it is stopped (CouchDB's `os_process_timeout`, 5 s by
+/// default).
+public struct QueryServerLimits: Sendable, Hashable {
+  /// Seconds one command may take; a server that takes longer is killed, and the command
+  /// fails.
+  public var timeout: Double = 5
+  /// The JavaScript heap of wikilog's own query server, in MiB (Node's
+  /// `--max-old-space-size`); a function that allocates past it ends the process, and the
+  /// command fails.
+  public var memoryMiB: Int = 512
+
+  public init(timeout: Double = 5, memoryMiB: Int = 512) {
+    self.timeout = timeout
+    self.memoryMiB = memoryMiB
+  }
+}
+
+/// A design function, or the query server running it, failed.
+public enum QueryServerError: Error, Sendable, Equatable {
+  /// The server answered `["error", error, reason]` (a function that does not compile, a
+  /// reduce that throws); the process goes on.
+  case failed(error: String, reason: String)
+  /// A command took longer than ``QueryServerLimits/timeout``; the process was killed.
+  case timeout(seconds: Double)
+  /// The process could not start, or ended (a crash, memory exhausted), or answered what is
+  /// not the protocol.
+  case processFailed(String)
+  /// No query server for the design document's language.
+  case unknownLanguage(String)
+
+  /// CouchDB's error name and reason for it.
+  public var couchError: (error: String, reason: String) {
+    switch self {
+    case .failed(let error, let reason): (error, reason)
+    case .timeout(let seconds):
+      ("os_process_error", "the query server took longer than \(seconds) s (timeout)")
+    case .processFailed(let reason): ("os_process_error", reason)
+    case .unknownLanguage(let language):
+      ("unknown_query_language", "no query server for language \(language)")
+    }
+  }
+}
+
+/// One running query server. Not shared: a ``QueryServerPool`` lends it to one caller at a
+/// time.
+public final class QueryServerProcess: @unchecked Sendable {
+  let process: Process
+  let input: FileHandle
+  let output: Int32
+  var buffer: [UInt8] = []
+  let limits: QueryServerLimits
+  public let command: QueryServerCommand
+  /// The design documents it has been given (`["ddoc","new",...]`), id → revision.
+  var designDocuments: [String: String] = [:]
+  /// Lines the functions logged (`["log", message]`), for the caller to pass on.
+  public private(set) var logged: [String] = []
+
+  /// Foundation's `Process.run` is not safe to call from several threads at once.
+  static let launching = Mutex(())
+
+  init(command: QueryServerCommand, limits: QueryServerLimits) throws(QueryServerError) {
+    self.command = command
+    self.limits = limits
+    var arguments = command.arguments
+    guard let program = arguments.first, let path = Self.find(program) else {
+      throw .processFailed(
+        "query server \(command.arguments.first ?? "") not found (install Node.js: apt install nodejs)"
+      )
+    }
+    arguments.removeFirst()
+    if command.mapsBatches {
+      arguments.insert("--max-old-space-size=\(limits.memoryMiB)", at: 0)
+    }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let stdin = Pipe()
+    let stdout = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = FileHandle.nullDevice
+    do {
+      try Self.launching.withLock { _ in
+        // A query server that dies must not take the server with it on its next write.
+        _ = signal(SIGPIPE, SIG_IGN)
+        try process.run()
+      }
+    } catch {
+      throw .processFailed("query server \(path) did not start: \(error)")
+    }
+    self.process = process
+    input = stdin.fileHandleForWriting
+    output = stdout.fileHandleForReading.fileDescriptor
+    // The parent's copies of the child's ends.
+    try? stdin.fileHandleForReading.close()
+    try? stdout.fileHandleForWriting.close()
+  }
+
+  deinit { stop() }
+
+  static func find(_ program: String) -> String? {
+    if program.contains("/") {
+      return FileManager.default.isExecutableFile(atPath: program) ? program : nil
+    }
+    let names = program == "node" ? ["node", "nodejs"] : [program]
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+    for name in names {
+      for dir in path.split(separator: ":") {
+        let candidate = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+      }
+    }
+    return nil
+  }
+
+  /// Ends the process.
+  func stop() {
+    if process.isRunning {
+      kill(process.processIdentifier, SIGKILL)
+      process.waitUntilExit()
+    }
+    try? input.close()
+  }
+
+  var isRunning: Bool { process.isRunning }
+
+  /// Sends `command` and returns the answer (lines the functions logged first go to
+  /// ``logged``); an `["error", …]` answer throws ``QueryServerError/failed(error:reason:)``.
+  public func call(_ command: JSONValue) throws(QueryServerError) -> JSONValue {
+    try send(command)
+    return try receive()
+  }
+
+  /// Writes one command line.
+  func send(_ command: JSONValue) throws(QueryServerError) {
+    var line = command.serialized()
+    line.append(10)
+    do {
+      try input.write(contentsOf: line)
+    } catch {
+      stop()
+      throw .processFailed("the query server has ended (\(error))")
+    }
+  }
+
+  /// Reads the next answer, passing over log lines.
+  func receive() throws(QueryServerError) -> JSONValue {
+    let deadline = Date().addingTimeInterval(limits.timeout)
+    while true {
+      let line = try readLine(deadline: deadline)
+      let answer: JSONValue
+      do {
+        answer = try JSONValue(parsing: line)
+      } catch {
+        stop()
+        throw .processFailed("the query server answered what is not JSON")
+      }
+      if case .array(let items) = answer, items.first == .string("log") {
+        if items.count > 1, case .string(let message) = items[1] { logged.append(message) }
+        continue
+      }
+      if case .array(let items) = answer, items.first == .string("error"), items.count >= 3 {
+        throw .failed(
+          error: items[1].stringValue ?? "error",
+          reason: items[2].stringValue ?? String(decoding: items[2].serialized(), as: UTF8.self))
+      }
+      return answer
+    }
+  }
+
+  /// Takes the messages logged so far.
+  public func takeLogged() -> [String] {
+    defer { logged = [] }
+    return logged
+  }
+
+  private func readLine(deadline: Date) throws(QueryServerError) -> [UInt8] {
+    var scanned = 0
+    while true {
+      if let newline = buffer[scanned...].firstIndex(of: 10) {
+        let line = Array(buffer[..<newline])
+        buffer.removeSubrange(...newline)
+        return line
+      }
+      scanned = buffer.count
+      let left = deadline.timeIntervalSinceNow
+      if left <= 0 {
+        stop()
+        throw .timeout(seconds: limits.timeout)
+      }
+      var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+      let ready = unsafe poll(&poller, 1, Int32(min(left * 1000 + 1, 60_000)))
+      if ready < 0 {
+        if errno == EINTR { continue }
+        stop()
+        throw .processFailed("poll failed (errno \(errno))")
+      }
+      if ready == 0 { continue }
+      var chunk = [UInt8](repeating: 0, count: 1 << 16)
+      let n = unsafe chunk.withUnsafeMutableBytes { unsafe read(output, $0.baseAddress, $0.count) }
+      if n < 0 {
+        if errno == EINTR || errno == EAGAIN { continue }
+        stop()
+        throw .processFailed("reading the query server failed (errno \(errno))")
+      }
+      if n == 0 {
+        process.waitUntilExit()
+        let status = process.terminationStatus
+        stop()
+        throw .processFailed(
+          "the query server ended (exit status \(status)): a function crashed it or ran out of memory"
+        )
+      }
+      buffer.append(contentsOf: chunk[..<n])
+    }
+  }
+
+  /// Makes sure the process has design document `ddoc` (by id and revision).
+  func load(designDocument ddoc: JSONValue, id: String, rev: String) throws(QueryServerError) {
+    guard designDocuments[id] != rev else { return }
+    _ = try call(.array([.string("ddoc"), .string("new"), .string(id), ddoc]))
+    designDocuments[id] = rev
+  }
+
+  /// Runs the function at `path` of design document `ddoc` (`["validate_doc_update"]`,
+  /// `["filters", name]`, …) with `arguments`.
+  public func callDesignFunction(
+    ddoc: JSONValue, id: String, rev: String, path: [String], arguments: [JSONValue]
+  ) throws(QueryServerError) -> JSONValue {
+    try load(designDocument: ddoc, id: id, rev: rev)
+    return try call(
+      .array([
+        .string("ddoc"), .string(id), .array(path.map(JSONValue.string)), .array(arguments),
+      ]))
+  }
+}
+
+/// Running query servers, lent one caller at a time and kept for the next (CouchDB's
+/// `couch_proc_manager`): a view build, a `validate_doc_update`, a filter each take one.
+public final class QueryServerPool: Sendable {
+  /// The process's pool.
+  public static let shared = QueryServerPool()
+
+  private let idle = Mutex<[QueryServerCommand: [QueryServerProcess]]>([:])
+  private let configured = Mutex(QueryServerLimits())
+  /// Idle processes kept per command.
+  static let keptIdle = 4
+
+  public init() {}
+
+  /// The limits new processes get (``QueryServerLimits``).
+  public var limits: QueryServerLimits {
+    get { configured.withLock { $0 } }
+    set {
+      configured.withLock { $0 = newValue }
+      // Running processes were started with the old ones.
+      let old = idle.withLock { all in
+        defer { all = [:] }
+        return all.values.flatMap { $0 }
+      }
+      for process in old { process.stop() }
+    }
+  }
+
+  /// Runs `body` with a query server for `language`: an idle one, or a new one. A process
+  /// that timed out or ended is not kept.
+  public func with<T>(
+    language: String, _ body: (QueryServerProcess) throws(QueryServerError) -> T
+  ) throws(QueryServerError) -> T {
+    guard let command = QueryServerCommand.forLanguage(language) else {
+      throw .unknownLanguage(language)
+    }
+    let process: QueryServerProcess
+    if let kept = idle.withLock({ $0[command]?.popLast() }), kept.isRunning {
+      process = kept
+    } else {
+      process = try QueryServerProcess(command: command, limits: limits)
+    }
+    do {
+      let value = try body(process)
+      keep(process)
+      return value
+    } catch {
+      if case .failed = error { keep(process) } else { process.stop() }
+      throw error
+    }
+  }
+
+  private func keep(_ process: QueryServerProcess) {
+    guard process.isRunning else { return }
+    _ = process.takeLogged()
+    let extra = idle.withLock { all -> QueryServerProcess? in
+      var list = all[process.command] ?? []
+      if list.count >= Self.keptIdle { return process }
+      list.append(process)
+      all[process.command] = list
+      return nil
+    }
+    extra?.stop()
+  }
+}
