@@ -125,6 +125,7 @@ extension StoreError.Code {
     case .notFound: 404
     case .conflict: 409
     case .forbidden: 403
+    case .unauthorized: 401
     case .alreadyExists, .preconditionFailed: 412
     case .tooLarge: 413
     case .unavailable: 503

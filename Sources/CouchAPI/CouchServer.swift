@@ -71,6 +71,11 @@ public struct CouchServer: Sendable {
     self.dataDirectory = dataDirectory
     self.options = options
     self.logger = logger
+    // Design documents' `validate_doc_update` on every write, and their view functions
+    // compiled when saved (unless the directory was given other checks).
+    if dataDirectory.updateValidator == nil {
+      dataDirectory.useUpdateValidator(DesignFunctions())
+    }
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
     replications = ReplicationJobs(
       maxHistory: options.replicator.maxHistory,

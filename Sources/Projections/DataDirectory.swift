@@ -33,6 +33,9 @@ public final class DataDirectory: Sendable {
   /// default; the Wiki module's wiki membership). System databases have none.
   public let access: (any DocumentAccess)?
   let open = Mutex<[String: DocumentStore]>([:])
+  let updateValidation = Mutex<(any UpdateValidator)?>(nil)
+  /// The ``UpdateValidator`` given by ``useUpdateValidator(_:)``, if any.
+  public var updateValidator: (any UpdateValidator)? { updateValidation.withLock { $0 } }
   /// The databases being compacted.
   let compacting = Mutex<Set<String>>([])
 
@@ -76,6 +79,13 @@ public final class DataDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: "\(path)/\(entry)")
       }
     }
+  }
+
+  /// The ``UpdateValidator`` every store opened from now on checks its revisions with (the
+  /// Query module's design functions: `validate_doc_update`).
+  public func useUpdateValidator(_ validator: (any UpdateValidator)?) {
+    updateValidation.withLock { $0 = validator }
+    for (_, store) in openStores() { store.useUpdateValidator(validator) }
   }
 
   /// Checks a database name: one of this directory's system databases, or a name that follows
@@ -165,6 +175,7 @@ public final class DataDirectory: Sendable {
     // Its writes for a signed-in user (``WriteAccess``) are checked against these rules in the
     // write transaction.
     store.useAccessRules(access(of: name))
+    store.useUpdateValidator(updateValidation.withLock { $0 })
     // A new database gets the key that signs its log's tree heads at once, whichever way it
     // was made (``create(_:)``, `open(create: true)`).
     if isNew {

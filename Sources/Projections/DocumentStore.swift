@@ -46,6 +46,8 @@ public final class DocumentStore: Sendable {
   let projectionOrder: [String]
   /// The per-document access rules (``accessRules``).
   let rules = Mutex<(any DocumentAccess)?>(nil)
+  /// The ``UpdateValidator`` (``useUpdateValidator(_:)``).
+  let updateValidation = Mutex<(any UpdateValidator)?>(nil)
 
   /// Opens (creating) the database in `directory`.
   ///

@@ -112,6 +112,12 @@ extension DocumentStore {
           ? StoreError.conflict : StoreError.badRequest("Invalid rev format"))
     }
     let schema = schemaCheck(input, id: id)
+    if case .success = schema,
+      let refusal = updateCheck(
+        input, id: id, newRev: nil, parent: requested, path: nil, user: user)
+    {
+      return refused(refusal)
+    }
     let body = Result { () throws(StoreError) in try Self.checkedBody(input) }
     guard case .success = schema, case .success(let bytes) = body,
       (requested?.generation ?? 0) < RevID.maxGeneration
@@ -220,6 +226,11 @@ extension DocumentStore {
       return PreparedWrite(
         input: input, id: id, early: nil, requested: nil, schema: schema, body: .success([]),
         event: e, guessedParent: nil, payload: nil, shares: .none, user: user)
+    }
+    if let refusal = updateCheck(
+      input, id: id, newRev: revString, parent: nil, path: path, user: user)
+    {
+      return refused(refusal)
     }
     let bytes: [UInt8]
     do {

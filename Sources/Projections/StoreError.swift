@@ -16,6 +16,9 @@ public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case conflict
     /// Refused: by validation, or a write to a read-only store (403).
     case forbidden
+    /// Refused until the writer signs in as someone else (401: a `validate_doc_update` that
+    /// throws `{unauthorized}`).
+    case unauthorized
     /// Already there (412: a database that exists).
     case alreadyExists
     /// A precondition of the request does not hold (412: an attachment stub with nothing to

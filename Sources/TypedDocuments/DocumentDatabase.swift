@@ -34,8 +34,10 @@ public final class DocumentDatabase: Sendable {
   public static func dataDirectory(path: String) -> DataDirectory {
     var options = EventLog.Options()
     options.durability = .groupCommit
-    return DataDirectory(
+    let directory = DataDirectory(
       path: path, options: options, everyDatabase: { [MangoProjection(database: $0)] })
+    directory.useUpdateValidator(DesignFunctions())
+    return directory
   }
 
   /// Opens (creating) database `name` in the data directory at `path` (created too).

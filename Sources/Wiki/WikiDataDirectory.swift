@@ -18,7 +18,7 @@ extension DataDirectory {
     path: String, options: EventLog.Options = EventLog.Options(),
     systemDatabases: [SystemDatabase] = []
   ) -> DataDirectory {
-    DataDirectory(
+    let directory = DataDirectory(
       path: path, options: options,
       projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
       // Full-text search of the pages, kept behind the log; Mango indexes in every database.
@@ -26,6 +26,9 @@ extension DataDirectory {
       everyDatabase: { [MangoProjection(database: $0)] },
       validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases,
       access: WikiAccess())
+    // Design documents' `validate_doc_update` and the compilation of their views.
+    directory.useUpdateValidator(DesignFunctions())
+    return directory
   }
 }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 public import JSON
 import Synchronization
@@ -290,9 +291,13 @@ public final class QueryServerPool: Sendable {
   public static let shared = QueryServerPool()
 
   private let idle = Mutex<[QueryServerCommand: [QueryServerProcess]]>([:])
+  /// Processes lent at once, per command: callers beyond wait for one to come back.
+  private let slots = Mutex<[QueryServerCommand: DispatchSemaphore]>([:])
+  /// The most processes of one command at once.
+  static let maxProcesses = max(4, ProcessInfo.processInfo.activeProcessorCount * 2)
   private let configured = Mutex(QueryServerLimits())
   /// Idle processes kept per command.
-  static let keptIdle = 4
+  static let keptIdle = maxProcesses
 
   public init() {}
 
@@ -318,6 +323,14 @@ public final class QueryServerPool: Sendable {
     guard let command = QueryServerCommand.forLanguage(language) else {
       throw .unknownLanguage(language)
     }
+    let slot = slots.withLock { all in
+      if let s = all[command] { return s }
+      let s = DispatchSemaphore(value: Self.maxProcesses)
+      all[command] = s
+      return s
+    }
+    slot.wait()
+    defer { slot.signal() }
     let process: QueryServerProcess
     if let kept = idle.withLock({ $0[command]?.popLast() }), kept.isRunning {
       process = kept

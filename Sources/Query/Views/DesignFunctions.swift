@@ -1,0 +1,126 @@
+public import JSON
+public import Projections
+import Synchronization
+
+/// The design documents' functions that run around writes, on a store's public seams:
+/// `validate_doc_update` on every revision written (an ``UpdateValidator``: each design
+/// document's function in id order, the first refusal wins), and the compilation of a design
+/// document's view functions when it is saved (400 `compilation_error`, as CouchDB refuses it).
+///
+/// ```swift
+/// dataDirectory.useUpdateValidator(DesignFunctions())
+/// ```
+public final class DesignFunctions: UpdateValidator {
+  struct Loaded: Sendable {
+    var revisions: [String: String] = [:]
+    /// The design documents with a `validate_doc_update`, by id: revision, body, language.
+    var validators: [(id: String, rev: String, doc: JSONValue, language: String)] = []
+  }
+  private let cache = Mutex<[ObjectIdentifier: Loaded]>([:])
+
+  public init() {}
+
+  /// The design documents of `store` that have a `validate_doc_update`, read again when any
+  /// design document's revision changed.
+  func validators(in store: DocumentStore) -> [(
+    id: String, rev: String, doc: JSONValue, language: String
+  )] {
+    var options = AllDocsOptions()
+    options.startKey = "_design/"
+    options.endKey = "_design0"
+    guard let all = try? store.allDocs(options) else { return [] }
+    var revisions: [String: String] = [:]
+    for row in all.rows {
+      guard let id = row.objectValue?["id"]?.stringValue,
+        let rev = row.objectValue?["value"]?.objectValue?["rev"]?.stringValue
+      else { continue }
+      revisions[id] = rev
+    }
+    let key = ObjectIdentifier(store)
+    if let loaded = cache.withLock({ $0[key] }), loaded.revisions == revisions {
+      return loaded.validators
+    }
+    var loaded = Loaded(revisions: revisions)
+    for (id, rev) in revisions.sorted(by: { $0.key < $1.key }) {
+      guard let doc = try? store.get(id), case .string = doc.objectValue?["validate_doc_update"]
+      else { continue }
+      let language = doc.objectValue?["language"]?.stringValue ?? "javascript"
+      loaded.validators.append((id, rev, doc, language))
+    }
+    cache.withLock { $0[key] = loaded }
+    return loaded.validators
+  }
+
+  public func isActive(in store: DocumentStore) -> Bool {
+    !validators(in: store).isEmpty
+  }
+
+  public func validate(_ update: ProposedUpdate, in store: DocumentStore) throws(StoreError) {
+    for ddoc in validators(in: store) {
+      let answer: JSONValue
+      do {
+        answer = try QueryServerPool.shared.with(language: ddoc.language) {
+          server throws(QueryServerError) in
+          try server.callDesignFunction(
+            ddoc: ddoc.doc, id: ddoc.id, rev: ddoc.rev, path: ["validate_doc_update"],
+            arguments: [
+              update.newDocument, update.oldDocument ?? .null, update.userContext,
+              update.securityObject,
+            ])
+        }
+      } catch {
+        let (name, reason) = error.couchError
+        throw StoreError(name, reason, code: .internalError)
+      }
+      if case .object(let refusal) = answer {
+        if let message = refusal["forbidden"] {
+          throw StoreError("forbidden", Self.text(message), code: .forbidden)
+        }
+        if let message = refusal["unauthorized"] {
+          throw StoreError("unauthorized", Self.text(message), code: .unauthorized)
+        }
+      }
+    }
+  }
+
+  static func text(_ value: JSONValue) -> String {
+    value.stringValue ?? String(decoding: value.serialized(), as: UTF8.self)
+  }
+
+  /// Compiles the view functions of a design document about to be saved (JavaScript ones,
+  /// when the query server can be started; CouchDB's message when one does not compile).
+  public func checkDesignDocument(_ id: String, body: JSONObject) throws(StoreError) {
+    let language = body["language"]?.stringValue ?? "javascript"
+    guard language != "query", case .object(let views)? = body["views"] else { return }
+    var functions: [(view: String, kind: String, source: String)] = []
+    for member in views.members where member.key != "lib" {
+      guard case .object(let view) = member.value else { continue }
+      if let map = view["map"]?.stringValue { functions.append((member.key, "map", map)) }
+      if let reduce = view["reduce"]?.stringValue, !reduce.hasPrefix("_") {
+        functions.append((member.key, "reduce", reduce))
+      }
+    }
+    guard !functions.isEmpty, QueryServerCommand.forLanguage(language) != nil else { return }
+    do {
+      try QueryServerPool.shared.with(language: language) { server throws(QueryServerError) in
+        _ = try server.call(.array([.string("reset"), .object(JSONObject())]))
+        for f in functions {
+          do throws(QueryServerError) {
+            _ = try server.call(.array([.string("add_fun"), .string(f.source)]))
+          } catch {
+            guard case .failed("compilation_error", let reason) = error else { throw error }
+            throw .failed(
+              error: "compilation_error",
+              reason:
+                "Compilation of the \(f.kind) function in the '\(f.view)' view failed: \(reason)")
+          }
+        }
+      }
+    } catch QueryServerError.failed(let error, let reason) where error == "compilation_error" {
+      throw StoreError("compilation_error", reason, code: .badRequest)
+    } catch {
+      // The query server cannot run (not installed): the functions are compiled when the
+      // view is built, and fail then.
+    }
+  }
+}
