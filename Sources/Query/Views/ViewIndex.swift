@@ -204,6 +204,55 @@ public final class ViewIndex: IndexBehindLog {
     }
   }
 
+  /// The rows, the documents' row lists and the counts compared one by one; the buckets,
+  /// whose boundaries depend on the order rows came in, each checked against its own rows.
+  public func compare(
+    live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
+  ) throws -> [String] {
+    var differences: [String] = []
+    for database in ["rows", "byDoc", "meta"] {
+      var rows: [[UInt8]: [UInt8]] = [:]
+      try txn.scan(rebuilt[database]) { key, value in
+        rows[key] = value
+        return true
+      }
+      try txn.scan(live[database]) { key, value in
+        guard differences.count < maxDifferences else { return false }
+        let expected = rows.removeValue(forKey: key)
+        if expected == nil {
+          differences.append("\(name).\(database): live has \(ProjectionRunner.show(key))")
+        } else if expected != value {
+          differences.append("\(name).\(database): \(ProjectionRunner.show(key)) differs")
+        }
+        return true
+      }
+      for key in rows.keys.sorted(by: { $0.lexicographicallyPrecedes($1) })
+      where differences.count < maxDifferences {
+        differences.append("\(name).\(database): live lacks \(ProjectionRunner.show(key))")
+      }
+    }
+    var buckets: [([UInt8], BucketSummary)] = []
+    try txn.scan(live["buckets"]) { k, v in
+      buckets.append((k, BucketSummary(v)))
+      return true
+    }
+    for (key, summary) in buckets where differences.count < maxDifferences {
+      let view = Int(key[0])
+      let sums = view < group.views.count && (group.views[view].reduce?.keepsSums ?? false)
+      let counted = try BucketWriter.recount(key, storage: live, txn: txn, sums: sums)
+      let close = { (a: Double, b: Double) in a == b || abs(a - b) <= 1e-9 * max(abs(a), abs(b)) }
+      if counted.count != summary.count || counted.others != summary.others
+        || (sums && counted.count > 0
+          && !(close(counted.sum, summary.sum) && counted.min == summary.min
+            && counted.max == summary.max && close(counted.sumsqr, summary.sumsqr)))
+      {
+        differences.append(
+          "\(name).buckets: \(ProjectionRunner.show(key)) does not sum up its rows")
+      }
+    }
+    return differences
+  }
+
   /// The number of rows of view `number`.
   static func countKey(_ number: Int) -> [UInt8] { Array("rows:".utf8) + [UInt8(number)] }
 }
@@ -358,13 +407,19 @@ struct BucketWriter {
 
   /// Bucket `b`'s summary counted from its rows.
   func recount(_ b: [UInt8]) throws -> BucketSummary {
+    try BucketWriter.recount(b, storage: storage, txn: txn, sums: sums(Int(b[0])))
+  }
+
+  /// Bucket `b`'s summary counted from its rows in `txn`.
+  static func recount(
+    _ b: [UInt8], storage: ProjectionStorage, txn: ReadTransaction, sums keepSums: Bool
+  ) throws -> BucketSummary {
     var next: [UInt8]? = nil
     try txn.scan(storage["buckets"], from: b + [0]) { k, _ in
       if k.first == b.first { next = k }
       return false
     }
     var s = BucketSummary()
-    let keepSums = sums(Int(b[0]))
     try txn.scan(storage["rows"], from: b) { k, v in
       guard k.first == b.first else { return false }
       if let next, !k.lexicographicallyPrecedes(next) { return false }
