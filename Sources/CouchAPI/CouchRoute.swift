@@ -37,6 +37,9 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
+  /// `/{db}/_design/{ddoc}/_show|_list|_update/{function}/…` (`rest`: the segments after
+  /// the function's name).
+  case designFunction(db: String, ddoc: String, kind: String, function: String, rest: [String])
   /// `/{db}/_design/{ddoc}/_view/{view}` (`queries`: `…/{view}/queries`).
   case view(db: String, ddoc: String, view: String, queries: Bool)
   /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
@@ -117,7 +120,7 @@ enum CouchRoute: Equatable, Sendable {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
       .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
-      .log(let db, _), .view(let db, _, _, _):
+      .log(let db, _), .view(let db, _, _, _), .designFunction(let db, _, _, _, _):
       return db
     default:
       return nil
@@ -148,6 +151,11 @@ enum CouchRoute: Equatable, Sendable {
       return .unserved(.notFound())
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
+      if rest.count > 3 && ["_show", "_list", "_update"].contains(rest[2]) {
+        return .designFunction(
+          db: db, ddoc: "_design/" + rest[1], kind: rest[2], function: rest[3],
+          rest: Array(rest[4...]))
+      }
       if rest.count > 2 && rest[2] == "_view" {
         if rest.count == 4 {
           return .view(db: db, ddoc: "_design/" + rest[1], view: rest[3], queries: false)
@@ -267,13 +275,11 @@ enum CouchRoute: Equatable, Sendable {
     case "_compact" where rest.count > 1:
       return .notImplemented("views and their compaction (\(path)/{ddoc})")
     case "_design"
-    where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"] && rest[2] != "_view":
+    where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]
+      && !["_view", "_show", "_list", "_update"].contains(rest[2]):
       let action = rest[2]
       let feature =
         switch action {
-        case "_show": "show functions"
-        case "_list": "list functions"
-        case "_update": "update functions"
         case "_rewrite": "rewrites"
         case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
           "full-text search"

@@ -204,6 +204,12 @@ public struct CouchServer: Sendable {
         DatabaseEndpointRule.Call(
           server: self, store: store, db: db, request: request, query: query, context: context,
           caller: caller, access: access))
+    case .designFunction(let db, let ddoc, let kind, let function, let rest):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller, writing: kind == "_update")
+      return try await designFunction(
+        store, db: db, ddoc: ddoc, kind: kind, function: function, rest: rest, request: request,
+        query: query, caller: caller, access: access)
     case .view(let db, let ddoc, let view, let queries):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)

@@ -119,7 +119,8 @@ extension DocumentStore {
   public func forEachStoredChange(
     _ options: ChangesOptions, chunk: Int = 8192, _ body: (StoredChange) throws -> Bool
   ) throws -> LogPosition {
-    guard !options.descending, !options.includeDocs, options.selector == nil, !options.history
+    guard !options.descending, !options.includeDocs, options.selector == nil,
+      options.documentFilter == nil, !options.history
     else {
       throw StoreError.badRequest(
         "stored rows are for forward feeds without documents, selectors or history")

@@ -32,10 +32,35 @@ public struct ChangesOptions: Sendable, Hashable {
   public var filter: DocumentFilter?
   /// Every revision event in order, not one row per document (an event-log extension).
   public var history = false
+  /// A test of each change's document (its winning revision, or in history mode the event's
+  /// revision): a design document's JavaScript filter (`filter=ddoc/name`), run by the Query
+  /// module's query server.
+  public var documentFilter: DocumentBodyFilter?
 
   public init() {}
 
-  var isFiltered: Bool { docIDs != nil || selector != nil || filter != nil }
+  var isFiltered: Bool {
+    docIDs != nil || selector != nil || filter != nil || documentFilter != nil
+  }
+}
+
+/// A test of a change's whole document, named for equality (``ChangesOptions/documentFilter``):
+/// what a design document's filter function decides.
+public struct DocumentBodyFilter: Sendable, Hashable {
+  /// What it is (`ddoc/name` and its parameters), for equality and logs.
+  public let name: String
+  private let test: @Sendable (JSONValue) throws -> Bool
+
+  public init(name: String, passes: @escaping @Sendable (JSONValue) throws -> Bool) {
+    self.name = name
+    self.test = passes
+  }
+
+  /// Whether document `doc` passes.
+  public func passes(_ doc: JSONValue) throws -> Bool { try test(doc) }
+
+  public static func == (a: DocumentBodyFilter, b: DocumentBodyFilter) -> Bool { a.name == b.name }
+  public func hash(into hasher: inout Hasher) { hasher.combine(name) }
 }
 
 extension ChangeRow {
@@ -174,13 +199,14 @@ extension DocumentStore {
       let winner = record.tree.winner
     else { return nil }
     var doc: JSONValue?
-    if options.includeDocs || options.selector != nil {
+    if options.includeDocs || options.selector != nil || options.documentFilter != nil {
       doc = try documentJSON(
         record, winner,
         options: GetOptions(
           conflicts: options.conflicts, attachments: options.attachments,
           attEncodingInfo: options.attEncodingInfo), txn: txn)
       if let selector = options.selector, !selector.matches(doc!) { return nil }
+      if let test = options.documentFilter, try !test.passes(doc!) { return nil }
     }
     return ChangeRow(
       seq: LogPosition(seq), id: docID, tree: record.tree, winner: winner, style: options.style,
@@ -235,7 +261,7 @@ extension DocumentStore {
     if let filter = options.filter, !filter.includes(docID) { return nil }
     let e = try DocumentEvent(decoding: event)
     var doc: JSONValue?
-    if options.includeDocs || options.selector != nil {
+    if options.includeDocs || options.selector != nil || options.documentFilter != nil {
       var members: [JSONObject.Member] = [
         .init(key: "_id", value: .string(docID)), .init(key: "_rev", value: .string(e.rev)),
       ]
@@ -254,6 +280,7 @@ extension DocumentStore {
       }
       doc = .object(JSONObject(members))
       if let selector = options.selector, !selector.matches(doc!) { return nil }
+      if let test = options.documentFilter, try !test.passes(doc!) { return nil }
     }
     return ChangeRow(
       seq: event.position, id: docID, changes: [e.rev], deleted: e.deleted,

@@ -195,6 +195,8 @@ extension QueryServerCommand {
     }
 
     function ddocFunction(ddoc, path) {
+      // A view as a filter names the view; its function is the map.
+      if (path[0] === 'views' && path.length === 2) path = path.concat(['map']);
       let node = ddoc.doc;
       for (const p of path) {
         node = node && typeof node === 'object' ? node[p] : undefined;

@@ -1,0 +1,269 @@
+import Formats
+import HTTPTypes
+import Hummingbird
+import JSON
+import Log
+import NIOCore
+import Projections
+import Query
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+extension CouchServer {
+  /// `_show`, `_list` and `_update` functions of a design document, run by the query server
+  /// with CouchDB's request object:
+  /// - `GET|POST /{db}/_design/{ddoc}/_show/{func}[/{docid}]`: the function's response for the
+  ///   document (or null);
+  /// - `GET|POST /{db}/_design/{ddoc}/_list/{func}/{view}` (or `…/{other-ddoc}/{view}`): the
+  ///   function's output over the view's rows (queried with the request's view options);
+  /// - `POST|PUT /{db}/_design/{ddoc}/_update/{func}[/{docid}]`: the function's document, saved
+  ///   as the caller's edit, and its response (`X-Couch-Id`, `X-Couch-Update-NewRev`).
+  func designFunction(
+    _ store: DocumentStore, db: String, ddoc: String, kind: String, function: String,
+    rest: [String], request: Request, query: QueryParameters, caller: Caller,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    let method = request.method
+    switch kind {
+    case "_update": try allow(method, [.post, .put])
+    default: try allow(method, [.get, .head, .post])
+    }
+    let design: JSONValue
+    do {
+      design = try await blocking { try store.get(ddoc) }
+    } catch {
+      throw CouchError("not_found", "missing", status: 404)
+    }
+    let section = ["_show": "shows", "_list": "lists", "_update": "updates"][kind]!
+    guard design[section]?.objectValue?[function]?.stringValue != nil else {
+      throw CouchError(
+        "not_found", "missing function \(function) on design doc \(ddoc)", status: 404)
+    }
+    let bodyBytes = method == .get || method == .head ? [] : try await body(of: request)
+    let docID = kind == "_list" ? nil : (rest.isEmpty ? nil : rest.joined(separator: "/"))
+    let req = try await requestObject(
+      store, db: db, request: request, query: query, body: bodyBytes, docID: docID,
+      caller: caller)
+    let rev = design["_rev"]?.stringValue ?? ""
+    let language = design["language"]?.stringValue ?? "javascript"
+    switch kind {
+    case "_show":
+      var doc: JSONValue = .null
+      if let docID {
+        try access.checkRead(docID, in: store)
+        doc = (try? await blocking { try store.get(docID) }) ?? .null
+      }
+      let answer = try await blocking { [doc] in
+        try Self.callFunction(
+          language, design, ddoc, rev, ["shows", function], [doc, req])
+      }
+      guard case .array(let items) = answer, items.count == 2, items[0] == .string("resp") else {
+        throw CouchError(
+          "render_error", "the show function's answer is not a response", status: 500)
+      }
+      return Self.render(items[1], method: method, defaultStatus: .ok)
+    case "_update":
+      var doc: JSONValue = .null
+      if let docID {
+        doc = (try? await blocking { try store.get(docID) }) ?? .null
+      }
+      let answer = try await blocking { [doc] in
+        try Self.callFunction(
+          language, design, ddoc, rev, ["updates", function], [doc, req])
+      }
+      guard case .array(let items) = answer, items.count == 3, items[0] == .string("up") else {
+        throw CouchError(
+          "render_error", "the update function's answer is not [\"up\", doc, response]",
+          status: 500)
+      }
+      var headers = HTTPFields()
+      var status = HTTPResponse.Status.ok
+      if case .object(var newDoc) = items[1] {
+        guard let id = newDoc["_id"]?.stringValue ?? docID else {
+          throw CouchError("bad_request", "Document id must be a string", status: 400)
+        }
+        newDoc["_id"] = .string(id)
+        try access.checkWrite(docID: id, body: .object(newDoc), replicated: false, in: store)
+        let result = try await store.putAsync(
+          parsed: .object(newDoc), id: id, rev: newDoc["_rev"]?.stringValue, actor: caller.actor)
+        if let error = result.error { throw CouchError(error) }
+        headers[HTTPField.Name("X-Couch-Id")!] = id
+        headers[HTTPField.Name("X-Couch-Update-NewRev")!] = result.rev ?? ""
+        status = .created
+      }
+      return Self.render(items[2], method: method, defaultStatus: status, extra: headers)
+    default:
+      return try await listFunction(
+        store, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
+        rest: rest, request: request, query: query, req: req, access: access)
+    }
+  }
+
+  /// `_list`: the view's rows through the list function, answered when it ends.
+  func listFunction(
+    _ store: DocumentStore, design: JSONValue, ddoc: String, rev: String, language: String,
+    function: String, rest: [String], request: Request, query: QueryParameters, req: JSONValue,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    guard rest.count == 1 || rest.count == 2 else {
+      throw CouchError("bad_request", "a list needs a view: _list/{func}/{view}", status: 400)
+    }
+    let viewDDoc = rest.count == 2 ? "_design/" + rest[0] : ddoc
+    let viewName = rest.last!
+    let includes: (@Sendable (String) -> Bool)?
+    if let accessView = try access.view(store) {
+      includes = { accessView.includes($0) }
+    } else {
+      includes = nil
+    }
+    let viewQuery = try ViewQuery(parameters: query.pairs)
+    let result = try await blocking {
+      try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
+    }
+    let head: JSONValue = .object(
+      JSONObject([
+        .init(key: "total_rows", value: result.totalRows.map { .int($0) } ?? .null),
+        .init(key: "offset", value: result.offset.map { .int($0) } ?? .null),
+      ]))
+    let rows = result.rows
+    let (start, chunks) = try await blocking {
+      do {
+        return try QueryServerPool.shared.with(language: language) {
+          server throws(QueryServerError) -> (JSONValue, [String]) in
+          let first = try server.callDesignFunction(
+            ddoc: design, id: ddoc, rev: rev, path: ["lists", function], arguments: [head, req])
+          guard case .array(let s) = first, s.count == 3, s[0] == .string("start") else {
+            throw .processFailed("the list function's first answer is not [\"start\", …]")
+          }
+          var out: [String] = (s[1].arrayValue ?? []).compactMap(\.stringValue)
+          var ended = false
+          for row in rows {
+            let answer = try server.call(.array([.string("list_row"), row]))
+            guard case .array(let a) = answer, a.count >= 2 else { break }
+            out += (a[1].arrayValue ?? []).compactMap(\.stringValue)
+            if a[0] == .string("end") {
+              ended = true
+              break
+            }
+          }
+          if !ended {
+            let last = try server.call(.array([.string("list_end")]))
+            if case .array(let a) = last, a.count >= 2 {
+              out += (a[1].arrayValue ?? []).compactMap(\.stringValue)
+            }
+          }
+          return (s[2], out)
+        }
+      } catch let error as QueryServerError {
+        let (name, reason) = error.couchError
+        throw CouchError(name, reason, status: 500)
+      }
+    }
+    var response = start.objectValue ?? JSONObject()
+    response["body"] = .string(chunks.joined())
+    return Self.render(.object(response), method: request.method, defaultStatus: .ok)
+  }
+
+  static func callFunction(
+    _ language: String, _ design: JSONValue, _ id: String, _ rev: String, _ path: [String],
+    _ arguments: [JSONValue]
+  ) throws -> JSONValue {
+    do {
+      return try QueryServerPool.shared.with(language: language) {
+        server throws(QueryServerError) in
+        try server.callDesignFunction(
+          ddoc: design, id: id, rev: rev, path: path, arguments: arguments)
+      }
+    } catch {
+      let (name, reason) = error.couchError
+      throw CouchError(name, reason, status: 500)
+    }
+  }
+
+  /// CouchDB's request object for design functions (`chttpd_external:json_req_obj`).
+  func requestObject(
+    _ store: DocumentStore, db: String, request: Request, query: QueryParameters, body: [UInt8],
+    docID: String?, caller: Caller
+  ) async throws -> JSONValue {
+    var queryObject = JSONObject()
+    for (name, value) in query.pairs { queryObject[name] = .string(value) }
+    var headers = JSONObject()
+    for field in request.headers { headers[field.name.canonicalName] = .string(field.value) }
+    let path = request.uri.path.split(separator: "/").map { JSONValue.string(String($0)) }
+    let info = try await blocking { try store.info }
+    let security = try await blocking { try store.security() }
+    return .object(
+      JSONObject([
+        .init(
+          key: "info",
+          value: .object(
+            JSONObject([
+              .init(key: "db_name", value: .string(db)),
+              .init(key: "doc_count", value: .int(info.docCount)),
+              .init(key: "update_seq", value: .int(info.updateSeq.rawValue)),
+            ]))),
+        .init(key: "id", value: docID.map(JSONValue.string) ?? .null),
+        .init(
+          key: "uuid", value: .string(String(UUID().uuidString.lowercased().filter { $0 != "-" }))),
+        .init(key: "method", value: .string(request.method.rawValue)),
+        .init(key: "requested_path", value: .array(path)),
+        .init(key: "path", value: .array(path)),
+        .init(key: "raw_path", value: .string(request.uri.description)),
+        .init(key: "query", value: .object(queryObject)),
+        .init(key: "headers", value: .object(headers)),
+        .init(
+          key: "body",
+          value: .string(body.isEmpty ? "undefined" : String(decoding: body, as: UTF8.self))),
+        .init(key: "peer", value: .string("127.0.0.1")),
+        .init(key: "form", value: .object(JSONObject())),
+        .init(key: "cookie", value: .object(JSONObject())),
+        .init(
+          key: "userCtx",
+          value: .object(
+            JSONObject([
+              .init(key: "db", value: .string(db)),
+              .init(key: "name", value: caller.user.name.map(JSONValue.string) ?? .null),
+              .init(key: "roles", value: .array(caller.user.roles.map(JSONValue.string))),
+            ]))),
+        .init(key: "secObj", value: security.json),
+      ]))
+  }
+
+  /// A design function's response object (`code`, `headers`, `body`, `json`, `base64`).
+  static func render(
+    _ response: JSONValue, method: HTTPRequest.Method, defaultStatus: HTTPResponse.Status,
+    extra: HTTPFields = [:]
+  ) -> Response {
+    let object = response.objectValue ?? JSONObject()
+    var fields = extra
+    var bytes: [UInt8] = []
+    var contentType = "text/html; charset=utf-8"
+    if let json = object["json"] {
+      bytes = json.serialized()
+      contentType = "application/json"
+    } else if let b64 = object["base64"]?.stringValue, let data = Base64.decode(b64) {
+      bytes = data
+      contentType = "application/binary"
+    } else if let body = object["body"]?.stringValue {
+      bytes = Array(body.utf8)
+    }
+    fields[.contentType] = contentType
+    for member in object["headers"]?.objectValue?.members ?? [] {
+      if let name = HTTPField.Name(member.key), let value = member.value.stringValue {
+        fields[name] = value
+      }
+    }
+    let code = object["code"]?.numberValue?.int64Value.map { Int($0) }
+    let status = code.map { HTTPResponse.Status(code: $0) } ?? defaultStatus
+    if method == .head {
+      fields[.contentLength] = String(bytes.count)
+      return Response(status: status, headers: fields, body: ResponseBody())
+    }
+    return Response(
+      status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+  }
+}
