@@ -1,0 +1,111 @@
+import CouchAPI
+import CouchTestSupport
+import Foundation
+import HTTPTypes
+import JSON
+import Projections
+import Testing
+
+/// Views and the design functions around them over HTTP, as CouchDB serves them.
+@Suite struct ViewRouteTests {
+  static let design = #"""
+    {"views": {
+       "by_n": {"map": "function(doc) { if (doc.n !== undefined) emit(doc.n, doc._id) }",
+                "reduce": "_count"}},
+     "shows": {"s": "function(doc, req) { return '<b>' + (doc ? doc._id : 'none') + '</b>' }"},
+     "updates": {"bump": "function(doc, req) { doc.n = (doc.n || 0) + 1; return [doc, {json: {n: doc.n}}] }"},
+     "lists": {"ids": "function(head, req) { var r; while ((r = getRow())) send(r.id + ' '); }"},
+     "filters": {"odd": "function(doc, req) { return doc.n % 2 === 1 }"},
+     "validate_doc_update": "function(doc, old, user) { if (doc.n < 0) throw({forbidden: 'n must not be negative'}); if (doc.locked && !user.name) throw({unauthorized: 'sign in'}) }"}
+    """#
+
+  @Test("GET and POST _view, /queries, _info, _view_cleanup, errors in CouchDB's shape")
+  func views() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      for i in 0..<5 { _ = try await client.call(.put, "/db/d\(i)", #"{"n":\#(i)}"#) }
+      #expect(try await client.call(.put, "/db/_design/app", Self.design).code == 201)
+      let all = try await client.call(.get, "/db/_design/app/_view/by_n?reduce=false")
+      #expect(all.code == 200 && all["total_rows"] == .int(5))
+      #expect(all["rows"]?.arrayValue?.map { $0["id"] } == (0..<5).map { .string("d\($0)") })
+      let count = try await client.call(.get, "/db/_design/app/_view/by_n")
+      #expect(count["rows"] == JSONValue.array([json(#"{"key":null,"value":5}"#)]))
+      let posted = try await client.call(
+        .post, "/db/_design/app/_view/by_n?reduce=false", #"{"keys":[3,1]}"#)
+      #expect(posted["rows"]?.arrayValue?.map { $0["key"] } == [.int(3), .int(1)])
+      let many = try await client.call(
+        .post, "/db/_design/app/_view/by_n/queries",
+        #"{"queries":[{"reduce":false,"limit":1},{"group":true,"startkey":4}]}"#)
+      #expect(many["results"]?.arrayValue?.count == 2)
+      let bad = try await client.call(.get, "/db/_design/app/_view/by_n?group_level=x")
+      #expect(bad.code == 400 && bad.error == "query_parse_error")
+      #expect(try await client.call(.get, "/db/_design/app/_view/nope").code == 404)
+      #expect(try await client.call(.get, "/db/_design/none/_view/by_n").code == 404)
+      let info = try await client.call(.get, "/db/_design/app/_info")
+      #expect(info["name"] == .string("app"))
+      #expect(info["view_index"]?["language"] == .string("javascript"))
+      // A new version of the views: a new index; cleanup removes the old one's files.
+      let rev = try #require(try await client.call(.get, "/db/_design/app")["_rev"]?.stringValue)
+      let changed = Self.design.replacingOccurrences(of: "_count", with: "_sum")
+        .replacingOccurrences(of: "emit(doc.n, doc._id)", with: "emit(doc.n, doc.n)")
+      #expect(try await client.call(.put, "/db/_design/app?rev=\(rev)", changed).code == 201)
+      let sum = try await client.call(.get, "/db/_design/app/_view/by_n")
+      #expect(sum["rows"]?.arrayValue?.first?["value"] == .int(10))
+      #expect(try await client.call(.post, "/db/_view_cleanup", "{}").code == 202)
+      // A map function that does not compile is refused when saved.
+      let broken = try await client.call(
+        .put, "/db/_design/broken", #"{"views":{"v":{"map":"function(doc) {"}}}"#)
+      #expect(broken.code == 400 && broken.error == "compilation_error")
+    }
+  }
+
+  @Test("validate_doc_update answers 403 and 401; JavaScript filters; _show, _list, _update")
+  func designFunctions() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      #expect(try await client.call(.put, "/db/_design/app", Self.design).code == 201)
+      let negative = try await client.call(.put, "/db/neg", #"{"n":-1}"#)
+      #expect(negative.code == 403 && negative["reason"] == .string("n must not be negative"))
+      let locked = try await client.call(.put, "/db/locked", #"{"n":1,"locked":true}"#)
+      #expect(locked.code == 401 && locked.error == "unauthorized")
+      let bulk = try await client.call(
+        .post, "/db/_bulk_docs", #"{"docs":[{"_id":"x","n":-5},{"_id":"y","n":5}]}"#)
+      #expect(bulk.json?.arrayValue?.map { $0["error"] } == [.string("forbidden"), nil])
+      for i in 0..<4 { _ = try await client.call(.put, "/db/d\(i)", #"{"n":\#(i)}"#) }
+      let odd = try await client.call(.get, "/db/_changes?filter=app/odd")
+      let ids = odd["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue }
+      #expect(Set(ids ?? []) == ["d1", "d3", "y"])
+      let show = try await client.call(.get, "/db/_design/app/_show/s/d2")
+      #expect(show.code == 200 && show.text == "<b>d2</b>")
+      let list = try await client.call(.get, "/db/_design/app/_list/ids/by_n?reduce=false&limit=2")
+      #expect(list.text == "d0 d1 ")
+      let bumped = try await client.call(.post, "/db/_design/app/_update/bump/d2")
+      #expect(bumped.code == 201 && bumped["n"] == .int(3))
+      #expect(bumped.headers[HTTPField.Name("X-Couch-Update-NewRev")!]?.hasPrefix("2-") == true)
+    }
+  }
+
+  @Test("a wiki user's view rows come only from the documents they may read")
+  func accessFiltersRows() async throws {
+    try await withAccessServer { client, fixture in
+      let admin = AccessFixture.headers("admin")
+      let design =
+        #"{"views":{"types":{"map":"function(doc) { emit(doc.type || null, null) }","reduce":"_count"}}}"#
+      #expect(try await client.call(.put, "/wiki/_design/t", design, headers: admin).code == 201)
+      // Design documents are for database admins.
+      let refused = try await client.call(
+        .put, "/wiki/_design/mine", design, headers: AccessFixture.headers("bob"))
+      #expect(refused.code == 403)
+      let bob = try await client.call(
+        .get, "/wiki/_design/t/_view/types?reduce=false", headers: AccessFixture.headers("bob"))
+      let seen = Set(bob["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? [])
+      #expect(seen == ["w1", "w1:Home"])
+      let all = try await client.call(
+        .get, "/wiki/_design/t/_view/types?reduce=false", headers: admin)
+      #expect((all["rows"]?.arrayValue?.count ?? 0) >= 5)
+      let counted = try await client.call(
+        .get, "/wiki/_design/t/_view/types", headers: AccessFixture.headers("bob"))
+      #expect(counted["rows"]?.arrayValue?.first?["value"] == .int(2))
+    }
+  }
+}
