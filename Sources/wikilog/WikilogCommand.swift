@@ -45,7 +45,7 @@ struct WikilogCommand: AsyncParsableCommand {
       BulkDocs.self,
       RevsDiff.self,
       AllDocs.self,
-      Find.self, IndexCommand.self, Grep.self, Search.self,
+      Find.self, IndexCommand.self, View.self, Grep.self, Search.self,
       Local.self,
       Config.self,
       Tail.self,

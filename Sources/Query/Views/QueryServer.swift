@@ -93,8 +93,10 @@ public enum QueryServerError: Error, Sendable, Equatable {
 /// One running query server. Not shared: a ``QueryServerPool`` lends it to one caller at a
 /// time.
 public final class QueryServerProcess: @unchecked Sendable {
-  let process: Process
-  let input: FileHandle
+  /// The child's process id, 0 once it is reaped.
+  var pid: pid_t
+  /// Our ends of its standard input and output.
+  var input: Int32
   let output: Int32
   var buffer: [UInt8] = []
   let limits: QueryServerLimits
@@ -104,9 +106,8 @@ public final class QueryServerProcess: @unchecked Sendable {
   /// Lines the functions logged (`["log", message]`), for the caller to pass on.
   public private(set) var logged: [String] = []
 
-  /// Foundation's `Process.run` is not safe to call from several threads at once.
-  static let launching = Mutex(())
-
+  /// Started with `posix_spawn` (not Foundation's `Process`, whose dispatch sources and
+  /// run loops are not safe to share with other launches in the same program).
   init(command: QueryServerCommand, limits: QueryServerLimits) throws(QueryServerError) {
     self.command = command
     self.limits = limits
@@ -120,32 +121,48 @@ public final class QueryServerProcess: @unchecked Sendable {
     if command.mapsBatches {
       arguments.insert("--max-old-space-size=\(limits.memoryMiB)", at: 0)
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let stdin = Pipe()
-    let stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = FileHandle.nullDevice
-    do {
-      try Self.launching.withLock { _ in
-        // A query server that dies must not take the server with it on its next write.
-        _ = signal(SIGPIPE, SIG_IGN)
-        try process.run()
-      }
-    } catch {
-      throw .processFailed("query server \(path) did not start: \(error)")
+    // A query server that dies must not take the server with it on its next write.
+    _ = signal(SIGPIPE, SIG_IGN)
+    var toChild: [Int32] = [-1, -1]
+    var fromChild: [Int32] = [-1, -1]
+    guard unsafe pipe(&toChild) == 0 else {
+      throw .processFailed("pipe failed (errno \(errno))")
     }
-    self.process = process
-    input = stdin.fileHandleForWriting
-    output = stdout.fileHandleForReading.fileDescriptor
-    // The parent's copies of the child's ends.
-    try? stdin.fileHandleForReading.close()
-    try? stdout.fileHandleForWriting.close()
+    guard unsafe pipe(&fromChild) == 0 else {
+      close(toChild[0])
+      close(toChild[1])
+      throw .processFailed("pipe failed (errno \(errno))")
+    }
+    // Not inherited by other children this process starts.
+    for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    var actions = posix_spawn_file_actions_t()
+    unsafe posix_spawn_file_actions_init(&actions)
+    unsafe posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+    unsafe posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+    unsafe posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = ([path] + arguments).map { unsafe strdup($0) }
+    var child: pid_t = 0
+    let spawned = unsafe (argv + [nil]).withUnsafeBufferPointer { args in
+      unsafe posix_spawn(&child, path, &actions, nil, args.baseAddress!, environ)
+    }
+    unsafe posix_spawn_file_actions_destroy(&actions)
+    for arg in argv { unsafe free(arg) }
+    close(toChild[0])
+    close(fromChild[1])
+    guard spawned == 0 else {
+      close(toChild[1])
+      close(fromChild[0])
+      throw .processFailed("query server \(path) did not start (error \(spawned))")
+    }
+    pid = child
+    input = toChild[1]
+    output = fromChild[0]
   }
 
-  deinit { stop() }
+  deinit {
+    stop()
+    close(output)
+  }
 
   static func find(_ program: String) -> String? {
     if program.contains("/") {
@@ -162,16 +179,30 @@ public final class QueryServerProcess: @unchecked Sendable {
     return nil
   }
 
-  /// Ends the process.
+  /// Ends the process (killed, and reaped).
   func stop() {
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
+    if pid > 0 {
+      kill(pid, SIGKILL)
+      var status: Int32 = 0
+      while unsafe waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      pid = 0
     }
-    try? input.close()
+    if input >= 0 {
+      close(input)
+      input = -1
+    }
   }
 
-  var isRunning: Bool { process.isRunning }
+  /// Whether the process is still there (not ended, not stopped).
+  var isRunning: Bool {
+    guard pid > 0 else { return false }
+    var status: Int32 = 0
+    if unsafe waitpid(pid, &status, WNOHANG) == pid {
+      pid = 0
+      return false
+    }
+    return true
+  }
 
   /// Sends `command` and returns the answer (lines the functions logged first go to
   /// ``logged``); an `["error", …]` answer throws ``QueryServerError/failed(error:reason:)``.
@@ -184,11 +215,18 @@ public final class QueryServerProcess: @unchecked Sendable {
   func send(_ command: JSONValue) throws(QueryServerError) {
     var line = command.serialized()
     line.append(10)
-    do {
-      try input.write(contentsOf: line)
-    } catch {
-      stop()
-      throw .processFailed("the query server has ended (\(error))")
+    var written = 0
+    while written < line.count {
+      guard input >= 0 else { throw .processFailed("the query server has ended") }
+      let n = unsafe line.withUnsafeBytes { bytes in
+        unsafe write(input, bytes.baseAddress! + written, bytes.count - written)
+      }
+      if n < 0 {
+        if errno == EINTR || errno == EAGAIN { continue }
+        stop()
+        throw .processFailed("the query server has ended (errno \(errno))")
+      }
+      written += n
     }
   }
 
@@ -253,8 +291,12 @@ public final class QueryServerProcess: @unchecked Sendable {
         throw .processFailed("reading the query server failed (errno \(errno))")
       }
       if n == 0 {
-        process.waitUntilExit()
-        let status = process.terminationStatus
+        var status: Int32 = 0
+        if pid > 0 {
+          while unsafe waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+          pid = 0
+        }
+        status = (status >> 8) & 0xFF
         stop()
         throw .processFailed(
           "the query server ended (exit status \(status)): a function crashed it or ran out of memory"
