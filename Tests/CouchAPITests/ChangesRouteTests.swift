@@ -87,7 +87,8 @@ import Wiki
       #expect(try await client.call(.get, "/db/_changes?feed=sideways").code == 400)
       #expect(try await client.call(.get, "/db/_changes?style=some").code == 400)
       #expect(try await client.call(.get, "/db/_changes?since=yesterday").code == 400)
-      #expect(try await client.call(.get, "/db/_changes?filter=app/f").code == 400)
+      // A JavaScript filter of a design document that does not exist: CouchDB's 404.
+      #expect(try await client.call(.get, "/db/_changes?filter=app/f").code == 404)
       #expect(try await client.call(.delete, "/db/_changes").code == 405)
     }
   }

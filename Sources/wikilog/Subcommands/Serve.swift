@@ -114,6 +114,19 @@ struct Serve: AsyncParsableCommand {
       "Connections open at once; more get 503 service_unavailable.", valueName: "count"))
   var maxConnections = 2048
 
+  @Option(
+    name: .customLong("query-timeout"),
+    help: ArgumentHelp(
+      "Seconds a design function (a view's map, a reduce, validate_doc_update...) may take before its query server is stopped (CouchDB's os_process_timeout).",
+      valueName: "seconds"))
+  var queryTimeout = 5.0
+
+  @Option(
+    name: .customLong("query-memory"),
+    help: ArgumentHelp(
+      "MiB of JavaScript heap a query server may use before it is stopped.", valueName: "MiB"))
+  var queryMemory = 512
+
   func validate() throws {
     // -d is an option of `wikilog` itself, which ArgumentParser accepts anywhere on the line;
     // for serve it would mean nothing.
@@ -134,6 +147,8 @@ struct Serve: AsyncParsableCommand {
     guard sessionTimeout > 0 else { throw ValidationError("--session-timeout must be positive") }
     guard headerTimeout > 0 else { throw ValidationError("--header-timeout must be positive") }
     guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
+    guard queryTimeout > 0 else { throw ValidationError("--query-timeout must be positive") }
+    guard queryMemory >= 16 else { throw ValidationError("--query-memory must be at least 16") }
     guard Logger.Level(rawValue: logLevel) != nil else {
       throw ValidationError(
         "--log-level must be trace, debug, info, notice, warning, error or critical")
@@ -141,6 +156,7 @@ struct Serve: AsyncParsableCommand {
   }
 
   func run() async throws {
+    QueryServerPool.shared.limits = QueryServerLimits(timeout: queryTimeout, memoryMiB: queryMemory)
     let directory = global.directory
     do {
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
