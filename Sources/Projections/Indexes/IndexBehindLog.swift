@@ -58,6 +58,9 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
   ) throws -> [String]
+  /// The design document `_active_tasks` names for a long build of the index (`_<name>` by
+  /// default; a view's is its design document).
+  var taskDesignDocument: String { get }
   /// LMDB names of databases an earlier, never released layout kept in the log's own
   /// environment for this index (say, when it was written in the append transaction): a
   /// store that has one is refused at open, as ``RetiredLayouts`` says. None by default.
@@ -75,6 +78,7 @@ extension IndexBehindLog {
     }
   }
   public var retiredDatabaseNames: [String] { [] }
+  public var taskDesignDocument: String { "_" + name }
 
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int

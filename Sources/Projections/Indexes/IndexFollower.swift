@@ -227,7 +227,7 @@ public final class IndexFollower: Sendable {
         let task =
           end - from >= Self.reportedGap
           ? IndexTasks.shared.start(
-            database: database, designDocument: "_" + index.name, index: index.name,
+            database: database, designDocument: index.taskDesignDocument, index: index.name,
             total: Int(end - from))
           : nil
         defer { task.map { IndexTasks.shared.finish($0) } }

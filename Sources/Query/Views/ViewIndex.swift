@@ -32,6 +32,7 @@ public final class ViewIndex: IndexBehindLog {
   public var name: String { group.indexName }
   public let databaseNames = ["rows", "byDoc", "buckets", "meta"]
   public var mapSize: Int { 64 << 20 }
+  public var taskDesignDocument: String { group.id }
 
   /// A failure of the map functions (they do not compile, the query server timed out or
   /// ended), kept so that following the log does not run them again after every commit; a
