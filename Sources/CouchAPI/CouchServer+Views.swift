@@ -1,4 +1,5 @@
 import Formats
+import HTTPTypes
 import Hummingbird
 import JSON
 import Log
@@ -22,70 +23,89 @@ extension CouchServer {
     query: QueryParameters, access: DatabaseAccess
   ) async throws -> Response {
     let method = request.method
-    try allow(method, queries ? [.post] : [.get, .head, .post])
-    let includes: (@Sendable (String) -> Bool)?
-    if let accessView = try access.view(store) {
-      includes = { accessView.includes($0) }
-    } else {
-      includes = nil
+    let allowed: [HTTPRequest.Method] = queries ? [.post] : [.get, .head, .post]
+    guard allowed.contains(method) else {
+      throw CouchError.methodNotAllowed(allowed.map(\.rawValue))
     }
-    var asked: [ViewQuery] = []
-    let fromURL = try ViewQuery(parameters: query.pairs)
-    if method == .post {
-      let body = try await jsonBody(of: request)
-      guard case .object(let object) = body else {
-        throw CouchError.badRequest("Request body must be a JSON object")
-      }
-      if queries {
-        guard case .array(let list)? = object["queries"] else {
-          throw CouchError("query_parse_error", "`queries` member must be an array.", status: 400)
-        }
-        for item in list {
-          guard case .object(let one) = item else {
-            throw CouchError("query_parse_error", "each query must be an object", status: 400)
-          }
-          var q = fromURL
-          try q.apply(body: one)
-          asked.append(q)
-        }
-      } else {
-        var q = ViewQuery()
-        try q.apply(body: object)
-        for (name, value) in query.pairs {
-          try q.apply(body: JSONObject([.init(key: name, value: Self.bodyValue(name, value))]))
-        }
-        asked.append(q)
-      }
-    } else {
-      asked.append(fromURL)
+    let includes = try Self.rowFilter(access, store)
+    var posted: JSONValue? = nil
+    if method == .post { posted = try await jsonBody(of: request) }
+    let body = posted
+    let answer = try await blocking {
+      try Self.answer(
+        store, ddoc: ddoc, view: view, queries: queries, query: query, body: body,
+        includes: includes)
     }
-    let all = asked
-    let results = try await blocking {
-      try all.map { q in
-        guard let asOf = q.asOf else {
-          let result = try store.queryView(ddoc: ddoc, view: view, query: q, includes: includes)
-          if q.update == .lazy {
-            Task.detached { _ = try? store.queryView(ddoc: ddoc, view: view, query: ViewQuery()) }
-          }
-          return result.json
-        }
-        let then: AsOfView
-        if let seq = UInt64(asOf) {
-          then = try store.asOf(LogPosition(seq))
-        } else if let date = ISO8601.parse(asOf) {
-          then = try store.asOf(date)
-        } else {
-          throw CouchError(
-            "query_parse_error", "`as_of` must be a seq or an ISO-8601 time.", status: 400)
-        }
-        defer { then.close() }
-        return try then.queryView(ddoc: ddoc, view: view, query: q, includes: includes).json
-      }
-    }
-    let answer: JSONValue =
-      queries
-      ? .object(JSONObject([.init(key: "results", value: .array(results))])) : results[0]
     return CouchResponse.json(answer, includeBody: method != .head)
+  }
+
+  /// The rows a restricted reader may see, or nil for every row.
+  static func rowFilter(_ access: DatabaseAccess, _ store: DocumentStore) throws
+    -> (@Sendable (String) -> Bool)?
+  {
+    guard let accessView = try access.view(store) else { return nil }
+    return { accessView.includes($0) }
+  }
+
+  /// The answer of a view request (on the thread pool: it reads, and may build, the index).
+  static func answer(
+    _ store: DocumentStore, ddoc: String, view: String, queries: Bool, query: QueryParameters,
+    body: JSONValue?, includes: (@Sendable (String) -> Bool)?
+  ) throws -> JSONValue {
+    let results = try viewQueries(query: query, body: body, queries: queries).map { q in
+      guard let asOf = q.asOf else {
+        let result = try store.queryView(ddoc: ddoc, view: view, query: q, includes: includes)
+        if q.update == .lazy {
+          Task.detached { _ = try? store.queryView(ddoc: ddoc, view: view, query: ViewQuery()) }
+        }
+        return result.json
+      }
+      let then: AsOfView
+      if let seq = UInt64(asOf) {
+        then = try store.asOf(LogPosition(seq))
+      } else if let date = ISO8601.parse(asOf) {
+        then = try store.asOf(date)
+      } else {
+        throw CouchError(
+          "query_parse_error", "`as_of` must be a seq or an ISO-8601 time.", status: 400)
+      }
+      defer { then.close() }
+      return try then.queryView(ddoc: ddoc, view: view, query: q, includes: includes).json
+    }
+    return queries
+      ? .object(JSONObject([.init(key: "results", value: .array(results))])) : results[0]
+  }
+
+  /// The queries a view request asks: the query string's options, and for `POST` the body's
+  /// (a single query's body first and the query string over it; each of `queries`' objects
+  /// over the query string). Not async: the parsing throws typed errors.
+  static func viewQueries(query: QueryParameters, body: JSONValue?, queries: Bool) throws
+    -> [ViewQuery]
+  {
+    let fromURL = try ViewQuery(parameters: query.pairs)
+    guard let body else { return [fromURL] }
+    guard case .object(let object) = body else {
+      throw CouchError.badRequest("Request body must be a JSON object")
+    }
+    if queries {
+      guard case .array(let list)? = object["queries"] else {
+        throw CouchError("query_parse_error", "`queries` member must be an array.", status: 400)
+      }
+      return try list.map { item in
+        guard case .object(let one) = item else {
+          throw CouchError("query_parse_error", "each query must be an object", status: 400)
+        }
+        var q = fromURL
+        try q.apply(body: one)
+        return q
+      }
+    }
+    var q = ViewQuery()
+    try q.apply(body: object)
+    for (name, value) in query.pairs {
+      try q.apply(body: JSONObject([.init(key: name, value: bodyValue(name, value))]))
+    }
+    return [q]
   }
 
   /// A query-string option as a body member: JSON-valued ones parsed, the rest as strings.
