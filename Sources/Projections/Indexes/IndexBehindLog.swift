@@ -58,6 +58,12 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
   ) throws -> [String]
+  /// Nil (the default): the index catches up after every commit. Otherwise it waits until the
+  /// log has been quiet this long, or ``quietGap`` commits have gone by, so that a burst of
+  /// writes does not share the CPU with it (a reader still catches it up first).
+  var quietPeriod: Duration? { get }
+  /// With a ``quietPeriod``: the commits after which it catches up anyway.
+  var quietGap: Int { get }
   /// The design document `_active_tasks` names for a long build of the index (`_<name>` by
   /// default; a view's is its design document).
   var taskDesignDocument: String { get }
@@ -79,6 +85,8 @@ extension IndexBehindLog {
   }
   public var retiredDatabaseNames: [String] { [] }
   public var taskDesignDocument: String { "_" + name }
+  public var quietPeriod: Duration? { nil }
+  public var quietGap: Int { 10_000 }
 
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int

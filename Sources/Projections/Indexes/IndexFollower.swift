@@ -61,6 +61,11 @@ public final class IndexFollower: Sendable {
     var running = false
     /// The log moved while it was.
     var again = false
+    /// A quiet index (``IndexBehindLog/quietPeriod``): commits since the last catch-up, the
+    /// time of the last one, and whether a check is scheduled.
+    var commitsSince = 0
+    var lastCommit = ContinuousClock.now
+    var checkScheduled = false
   }
   private let follow = Mutex(Follow())
   /// Serialises catching up (the background thread, searches, rebuilds, verifies).
@@ -113,8 +118,52 @@ public final class IndexFollower: Sendable {
   /// written before the store opened. (Commits by other processes are caught up by the next
   /// read, or the next commit here.)
   func start() {
-    log.onCommit { [weak self] in self?.poke() }
+    log.onCommit { [weak self] in self?.commit() }
     poke()
+  }
+
+  /// After a commit: an eager index catches up now; a quiet one
+  /// (``IndexBehindLog/quietPeriod``) once the log has been quiet that long, or at once when
+  /// ``IndexBehindLog/quietGap`` commits have gone by without it.
+  private func commit() {
+    guard let quiet = index.quietPeriod else { return poke() }
+    let now = ContinuousClock.now
+    let (pokeNow, schedule) = follow.withLock { f -> (Bool, Bool) in
+      f.commitsSince += 1
+      f.lastCommit = now
+      if f.commitsSince >= index.quietGap {
+        f.commitsSince = 0
+        return (true, false)
+      }
+      if f.checkScheduled || f.stopped { return (false, false) }
+      f.checkScheduled = true
+      return (false, true)
+    }
+    if pokeNow { poke() }
+    if schedule { scheduleQuietCheck(after: quiet) }
+  }
+
+  private func scheduleQuietCheck(after quiet: Duration) {
+    let nanoseconds = quiet.components.seconds * 1_000_000_000
+      + quiet.components.attoseconds / 1_000_000_000
+    DispatchQueue.global().asyncAfter(
+      deadline: .now() + .nanoseconds(Int(nanoseconds))
+    ) { [weak self] in
+      guard let self else { return }
+      let wait = self.follow.withLock { f -> Duration? in
+        if f.stopped {
+          f.checkScheduled = false
+          return nil
+        }
+        let since = ContinuousClock.now - f.lastCommit
+        if since < quiet { return quiet - since }
+        f.checkScheduled = false
+        f.commitsSince = 0
+        return .zero
+      }
+      guard let wait else { return }
+      if wait == .zero { self.poke() } else { self.scheduleQuietCheck(after: wait) }
+    }
   }
 
   /// Starts the catching-up thread, or tells the running one to go on once more.

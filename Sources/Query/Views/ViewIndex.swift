@@ -33,6 +33,9 @@ public final class ViewIndex: IndexBehindLog {
   public let databaseNames = ["rows", "byDoc", "buckets", "meta"]
   public var mapSize: Int { 64 << 20 }
   public var taskDesignDocument: String { group.id }
+  /// Views catch up once writes pause (a quarter of a second), or every 10,000 commits: the
+  /// writes keep the CPU, and a query catches the index up first anyway.
+  public var quietPeriod: Duration? { .milliseconds(250) }
 
   /// A failure of the map functions (they do not compile, the query server timed out or
   /// ended), kept so that following the log does not run them again after every commit; a
