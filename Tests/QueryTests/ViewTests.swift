@@ -130,6 +130,41 @@ import Testing
     #expect(throws: StoreError.self) { try query(s, "n", [("keys", "[1,2]")]) }
   }
 
+  @Test("JavaScript reductions kept per bucket hold only for the rows they were made from")
+  func keptReductions() throws {
+    let t = try store()
+    let s = t.store!
+    var docs: [JSONValue] = []
+    for i in 0..<4_000 { docs.append(json(#"{"_id":"r\#(i)","g":\#(i % 4),"v":\#(i)}"#)) }
+    _ = try s.bulkDocs(docs, actor: "test")
+    _ = try put(
+      s, "_design/d",
+      #"{"views":{"js":{"map":"function(doc){ emit([doc.g, doc.v], doc.v) }","reduce":"function(k, v, re) { return sum(v) }"}}}"#
+    )
+    func expected(_ numbers: [Int]) -> [JSONValue] {
+      (0..<4).map { g -> JSONValue in
+        .int(numbers.enumerated().filter { $0.offset % 4 == g }.map(\.element).reduce(0, +))
+      }
+    }
+    var numbers = Array(0..<4_000)
+    #expect(values(try query(s, "js", [("group_level", "1")])) == expected(numbers))
+    let group = try s.designViews("_design/d")
+    let follower = try s.viewIndex(group).follower
+    let kept = try follower.read { try $0.count(of: follower.storage["reductions"]) }
+    #expect(kept > 0)
+    // Edits change some buckets: their kept reductions no longer count.
+    var changes: [JSONValue] = []
+    for i in stride(from: 0, to: 4_000, by: 97) {
+      let rev = try s.get("r\(i)")["_rev"]!.stringValue!
+      changes.append(json(#"{"_id":"r\#(i)","_rev":"\#(rev)","g":\#(i % 4),"v":\#(i * 3)}"#))
+      numbers[i] = i * 3
+    }
+    _ = try s.bulkDocs(changes, actor: "test")
+    #expect(values(try query(s, "js", [("group_level", "1")])) == expected(numbers))
+    #expect(values(try query(s, "js")) == [.int(numbers.reduce(0, +))])
+    #expect(try s.verify(group.indexName).isEmpty)
+  }
+
   @Test("the index follows edits, deletions and replicated revisions, winners only")
   func incremental() throws {
     let t = try store()

@@ -92,6 +92,8 @@ public final class DesignFunctions: UpdateValidator {
   public func checkDesignDocument(_ id: String, body: JSONObject) throws(StoreError) {
     let language = body["language"]?.stringValue ?? "javascript"
     guard language != "query", case .object(let views)? = body["views"] else { return }
+    // Refused here as it would be when the views are built.
+    _ = try DesignViews(id: id, rev: "", body: .object(body))
     var functions: [(view: String, kind: String, source: String)] = []
     for member in views.members where member.key != "lib" {
       guard case .object(let view) = member.value else { continue }

@@ -83,6 +83,12 @@ public struct DesignViews: Sendable, Hashable {
       }
     }
     views.sort { $0.name < $1.name }
+    guard views.count <= Self.maxViews else {
+      throw StoreError(
+        "invalid_design_doc",
+        "a design document may have at most \(Self.maxViews) views in wikilog; this one has \(views.count)",
+        code: .badRequest)
+    }
     self.views = views
     self.lib = lib
     includeDesign = object["options"]?.objectValue?["include_design"]?.boolValue ?? false
@@ -106,6 +112,10 @@ public struct DesignViews: Sendable, Hashable {
       return byte < 16 ? "0" + hex : hex
     }.joined()
   }
+
+  /// The most views one design document may have (a view's number is one byte of its rows'
+  /// keys).
+  public static let maxViews = 255
 
   /// The view named `name`, and its number in the index.
   public func view(named name: String) -> (number: Int, view: View)? {

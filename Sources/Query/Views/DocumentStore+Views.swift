@@ -44,12 +44,19 @@ extension DocumentStore {
     guard group.view(named: view) != nil else { throw StoreError.notFound("missing_named_view") }
     let (index, follower) = try viewIndex(group)
     if query.update == .yes { try catchUp(index, follower) }
+    let reductions = ReductionCache()
     var result = try follower.read { txn in
       try index.query(
         query, view: view, txn: txn, storage: follower.storage, includes: includes,
+        reductions: reductions,
         document: { id, rev in try self.viewDocument(id, rev: rev, query: query) })
     }
     if query.updateSeq { result.updateSeq = try follower.checkpoint() }
+    // JavaScript reductions of whole buckets, kept for the next query (best effort: a
+    // read-only directory keeps none).
+    if !reductions.isEmpty {
+      try? follower.write { txn in try reductions.write(into: follower.storage, txn: txn) }
+    }
     return result
   }
 
@@ -148,6 +155,28 @@ extension DocumentStore {
               .init(key: "compact_running", value: .bool(false)),
             ]))),
       ]))
+  }
+
+  /// Opens the view index of every design document that has views (not built or caught up
+  /// here), so that `verify`, `rebuild` and `projectionNames` include them, as
+  /// `wikilog verify` and `wikilog rebuild` do. Returns their names.
+  @discardableResult
+  public func openViewIndexes() throws -> [String] {
+    var options = AllDocsOptions()
+    options.startKey = "_design/"
+    options.endKey = "_design0"
+    options.includeDocs = true
+    var names: [String] = []
+    for row in try allDocs(options).rows {
+      guard let doc = row.objectValue?["doc"], let id = doc.objectValue?["_id"]?.stringValue,
+        doc.objectValue?["language"]?.stringValue != "query",
+        let group = try? DesignViews(
+          id: id, rev: doc.objectValue?["_rev"]?.stringValue ?? "", body: doc),
+        !group.views.isEmpty
+      else { continue }
+      names.append(try viewIndex(group).index.name)
+    }
+    return names
   }
 
   /// `POST /{db}/_view_cleanup`: removes the index files of views no design document has

@@ -1,6 +1,7 @@
 public import JSON
 public import Log
 public import Projections
+import Synchronization
 
 /// A view query's answer, as CouchDB writes it: `total_rows`, `offset` and `update_seq` for a
 /// map query, and its rows.
@@ -28,7 +29,7 @@ extension ViewIndex {
   /// (id, revision or nil for the winner; nil when it is missing or deleted).
   public func query(
     _ query: ViewQuery, view viewName: String, txn: ReadTransaction, storage: ProjectionStorage,
-    includes: (@Sendable (String) -> Bool)? = nil,
+    includes: (@Sendable (String) -> Bool)? = nil, reductions: ReductionCache? = nil,
     document: (_ id: String, _ rev: String?) throws -> JSONValue?
   ) throws -> ViewResult {
     guard let (number, view) = group.view(named: viewName) else {
@@ -36,7 +37,7 @@ extension ViewIndex {
     }
     let reader = ViewReader(
       txn: txn, storage: storage, view: number, reduce: view.reduce, includes: includes,
-      language: group.language)
+      language: group.language, reductions: reductions)
     let reducing = view.reduce != nil && query.reduce != false
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
@@ -106,6 +107,8 @@ struct ViewReader {
   let reduce: DesignViews.Reduce?
   let includes: (@Sendable (String) -> Bool)?
   let language: String
+  /// JavaScript reductions of whole buckets worked out by this query, to keep.
+  var reductions: ReductionCache? = nil
 
   var viewStart: [UInt8] { [UInt8(view)] }
   var viewEnd: [UInt8] { [UInt8(view + 1)] }
@@ -343,6 +346,27 @@ struct ViewReader {
     return out
   }
 
+  /// The JavaScript reduction of a whole bucket: the one kept for its generation, or worked
+  /// out now from its rows (and handed to ``reductions`` to keep).
+  func bucketReduction(
+    _ key: [UInt8], _ summary: BucketSummary, next: [UInt8], _ state: ReduceState
+  ) throws -> JSONValue {
+    if let kept = try txn.get(key, in: storage["reductions"]), kept.count > 8,
+      UInt64(bigEndianArray: Array(kept.prefix(8))) == summary.generation,
+      let value = try? JSONValue(parsing: kept.dropFirst(8))
+    {
+      return value
+    }
+    var rows = ReduceState(state.reduce)
+    try scan(key, next, descending: false) { k, v in
+      try rows.add(row: v, key: k)
+      return true
+    }
+    let value = try rows.result(language: language)
+    reductions?.keep(key, generation: summary.generation, value)
+    return value
+  }
+
   /// The group of `key` at `level` (nil: exact): its key, and its rows' range.
   func groupOf(_ key: JSONValue, level: Int?) -> (JSONValue, [UInt8], [UInt8]) {
     if let level, case .array(let items) = key, items.count > level {
@@ -359,7 +383,7 @@ struct ViewReader {
   /// tell enough, the rest row by row.
   func aggregate(_ lo: [UInt8], _ hi: [UInt8], into state: inout ReduceState) throws {
     guard lo.lexicographicallyPrecedes(hi) else { return }
-    let usesSummaries = includes == nil && state.canUseSummaries
+    let usesSummaries = includes == nil && (state.canUseSummaries || state.isFunction)
     guard usesSummaries else {
       try scan(lo, hi, descending: false) { k, v in
         try state.add(row: v, key: k)
@@ -376,7 +400,10 @@ struct ViewReader {
       let from = bytesMax(lo, b.key)
       let to = bytesMin(hi, next)
       guard from.lexicographicallyPrecedes(to) else { continue }
-      if from == b.key && to == next && state.canUse(b.summary) {
+      if from == b.key && to == next && state.isFunction && b.summary.count > 0 {
+        try state.add(reduction: try bucketReduction(b.key, b.summary, next: next, state))
+        state.rows += Int(b.summary.count)
+      } else if from == b.key && to == next && state.canUse(b.summary) {
         state.add(summary: b.summary)
       } else {
         try scan(from, to, descending: false) { k, v in
@@ -411,6 +438,16 @@ struct ReduceState {
     "The _sum function requires that map values be numbers, arrays of numbers, or objects. Objects cannot be mixed with other data structures. Objects can be arbitrarily nested, provided that the values for all fields are themselves numbers, arrays of numbers, or objects."
   static let statsError =
     "Builtin _stats function requires map values to be numbers or objects with keys sum, count, min, max, sumsqr"
+
+  var isFunction: Bool {
+    if case .function = reduce { return true }
+    return false
+  }
+
+  /// Adds the reduction of rows reduced already (a bucket's).
+  mutating func add(reduction: JSONValue) throws {
+    reductions.append(reduction)
+  }
 
   var canUseSummaries: Bool {
     switch reduce {
@@ -565,8 +602,12 @@ struct ReduceState {
           .init(key: "sumsqr", value: number(stats.sumsqr)),
         ]))
     case .function(let source):
-      return try JavaScriptReduce.reduce(
-        source, rows: pending, language: language)
+      var all = reductions
+      if !pending.isEmpty || all.isEmpty {
+        all.append(try JavaScriptReduce.reduce(source, rows: pending, language: language))
+      }
+      if all.count == 1 { return all[0] }
+      return try JavaScriptReduce.rereduce(source, values: all, language: language)
     }
   }
 }
@@ -601,6 +642,22 @@ enum JavaScriptReduce {
     }
   }
 
+  static func rereduce(_ source: String, values: [JSONValue], language: String) throws
+    -> JSONValue
+  {
+    do {
+      return try QueryServerPool.shared.with(language: language) {
+        server throws(QueryServerError) -> JSONValue in
+        try first(
+          try server.call(
+            .array([.string("rereduce"), .array([.string(source)]), .array(values)])))
+      }
+    } catch {
+      let (name, reason) = error.couchError
+      throw StoreError(name, reason, code: .internalError)
+    }
+  }
+
   static func first(_ answer: JSONValue) throws(QueryServerError) -> JSONValue {
     guard case .array(let items) = answer, items.count == 2, items[0] == .bool(true),
       case .array(let results) = items[1], let first = results.first
@@ -613,3 +670,29 @@ enum JavaScriptReduce {
 
 func bytesMax(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] { a.lexicographicallyPrecedes(b) ? b : a }
 func bytesMin(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] { a.lexicographicallyPrecedes(b) ? a : b }
+
+/// JavaScript reductions of whole buckets a query worked out, kept afterwards in the index's
+/// `reductions` database (generation, then the JSON) by ``ViewIndex/keep(_:storage:txn:)``.
+public final class ReductionCache: Sendable {
+  private let found = Mutex<[(key: [UInt8], generation: UInt64, value: JSONValue)]>([])
+
+  public init() {}
+
+  func keep(_ key: [UInt8], generation: UInt64, _ value: JSONValue) {
+    found.withLock { $0.append((key, generation, value)) }
+  }
+
+  var isEmpty: Bool { found.withLock { $0.isEmpty } }
+
+  /// Writes the reductions whose bucket is still of the generation they were worked out for.
+  func write(into storage: ProjectionStorage, txn: WriteTransaction) throws {
+    for entry in found.withLock({ $0 }) {
+      guard let bytes = try txn.get(entry.key, in: storage["buckets"]),
+        BucketSummary(bytes).generation == entry.generation
+      else { continue }
+      try txn.put(
+        entry.generation.bigEndianBytes + entry.value.serialized(), forKey: entry.key,
+        in: storage["reductions"])
+    }
+  }
+}

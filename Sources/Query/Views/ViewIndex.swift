@@ -30,7 +30,7 @@ public final class ViewIndex: IndexBehindLog {
   /// The design document's views this index is built from.
   public let group: DesignViews
   public var name: String { group.indexName }
-  public let databaseNames = ["rows", "byDoc", "buckets", "meta"]
+  public let databaseNames = ["rows", "byDoc", "buckets", "meta", "reductions"]
   public var mapSize: Int { 64 << 20 }
   public var taskDesignDocument: String { group.id }
   /// Views catch up once writes pause (a quarter of a second), or every 10,000 commits: the
@@ -275,6 +275,9 @@ struct BucketSummary: Equatable {
   var sumsqr: Double = 0
   var others: UInt32 = 0
   var stale = false
+  /// Bumped whenever the bucket's rows change: a JavaScript reduction kept for the bucket
+  /// (`reductions`) holds for this generation only.
+  var generation: UInt64 = 0
 
   mutating func add(_ value: JSONValue, sums: Bool) {
     count += 1
@@ -310,6 +313,7 @@ struct BucketSummary: Equatable {
     var out = count.bigEndianBytes
     for d in [sum, min, max, sumsqr] { out += d.bitPattern.bigEndianBytes }
     out += UInt64(others).bigEndianBytes
+    out += generation.bigEndianBytes
     return out
   }
 
@@ -326,6 +330,7 @@ struct BucketSummary: Equatable {
     max = Double(bitPattern: word(3))
     sumsqr = Double(bitPattern: word(4))
     others = UInt32(truncatingIfNeeded: word(5))
+    generation = word(6)
   }
 }
 
@@ -400,7 +405,10 @@ struct BucketWriter {
     }
     guard let middle else { return }
     try txn.put(BucketSummary().bytes, forKey: middle, in: storage["buckets"])
-    changed[b] = try recount(b)
+    let generation = try summary(b).generation
+    var left = try recount(b)
+    left.generation = generation
+    changed[b] = left
     changed[middle] = try recount(middle)
   }
 
@@ -439,7 +447,13 @@ struct BucketWriter {
   mutating func finish() throws {
     for (b, summary) in changed {
       var s = summary
-      if s.stale { s = try recount(b) }
+      if s.stale {
+        s = try recount(b)
+        s.generation = summary.generation
+      }
+      s.generation += 1
+      // A JavaScript reduction kept for the bucket's old rows no longer holds.
+      try txn.delete(b, in: storage["reductions"])
       if s.count == 0 && b.count > 1 {
         try txn.delete(b, in: storage["buckets"])
       } else {
