@@ -509,6 +509,23 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("time travel: the wiki's pages as of an earlier seq, listed through a view as of then")
+  func wikiAsOf() async throws {
+    let fixture = try UIFixture()
+    let seq = try fixture.store.info.updateSeq.rawValue
+    try fixture.store.put(
+      #"{"type":"page","wiki_id":"w1","markdown":"later"}"#, id: "w1:Written Later",
+      actor: "alice")
+    try await fixture.withServer { client in
+      let then = try await client.page(.get, "/_wiki/w1/?as_of=\(seq)", as: "alice")
+      #expect(then.status == 200)
+      #expect(then.text.contains(#"id="asof-bar""#))
+      #expect(then.text.contains("Home") && !then.text.contains("Written Later"))
+      let now = try await client.page(.get, "/_wiki/w1/", as: "alice")
+      #expect(now.text.contains("Written Later"))
+    }
+  }
+
   @Test("the page's last change names who wrote it in the log, not the body's updated_by claim")
   func lastChangeFromTheLog() async throws {
     let fixture = try UIFixture()

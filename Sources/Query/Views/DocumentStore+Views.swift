@@ -221,6 +221,16 @@ extension AsOfView {
     includes: (@Sendable (String) -> Bool)? = nil
   ) throws -> ViewResult {
     let group = try (try? scratch.designViews(ddoc)) ?? live.designViews(ddoc)
+    return try queryView(group, view: view, query: query, includes: includes)
+  }
+
+  /// Answers `query` on view `view` of `group` (a design document's views, or views a program
+  /// defines without storing them, as the wiki's time travel lists pages) as it was at the
+  /// view's position.
+  public func queryView(
+    _ group: DesignViews, view: String, query: ViewQuery,
+    includes: (@Sendable (String) -> Bool)? = nil
+  ) throws -> ViewResult {
     guard group.view(named: view) != nil else { throw StoreError.notFound("missing_named_view") }
     let (index, follower) = try scratch.viewIndex(group)
     try scratch.catchUp(index, follower)

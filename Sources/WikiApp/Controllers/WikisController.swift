@@ -284,13 +284,48 @@ struct WikisController: RoutedController {
 
   // MARK: Time travel and recent changes
 
+  /// The view the wiki's time travel lists pages with: live pages by `[wiki, title]`.
+  /// Defined here, not stored in the database.
+  static let pagesByWiki: DesignViews = {
+    let map = """
+      function (doc) {
+        if (doc.type !== 'page' || typeof doc._id !== 'string') return;
+        var colon = doc._id.indexOf(':');
+        if (colon < 1) return;
+        emit([doc._id.slice(0, colon), doc._id.slice(colon + 1)], null);
+      }
+      """
+    let body = JSONValue.object(
+      JSONObject([
+        .init(
+          key: "views",
+          value: .object(
+            JSONObject([
+              .init(
+                key: "by_wiki", value: .object(JSONObject([.init(key: "map", value: .string(map))]))
+              )
+            ])))
+      ]))
+    return try! DesignViews(id: "_design/wikilog-time-travel", rev: "1", body: body)
+  }()
+
   func wikiAsOf(
     _ wiki: String, asOf: String, title: String, _ session: Session, _ store: DocumentStore
   ) async throws -> Page {
     let pages: [[String: String]] = try await withAsOf(asOf, store) { view in
+      // The wiki's pages as they were: a view as of the moment (the Query module's views,
+      // replayed from the log), keyed by wiki and title.
+      var query = ViewQuery()
+      query.startKey = .array([.string(wiki)])
+      query.endKey = .array([.string(wiki), .object(JSONObject())])
+      let rows = try view.queryView(Self.pagesByWiki, view: "by_wiki", query: query).rows
+      // Who changed each page last and when, from the log (not the body's claims).
       let queries = try WikiQueries(view)
-      return try queries.pages(in: wiki).map { p -> [String: String] in
-        [
+      return try rows.compactMap { row -> [String: String]? in
+        guard let key = row["key"]?.arrayValue, key.count == 2, let title = key[1].stringValue,
+          let p = try queries.page(title, in: wiki)
+        else { return nil }
+        return [
           "href": Self.pageHref(wiki, p.title) + "?as_of=" + Self.encode(asOf), "title": p.title,
           "updatedBy": p.updatedBy ?? "", "updatedAt": WikiSite.time(text: p.updatedAt ?? ""),
         ]
