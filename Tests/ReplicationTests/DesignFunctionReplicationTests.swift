@@ -9,6 +9,17 @@ import Testing
 /// Design functions on the replicated path: `validate_doc_update` refusing replicated
 /// revisions, and a JavaScript filter choosing what a replication carries.
 @Suite struct DesignFunctionReplicationTests {
+  /// Database `db` of `a` and of `b`, each through an in-process server.
+  static func endpoints(_ a: TestDirectory, _ b: TestDirectory) -> (CouchEndpoint, CouchEndpoint) {
+    func endpoint(_ dir: TestDirectory, _ name: String) -> CouchEndpoint {
+      CouchEndpoint(
+        transport: LocalTransport(
+          server: CouchServer(dataDirectory: dir.data, logger: quietLogger)),
+        database: "db", identity: "\(name)/db")
+    }
+    return (endpoint(a, "a"), endpoint(b, "b"))
+  }
+
   @Test("validate_doc_update on the target refuses replicated revisions: counted, not written")
   func validationRefusesReplicatedRevisions() async throws {
     let a = TestDirectory("vdu-a")
@@ -21,12 +32,7 @@ import Testing
     try source.put(#"{"_id":"ok1","v":1}"#, actor: "ann")
     try source.put(#"{"_id":"bad","secret":true}"#, actor: "ann")
     try source.put(#"{"_id":"ok2","v":2}"#, actor: "ann")
-    let from = CouchEndpoint(
-      transport: LocalTransport(server: CouchServer(dataDirectory: a.data, logger: quietLogger)),
-      database: "db", identity: "a/db")
-    let to = CouchEndpoint(
-      transport: LocalTransport(server: CouchServer(dataDirectory: b.data, logger: quietLogger)),
-      database: "db", identity: "b/db")
+    let (from, to) = Self.endpoints(a, b)
     let report = try await Replicator(source: from, target: to).replicate()
     #expect(report.docWriteFailures == 1)
     #expect(try target.get("ok1")["v"] == .int(1))
@@ -46,12 +52,7 @@ import Testing
     for (id, owner) in [("a1", "ann"), ("b1", "bob"), ("a2", "ann")] {
       try source.put(#"{"_id":"\#(id)","owner":"\#(owner)"}"#, actor: owner)
     }
-    let from = CouchEndpoint(
-      transport: LocalTransport(server: CouchServer(dataDirectory: a.data, logger: quietLogger)),
-      database: "db", identity: "a/db")
-    let to = CouchEndpoint(
-      transport: LocalTransport(server: CouchServer(dataDirectory: b.data, logger: quietLogger)),
-      database: "db", identity: "b/db")
+    let (from, to) = Self.endpoints(a, b)
     var options = ReplicationOptions()
     options.filter = "app/mine"
     options.filterParameters = ["owner": "ann"]

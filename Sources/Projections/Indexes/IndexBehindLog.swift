@@ -91,8 +91,18 @@ extension IndexBehindLog {
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
   ) throws -> [String] {
+    try compareRows(
+      of: databaseNames, live: live, rebuilt: rebuilt, txn: txn, maxDifferences: maxDifferences)
+  }
+
+  /// The differences between the rows of `databases` in `live` and in `rebuilt`, row by row
+  /// (the default ``compare(live:rebuilt:txn:maxDifferences:)`` over every database).
+  public func compareRows(
+    of databases: [String], live: ProjectionStorage, rebuilt: ProjectionStorage,
+    txn: ReadTransaction, maxDifferences: Int
+  ) throws -> [String] {
     var differences: [String] = []
-    for database in databaseNames {
+    for database in databases {
       var rows: [[UInt8]: [UInt8]] = [:]
       try txn.scan(rebuilt[database]) { key, value in
         rows[key] = value

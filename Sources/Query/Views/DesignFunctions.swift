@@ -3,7 +3,7 @@ public import Projections
 import Synchronization
 
 /// The design documents' functions that run around writes, on a store's public seams:
-/// `validate_doc_update` on every revision written (an ``UpdateValidator``: each design
+/// `validate_doc_update` on every revision written (an `UpdateValidator`: each design
 /// document's function in id order, the first refusal wins), and the compilation of a design
 /// document's view functions when it is saved (400 `compilation_error`, as CouchDB refuses it).
 ///

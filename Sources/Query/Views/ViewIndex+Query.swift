@@ -672,7 +672,7 @@ func bytesMax(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] { a.lexicographicallyPreced
 func bytesMin(_ a: [UInt8], _ b: [UInt8]) -> [UInt8] { a.lexicographicallyPrecedes(b) ? a : b }
 
 /// JavaScript reductions of whole buckets a query worked out, kept afterwards in the index's
-/// `reductions` database (generation, then the JSON) by ``ViewIndex/keep(_:storage:txn:)``.
+/// `reductions` database (generation, then the JSON) after the query.
 public final class ReductionCache: Sendable {
   private let found = Mutex<[(key: [UInt8], generation: UInt64, value: JSONValue)]>([])
 

@@ -14,14 +14,14 @@ import Synchronization
 /// | --- | --- | --- |
 /// | `rows` | view · collated key · collated doc id · emission | `[docid, key, value]` |
 /// | `byDoc` | doc id | the document's row keys |
-/// | `buckets` | view · first row key of the bucket | its ``BucketSummary`` |
+/// | `buckets` | view · first row key of the bucket | its bucket summary |
 /// | `meta` | `rows:` view | the view's row count |
 ///
-/// Keys are encoded by ``Collation`` (CouchDB's view collation, strings by ICU), so LMDB's
+/// Keys are encoded by `Collation` (CouchDB's view collation, strings by ICU), so LMDB's
 /// byte order is the view's order and a key range is a range scan. Ties between equal keys
 /// are broken by the document id, collated the same way, then by the order of `emit` calls.
 ///
-/// The rows of each view are cut into buckets of about ``bucketSize`` consecutive rows, each
+/// The rows of each view are cut into buckets of about 512 consecutive rows, each
 /// with its count and, for `_sum` and `_stats`, the sum, minimum, maximum and sum of squares of
 /// its values: what CouchDB keeps in the inner nodes of its B-tree. A reduce over a range reads
 /// the buckets inside it and scans only the rows at its two ends; `offset` counts buckets the
@@ -213,28 +213,9 @@ public final class ViewIndex: IndexBehindLog {
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int
   ) throws -> [String] {
-    var differences: [String] = []
-    for database in ["rows", "byDoc", "meta"] {
-      var rows: [[UInt8]: [UInt8]] = [:]
-      try txn.scan(rebuilt[database]) { key, value in
-        rows[key] = value
-        return true
-      }
-      try txn.scan(live[database]) { key, value in
-        guard differences.count < maxDifferences else { return false }
-        let expected = rows.removeValue(forKey: key)
-        if expected == nil {
-          differences.append("\(name).\(database): live has \(ProjectionRunner.show(key))")
-        } else if expected != value {
-          differences.append("\(name).\(database): \(ProjectionRunner.show(key)) differs")
-        }
-        return true
-      }
-      for key in rows.keys.sorted(by: { $0.lexicographicallyPrecedes($1) })
-      where differences.count < maxDifferences {
-        differences.append("\(name).\(database): live lacks \(ProjectionRunner.show(key))")
-      }
-    }
+    var differences = try compareRows(
+      of: ["rows", "byDoc", "meta"], live: live, rebuilt: rebuilt, txn: txn,
+      maxDifferences: maxDifferences)
     var buckets: [([UInt8], BucketSummary)] = []
     try txn.scan(live["buckets"]) { k, v in
       buckets.append((k, BucketSummary(v)))
