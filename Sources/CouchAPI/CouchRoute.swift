@@ -40,6 +40,8 @@ enum CouchRoute: Equatable, Sendable {
   /// `/{db}/_design/{ddoc}/_show|_list|_update/{function}/…` (`rest`: the segments after
   /// the function's name).
   case designFunction(db: String, ddoc: String, kind: String, function: String, rest: [String])
+  /// `/{db}/_compact/{ddoc}`: the compaction of a design document's view index.
+  case compactViews(db: String, ddoc: String)
   /// `/{db}/_design/{ddoc}/_view/{view}` (`queries`: `…/{view}/queries`).
   case view(db: String, ddoc: String, view: String, queries: Bool)
   /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
@@ -120,7 +122,8 @@ enum CouchRoute: Equatable, Sendable {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
       .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
-      .log(let db, _), .view(let db, _, _, _), .designFunction(let db, _, _, _, _):
+      .log(let db, _), .view(let db, _, _, _), .designFunction(let db, _, _, _, _),
+      .compactViews(let db, _):
       return db
     default:
       return nil
@@ -170,6 +173,8 @@ enum CouchRoute: Equatable, Sendable {
           db: db, id: "_design/" + rest[1], name: rest[2...].joined(separator: "/"))
       }
       return .unserved(.badRequest("_design requires a document id"))
+    case "_compact" where rest.count == 2:
+      return .compactViews(db: db, ddoc: "_design/" + rest[1])
     default:
       if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
       if let endpoint = DatabaseEndpoint(rawValue: head) {
@@ -272,8 +277,6 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("full-text search (\(path))")
     case "_partition":
       return .notImplemented("partitioned databases (\(path))")
-    case "_compact" where rest.count > 1:
-      return .notImplemented("views and their compaction (\(path)/{ddoc})")
     case "_design"
     where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]
       && !["_view", "_show", "_list", "_update"].contains(rest[2]):

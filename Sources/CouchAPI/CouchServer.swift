@@ -210,6 +210,14 @@ public struct CouchServer: Sendable {
       return try await designFunction(
         store, db: db, ddoc: ddoc, kind: kind, function: function, rest: rest, request: request,
         query: query, caller: caller, access: access)
+    case .compactViews(let db, let ddoc):
+      let store = try await open(db)
+      let access = try databaseAccess(db, store, caller)
+      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+      guard method == .post else { throw CouchError.methodNotAllowed(["POST"]) }
+      try Self.requireJSONContentType(request)
+      try await blocking { try store.compactViews(ddoc: ddoc) }
+      return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
     case .view(let db, let ddoc, let view, let queries):
       let store = try await open(db)
       let access = try databaseAccess(db, store, caller)

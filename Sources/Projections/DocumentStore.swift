@@ -1,3 +1,4 @@
+import Foundation
 public import JSON
 public import Log
 import RevTree
@@ -149,6 +150,27 @@ public final class DocumentStore: Sendable {
       added.append(follower)
       return follower
     }
+  }
+
+  /// Compacts the environment of the index named `name` opened by ``openIndex(_:)`` (LMDB
+  /// keeps freed pages until it reuses them): the index is closed, its file replaced by a
+  /// compacted copy, and opened again by the next ``openIndex(_:)``. Returns the file's size
+  /// before and after.
+  @discardableResult
+  public func compactIndex(named name: String) throws -> (before: Int, after: Int) {
+    guard let follower = addedIndexes.withLock({ $0.first { $0.index.name == name } }) else {
+      throw StoreError.notFound("no index named \(name) is open")
+    }
+    let directory = log.path + "/" + name
+    func size() -> Int {
+      ((try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb"))?[.size]
+        as? NSNumber)?.intValue ?? 0
+    }
+    closeIndex(named: name)
+    let before = size()
+    try IndexFollower.compactEnvironment(
+      directory: directory, index: follower.index, durability: log.options.durability)
+    return (before, size())
   }
 
   /// Stops following the log with the index named `name` opened by ``openIndex(_:)``, and

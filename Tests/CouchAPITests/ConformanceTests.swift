@@ -409,7 +409,6 @@ import Testing
         (.post, "/db/_nouveau_cleanup", "full-text search"),
         (.get, "/db/_partition/p1", "partitioned"),
         (.get, "/db/_partition/p1/_all_docs", "partitioned"),
-        (.post, "/db/_compact/d", "views"),
         (.get, "/db/_design/d/_rewrite/x", "rewrites"),
         (.get, "/db/_design/d/_search/i", "full-text search"),
         (.get, "/db/_design/d/_search_info/i", "full-text search"),

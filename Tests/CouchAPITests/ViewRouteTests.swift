@@ -52,6 +52,10 @@ import Testing
       let sum = try await client.call(.get, "/db/_design/app/_view/by_n")
       #expect(sum["rows"]?.arrayValue?.first?["value"] == .int(10))
       #expect(try await client.call(.post, "/db/_view_cleanup", "{}").code == 202)
+      // Compacting the view index: the next query opens it again, with the same rows.
+      #expect(try await client.call(.post, "/db/_compact/app", "{}").code == 202)
+      #expect(try await client.call(.get, "/db/_design/app/_view/by_n")["rows"] == sum["rows"])
+      #expect(try await client.call(.post, "/db/_compact/none", "{}").code == 404)
       // A map function that does not compile is refused when saved.
       let broken = try await client.call(
         .put, "/db/_design/broken", #"{"views":{"v":{"map":"function(doc) {"}}}"#)

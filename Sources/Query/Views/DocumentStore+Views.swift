@@ -157,6 +157,14 @@ extension DocumentStore {
       ]))
   }
 
+  /// `POST /{db}/_compact/{ddoc}`: compacts the index of design document `ddoc`'s views
+  /// (its file replaced by a compacted copy; the next query opens it again).
+  public func compactViews(ddoc: String) throws {
+    let group = try designViews(ddoc)
+    let (index, _) = try viewIndex(group)
+    try compactIndex(named: index.name)
+  }
+
   /// Opens the view index of every design document that has views (not built or caught up
   /// here), so that `verify`, `rebuild` and `projectionNames` include them, as
   /// `wikilog verify` and `wikilog rebuild` do. Returns their names.
