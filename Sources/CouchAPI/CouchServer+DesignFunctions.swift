@@ -99,15 +99,15 @@ extension CouchServer {
     default:
       return try await listFunction(
         store, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
-        rest: rest, request: request, query: query, req: req, access: access)
+        rest: rest, request: request, query: query, body: bodyBytes, req: req, access: access)
     }
   }
 
   /// `_list`: the view's rows through the list function, answered when it ends.
   func listFunction(
     _ store: DocumentStore, design: JSONValue, ddoc: String, rev: String, language: String,
-    function: String, rest: [String], request: Request, query: QueryParameters, req: JSONValue,
-    access: DatabaseAccess
+    function: String, rest: [String], request: Request, query: QueryParameters, body: [UInt8],
+    req: JSONValue, access: DatabaseAccess
   ) async throws -> Response {
     guard rest.count == 1 || rest.count == 2 else {
       throw CouchError("bad_request", "a list needs a view: _list/{func}/{view}", status: 400)
@@ -120,7 +120,9 @@ extension CouchServer {
     } else {
       includes = nil
     }
-    let viewQuery = try ViewQuery(parameters: query.pairs)
+    // The view's options: the query string's, and for a POST the body's (`keys`, say).
+    let posted = body.isEmpty ? nil : try Self.json(parsing: body)
+    let viewQuery = try Self.viewQueries(query: query, body: posted, queries: false)[0]
     let result = try await blocking {
       try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
     }

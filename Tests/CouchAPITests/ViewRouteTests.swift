@@ -83,6 +83,9 @@ import Testing
       #expect(show.code == 200 && show.text == "<b>d2</b>")
       let list = try await client.call(.get, "/db/_design/app/_list/ids/by_n?reduce=false&limit=2")
       #expect(list.text == "d0 d1 ")
+      let picked = try await client.call(
+        .post, "/db/_design/app/_list/ids/by_n?reduce=false", #"{"keys":[3,1]}"#)
+      #expect(picked.text == "d3 d1 ")
       let bumped = try await client.call(.post, "/db/_design/app/_update/bump/d2")
       #expect(bumped.code == 201 && bumped["n"] == .int(3))
       #expect(bumped.headers[HTTPField.Name("X-Couch-Update-NewRev")!]?.hasPrefix("2-") == true)
