@@ -56,7 +56,11 @@ extension CouchServer {
       guard let asOf = q.asOf else {
         let result = try store.queryView(ddoc: ddoc, view: view, query: q, includes: includes)
         if q.update == .lazy {
-          Task.detached { _ = try? store.queryView(ddoc: ddoc, view: view, query: ViewQuery()) }
+          // Caught up after the answer: a query of no rows, which catches the index up first.
+          var catchUp = ViewQuery()
+          catchUp.reduce = false
+          catchUp.limit = 0
+          Task.detached { _ = try? store.queryView(ddoc: ddoc, view: view, query: catchUp) }
         }
         return result.json
       }
