@@ -50,31 +50,28 @@ extension CouchServer {
       caller: caller)
     let rev = design["_rev"]?.stringValue ?? ""
     let language = design["language"]?.stringValue ?? "javascript"
+    if kind == "_list" {
+      return try await listFunction(
+        store, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
+        rest: rest, request: request, query: query, body: bodyBytes, req: req, access: access)
+    }
+    // A show or an update function sees the document only if the caller may read it.
+    var doc: JSONValue = .null
+    if let docID {
+      try access.checkRead(docID, in: store)
+      doc = (try? await blocking { try store.get(docID) }) ?? .null
+    }
+    let answer = try await blocking { [doc] in
+      try Self.callFunction(language, design, ddoc, rev, [section, function], [doc, req])
+    }
     switch kind {
     case "_show":
-      var doc: JSONValue = .null
-      if let docID {
-        try access.checkRead(docID, in: store)
-        doc = (try? await blocking { try store.get(docID) }) ?? .null
-      }
-      let answer = try await blocking { [doc] in
-        try Self.callFunction(
-          language, design, ddoc, rev, ["shows", function], [doc, req])
-      }
       guard case .array(let items) = answer, items.count == 2, items[0] == .string("resp") else {
         throw CouchError(
           "render_error", "the show function's answer is not a response", status: 500)
       }
       return Self.render(items[1], method: method, defaultStatus: .ok)
-    case "_update":
-      var doc: JSONValue = .null
-      if let docID {
-        doc = (try? await blocking { try store.get(docID) }) ?? .null
-      }
-      let answer = try await blocking { [doc] in
-        try Self.callFunction(
-          language, design, ddoc, rev, ["updates", function], [doc, req])
-      }
+    default:
       guard case .array(let items) = answer, items.count == 3, items[0] == .string("up") else {
         throw CouchError(
           "render_error", "the update function's answer is not [\"up\", doc, response]",
@@ -96,10 +93,6 @@ extension CouchServer {
         status = .created
       }
       return Self.render(items[2], method: method, defaultStatus: status, extra: headers)
-    default:
-      return try await listFunction(
-        store, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
-        rest: rest, request: request, query: query, body: bodyBytes, req: req, access: access)
     }
   }
 

@@ -113,6 +113,15 @@ import Testing
       let counted = try await client.call(
         .get, "/wiki/_design/t/_view/types", headers: AccessFixture.headers("bob"))
       #expect(counted["rows"]?.arrayValue?.first?["value"] == .int(2))
+      // A show function sees only what the caller may read.
+      let shows = #"{"shows":{"md":"function(doc) { return doc ? doc.markdown : 'none' }"}}"#
+      #expect(try await client.call(.put, "/wiki/_design/s", shows, headers: admin).code == 201)
+      let own = try await client.call(
+        .get, "/wiki/_design/s/_show/md/w1:Home", headers: AccessFixture.headers("bob"))
+      #expect(own.code == 200 && own.text.contains("Hidden text of w1"))
+      let others = try await client.call(
+        .get, "/wiki/_design/s/_show/md/w2:Home", headers: AccessFixture.headers("bob"))
+      #expect(others.code == 404 && !others.text.contains("carol"))
     }
   }
 }

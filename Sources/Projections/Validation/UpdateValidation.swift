@@ -85,13 +85,7 @@ extension DocumentStore {
       if input.deleted { new["_deleted"] = .bool(true) }
       var old: JSONValue? = nil
       if let parent {
-        old = try? get(
-          id,
-          options: {
-            var o = GetOptions()
-            o.rev = "\(parent)"
-            return o
-          }())
+        old = try? get(id, options: GetOptions(rev: "\(parent)"))
       } else if let path {
         guard let record = try record(id) else {
           return try run(validator, new, nil, user: user, replicated: true)
@@ -100,17 +94,10 @@ extension DocumentStore {
         // leaves only).
         if record.tree.contains(path.leaf) { return nil }
         for ancestor in path.revisions.dropFirst() where record.tree.contains(ancestor) {
-          old = try? get(
-            id,
-            options: {
-              var o = GetOptions()
-              o.rev = "\(ancestor)"
-              return o
-            }())
+          old = try? get(id, options: GetOptions(rev: "\(ancestor)"))
           if old != nil { break }
         }
       }
-      if let o = old, o.objectValue?["_deleted"] == .bool(true) { old = o }
       return try run(validator, new, old, user: user, replicated: path != nil)
     } catch {
       return StoreError.from(error)
