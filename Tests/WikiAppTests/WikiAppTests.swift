@@ -521,6 +521,9 @@ extension TestClientProtocol {
       #expect(then.status == 200)
       #expect(then.text.contains(#"id="asof-bar""#))
       #expect(then.text.contains("Home") && !then.text.contains("Written Later"))
+      if let shots = ProcessInfo.processInfo.environment["WIKILOG_SCREENSHOTS"] {
+        try then.text.write(toFile: shots + "/wiki-as-of.html", atomically: true, encoding: .utf8)
+      }
       let now = try await client.page(.get, "/_wiki/w1/", as: "alice")
       #expect(now.text.contains("Written Later"))
     }
