@@ -1,4 +1,5 @@
 public import JSON
+import Log
 public import Projections
 import Synchronization
 
@@ -12,10 +13,16 @@ import Synchronization
 /// ```
 public final class DesignFunctions: UpdateValidator {
   struct Loaded: Sendable {
+    /// The store they were read from.
+    weak var store: DocumentStore?
+    /// The log position they were read at: until the log moves, nothing changed.
+    var position: UInt64 = 0
     var revisions: [String: String] = [:]
     /// The design documents with a `validate_doc_update`, by id: revision, body, language.
     var validators: [(id: String, rev: String, doc: JSONValue, language: String)] = []
   }
+  /// By store: the entry holds the store weakly, so that another store at the same address
+  /// (after this one is gone) is never taken for it.
   private let cache = Mutex<[ObjectIdentifier: Loaded]>([:])
 
   public init() {}
@@ -25,6 +32,15 @@ public final class DesignFunctions: UpdateValidator {
   func validators(in store: DocumentStore) -> [(
     id: String, rev: String, doc: JSONValue, language: String
   )] {
+    let key = ObjectIdentifier(store)
+    // Asked before every write (each document of a `_bulk_docs`): the design documents are
+    // listed again only when the log has moved since.
+    let position = (try? store.log.committedPosition.rawValue) ?? 0
+    if let loaded = cache.withLock({ $0[key] }), loaded.store === store,
+      loaded.position == position, position > 0
+    {
+      return loaded.validators
+    }
     var options = AllDocsOptions()
     options.startKey = "_design/"
     options.endKey = "_design0"
@@ -36,11 +52,14 @@ public final class DesignFunctions: UpdateValidator {
       else { continue }
       revisions[id] = rev
     }
-    let key = ObjectIdentifier(store)
-    if let loaded = cache.withLock({ $0[key] }), loaded.revisions == revisions {
+    if var loaded = cache.withLock({ $0[key] }), loaded.store === store,
+      loaded.revisions == revisions
+    {
+      loaded.position = position
+      cache.withLock { $0[key] = loaded }
       return loaded.validators
     }
-    var loaded = Loaded(revisions: revisions)
+    var loaded = Loaded(store: store, position: position, revisions: revisions)
     for (id, rev) in revisions.sorted(by: { $0.key < $1.key }) {
       guard let doc = try? store.get(id), case .string = doc.objectValue?["validate_doc_update"]
       else { continue }
