@@ -369,6 +369,11 @@ public class ReadTransaction {
     try perform { try raw.count(database.handle) }
   }
 
+  /// The bytes of the pages `database` uses (immediate, like ``count(of:)``).
+  public func pageBytes(of database: Database) throws(LogError) -> Int {
+    try perform { try raw.pageBytes(database.handle) }
+  }
+
   /// The number of entries of `database` with keys from `start` (inclusive; nil: from the first)
   /// and before `end` (exclusive; nil: through the last), in the database's key order.
   ///

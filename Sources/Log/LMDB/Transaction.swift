@@ -122,6 +122,14 @@ import CLMDB
     return stat.ms_entries
   }
 
+  /// Bytes of the pages a database uses (branch, leaf and overflow pages).
+  func pageBytes(_ dbi: UInt32) throws(LMDBError) -> Int {
+    var stat = MDB_stat()
+    try check(unsafe mdb_stat(pointer, dbi, &stat), "mdb_stat")
+    return Int(stat.ms_psize)
+      * (stat.ms_branch_pages + stat.ms_leaf_pages + stat.ms_overflow_pages)
+  }
+
   /// Deletes every entry of a database, keeping the database.
   func clear(_ dbi: UInt32) throws(LMDBError) {
     unsafe try check(mdb_drop(pointer, dbi, 0), "mdb_drop")

@@ -104,15 +104,9 @@ extension DocumentStore {
     let fileSize =
       ((try? FileManager.default.attributesOfItem(atPath: directory + "/data.mdb"))?[.size]
       as? NSNumber)?.intValue ?? 0
+    // The pages the index's databases use (not a walk over every row).
     let activeSize = try follower.read { txn in
-      try follower.storage.all.reduce(0) { total, db in
-        var bytes = 0
-        try txn.scanBorrowed(db) { k, v in
-          bytes += k.count + v.count
-          return true
-        }
-        return total + bytes
-      }
+      try follower.storage.all.reduce(0) { total, db in total + (try txn.pageBytes(of: db)) }
     }
     let building = IndexTasks.shared.running.contains { $0.index == index.name }
     let name = String(ddoc.dropFirst("_design/".count))

@@ -42,7 +42,7 @@ extension ViewIndex {
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
     }
-    let level = try query.groupLevel(reducing: reducing)
+    let level = try query.grouping()
     if reducing {
       if query.keys != nil && level != nil {
         throw ViewQuery.error("Multi-key fetches for reduce views must use `group=true`")
@@ -339,9 +339,6 @@ struct ViewReader {
       if query.descending { high = gLo } else { low = gHi }
       // A key cut short (longer than the index keeps) could end a group at its own row.
       if !query.descending && !found.key.lexicographicallyPrecedes(low) { low = found.key + [0] }
-      if query.descending && !gLo.lexicographicallyPrecedes(found.key) && gLo == found.key {
-        high = found.key
-      }
     }
     return out
   }
@@ -419,7 +416,6 @@ struct ViewReader {
 struct ReduceState {
   let reduce: DesignViews.Reduce
   var rows = 0
-  var count = 0
   var sum: JSONValue? = nil
   var numericSum = 0.0
   var hasNumericSum = false
@@ -428,7 +424,6 @@ struct ReduceState {
   /// For a JavaScript reduce: the rows not yet reduced, and the reductions of earlier chunks.
   var pending: [JSONValue] = []
   var reductions: [JSONValue] = []
-  var failure: StoreError? = nil
 
   init(_ reduce: DesignViews.Reduce) {
     self.reduce = reduce
@@ -466,7 +461,6 @@ struct ReduceState {
 
   mutating func add(summary s: BucketSummary) {
     rows += Int(s.count)
-    count += Int(s.count)
     guard s.count > 0 else { return }
     switch reduce {
     case .sum:
@@ -484,7 +478,6 @@ struct ReduceState {
 
   mutating func add(row: [UInt8], key rowKey: [UInt8]) throws {
     rows += 1
-    count += 1
     switch reduce {
     case .count: return
     case .approxCountDistinct:
@@ -585,7 +578,7 @@ struct ReduceState {
   mutating func result(language: String) throws -> JSONValue {
     func number(_ d: Double) -> JSONValue { .number(JSONNumber(d) ?? 0) }
     switch reduce {
-    case .count: return .int(count)
+    case .count: return .int(rows)
     case .approxCountDistinct: return .int(distinct.count)
     case .sum:
       if let sum {

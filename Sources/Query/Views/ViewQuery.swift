@@ -176,7 +176,7 @@ public struct ViewQuery: Sendable {
   }
 
   /// The grouping asked for: 0 (none), a level, or nil for exact (`group=true`).
-  func groupLevel(reducing: Bool) throws(StoreError) -> Int? {
+  func grouping() throws(StoreError) -> Int? {
     switch (group, groupLevel) {
     case (nil, nil), (false?, nil): return 0
     case (false?, let level?) where level > 0:
