@@ -138,53 +138,72 @@ extension DocumentStore {
       var options = options
       options.since = min(options.since, try txn.lastPosition)
       if options.history { return try historyChanges(options, txn: txn) }
-      let limit = options.limit ?? .max
       var rows: [ChangeRow] = []
-      let last = try txn.lastPosition
-      var lastSeq = options.descending ? last : options.since
-      let bySeq = documentStorage["bySeq"]
-      // `limit=0`, as in CouchDB: no rows, `last_seq` stays at `since`, every row is pending.
-      var reachedLimit = limit == 0
-      var visited = 0
-      if limit > 0 {
-        let from: [UInt8]? =
-          options.descending
-          ? (options.since == .start ? nil : options.since.rawValue.bigEndianBytes)
-          : (options.since.rawValue + 1).bigEndianBytes
-        try txn.scan(bySeq, from: from, direction: options.descending ? .backward : .forward) {
-          key, value in
-          visited += 1
-          guard let seq = UInt64(bigEndianArray: key) else { return true }
-          lastSeq = LogPosition(seq)
-          if let docID = try docID(byIdKey: value, txn: txn),
-            let row = try changeRow(docID: docID, seq: seq, options: options, txn: txn)
-          {
-            rows.append(row)
-            if rows.count >= limit {
-              reachedLimit = true
-              return false
-            }
-          }
-          return true
-        }
-      }
-      if !options.descending && !reachedLimit { lastSeq = max(lastSeq, last) }
-      var pending = 0
-      if !options.descending && lastSeq < last {
-        // Rows after lastSeq, counted without copying, on whichever side has fewer rows at
-        // most: seqs are distinct log positions, so at most `last - lastSeq` rows follow
-        // lastSeq and at most `since` rows come before the scanned ones.
-        let after = (lastSeq.rawValue + 1).bigEndianBytes
-        if last.rawValue - lastSeq.rawValue <= options.since.rawValue {
-          pending = try txn.count(of: bySeq, from: after)
-        } else {
-          let before =
-            try txn.count(of: bySeq, from: nil, before: (options.since.rawValue + 1).bigEndianBytes)
-          pending = try txn.count(of: bySeq) - before - visited
-        }
+      let (lastSeq, pending) = try scanFeed(options, txn: txn) { seq, key in
+        guard let docID = try docID(byIdKey: Self.copy(key), txn: txn),
+          let row = try changeRow(docID: docID, seq: seq, options: options, txn: txn)
+        else { return false }
+        rows.append(row)
+        return true
       }
       return ChangesResult(results: rows, lastSeq: lastSeq, pending: pending)
     }
+  }
+
+  /// The walk of `docs.bySeq` under the one-row-per-document feed: calls `row` with each
+  /// entry's seq and document key after `options.since` (or before it, descending), which
+  /// says whether it made a row, until `options.limit` rows; then works out `last_seq` and,
+  /// with `countPending`, the rows after it.
+  func scanFeed(
+    _ options: ChangesOptions, txn: ReadTransaction, countPending: Bool = true,
+    _ row: (_ seq: UInt64, _ key: Span<UInt8>) throws -> Bool
+  ) throws -> (lastSeq: LogPosition, pending: Int) {
+    let limit = options.limit ?? .max
+    var count = 0
+    let last = try txn.lastPosition
+    var lastSeq = options.descending ? last : options.since
+    let bySeq = documentStorage["bySeq"]
+    // `limit=0`, as in CouchDB: no rows, `last_seq` stays at `since`, every row is pending.
+    var reachedLimit = limit == 0
+    var visited = 0
+    if limit > 0 {
+      let from: [UInt8]? =
+        options.descending
+        ? (options.since == .start ? nil : options.since.rawValue.bigEndianBytes)
+        : (options.since.rawValue + 1).bigEndianBytes
+      try txn.scanBorrowed(bySeq, from: from, direction: options.descending ? .backward : .forward)
+      { key, value in
+        visited += 1
+        guard key.count == 8 else { return true }
+        var seq: UInt64 = 0
+        for i in 0..<8 { seq = seq << 8 | UInt64(key[i]) }
+        lastSeq = LogPosition(seq)
+        if try row(seq, value) {
+          count += 1
+          if count >= limit {
+            reachedLimit = true
+            return false
+          }
+        }
+        return true
+      }
+    }
+    if !options.descending && !reachedLimit { lastSeq = max(lastSeq, last) }
+    var pending = 0
+    if countPending && !options.descending && lastSeq < last {
+      // Rows after lastSeq, counted without copying, on whichever side has fewer rows at
+      // most: seqs are distinct log positions, so at most `last - lastSeq` rows follow
+      // lastSeq and at most `since` rows come before the scanned ones.
+      let after = (lastSeq.rawValue + 1).bigEndianBytes
+      if last.rawValue - lastSeq.rawValue <= options.since.rawValue {
+        pending = try txn.count(of: bySeq, from: after)
+      } else {
+        let before =
+          try txn.count(of: bySeq, from: nil, before: (options.since.rawValue + 1).bigEndianBytes)
+        pending = try txn.count(of: bySeq) - before - visited
+      }
+    }
+    return (lastSeq, pending)
   }
 
   /// The row of a document whose latest change is at `seq`, or nil if a filter drops it (or

@@ -72,6 +72,7 @@ import Testing
       // The storage form round-trips after every write.
       let decoded = try RevisionTree(decoding: tree.encoded())
       if decoded != tree { problems.append("insert \(k): encoding round trip differs") }
+      if !encodedWinnerAgrees(tree) { problems.append("insert \(k): winner read from encoding") }
     }
     check("winner", tree.winner?.rev.description ?? "", expected["winner"]?.stringValue ?? "")
     check(

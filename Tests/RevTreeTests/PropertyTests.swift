@@ -53,6 +53,7 @@ import Testing
       }
       #expect(t.revisionSet == Set((0..<h.parent.count).map(h.rev)))
       #expect(Set(t.leaves.map(\.rev)) == Set(h.leaves.map(h.rev)))
+      #expect(encodedWinnerAgrees(t))
       // Bodies: every revision was written, so none is missing.
       t.forEachRevision { r, _ in #expect(r.status != .missing) }
       trees.append(t)
@@ -108,6 +109,7 @@ import Testing
       }
       let copy = try RevisionTree(decoding: t.encoded())
       #expect(copy == t)
+      #expect(encodedWinnerAgrees(t))
     }
     // Stemming is idempotent once no hash repeats. (It need not be a no-op on the tree a
     // merge left: when a path joins a disjoint fragment, CouchDB's duplicate-hash repair can
@@ -149,5 +151,6 @@ import Testing
       }
     }
     #expect(try RevisionTree(decoding: t.encoded()) == t)
+    #expect(encodedWinnerAgrees(t))
   }
 }

@@ -45,3 +45,17 @@ extension RevisionTree {
     return s
   }
 }
+
+/// Whether the winner read from `tree`'s encoding in one pass is the decoded tree's winner, or
+/// nil for a tie (two leaves with the same revision and status), which the one-pass reader
+/// leaves to the decoder.
+func encodedWinnerAgrees(_ tree: RevisionTree) -> Bool {
+  let bytes = tree.encoded()
+  let read = RevisionTree.winner(encoded: bytes.span)
+  guard let winner = tree.winner else { return read == nil }
+  let sameKey = tree.leaves.filter {
+    $0.rev == winner.rev && ($0.status == .available) == (winner.status == .available)
+  }
+  if sameKey.count > 1 { return read == nil }
+  return read?.rev == winner.rev && read?.deleted == (winner.status != .available)
+}

@@ -25,6 +25,9 @@ import Testing
     ] {
       #expect(t.winner?.body == 20)
       #expect(leaves(t) == ["2-x available 20", "2-x available 10"])
+      // Left to the decoder: the encoding alone does not say which 2-x wins.
+      #expect(RevisionTree.winner(encoded: t.encoded().span) == nil)
+      #expect(encodedWinnerAgrees(t))
       #expect(t.conflicts == [rev(2, "x")])
     }
   }
