@@ -90,9 +90,7 @@ struct Tail: AsyncParsableCommand {
     let actor = self.actor  // read the option once, not once per row
     if follow { Self.exitCleanlyOnSignalsAndClosedPipe() }
 
-    // Everything up to the end of the log, in large chunks: a helper thread reads while this
-    // one writes. When the rows need nothing more from the store, the helper only copies each
-    // document's record and this thread decodes it, which splits the work about evenly.
+    // Everything up to the end of the log, in large chunks.
     let streamOptions = {
       var o = options
       o.limit = nil
@@ -101,42 +99,30 @@ struct Tail: AsyncParsableCommand {
     let stored =
       !streamOptions.includeDocs && streamOptions.selector == nil && !history
       && !eventInfo
-    let pipe = RowPipe()
-    pipe.start { pipe in
-      var batch: [RowPipe.Row] = []
-      batch.reserveCapacity(RowPipe.batchSize)
-      func add(_ row: RowPipe.Row) -> Bool {
-        batch.append(row)
-        guard batch.count == RowPipe.batchSize else { return true }
-        defer { batch.removeAll(keepingCapacity: true) }
-        return pipe.send(batch)
-      }
-      let last =
-        stored
-        ? try store.forEachStoredChange(streamOptions) { add(.stored($0)) }
-        : try store.forEachChange(streamOptions, eventInfo: eventInfo) { add(.decoded($0)) }
-      if !batch.isEmpty { _ = pipe.send(batch) }
-      return last
-    }
     var last = LogPosition.start
-    reading: while true {
-      switch try pipe.receive() {
-      case .rows(let rows):
-        for item in rows {
-          guard let row = try item.row() else { continue }
-          if let actor, row.actor != actor { continue }
-          writer.write(row)
-          writer.out.flushIfLarge()
-          remaining -= 1
-          if remaining == 0 {
-            pipe.cancel()
-            break reading
-          }
-        }
-      case .end(let position):
-        last = position
-        break reading
+    if stored {
+      // Rows written straight from the stored records (`writeChangesJSON`), 8,192 at a time,
+      // each chunk in a read transaction of its own.
+      var chunk = streamOptions
+      var since = options.since
+      while remaining > 0 {
+        chunk.since = since
+        chunk.limit = min(remaining, 8192)
+        guard
+          let written = try store.writeChangesJSON(
+            chunk, into: &writer.out.bytes, separator: [0x0A], countPending: false)
+        else { break }
+        if written.rows > 0 { writer.out.append(0x0A) }
+        writer.out.flushIfLarge()
+        remaining -= written.rows
+        since = written.lastSeq
+        if written.rows < chunk.limit! { break }
       }
+      last = since
+    } else {
+      last = try pipedRows(
+        store, streamOptions, eventInfo: eventInfo, actor: actor, writer: &writer,
+        remaining: &remaining)
     }
     writer.out.flush()
     guard follow, remaining > 0 else { return }
@@ -151,6 +137,44 @@ struct Tail: AsyncParsableCommand {
       writer.out.flush()
       remaining -= 1
       if remaining == 0 { return }
+    }
+  }
+
+  /// The rows that need decoding (documents, selectors, history, the event's actor), read by
+  /// a helper thread while this one writes; the position read up to.
+  func pipedRows(
+    _ store: DocumentStore, _ options: ChangesOptions, eventInfo: Bool, actor: String?,
+    writer: inout RowWriter, remaining: inout Int
+  ) throws -> LogPosition {
+    let pipe = RowPipe()
+    pipe.start { pipe in
+      var batch: [ChangeRow] = []
+      batch.reserveCapacity(RowPipe.batchSize)
+      let last = try store.forEachChange(options, eventInfo: eventInfo) { row in
+        batch.append(row)
+        guard batch.count == RowPipe.batchSize else { return true }
+        defer { batch.removeAll(keepingCapacity: true) }
+        return pipe.send(batch)
+      }
+      if !batch.isEmpty { _ = pipe.send(batch) }
+      return last
+    }
+    while true {
+      switch try pipe.receive() {
+      case .rows(let rows):
+        for row in rows {
+          if let actor, row.actor != actor { continue }
+          writer.write(row)
+          writer.out.flushIfLarge()
+          remaining -= 1
+          if remaining == 0 {
+            pipe.cancel()
+            return row.seq
+          }
+        }
+      case .end(let position):
+        return position
+      }
     }
   }
 
@@ -263,21 +287,8 @@ final class RowPipe: @unchecked Sendable {
   /// Batches the reader may be ahead.
   static let depth = 4
 
-  /// A row read: decoded, or as stored (decoded by the writing thread).
-  enum Row {
-    case decoded(ChangeRow)
-    case stored(StoredChange)
-
-    func row() throws -> ChangeRow? {
-      switch self {
-      case .decoded(let row): row
-      case .stored(let change): try change.row()
-      }
-    }
-  }
-
   enum Item {
-    case rows([Row])
+    case rows([ChangeRow])
     case end(LogPosition)
   }
 
@@ -299,7 +310,7 @@ final class RowPipe: @unchecked Sendable {
 
   /// Hands a batch over, waiting while the writer is `depth` batches behind; false once the
   /// writer has stopped reading (the reader then stops).
-  func send(_ rows: [Row]) -> Bool {
+  func send(_ rows: [ChangeRow]) -> Bool {
     slots.wait()
     let open = lock.withLock {
       if !cancelled { items.append(.success(.rows(rows))) }
