@@ -90,6 +90,9 @@ public final class EventLog: Sendable {
   let env: Environment
   let dbs: LogDatabases
   let maxKeySize: Int
+  /// Whether opening walked every page of the file (false: it was found unchanged since a walk,
+  /// ``PagesChecked``).
+  let walkedPagesAtOpen: Bool
   /// Serialises this process's write transactions.
   let writeMutex = PThreadMutex()
   let writer = WriterState()
@@ -192,9 +195,11 @@ public final class EventLog: Sendable {
     }
     // Before LMDB reads a page: every page of the snapshot, pinned by a read transaction.
     do throws(LogError) {
-      if let first = try Self.checkSnapshot(env: env, maxProblems: 1).first {
+      let (problems, walked) = try Self.checkSnapshot(env: env, maxProblems: 1)
+      if let first = problems.first {
         throw LogError.damaged(path: canonical + "/data.mdb", reason: first)
       }
+      walkedPagesAtOpen = walked
     } catch {
       env.close()
       openLock?.release()
@@ -389,10 +394,18 @@ public final class EventLog: Sendable {
   /// The structural check made at every open once LMDB has mapped the file (which reads no page
   /// of it) and before LMDB reads a page: every page of the snapshot a read transaction pins
   /// (``checkPages(file:snapshot:maxProblems:)``). `env` is not yet in use by other threads.
-  static func checkSnapshot(env: Environment, maxProblems: Int) throws(LogError) -> [String] {
+  ///
+  /// A file found sound and unchanged since (``PagesChecked``) is not walked again.
+  static func checkSnapshot(env: Environment, maxProblems: Int) throws(LogError)
+    -> (problems: [String], walked: Bool)
+  {
+    let file = env.path + "/data.mdb"
     var attempt = 0
     while true {
       attempt += 1
+      // Taken before the snapshot is pinned: a commit after it changes the file's stamp.
+      let stamp = FileStamp(file)
+      if let stamp, PagesChecked.recorded(stamp, for: file) { return ([], false) }
       let raw: RawTransaction
       do throws(LMDBError) {
         raw = try env.beginRead()
@@ -411,10 +424,12 @@ public final class EventLog: Sendable {
       }
       defer { env.endRead(raw) }
       let (problems, pinned) = try checkPages(
-        file: env.path + "/data.mdb", snapshot: UInt64(UInt(bitPattern: raw.id)),
-        maxProblems: maxProblems)
+        file: file, snapshot: UInt64(UInt(bitPattern: raw.id)), maxProblems: maxProblems)
       if !problems.isEmpty, !pinned, attempt < 3 { continue }
-      return problems
+      if problems.isEmpty, pinned, let stamp, FileStamp(file) == stamp {
+        PagesChecked.record(stamp, for: file)
+      }
+      return (problems, true)
     }
   }
 

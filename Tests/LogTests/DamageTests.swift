@@ -181,6 +181,33 @@ import Testing
     }
   }
 
+  @Test(
+    "a file walked once and unchanged since is not walked again; a write after makes the next open walk"
+  )
+  func pagesCheckedStamp() async throws {
+    let dir = TemporaryDirectory()
+    let file = try makeLog(dir)
+    let readOnly = EventLog.Options(durability: .synced, readOnly: true)
+    // A stamp is recorded only for a file that was still for longer than the clock's tick.
+    let still = try await eventually(10) {
+      guard let stamp = FileStamp(file) else { return false }
+      return Int64(Date().timeIntervalSince1970) - stamp.changed.seconds > PagesChecked.quiet
+    }
+    #expect(still)
+    var log = try EventLog(directory: dir.path, options: readOnly)
+    #expect(log.walkedPagesAtOpen)
+    log.close()
+    #expect(FileManager.default.fileExists(atPath: file + ".checked"))
+    log = try EventLog(directory: dir.path, options: readOnly)
+    #expect(!log.walkedPagesAtOpen)
+    log.close()
+
+    // A page overwritten behind LMDB's back: the stamp no longer matches, the walk finds it.
+    let pages = try size(file) / 4096
+    try write(file, at: pages / 2 * 4096, Data(repeating: 0xA5, count: 4096))
+    #expect(damageAtOpen(dir) != nil)
+  }
+
   // MARK: Damage of every shape
 
   /// What became of a damaged log.

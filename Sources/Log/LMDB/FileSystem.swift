@@ -73,3 +73,101 @@ public enum FileSystem {
     return String(trimmed[..<slash])
   }
 }
+
+/// A file's identity and last change as `stat(2)` reports them: any write to the file, or its
+/// replacement, changes the stamp (once the file has been still for longer than the file
+/// system's timestamp granularity, see ``PagesChecked``).
+struct FileStamp: Equatable {
+  var device: UInt64
+  var inode: UInt64
+  var size: Int64
+  var modified: (seconds: Int64, nanoseconds: Int64)
+  var changed: (seconds: Int64, nanoseconds: Int64)
+
+  init?(_ path: String) {
+    var info = stat()
+    guard unsafe stat(path, &info) == 0 else { return nil }
+    device = UInt64(info.st_dev)
+    inode = UInt64(info.st_ino)
+    size = Int64(info.st_size)
+    modified = (Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec))
+    changed = (Int64(info.st_ctim.tv_sec), Int64(info.st_ctim.tv_nsec))
+  }
+
+  init?(text: String) {
+    let f = text.split(separator: " ").compactMap { Int64($0) }
+    guard f.count == 7 else { return nil }
+    device = UInt64(bitPattern: f[0])
+    inode = UInt64(bitPattern: f[1])
+    size = f[2]
+    modified = (f[3], f[4])
+    changed = (f[5], f[6])
+  }
+
+  var text: String {
+    "\(Int64(bitPattern: device)) \(Int64(bitPattern: inode)) \(size) \(modified.seconds) "
+      + "\(modified.nanoseconds) \(changed.seconds) \(changed.nanoseconds)"
+  }
+
+  static func == (a: FileStamp, b: FileStamp) -> Bool {
+    a.device == b.device && a.inode == b.inode && a.size == b.size
+      && a.modified == b.modified && a.changed == b.changed
+  }
+}
+
+/// The record that every page of a data file was walked and found sound
+/// (`data.mdb.checked` beside it): the file's ``FileStamp`` when the walk began. An open finds
+/// the file unchanged since then and skips the walk; any write, a copy or a replacement
+/// changes the stamp and the next open walks again.
+///
+/// A stamp is written only for a file that had not been written for `quiet` seconds when the
+/// walk began, so that a later write cannot fall in the same tick of the file system's clock
+/// and leave the stamp as it was. The record is a plain file: whoever may write the data
+/// directory can forge it, as they can damage the data itself.
+enum PagesChecked {
+  static let quiet: Int64 = 2
+
+  static func path(_ file: String) -> String { file + ".checked" }
+
+  /// Whether `stamp` is the one recorded for `file`.
+  static func recorded(_ stamp: FileStamp, for file: String) -> Bool {
+    let fd = unsafe open(path(file), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let n = unsafe buffer.withUnsafeMutableBytes { unsafe read(fd, $0.baseAddress, $0.count) }
+    guard n > 0, n < buffer.count else { return false }
+    let text = String(decoding: buffer[..<n], as: UTF8.self)
+    guard text.hasPrefix("wikilog pages-checked 1\n"),
+      let recorded = FileStamp(text: String(text.dropFirst(24)).trimmingCharacters())
+    else { return false }
+    return recorded == stamp
+  }
+
+  /// Records `stamp` for `file` when the file had been still long enough; any failure (a
+  /// read-only directory, say) leaves it unrecorded, and the next open walks again.
+  static func record(_ stamp: FileStamp, for file: String) {
+    var now = timespec()
+    unsafe clock_gettime(CLOCK_REALTIME, &now)
+    guard Int64(now.tv_sec) - stamp.changed.seconds > quiet else { return }
+    let target = path(file)
+    let temporary = target + ".\(getpid())"
+    let fd = unsafe open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard fd >= 0 else { return }
+    let bytes = Array("wikilog pages-checked 1\n\(stamp.text)\n".utf8)
+    let written = unsafe bytes.withUnsafeBytes { unsafe write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+    guard written == bytes.count, unsafe rename(temporary, target) == 0 else {
+      unsafe unlink(temporary)
+      return
+    }
+  }
+}
+
+extension String {
+  fileprivate func trimmingCharacters() -> String {
+    var s = Substring(self)
+    while let last = s.last, last == "\n" || last == " " { s = s.dropLast() }
+    return String(s)
+  }
+}
