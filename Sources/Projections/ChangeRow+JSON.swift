@@ -160,13 +160,15 @@ extension DocumentStore {
       }
       return nil
     }
-    if style == .mainOnly, record.count > 0, record[0] == DocumentRecord.format,
+    if record.count > 0, record[0] == DocumentRecord.format,
       let idLength = varint(), idLength <= UInt64(record.count - at)
     {
       let id = record.extracting(at..<(at + Int(idLength)))
       at += Int(idLength)
+      // With one leaf, `all_docs` lists the winner alone too.
       if varint() != nil,
-        let (rev, deleted) = RevisionTree.winner(encoded: record.extracting(at...))
+        let (rev, deleted, leaves) = RevisionTree.winner(encoded: record.extracting(at...)),
+        style == .mainOnly || leaves == 1
       {
         out.append(contentsOf: #"{"seq":"#.utf8)
         ChangeRow.appendDecimal(seq, to: &out)
@@ -178,7 +180,8 @@ extension DocumentStore {
         return true
       }
     }
-    // Other styles, and trees the one-pass reader leaves to the decoder.
+    // Every leaf of a tree with several (`all_docs`), and trees the one-pass reader leaves to
+    // the decoder.
     let decoded = try DocumentRecord(decoding: copy(record))
     guard let winner = decoded.tree.winner else { return false }
     ChangeRow(

@@ -316,8 +316,8 @@ extension RevisionTree {
 }
 
 extension RevisionTree {
-  /// The winning revision of the tree encoded in `bytes` (what ``encoded()`` writes), and
-  /// whether the document is deleted, read where the bytes lie without building the tree: what
+  /// The winning revision of the tree encoded in `bytes` (what ``encoded()`` writes), whether
+  /// the document is deleted, and how many leaves the tree has, read where the bytes lie without building the tree: what
   /// decoding them and asking ``winner`` gives, at no allocation for digest revisions. The
   /// changes feed reads one per row.
   ///
@@ -329,16 +329,20 @@ extension RevisionTree {
   ///   malformed, empty, two leaves with the same revision and status (the tree breaks that tie
   ///   along their ancestries), or branches open more than 64 deep. Decode the tree then; it
   ///   gives the winner or says what is wrong.
-  public static func winner(encoded bytes: Span<UInt8>) -> (rev: RevID, deleted: Bool)? {
+  public static func winner(encoded bytes: Span<UInt8>) -> (rev: RevID, deleted: Bool, leaves: Int)?
+  {
     unsafe bytes.withUnsafeBufferPointer { unsafe winner(encodedBuffer: $0) }
   }
 
-  static func winner(encodedBuffer b: UnsafeBufferPointer<UInt8>) -> (rev: RevID, deleted: Bool)? {
+  static func winner(encodedBuffer b: UnsafeBufferPointer<UInt8>) -> (
+    rev: RevID, deleted: Bool, leaves: Int
+  )? {
     var r = unsafe ByteReader(b)
     // Open parents: (generation, children still to read).
     return unsafe withUnsafeTemporaryAllocation(of: (Int, UInt64).self, capacity: 64) {
-      stack -> (rev: RevID, deleted: Bool)? in
+      stack -> (rev: RevID, deleted: Bool, leaves: Int)? in
       var depth = 0
+      var leaves = 0
       var best: (pos: Int, hash: RevHash, available: Bool)? = nil
       var tied = false
       do throws(RevTreeDecodingError) {
@@ -381,6 +385,7 @@ extension RevisionTree {
             depth += 1
           } else {
             // A leaf: live before deleted or missing, then generation, then hash, descending.
+            leaves += 1
             let available = flags & 3 == 1
             if let b = best {
               let c = RevHash.compare(hash, b.hash)
@@ -400,7 +405,7 @@ extension RevisionTree {
         return nil
       }
       guard let best, !tied else { return nil }
-      return (RevID(unchecked: best.pos, hash: best.hash), !best.available)
+      return (RevID(unchecked: best.pos, hash: best.hash), !best.available, leaves)
     }
   }
 }

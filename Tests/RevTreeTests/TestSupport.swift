@@ -58,4 +58,5 @@ func encodedWinnerAgrees(_ tree: RevisionTree) -> Bool {
   }
   if sameKey.count > 1 { return read == nil }
   return read?.rev == winner.rev && read?.deleted == (winner.status != .available)
+    && read?.leaves == tree.leaves.count
 }

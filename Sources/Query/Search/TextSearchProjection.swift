@@ -89,6 +89,11 @@ public final class TextSearchProjection: IndexBehindLog {
 
   public init(schema: TextSearchSchema) { self.schema = schema }
 
+  /// Catches up once writes pause for 250 ms (or every 10,000 commits), so that a burst of
+  /// writes (a replication, a `_bulk_docs` import) keeps both cores; every search catches the
+  /// index up first, so none misses a write acknowledged before it.
+  public var quietPeriod: Duration? { .milliseconds(250) }
+
   /// A revision's group, length and terms (sorted by their bytes) with their frequencies, and
   /// the `search.forward` record made of them, worked out off the writer thread. Flat arrays,
   /// so that handing it to the writer costs no more than a few references.
