@@ -17,7 +17,8 @@
 //               documents projection alone, from DIR/docs's log.
 //   asof        builds an as-of view (documents and wiki) of DIR/docs at position 100,000.
 //   changes     the changes feed of DIR/docs: every row, 100,000 per call, each serialized as an
-//               NDJSON line (ChangeRow.serializeJSON, what `_changes` sends); also the rows alone.
+//               NDJSON line (DocumentStore.writeChangesJSON, what `_changes` sends); also the
+//               rows alone.
 //   update      --updates documents created untimed, then each updated once by _bulk_docs with
 //               its _rev, 1,000 per call.
 //   replicated  --replicated documents written with new_edits=false, each with a 3-revision
@@ -258,17 +259,19 @@ if enabled("create") || enabled("rebuild") || enabled("changes") || enabled("aso
       out.reserveCapacity(1 << 20)
       let t0 = now()
       while true {
+        if serialize {
+          // As `_changes` and `wikilog tail` write them: straight from the stored records.
+          out.removeAll(keepingCapacity: true)
+          let written = try store.writeChangesJSON(options, into: &out, separator: [0x0A])!
+          if written.rows == 0 { break }
+          rows += written.rows
+          bytes += out.count + 1
+          options.since = written.lastSeq
+          continue
+        }
         let page = try store.changes(options)
         if page.results.isEmpty { break }
         rows += page.results.count
-        if serialize {
-          out.removeAll(keepingCapacity: true)
-          for row in page.results {
-            row.serializeJSON(into: &out)
-            out.append(0x0A)
-          }
-          bytes += out.count
-        }
         options.since = page.lastSeq
       }
       let dt = now() - t0

@@ -77,7 +77,12 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     // walks a `String.UTF8View` through its generic iterator, several times slower.
     let n = text.utf8.count
     if n > RevHash.maxTextLength { throw .hashTooLong(n) }
-    self = try RevHash.parse(Array(text.utf8))
+    // A native string's bytes where they lie; no array is made of them.
+    var text = text
+    let parsed = text.withUTF8 { bytes in
+      Result { () throws(RevIDError) in try unsafe RevHash.parse(bytes) }
+    }
+    self = try parsed.get()
   }
 
   /// Parses a signature held in any string type; see ``init(_:)-(String)``.

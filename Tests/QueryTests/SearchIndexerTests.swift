@@ -86,6 +86,22 @@ import Wiki
     #expect(try store.verify("search") == [])
   }
 
+  @Test("documents whose ids no page has are passed over unread; the index equals a rebuild")
+  func passesOverOtherDocuments() throws {
+    let t = try wikiStore()
+    let store = t.store!
+    let long = String(repeating: "n", count: 600)  // a hashed key: the record names it
+    for (i, id) in ["note1", "note2", long, "w1:Page"].enumerated() {
+      try store.put(#"{"type":"page","markdown":"shared word\#(i)"}"#, id: id, actor: "ann")
+    }
+    #expect(try ids(store, "shared") == ["w1:Page"])
+    #expect(try store.searchCheckpoint() == store.log.committedPosition)
+    #expect(try store.verify("search") == [])
+    #expect(TextSearchSchema.wikiPages.mayIndex("w1:Page"))
+    #expect(!TextSearchSchema.wikiPages.mayIndex("note1"))
+    #expect(!TextSearchSchema.wikiPages.mayIndex(":x"))
+  }
+
   @Test("verify finds a live index that differs from a rebuild; rebuilding mends it")
   func verifyFindsDamage() throws {
     let t = try wikiStore()

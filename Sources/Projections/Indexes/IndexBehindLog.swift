@@ -71,6 +71,10 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   /// environment for this index (say, when it was written in the append transaction): a
   /// store that has one is refused at open, as ``RetiredLayouts`` says. None by default.
   var retiredDatabaseNames: [String] { get }
+  /// Whether a document with this id can have rows at all (true by default). The follower
+  /// neither reads nor hands over a document the index says no to: an index of wiki pages
+  /// costs a note nothing. The answer must depend on the id alone and never change.
+  func mayIndex(_ docID: String) -> Bool
 }
 
 extension IndexBehindLog {
@@ -84,6 +88,7 @@ extension IndexBehindLog {
     }
   }
   public var retiredDatabaseNames: [String] { [] }
+  public func mayIndex(_ docID: String) -> Bool { true }
   public var taskDesignDocument: String { "_" + name }
   public var quietPeriod: Duration? { nil }
   public var quietGap: Int { 10_000 }

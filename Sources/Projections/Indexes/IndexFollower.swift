@@ -144,7 +144,8 @@ public final class IndexFollower: Sendable {
   }
 
   private func scheduleQuietCheck(after quiet: Duration) {
-    let nanoseconds = quiet.components.seconds * 1_000_000_000
+    let nanoseconds =
+      quiet.components.seconds * 1_000_000_000
       + quiet.components.attoseconds / 1_000_000_000
     DispatchQueue.global().asyncAfter(
       deadline: .now() + .nanoseconds(Int(nanoseconds))
@@ -325,8 +326,19 @@ public final class IndexFollower: Sendable {
     var batch: [IndexedDocument] = []
     try snapshot.scan(documents["bySeq"], from: (from + 1).bigEndianBytes) { key, docKey in
       guard let seq = UInt64(bigEndianArray: key) else { return true }
+      // A document the index can never have rows of is passed over unread.
+      if let id = DocumentKey.inlineID(docKey), !index.mayIndex(id) {
+        through = seq
+        count += 1
+        return count < limit
+      }
       guard let bytes = try snapshot.get(docKey, in: documents["byId"]) else { return true }
       let record = try DocumentRecord(decoding: bytes)
+      guard index.mayIndex(record.docID) else {
+        through = seq
+        count += 1
+        return count < limit
+      }
       var winner: JSONValue? = nil
       if let leaf = record.tree.winner, !leaf.isDeleted, let at = leaf.body {
         winner = try? JSONValue(parsing: DocumentChange.body(at: at, in: snapshot))

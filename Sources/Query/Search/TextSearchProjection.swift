@@ -23,7 +23,15 @@ public struct TextSearchSchema: Sendable {
     }
   }
 
-  public init(extract: @escaping @Sendable (String, JSONValue) -> Searchable?) {
+  /// Whether a document with this id can be searched at all, from the id alone (any id, by
+  /// default): the indexer does not read the others.
+  public let mayIndex: @Sendable (_ docID: String) -> Bool
+
+  public init(
+    mayIndex: @escaping @Sendable (String) -> Bool = { _ in true },
+    extract: @escaping @Sendable (String, JSONValue) -> Searchable?
+  ) {
+    self.mayIndex = mayIndex
     self.extract = extract
   }
 }
@@ -94,6 +102,8 @@ public final class TextSearchProjection: IndexBehindLog {
   /// index up first, so none misses a write acknowledged before it.
   public var quietPeriod: Duration? { .milliseconds(250) }
 
+  public func mayIndex(_ docID: String) -> Bool { schema.mayIndex(docID) }
+
   /// A revision's group, length and terms (sorted by their bytes) with their frequencies, and
   /// the `search.forward` record made of them, worked out off the writer thread. Flat arrays,
   /// so that handing it to the writer costs no more than a few references.
@@ -133,7 +143,8 @@ public final class TextSearchProjection: IndexBehindLog {
   }
 
   func index(_ docID: String, _ body: JSONValue) -> Indexed? {
-    guard let s = schema.extract(docID, body), !s.group.utf8.contains(0) else { return nil }
+    guard schema.mayIndex(docID), let s = schema.extract(docID, body), !s.group.utf8.contains(0)
+    else { return nil }
     // Every word's term, one after the other in `words` (word k ends at ends[k]). Title words
     // are at positions 0..<titleWords, the text's after a gap of one.
     var words: [UInt8] = []
