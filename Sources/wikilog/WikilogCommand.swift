@@ -75,8 +75,22 @@ struct WikilogCommand: AsyncParsableCommand {
   /// `--db` and `-d` may also come before the subcommand: `wikilog --db DIR -d NAME tail`.
   @OptionGroup var global: GlobalOptions
 
+  /// glibc's heap grows by 64 MiB at a time and gives memory back past 256 MiB free: with its
+  /// defaults, the threads that prepare and write batches grew and trimmed their heaps (mmap,
+  /// mprotect) for about a tenth of a replicated write's time (docs/benchmarks.md, the cost
+  /// model). The same as `GLIBC_TUNABLES=glibc.malloc.top_pad=67108864:
+  /// glibc.malloc.trim_threshold=268435456`, which still overrides it.
+  static func tuneMalloc() {
+    #if canImport(Glibc)
+      guard ProcessInfo.processInfo.environment["GLIBC_TUNABLES"] == nil else { return }
+      _ = glibcMallopt(-2, 64 << 20)  // M_TOP_PAD
+      _ = glibcMallopt(-1, 256 << 20)  // M_TRIM_THRESHOLD
+    #endif
+  }
+
   static func main() async {
     signal(SIGPIPE, SIG_IGN)  // a closed pipe is an EPIPE write error, handled where we write
+    tuneMalloc()
     do {
       var command = try parseAsRoot()
       // Writes made `--actor NAME` are NAME's: the database's access rules check each in the
@@ -140,3 +154,10 @@ struct WikilogCommand: AsyncParsableCommand {
     return path.joined(separator: " ")
   }
 }
+
+#if canImport(Glibc)
+  /// `int mallopt(int param, int value)` of `<malloc.h>`, which the Glibc module does not
+  /// export.
+  @_silgen_name("mallopt")
+  func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+#endif
