@@ -86,7 +86,7 @@ extension DocumentStore {
   /// The changes feed of ``changes(_:)``, its rows written straight into `out` as the compact
   /// JSON ``ChangeRow/serializeJSON(into:)`` writes, `separator` between two rows: each row
   /// is made from the document's stored record where it lies in the database's map, its
-  /// winner read from the encoded tree (``RevTree/RevisionTree/winner(encoded:)``) without
+  /// winner read from the encoded tree (`RevisionTree.winner(encoded:)`) without
   /// decoding it. The same bytes as serializing ``changes(_:)``'s rows, several times faster;
   /// `_changes` and `wikilog tail` use it.
   ///
