@@ -203,22 +203,7 @@ extension RevisionTree {
         pos = Int(p)
       }
       let hashAt = unsafe r.offset
-      let hash: RevHash
-      if flags & 4 == 0 {
-        let hi = unsafe try r.uint64BigEndian()
-        let lo = unsafe try r.uint64BigEndian()
-        hash = RevHash(high: hi, low: lo)
-      } else {
-        let len = unsafe try r.varint()
-        guard len >= 1, len <= UInt64(RevHash.maxTextLength) else {
-          throw .invalidHash(offset: hashAt)
-        }
-        let text = unsafe try r.bytes(Int(len))
-        guard let h = unsafe try? RevHash.parse(text), !h.isDigest else {
-          throw .invalidHash(offset: hashAt)
-        }
-        hash = h
-      }
+      let hash = unsafe try r.hash(text: flags & 4 != 0)
       let state: NodeState
       switch flags & 3 {
       case 1: state = .available
@@ -308,6 +293,26 @@ extension RevisionTree {
     return UInt64(bigEndian: v)
   }
 
+  /// A node's hash: 16 raw bytes, or (`text`) a varint length and a text signature that is not
+  /// 32 hex digits.
+  mutating func hash(text: Bool) throws(RevTreeDecodingError) -> RevHash {
+    let at = unsafe offset
+    guard text else {
+      let hi = unsafe try uint64BigEndian()
+      let lo = unsafe try uint64BigEndian()
+      return RevHash(high: hi, low: lo)
+    }
+    let length = unsafe try varint()
+    guard length >= 1, length <= UInt64(RevHash.maxTextLength) else {
+      throw .invalidHash(offset: at)
+    }
+    let bytes = unsafe try bytes(Int(length))
+    guard let hash = unsafe try? RevHash.parse(bytes), !hash.isDigest else {
+      throw .invalidHash(offset: at)
+    }
+    return hash
+  }
+
   mutating func bytes(_ n: Int) throws(RevTreeDecodingError) -> UnsafeBufferPointer<UInt8> {
     guard unsafe remaining >= n else { throw unsafe .truncated(offset: b.count) }
     defer { unsafe offset += n }
@@ -362,18 +367,7 @@ extension RevisionTree {
             guard p >= 1, p <= UInt64(RevID.maxGeneration) else { return nil }
             pos = Int(p)
           }
-          let hash: RevHash
-          if flags & 4 == 0 {
-            let hi = unsafe try r.uint64BigEndian()
-            let lo = unsafe try r.uint64BigEndian()
-            hash = RevHash(high: hi, low: lo)
-          } else {
-            let len = unsafe try r.varint()
-            guard len >= 1, len <= UInt64(RevHash.maxTextLength) else { return nil }
-            let text = unsafe try r.bytes(Int(len))
-            guard let h = unsafe try? RevHash.parse(text), !h.isDigest else { return nil }
-            hash = h
-          }
+          let hash = unsafe try r.hash(text: flags & 4 != 0)
           if flags & 3 != 0 { _ = unsafe try r.varint() }  // the body's position
           if depth > 0 {
             unsafe stack[depth - 1].1 -= 1
