@@ -27,6 +27,8 @@ public struct DocumentInput: Sendable, Hashable {
   struct GivenRevisions: Sendable, Hashable {
     var start: Int
     var ids: [String]
+    /// The ids parsed as revision hashes, when every one of them is one (read once, here).
+    var hashes: [RevHash]? = nil
   }
 
   /// The largest accepted document, like CouchDB's default `max_document_size` (8 MB).
@@ -75,7 +77,7 @@ public struct DocumentInput: Sendable, Hashable {
         }
         deleted = b
       case "_revisions":
-        givenRevisions = try Self.revisions(member.value)
+        givenRevisions = try Self.revisions(member.value, parsing: !local)
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
@@ -88,7 +90,9 @@ public struct DocumentInput: Sendable, Hashable {
     self.body = body
     if let given = givenRevisions, !local {
       do {
-        revisions = try RevisionPath(start: given.start, ids: given.ids)
+        revisions =
+          try given.hashes.map { try RevisionPath(start: given.start, ids: $0) }
+          ?? RevisionPath(start: given.start, ids: given.ids)
       } catch {
         throw StoreError.badRequest("invalid _revisions: \(error)")
       }
@@ -133,8 +137,11 @@ public struct DocumentInput: Sendable, Hashable {
     }
   }
 
-  /// `_revisions` read as `couch_doc:transfer_fields/3` reads it.
-  static func revisions(_ value: JSONValue) throws(StoreError) -> GivenRevisions {
+  /// `_revisions` read as `couch_doc:transfer_fields/3` reads it; with `parsing`, its ids
+  /// parsed as revision hashes too (``GivenRevisions/hashes``) when they all are.
+  static func revisions(_ value: JSONValue, parsing: Bool = false) throws(StoreError)
+    -> GivenRevisions
+  {
     guard let o = value.objectValue else {
       throw StoreError.invalidDocument("Bad special document member: _revisions")
     }
@@ -145,15 +152,30 @@ public struct DocumentInput: Sendable, Hashable {
       throw StoreError.invalidDocument("_revisions.ids isn't a array.")
     }
     var strings: [String] = []
+    strings.reserveCapacity(ids.count)
+    var hashes: [RevHash]? = nil
+    if parsing {
+      hashes = Array()
+      hashes?.reserveCapacity(ids.count)
+    }
     for id in ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
-      // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number.
-      if s.utf8.count == 32, !s.utf8.allSatisfy({ Hex.value($0) != nil }) {
-        throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
+      if hashes != nil, let hash = try? RevHash(s) {
+        // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number: a
+        // 32-character hash that is not a digest is not one.
+        if s.utf8.count == 32, !hash.isDigest {
+          throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
+        }
+        hashes?.append(hash)
+      } else {
+        hashes = nil
+        if s.utf8.count == 32, !s.utf8.allSatisfy({ Hex.value($0) != nil }) {
+          throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
+        }
       }
       strings.append(s)
     }
-    return GivenRevisions(start: Int(clamping: start), ids: strings)
+    return GivenRevisions(start: Int(clamping: start), ids: strings, hashes: hashes)
   }
 
   /// Parses a document's JSON bytes: `too_large` past ``maxBytes``, `bad_request` for text

@@ -205,10 +205,14 @@ extension DocumentStore {
       return refused(StoreError.badRequest("new_edits=false requires _rev on every document"))
     }
     let rev: RevID
-    do {
-      rev = try RevID(revString)
-    } catch {
-      return refused(StoreError.badRequest("Invalid rev format"))
+    if let leaf = input.revisions?.leaf {
+      rev = leaf  // `_rev` was made from it (``DocumentInput``): no need to read it again
+    } else {
+      do {
+        rev = try RevID(revString)
+      } catch {
+        return refused(StoreError.badRequest("Invalid rev format"))
+      }
     }
     let path = input.revisions ?? RevisionPath(rev)
     guard path.leaf == rev else {
