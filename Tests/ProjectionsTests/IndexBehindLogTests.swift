@@ -106,4 +106,39 @@ final class TypeCounts: IndexBehindLog {
     try t.store.put(#"{"type":"new"}"#, id: "n", actor: "test")
     #expect(try TypeCounts.counts(t.store) == ["fizz": 499, "plain": 1_000, "new": 1])
   }
+
+  /// ``TypeCounts`` waiting an hour for the writes to pause, and passing over ids that start
+  /// with `skip`.
+  final class QuietTypeCounts: IndexBehindLog {
+    let inner = TypeCounts()
+    let handed = Mutex<[String]>([])
+    var name: String { inner.name }
+    var databaseNames: [String] { inner.databaseNames }
+    var quietPeriod: Duration? { .seconds(3600) }
+    func mayIndex(_ docID: String) -> Bool { !docID.hasPrefix("skip") }
+    func update(
+      _ docID: String, winner: JSONValue?, storage: ProjectionStorage, txn: WriteTransaction
+    ) throws {
+      handed.withLock { $0.append(docID) }
+      try inner.update(docID, winner: winner, storage: storage, txn: txn)
+    }
+  }
+
+  @Test(
+    "a quiet index waits for the writes to pause, catches up when its store closes, and never sees what it may not index"
+  )
+  func quietIndexCatchesUpAtClose() throws {
+    let index = QuietTypeCounts()
+    let t = try TestStore(indexes: [index], validation: .couchDB)
+    for id in ["a", "skip1", "b"] {
+      try t.store.put(#"{"type":"t"}"#, id: id, actor: "test")
+    }
+    // With an hour's quiet period nothing follows these writes (only the catch-up that the
+    // open started, which is over by now); the close catches up what they left.
+    t.store.close()
+    #expect(index.handed.withLock { $0 } == ["a", "b"])
+    // What it wrote at the close is there when the store opens again.
+    try t.reopen(indexes: [TypeCounts()])
+    #expect(try TypeCounts.counts(t.store) == ["t": 2])
+  }
 }
