@@ -37,7 +37,7 @@ final class Collected<D: StoredDocument>: @unchecked Sendable {
       // A deletion by another client carries no type: the stream finds it from the revision
       // before.
       try db.store.delete("old", rev: before.revision!, actor: "bob")
-      try await eventually { collected.changes.count >= 4 }
+      #expect(try await eventually { collected.changes.count >= 4 })
       let changes = collected.changes
       #expect(changes.map(\.kind) == [.created, .updated, .deleted, .deleted])
       #expect(changes.map(\.id) == ["n", "n", "n", "old"])
@@ -87,7 +87,9 @@ final class Collected<D: StoredDocument>: @unchecked Sendable {
     defer { follower.cancel() }
     let adder = try ChildProcess(notes, ["--data", dir.path, "add", "from the child"])
     #expect(adder.waitForExit(timeout: 30))
-    try await eventually { collected.changes.contains { $0.document?.title == "from the child" } }
+    #expect(
+      try await eventually { collected.changes.contains { $0.document?.title == "from the child" } }
+    )
     let change = try #require(collected.changes.first { $0.document?.title == "from the child" })
     #expect(change.kind == .created)
     #expect(change.actor == NSUserName())

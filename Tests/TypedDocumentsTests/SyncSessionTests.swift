@@ -79,22 +79,24 @@ final class Served {
       }
       // Not a note: the type filter leaves it on the server.
       _ = try await request(base, "PUT", "/notes/other", #"{"type":"other"}"#)
-      try await eventually {
-        let remote = try await remoteTitles(base)
-        let local = try localTitles(db)
-        return remote.count == 5 && local.count == 5
-      }
-      try await eventually { session.status.state == .idle }
+      #expect(
+        try await eventually {
+          let remote = try await remoteTitles(base)
+          let local = try localTitles(db)
+          return remote.count == 5 && local.count == 5
+        })
+      #expect(try await eventually { session.status.state == .idle })
       #expect(session.status.pushed == 3)
       #expect(session.status.pulled == 2)
       #expect(try db.store.record("other") == nil)
 
       // The server goes away: the session says offline, with the next try; saving goes on.
       served.server.kill()
-      try await eventually {
-        if case .offline(let retryAt, _) = session.status.state { return retryAt != nil }
-        return false
-      }
+      #expect(
+        try await eventually {
+          if case .offline(let retryAt, _) = session.status.state { return retryAt != nil }
+          return false
+        })
       for i in 3..<5 { try await db.save(Note(id: "local-\(i)", title: "L\(i)")) }
       var edited = try #require(try db.get(Note.self, id: "remote-0"))
       edited.title = "R0 edited offline"
@@ -109,14 +111,15 @@ final class Served {
       _ = try await request(
         base, "PUT", "/notes/remote-2",
         #"{"type":"note","title":"R2 after","tags":[],"done":false}"#)
-      try await eventually(30) {
-        let remote = try await remoteTitles(base)
-        let local = try localTitles(db)
-        return remote["local-3"] == "L3" && remote["local-4"] == "L4"
-          && remote["remote-0"] == "R0 edited offline" && remote["local-0"] == nil
-          && local["remote-2"] == "R2 after"
-      }
-      try await eventually { session.status.state == .idle }
+      #expect(
+        try await eventually(30) {
+          let remote = try await remoteTitles(base)
+          let local = try localTitles(db)
+          return remote["local-3"] == "L3" && remote["local-4"] == "L4"
+            && remote["remote-0"] == "R0 edited offline" && remote["local-0"] == nil
+            && local["remote-2"] == "R2 after"
+        })
+      #expect(try await eventually { session.status.state == .idle })
       let expected: [String: String] = [
         "local-1": "L1", "local-2": "L2", "local-3": "L3", "local-4": "L4",
         "remote-0": "R0 edited offline", "remote-1": "R1", "remote-2": "R2 after",
@@ -138,7 +141,7 @@ final class Served {
       // A new session (the app started again) resumes from the checkpoints: nothing is sent
       // or fetched twice.
       let again = try db.sync(with: base + "/notes", options: options)
-      try await eventually { again.status.state == .idle }
+      #expect(try await eventually { again.status.state == .idle })
       #expect(again.status.pushed == 0)
       #expect(again.status.pulled == 0)
       await again.stop()
@@ -165,7 +168,7 @@ final class Served {
       options.wiki = "w1"
       options.push = false
       let session = try db.sync(with: base + "/wiki", options: options)
-      try await eventually { session.status.state == .idle }
+      #expect(try await eventually { session.status.state == .idle })
       #expect(session.status.pulled == 2)
       #expect(try db.store.record("w1") != nil && db.store.record("w1:Home") != nil)
       #expect(try db.store.record("w1x") == nil && db.store.record("w.1") == nil)
@@ -182,17 +185,18 @@ final class Served {
       // A backoff far longer than the test may take.
       options.retry = RetryPolicy(initialDelay: .seconds(600), maximumDelay: .seconds(600))
       let session = try db.sync(with: base + "/notes", options: options)
-      try await eventually { session.status.state == .idle }
+      #expect(try await eventually { session.status.state == .idle })
       served.server.kill()
-      try await eventually {
-        if case .offline = session.status.state { return true }
-        return false
-      }
+      #expect(
+        try await eventually {
+          if case .offline = session.status.state { return true }
+          return false
+        })
       try await db.save(Note(id: "woke", title: "saved while asleep"))
       (served.server, _) = try serveWikilog(serverDir.path, port: port)
       // What an app does when it wakes or the network is back.
       session.retryNow()
-      try await eventually { try await remoteTitles(base)["woke"] == "saved while asleep" }
+      #expect(try await eventually { try await remoteTitles(base)["woke"] == "saved while asleep" })
       await session.stop()
     }
   }
@@ -217,10 +221,11 @@ final class Served {
     try await withDatabase { db, _ in
       let session = try db.sync(
         with: base + "/notes", credentials: .basic(user: "admin", password: "wrong"))
-      try await eventually {
-        if case .error(let reason, _) = session.status.state { return reason.contains("401") }
-        return false
-      }
+      #expect(
+        try await eventually {
+          if case .error(let reason, _) = session.status.state { return reason.contains("401") }
+          return false
+        })
       await session.stop()
       let good = try db.sync(
         with: base + "/notes", credentials: .basic(user: "admin", password: "secret"),
@@ -230,12 +235,13 @@ final class Served {
           return o
         }())
       try await db.save(Note(id: "n", title: "signed in"))
-      try await eventually {
-        let (_, doc) = try await HTTPTransport(
-          baseURL: base, credentials: .basic(user: "admin", password: "secret")
-        ).send("GET", "/notes/n", body: nil).json()
-        return doc["title"] == .string("signed in")
-      }
+      #expect(
+        try await eventually {
+          let (_, doc) = try await HTTPTransport(
+            baseURL: base, credentials: .basic(user: "admin", password: "secret")
+          ).send("GET", "/notes/n", body: nil).json()
+          return doc["title"] == .string("signed in")
+        })
       await good.stop()
     }
     #expect(throws: StoreError.self) {
