@@ -1,6 +1,6 @@
 public import JSON
 public import Log
-public import RevTree
+import RevTree
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials

@@ -40,7 +40,7 @@ public enum FileSystem {
         if isReadOnly(ancestor) {
           return "\(ancestor) is on a read-only file system"
         }
-        if access(ancestor, W_OK | X_OK) != 0 {
+        if unsafe access(ancestor, W_OK | X_OK) != 0 {
           return
             "permission denied: \(ancestor) is not writable by this user; check its owner and mode"
         }
@@ -58,7 +58,7 @@ public enum FileSystem {
   static func nearestExisting(_ path: String) -> String? {
     var candidate = path.isEmpty ? "." : path
     while true {
-      if access(candidate, F_OK) == 0 { return candidate }
+      if unsafe access(candidate, F_OK) == 0 { return candidate }
       let up = parent(candidate)
       if up == candidate || up.isEmpty { return nil }
       candidate = up

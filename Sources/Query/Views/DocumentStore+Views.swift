@@ -1,6 +1,6 @@
 import Foundation
 public import JSON
-public import Log
+import Log
 public import Projections
 
 extension DocumentStore {

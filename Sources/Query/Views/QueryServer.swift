@@ -135,18 +135,18 @@ public final class QueryServerProcess: @unchecked Sendable {
     }
     // Not inherited by other children this process starts.
     for fd in toChild + fromChild { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    var actions = posix_spawn_file_actions_t()
+    var actions = unsafe posix_spawn_file_actions_t()
     unsafe posix_spawn_file_actions_init(&actions)
     unsafe posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
     unsafe posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
     unsafe posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    let argv = ([path] + arguments).map { unsafe strdup($0) }
+    let argv = unsafe ([path] + arguments).map { unsafe strdup($0) }
     var child: pid_t = 0
     let spawned = unsafe (argv + [nil]).withUnsafeBufferPointer { args in
       unsafe posix_spawn(&child, path, &actions, nil, args.baseAddress!, environ)
     }
     unsafe posix_spawn_file_actions_destroy(&actions)
-    for arg in argv { unsafe free(arg) }
+    for unsafearg in unsafe argv { unsafe free(arg) }
     close(toChild[0])
     close(fromChild[1])
     guard spawned == 0 else {
