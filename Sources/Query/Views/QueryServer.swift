@@ -146,7 +146,7 @@ public final class QueryServerProcess: @unchecked Sendable {
       unsafe posix_spawn(&child, path, &actions, nil, args.baseAddress!, environ)
     }
     unsafe posix_spawn_file_actions_destroy(&actions)
-    for unsafearg in unsafe argv { unsafe free(arg) }
+    unsafe argv.forEach { unsafe free($0) }
     close(toChild[0])
     close(fromChild[1])
     guard spawned == 0 else {
