@@ -208,11 +208,14 @@ public final class IndexFollower: Sendable {
   /// Stops following the log (a running thread finishes its batch) and closes the index.
   ///
   /// A quiet index (``IndexBehindLog/quietPeriod``) whose catch-up is still waiting for the
-  /// writes to pause starts it now, as an eager one would have after the last commit: it does
-  /// one batch, so that a command that writes and closes (`wikilog put`) leaves the index as
-  /// current as before.
+  /// writes to pause does it now, one batch at most, as an eager one would have after the last
+  /// commit, so that a command that writes and closes (`wikilog put`) leaves the index as
+  /// current as before. (Here, on the closing thread: a catching-up thread that is still
+  /// running would stop after its own batch and miss the writes after it.)
   func close() {
-    if follow.withLock({ $0.checkScheduled && !$0.stopped }) { poke() }
+    if follow.withLock({ $0.checkScheduled && !$0.stopped }) {
+      try? catchUp(stop: { true })
+    }
     follow.withLock { $0.stopped = true }
     threads.wait()
     working.withLock { _ in environment.close() }
