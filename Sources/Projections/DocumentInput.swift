@@ -160,19 +160,15 @@ public struct DocumentInput: Sendable, Hashable {
     }
     for id in ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
-      if hashes != nil, let hash = try? RevHash(s) {
-        // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number: a
-        // 32-character hash that is not a digest is not one.
-        if s.utf8.count == 32, !hash.isDigest {
-          throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
-        }
-        hashes?.append(hash)
-      } else {
-        hashes = nil
-        if s.utf8.count == 32, !s.utf8.allSatisfy({ Hex.value($0) != nil }) {
-          throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
-        }
+      let hash = hashes == nil ? nil : try? RevHash(s)
+      // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number (a hash of
+      // 32 characters is a digest exactly when they are all hex).
+      if s.utf8.count == 32,
+        !(hash?.isDigest ?? s.utf8.allSatisfy({ Hex.value($0) != nil }))
+      {
+        throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
       }
+      if let hash { hashes?.append(hash) } else { hashes = nil }
       strings.append(s)
     }
     return GivenRevisions(start: Int(clamping: start), ids: strings, hashes: hashes)

@@ -109,48 +109,6 @@ extension DocumentStore {
     }
   }
 
-  /// ``forEachChange(_:eventInfo:chunk:_:)`` handing over each row as stored, not decoded:
-  /// the reading thread only walks `docs.bySeq` and copies each document's record, and the
-  /// consumer decodes it (``StoredChange/row(_:)``), on another thread if it likes. Only for
-  /// feeds whose rows need nothing more from the store: no `includeDocs`, no selector, not the
-  /// history mode (`bad_request` otherwise). Rows a `_doc_ids` or named filter drops are not
-  /// handed over.
-  @discardableResult
-  public func forEachStoredChange(
-    _ options: ChangesOptions, chunk: Int = 8192, _ body: (StoredChange) throws -> Bool
-  ) throws -> LogPosition {
-    guard !options.descending, !options.includeDocs, options.selector == nil,
-      options.documentFilter == nil, !options.history
-    else {
-      throw StoreError.badRequest(
-        "stored rows are for forward feeds without documents, selectors or history")
-    }
-    let byId = documentStorage["byId"]
-    let chunk = max(1, chunk)
-    return try streamChanges(options, chunk: chunk, body) { txn, since, read, deliver in
-      try txn.scan(documentStorage["bySeq"], from: since.next.rawValue.bigEndianBytes) {
-        key, value in
-        guard let seq = Self.position(key) else { return true }
-        read += 1
-        since = LogPosition(seq)
-        // The `bySeq` value is the document's `byId` key: its id, unless the id is long.
-        let inline = DocumentKey.inlineID(value)
-        if let docID = inline {
-          if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
-          if let filter = options.filter, !filter.includes(docID) { return read < chunk }
-        }
-        guard let record = try txn.get(value, in: byId) else { return read < chunk }
-        let docID = try inline ?? DocumentRecord(decoding: record).docID
-        if inline == nil {
-          if let ids = options.docIDs, !ids.contains(docID) { return read < chunk }
-          if let filter = options.filter, !filter.includes(docID) { return read < chunk }
-        }
-        let change = StoredChange(seq: since, docID: docID, record: record, style: options.style)
-        return try deliver(change) && read < chunk
-      }
-    }
-  }
-
   /// The feed row that the event `event` makes, as a live feed shows it: nil when it is not a
   /// document revision, when a filter drops it, or (one row per document) when a later change
   /// of the same document exists. With `eventInfo` the row carries the event's actor, time and
@@ -217,21 +175,5 @@ extension DocumentStore {
       (order.firstIndex(of: $0.name) ?? order.count)
         < (order.firstIndex(of: $1.name) ?? order.count)
     }
-  }
-}
-
-/// A changes-feed row as stored: the document's record, copied out of its read transaction and
-/// not decoded yet (``DocumentStore/forEachStoredChange(_:chunk:_:)``).
-public struct StoredChange: Sendable {
-  public let seq: LogPosition
-  public let docID: String
-  let record: [UInt8]
-  let style: ChangesOptions.Style
-
-  /// The row, as ``DocumentStore/changes(_:)`` shows it; nil for a record without a winner.
-  public func row() throws -> ChangeRow? {
-    let record = try DocumentRecord(decoding: record)
-    guard let winner = record.tree.winner else { return nil }
-    return ChangeRow(seq: seq, id: docID, tree: record.tree, winner: winner, style: style, doc: nil)
   }
 }

@@ -137,9 +137,9 @@ enum PagesChecked {
     var buffer = [UInt8](repeating: 0, count: 256)
     let n = unsafe buffer.withUnsafeMutableBytes { unsafe read(fd, $0.baseAddress, $0.count) }
     guard n > 0, n < buffer.count else { return false }
-    let text = String(decoding: buffer[..<n], as: UTF8.self)
-    guard text.hasPrefix("wikilog pages-checked 1\n"),
-      let recorded = FileStamp(text: String(text.dropFirst(24)).trimmingCharacters())
+    let lines = String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n")
+    guard lines.count == 2, lines[0] == "wikilog pages-checked 1",
+      let recorded = FileStamp(text: String(lines[1]))
     else { return false }
     return recorded == stamp
   }
@@ -161,13 +161,5 @@ enum PagesChecked {
       unsafe unlink(temporary)
       return
     }
-  }
-}
-
-extension String {
-  fileprivate func trimmingCharacters() -> String {
-    var s = Substring(self)
-    while let last = s.last, last == "\n" || last == " " { s = s.dropLast() }
-    return String(s)
   }
 }

@@ -336,28 +336,25 @@ public final class IndexFollower: Sendable {
     try snapshot.scan(documents["bySeq"], from: (from + 1).bigEndianBytes) { key, docKey in
       guard let seq = UInt64(bigEndianArray: key) else { return true }
       // A document the index can never have rows of is passed over unread.
-      if let id = DocumentKey.inlineID(docKey), !index.mayIndex(id) {
-        through = seq
-        count += 1
-        return count < limit
-      }
-      guard let bytes = try snapshot.get(docKey, in: documents["byId"]) else { return true }
-      let record = try DocumentRecord(decoding: bytes)
-      guard index.mayIndex(record.docID) else {
-        through = seq
-        count += 1
-        return count < limit
-      }
-      var winner: JSONValue? = nil
-      if let leaf = record.tree.winner, !leaf.isDeleted, let at = leaf.body {
-        winner = try? JSONValue(parsing: DocumentChange.body(at: at, in: snapshot))
-      }
-      batch.append(
-        IndexedDocument(
-          docID: record.docID, rev: record.tree.winner.map { "\($0.rev)" } ?? "", winner: winner))
-      if batch.count >= Self.handedAtOnce {
-        try index.update(batch: batch, storage: target, txn: txn)
-        batch.removeAll(keepingCapacity: true)
+      let inline = DocumentKey.inlineID(docKey)
+      if inline.map({ index.mayIndex($0) }) ?? true,
+        let bytes = try snapshot.get(docKey, in: documents["byId"])
+      {
+        let record = try DocumentRecord(decoding: bytes)
+        if inline != nil || index.mayIndex(record.docID) {
+          var winner: JSONValue? = nil
+          if let leaf = record.tree.winner, !leaf.isDeleted, let at = leaf.body {
+            winner = try? JSONValue(parsing: DocumentChange.body(at: at, in: snapshot))
+          }
+          batch.append(
+            IndexedDocument(
+              docID: record.docID, rev: record.tree.winner.map { "\($0.rev)" } ?? "",
+              winner: winner))
+          if batch.count >= Self.handedAtOnce {
+            try index.update(batch: batch, storage: target, txn: txn)
+            batch.removeAll(keepingCapacity: true)
+          }
+        }
       }
       through = seq
       count += 1
