@@ -120,7 +120,11 @@ public struct DocumentEvent: Sendable, Hashable {
     if let path {
       w.varint(path.start)
       w.varint(path.ids.count)
-      for id in path.ids { w.string(id.description) }
+      for id in path.ids {
+        // As `w.string(id.description)`, without making the string.
+        w.varint(id.textCount)
+        id.appendText(to: &w.bytes)
+      }
     } else {
       w.varint(0)
       w.varint(0)

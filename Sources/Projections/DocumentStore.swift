@@ -352,27 +352,31 @@ public final class DocumentStore: Sendable {
     }
     // A new revision the validation refused (one the store had is passed over above).
     if case .failure(let error) = p.schema { throw error }
-    var event = e
-    var payload = p.payload
-    if let pending = p.pending, p.event?.attachments == nil {
-      // Stubs: the attachments of the nearest ancestor on the path that the store has a body
-      // of (`couch_db:make_first_doc_on_disk/4`).
-      var ancestor: [StoredAttachment]? = nil
-      if let path = e.path {
-        for (i, hash) in path.ids.enumerated().dropFirst() {
-          let rev = try RevID(generation: path.start - i, hash: hash)
-          if let found = tree.revision(rev), let position = found.body {
-            ancestor = try attachments(at: position, txn: txn)
-            break
-          }
+    guard let pending = p.pending, e.attachments == nil else {
+      // The event and its payload as prepared (most writes): no copy of the event is made.
+      try append(
+        e, actor: actor, txn: txn, record: record, merged: tree,
+        parsedBody: .object(p.input.body), context: context, payload: p.payload,
+        shares: p.shares)
+      return
+    }
+    // Stubs: the attachments of the nearest ancestor on the path that the store has a body
+    // of (`couch_db:make_first_doc_on_disk/4`).
+    var ancestor: [StoredAttachment]? = nil
+    if let path = e.path {
+      for (i, hash) in path.ids.enumerated().dropFirst() {
+        let rev = try RevID(generation: path.start - i, hash: hash)
+        if let found = tree.revision(rev), let position = found.body {
+          ancestor = try attachments(at: position, txn: txn)
+          break
         }
       }
-      event.attachments = try resolve(pending, id: p.id, parent: ancestor, revpos: nil)
-      payload = nil
     }
+    var event = e
+    event.attachments = try resolve(pending, id: p.id, parent: ancestor, revpos: nil)
     try append(
       event, actor: actor, txn: txn, record: record, merged: tree,
-      parsedBody: .object(p.input.body), context: context, payload: payload, shares: p.shares)
+      parsedBody: .object(p.input.body), context: context, payload: nil, shares: p.shares)
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).

@@ -88,6 +88,42 @@ public protocol DocumentChangeProjection: Projection {
   func apply(
     _ change: DocumentChange, share: Share?, to storage: ProjectionStorage,
     in txn: WriteTransaction) throws
+
+  /// How the store calls ``prepare(_:rev:body:)`` and ``apply(_:share:to:in:)`` with the share's
+  /// type erased. Do not implement it: the default implementation, compiled for each
+  /// conforming type, is what keeps the store's fast path free of run-time generic lookups.
+  func _erasedEntries() -> ErasedChangeEntries
+}
+
+/// A change projection's ``DocumentChangeProjection/prepare(_:rev:body:)`` and
+/// ``DocumentChangeProjection/apply(_:share:to:in:)`` with the share boxed, as the store runs
+/// them (``DocumentChangeProjection/_erasedEntries()``).
+public struct ErasedChangeEntries: Sendable {
+  @usableFromInline let prepare: PrepareShare
+  @usableFromInline let apply:
+    @Sendable (DocumentChange, BoxedShare?, ProjectionStorage, WriteTransaction) throws -> Void
+
+  @inlinable init(
+    prepare: @escaping PrepareShare,
+    apply:
+      @escaping @Sendable (DocumentChange, BoxedShare?, ProjectionStorage, WriteTransaction)
+      throws -> Void
+  ) {
+    self.prepare = prepare
+    self.apply = apply
+  }
+}
+
+extension DocumentChangeProjection {
+  @inlinable public func _erasedEntries() -> ErasedChangeEntries {
+    ErasedChangeEntries(
+      prepare: { [self] id, rev, body in prepare(id, rev: rev, body: body).map { ShareBox($0) } },
+      apply: { [self] change, share, storage, txn in
+        // The share came from this projection's own `prepare` (its slot), so it is its type.
+        try apply(
+          change, share: (share as? ShareBox<Share>)?.value, to: storage, in: txn)
+      })
+  }
 }
 
 extension DocumentChangeProjection where Share == Void {
@@ -99,7 +135,10 @@ extension DocumentChangeProjection where Share == Void {
 /// is a change too, one that adds no revision: ``rev`` is nil, the body is `{}`, and ``tree``
 /// is the tree after it (empty for a document purged whole), with ``winnerChanged`` saying
 /// whether the winner went.
-public struct DocumentChange: Sendable {
+///
+/// A class, made once per change: every change projection of the store is handed the same
+/// instance, so passing it on costs a reference, not a copy of its tree, event and body.
+public final class DocumentChange: Sendable {
   /// The event that made the change (position, time, actor).
   public let event: RecordedEvent
   /// The document.
@@ -120,6 +159,21 @@ public struct DocumentChange: Sendable {
   public let bodyBytes: [UInt8]
   /// That body parsed, when the write path or the replay parsed it already.
   public let parsedBody: JSONValue?
+
+  init(
+    event: RecordedEvent, docID: String, rev: RevID?, deleted: Bool, replicated: Bool,
+    tree: RevisionTree, winnerChanged: Bool, bodyBytes: [UInt8], parsedBody: JSONValue?
+  ) {
+    self.event = event
+    self.docID = docID
+    self.rev = rev
+    self.deleted = deleted
+    self.replicated = replicated
+    self.tree = tree
+    self.winnerChanged = winnerChanged
+    self.bodyBytes = bodyBytes
+    self.parsedBody = parsedBody
+  }
 
   /// The body of the revision the event adds, parsed (nil when it does not parse).
   public var body: JSONValue? { parsedBody ?? (try? JSONValue(parsing: bodyBytes)) }
@@ -154,16 +208,16 @@ struct AppendFacts {
 
 /// A change projection's share, boxed so that shares of any type travel together; opened again
 /// by the projection it came from (``InlineProjection``).
-final class ShareBox<Value: Sendable>: Sendable {
-  let value: Value
-  init(_ value: Value) { self.value = value }
+@usableFromInline final class ShareBox<Value: Sendable>: Sendable {
+  @usableFromInline let value: Value
+  @inlinable init(_ value: Value) { self.value = value }
 }
 
 /// A share as the store carries it (a ``ShareBox``).
-typealias BoxedShare = any AnyObject & Sendable
+@usableFromInline typealias BoxedShare = any AnyObject & Sendable
 
 /// Works out one change projection's share of a revision (its id, the revision, the body).
-typealias PrepareShare = @Sendable (String, RevID, JSONValue?) -> BoxedShare?
+@usableFromInline typealias PrepareShare = @Sendable (String, RevID, JSONValue?) -> BoxedShare?
 
 /// The shares of one revision that the store's change projections worked out ahead, by the
 /// projection's place among the store's inline projections. One share (a wiki store's case)
@@ -227,25 +281,11 @@ package struct InlineProjection: Sendable {
     self.storage = storage
     self.slot = slot
     if let p = projection as? any DocumentChangeProjection {
-      (prepare, applyChange) = Self.entries(p)
+      let entries = p._erasedEntries()
+      (prepare, applyChange) = (entries.prepare, entries.apply)
     } else {
       (prepare, applyChange) = (nil, nil)
     }
-  }
-
-  private static func entries<P: DocumentChangeProjection>(_ p: P) -> (
-    PrepareShare,
-    @Sendable (DocumentChange, BoxedShare?, ProjectionStorage, WriteTransaction)
-      throws -> Void
-  ) {
-    (
-      { id, rev, body in p.prepare(id, rev: rev, body: body).map { ShareBox($0) } },
-      { change, share, storage, txn in
-        // The share came from this projection's own `prepare` (its slot), so it is its type.
-        try p.apply(
-          change, share: (share as? ShareBox<P.Share>)?.value, to: storage, in: txn)
-      }
-    )
   }
 
   /// Applies one event. A document edit (`isEdit`) reaches a change projection as `change`

@@ -186,9 +186,17 @@ public struct RevHash: Hashable, Comparable, Sendable, CustomStringConvertible {
     }
   }
 
+  /// The length of the textual form in UTF-8 bytes (32 for a digest).
+  package var textCount: Int {
+    switch storage {
+    case .digest: 32
+    case .text(let t): t.count
+    }
+  }
+
   /// Appends the textual form's UTF-8 bytes to `out` (no allocation for digests).
   @usableFromInline
-  func appendText(to out: inout [UInt8]) {
+  package func appendText(to out: inout [UInt8]) {
     switch storage {
     case .digest(let hi, let lo):
       let digits: StaticString = "0123456789abcdef"

@@ -64,7 +64,7 @@ extension RevisionTree {
 
   func sortedLeafIndices() -> [Int32] {
     var l = leafIndices()
-    l.sort { leafPrecedes($0, $1) }
+    if l.count > 1 { l.sort { leafPrecedes($0, $1) } }
     return l
   }
 

@@ -3,7 +3,7 @@ import Formats
 public import JSON
 public import Log
 public import Projections
-public import RevTree
+import RevTree
 
 /// What full-text search indexes of a document: its group (the unit of access: a wiki), a
 /// title and a text. A ``TextSearchProjection`` is given one; the Wiki module's is the pages

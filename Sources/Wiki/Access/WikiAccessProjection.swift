@@ -1,4 +1,4 @@
-public import JSON
+import JSON
 public import Log
 public import Projections
 import RevTree
@@ -128,6 +128,13 @@ public final class WikiAccessProjection: DocumentChangeProjection {
     -> (isWiki: Bool, members: [String], owners: [String])
   {
     let position = change.event.position.rawValue
+    // The common case, a document with one leaf that is no wiki (a note, say): it grants
+    // nobody, and no set is made for it.
+    if !change.tree.hasBranches, let winner = change.tree.winner, winner.body == position,
+      change.body?["type"]?.stringValue != "wiki"
+    {
+      return (false, [], [])
+    }
     var isWiki = false
     var members: Set<String>?
     var owners: Set<String>?

@@ -88,7 +88,7 @@ public final class WikiProjection: DocumentChangeProjection, RetiredLayouts {
 
   /// Works out the projection's share of a revision ahead of the writer (``Prepared``).
   public func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Prepared? {
-    Self.prepare(docID, rev: rev.description, body: body)
+    Self.prepare(docID, rev: rev, body: body)
   }
 
   public func apply(
@@ -158,20 +158,22 @@ public final class WikiProjection: DocumentChangeProjection, RetiredLayouts {
   /// ``Prepared`` for the revision an event adds (`rev` in its canonical text, as the tree
   /// gives it): nil when the document id is neither a wiki's nor a page's. `body` is the
   /// revision's body, parsed; nil for a deleted revision (or one whose body does not parse).
-  static func prepare(_ docID: String, rev: String, body: JSONValue?) -> Prepared? {
+  static func prepare(_ docID: String, rev: RevID, body: JSONValue?) -> Prepared? {
     guard let target = Target(docID) else { return nil }
     return prepare(target, rev: rev, body: body)
   }
 
-  static func prepare(_ target: Target, rev: String, body: JSONValue?) -> Prepared {
+  static func prepare(_ target: Target, rev: RevID, body: JSONValue?) -> Prepared {
     guard let body, body["type"]?.stringValue == target.type else {
+      // Most documents end here (a note, say): the revision's text is not made for them.
       return Prepared(target: target, state: nil)
     }
     switch target {
     case .wiki:
-      return Prepared(target: target, state: .wiki(wikiState(rev: rev, body)))
+      return Prepared(target: target, state: .wiki(wikiState(rev: rev.description, body)))
     case .page(let wiki, let title):
-      return Prepared(target: target, state: .page(pageUpdate(wiki, title, rev: rev, body)))
+      return Prepared(
+        target: target, state: .page(pageUpdate(wiki, title, rev: rev.description, body)))
     }
   }
 
@@ -192,7 +194,7 @@ public final class WikiProjection: DocumentChangeProjection, RetiredLayouts {
       } else {
         // The event's own revision, or an older one whose body is in the log.
         prepared = Self.prepare(
-          target, rev: w.rev.description, body: try change.winnerBody(in: txn))
+          target, rev: w.rev, body: try change.winnerBody(in: txn))
       }
     } else {
       prepared = Prepared(target: target, state: nil)
