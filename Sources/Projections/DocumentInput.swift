@@ -54,9 +54,10 @@ public struct DocumentInput: Sendable, Hashable {
     full = value
     deleted = false
     var body = JSONObject()
+    body.members.reserveCapacity(object.members.count)
     for member in object.members {
       let key = member.key
-      guard key.hasPrefix("_"), !Self.keptSpecialFields.contains(key) else {
+      guard key.utf8.first == UInt8(ascii: "_"), !Self.keptSpecialFields.contains(key) else {
         body.members.append(member)
         continue
       }
@@ -128,7 +129,7 @@ public struct DocumentInput: Sendable, Hashable {
           throw StoreError.invalidDocument("Bad special document member: _deleted")
         }
       case "_revisions":
-        _ = try revisions(member.value)
+        try checkRevisions(member.value)
       case "_attachments", "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       default:
@@ -142,15 +143,7 @@ public struct DocumentInput: Sendable, Hashable {
   static func revisions(_ value: JSONValue, parsing: Bool = false) throws(StoreError)
     -> GivenRevisions
   {
-    guard let o = value.objectValue else {
-      throw StoreError.invalidDocument("Bad special document member: _revisions")
-    }
-    guard let start = o["start"]?.numberValue?.int64Value else {
-      throw StoreError.invalidDocument("_revisions.start isn't an integer.")
-    }
-    guard let ids = o["ids"]?.arrayValue else {
-      throw StoreError.invalidDocument("_revisions.ids isn't a array.")
-    }
+    let (start, ids) = try revisionsMembers(value)
     var strings: [String] = []
     strings.reserveCapacity(ids.count)
     var hashes: [RevHash]? = nil
@@ -161,17 +154,44 @@ public struct DocumentInput: Sendable, Hashable {
     for id in ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
       let hash = hashes == nil ? nil : try? RevHash(s)
-      // `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number (a hash of
-      // 32 characters is a digest exactly when they are all hex).
-      if s.utf8.count == 32,
-        !(hash?.isDigest ?? s.utf8.allSatisfy({ Hex.value($0) != nil }))
-      {
-        throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
-      }
+      try checkRevisionID(s, isDigest: hash?.isDigest)
       if let hash { hashes?.append(hash) } else { hashes = nil }
       strings.append(s)
     }
     return GivenRevisions(start: Int(clamping: start), ids: strings, hashes: hashes)
+  }
+
+  /// The checks of ``revisions(_:parsing:)``, without keeping anything (``checkShape(_:)``).
+  static func checkRevisions(_ value: JSONValue) throws(StoreError) {
+    for id in try revisionsMembers(value).ids {
+      guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
+      try checkRevisionID(s, isDigest: nil)
+    }
+  }
+
+  /// `_revisions`' `start` and `ids`, checked as `couch_doc:transfer_fields/3` checks them.
+  private static func revisionsMembers(_ value: JSONValue) throws(StoreError) -> (
+    start: Int64, ids: [JSONValue]
+  ) {
+    guard let o = value.objectValue else {
+      throw StoreError.invalidDocument("Bad special document member: _revisions")
+    }
+    guard let start = o["start"]?.numberValue?.int64Value else {
+      throw StoreError.invalidDocument("_revisions.start isn't an integer.")
+    }
+    guard let ids = o["ids"]?.arrayValue else {
+      throw StoreError.invalidDocument("_revisions.ids isn't a array.")
+    }
+    return (start, ids)
+  }
+
+  /// `couch_doc:parse_revid/1` reads a 32-character id as a hexadecimal number. `isDigest`,
+  /// when the id was parsed as a hash already, says whether it is one (a hash of 32 characters
+  /// is a digest exactly when they are all hex).
+  private static func checkRevisionID(_ s: String, isDigest: Bool?) throws(StoreError) {
+    if s.utf8.count == 32, !(isDigest ?? s.utf8.allSatisfy({ Hex.value($0) != nil })) {
+      throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
+    }
   }
 
   /// Parses a document's JSON bytes: `too_large` past ``maxBytes``, `bad_request` for text

@@ -377,19 +377,21 @@ extension DocumentStore {
     return BulkPrepared(
       newEdits: newEdits,
       documents: Lookahead(count: docs.count, helper: docs.count >= Self.bulkHelperThreshold) {
-        [self] i in
-        Result { () throws(BulkFailure) -> DocumentInput in
-          do { return try DocumentInput(docs[i]) } catch {
-            // The id as given, when the document has one, for its error row.
-            throw BulkFailure(
-              id: docs[i].objectValue?["_id"]?.stringValue ?? "", error: StoreError.from(error))
-          }
-        }.map { (input: DocumentInput) -> PreparedWrite in
-          let id = input.id ?? (newEdits ? Self.newID() : "")
-          return newEdits
-            ? prepareEdit(input, id: id, rev: input.rev, origin: origin, user: user)
-            : prepareReplicated(input, id: id, origin: origin, user: user)
+        [self] i -> Result<PreparedWrite, BulkFailure> in
+        let input: DocumentInput
+        do {
+          input = try DocumentInput(docs[i])
+        } catch {
+          // The id as given, when the document has one, for its error row.
+          return .failure(
+            BulkFailure(
+              id: docs[i].objectValue?["_id"]?.stringValue ?? "", error: StoreError.from(error)))
         }
+        let id = input.id ?? (newEdits ? Self.newID() : "")
+        return .success(
+          newEdits
+            ? prepareEdit(input, id: id, rev: input.rev, origin: origin, user: user)
+            : prepareReplicated(input, id: id, origin: origin, user: user))
       })
   }
 }

@@ -28,13 +28,14 @@ extension RevisionTree {
   /// described above.
   @inline(__always)
   func leafPrecedes(_ a: Int32, _ b: Int32) -> Bool {
-    let x = nodes[Int(a)]
-    let y = nodes[Int(b)]
-    let xl = x.state == .available
-    let yl = y.state == .available
+    // Fields read in place: a node is not copied (its hash may hold an array).
+    let xl = nodes[Int(a)].state == .available
+    let yl = nodes[Int(b)].state == .available
     if xl != yl { return xl }
-    if x.pos != y.pos { return x.pos > y.pos }
-    let c = RevHash.compare(x.hash, y.hash)
+    let xp = nodes[Int(a)].pos
+    let yp = nodes[Int(b)].pos
+    if xp != yp { return xp > yp }
+    let c = RevHash.compare(nodes[Int(a)].hash, nodes[Int(b)].hash)
     if c != 0 { return c > 0 }
     return a != b && tiedLeafPrecedes(a, b)
   }
@@ -58,7 +59,7 @@ extension RevisionTree {
   func leafIndices() -> [Int32] {
     var out: [Int32] = []
     out.reserveCapacity(leafCount)
-    for (i, n) in nodes.enumerated() where n.isLive && n.isLeaf { out.append(Int32(i)) }
+    for i in nodes.indices where nodes[i].isLive && nodes[i].isLeaf { out.append(Int32(i)) }
     return out
   }
 
@@ -83,7 +84,7 @@ extension RevisionTree {
   /// ```
   public var winner: Revision? {
     var best: Int32 = -1
-    for (i, n) in nodes.enumerated() where n.isLive && n.isLeaf {
+    for i in nodes.indices where nodes[i].isLive && nodes[i].isLeaf {
       if best < 0 || leafPrecedes(Int32(i), best) { best = Int32(i) }
     }
     return best >= 0 ? revision(at: best) : nil
@@ -93,7 +94,9 @@ extension RevisionTree {
   /// counts as deleted, as in CouchDB). An empty tree is not deleted; it does not exist.
   public var isDeleted: Bool {
     guard !isEmpty else { return false }
-    for n in nodes where n.isLive && n.isLeaf && n.state == .available { return false }
+    for i in nodes.indices where nodes[i].isLeaf && nodes[i].state == .available {
+      return false
+    }
     return true
   }
 

@@ -147,16 +147,16 @@ extension RevisionTree {
 
   @inline(__always)
   func revision(at i: Int32) -> Revision {
-    let n = nodes[Int(i)]
+    let i = Int(i)
     let status: RevisionStatus
-    switch n.state {
+    switch nodes[i].state {
     case .available: status = .available
     case .deleted: status = .deleted
     default: status = .missing
     }
     return Revision(
-      rev: RevID(unchecked: n.pos, hash: n.hash), status: status,
-      body: status == .missing ? nil : n.body, isLeaf: n.isLeaf)
+      rev: RevID(unchecked: nodes[i].pos, hash: nodes[i].hash), status: status,
+      body: status == .missing ? nil : nodes[i].body, isLeaf: nodes[i].isLeaf)
   }
 
   /// The roots of the forest, in CouchDB's order (generation, then hash).
