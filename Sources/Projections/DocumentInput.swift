@@ -189,9 +189,15 @@ public struct DocumentInput: Sendable, Hashable {
   /// when the id was parsed as a hash already, says whether it is one (a hash of 32 characters
   /// is a digest exactly when they are all hex).
   private static func checkRevisionID(_ s: String, isDigest: Bool?) throws(StoreError) {
-    if s.utf8.count == 32, !(isDigest ?? s.utf8.allSatisfy({ Hex.value($0) != nil })) {
+    if s.utf8.count == 32, !(isDigest ?? allHex(s.utf8.span)) {
       throw StoreError.invalidDocument("RevId isn't a valid hexadecimal")
     }
+  }
+
+  /// Whether every byte is a hexadecimal digit (the bytes read where they lie).
+  private static func allHex(_ bytes: Span<UInt8>) -> Bool {
+    for i in bytes.indices where Hex.value(bytes[i]) == nil { return false }
+    return true
   }
 
   /// Parses a document's JSON bytes: `too_large` past ``maxBytes``, `bad_request` for text

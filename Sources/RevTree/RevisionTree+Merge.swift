@@ -129,6 +129,10 @@ extension RevisionTree {
     _ path: RevisionPath, deleted: Bool, body: BodyReference, revsLimit: Int
   ) throws(RevTreeError) -> MergeOutcome {
     guard revsLimit >= 1 else { throw .invalidRevsLimit(revsLimit) }
+    if nodes.isEmpty, let outcome = chain(path, deleted: deleted, body: body, revsLimit: revsLimit)
+    {
+      return outcome
+    }
     var entries: [PathEntry] = []
     entries.reserveCapacity(path.ids.count)
     for h in path.ids.reversed() {
@@ -138,6 +142,38 @@ extension RevisionTree {
     entries[entries.count - 1].body = body
     entries[entries.count - 1].valueClass = 1
     return mergeEntries(start: path.rootGeneration, entries, revsLimit: revsLimit)
+  }
+
+  /// The first revision path of a new document, when it needs no stemming and has no hash
+  /// twice: the tree is the path itself, a chain from its root to the leaf, as the general
+  /// merge would make it (``mergeEntries(start:_:revsLimit:)``: a new root, a created leaf, a
+  /// fixed point of stemming with `revsLimit`), without planning a merge or building the hash
+  /// index (built by the next merge that needs it). Nil otherwise.
+  mutating func chain(
+    _ path: RevisionPath, deleted: Bool, body: BodyReference, revsLimit: Int
+  ) -> MergeOutcome? {
+    let ids = path.ids
+    let n = ids.count
+    guard n > 0, n <= revsLimit, n <= 16 else { return nil }
+    for a in 0..<n {
+      for b in (a + 1)..<n where ids[a] == ids[b] { return nil }
+    }
+    let start = path.rootGeneration
+    nodes.reserveCapacity(n)
+    // `ids` is newest first; the chain is laid out root first, each node's child next to it.
+    for o in 0..<n {
+      let isLeaf = o == n - 1
+      nodes.append(
+        Node(
+          hash: ids[n - 1 - o], pos: start + o, parent: Int32(o) - 1,
+          firstChild: isLeaf ? -1 : Int32(o + 1), nextSibling: -1,
+          state: isLeaf ? (deleted ? .deleted : .available) : .missing, body: isLeaf ? body : 0))
+    }
+    roots = [0]
+    leafCount = 1
+    lookup = nil
+    stemmedLimit = revsLimit
+    return MergeOutcome(result: .newLeaf, updated: true, createdLeaf: true)
   }
 
   /// The merge pipeline shared by replicated writes and local edits.
