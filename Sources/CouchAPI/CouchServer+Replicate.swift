@@ -43,12 +43,13 @@ extension CouchServer {
     }
     let replicator = try Replicator.described(body, local: localEndpoint(request))
     let id = replicator.replicationID + (continuous ? "+continuous" : "")
-    let job = ReplicationJobs.Job(
+    var job = ReplicationJobs.Job(
       id: id, source: replicator.source.identity, target: replicator.target.identity,
       continuous: continuous, user: caller.user.name,
       status: ReplicationStatus(
         state: .starting,
         report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))))
+    job.checkpointInterval = replicator.options.checkpointInterval
     if let existing = replications.job(id), existing.user != caller.user.name {
       try requireServerAdmin(caller)
     }

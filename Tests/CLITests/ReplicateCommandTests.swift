@@ -100,7 +100,11 @@ import Testing
     let (server, base) = try ChildProcess.serve(remote.path)
     defer { server.kill() }
     let first = try startBackground(
-      cli, ["replicate", "wiki", base + "/wiki", "--batch-size", "100", "--json"])
+      cli,
+      [
+        "replicate", "wiki", base + "/wiki", "--batch-size", "100", "--checkpoint-interval", "0",
+        "--json",
+      ])
     // Killed once at least two checkpoints were written.
     #expect(
       first.waitFor(timeout: 60) { lines in

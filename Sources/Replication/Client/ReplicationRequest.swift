@@ -43,6 +43,10 @@ extension Replicator {
     if let size = body["worker_batch_size"]?.numberValue?.int64Value {
       options.batchSize = Int(max(1, min(size, 10_000)))
     }
+    if let interval = body["checkpoint_interval"]?.numberValue?.int64Value {
+      // Milliseconds, as CouchDB reads it; at most a day.
+      options.checkpointInterval = .milliseconds(max(0, min(interval, 86_400_000)))
+    }
     // CouchDB's `retries_per_request` (5 by default, waits of 0.25 s doubling): a one-shot
     // replication whose peer does not answer fails after about 8 s.
     options.retry.maximumRetries = 5

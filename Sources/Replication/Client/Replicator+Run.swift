@@ -25,6 +25,9 @@ extension Replicator {
     /// The checkpoint of the last batch written, being written to both sides while the next
     /// batch is written.
     var checkpointing: Task<Void, any Error>?
+    /// When the last checkpoint was begun (the run's start before the first): the next is due
+    /// ``ReplicationOptions/checkpointInterval`` later.
+    var lastCheckpoint = ContinuousClock.now
 
     var source: CouchEndpoint { replicator.source }
     var target: CouchEndpoint { replicator.target }
@@ -110,7 +113,10 @@ extension Replicator {
             let longpoll = options.continuous && caughtUp
             reading = Task { try await self.readBatch(since: since, longpoll: longpoll) }
           }
-          try await commit(batch, checkpointPath)
+          // The checkpoint is written when it is due, when the replication ends, and when a
+          // continuous one has caught up (it then waits for changes).
+          try await commit(
+            batch, checkpointPath, checkpoint: !more || (options.continuous && caughtUp))
           // Idle once what the source had is written and checkpointed (the next read waits
           // for changes).
           if options.continuous && caughtUp {
@@ -160,8 +166,9 @@ extension Replicator {
     }
 
     /// Writes a fetched batch to the target, makes it durable there, and checkpoints its seq
-    /// on both sides.
-    func commit(_ batch: Fetched, _ checkpointPath: String) async throws {
+    /// on both sides when `checkpoint` says so or the last checkpoint is older than
+    /// ``ReplicationOptions/checkpointInterval``.
+    func commit(_ batch: Fetched, _ checkpointPath: String, checkpoint: Bool) async throws {
       if !batch.docs.isEmpty {
         try await write(batch.docs)
         _ = try await retrying("POST _ensure_full_commit") {
@@ -170,10 +177,13 @@ extension Replicator {
             body: .object(JSONObject()))
         }
       }
+      report.endSeq = batch.lastSeq
+      guard checkpoint || ContinuousClock.now - lastCheckpoint >= options.checkpointInterval
+      else { return }
+      lastCheckpoint = ContinuousClock.now
       // The checkpoint before this one is written (a checkpoint document's revisions chain),
       // then this one is written while the next batch is.
       try await checkpointWritten()
-      report.endSeq = batch.lastSeq
       let log = replicator.checkpointDocument(
         sessionID: sessionID, startTime: startTime, report: report, previous: previousLog)
       let seq = batch.lastSeq

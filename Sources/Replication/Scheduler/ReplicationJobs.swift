@@ -42,6 +42,8 @@ public final class ReplicationJobs: Sendable {
     /// Whether a persistent job's replication runs now (CouchDB's job `pid`); transient jobs
     /// run while they exist.
     public var running = true
+    /// Its replication's ``ReplicationOptions/checkpointInterval`` (`_active_tasks` shows it).
+    public var checkpointInterval: Duration = .seconds(30)
 
     public var isPersistent: Bool { docID != nil }
 
@@ -63,6 +65,12 @@ public final class ReplicationJobs: Sendable {
       self.task = nil
     }
 
+  }
+
+  /// Whole milliseconds of `duration`.
+  static func milliseconds(_ duration: Duration) -> Int {
+    Int(
+      duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
   }
 
   /// History entries kept per job (CouchDB's `max_history`).
@@ -243,7 +251,7 @@ public final class ReplicationJobs: Sendable {
           "through_seq": report.endSeq,
           "started_on": .int(Int(job.startTime.timeIntervalSince1970)),
           "updated_on": .int(Int(job.updated.timeIntervalSince1970)),
-          "checkpoint_interval": .int(0),
+          "checkpoint_interval": .int(Self.milliseconds(job.checkpointInterval)),
         ])
         task["state"] = .string(Self.schedulerState(status.state))
         return .object(task)

@@ -420,6 +420,7 @@ public final class ReplicatorDocuments: Sendable {
     job.database = Self.databaseName
     job.docID = id
     job.running = false
+    job.checkpointInterval = replicator.options.checkpointInterval
     guard jobs.add(job) else {
       updateEntry(id) { entry in
         entry.state = .error

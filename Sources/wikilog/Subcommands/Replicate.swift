@@ -20,9 +20,9 @@ struct Replicate: AsyncParsableCommand {
       SOURCE and TARGET are each a database of the data directory (--db; opened in this \
       process) or a URL http(s)://[user:password@]host[:port]/db of wikilog, CouchDB or any \
       server speaking CouchDB's replication protocol. Every revision the target lacks is copied \
-      with its history, conflicts and deletions included; checkpoints on both sides let the \
-      next run (or a run interrupted by a crash) start where the last one ended. Drafts and \
-      _local documents never leave.
+      with its history, conflicts and deletions included; checkpoints on both sides (every \
+      --checkpoint-interval seconds, and at the end) let the next run, or a run interrupted \
+      by a crash, start from the last one. Drafts and _local documents never leave.
 
       Credentials for URLs without a user: --user NAME with the password from a prompt or \
       --password-stdin, or --token (a JWT goes as Bearer, anything else as a wikilog API \
@@ -95,7 +95,14 @@ struct Replicate: AsyncParsableCommand {
   var since: String?
 
   @Option(name: .customLong("batch-size"), help: "Changes per batch.")
-  var batchSize = 500
+  var batchSize = 2_000
+
+  @Option(
+    name: .customLong("checkpoint-interval"),
+    help: ArgumentHelp(
+      "Seconds between checkpoints while batches are written (one is always written at the end; 0: after every batch).",
+      valueName: "seconds"))
+  var checkpointInterval = 30.0
 
   @Option(help: "Retries of a failed request before a one-shot replication gives up.")
   var retries = 10
@@ -115,6 +122,9 @@ struct Replicate: AsyncParsableCommand {
     if filters > 1 { throw ValidationError("use one of --doc-ids, --selector and --wiki") }
     if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     if retries < 0 { throw ValidationError("--retries must not be negative") }
+    if !(checkpointInterval >= 0 && checkpointInterval <= 86_400) {
+      throw ValidationError("--checkpoint-interval must be between 0 and 86400 seconds")
+    }
     if token != nil && user != nil { throw ValidationError("use --user or --token, not both") }
     if passwordStdin && user == nil { throw ValidationError("--password-stdin needs --user") }
   }
@@ -126,6 +136,7 @@ struct Replicate: AsyncParsableCommand {
     options.continuous = continuous
     options.createTarget = createTarget
     options.batchSize = batchSize
+    options.checkpointInterval = .milliseconds(Int64((checkpointInterval * 1000).rounded()))
     options.retry.maximumRetries = retries
     if let docIDs {
       options.docIDs = try Self.ids(docIDs)
