@@ -312,7 +312,12 @@ public struct ProjectionStorage: Sendable {
   let entries: [(name: String, database: Database)]
 
   public subscript(name: String) -> Database {
-    for entry in entries where entry.name == name { return entry.database }
+    // The lengths first: for small strings they are in the string's own bits, and most names
+    // differ in length, so few comparisons reach the out-of-line `==`.
+    let count = name.utf8.count
+    for entry in entries where entry.name.utf8.count == count && entry.name == name {
+      return entry.database
+    }
     preconditionFailure("projection database '\(name)' was not declared")
   }
 
