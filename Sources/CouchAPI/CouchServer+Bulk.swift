@@ -9,6 +9,45 @@ import Replication
 import RevTree
 
 extension CouchServer {
+  /// CouchDB's checks of every document of a `_bulk_docs` request before any is written: a
+  /// document whose special members are malformed fails the whole request
+  /// (``DocumentInput/checkShape(_:)``), and so does a replicated one with neither `_rev` nor
+  /// `_revisions` (`validate_revs`). The first failing document's error is thrown, as a loop in
+  /// order would throw it.
+  ///
+  /// A large request is checked in two halves at once: the checks read every document's
+  /// special members, strings the parser left out of the cache, and until the write begins the
+  /// second core has nothing else to do for this request.
+  static func checkShapes(_ docs: [JSONValue], newEdits: Bool) async throws {
+    @Sendable func check(_ range: Range<Int>) -> (any Error)? {
+      for i in range {
+        do {
+          try DocumentInput.checkShape(docs[i])
+        } catch {
+          return error
+        }
+        if !newEdits, let object = docs[i].objectValue, object["_rev"] == nil,
+          object["_revisions"] == nil
+        {
+          return CouchError.badRequest(replicatedWithoutRev)
+        }
+      }
+      return nil
+    }
+    guard docs.count >= shapeCheckHalves else {
+      if let error = check(0..<docs.count) { throw error }
+      return
+    }
+    let middle = docs.count / 2
+    async let first = check(0..<middle)
+    let second = check(middle..<docs.count)
+    if let error = await first { throw error }
+    if let error = second { throw error }
+  }
+
+  /// Requests with at least this many documents have their shapes checked in two halves.
+  static let shapeCheckHalves = 256
+
   /// `POST /{db}/_bulk_docs` with `{"docs": [...], "new_edits": bool}`.
   ///
   /// With `new_edits` (the default) the answer lists every document's result; with
@@ -47,16 +86,7 @@ extension CouchServer {
     if newEdits, body["all_or_nothing"] == .bool(true) {
       return try allOrNothingRefused(docs)
     }
-    // As CouchDB, a document whose special members are malformed fails the whole request, and
-    // so does a replicated one with neither `_rev` nor `_revisions` (`validate_revs`).
-    for doc in docs {
-      try DocumentInput.checkShape(doc)
-      if !newEdits, let object = doc.objectValue, object["_rev"] == nil,
-        object["_revisions"] == nil
-      {
-        throw CouchError.badRequest(Self.replicatedWithoutRev)
-      }
-    }
+    try await Self.checkShapes(docs, newEdits: newEdits)
     if access.name == ReplicatorDocuments.databaseName {
       // `_replicator`: each document gets its owner, and one that belongs to another user
       // fails the whole request, as CouchDB's `before_doc_update` does in `fabric_doc_update`.

@@ -76,6 +76,45 @@ import Wiki
   }
 
   @Test(
+    "_bulk_docs: a large request's shapes are checked in two halves, and the first malformed document's error is the answer"
+  )
+  func largeRequestShapeChecks() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/db")
+      let count = 603  // past the size checked in halves (256)
+      func body(_ bad: [Int: String], newEdits: Bool = true) -> String {
+        let docs = (0..<count).map { i in
+          bad[i] ?? #"{"_id":"d\#(i)","_rev":"1-abc","v":\#(i)}"#
+        }
+        return #"{"new_edits":\#(newEdits),"docs":[\#(docs.joined(separator: ","))]}"#
+      }
+      let badRev = #"{"_id":"x","_rev":"x"}"#
+      let badMember = #"{"_id":"y","_bogus":1}"#
+      // One bad document in either half, or one in each: the earlier one's error.
+      for (bad, reason) in [
+        ([count - 1: badRev], "Invalid rev format"),
+        ([1: badMember], "Bad special document member: _bogus"),
+        ([2: badRev, count - 2: badMember], "Invalid rev format"),
+        ([count / 2 - 1: badMember, count / 2 + 1: badRev], "Bad special document member: _bogus"),
+      ] {
+        for newEdits in [true, false] {
+          let r = try await client.call(.post, "/db/_bulk_docs", body(bad, newEdits: newEdits))
+          #expect(r.code == 400 && r["reason"]?.stringValue == reason, "\(r.text)")
+        }
+      }
+      // A replicated document without `_rev` or `_revisions` in the second half.
+      let r = try await client.call(
+        .post, "/db/_bulk_docs", body([count - 3: #"{"_id":"z"}"#], newEdits: false))
+      #expect(r.code == 400, "\(r.text)")
+      // Nothing of those requests was written; a well-formed one writes every document.
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == 0)
+      let ok = try await client.call(.post, "/db/_bulk_docs", body([:], newEdits: false))
+      #expect(ok.code == 201, "\(ok.text)")
+      #expect(try await client.call(.get, "/db")["doc_count"]?.int == count)
+    }
+  }
+
+  @Test(
     "_design_docs, _local_docs and /queries answer as CouchDB's chttpd_db tests expect: their own documents, keys of their namespace, offsets"
   )
   func designAndLocalDocs() async throws {
