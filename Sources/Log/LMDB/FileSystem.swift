@@ -17,6 +17,52 @@ public enum FileSystem {
     return Int64(info.f_bavail) * Int64(info.f_frsize)
   }
 
+  /// Everything left to read from file descriptor `fd` (standard input, say), read straight
+  /// into arrays: a file redirected to standard input is read into one array of its size; a
+  /// pipe's bytes come in chunks that double. Throws ``ReadError/tooLarge`` past `limit` bytes
+  /// (nothing more is read then), ``ReadError/failed(_:)`` when `read` fails.
+  public static func readAll(_ fd: Int32, limit: Int) throws(ReadError) -> [UInt8] {
+    var info = stat()
+    var chunk = 1 << 16
+    if unsafe fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 {
+      // One byte more than the file, so that its end is read in the same chunk.
+      chunk = Int(clamping: info.st_size) + 1
+    }
+    var bytes: [UInt8] = []
+    while true {
+      let size = max(1, min(chunk, limit + 1 - bytes.count))
+      var ended = false
+      var failed = false
+      let part = unsafe [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        count = 0
+        while count < buffer.count {
+          let n = unsafe read(
+            fd, buffer.baseAddress.unsafelyUnwrapped + count, buffer.count - count)
+          if n < 0 && errno == EINTR { continue }
+          if n < 0 { failed = true }
+          if n <= 0 {
+            ended = true
+            break
+          }
+          count += n
+        }
+      }
+      if failed { throw .failed(unsafe String(cString: strerror(errno))) }
+      if bytes.isEmpty { bytes = part } else { bytes.append(contentsOf: part) }
+      if bytes.count > limit { throw .tooLarge }
+      if ended { return bytes }
+      chunk = max(chunk, bytes.count)
+    }
+  }
+
+  /// Why ``readAll(_:limit:)`` stopped.
+  public enum ReadError: Error {
+    /// More bytes than it was allowed to read.
+    case tooLarge
+    /// `read` failed, for this reason.
+    case failed(String)
+  }
+
   /// Whether the file system holding `path` is mounted read-only.
   public static func isReadOnly(_ path: String) -> Bool {
     var info = statvfs()

@@ -19,16 +19,15 @@ enum Input {
   static func read(_ argument: String? = nil, limit: Int? = defaultLimit) throws -> [UInt8] {
     if let argument, argument != "-" { return Array(argument.utf8) }
     guard let limit else { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-    var bytes: [UInt8] = []
-    while true {
-      let chunk = FileHandle.standardInput.readData(ofLength: 1 << 20)
-      if chunk.isEmpty { return bytes }
-      bytes.append(contentsOf: chunk)
-      if bytes.count > limit {
-        throw CLIError(
-          "standard input is larger than \(limit >> 20) MiB, the most a command reads; nothing was written"
-        )
-      }
+    // Read straight into one array (appending `Data` chunk by chunk walked them byte by byte).
+    do {
+      return try FileSystem.readAll(STDIN_FILENO, limit: limit)
+    } catch .tooLarge {
+      throw CLIError(
+        "standard input is larger than \(limit >> 20) MiB, the most a command reads; nothing was written"
+      )
+    } catch .failed(let reason) {
+      throw CLIError("standard input could not be read: \(reason)")
     }
   }
 
