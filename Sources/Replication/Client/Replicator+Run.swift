@@ -28,6 +28,8 @@ extension Replicator {
     /// When the last checkpoint was begun (the run's start before the first): the next is due
     /// ``ReplicationOptions/checkpointInterval`` later.
     var lastCheckpoint = ContinuousClock.now
+    /// The seq of the last batch written when its checkpoint was not due yet.
+    var owed: JSONValue?
 
     var source: CouchEndpoint { replicator.source }
     var target: CouchEndpoint { replicator.target }
@@ -96,6 +98,9 @@ extension Replicator {
             current.cancel()
           }
           if batch.isEmpty {
+            // The batches written before it are checkpointed now if they were not (a source
+            // whose `pending` overstated what was left, a filter that passed over the rest).
+            try await checkpointOwed(checkpointPath)
             if !options.continuous { break }
             try await checkpointWritten()
             setState(.idle)
@@ -179,14 +184,29 @@ extension Replicator {
       }
       report.endSeq = batch.lastSeq
       guard checkpoint || ContinuousClock.now - lastCheckpoint >= options.checkpointInterval
-      else { return }
+      else {
+        owed = batch.lastSeq
+        return
+      }
+      try await startCheckpoint(at: batch.lastSeq, checkpointPath)
+    }
+
+    /// Checkpoints the last batch written if its checkpoint was not due then (``owed``): when
+    /// the run ends or a continuous one waits for changes after an empty batch.
+    func checkpointOwed(_ checkpointPath: String) async throws {
+      guard let seq = owed else { return }
+      try await startCheckpoint(at: seq, checkpointPath)
+    }
+
+    /// Starts writing the checkpoint of the batches written through `seq` to both sides, once
+    /// the one before it is written (a checkpoint document's revisions chain); it is written
+    /// while the next batch is.
+    func startCheckpoint(at seq: JSONValue, _ checkpointPath: String) async throws {
+      owed = nil
       lastCheckpoint = ContinuousClock.now
-      // The checkpoint before this one is written (a checkpoint document's revisions chain),
-      // then this one is written while the next batch is.
       try await checkpointWritten()
       let log = replicator.checkpointDocument(
         sessionID: sessionID, startTime: startTime, report: report, previous: previousLog)
-      let seq = batch.lastSeq
       checkpointing = Task {
         try await self.writeCheckpoints(checkpointPath, log)
         self.status.checkpointedSeq = seq
