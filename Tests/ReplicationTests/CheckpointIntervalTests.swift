@@ -53,16 +53,8 @@ import Testing
     let source = try a.data.create("src")
     let target = try b.data.create("dst")
     for i in 0..<25 { try source.put(#"{"n":\#(i)}"#, id: "d\(i)", actor: "alice") }
-    let appA = buildApplication(
-      dataDirectory: a.data,
-      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-      logger: quietLogger)
-    let appB = buildApplication(
-      dataDirectory: b.data,
-      configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-      logger: quietLogger)
-    try await appA.test(.live) { clientA in
-      try await appB.test(.live) { clientB in
+    try await ReplicationRobustnessTests.live(a).test(.live) { clientA in
+      try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
         let plain = HTTPClientTransport(baseURL: "http://127.0.0.1:\(try #require(clientA.port))")
         let src = CouchEndpoint(
           transport: OverstatedPending(inner: plain), database: "src", identity: "a/src")
