@@ -97,7 +97,7 @@ public protocol DocumentChangeProjection: Projection {
 
 /// A change projection's ``DocumentChangeProjection/prepare(_:rev:body:)`` and
 /// ``DocumentChangeProjection/apply(_:share:to:in:)`` with the share boxed, as the store runs
-/// them (``DocumentChangeProjection/_erasedEntries()``).
+/// them (`DocumentChangeProjection._erasedEntries()`).
 public struct ErasedChangeEntries: Sendable {
   @usableFromInline let prepare: PrepareShare
   @usableFromInline let apply:
