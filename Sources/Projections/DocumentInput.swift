@@ -20,15 +20,13 @@ public struct DocumentInput: Sendable, Hashable {
   public var full: JSONValue
   /// `_attachments`, in its order; nil when the document has none (an empty object included).
   public var attachments: [AttachmentInput]?
-  /// `_revisions` as given (start and ids), before it is made a ``RevisionPath``: a local
-  /// document's `{"start":0,"ids":["1"]}` is no path (``LocalDocumentInput``).
+  /// A `_local` document's `_revisions` as given (start and ids): `{"start":0,"ids":["1"]}` is
+  /// no path (``LocalDocumentInput``). Any other document's is read into ``revisions``.
   var givenRevisions: GivenRevisions?
 
   struct GivenRevisions: Sendable, Hashable {
     var start: Int
     var ids: [String]
-    /// The ids parsed as revision hashes, when every one of them is one (read once, here).
-    var hashes: [RevHash]? = nil
   }
 
   /// The largest accepted document, like CouchDB's default `max_document_size` (8 MB).
@@ -53,6 +51,9 @@ public struct DocumentInput: Sendable, Hashable {
     }
     full = value
     deleted = false
+    // `_revisions`' ids read as revision hashes (or why one is none), made a path after every
+    // member is checked.
+    var path: (start: Int, hashes: Result<[RevHash], RevTreeError>)? = nil
     var body = JSONObject()
     body.members.reserveCapacity(object.members.count)
     for member in object.members {
@@ -78,7 +79,11 @@ public struct DocumentInput: Sendable, Hashable {
         }
         deleted = b
       case "_revisions":
-        givenRevisions = try Self.revisions(member.value, parsing: !local)
+        if local {
+          givenRevisions = try Self.revisions(member.value)
+        } else {
+          path = try Self.revisionHashes(member.value)
+        }
       case "_conflicts", "_deleted_conflicts", "_revs_info", "_local_seq":
         continue
       case "_attachments":
@@ -89,11 +94,9 @@ public struct DocumentInput: Sendable, Hashable {
       }
     }
     self.body = body
-    if let given = givenRevisions, !local {
+    if let path {
       do {
-        revisions =
-          try given.hashes.map { try RevisionPath(start: given.start, ids: $0) }
-          ?? RevisionPath(start: given.start, ids: given.ids)
+        revisions = try RevisionPath(start: path.start, ids: path.hashes.get())
       } catch {
         throw StoreError.badRequest("invalid _revisions: \(error)")
       }
@@ -138,30 +141,48 @@ public struct DocumentInput: Sendable, Hashable {
     }
   }
 
-  /// `_revisions` read as `couch_doc:transfer_fields/3` reads it; with `parsing`, its ids
-  /// parsed as revision hashes too (``GivenRevisions/hashes``) when they all are.
-  static func revisions(_ value: JSONValue, parsing: Bool = false) throws(StoreError)
-    -> GivenRevisions
-  {
+  /// `_revisions` read as `couch_doc:transfer_fields/3` reads it, its ids kept as given (a
+  /// `_local` document's).
+  static func revisions(_ value: JSONValue) throws(StoreError) -> GivenRevisions {
     let (start, ids) = try revisionsMembers(value)
     var strings: [String] = []
     strings.reserveCapacity(ids.count)
-    var hashes: [RevHash]? = nil
-    if parsing {
-      hashes = Array()
-      hashes?.reserveCapacity(ids.count)
-    }
     for id in ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
-      let hash = hashes == nil ? nil : try? RevHash(s)
-      try checkRevisionID(s, isDigest: hash?.isDigest)
-      if let hash { hashes?.append(hash) } else { hashes = nil }
+      try checkRevisionID(s, isDigest: nil)
       strings.append(s)
     }
-    return GivenRevisions(start: Int(clamping: start), ids: strings, hashes: hashes)
+    return GivenRevisions(start: Int(clamping: start), ids: strings)
   }
 
-  /// The checks of ``revisions(_:parsing:)``, without keeping anything (``checkShape(_:)``).
+  /// `_revisions` checked as ``revisions(_:)`` checks it, its ids read once, as revision
+  /// hashes: the hashes, or why the first that is none is not (the error
+  /// `RevisionPath(start:ids:)` gives for strings, thrown once every member is checked).
+  static func revisionHashes(_ value: JSONValue) throws(StoreError) -> (
+    start: Int, hashes: Result<[RevHash], RevTreeError>
+  ) {
+    let (start, ids) = try revisionsMembers(value)
+    var hashes: [RevHash] = []
+    hashes.reserveCapacity(ids.count)
+    var invalid: RevTreeError? = nil
+    for id in ids {
+      guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
+      var isDigest: Bool? = nil
+      if invalid == nil {
+        do {
+          let hash = try RevHash(s)
+          hashes.append(hash)
+          isDigest = hash.isDigest
+        } catch {
+          invalid = .invalidRevision(error)
+        }
+      }
+      try checkRevisionID(s, isDigest: isDigest)
+    }
+    return (Int(clamping: start), invalid.map { .failure($0) } ?? .success(hashes))
+  }
+
+  /// The checks of ``revisions(_:)``, without keeping anything (``checkShape(_:)``).
   static func checkRevisions(_ value: JSONValue) throws(StoreError) {
     for id in try revisionsMembers(value).ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }

@@ -49,7 +49,8 @@ public struct Replicator: Sendable {
   public let source: CouchEndpoint
   public let target: CouchEndpoint
   public var options: ReplicationOptions
-  /// Changes per batch (``ReplicationOptions/batchSize``: 2,000; CouchDB's workers use 500, PouchDB 100).
+  /// Changes per batch (``ReplicationOptions/batchSize``: 2,000; CouchDB's workers read 500,
+  /// PouchDB 100).
   public var batchSize: Int {
     get { options.batchSize }
     set { options.batchSize = max(1, newValue) }

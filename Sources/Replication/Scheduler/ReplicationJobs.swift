@@ -67,12 +67,6 @@ public final class ReplicationJobs: Sendable {
 
   }
 
-  /// Whole milliseconds of `duration`.
-  static func milliseconds(_ duration: Duration) -> Int {
-    Int(
-      duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
-  }
-
   /// History entries kept per job (CouchDB's `max_history`).
   let maxHistory: Int
   /// How long a job must run without crashing for its crashes to stop counting (CouchDB's
@@ -251,7 +245,7 @@ public final class ReplicationJobs: Sendable {
           "through_seq": report.endSeq,
           "started_on": .int(Int(job.startTime.timeIntervalSince1970)),
           "updated_on": .int(Int(job.updated.timeIntervalSince1970)),
-          "checkpoint_interval": .int(Self.milliseconds(job.checkpointInterval)),
+          "checkpoint_interval": .int(Int(Replicator.Run.milliseconds(job.checkpointInterval))),
         ])
         task["state"] = .string(Self.schedulerState(status.state))
         return .object(task)

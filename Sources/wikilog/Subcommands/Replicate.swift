@@ -95,14 +95,14 @@ struct Replicate: AsyncParsableCommand {
   var since: String?
 
   @Option(name: .customLong("batch-size"), help: "Changes per batch.")
-  var batchSize = 2_000
+  var batchSize = ReplicationOptions().batchSize
 
   @Option(
     name: .customLong("checkpoint-interval"),
     help: ArgumentHelp(
       "Seconds between checkpoints while batches are written (one is always written at the end; 0: after every batch).",
       valueName: "seconds"))
-  var checkpointInterval = 30.0
+  var checkpointInterval = ReplicationOptions().checkpointInterval / .seconds(1)
 
   @Option(help: "Retries of a failed request before a one-shot replication gives up.")
   var retries = 10
@@ -136,7 +136,7 @@ struct Replicate: AsyncParsableCommand {
     options.continuous = continuous
     options.createTarget = createTarget
     options.batchSize = batchSize
-    options.checkpointInterval = .milliseconds(Int64((checkpointInterval * 1000).rounded()))
+    options.checkpointInterval = .seconds(checkpointInterval)
     options.retry.maximumRetries = retries
     if let docIDs {
       options.docIDs = try Self.ids(docIDs)
