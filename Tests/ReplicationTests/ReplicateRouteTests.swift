@@ -93,7 +93,7 @@ import Testing
         let cancel = try await clientA.call(
           .post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#)
         #expect(cancel.code == 200 && cancel["_local_id"] == .string(id))
-        #expect(try await clientA.call(.get, "/_active_tasks").json == .array([]))
+        #expect(replication(try await clientA.call(.get, "/_active_tasks")) == nil)
         #expect(
           try await clientA.call(
             .post, "/_replicate", #"{"replication_id":"\#(id)","cancel":true}"#

@@ -1,3 +1,4 @@
+import Formats
 import JSON
 import RevTree
 import TestSupport
@@ -18,6 +19,37 @@ import Testing
     let r = try RevID("1-967A00DFF5E02ADD41819138ABB3284D")
     #expect(r == (try RevID("1-967a00dff5e02add41819138abb3284d")))
     #expect(r.description == "1-967a00dff5e02add41819138abb3284d")
+  }
+
+  @Test("32 characters are a digest exactly when every one is a hex digit, in any position")
+  func digestBoundaries() throws {
+    let base = Array("0123456789abcdefABCDEF0123456789".utf8)
+    // The bytes around each range of hex digits, and the digits at its ends.
+    let probes: [UInt8] = Array("/0 9:@AFG`afg~._-".utf8) + [0x80, 0xFF]
+    for position in 0..<32 {
+      for probe in probes {
+        var bytes = base
+        bytes[position] = probe
+        let text = String(decoding: bytes, as: UTF8.self)
+        let isHex = Hex.value(probe) != nil
+        let allowed = isHex || "Gg~._-".utf8.contains(probe)
+        let fromString = try? RevHash(text)
+        let fromBytes = try? RevHash(utf8: ArraySlice(bytes))
+        #expect(fromString == fromBytes)
+        if !allowed {
+          #expect(fromBytes == nil)
+          continue
+        }
+        let hash = try #require(fromBytes)
+        #expect(hash.isDigest == isHex)
+        if isHex {
+          #expect(hash.bytes == Hex.decode(text))
+          #expect(hash.description == text.lowercased())
+        } else {
+          #expect(hash.description == text)
+        }
+      }
+    }
   }
 
   @Test("other signatures are kept as text")

@@ -170,18 +170,11 @@ extension Replicator {
       return Fetched(docs: try await fetch(results), lastSeq: lastSeq, pending: pending)
     }
 
-    /// Writes a fetched batch to the target, makes it durable there, and checkpoints its seq
-    /// on both sides when `checkpoint` says so or the last checkpoint is older than
-    /// ``ReplicationOptions/checkpointInterval``.
+    /// Writes a fetched batch to the target and checkpoints its seq on both sides (after
+    /// making the target durable) when `checkpoint` says so or the last checkpoint is older
+    /// than ``ReplicationOptions/checkpointInterval``.
     func commit(_ batch: Fetched, _ checkpointPath: String, checkpoint: Bool) async throws {
-      if !batch.docs.isEmpty {
-        try await write(batch.docs)
-        _ = try await retrying("POST _ensure_full_commit") {
-          try await self.request(
-            self.target, "POST", self.target.path("/_ensure_full_commit"),
-            body: .object(JSONObject()))
-        }
-      }
+      if !batch.docs.isEmpty { try await write(batch.docs) }
       report.endSeq = batch.lastSeq
       guard checkpoint || ContinuousClock.now - lastCheckpoint >= options.checkpointInterval
       else {
@@ -473,7 +466,15 @@ extension Replicator {
       return (value, value["_rev"]?.stringValue)
     }
 
+    /// Makes what was written durable on the target (`_ensure_full_commit`, as CouchDB's
+    /// replicator does before each checkpoint rather than after each batch), then writes the
+    /// checkpoint to both sides.
     func writeCheckpoints(_ path: String, _ log: JSONObject) async throws {
+      _ = try await retrying("POST _ensure_full_commit") {
+        try await self.request(
+          self.target, "POST", self.target.path("/_ensure_full_commit"),
+          body: .object(JSONObject()))
+      }
       sourceRev = try await writeCheckpoint(source, path, log, rev: sourceRev)
       targetRev = try await writeCheckpoint(target, path, log, rev: targetRev)
     }

@@ -25,7 +25,8 @@ import RevTree
 ///    `_bulk_get` is asked per document with `open_revs`) and write them to the target with
 ///    `_bulk_docs` and `new_edits: false` (in batches of at most 8 MB; a batch the target
 ///    refuses as a whole is written one document at a time),
-/// 6. `_ensure_full_commit` on the target, then write the checkpoint to both sides;
+/// 6. when a checkpoint is due (``ReplicationOptions/checkpointInterval``, and at the end),
+///    `_ensure_full_commit` on the target, then write the checkpoint to both sides;
 ///    repeat until the feed is exhausted (one-shot) or the task is cancelled (continuous).
 ///
 /// Sequences are opaque JSON (CouchDB 3's are strings), passed back as they came. A revision
