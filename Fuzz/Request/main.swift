@@ -30,7 +30,9 @@ let contentTypes = [
 ]
 
 final class Fixture: @unchecked Sendable {
-  let server: CouchServer
+  /// The server's one pipeline, as a request from a socket meets it (its middlewares render
+  /// errors as CouchDB's `{"error","reason"}`).
+  let pipeline: CouchPipeline
   let context: CouchRequestContext
   /// Kept, so that the leak checker does not take the channel (and its pipeline, which refer
   /// to each other) for a leak of the first input.
@@ -45,7 +47,7 @@ final class Fixture: @unchecked Sendable {
     let data = DataDirectory.wiki(path: path, options: options)
     _ = try? data.create("db")
     let quiet = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
-    server = CouchServer(dataDirectory: data, logger: quiet)
+    pipeline = CouchPipeline(couch: CouchServer(dataDirectory: data, logger: quiet))
     context = CouchRequestContext(
       source: ApplicationRequestContextSource(channel: channel, logger: quiet))
   }
@@ -84,7 +86,7 @@ public func fuzzRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
   let request = Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body)))
   let done = DispatchSemaphore(value: 0)
   let task = Task {
-    if let response = try? await fixture.server.respond(to: request, context: fixture.context) {
+    if let response = try? await fixture.pipeline.respond(to: request, context: fixture.context) {
       _ = try? await response.body.write(Drain())
     }
     done.signal()
