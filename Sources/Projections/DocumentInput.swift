@@ -144,15 +144,9 @@ public struct DocumentInput: Sendable, Hashable {
   /// `_revisions` read as `couch_doc:transfer_fields/3` reads it, its ids kept as given (a
   /// `_local` document's).
   static func revisions(_ value: JSONValue) throws(StoreError) -> GivenRevisions {
-    let (start, ids) = try revisionsMembers(value)
-    var strings: [String] = []
-    strings.reserveCapacity(ids.count)
-    for id in ids {
-      guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
-      try checkRevisionID(s, isDigest: nil)
-      strings.append(s)
-    }
-    return GivenRevisions(start: Int(clamping: start), ids: strings)
+    let (start, ids) = try checkRevisions(value)
+    // Every id is a string (checked).
+    return GivenRevisions(start: Int(clamping: start), ids: ids.compactMap(\.stringValue))
   }
 
   /// `_revisions` checked as ``revisions(_:)`` checks it, its ids read once, as revision
@@ -182,12 +176,18 @@ public struct DocumentInput: Sendable, Hashable {
     return (Int(clamping: start), invalid.map { .failure($0) } ?? .success(hashes))
   }
 
-  /// The checks of ``revisions(_:)``, without keeping anything (``checkShape(_:)``).
-  static func checkRevisions(_ value: JSONValue) throws(StoreError) {
-    for id in try revisionsMembers(value).ids {
+  /// `_revisions` checked as ``revisions(_:)`` reads it (``checkShape(_:)`` keeps nothing of
+  /// it): its `start` and `ids`, every id a string and valid.
+  @discardableResult
+  static func checkRevisions(_ value: JSONValue) throws(StoreError) -> (
+    start: Int64, ids: [JSONValue]
+  ) {
+    let members = try revisionsMembers(value)
+    for id in members.ids {
       guard let s = id.stringValue else { throw StoreError.invalidDocument("RevId isn't a string") }
       try checkRevisionID(s, isDigest: nil)
     }
+    return members
   }
 
   /// `_revisions`' `start` and `ids`, checked as `couch_doc:transfer_fields/3` checks them.

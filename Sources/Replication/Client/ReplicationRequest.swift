@@ -44,8 +44,9 @@ extension Replicator {
       options.batchSize = Int(max(1, min(size, 10_000)))
     }
     if let interval = body["checkpoint_interval"]?.numberValue?.int64Value {
-      // Milliseconds, as CouchDB reads it; at most a day.
-      options.checkpointInterval = .milliseconds(max(0, min(interval, 86_400_000)))
+      // Milliseconds, as CouchDB reads it.
+      options.checkpointInterval = min(
+        .milliseconds(max(0, interval)), ReplicationOptions.maximumCheckpointInterval)
     }
     // CouchDB's `retries_per_request` (5 by default, waits of 0.25 s doubling): a one-shot
     // replication whose peer does not answer fails after about 8 s.

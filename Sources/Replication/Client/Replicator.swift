@@ -204,6 +204,9 @@ public struct ReplicationOptions: Sendable, Hashable {
   /// again from the last checkpoint written: what it copies again the target has already, so
   /// `_revs_diff` passes it over.
   public var checkpointInterval: Duration = .seconds(30)
+  /// The longest ``checkpointInterval`` that `checkpoint_interval` and
+  /// `wikilog replicate --checkpoint-interval` take: a day.
+  public static let maximumCheckpointInterval: Duration = .seconds(86_400)
   public var retry = RetryPolicy()
   /// How long a caught-up continuous replication's longpoll waits, and how often the source
   /// sends a heartbeat meanwhile.

@@ -122,8 +122,10 @@ struct Replicate: AsyncParsableCommand {
     if filters > 1 { throw ValidationError("use one of --doc-ids, --selector and --wiki") }
     if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
     if retries < 0 { throw ValidationError("--retries must not be negative") }
-    if !(checkpointInterval >= 0 && checkpointInterval <= 86_400) {
-      throw ValidationError("--checkpoint-interval must be between 0 and 86400 seconds")
+    let longest = ReplicationOptions.maximumCheckpointInterval / .seconds(1)
+    if !(checkpointInterval >= 0 && checkpointInterval <= longest) {
+      throw ValidationError(
+        "--checkpoint-interval must be between 0 and \(Int(longest)) seconds")
     }
     if token != nil && user != nil { throw ValidationError("use --user or --token, not both") }
     if passwordStdin && user == nil { throw ValidationError("--password-stdin needs --user") }
