@@ -95,6 +95,14 @@ let package = Package(
       name: "CICU",
       linkerSettings: [.linkedLibrary("icui18n"), .linkedLibrary("icuuc")]
     ),
+    // wikilog's JavaScript query server (`wikilog query-server`): design functions run in
+    // SpiderMonkey (Debian's libmozjs-102-dev, the engine of CouchDB's couchjs), each design
+    // document in a sandbox of its own. Only the `wikilog` executable links it.
+    .target(
+      name: "JSSandbox",
+      cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/mozjs-102", "-std=c++17"])],
+      linkerSettings: [.linkedLibrary("mozjs-102")]
+    ),
     .systemLibrary(
       name: "CZlib",
       providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]
@@ -221,7 +229,7 @@ let package = Package(
       dependencies: [
         "Formats",
         "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "RevTree", "Replication",
-        "Wiki", "WikiApp",
+        "Wiki", "WikiApp", "JSSandbox",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),

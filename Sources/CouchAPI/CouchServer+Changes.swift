@@ -164,13 +164,14 @@ extension CouchServer {
             ]))),
       ]))
     let id = ddoc
+    let scope = store.log.path
     return DocumentBodyFilter(name: "\(ddoc)/\(path.joined(separator: "/")) \(query.pairs)") {
       document in
       do {
         let answer = try QueryServerPool.shared.with(language: language) {
           server throws(QueryServerError) in
           try server.callDesignFunction(
-            ddoc: doc, id: id, rev: rev, path: path,
+            ddoc: doc, id: id, rev: rev, scope: scope, path: path,
             arguments: path[0] == "views" ? [.array([document])] : [.array([document]), req])
         }
         guard case .array(let items) = answer, items.count == 2, case .array(let passes) = items[1]

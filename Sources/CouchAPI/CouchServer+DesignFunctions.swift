@@ -62,7 +62,8 @@ extension CouchServer {
       doc = (try? await blocking { try store.get(docID) }) ?? .null
     }
     let answer = try await blocking { [doc] in
-      try Self.callFunction(language, design, ddoc, rev, [section, function], [doc, req])
+      try Self.callFunction(
+        language, design, ddoc, rev, store.log.path, [section, function], [doc, req])
     }
     switch kind {
     case "_show":
@@ -130,7 +131,8 @@ extension CouchServer {
         return try QueryServerPool.shared.with(language: language) {
           server throws(QueryServerError) -> (JSONValue, [String]) in
           let first = try server.callDesignFunction(
-            ddoc: design, id: ddoc, rev: rev, path: ["lists", function], arguments: [head, req])
+            ddoc: design, id: ddoc, rev: rev, scope: store.log.path, path: ["lists", function],
+            arguments: [head, req])
           guard case .array(let s) = first, s.count == 3, s[0] == .string("start") else {
             throw .processFailed("the list function's first answer is not [\"start\", …]")
           }
@@ -164,14 +166,14 @@ extension CouchServer {
   }
 
   static func callFunction(
-    _ language: String, _ design: JSONValue, _ id: String, _ rev: String, _ path: [String],
-    _ arguments: [JSONValue]
+    _ language: String, _ design: JSONValue, _ id: String, _ rev: String, _ scope: String,
+    _ path: [String], _ arguments: [JSONValue]
   ) throws -> JSONValue {
     do {
       return try QueryServerPool.shared.with(language: language) {
         server throws(QueryServerError) in
         try server.callDesignFunction(
-          ddoc: design, id: id, rev: rev, path: path, arguments: arguments)
+          ddoc: design, id: id, rev: rev, scope: scope, path: path, arguments: arguments)
       }
     } catch {
       let (name, reason) = error.couchError

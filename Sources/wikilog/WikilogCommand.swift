@@ -69,6 +69,7 @@ struct WikilogCommand: AsyncParsableCommand {
       Replicate.self,
       UserCommand.self,
       TokenCommand.self,
+      QueryServer.self,
     ]
   )
 

@@ -81,7 +81,8 @@ public final class DesignFunctions: UpdateValidator {
         answer = try QueryServerPool.shared.with(language: ddoc.language) {
           server throws(QueryServerError) in
           try server.callDesignFunction(
-            ddoc: ddoc.doc, id: ddoc.id, rev: ddoc.rev, path: ["validate_doc_update"],
+            ddoc: ddoc.doc, id: ddoc.id, rev: ddoc.rev, scope: store.log.path,
+            path: ["validate_doc_update"],
             arguments: [
               update.newDocument, update.oldDocument ?? .null, update.userContext,
               update.securityObject,

@@ -14,15 +14,22 @@ import Synchronization
 /// CouchDB's query-server protocol, one JSON command per line on its standard input and one
 /// answer per line on its standard output, as CouchDB runs `couchjs`.
 ///
-/// For `javascript`, wikilog runs its own query server under Node.js (`node`, or Debian's
-/// `nodejs`). As in CouchDB, the environment variable `COUCHDB_QUERY_SERVER_<LANGUAGE>` names
-/// another command for a language (its words split on spaces): `COUCHDB_QUERY_SERVER_JAVASCRIPT=
+/// For `javascript`, wikilog runs its own query server, `wikilog query-server`: SpiderMonkey
+/// (the engine of CouchDB's `couchjs`) with nothing but the JavaScript standard library and
+/// CouchDB's helpers, each design document in a realm of its own, in a process that gives up
+/// files, sockets and programs before it reads a command (docs/architecture.md, "Design
+/// functions in a sandbox"). It is the `wikilog` binary of the running program, the one beside
+/// it, or the one on `PATH`, in that order; `WIKILOG_QUERY_SERVER` names another `wikilog`. As in
+/// CouchDB, the environment variable `COUCHDB_QUERY_SERVER_<LANGUAGE>` names another command for
+/// a language (its words split on spaces): `COUCHDB_QUERY_SERVER_JAVASCRIPT=
 /// "/opt/couchdb/bin/couchjs /opt/couchdb/share/server/main.js"` runs CouchDB's own.
 public struct QueryServerCommand: Sendable, Hashable {
   /// The program (a path, or a name looked up on `PATH`) and its arguments.
   public var arguments: [String]
-  /// Whether it answers wikilog's `map_docs` (several documents per command); other query
-  /// servers get CouchDB's `map_doc`, one document at a time.
+  /// Whether it is wikilog's own (`wikilog query-server`): it answers wikilog's `map_docs`
+  /// (several documents per command), takes the memory limit and starts with an empty
+  /// environment. Other query servers get CouchDB's `map_doc`, one document at a time, and the
+  /// server's environment.
   public var mapsBatches: Bool
 
   public init(arguments: [String], mapsBatches: Bool = false) {
@@ -43,8 +50,22 @@ public struct QueryServerCommand: Sendable, Hashable {
         arguments: command.split(separator: " ").map(String.init), mapsBatches: false)
     }
     guard language == "javascript" else { return nil }
-    return QueryServerCommand(arguments: ["node", "-e", script], mapsBatches: true)
+    let program = environment["WIKILOG_QUERY_SERVER"].flatMap { $0.isEmpty ? nil : $0 }
+    return QueryServerCommand(
+      arguments: [program ?? wikilogBinary ?? "wikilog", "query-server"], mapsBatches: true)
   }
+
+  /// The `wikilog` binary that runs the query server: this program when it is `wikilog`, else
+  /// the `wikilog` beside it (a test runner's, an app's build folder); nil to look on `PATH`.
+  static let wikilogBinary: String? = {
+    let me =
+      (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+      ?? CommandLine.arguments.first ?? ""
+    let url = URL(fileURLWithPath: me)
+    if url.lastPathComponent == "wikilog" { return url.path }
+    let beside = url.deletingLastPathComponent().appendingPathComponent("wikilog").path
+    return FileManager.default.isExecutableFile(atPath: beside) ? beside : nil
+  }()
 }
 
 /// What a query server may use before it is stopped (CouchDB's `os_process_timeout`, 5 s by
@@ -53,9 +74,8 @@ public struct QueryServerLimits: Sendable, Hashable {
   /// Seconds one command may take; a server that takes longer is killed, and the command
   /// fails.
   public var timeout: Double = 5
-  /// The JavaScript heap of wikilog's own query server, in MiB (Node's
-  /// `--max-old-space-size`); a function that allocates past it ends the process, and the
-  /// command fails.
+  /// The JavaScript heap of wikilog's own query server, in MiB (`wikilog query-server
+  /// --memory`); a function that allocates past it fails with `out of memory`.
   public var memoryMiB: Int = 512
 
   public init(timeout: Double = 5, memoryMiB: Int = 512) {
@@ -101,8 +121,10 @@ public final class QueryServerProcess: @unchecked Sendable {
   var buffer: [UInt8] = []
   let limits: QueryServerLimits
   public let command: QueryServerCommand
-  /// The design documents it has been given (`["ddoc","new",...]`), id → revision.
-  var designDocuments: [String: String] = [:]
+  /// The design documents it has been given (`["ddoc","new",...]`), by key.
+  var designDocuments: Set<String> = []
+  /// For another query server, which keeps design documents by id: id → revision.
+  var designDocumentRevisions: [String: String] = [:]
   /// Lines the functions logged (`["log", message]`), for the caller to pass on.
   public private(set) var logged: [String] = []
 
@@ -114,12 +136,12 @@ public final class QueryServerProcess: @unchecked Sendable {
     var arguments = command.arguments
     guard let program = arguments.first, let path = Self.find(program) else {
       throw .processFailed(
-        "query server \(command.arguments.first ?? "") not found (install Node.js: apt install nodejs)"
-      )
+        "query server \(command.arguments.first ?? "") not found"
+          + (command.mapsBatches ? " (the wikilog binary runs it: put it on PATH)" : ""))
     }
     arguments.removeFirst()
     if command.mapsBatches {
-      arguments.insert("--max-old-space-size=\(limits.memoryMiB)", at: 0)
+      arguments.append(contentsOf: ["--memory", "\(limits.memoryMiB)"])
     }
     // A query server that dies must not take the server with it on its next write.
     _ = signal(SIGPIPE, SIG_IGN)
@@ -141,9 +163,16 @@ public final class QueryServerProcess: @unchecked Sendable {
     unsafe posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
     unsafe posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     let argv = unsafe ([path] + arguments).map { unsafe strdup($0) }
+    // wikilog's own gets no environment: nothing of the server's (secrets included) is there
+    // to read, whatever a function or a flaw of the engine reaches.
+    let noEnvironment: [UnsafeMutablePointer<CChar>?] = [nil]
     var child: pid_t = 0
     let spawned = unsafe (argv + [nil]).withUnsafeBufferPointer { args in
-      unsafe posix_spawn(&child, path, &actions, nil, args.baseAddress!, environ)
+      unsafe noEnvironment.withUnsafeBufferPointer { empty in
+        unsafe posix_spawn(
+          &child, path, &actions, nil, args.baseAddress!,
+          command.mapsBatches ? UnsafeMutablePointer(mutating: empty.baseAddress!) : environ)
+      }
     }
     unsafe posix_spawn_file_actions_destroy(&actions)
     unsafe argv.forEach { unsafe free($0) }
@@ -168,7 +197,7 @@ public final class QueryServerProcess: @unchecked Sendable {
     if program.contains("/") {
       return FileManager.default.isExecutableFile(atPath: program) ? program : nil
     }
-    let names = program == "node" ? ["node", "nodejs"] : [program]
+    let names = [program]
     let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
     for name in names {
       for dir in path.split(separator: ":") {
@@ -306,23 +335,45 @@ public final class QueryServerProcess: @unchecked Sendable {
     }
   }
 
-  /// Makes sure the process has design document `ddoc` (by id and revision).
-  func load(designDocument ddoc: JSONValue, id: String, rev: String) throws(QueryServerError) {
-    guard designDocuments[id] != rev else { return }
-    _ = try call(.array([.string("ddoc"), .string("new"), .string(id), ddoc]))
-    designDocuments[id] = rev
+  /// Makes sure the process has design document `ddoc` under `key`.
+  func load(designDocument ddoc: JSONValue, key: String) throws(QueryServerError) {
+    guard !designDocuments.contains(key) else { return }
+    _ = try call(.array([.string("ddoc"), .string("new"), .string(key), ddoc]))
+    designDocuments.insert(key)
   }
 
   /// Runs the function at `path` of design document `ddoc` (`["validate_doc_update"]`,
   /// `["filters", name]`, …) with `arguments`.
+  ///
+  /// `scope` names where the design document lives (its database): the query server keeps
+  /// each design document under its scope, id and revision, so that two databases' design
+  /// documents of the same id and revision (one replicated with a forged revision, say) never
+  /// share a realm or each other's functions.
   public func callDesignFunction(
-    ddoc: JSONValue, id: String, rev: String, path: [String], arguments: [JSONValue]
+    ddoc: JSONValue, id: String, rev: String, scope: String = "", path: [String],
+    arguments: [JSONValue]
   ) throws(QueryServerError) -> JSONValue {
-    try load(designDocument: ddoc, id: id, rev: rev)
-    return try call(
-      .array([
-        .string("ddoc"), .string(id), .array(path.map(JSONValue.string)), .array(arguments),
-      ]))
+    let key = command.mapsBatches ? scope + "\u{1F}" + id + "\u{1F}" + rev : id
+    let request = JSONValue.array([
+      .string("ddoc"), .string(key), .array(path.map(JSONValue.string)), .array(arguments),
+    ])
+    if !command.mapsBatches, designDocumentRevisions[id] != rev {
+      // Another query server keeps one design document per id.
+      _ = try call(.array([.string("ddoc"), .string("new"), .string(id), ddoc]))
+      designDocumentRevisions[id] = rev
+    } else if command.mapsBatches {
+      try load(designDocument: ddoc, key: key)
+    }
+    do {
+      return try call(request)
+    } catch .failed("query_protocol_error", let reason)
+      where command.mapsBatches && reason.hasPrefix("uncached")
+    {
+      // The query server let it go (it keeps the most recently used ones): load it again.
+      designDocuments.remove(key)
+      try load(designDocument: ddoc, key: key)
+      return try call(request)
+    }
   }
 }
 

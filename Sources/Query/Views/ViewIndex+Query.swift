@@ -37,7 +37,7 @@ extension ViewIndex {
     }
     let reader = ViewReader(
       txn: txn, storage: storage, view: number, reduce: view.reduce, includes: includes,
-      language: group.language, reductions: reductions)
+      language: group.language, realm: realmKey, reductions: reductions)
     let reducing = view.reduce != nil && query.reduce != false
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
@@ -107,6 +107,8 @@ struct ViewReader {
   let reduce: DesignViews.Reduce?
   let includes: (@Sendable (String) -> Bool)?
   let language: String
+  /// The query server's realm for JavaScript reduces (``ViewIndex/realmKey``).
+  let realm: String
   /// JavaScript reductions of whole buckets worked out by this query, to keep.
   var reductions: ReductionCache? = nil
 
@@ -308,7 +310,7 @@ struct ViewReader {
         let (lo, hi) = exactRange(key)
         var state = ReduceState(reduce ?? .count)
         try aggregate(lo, hi, into: &state)
-        if state.rows > 0, !emit(key, try state.result(language: language)) { break }
+        if state.rows > 0, !emit(key, try state.result(language: language, realm: realm)) { break }
       }
       return out
     }
@@ -316,7 +318,7 @@ struct ViewReader {
     if level == 0 {
       var state = ReduceState(reduce ?? .count)
       try aggregate(lo, hi, into: &state)
-      if state.rows > 0 { _ = emit(.null, try state.result(language: language)) }
+      if state.rows > 0 { _ = emit(.null, try state.result(language: language, realm: realm)) }
       return out
     }
     // Group by group, from one end of the range.
@@ -335,7 +337,9 @@ struct ViewReader {
       let to = bytesMin(high, gHi)
       var state = ReduceState(reduce ?? .count)
       try aggregate(from, to, into: &state)
-      if state.rows > 0, !emit(groupKey, try state.result(language: language)) { break }
+      if state.rows > 0, !emit(groupKey, try state.result(language: language, realm: realm)) {
+        break
+      }
       if query.descending { high = gLo } else { low = gHi }
       // A key cut short (longer than the index keeps) could end a group at its own row.
       if !query.descending && !found.key.lexicographicallyPrecedes(low) { low = found.key + [0] }
@@ -359,7 +363,7 @@ struct ViewReader {
       try rows.add(row: v, key: k)
       return true
     }
-    let value = try rows.result(language: language)
+    let value = try rows.result(language: language, realm: realm)
     reductions?.keep(key, generation: summary.generation, value)
     return value
   }
@@ -575,7 +579,7 @@ struct ReduceState {
   }
 
   /// The reduction of everything added.
-  mutating func result(language: String) throws -> JSONValue {
+  mutating func result(language: String, realm: String) throws -> JSONValue {
     func number(_ d: Double) -> JSONValue { .number(JSONNumber(d) ?? 0) }
     switch reduce {
     case .count: return .int(rows)
@@ -597,10 +601,13 @@ struct ReduceState {
     case .function(let source):
       var all = reductions
       if !pending.isEmpty || all.isEmpty {
-        all.append(try JavaScriptReduce.reduce(source, rows: pending, language: language))
+        all.append(
+          try JavaScriptReduce.reduce(
+            source, rows: pending, language: language, realm: realm))
       }
       if all.count == 1 { return all[0] }
-      return try JavaScriptReduce.rereduce(source, values: all, language: language)
+      return try JavaScriptReduce.rereduce(
+        source, values: all, language: language, realm: realm)
     }
   }
 }
@@ -611,10 +618,14 @@ struct ReduceState {
 enum JavaScriptReduce {
   static let chunk = 500
 
-  static func reduce(_ source: String, rows: [JSONValue], language: String) throws -> JSONValue {
+  static func reduce(
+    _ source: String, rows: [JSONValue], language: String, realm: String
+  ) throws -> JSONValue {
     do {
       return try QueryServerPool.shared.with(language: language) {
         server throws(QueryServerError) -> JSONValue in
+        // In the realm of this design document's views in this database: nothing of another's.
+        _ = try server.call(ViewIndex.reset(realm: realm, server))
         var reductions: [JSONValue] = []
         var start = 0
         repeat {
@@ -635,13 +646,14 @@ enum JavaScriptReduce {
     }
   }
 
-  static func rereduce(_ source: String, values: [JSONValue], language: String) throws
-    -> JSONValue
-  {
+  static func rereduce(
+    _ source: String, values: [JSONValue], language: String, realm: String
+  ) throws -> JSONValue {
     do {
       return try QueryServerPool.shared.with(language: language) {
         server throws(QueryServerError) -> JSONValue in
-        try first(
+        _ = try server.call(ViewIndex.reset(realm: realm, server))
+        return try first(
           try server.call(
             .array([.string("rereduce"), .array([.string(source)]), .array(values)])))
       }

@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 public import JSON
 public import Log
 public import Projections
@@ -51,6 +52,18 @@ public final class ViewIndex: IndexBehindLog {
 
   public init(_ group: DesignViews) {
     self.group = group
+  }
+
+  /// The realm of wikilog's query server that runs this index's functions, map and reduce:
+  /// its own (one per index, so per database and design document), never another's.
+  let realmKey = UUID().uuidString
+
+  /// The `reset` that starts the functions of `realm` (wikilog's query server keeps the realm
+  /// under its key; another gets CouchDB's `["reset", {}]`).
+  static func reset(realm: String, _ server: QueryServerProcess) -> JSONValue {
+    server.command.mapsBatches
+      ? .array([.string("reset"), .object(JSONObject()), .string(realm)])
+      : .array([.string("reset"), .object(JSONObject())])
   }
 
   /// Forgets a failure of the map functions, so that the next catch-up runs them again.
@@ -114,7 +127,7 @@ public final class ViewIndex: IndexBehindLog {
   )]]] {
     try QueryServerPool.shared.with(language: group.language) {
       server throws(QueryServerError) in
-      _ = try server.call(.array([.string("reset"), .object(JSONObject())]))
+      _ = try server.call(Self.reset(realm: realmKey, server))
       if let lib = group.lib { _ = try server.call(.array([.string("add_lib"), lib])) }
       for view in group.views {
         _ = try server.call(.array([.string("add_fun"), .string(view.map)]))
