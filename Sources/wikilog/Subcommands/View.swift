@@ -12,7 +12,7 @@ struct View: ParsableCommand {
     discussion: """
       The answer is CouchDB's GET /db/_design/DDOC/_view/VIEW, from the view's index (a \
       directory views-<signature> beside the database, built from the start the first time, \
-      then kept up behind the log). JavaScript runs under Node.js (or the command in \
+      then kept up behind the log). JavaScript runs in wikilog's sandbox (or the command in \
       COUCHDB_QUERY_SERVER_JAVASCRIPT). The options are CouchDB's query parameters: the \
       flags below, or any parameter with --param NAME=VALUE (JSON values as in a URL). \
       --as-of answers the view as it was at a seq or an ISO-8601 time, replayed from the log. \
