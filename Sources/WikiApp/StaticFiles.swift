@@ -22,6 +22,16 @@ enum StaticFiles {
     header.top form { display: inline; margin: 0; }
     main { max-width: 68rem; margin: 0 auto; padding: 1.2rem; }
     h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
+    h1, h2, .crumbs, #pages a, .page, td, li { overflow-wrap: anywhere; }
+    .conflicts .hunk { border: 1px solid #efd38a; background: var(--warn); border-radius: 6px; padding: .4rem .6rem; margin: .6rem 0; }
+    .hunk-title { margin: 0 0 .3rem; font-weight: 600; }
+    .hunk-sides { display: flex; gap: .6rem; flex-wrap: wrap; }
+    .hunk-side { flex: 1 1 12rem; min-width: 0; background: #fff; border: 1px solid var(--line); border-radius: 4px; padding: .3rem .5rem; }
+    .hunk-side p { margin: 0; }
+    .hunk-side pre { white-space: pre-wrap; margin: .3rem 0; }
+    dialog#signin-dialog { border: 1px solid var(--line); border-radius: 8px; max-width: 24rem; }
+    dialog#signin-dialog label { display: block; margin: .4rem 0; }
+    dialog#signin-dialog input { width: 100%; }
     h2 { font-size: 1.15rem; margin-top: 1.6rem; }
     .meta, .crumbs { color: var(--muted); font-size: .92rem; }
     .attach { margin-top: 1.2rem; padding: .6rem 1rem; border: 2px dashed #ccd3db; border-radius: 8px; }
@@ -136,9 +146,52 @@ enum StaticFiles {
         var body = new URLSearchParams(fields);
         body.set("csrf", csrf);
         return fetch(url, { method: "POST", body: body, credentials: "same-origin",
-          headers: { "Content-Type": "application/x-www-form-urlencoded" } });
+          headers: { "Content-Type": "application/x-www-form-urlencoded", "X-Wikilog-Script": "1" } });
+      }
+      // Signing in again in place, when the session ends while a page is open: a dialog of its
+      // own (outside every other form), CouchDB's POST /_session, then what was waiting.
+      var afterSignIn = [];
+      function signInAgain(then) {
+        if (then) { afterSignIn.push(then); }
+        var dialog = document.getElementById("signin-dialog");
+        if (!dialog) {
+          dialog = document.createElement("dialog");
+          dialog.id = "signin-dialog";
+          dialog.setAttribute("aria-labelledby", "signin-dialog-title");
+          dialog.innerHTML = '<form method="dialog" id="signin-again">' +
+            '<h2 id="signin-dialog-title">Sign in again</h2>' +
+            '<p>Your session has ended. What you typed is kept; sign in to save it.</p>' +
+            '<p class="error" id="signin-error" role="alert"></p>' +
+            '<label>Name <input name="name" autocomplete="username" required></label>' +
+            '<label>Password <input name="password" type="password" autocomplete="current-password" required></label>' +
+            '<p><button type="submit">Sign in</button></p></form>';
+          document.body.appendChild(dialog);
+          dialog.querySelector("form").addEventListener("submit", function (e) {
+            e.preventDefault();
+            var form = e.target;
+            fetch("/_session", { method: "POST", credentials: "same-origin",
+                headers: { "Content-Type": "application/json", "Accept": "application/json" },
+                body: JSON.stringify({ name: form.name.value, password: form.password.value }) })
+              .then(function (r) {
+                if (!r.ok) { throw new Error("That name and password did not work; try again."); }
+                form.password.value = "";
+                dialog.close();
+                var waiting = afterSignIn.splice(0);
+                waiting.forEach(function (f) { f(); });
+              })
+              .catch(function (err) { document.getElementById("signin-error").textContent = err.message; });
+          });
+        }
+        if (!dialog.open) { dialog.showModal(); }
+      }
+      // What a refused request said, for the status line.
+      function reasonOf(r) {
+        return r.json().then(function (j) { return j.reason || j.error || ("the server answered " + r.status); },
+          function () { return "the server answered " + r.status; });
       }
       // The editor: live preview and a draft autosaved two seconds after the last keystroke.
+      // The browser keeps what is typed (localStorage) until the server has it: a lost session,
+      // a failed save or a closed tab loses nothing.
       var editor = document.getElementById("editor");
       if (editor) {
         var area = document.getElementById("markdown");
@@ -146,31 +199,132 @@ enum StaticFiles {
         var preview = document.getElementById("preview");
         var base = editor.querySelector("input[name=base]");
         var timer = null, previewTimer = null, dirty = false;
+        var keptKey = "wikilog-unsaved:" + editor.getAttribute("action");
+        function keep(submitted) {
+          try { localStorage.setItem(keptKey, JSON.stringify({ text: area.value, base: base.value, at: Date.now(), submitted: !!submitted })); } catch (e) {}
+        }
+        function kept() {
+          try { return JSON.parse(localStorage.getItem(keptKey) || "null"); } catch (e) { return null; }
+        }
+        function forget(text) {
+          var k = kept();
+          if (k && k.text === text) { try { localStorage.removeItem(keptKey); } catch (e) {} }
+        }
+        function hasMarkers(text) { return /^(<<<<<<<|>>>>>>>|[|]{7}|=======$)/m.test(text); }
         function autosave() {
           timer = null;
-          post(editor.getAttribute("data-autosave"), { markdown: area.value, base: base.value })
-            .then(function (r) { return r.ok ? r.json() : Promise.reject(r.status); })
+          var text = area.value;
+          post(editor.getAttribute("data-autosave"), { markdown: text, base: base.value })
+            .then(function (r) {
+              if (r.status === 401) { signInAgain(autosave); throw null; }
+              var type = r.headers.get("Content-Type") || "";
+              if (!r.ok || type.indexOf("application/json") !== 0) {
+                return reasonOf(r).then(function (why) { throw new Error(why); });
+              }
+              return r.json();
+            })
             .then(function (j) {
-              dirty = false;
+              if (area.value === text) { dirty = false; }
+              forget(text);
               status.textContent = "Draft saved ";
               status.appendChild(timeElement(j.saved_at));
               status.appendChild(document.createTextNode(" (not published yet)."));
             })
-            .catch(function (e) { status.textContent = "Could not save the draft (" + e + ")."; });
+            .catch(function (e) {
+              if (e === null) { status.textContent = "Your session has ended: sign in to save. Your text is kept in this browser."; return; }
+              status.textContent = "Could not save the draft (" + (e && e.message ? e.message : e) +
+                "). Your text is kept in this browser; trying again in 15 seconds.";
+              if (!timer) { timer = setTimeout(autosave, 15000); }
+            });
         }
-        area.addEventListener("input", function () {
+        function refreshPreview() {
+          previewTimer = null;
+          post(editor.getAttribute("data-preview"), { markdown: area.value })
+            .then(function (r) {
+              if (r.status === 401) { signInAgain(refreshPreview); return null; }
+              var type = r.headers.get("Content-Type") || "";
+              if (!r.ok || r.redirected || type.indexOf("text/html") !== 0) { return null; }
+              return r.text();
+            })
+            .then(function (html) { if (html !== null) { preview.innerHTML = html; } })
+            .catch(function () {});
+        }
+        function changed() {
           dirty = true;
+          keep();
           status.textContent = "Typing…";
           if (timer) { clearTimeout(timer); }
           timer = setTimeout(autosave, 2000);
           if (previewTimer) { clearTimeout(previewTimer); }
-          previewTimer = setTimeout(function () {
-            post(editor.getAttribute("data-preview"), { markdown: area.value })
-              .then(function (r) { return r.text(); })
-              .then(function (html) { preview.innerHTML = html; });
-          }, 400);
+          previewTimer = setTimeout(refreshPreview, 400);
+        }
+        area.addEventListener("input", changed);
+        // A text this browser kept that the server does not have: put back, and saved.
+        var saved = kept();
+        // (One sent with the form reached the server, which answered this page: not put back.)
+        if (saved && !saved.submitted && typeof saved.text === "string" && saved.text !== area.value) {
+          area.value = saved.text;
+          if (saved.base) { base.value = saved.base; }
+          changed();
+          status.textContent = "Put back what you typed in this browser, which the server did not have yet; saving it now.";
+        } else if (saved) {
+          try { localStorage.removeItem(keptKey); } catch (e) {}
+        }
+        // A change to settle: the version chosen replaces the marked lines.
+        function settle(number, choice) {
+          var lines = area.value.split("\\n"), out = [], part = 0, count = 0;
+          var mine = [], original = null, theirs = [], held = [];
+          lines.forEach(function (line) {
+            if (part === 0) {
+              if (line.indexOf("<<<<<<<") === 0) { part = 1; count++; mine = []; original = null; theirs = []; held = [line]; }
+              else { out.push(line); }
+            } else if (part === 1 || part === 2) {
+              held.push(line);
+              if (part === 1 && line.indexOf("|||||||") === 0) { part = 2; original = []; }
+              else if (line === "=======") { part = 3; }
+              else if (part === 1) { mine.push(line); } else { original.push(line); }
+            } else {
+              held.push(line);
+              if (line.indexOf(">>>>>>>") === 0) {
+                var chosen = count !== number ? held : choice === "mine" ? mine : choice === "theirs" ? theirs : (original || []);
+                Array.prototype.push.apply(out, chosen);
+                part = 0;
+              } else { theirs.push(line); }
+            }
+          });
+          if (part !== 0) { Array.prototype.push.apply(out, held); }
+          area.value = out.join("\\n");
+          changed();
+        }
+        preview.addEventListener("click", function (e) {
+          var button = e.target.closest && e.target.closest("button.choose");
+          if (button) { settle(parseInt(button.getAttribute("data-hunk"), 10), button.getAttribute("data-choice")); }
         });
-        editor.addEventListener("submit", function () { dirty = false; if (timer) { clearTimeout(timer); } });
+        var sessionChecked = false;
+        editor.addEventListener("submit", function (e) {
+          var publishing = !e.submitter || e.submitter.id === "publish";
+          if (publishing && hasMarkers(area.value)) {
+            e.preventDefault();
+            status.textContent = "Settle each change first: the text still has conflict markers (<<<<<<<, =======, >>>>>>>).";
+            return;
+          }
+          if (!sessionChecked) {
+            // Sent only while signed in: otherwise the sign-in page would take the post's place.
+            e.preventDefault();
+            var submitter = e.submitter;
+            fetch("/_session", { credentials: "same-origin", headers: { "Accept": "application/json" } })
+              .then(function (r) { return r.json(); })
+              .then(function (j) {
+                function send() { sessionChecked = true; editor.requestSubmit(submitter || undefined); }
+                if (j && j.userCtx && j.userCtx.name) { send(); } else { signInAgain(send); }
+              })
+              .catch(function () { sessionChecked = true; editor.requestSubmit(submitter || undefined); });
+            return;
+          }
+          keep(true);
+          dirty = false;
+          if (timer) { clearTimeout(timer); timer = null; }
+        });
         document.addEventListener("keydown", function (e) {
           if ((e.ctrlKey || e.metaKey) && e.key === "s") { e.preventDefault(); editor.requestSubmit(document.getElementById("publish")); }
         });
@@ -220,6 +374,14 @@ enum StaticFiles {
           });
         }
       } else {
+        // A page just published: the copy of its text the browser kept can go.
+        if (location.hash === "#published") {
+          var editLink = document.getElementById("edit");
+          if (editLink) {
+            try { localStorage.removeItem("wikilog-unsaved:" + editLink.getAttribute("href").replace("?action=edit", "?action=publish")); } catch (e) {}
+          }
+          history.replaceState(null, "", location.pathname + location.search);
+        }
         // Elsewhere: "e" edits the page shown.
         document.addEventListener("keydown", function (e) {
           var t = e.target && e.target.tagName;

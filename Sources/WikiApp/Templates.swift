@@ -88,8 +88,8 @@ enum Templates {
      · <a id="recent" href="/_wiki/_recent">Recent changes</a></p>{{/owner}}
     <form id="new-page" method="get" action="{{newPageAction}}">
       <input type="hidden" name="action" value="edit">
-      <label>New page <input name="title" required placeholder="Page Name"></label>
-      <button type="submit">Create</button>
+      <label>New page <input name="title" required maxlength="{{maxTitle}}" placeholder="Page Name" aria-describedby="title-limit"></label>
+      <button type="submit">Create</button>{{#maxTitle}} <span id="title-limit" class="meta">at most {{maxTitle}} characters</span>{{/maxTitle}}
     </form>
     <div class="columns">
     <section><h2>Pages</h2>
@@ -138,8 +138,7 @@ enum Templates {
     "edit": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
     <h1>Editing {{title}}</h1>
-    {{#conflict}}<div id="merge-conflict" class="bar warn"><p>The page changed while you edited it, and the changes overlap. Settle the marked lines below and publish again.</p>
-    <pre class="diff3">{{conflict}}</pre></div>{{/conflict}}
+    {{#conflict}}<div id="merge-conflict" class="bar warn" role="alert"><p>{{conflict}}</p></div>{{/conflict}}
     <form id="editor" method="post" action="{{pageHref}}?action=publish" data-autosave="{{pageHref}}?action=autosave" data-preview="{{pageHref}}?action=preview">
       <input type="hidden" name="csrf" value="{{csrf}}">
       <input type="hidden" name="base" value="{{base}}">

@@ -101,6 +101,16 @@ struct WikiSite: Sendable {
     _ body: (Session, DocumentStore) async throws -> Response
   ) async throws -> Response {
     guard let session = try await session(request, context) else {
+      if request.headers[Self.scriptHeader] != nil {
+        // The page's script (an autosave, a preview) asks again after signing in, in place:
+        // a redirect would hand it the sign-in page as its answer.
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        let body = #"{"error":"unauthorized","reason":"Your session has ended: sign in again."}"#
+        return Response(
+          status: .unauthorized, headers: headers,
+          body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+      }
       let next = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
       throw Redirect(location: "/_wiki/_signin?next=" + Self.encode(next))
     }
@@ -108,6 +118,9 @@ struct WikiSite: Sendable {
       try await body(session, try await openStore())
     }
   }
+
+  /// The header the page's script sends with its own requests (`X-Wikilog-Script: 1`).
+  static let scriptHeader = HTTPField.Name("X-Wikilog-Script")!
 
   /// ``signedIn(_:_:_:)`` for a page in the layout.
   func signedInPage(

@@ -411,6 +411,63 @@ extension TestClientProtocol {
     }
   }
 
+  @Test(
+    "conflict markers are never published; the editor shows each change to settle, not Markdown")
+  func conflictMarkers() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let edit = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "bob")
+      let token = try #require(edit.csrf)
+      let before = try fixture.store.get("w1:Home")["markdown"]?.stringValue
+      let marked =
+        "# Home\n<<<<<<< draft\nmine\n||||||| base\nold\n=======\ntheirs\n>>>>>>> 2-abc\nend"
+      let refused = try await client.page(
+        .post, "/_wiki/w1/Home?action=publish", as: "bob",
+        form: ["markdown": marked, "base": "", "csrf": token])
+      #expect(refused.status == 409)
+      #expect(refused.text.contains("conflict markers"))
+      #expect(try fixture.store.get("w1:Home")["markdown"]?.stringValue == before)
+      // The text is kept, as bob's draft, and the preview shows the change's three versions.
+      #expect(try Drafts(fixture.store).draft(of: "bob", page: "w1:Home")?.markdown == marked)
+      #expect(refused.text.contains(#"class="hunk""#))
+      #expect(refused.text.contains(#"data-choice="theirs""#))
+      #expect(!refused.text.contains("<h2>=======") && !refused.text.contains("<blockquote>"))
+      let preview = try await client.page(
+        .post, "/_wiki/w1/Home?action=preview", as: "bob",
+        form: ["markdown": marked, "csrf": token])
+      #expect(preview.text.contains(#"class="hunk""#) && !preview.text.contains("<blockquote>"))
+    }
+  }
+
+  @Test("a title too long for a draft is refused before typing, in the app's own page")
+  func longTitle() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let wiki = try await client.page(.get, "/_wiki/w1/", as: "bob")
+      let limit = Drafts.maxTitleBytes(user: "bob", wiki: "w1")
+      #expect(wiki.text.contains(#"maxlength="\#(limit)""#))
+      let long = String(repeating: "x", count: 600)
+      let refused = try await client.page(.get, "/_wiki/w1/\(long)?action=edit", as: "bob")
+      #expect(refused.status == 400)
+      #expect(refused.text.contains("at most \(limit) bytes"))
+      #expect(refused.text.contains("<header"))  // in the app's frame
+      let fits = String(repeating: "y", count: limit)
+      #expect(try await client.page(.get, "/_wiki/w1/\(fits)?action=edit", as: "bob").status == 200)
+    }
+  }
+
+  @Test("the page's script gets 401 JSON, not the sign-in page, once the session has ended")
+  func scriptSignedOut() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let answer = try await client.page(
+        .post, "/_wiki/w1/Home?action=autosave", as: nil,
+        form: ["markdown": "x", "csrf": "t"], headers: [HTTPField.Name("X-Wikilog-Script")!: "1"])
+      #expect(answer.status == 401)
+      #expect(answer.text.contains(#""error":"unauthorized""#))
+    }
+  }
+
   @Test("a redacted revision: the history says who redacted it and when; its text is gone")
   func redactedHistory() async throws {
     let fixture = try UIFixture()

@@ -420,6 +420,33 @@ class Scenario:
             status = page.text("#draft-status")
             expect(re.search(r"\bdraft\b", status, re.I), f"#draft-status is {status!r}")
 
+        @self.check("an ended session loses no text: kept in the browser, a dialog signs in "
+                    "again in place, then the draft saves (never the sign-in page in #preview)",
+                    needs=("home_edit_url", "draft_saved"))
+        def _():
+            typed = home_v1 + "\nTyped after the session ended."
+            page.clear_cookies()
+            page.fill("form#editor textarea[name=markdown]", typed)
+            page.wait_for("(() => { const d = document.querySelector('dialog#signin-dialog'); "
+                          "return d && d.open; })()", timeout=20, what="the sign-in dialog, open")
+            expect(not page.exists("#preview form"), "the preview holds a form (the sign-in page?)")
+            kept = page.eval("localStorage.getItem('wikilog-unsaved:' + "
+                             "document.querySelector('form#editor').getAttribute('action'))")
+            expect(kept and "Typed after the session ended." in kept,
+                   f"the browser did not keep the typed text: {kept!r}")
+            self.shot("edit-session-ended.png")
+            page.fill("dialog#signin-dialog input[name=name]", alice)
+            page.fill("dialog#signin-dialog input[name=password]", self.creds["alice"][1])
+            page.click("dialog#signin-dialog button[type=submit]")
+            self.wait_status(r"\bsaved\b", timeout=20)
+            page.reload()
+            self.expect_editor("Home")
+            text = norm(page.value("form#editor textarea[name=markdown]"))
+            expect(text == norm(typed), f"after signing in again the draft is {text!r}")
+            # Back to the scenario's text.
+            page.fill("form#editor textarea[name=markdown]", home_v1)
+            self.wait_status(r"\bsaved\b", timeout=15)
+
         @self.check("publishing Home shows h1 'Home' and a missing-page link to Second Page",
                     needs=("home_edit_url",))
         def _():
@@ -845,12 +872,32 @@ class Scenario:
             api_set("Second Page", "# Second Page\nChanged through the API.")
             page.fill("form#editor textarea[name=markdown]", "# Second Page\nChanged in the browser.")
             self.publish()
-            page.wait_for_selector("#merge-conflict pre.diff3")
+            page.wait_for_selector("#merge-conflict")
             merged = page.value("form#editor textarea[name=markdown]")
             expect("<<<<<<<" in merged and ">>>>>>>" in merged, f"no conflict markers in {merged!r}")
             expect("Changed through the API." in merged and "Changed in the browser." in merged,
                    f"the merged text lacks a side: {merged!r}")
+            # The preview shows the change's versions side by side, never the markers as Markdown.
+            page.wait_for_selector("#preview .hunk button[data-choice=theirs]")
+            headings = " ".join(page.texts("#preview h1, #preview h2"))
+            expect("=======" not in headings and "<<<<<<<" not in headings,
+                   f"markers rendered as headings: {headings!r}")
+            expect(not page.exists("#preview blockquote"), "markers rendered as a blockquote")
+            self.shot("edit-conflict.png")
             st["merge_conflict"] = True
+
+        @self.check("Publish is refused while conflict markers remain; keeping one version settles it",
+                    needs=("merge_conflict",))
+        def _():
+            before = page.eval("location.href")
+            page.click("button#publish")
+            self.page.wait_for("/Settle each change/.test(document.querySelector('#draft-status').textContent)",
+                               what="#draft-status asking to settle the changes")
+            expect(page.eval("location.href") == before, "the page was left with markers in it")
+            page.click("#preview .hunk button[data-choice=mine]")
+            settled = page.value("form#editor textarea[name=markdown]")
+            expect("<<<<<<<" not in settled and "Changed in the browser." in settled
+                   and "Changed through the API." not in settled, f"after keeping mine: {settled!r}")
 
         @self.check("after resolving the markers by hand, publishing succeeds", needs=("merge_conflict",))
         def _():

@@ -340,6 +340,13 @@ public struct Drafts: Sendable {
 
   static func plain(_ s: String) -> Bool { !s.isEmpty && !s.utf8.contains(0) }
 
+  /// The longest title, in UTF-8 bytes, a page of `wiki` may have for `user` to keep a draft
+  /// of it (the user and the page id together make the draft's key): what an editor says
+  /// before anything is typed.
+  public static func maxTitleBytes(user: String, wiki: String) -> Int {
+    max(0, DraftProjection.maxKeyBytes - DraftProjection.key(user: user, page: wiki + ":").count)
+  }
+
   /// Checks a user and a page id: non-empty, no NUL byte, the page `<wiki>:<title>` with both
   /// parts non-empty, and the pair short enough for an LMDB key.
   static func check(user: String, page: String) throws(StoreError) {

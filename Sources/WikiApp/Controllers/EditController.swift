@@ -46,6 +46,14 @@ struct EditController: WikiController {
     base: [String: Any], conflict: String? = nil, text: String? = nil, baseRev: String? = nil
   ) throws -> Page {
     var object = base
+    let limit = Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki)
+    if title.utf8.count > limit {
+      throw Failure(
+        status: .badRequest,
+        message:
+          "This title is \(title.utf8.count) bytes long; page titles in this wiki may be at most \(limit) bytes (about \(limit) letters, fewer with accents or other scripts). Choose a shorter title."
+      )
+    }
     let current = try? store.get(id).objectValue
     let draft = try session.user.name.flatMap { try Drafts(store).draft(of: $0, page: id) }
     let markdown = text ?? draft?.markdown ?? current?["markdown"]?.stringValue ?? ""
@@ -53,7 +61,7 @@ struct EditController: WikiController {
     // After a merge conflict the settled text goes onto the current revision.
     object["base"] = baseRev ?? draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
     let files = current.map { self.files(of: $0, id: id, rev: nil) } ?? []
-    object["preview"] = try rendered(markdown, wiki: wiki, key: nil, store, files: files)
+    object["preview"] = try preview(markdown, wiki: wiki, store, files: files)
     object["files"] = files.map(\.template)
     if let rev = current?["_rev"]?.stringValue, current?["_deleted"] != .bool(true) {
       object["currentRev"] = rev
@@ -84,7 +92,7 @@ struct EditController: WikiController {
     case "preview":
       let current = try? store.get(id).objectValue
       let files = current.map { self.files(of: $0, id: id, rev: nil) } ?? []
-      let html = try rendered(markdown, wiki: wiki, key: nil, store, files: files)
+      let html = try preview(markdown, wiki: wiki, store, files: files)
       var headers = HTTPFields()
       headers[.contentType] = "text/html; charset=utf-8"
       return .response(
@@ -114,6 +122,17 @@ struct EditController: WikiController {
       try checkWrite(
         session, id: id, body: JSONObject(["type": .string("page"), "wiki_id": .string(wiki)]),
         store)
+      if ConflictMarkers.remain(in: markdown) {
+        // Kept as the draft, not published: marked lines are not the page's text.
+        _ = try await blocking {
+          try Drafts(store).save(user: user, page: id, baseRev: baseRev, markdown: markdown)
+        }
+        var page = try editPage(
+          wiki: wiki, title: title, id: id, session, store, base: base,
+          conflict: ConflictMarkers.unsettled, text: markdown, baseRev: baseRev ?? "")
+        page.status = .conflict
+        return .page(page)
+      }
       do {
         _ = try await blocking {
           let drafts = try Drafts(store)
@@ -124,7 +143,8 @@ struct EditController: WikiController {
         if let conflict = error.draftConflict {
           var page = try editPage(
             wiki: wiki, title: title, id: id, session, store, base: base,
-            conflict: conflict.markedText ?? "The page was deleted since you started.",
+            conflict: conflict.markedText == nil
+              ? "The page was deleted since you started." : ConflictMarkers.overlap,
             text: conflict.markedText ?? markdown,
             baseRev: conflict.currentDeleted ? "" : conflict.currentRev)
           page.status = .conflict
@@ -132,11 +152,31 @@ struct EditController: WikiController {
         }
         throw error
       }
-      throw Redirect(location: Self.pageHref(wiki, title))
+      // The fragment tells the page's script that the text is published: the copy the
+      // browser kept can go.
+      throw Redirect(location: Self.pageHref(wiki, title) + "#published")
     default:
       try? await blocking { try Drafts(store).discard(user: user, page: id) }
       let exists = (try? store.get(id)) != nil
       throw Redirect(location: exists ? Self.pageHref(wiki, title) : Self.wikiHref(wiki))
     }
   }
+
+  /// The editor's preview: the rendered Markdown, or, while the text has conflict markers,
+  /// each change to settle with its versions side by side (never the markers as Markdown).
+  func preview(_ markdown: String, wiki: String, _ store: DocumentStore, files: [PageFile])
+    throws -> String
+  {
+    guard let conflicts = ConflictMarkers(markdown) else {
+      return try rendered(markdown, wiki: wiki, key: nil, store, files: files)
+    }
+    return try conflicts.html { try rendered($0, wiki: wiki, key: nil, store, files: files) }
+  }
+}
+
+extension ConflictMarkers {
+  static let overlap =
+    "The page changed while you edited it, and some of the same lines changed. For each change below, keep your version, the page's, or edit the text by hand; then publish."
+  static let unsettled =
+    "Some changes are not settled yet: the text still has conflict markers (<<<<<<<, =======, >>>>>>>). Keep one version of each change below, or remove the markers by hand, then publish."
 }

@@ -151,6 +151,7 @@ struct WikisController: RoutedController {
             "members": summary.members.filter { $0 != summary.owner },
             "pages": pages.map(row), "recent": recent.map(row),
             "newPageAction": Self.wikiHref(wiki) + "_new",
+            "maxTitle": Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki),
           ]))
     }
   }

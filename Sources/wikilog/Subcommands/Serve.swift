@@ -124,7 +124,8 @@ struct Serve: AsyncParsableCommand {
   @Option(
     name: .customLong("query-memory"),
     help: ArgumentHelp(
-      "MiB of JavaScript heap a query server may use before it is stopped.", valueName: "MiB"))
+      "MiB of JavaScript heap a query server may use; an allocation past it fails.",
+      valueName: "MiB"))
   var queryMemory = 512
 
   func validate() throws {
