@@ -211,7 +211,9 @@ import Testing
       #expect(try dir.data.open("d2").record("x") == nil)
       let jobs = try await client.call(.get, "/_scheduler/jobs")
       #expect(jobs["total_rows"]?.int == 2)
-      #expect(try await client.call(.get, "/_active_tasks").json?.arrayValue?.count == 1)
+      // Only replication tasks: other tests' index builds share the process's task registry.
+      let tasks = try await client.call(.get, "/_active_tasks").json?.arrayValue ?? []
+      #expect(tasks.filter { $0["type"] == .string("replication") }.count == 1)
 
       // The first document goes: its slot runs the second job, which completes.
       let rev = try #require(first["rev"]?.stringValue)
