@@ -56,7 +56,7 @@ static const char kPrelude[] = R"JS(
   }
 
   const state = {
-    emitted: null, chunks: [], startResp: null, gotRow: false, lastRow: false,
+    emitted: null, chunks: [], startResp: null, gotRow: false, lastRow: false, inList: false,
     providers: [], mimes: {},
   };
 
@@ -80,6 +80,9 @@ static const char kPrelude[] = R"JS(
     state.startResp = resp || {};
   };
   global.getRow = function getRow() {
+    // Only a list function reads rows: anywhere else the next line is another command (of
+    // another design document, maybe another database's), which no function may read.
+    if (!state.inList) throw new Error('getRow outside a list function');
     if (state.lastRow) return null;
     if (!state.gotRow) {
       state.gotRow = true;
@@ -325,8 +328,14 @@ static const char kPrelude[] = R"JS(
         state.gotRow = false;
         state.lastRow = false;
         state.providers = [];
-        let tail = apply(fun, ddoc, [fargs[0], fargs[1]]);
-        if (tail === undefined && state.providers.length > 0) tail = state.providers[0][1]();
+        state.inList = true;
+        let tail;
+        try {
+          tail = apply(fun, ddoc, [fargs[0], fargs[1]]);
+          if (tail === undefined && state.providers.length > 0) tail = state.providers[0][1]();
+        } finally {
+          state.inList = false;
+        }
         if (!state.gotRow) write(['start', state.chunks.splice(0), state.startResp || {}]);
         if (!state.lastRow) {
           // Drain the rows the function did not ask for.

@@ -212,6 +212,33 @@ import Testing
     }
   }
 
+  @Test("getRow outside a list reads no other command (another database's write, say)")
+  func noReadingOtherCommands() async throws {
+    try await withAccessServer { client, _ in
+      let admin = AccessFixture.basic("admin")
+      for db in ["lab", "other"] {
+        #expect(try await client.call(.put, "/\(db)", headers: admin).code == 201)
+      }
+      let reader = #"""
+        {"validate_doc_update": "function (doc) { try { globalThis.stash = String(getRow()); } catch (e) { globalThis.stash = 'refused: ' + e.message; } }",
+         "shows": {"stash": "function () { return String(globalThis.stash); }"}}
+        """#
+      let other = #"{"validate_doc_update": "function (doc) { }"}"#
+      #expect(
+        try await client.call(.put, "/lab/_design/reader", reader, headers: admin).code == 201)
+      #expect(try await client.call(.put, "/other/_design/v", other, headers: admin).code == 201)
+      #expect(try await client.call(.put, "/lab/a", "{}", headers: admin).code == 201)
+      #expect(
+        try await client.call(
+          .put, "/other/secret", #"{"text":"other database's secret"}"#,
+          headers: admin
+        ).code == 201)
+      let stash = try await client.call(.get, "/lab/_design/reader/_show/stash", headers: admin)
+      #expect(stash.text.hasPrefix("refused: getRow outside a list"), "\(stash.text)")
+      #expect(!stash.text.contains("secret"))
+    }
+  }
+
   @Test("a function that allocates without end fails, and the next call works")
   func memoryBounded() async throws {
     try await withAccessServer { client, _ in
