@@ -7,7 +7,7 @@ import StoreTestSupport
 import Testing
 
 /// CouchDB views on the store: JavaScript map and reduce functions run by the query server
-/// (Node.js), kept behind the log, queried with CouchDB's options. Expected answers follow
+/// (`wikilog query-server`, SpiderMonkey), kept behind the log, queried with CouchDB's options. Expected answers follow
 /// CouchDB 3.4's documentation and what a CouchDB 3.4.3 answered for the same documents.
 @Suite struct ViewTests {
   func store(_ name: String = #function) throws -> TestStore {
