@@ -103,6 +103,41 @@ import Testing
     #expect(rows(one).first?["doc"]?["_conflicts"]?.arrayValue?.count == 1)
   }
 
+  @Test("group_level: a key exactly as long as the level is in its group, not a group of its own")
+  func groupLevelWithShortKeys() throws {
+    let t = try store()
+    let s = t.store!
+    // CouchDB 3.4.3 answers group_level=2 over these keys with one row, [1,2] → 4.
+    for (i, key) in ["[1,2]", "[1,2]", "[1,2,3]", "[1,2,4]", "[1]", "[1,3,1]"].enumerated() {
+      _ = try put(s, "k\(i)", #"{"key":\#(key)}"#)
+    }
+    _ = try put(
+      s, "_design/g",
+      #"{"views":{"k":{"map":"function (doc) { if (doc.key) emit(doc.key, 1) }","reduce":"_count"}}}"#
+    )
+    let two = try query(s, "k", [("group_level", "2")], ddoc: "_design/g")
+    #expect(keys(two) == [json("[1]"), json("[1,2]"), json("[1,3]")])
+    #expect(values(two) == [.int(1), .int(4), .int(1)])
+    let one = try query(s, "k", [("group_level", "1")], ddoc: "_design/g")
+    #expect(keys(one) == [json("[1]")] && values(one) == [.int(6)])
+    let backwards = try query(
+      s, "k", [("group_level", "2"), ("descending", "true")], ddoc: "_design/g")
+    #expect(values(backwards) == [.int(1), .int(4), .int(1)])
+  }
+
+  @Test("a built-in reduce's name with text after it is that built-in, as in CouchDB")
+  func builtInReducePrefix() throws {
+    let t = try store()
+    let s = t.store!
+    for i in 1...4 { _ = try put(s, "n\(i)", #"{"n":\#(i)}"#) }
+    _ = try put(
+      s, "_design/p",
+      #"{"views":{"s":{"map":"function (doc) { emit(null, doc.n) }","reduce":"_sumorama"},"c":{"map":"function (doc) { emit(null, doc.n) }","reduce":"_count_them"}}}"#
+    )
+    #expect(values(try query(s, "s", ddoc: "_design/p")) == [.int(10)])
+    #expect(values(try query(s, "c", ddoc: "_design/p")) == [.int(4)])
+  }
+
   @Test("built-in reduces, grouping, and a JavaScript reduce over several chunks")
   func reduces() throws {
     let t = try store()

@@ -370,7 +370,9 @@ struct ViewReader {
 
   /// The group of `key` at `level` (nil: exact): its key, and its rows' range.
   func groupOf(_ key: JSONValue, level: Int?) -> (JSONValue, [UInt8], [UInt8]) {
-    if let level, case .array(let items) = key, items.count > level {
+    // A key exactly `level` long belongs to the group its longer siblings make (CouchDB
+    // groups by the first `level` items), not to a group of its own.
+    if let level, case .array(let items) = key, items.count >= level {
       var lo = viewStart
       lo.append(0x06)  // the array tag
       for item in items.prefix(level) { Collation.encode(item, into: &lo) }

@@ -16,6 +16,10 @@ struct QueryServer: ParsableCommand {
       provides, registerType): no files, processes, sockets, environment or timers; every \
       design document in a realm of its own. The process itself gives up opening files, \
       sockets and starting programs (seccomp) before it reads its first command.
+
+      Examples:
+        echo '["reset",{}]' | wikilog query-server
+        wikilog query-server --memory 256 < commands.ndjson
       """)
 
   @Option(help: "The JavaScript heap's limit, in MiB.")
