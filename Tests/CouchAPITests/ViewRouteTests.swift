@@ -63,6 +63,28 @@ import Testing
     }
   }
 
+  @Test("a purge reaches a view index that was closed then (compacted, or not yet opened)")
+  func purgeReachesClosedViews() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      for i in 0..<3 { _ = try await client.call(.put, "/db/d\(i)", #"{"n":\#(i)}"#) }
+      #expect(try await client.call(.put, "/db/_design/app", Self.design).code == 201)
+      let all = "/db/_design/app/_view/by_n?reduce=false"
+      #expect(try await client.call(.get, all)["total_rows"] == .int(3))
+      // Compacting closes the index; the next query opens it again.
+      #expect(try await client.call(.post, "/db/_compact/app", "{}").code == 202)
+      let rev = try #require(try await client.call(.get, "/db/d1")["_rev"]?.stringValue)
+      let purged = try await client.call(.post, "/db/_purge", #"{"d1":["\#(rev)"]}"#)
+      #expect(purged.code == 201)
+      let after = try await client.call(.get, all)
+      #expect(after["total_rows"] == .int(2))
+      #expect(after["rows"]?.arrayValue?.map { $0["id"] } == [.string("d0"), .string("d2")])
+      #expect(
+        try await client.call(.get, "/db/_design/app/_view/by_n")["rows"]?
+          .arrayValue?.first?["value"] == .int(2))
+    }
+  }
+
   @Test("validate_doc_update answers 403 and 401; JavaScript filters; _show, _list, _update")
   func designFunctions() async throws {
     try await withServer { client, _ in

@@ -310,6 +310,7 @@ public final class IndexFollower: Sendable {
     try environment.write { txn in
       try log.read { snapshot in
         let from = try Self.checkpoint(txn, stateDatabase)
+        try forgetPurged(after: from, snapshot: snapshot, txn: txn)
         let (through, done) = try indexChanges(
           after: from, limit: limit, snapshot: snapshot, into: storage, txn: txn)
         if through != from {
@@ -319,6 +320,41 @@ public final class IndexFollower: Sendable {
       }
     }
   }
+
+  /// Removes the rows of the documents purged after position `from` that are gone from the
+  /// store: a purged document leaves the changes feed, so following it never tells the index,
+  /// and an index that was closed at the purge (not opened yet, or being compacted) was not
+  /// told by ``forget(_:)``. Looked for only when the store's purge count moved since the index
+  /// last looked (kept beside its checkpoint).
+  private func forgetPurged(after from: UInt64, snapshot: ReadTransaction, txn: WriteTransaction)
+    throws
+  {
+    let purges =
+      try snapshot.get(DocumentProjection.purgeSeqKey, in: documents["meta"])
+      .flatMap { UInt64(bigEndianArray: $0) } ?? 0
+    let seen =
+      try txn.get(Self.purgesKey, in: stateDatabase)
+      .flatMap { UInt64(bigEndianArray: $0) } ?? 0
+    guard purges != seen else { return }
+    let end = try snapshot.lastPosition.rawValue
+    if from < end {
+      try snapshot.forEachEvent(
+        from: LogPosition(from + 1), ofTypes: [DocumentEvent.Kind.purge.eventType]
+      ) { event in
+        let e = try DocumentEvent(decoding: event)
+        if index.mayIndex(e.docID),
+          try snapshot.get(DocumentKey.key(e.docID), in: documents["byId"]) == nil
+        {
+          try index.update(e.docID, winner: nil, storage: storage, txn: txn)
+        }
+        return true
+      }
+    }
+    try txn.put(purges.bigEndianBytes, forKey: Self.purgesKey, in: stateDatabase)
+  }
+
+  /// The store's purge count the index last looked at (``forgetPurged(after:snapshot:txn:)``).
+  static let purgesKey = Array("purges".utf8)
 
   /// Hands the index, in `txn` into `target`, each document of `snapshot`'s changes feed after
   /// position `from`, at most `limit` of them; returns the position reached and whether that
