@@ -240,24 +240,34 @@ extension DocumentStore {
     guard !positions.isEmpty else { return }
     var admitted: [HeldRevisionsProjection.Admitted] = []
     for position in positions {
-      guard let recorded = try txn.event(at: LogPosition(position)) else { continue }
-      let revision = try HeldRevision(decoding: recorded)
-      let e = revision.event
-      let body = e.deleted ? nil : (try? JSONValue(parsing: e.body))?.objectValue
+      // Everything that can refuse a held revision comes before its append: a revision that
+      // cannot be admitted stays held, and the write that governs the group is not failed by
+      // it after its own event was appended (only the storage's errors fail it).
+      let e: DocumentEvent
+      let body: JSONObject?
+      let record: DocumentRecord
+      var tree: RevisionTree
+      let outcome: MergeOutcome
       do {
+        guard let recorded = try txn.event(at: LogPosition(position)) else { continue }
+        let revision = try HeldRevision(decoding: recorded)
+        e = revision.event
+        body = e.deleted ? nil : (try? JSONValue(parsing: e.body))?.objectValue
         try checkAccess(
           AccessWrite(docID: e.docID, body: body, replicated: true),
           user: UserContext(name: writer, roles: revision.roles), txn: txn, context: nil)
+        record =
+          try documents.record(e.docID, storage: documentStorage, txn: txn)
+          ?? DocumentRecord(docID: e.docID)
+        tree = record.tree
+        outcome = try DocumentProjection.merge(
+          e, into: &tree, body: txn.nextPosition.rawValue,
+          revsLimit: try revsLimit(txn: txn, context: nil))
+      } catch let error as LogError {
+        throw error
       } catch {
-        continue  // still refused: it stays held
+        continue  // still refused (or not admissible): it stays held
       }
-      let record =
-        try documents.record(e.docID, storage: documentStorage, txn: txn)
-        ?? DocumentRecord(docID: e.docID)
-      var tree = record.tree
-      let outcome = try DocumentProjection.merge(
-        e, into: &tree, body: txn.nextPosition.rawValue,
-        revsLimit: try revsLimit(txn: txn, context: nil))
       if outcome.updated {
         try append(
           e, actor: writer, txn: txn, record: record, merged: tree,
