@@ -208,6 +208,9 @@ extension DocumentStore {
     var results: [DocumentWriteResult] = []
     results.reserveCapacity(documents.count)
     let context = WriteContext()
+    // Results of revisions held (refused for now); a wiki written later in the body may have
+    // admitted them, and then they are no failure.
+    var held: [(index: Int, id: String, rev: String)] = []
     for i in 0..<documents.count {
       switch documents.value(i) {
       case .failure(let failure):
@@ -218,8 +221,9 @@ extension DocumentStore {
             results.append(
               DocumentWriteResult(
                 id: p.id, rev: try edit(p, actor: actor, txn: txn, context: context)))
-          } else {
-            try replicate(p, actor: actor, txn: txn, context: context)
+          } else if let refusal = try replicate(p, actor: actor, txn: txn, context: context) {
+            held.append((results.count, p.id, p.event?.rev ?? p.input.rev ?? ""))
+            results.append(DocumentWriteResult(id: p.id, rev: p.input.rev, error: refusal))
           }
         }
         do {
@@ -244,6 +248,15 @@ extension DocumentStore {
           results.append(
             DocumentWriteResult(id: p.id, rev: p.input.rev, error: StoreError.from(error)))
         }
+      }
+    }
+    if !held.isEmpty {
+      var admitted: Set<Int> = []
+      for h in held where try !isHeld(h.id, rev: h.rev, writer: actor, txn: txn) {
+        admitted.insert(h.index)
+      }
+      if !admitted.isEmpty {
+        results = results.enumerated().filter { !admitted.contains($0.offset) }.map(\.element)
       }
     }
     return results

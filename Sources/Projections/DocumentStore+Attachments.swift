@@ -263,9 +263,10 @@ extension DocumentStore {
       throw StoreError.badRequest("new_edits=false requires _rev")
     }
     let prepared = prepareReplicated(input, id: id, origin: origin)
-    try await writeDocumentsQueued { txn in
+    let held = try await writeDocumentsQueued { txn in
       try self.replicate(prepared, actor: actor, txn: txn)
     }
+    if let held { throw held }
     return DocumentWriteResult(id: id, rev: revision)
   }
 }

@@ -232,6 +232,13 @@ public final class DocumentStore: Sendable {
     try projections.apply(
       e, appended: event, record: record, merged: merged, parsedBody: parsedBody,
       shares: shares, txn: txn)
+    if e.kind == .edit || e.kind == .replicated, let rules = accessRules,
+      let group = rules.releasedGroup(by: e.docID)
+    {
+      // The writer's revisions held for this group until it let them in (pages replicated
+      // ahead of their wiki), admitted against this transaction's snapshot.
+      try admitHeld(group: group, writer: actor, txn: txn)
+    }
     return event
   }
 
@@ -325,14 +332,19 @@ public final class DocumentStore: Sendable {
     _ input: DocumentInput, id: String, actor: String, origin: String, txn: WriteTransaction,
     context: WriteContext? = nil
   ) throws {
-    try replicate(
+    _ = try replicate(
       prepareReplicated(input, id: id, origin: origin), actor: actor, txn: txn, context: context)
   }
 
   /// ``replicate(_:id:actor:origin:txn:context:)`` with its request worked out already.
+  ///
+  /// - Returns: nil when the revision is written (or the store had it); the refusal to answer
+  ///   when the rules refused it and it is held instead (``HeldRevisionsProjection``): the
+  ///   `doc.held` event is then part of the transaction, which must commit.
+  @discardableResult
   func replicate(
     _ p: PreparedWrite, actor: String, txn: WriteTransaction, context: WriteContext? = nil
-  ) throws {
+  ) throws -> StoreError? {
     if let early = p.early { throw early }
     guard let e = p.event else {
       throw StoreError.internalError("a replicated write without its event")
@@ -344,11 +356,17 @@ public final class DocumentStore: Sendable {
     let outcome = try DocumentProjection.merge(
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
-    guard outcome.updated else { return }
+    guard outcome.updated else { return nil }
     if let user = p.user {
-      try checkAccess(
-        AccessWrite(docID: p.id, body: e.deleted ? nil : p.input.body, replicated: true),
-        user: user, txn: txn, context: context)
+      do {
+        try checkAccess(
+          AccessWrite(docID: p.id, body: e.deleted ? nil : p.input.body, replicated: true),
+          user: user, txn: txn, context: context)
+      } catch let refusal as StoreError where refusal.error == "forbidden" {
+        guard let held = try hold(p, e, refusal: refusal, user: user, actor: actor, txn: txn)
+        else { throw refusal }
+        return held
+      }
     }
     // A new revision the validation refused (one the store had is passed over above).
     if case .failure(let error) = p.schema { throw error }
@@ -358,7 +376,7 @@ public final class DocumentStore: Sendable {
         e, actor: actor, txn: txn, record: record, merged: tree,
         parsedBody: .object(p.input.body), context: context, payload: p.payload,
         shares: p.shares)
-      return
+      return nil
     }
     // Stubs: the attachments of the nearest ancestor on the path that the store has a body
     // of (`couch_db:make_first_doc_on_disk/4`).
@@ -377,6 +395,7 @@ public final class DocumentStore: Sendable {
     try append(
       event, actor: actor, txn: txn, record: record, merged: tree,
       parsedBody: .object(p.input.body), context: context, payload: nil, shares: p.shares)
+    return nil
   }
 
   /// Creates or updates a document (`PUT /db/id`, `POST /db`).

@@ -20,7 +20,9 @@ extension DataDirectory {
   ) -> DataDirectory {
     let directory = DataDirectory(
       path: path, options: options,
-      projections: { [WikiProjection(), DraftProjection(), WikiAccessProjection()] },
+      projections: {
+        [WikiProjection(), DraftProjection(), WikiAccessProjection(), HeldRevisionsProjection()]
+      },
       // Full-text search of the pages, kept behind the log; Mango indexes in every database.
       indexes: { _ in [TextSearchProjection(schema: .wikiPages)] },
       everyDatabase: { [MangoProjection(database: $0)] },

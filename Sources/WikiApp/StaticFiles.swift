@@ -407,6 +407,8 @@ enum StaticFiles {
             sync.directions.forEach(function (d) {
               var row = section.querySelector('[data-doc="' + d.doc_id + '"]');
               if (!row) { return; }
+              // Refused documents listed or gone: the page lists them, with their reasons.
+              if (String((d.refused || []).length) !== row.getAttribute("data-refused")) { window.location.reload(); return; }
               function set(field, text) { var c = row.querySelector('[data-field="' + field + '"]'); if (c) { c.textContent = text; } }
               set("state", d.state);
               set("docs_read", d.docs_read);
@@ -427,7 +429,7 @@ enum StaticFiles {
           var indicator = document.getElementById("sync-indicator");
           if (indicator && list.length) {
             var worst = list.map(function (s) { return s.state; });
-            var order = ["failed", "offline", "paused", "starting", "waiting", "active", "up to date"];
+            var order = ["failed", "offline", "not all sent", "paused", "starting", "waiting", "active", "up to date"];
             var state = order.filter(function (s) { return worst.indexOf(s) >= 0; })[0] || "up to date";
             indicator.textContent = "Sync: " + state;
             indicator.className = "sync-indicator sync-" + state.replace(/ /g, "-");

@@ -203,8 +203,9 @@ enum Templates {
       <p class="meta">Owned by {{owner}}.</p>
       <table class="sync-directions">
         <thead><tr><th>Direction</th><th>State</th><th>Changes read</th><th>Written</th><th>Pending</th><th>Last activity</th><th>Problem</th></tr></thead>
-        <tbody>{{#directions}}<tr data-doc="{{docID}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; next try {{{nextRetry}}}{{/nextRetry}}</td></tr>{{/directions}}</tbody>
+        <tbody>{{#directions}}<tr data-doc="{{docID}}" data-refused="{{refusedCount}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; next try {{{nextRetry}}}{{/nextRetry}}</td></tr>{{/directions}}</tbody>
       </table>
+      {{#directions}}{{#refusedSummary}}<div class="sync-refused" data-refused-doc="{{docID}}"><p class="error">{{name}}: {{refusedSummary}}:</p><ul>{{#refused}}<li><code>{{id}}</code>: {{reason}}</li>{{/refused}}</ul></div>{{/refusedSummary}}{{/directions}}
       <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove</button></form>
     </section>{{/syncs}}
     {{^syncs}}<p id="no-syncs">No sync is set up yet.</p>{{/syncs}}

@@ -20,7 +20,7 @@ import Testing
     let projections = try #require(verify["projections"] as? [String: [String]])
     #expect(
       projections == [
-        "docs": [], "wiki": [], "drafts": [], "access": [], "search": [], "mango": [],
+        "docs": [], "wiki": [], "drafts": [], "access": [], "held": [], "search": [], "mango": [],
       ])
     #expect(try cli.ok(["verify"]).stdout.contains("projection wiki: ok"))
 
@@ -34,7 +34,7 @@ import Testing
     #expect((stats["size_bytes"] as? Int ?? 0) > 0)
     #expect(
       stats["checkpoints"] as? [String: Int] == [
-        "docs": 5, "wiki": 5, "drafts": 5, "access": 5, "search": 5, "mango": 5,
+        "docs": 5, "wiki": 5, "drafts": 5, "access": 5, "held": 5, "search": 5, "mango": 5,
       ])
     #expect(try cli.ok(["stats"]).stdout.contains("with conflicts      1"))
 
@@ -42,13 +42,14 @@ import Testing
       try cli.ok(["rebuild"]).lines == [
         "rebuilt docs from 5 events", "rebuilt wiki from 5 events", "rebuilt drafts from 5 events",
         // The inline projections (Mango among them), then the indexes behind the log.
-        "rebuilt access from 5 events", "rebuilt mango from 5 events",
+        "rebuilt access from 5 events", "rebuilt held from 5 events", "rebuilt mango from 5 events",
         "rebuilt search from 5 events",
       ])
     #expect(try cli.ok(["rebuild", "wiki"]).lines == ["rebuilt wiki from 5 events"])
     try cli.fails(
       ["rebuild", "nope"],
-      "no projection named 'nope'; the projections are docs, wiki, drafts, access, mango, search")
+      "no projection named 'nope'; the projections are docs, wiki, drafts, access, held, mango, search"
+    )
     #expect(try cli.ok(["verify", "--json"]).object()["ok"] as? Bool == true)
     #expect(try cli.ok(["get", "x", "--conflicts"]).object()["_conflicts"] as? [String] == ["2-b"])
   }

@@ -72,9 +72,23 @@ public protocol DocumentAccess: Sendable {
   /// theirs). The HTTP server answers a user who is not one of the security object's members
   /// and may read nothing as CouchDB answers a non-member (403). The default asks ``view(for:isMember:in:)``.
   func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool
+
+  /// The group in which a replicated revision of `docID` that these rules refuse is held
+  /// until the rules let it in (``HeldRevisionsProjection``), instead of being refused for
+  /// good; nil (the default) when such a revision is refused. The refusal's answer is the same
+  /// either way.
+  func heldGroup(of docID: String) -> String?
+
+  /// The group whose held revisions a write of `docID` may admit (the wiki a wiki document
+  /// governs); nil (the default) for most documents.
+  func releasedGroup(by docID: String) -> String?
 }
 
 extension DocumentAccess {
+  public func heldGroup(of docID: String) -> String? { nil }
+
+  public func releasedGroup(by docID: String) -> String? { nil }
+
   public func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool {
     let view = try view(for: user, isMember: false, in: store)
     return view.docCount > 0 || view.deletedDocCount > 0 || view.updateSeq != .start

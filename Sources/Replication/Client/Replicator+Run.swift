@@ -30,6 +30,15 @@ extension Replicator {
     var lastCheckpoint = ContinuousClock.now
     /// The seq of the last batch written when its checkpoint was not due yet.
     var owed: JSONValue?
+    /// The revisions refused, by id and rev, in the order met: those the checkpoint kept from
+    /// earlier runs, then this run's (``ReplicationReport/refused``).
+    var refused: [String: RefusedRevision] = [:]
+    var refusedOrder: [String] = []
+    /// Whether the refused revisions are to be tried again when the run catches up: there are
+    /// some, and something was written or refused since they last were.
+    var recheckDue = false
+    /// The refused revisions this run counted in ``ReplicationReport/docWriteFailures``.
+    var counted: Set<String> = []
 
     var source: CouchEndpoint { replicator.source }
     var target: CouchEndpoint { replicator.target }
@@ -73,6 +82,8 @@ extension Replicator {
       sourceRev = sourceLog?.rev
       targetRev = targetLog?.rev
       previousLog = sourceLog?.document ?? targetLog?.document
+      for revision in Replicator.refused(in: previousLog) { remember(revision) }
+      recheckDue = !refused.isEmpty
       let startSeq =
         options.since ?? Replicator.startSequence(sourceLog?.document, targetLog?.document)
       report.startSeq = startSeq
@@ -103,6 +114,7 @@ extension Replicator {
             try await checkpointOwed(checkpointPath)
             if !options.continuous { break }
             try await checkpointWritten()
+            try await recheckRefused(checkpointPath)
             setState(.idle)
             // Nothing (more) for this replication: a filter may have skipped changes, and a
             // longpoll's timeout ends with the source's current seq. Wait from there.
@@ -126,12 +138,16 @@ extension Replicator {
           // for changes).
           if options.continuous && caughtUp {
             try await checkpointWritten()
+            try await recheckRefused(checkpointPath)
             // Unless the read of the next batch, under way, found the source unreachable.
             if status.state != .offline { setState(.idle) }
           }
           if !more { break }
         }
         try await checkpointWritten()
+        // What was refused is tried again now that everything else is written (a page whose
+        // wiki came after it), and the checkpoint keeps what is still refused.
+        try await recheckRefused(checkpointPath)
       } catch {
         reading.cancel()
         checkpointing?.cancel()
@@ -174,7 +190,10 @@ extension Replicator {
     /// making the target durable) when `checkpoint` says so or the last checkpoint is older
     /// than ``ReplicationOptions/checkpointInterval``.
     func commit(_ batch: Fetched, _ checkpointPath: String, checkpoint: Bool) async throws {
-      if !batch.docs.isEmpty { try await write(batch.docs) }
+      if !batch.docs.isEmpty {
+        try await write(batch.docs)
+        if !refused.isEmpty { recheckDue = true }
+      }
       report.endSeq = batch.lastSeq
       guard checkpoint || ContinuousClock.now - lastCheckpoint >= options.checkpointInterval
       else {
@@ -341,6 +360,10 @@ extension Replicator {
             for entry in result["docs"]?.arrayValue ?? [] {
               if let doc = entry["ok"] {
                 docs.append(doc)
+              } else if let error = entry["error"], error.objectValue != nil {
+                fail(
+                  result["id"]?.stringValue ?? "?", error["error"], error["reason"],
+                  rev: error["rev"]?.stringValue)
               } else {
                 fail(result["id"]?.stringValue ?? "?", entry["error"])
               }
@@ -373,7 +396,9 @@ extension Replicator {
           if let doc = entry["ok"] {
             docs.append(doc)
           } else {
-            fail(want.id, entry["missing"].map { _ in JSONValue.string("missing") })
+            fail(
+              want.id, entry["missing"].map { _ in JSONValue.string("not_found") },
+              .string("missing"), rev: entry["missing"]?.stringValue)
           }
         }
       }
@@ -420,7 +445,11 @@ extension Replicator {
         var failures = 0
         for row in written.arrayValue ?? [] where row["error"] != nil {
           failures += 1
-          fail(row["id"]?.stringValue ?? "?", row["error"], row["reason"])
+          let id = row["id"]?.stringValue ?? "?"
+          let rev =
+            row["rev"]?.stringValue
+            ?? docs.first { $0["_id"]?.stringValue == id }?["_rev"]?.stringValue
+          fail(id, row["error"], row["reason"], rev: rev)
         }
         report.docsWritten += docs.count - failures
       } catch ReplicatorError.http(let status, _, _) where [401, 403, 413].contains(status) {
@@ -440,17 +469,90 @@ extension Replicator {
         }
         report.docsWritten += 1
       } catch ReplicatorError.http(let status, let error, let reason) where status < 500 {
-        fail(id, .string(error), .string(reason))
+        // The reason without the request's name that ``Replicator/check(_:_:)`` put before it.
+        let plain = reason.split(separator: ": ", maxSplits: 1).dropFirst().first.map(String.init)
+        fail(id, .string(error), .string(plain ?? reason), rev: doc["_rev"]?.stringValue)
       }
     }
 
-    /// Counts a write failure and keeps its reason among the first few.
-    func fail(_ id: String, _ error: JSONValue?, _ reason: JSONValue? = nil) {
+    /// Counts a write failure, keeps its reason among the first few, and the revision among
+    /// the refused ones (``ReplicationReport/refused``).
+    func fail(
+      _ id: String, _ error: JSONValue?, _ reason: JSONValue? = nil, rev: String? = nil
+    ) {
+      // A revision refused again when it is tried again counts once per run.
+      let key = rev.map { id + "\n" + $0 }
+      if let key, !counted.insert(key).inserted { return retain(id, error, reason, rev) }
       report.docWriteFailures += 1
       if report.failures.count < 10 {
         let text = [error?.stringValue, reason?.stringValue].compactMap { $0 }.joined(
           separator: ": ")
         report.failures.append("\(id): \(text.isEmpty ? "not written" : text)")
+      }
+      retain(id, error, reason, rev)
+    }
+
+    /// Keeps a refused revision (``remember(_:)``) and has it tried again.
+    func retain(_ id: String, _ error: JSONValue?, _ reason: JSONValue?, _ rev: String?) {
+      guard let rev else { return }
+      remember(
+        RefusedRevision(
+          id: id, rev: rev, error: error?.stringValue ?? "", reason: reason?.stringValue ?? ""))
+      recheckDue = true
+    }
+
+    /// Keeps `revision` among the refused ones (its reason replaced when it was there).
+    func remember(_ revision: RefusedRevision) {
+      let key = revision.id + "\n" + revision.rev
+      if refused[key] == nil {
+        guard refused.count < RefusedRevision.limit else { return }
+        refusedOrder.append(key)
+      }
+      refused[key] = revision
+      report.refused = refusedOrder.compactMap { refused[$0] }
+    }
+
+    /// Tries the refused revisions again, when due: those the target now has (a held page its
+    /// wiki let in, say) are dropped; those it still lacks are fetched and written again, and
+    /// the ones refused again stay, with the new reason. Then the checkpoint is written, so that
+    /// it keeps what is still refused (for the next run to try again).
+    func recheckRefused(_ checkpointPath: String) async throws {
+      guard recheckDue, !refused.isEmpty else { return }
+      let before = report.refused
+      var asked = JSONObject()
+      var revs: [String: [JSONValue]] = [:]
+      var order: [String] = []
+      for revision in before {
+        if revs[revision.id] == nil { order.append(revision.id) }
+        revs[revision.id, default: []].append(.string(revision.rev))
+      }
+      for id in order { asked.members.append(.init(key: id, value: .array(revs[id]!))) }
+      let diff = try await retrying("POST _revs_diff") {
+        try await self.request(
+          self.target, "POST", self.target.path("/_revs_diff"), body: JSONValue.object(asked))
+      }
+      var wanted: [Wanted] = []
+      for member in diff.objectValue?.members ?? [] {
+        let missing = member.value["missing"]?.arrayValue ?? []
+        if !missing.isEmpty {
+          wanted.append(
+            Wanted(
+              id: member.key, revs: missing,
+              ancestors: member.value["possible_ancestors"]?.arrayValue ?? []))
+        }
+      }
+      // What the target has now is no longer refused; the rest is tried again from scratch.
+      refused = [:]
+      refusedOrder = []
+      report.refused = []
+      if !wanted.isEmpty {
+        let docs = try await fetch(wanted)
+        if !docs.isEmpty { try await write(docs) }
+      }
+      recheckDue = false
+      if report.refused != before {
+        try await startCheckpoint(at: report.endSeq, checkpointPath)
+        try await checkpointWritten()
       }
     }
 

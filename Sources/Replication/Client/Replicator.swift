@@ -122,12 +122,23 @@ public struct Replicator: Sendable {
       $0["session_id"]?.stringValue != sessionID
     }
     history.insert(entry, at: 0)
-    return JSONObject([
+    var log = JSONObject([
       "session_id": .string(sessionID),
       "source_last_seq": report.endSeq,
       "replication_id_version": .number(1),
       "history": .array(Array(history.prefix(historyLimit))),
     ])
+    if !report.refused.isEmpty {
+      // wikilog's own field (CouchDB's replicator ignores it): what the next run tries again.
+      log.members.append(
+        .init(key: "wikilog_refused", value: .array(report.refused.map(\.json))))
+    }
+    return log
+  }
+
+  /// The refused revisions a checkpoint kept (``ReplicationReport/refused``).
+  static func refused(in log: JSONValue?) -> [RefusedRevision] {
+    (log?["wikilog_refused"]?.arrayValue ?? []).compactMap(RefusedRevision.init(json:))
   }
 
   /// Where to start: the source's last seq when both logs end with the same session, else the
@@ -322,11 +333,61 @@ public struct ReplicationReport: Sendable, Hashable {
   public var cancelled = false
   /// The reasons of the first write failures (at most 10).
   public var failures: [String] = []
+  /// The revisions the target refused (or the source would not give) that it still lacks:
+  /// those of earlier runs, kept in the checkpoint and tried again by every run, and this
+  /// run's. At the end of a run, each was tried again after everything else was written (a
+  /// page refused because its wiki came later in the feed gets in then), and what is left is
+  /// what the user could not send. At most ``RefusedRevision/limit``.
+  public var refused: [RefusedRevision] = []
 
   public init(sessionID: String, startSeq: JSONValue, endSeq: JSONValue) {
     self.sessionID = sessionID
     self.startSeq = startSeq
     self.endSeq = endSeq
+  }
+}
+
+/// A revision a replication could not write to its target, and why (the target's `error` and
+/// `reason`).
+public struct RefusedRevision: Sendable, Hashable {
+  public var id: String
+  public var rev: String
+  public var error: String
+  public var reason: String
+
+  /// The most a report and a checkpoint keep.
+  public static let limit = 1_000
+
+  public init(id: String, rev: String, error: String, reason: String) {
+    self.id = id
+    self.rev = rev
+    self.error = error
+    self.reason = reason
+  }
+
+  /// `{"id","rev","error","reason"}`, as a checkpoint, `_scheduler/docs` and `_active_tasks`
+  /// show it.
+  public var json: JSONValue {
+    .object(
+      JSONObject([
+        "id": .string(id), "rev": .string(rev), "error": .string(error),
+        "reason": .string(reason),
+      ]))
+  }
+
+  public init?(json: JSONValue) {
+    guard let id = json["id"]?.stringValue, let rev = json["rev"]?.stringValue else {
+      return nil
+    }
+    self.init(
+      id: id, rev: rev, error: json["error"]?.stringValue ?? "",
+      reason: json["reason"]?.stringValue ?? "")
+  }
+
+  /// "id: error: reason", as the command line lists it.
+  public var description: String {
+    let text = [error, reason].filter { !$0.isEmpty }.joined(separator: ": ")
+    return "\(id): \(text.isEmpty ? "not written" : text)"
   }
 }
 

@@ -193,6 +193,8 @@ public final class ReplicationJobs: Sendable {
         "checkpointed_source_seq": job.status.checkpointedSeq ?? .int(0),
         "source_seq": report.endSeq,
         "through_seq": report.endSeq,
+        // wikilog's: the revisions the target still refuses, each with its reason.
+        "wikilog_refused": .array(report.refused.map(\.json)),
       ]))
   }
 
@@ -246,6 +248,7 @@ public final class ReplicationJobs: Sendable {
           "started_on": .int(Int(job.startTime.timeIntervalSince1970)),
           "updated_on": .int(Int(job.updated.timeIntervalSince1970)),
           "checkpoint_interval": .int(Int(Replicator.Run.milliseconds(job.checkpointInterval))),
+          "wikilog_refused": .array(report.refused.map(\.json)),
         ])
         task["state"] = .string(Self.schedulerState(status.state))
         return .object(task)

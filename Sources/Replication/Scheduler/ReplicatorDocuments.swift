@@ -124,8 +124,11 @@ public final class ReplicatorDocuments: Sendable {
       case starting
       /// Copying changes.
       case active
-      /// Caught up, waiting for changes (a continuous job).
+      /// Caught up, waiting for changes (a continuous job), with everything sent.
       case upToDate = "up to date"
+      /// Caught up, but the other side refuses some documents (``ReplicationReport/refused``,
+      /// each with its reason): not up to date.
+      case refused = "not all sent"
       /// Its requests fail (the other side is unreachable or refuses): see ``lastError`` and
       /// ``nextRetry``.
       case offline
@@ -187,7 +190,7 @@ public final class ReplicatorDocuments: Sendable {
       switch job.status.state {
       case .starting: result.state = .starting
       case .running: result.state = .active
-      case .idle: result.state = .upToDate
+      case .idle: result.state = job.status.report.refused.isEmpty ? .upToDate : .refused
       case .completed: result.state = .completed
       case .offline:
         result.state = .offline
@@ -627,6 +630,7 @@ public final class ReplicatorDocuments: Sendable {
       "doc_write_failures": .int(report.docWriteFailures),
       "checkpointed_source_seq": report.endSeq,
       "start_time": ReplicationJobs.time(startTime),
+      "wikilog_refused": .array(report.refused.map(\.json)),
     ])
     await update(
       id, store,

@@ -162,6 +162,21 @@ public struct WikiAccess: DocumentAccess {
     }
   }
 
+  /// A replicated page refused because its writer may not write its wiki (the wiki is not
+  /// there yet, or does not let them in) is held in its wiki's group
+  /// (``HeldRevisionsProjection``): the refusal reads the same whether or not the wiki exists.
+  public func heldGroup(of docID: String) -> String? {
+    guard case .wiki(let wiki) = AccessGroup.of(docID), AccessGroup.canBeWiki(wiki) else {
+      return nil
+    }
+    return wiki
+  }
+
+  /// A write of a wiki document admits its writer's pages held for that wiki.
+  public func releasedGroup(by docID: String) -> String? {
+    AccessGroup.canBeWiki(docID) ? docID : nil
+  }
+
   /// Who could read and edit wiki `id` when: an entry for every change of its access, oldest
   /// first (an entry with no members: nobody but administrators, such as after its deletion
   /// or while its leaves disagree entirely).

@@ -63,7 +63,26 @@ struct SyncController: RoutedController {
       if let error = state.lastError { object["error"] = .string(error) }
       if let retry = state.nextRetry { object["next_retry"] = .string(ISO8601.format(retry)) }
       if let last = state.lastActivity { object["last_activity"] = .string(ISO8601.format(last)) }
+      object["refused"] = .array(
+        refused.map { .object(JSONObject(["id": .string($0.id), "reason": .string($0.text)])) })
       return .object(object)
+    }
+
+    /// What the other side refuses, per document, with the reason.
+    var refused: [(id: String, text: String)] {
+      (state.status?.report.refused ?? []).map { r in
+        (r.id, [r.error, r.reason].filter { !$0.isEmpty }.joined(separator: ": "))
+      }
+    }
+
+    /// "3 pages could not be sent" (documents, when some are not pages); nil when none.
+    var refusedSummary: String? {
+      let list = refused
+      guard !list.isEmpty else { return nil }
+      let pages = list.allSatisfy { $0.id.contains(":") }
+      let noun =
+        pages ? (list.count == 1 ? "page" : "pages") : (list.count == 1 ? "document" : "documents")
+      return "\(list.count) \(noun) could not be sent"
     }
   }
 
@@ -130,8 +149,8 @@ struct SyncController: RoutedController {
 
   /// The worst of `states`, the order the page and the header show them in (the script's too).
   static func worst(_ states: [String]) -> String {
-    ["failed", "offline", "paused", "starting", "waiting", "active"].first(where: states.contains)
-      ?? "up to date"
+    ["failed", "offline", "not all sent", "paused", "starting", "waiting", "active"].first(
+      where: states.contains) ?? "up to date"
   }
 
   // MARK: The page
@@ -164,6 +183,11 @@ struct SyncController: RoutedController {
             "pending": d.state.status?.pending.map(String.init) ?? "–",
           ]
           if let error = d.state.lastError { row["error"] = error }
+          if let summary = d.refusedSummary {
+            row["refusedSummary"] = summary
+            row["refused"] = d.refused.map { ["id": $0.id, "reason": $0.text] }
+          }
+          row["refusedCount"] = d.refused.count
           if let retry = d.state.nextRetry {
             row["nextRetry"] = WikiSite.time(Int64(retry.timeIntervalSince1970 * 1_000_000))
           }

@@ -224,7 +224,8 @@ struct Replicate: AsyncParsableCommand {
     display.finish(report)
     statusFile.finish(state: report.cancelled ? "stopped" : "completed", error: nil)
     if report.cancelled && !continuous { throw CLIError("replication interrupted") }
-    if report.docWriteFailures > 0 { throw ExitCode(2) }
+    // Revisions the target still refuses after this run tried them again (each run does).
+    if !report.refused.isEmpty { throw ExitCode(2) }
   }
 
   /// `--doc-ids`: a JSON array of strings, or ids separated by commas.
@@ -313,7 +314,7 @@ final class ReplicationDisplay: Sendable {
     var parts = [
       "\(report.docsRead) read", "\(report.docsWritten) written",
     ]
-    if report.docWriteFailures > 0 { parts.append("\(report.docWriteFailures) refused") }
+    if !report.refused.isEmpty { parts.append("\(report.refused.count) refused") }
     if let pending = status.pending {
       parts.append("\(pending) pending")
       if rate > 0, pending > 0 { parts.append("~\(Self.duration(Double(pending) / rate)) left") }
@@ -354,13 +355,13 @@ final class ReplicationDisplay: Sendable {
     }
     var text =
       "\(source) -> \(target): \(report.docsRead) changes read, \(report.missingFound) revisions missing, \(report.docsWritten) written"
-    if report.docWriteFailures > 0 { text += ", \(report.docWriteFailures) refused" }
+    if !report.refused.isEmpty { text += ", \(report.refused.count) refused" }
     text += " in \(Self.duration(seconds))"
     if report.retries > 0 { text += " (\(report.retries) retries)" }
     if report.cancelled { text += " (stopped)" }
     writeStandardError((text + "\n"))
-    for failure in report.failures {
-      writeStandardError("  refused: \(failure)\n")
+    for revision in report.refused {
+      writeStandardError("  refused: \(revision.description)\n")
     }
   }
 
@@ -393,6 +394,7 @@ final class ReplicationDisplay: Sendable {
       "last_error": J.string(status.lastError),
       "retry_at": J.string(status.retryAt.map { ISO8601.format($0) }),
       "failures": name == "done" ? J.strings(report.failures) : nil,
+      "refused": name == "done" ? .array(report.refused.map(\.json)) : nil,
       "elapsed_ms": J.int(Int(Self.seconds(ContinuousClock.now - started) * 1000)),
     ])
   }
