@@ -488,9 +488,10 @@ extern "C" int wikilog_js_query_server(int memoryMiB, int walls) {
     // Room for the engine's own code and tables beside the heap.
     struct rlimit data = {heapBytes * 2 + (512u << 20), heapBytes * 2 + (512u << 20)};
     setrlimit(RLIMIT_DATA, &data);
-    struct rlimit files = {0, 0};
-    setrlimit(RLIMIT_NPROC, &files);
-    setrlimit(RLIMIT_CORE, &files);
+    // No core files. (Not RLIMIT_NPROC: for a user other than root it counts threads too,
+    // and the engine's helper threads would not start; seccomp refuses new processes.)
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);
   }
   if (!JS_Init()) {
     writeError("os_process_error", "the JavaScript engine did not start");
