@@ -123,26 +123,45 @@ public final class DesignFunctions: UpdateValidator {
       }
     }
     guard !functions.isEmpty, QueryServerCommand.forLanguage(language) != nil else { return }
-    do {
-      try QueryServerPool.shared.with(language: language) { server throws(QueryServerError) in
-        _ = try server.call(.array([.string("reset"), .object(JSONObject())]))
-        for f in functions {
-          do throws(QueryServerError) {
-            _ = try server.call(.array([.string("add_fun"), .string(f.source)]))
-          } catch {
-            guard case .failed("compilation_error", let reason) = error else { throw error }
-            throw .failed(
-              error: "compilation_error",
-              reason:
-                "Compilation of the \(f.kind) function in the '\(f.view)' view failed: \(reason)")
-          }
+    // A process that timed out or ended (a loaded machine, limits changed meanwhile) is not a
+    // verdict on the functions: a second, new process is asked before they are let through.
+    for attempt in 0..<2 {
+      do {
+        try compile(functions, language: language)
+        return
+      } catch QueryServerError.failed(let error, let reason) where error == "compilation_error" {
+        throw StoreError("compilation_error", reason, code: .badRequest)
+      } catch QueryServerError.timeout where attempt == 0 {
+        continue
+      } catch QueryServerError.processFailed(let reason)
+        where attempt == 0 && !reason.contains("not found")
+      {
+        continue
+      } catch {
+        // The query server cannot run (not installed): the functions are compiled when the
+        // view is built, and fail then.
+        return
+      }
+    }
+  }
+
+  /// Compiles `functions` in a new realm of a query server for `language`.
+  func compile(_ functions: [(view: String, kind: String, source: String)], language: String)
+    throws(QueryServerError)
+  {
+    try QueryServerPool.shared.with(language: language) { server throws(QueryServerError) in
+      _ = try server.call(.array([.string("reset"), .object(JSONObject())]))
+      for f in functions {
+        do throws(QueryServerError) {
+          _ = try server.call(.array([.string("add_fun"), .string(f.source)]))
+        } catch {
+          guard case .failed("compilation_error", let reason) = error else { throw error }
+          throw .failed(
+            error: "compilation_error",
+            reason:
+              "Compilation of the \(f.kind) function in the '\(f.view)' view failed: \(reason)")
         }
       }
-    } catch QueryServerError.failed(let error, let reason) where error == "compilation_error" {
-      throw StoreError("compilation_error", reason, code: .badRequest)
-    } catch {
-      // The query server cannot run (not installed): the functions are compiled when the
-      // view is built, and fail then.
     }
   }
 }
