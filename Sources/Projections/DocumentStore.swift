@@ -45,6 +45,9 @@ public final class DocumentStore: Sendable {
   let indexDatabaseName: String
   /// The projections' names in the order the store was given them, documents first.
   let projectionOrder: [String]
+  /// The held revisions' projection's storage (``HeldRevisionsProjection``), when the store
+  /// has it: looked up once, as every write of a wiki document asks for it.
+  let heldStorage: ProjectionStorage?
   /// The per-document access rules (``accessRules``).
   let rules = Mutex<(any DocumentAccess)?>(nil)
   /// The ``UpdateValidator`` (``useUpdateValidator(_:)``).
@@ -109,6 +112,7 @@ public final class DocumentStore: Sendable {
     self.scratch = scratch
     self.projections = try ProjectionRunner(log: log, projections: projections)
     projectionOrder = ["docs"] + projections.map(\.name) + indexes.map(\.name)
+    heldStorage = self.projections.storage(of: HeldRevisionsProjection.projectionName)
     try self.projections.refuseRetiredLayouts(indexes: indexes)
     if !log.options.readOnly {
       try self.projections.catchUp()

@@ -176,8 +176,6 @@ struct HeldRevision {
 }
 
 extension DocumentStore {
-  var heldStorage: ProjectionStorage? { storage(of: HeldRevisionsProjection.projectionName) }
-
   /// Whether a replicated revision refused by the rules may be held: the rules name its group
   /// and the store keeps held revisions (``HeldRevisionsProjection``).
   public func holdsRevisions(of docID: String) -> Bool {
@@ -227,7 +225,8 @@ extension DocumentStore {
   /// a replicated revision by `writer`, then one `doc.admitted` event lists them. Those still
   /// refused stay held.
   func admitHeld(group: String, writer: String, txn: WriteTransaction) throws {
-    guard let held = heldStorage else { return }
+    // Nothing held in the store (the usual case): no lookup on the write path.
+    guard let held = heldStorage, try txn.count(of: held["byRev"]) > 0 else { return }
     let prefix = HeldRevisionsProjection.groupKey(group, writer)
     var positions: [UInt64] = []
     try txn.scan(held["byGroup"], from: prefix) { key, _ in
