@@ -258,7 +258,6 @@ bool parseHead(const std::string &line, Head &head) {
 
 const JSClass globalClass = {"global", JSCLASS_GLOBAL_FLAGS, &JS::DefaultGlobalClassOps};
 
-JSContext *context = nullptr;
 
 /// `hostWrite(text)`: one line out (a log line, a list's chunks).
 bool hostWrite(JSContext *cx, unsigned argc, JS::Value *vp) {
@@ -502,7 +501,6 @@ extern "C" int wikilog_js_query_server(int memoryMiB, int walls) {
     writeError("os_process_error", "the JavaScript engine did not start");
     return 1;
   }
-  context = cx;
   JS_SetGCParameter(cx, JSGC_MAX_BYTES, static_cast<uint32_t>(heapBytes));
   JS_SetNativeStackQuota(cx, 4u << 20);
   JS::ContextOptionsRef(cx).setWasm(false);
