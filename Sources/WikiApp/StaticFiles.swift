@@ -48,7 +48,10 @@ enum StaticFiles {
     .snippet { margin: .2rem 0; }
     mark { background: #fff1a8; padding: 0 .1rem; }
     .sync-indicator { font-size: .88rem; padding: .15rem .5rem; border-radius: 999px; border: 1px solid var(--border, #ccd); text-decoration: none; }
-    .sync-offline, .sync-failed { background: var(--warn); }
+    .sync-offline, .sync-failed, .sync-needs-attention, .sync-not-all-sent, .sync-not-all-received { background: var(--warn); }
+    .sync-advice { display: block; font-weight: 600; }
+    .sync-advice:empty { display: none; }
+    .sync-credentials { margin: 0 0 1.2rem; }
     .sync-state { font-size: .9rem; font-weight: normal; color: var(--muted); }
     .sync-directions { border-collapse: collapse; width: 100%; margin: .4rem 0; }
     .sync-directions th, .sync-directions td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #e3e6ea; font-size: .92rem; }
@@ -70,6 +73,7 @@ enum StaticFiles {
     textarea { width: 100%; font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92rem; }
     button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
     button#discard, header.top button { background: #fff; color: var(--accent); }
+    button.danger { background: #a4262c; border-color: #a4262c; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
     .narrow { max-width: 24rem; margin: 3rem auto; }
     .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
@@ -416,20 +420,23 @@ enum StaticFiles {
               set("pending", d.pending === undefined ? "–" : d.pending);
               var last = row.querySelector('[data-field="last_activity"]');
               if (last) { last.textContent = ""; if (d.last_activity) { last.appendChild(timeElement(d.last_activity)); } }
-              var problem = row.querySelector('[data-field="problem"]');
-              if (problem) {
-                problem.textContent = d.error || "";
+              set("error", d.error || "");
+              var retry = row.querySelector('[data-field="next_retry"]');
+              if (retry) {
+                retry.textContent = "";
                 if (d.next_retry) {
-                  problem.appendChild(document.createTextNode("; next try "));
-                  problem.appendChild(timeElement(d.next_retry));
+                  retry.appendChild(document.createTextNode("Next try "));
+                  retry.appendChild(timeElement(d.next_retry));
+                  retry.appendChild(document.createTextNode("."));
                 }
               }
+              set("advice", d.advice || "");
             });
           });
           var indicator = document.getElementById("sync-indicator");
           if (indicator && list.length) {
             var worst = list.map(function (s) { return s.state; });
-            var order = ["failed", "offline", "not all sent", "paused", "starting", "waiting", "active", "up to date"];
+            var order = ["needs attention", "failed", "offline", "not all sent", "not all received", "paused", "starting", "waiting", "active", "up to date"];
             var state = order.filter(function (s) { return worst.indexOf(s) >= 0; })[0] || "up to date";
             indicator.textContent = "Sync: " + state;
             indicator.className = "sync-indicator sync-" + state.replace(/ /g, "-");

@@ -191,6 +191,13 @@ enum Templates {
     {{#changes}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span></li>{{/changes}}
     </ol>
     """,
+    "sync-remove": """
+    <h1>Remove the sync with {{remote}}?</h1>
+    <p>Edits stop flowing between this server and {{remote}}, both ways. Nothing is deleted on either side: the pages stay where they are, and setting the sync up again later brings both sides together. The token this server made for the sync is revoked.</p>
+    <form id="sync-remove" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="confirm" value="yes">
+      <button type="submit" class="danger">Remove the sync</button> <a href="/_wiki/_sync">Keep it</a>
+    </form>
+    """,
     "sync": """
     <h1>Sync</h1>
     {{#disabled}}<p id="sync-status">This server runs no replications of its own: its data directory has no <code>_replicator</code> database. Replicate with a CouchDB, PouchDB or another wikilog from their side, signed in as a user of this server.</p>{{/disabled}}
@@ -203,10 +210,18 @@ enum Templates {
       <p class="meta">Owned by {{owner}}.</p>
       <table class="sync-directions">
         <thead><tr><th>Direction</th><th>State</th><th>Changes read</th><th>Written</th><th>Pending</th><th>Last activity</th><th>Problem</th></tr></thead>
-        <tbody>{{#directions}}<tr data-doc="{{docID}}" data-refused="{{refusedCount}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem">{{#error}}{{error}}{{/error}}{{#nextRetry}}; next try {{{nextRetry}}}{{/nextRetry}}</td></tr>{{/directions}}</tbody>
+        <tbody>{{#directions}}<tr data-doc="{{docID}}" data-refused="{{refusedCount}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem"><span data-field="error">{{#error}}{{error}}{{/error}}</span> <span data-field="next_retry">{{#nextRetry}}Next try {{{nextRetry}}}.{{/nextRetry}}</span> <strong class="sync-advice" data-field="advice">{{advice}}</strong></td></tr>{{/directions}}</tbody>
       </table>
       {{#directions}}{{#refusedSummary}}<div class="sync-refused" data-refused-doc="{{docID}}"><p class="error">{{name}}: {{refusedSummary}}:</p><ul>{{#refused}}<li><code>{{id}}</code>: {{reason}}</li>{{/refused}}</ul></div>{{/refusedSummary}}{{/directions}}
-      <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove</button></form>
+      <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="retry">Retry now</button> <button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove…</button></form>
+      <details class="sync-credentials"><summary>Change credentials</summary>
+      <form class="stacked" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}"><input type="hidden" name="action" value="credentials">
+        <p class="meta">The remote's user name and password, or a token, replace those given before (leave all empty for a remote that needs none). This server's side gets a new token too.</p>
+        <label>Remote user name <input name="username" autocomplete="off"></label>
+        <label>Remote password <input name="password" type="password" autocomplete="new-password"></label>
+        <label>or a token <input name="token" autocomplete="off"></label>
+        <button type="submit">Save credentials</button>
+      </form></details>
     </section>{{/syncs}}
     {{^syncs}}<p id="no-syncs">No sync is set up yet.</p>{{/syncs}}
     </div>

@@ -108,7 +108,7 @@ import WikiApp
           offline = page
           return page.text.contains(#"data-field="sync-state">offline<"#)
         })
-      #expect(offline?.text.contains("; next try <time datetime=") == true)
+      #expect(offline?.text.contains("Next try <time datetime=") == true)
       let wikis = try await clientA.page(.get, "/_wiki/", as: "alice")
       #expect(wikis.text.contains("sync-offline"))
       // B returns on its address (Hummingbird's live tests take a new port each time: B is run
@@ -159,13 +159,132 @@ import WikiApp
         .post, "/_wiki/_sync", as: "bob",
         form: ["csrf": try #require(bobsPage.csrf), "action": "remove", "sync": id])
       #expect(answer.status == 404)
+      // Remove asks first; nothing goes until it is confirmed.
       answer = try await clientA.page(
         .post, "/_wiki/_sync", as: "alice", form: ["csrf": csrf, "action": "remove", "sync": id])
+      #expect(answer.status == 200)
+      #expect(answer.text.contains(#"id="sync-remove""#))
+      #expect(answer.text.contains("Nothing is deleted on either side"))
+      #expect((try? replicator.get("wikisync-\(id)-push")) != nil)
+      answer = try await clientA.page(
+        .post, "/_wiki/_sync", as: "alice",
+        form: ["csrf": csrf, "action": "remove", "sync": id, "confirm": "yes"])
       #expect(answer.status == 303)
       let gone = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
       #expect(gone.text.contains(#"id="no-syncs""#))
       #expect((try? replicator.get("wikisync-\(id)-push")) == nil)
       #expect(try a.auth.tokens.list(user: "alice").isEmpty)
+    }
+  }
+
+  /// The section of the sync with `remote` on a Sync page.
+  static func section(_ page: Page, _ remote: String) -> String? {
+    page.text.components(separatedBy: #"<section class="sync""#).dropFirst().first {
+      $0.contains("<h2>\(remote) ")
+    }
+  }
+
+  @Test(
+    "a permanent failure needs attention and says what to fix (wrong password, missing database, no rights); Change credentials and Retry now mend it without waiting out the backoff"
+  )
+  func permanentStates() async throws {
+    let a = try UIFixture("syncStatesA", replicator: true)
+    let b = try UIFixture("syncStatesB")
+    // On B only bob may use `private`.
+    let privateDB = try b.data.open("private", create: true)
+    try await privateDB.setSecurityAsync(
+      SecurityObject(members: .init(names: ["bob"])), actor: "admin")
+    try await a.withServer(
+      .live,
+      options: {
+        // A crashed job waits a minute: only Retry now or a changed document starts it sooner.
+        $0.replicator.backoff = .seconds(60)
+        $0.replicator.retryDelay = .milliseconds(50)
+        $0.replicator.retriesPerRequest = 1
+      }
+    ) { clientA in
+      let csrf = try #require(try await clientA.page(.get, "/_wiki/_sync", as: "alice").csrf)
+      try await b.withServer(.live) { clientB in
+        let port = try #require(clientB.port)
+        func add(_ db: String, password: String) async throws {
+          let added = try await clientA.page(
+            .post, "/_wiki/_sync", as: "alice",
+            form: [
+              "csrf": csrf, "action": "add", "remote": "http://127.0.0.1:\(port)/\(db)",
+              "username": "alice", "password": password,
+            ])
+          #expect(added.status == 303)
+        }
+        /// Waits until the section of `db`'s sync contains every one of `texts`.
+        func shows(_ db: String, _ texts: [String]) async throws -> String? {
+          var last: String? = nil
+          let found = try await eventually(20) {
+            let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+            last = Self.section(page, "http://127.0.0.1:\(port)/\(db)")
+            return texts.allSatisfy { last?.contains($0) == true }
+          }
+          if !found { Issue.record("\(db): \(texts) not in \(last ?? "no section")") }
+          return last
+        }
+        try await add("wiki", password: "wrong")
+        try await add("missing", password: "pw-alice")
+        try await add("private", password: "pw-alice")
+        let wrong = try await shows(
+          "wiki",
+          [
+            #"data-field="sync-state">needs attention<"#,
+            "The remote refuses the user name and password",
+          ])
+        #expect(wrong?.contains("offline") == false)
+        _ = try await shows(
+          "missing",
+          [#"data-field="sync-state">needs attention<"#, "The remote database does not exist"])
+        _ = try await shows(
+          "private",
+          [
+            #"data-field="sync-state">needs attention<"#,
+            "The remote does not let this user read or write the database",
+          ])
+        let header = try await clientA.page(.get, "/_wiki/", as: "alice")
+        #expect(header.text.contains("Sync: needs attention"))
+
+        // Change credentials: the right password, and a new token for this side.
+        let tokens = try a.auth.tokens.list(user: "alice").map(\.id)
+        let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+        let wikiID = try #require(
+          Self.section(page, "http://127.0.0.1:\(port)/wiki").flatMap { text in
+            text.firstMatch(of: #/data-sync="([0-9a-f]+)"/#).map { String($0.1) }
+          })
+        let changed = try await clientA.page(
+          .post, "/_wiki/_sync", as: "alice",
+          form: [
+            "csrf": csrf, "action": "credentials", "sync": wikiID, "username": "alice",
+            "password": "pw-alice",
+          ])
+        #expect(changed.status == 303)
+        _ = try await shows("wiki", [#"data-field="sync-state">up to date<"#])
+        let after = try a.auth.tokens.list(user: "alice").map(\.id)
+        #expect(after.count == tokens.count)
+        #expect(Set(after) != Set(tokens))
+        let replicator = try a.data.open(ReplicatorDocuments.databaseName)
+        #expect(!String(decoding: try replicator.get("wikisync-\(wikiID)-push").serialized(), as: UTF8.self).contains("wrong"))
+
+        // Retry now: the database made on B is found at once, not after the minute's backoff.
+        let missingID = try #require(
+          Self.section(page, "http://127.0.0.1:\(port)/missing").flatMap { text in
+            text.firstMatch(of: #/data-sync="([0-9a-f]+)"/#).map { String($0.1) }
+          })
+        let missing = try b.data.open("missing", create: true)
+        try await missing.setSecurityAsync(
+          SecurityObject(members: .init(names: ["alice"])), actor: "admin")
+
+        let retried = try await clientA.page(
+          .post, "/_wiki/_sync", as: "alice",
+          form: ["csrf": csrf, "action": "retry", "sync": missingID])
+        #expect(retried.status == 303)
+        #expect(try await eventually(20) { (try? missing.get("w1:Home")) != nil })
+        _ = try await shows("missing", [#"data-field="sync-state">up to date<"#])
+      }
     }
   }
 

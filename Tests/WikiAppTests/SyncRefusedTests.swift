@@ -70,6 +70,26 @@ import WikiApp
         let page = try #require(shown)
         #expect(page.text.contains("<code>x9:Q</code>: forbidden: You may not write to the wiki"))
         #expect((try? b.store.get("x9:Q")) == nil)
+        #expect(page.text.contains("ask their owners there to add you, then press Retry now"))
+        // carol makes alice a member on B: the page goes (the pull brings the wiki's new
+        // revision, after which the push offers what was refused again; Retry now, pressed
+        // here as a user would, does too), and carol's wiki document, which only its owner may
+        // change, stays refused.
+        let carols = try b.store.get("x9")
+        try await b.store.putAsync(
+          #"{"type":"wiki","title":"Carol's","owner_id":"carol","members":["alice"]}"#,
+          id: "x9", rev: carols["_rev"]?.stringValue, actor: "carol")
+        let id = try #require(SyncPageTests.syncID(page))
+        let retried = try await clientA.page(
+          .post, "/_wiki/_sync", as: "alice", form: ["csrf": csrf, "action": "retry", "sync": id])
+        #expect(retried.status == 303)
+        #expect(try await eventually(20) { (try? b.store.get("x9:Q")) != nil })
+        #expect(
+          try await eventually(20) {
+            let page = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
+            return page.text.contains("1 document could not be sent")
+              && page.text.contains(#"data-field="sync-state">not all sent<"#)
+          })
       }
     }
   }

@@ -621,7 +621,18 @@ extension Replicator {
       _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: [UInt8]?
     ) async throws -> JSONValue {
       let response = try await endpoint.transport.send(method, path, body: body)
-      return try Replicator.check(response, "\(method) \(path)")
+      return try Replicator.check(response, "\(method) \(Self.location(endpoint, path))")
+    }
+
+    /// Where a request goes, for its errors: the endpoint's identity (a URL without
+    /// credentials) with what follows the database in `path`, so that an error says which side
+    /// answered (as CouchDB's `could not open http://host/db/` does).
+    nonisolated static func location(_ endpoint: CouchEndpoint, _ path: String) -> String {
+      let database = endpoint.path()
+      guard path.hasPrefix(database) else { return path }
+      var base = endpoint.identity
+      if base.hasSuffix("/") { base.removeLast() }
+      return base + path.dropFirst(database.count)
     }
 
     /// Runs `body`, retrying transient failures with exponential backoff: forever when

@@ -405,7 +405,18 @@ public enum ReplicatorError: Error, Sendable, Hashable, CustomStringConvertible 
     case .http(let status, let error, let reason): "HTTP \(status) \(error): \(reason)"
     case .malformed(let what): "malformed answer: \(what)"
     case .gaveUp(let what, let attempts, let lastError):
-      "\(what) failed \(attempts) times, giving up; last error: \(lastError)"
+      "\(what) failed \(attempts) times in a row; last error: \(lastError)"
+    }
+  }
+
+  /// What kind of failure this is for whoever has to fix it (``ReplicationProblem``).
+  public var problem: ReplicationProblem {
+    switch self {
+    case .http(401, _, _): .unauthorized
+    case .http(403, _, _): .forbidden
+    case .http(404, _, _): .missingDatabase
+    case .http: isTransient ? .unreachable : .rejected
+    case .malformed, .gaveUp: .unreachable
     }
   }
 
@@ -417,5 +428,29 @@ public enum ReplicatorError: Error, Sendable, Hashable, CustomStringConvertible 
     case .malformed: true
     case .gaveUp: false
     }
+  }
+}
+
+/// Why a replication fails, in the terms of what fixes it: ``unreachable`` passes by itself
+/// (the network, a server restarting, a timeout), the others need someone to act.
+public enum ReplicationProblem: String, Sendable, Hashable {
+  /// The network or the other server: tried again with backoff until it answers.
+  case unreachable
+  /// A side refuses the credentials (401): they must be changed.
+  case unauthorized
+  /// A side refuses this user the database (403): they need rights there.
+  case forbidden
+  /// A database does not exist (404): the URL is wrong, or it must be created.
+  case missingDatabase = "missing database"
+  /// A side refuses the request itself (another 4xx).
+  case rejected
+
+  /// Whether waiting does not help: someone has to change something.
+  public var isPermanent: Bool { self != .unreachable }
+
+  /// The problem `error`, a replication's failure, is: a ``ReplicatorError``'s
+  /// ``ReplicatorError/problem``; anything else (the network's errors) ``unreachable``.
+  public init(_ error: any Error) {
+    self = (error as? ReplicatorError)?.problem ?? .unreachable
   }
 }

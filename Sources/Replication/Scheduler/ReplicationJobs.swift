@@ -44,6 +44,9 @@ public final class ReplicationJobs: Sendable {
     public var running = true
     /// Its replication's ``ReplicationOptions/checkpointInterval`` (`_active_tasks` shows it).
     public var checkpointInterval: Duration = .seconds(30)
+    /// Crashes before this do not count toward the backoff: someone asked for the job to be
+    /// tried again now (``ReplicatorDocuments/retryNow(documentID:)``).
+    var crashesForgottenBefore: Date? = nil
 
     public var isPersistent: Bool { docID != nil }
 
@@ -126,6 +129,11 @@ public final class ReplicationJobs: Sendable {
     return jobs.withLock { $0[id].map { errorCount(of: $0) } } ?? 0
   }
 
+  /// Job `id`'s crashes so far no longer count toward its backoff (its history keeps them).
+  func forgetCrashes(_ id: String) {
+    jobs.withLock { $0[id]?.crashesForgottenBefore = .now }
+  }
+
   /// A persistent job's replication was stopped by the scheduler (`stopped`).
   func stopped(_ id: String) {
     record(id, "stopped", nil, running: false)
@@ -148,7 +156,10 @@ public final class ReplicationJobs: Sendable {
   /// newest event, each within the health threshold of the event before it; a `stopped` right
   /// after a `started`, or a crash after a long healthy run, ends the streak.
   func errorCount(of job: Job) -> Int {
-    let events = job.history.map { ($0.time, $0.type) } + [(job.startTime, "added")]
+    let forgotten = job.crashesForgottenBefore ?? .distantPast
+    let events =
+      job.history.filter { $0.time >= forgotten }.map { ($0.time, $0.type) }
+      + [(job.startTime, "added")]
     let threshold = Double(Replicator.Run.milliseconds(healthThreshold)) / 1000
     var count = 0
     var index = 0

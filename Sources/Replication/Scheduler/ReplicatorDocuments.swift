@@ -98,6 +98,8 @@ public final class ReplicatorDocuments: Sendable {
     let continuous: Bool
     let startTime: Date
     var run: Task<Void, Never>?
+    /// What its last crash was, for people (the Sync page): transient or what to fix.
+    var problem: ReplicationProblem?
     /// Bumped at each start and stop, so that a stopped run's end is not taken for a crash.
     var generation = 0
   }
@@ -129,9 +131,13 @@ public final class ReplicatorDocuments: Sendable {
       /// Caught up, but the other side refuses some documents (``ReplicationReport/refused``,
       /// each with its reason): not up to date.
       case refused = "not all sent"
-      /// Its requests fail (the other side is unreachable or refuses): see ``lastError`` and
-      /// ``nextRetry``.
+      /// Its requests fail for a while (the other side is unreachable, answers 5xx or times
+      /// out): it is tried again at ``nextRetry``; ``lastError`` says why.
       case offline
+      /// A side refuses it in a way waiting does not mend (``problem``: credentials refused,
+      /// no rights, no such database): someone has to act. It is still tried again at
+      /// ``nextRetry``, with the scheduler's backoff.
+      case needsAttention = "needs attention"
       /// Waiting for a free slot of the scheduler.
       case waiting
       /// Its document cannot run (`_replication_state_reason`).
@@ -145,6 +151,8 @@ public final class ReplicatorDocuments: Sendable {
     /// The job's counters and feed position; nil without a job.
     public var status: ReplicationStatus?
     public var lastError: String?
+    /// What kind of failure ``lastError`` is; nil when there is none.
+    public var problem: ReplicationProblem?
     public var nextRetry: Date?
     /// When the job last changed (started, crashed, copied a batch).
     public var lastActivity: Date?
@@ -193,7 +201,9 @@ public final class ReplicatorDocuments: Sendable {
       case .idle: result.state = job.status.report.refused.isEmpty ? .upToDate : .refused
       case .completed: result.state = .completed
       case .offline:
+        // Retried inside the run: only transient failures are.
         result.state = .offline
+        result.problem = .unreachable
         result.lastError = job.status.lastError
         result.nextRetry = job.status.retryAt
       }
@@ -201,7 +211,9 @@ public final class ReplicatorDocuments: Sendable {
     }
     let crashes = jobs.errorCount(of: job)
     if crashes > 0, let crash = job.history.first(where: { $0.type == "crashed" }) {
-      result.state = .offline
+      let problem = scheduled.withLock { $0[jobID]?.problem } ?? .unreachable
+      result.state = problem.isPermanent ? .needsAttention : .offline
+      result.problem = problem
       result.lastError = crash.reason
       let wait = Double(Replicator.Run.milliseconds(backoff(crashes))) / 1000
       result.nextRetry = crash.time.addingTimeInterval(wait)
@@ -386,6 +398,34 @@ public final class ReplicatorDocuments: Sendable {
       entry.state = .unscheduled
       entry.info = nil
     }
+    return true
+  }
+
+  /// Tries document `id`'s job again now: a job waiting out the backoff of its crashes starts
+  /// at once, with its crashes forgotten for the backoff (its history keeps them); a running
+  /// one is stopped and started again, so that a request it is retrying goes at once and what
+  /// the other side refused is offered again (after its rights there changed). False when the
+  /// document has no job (paused, finished, failed, or not processed yet). A job still waits
+  /// for a free slot when all are taken.
+  public func retryNow(documentID id: String) async -> Bool {
+    guard let jobID = entries.withLock({ $0[id]?.jobID }) else { return false }
+    let found: (known: Bool, run: Task<Void, Never>?) = scheduled.withLock { scheduled in
+      guard var job = scheduled[jobID], job.docID == id else { return (false, nil) }
+      let run = job.run
+      job.run = nil
+      job.generation += 1
+      scheduled[jobID] = job
+      return (true, run)
+    }
+    guard found.known else { return false }
+    if let run = found.run {
+      jobs.stopped(jobID)
+      run.cancel()
+      await run.value
+    }
+    jobs.forgetCrashes(jobID)
+    logger.info("_replicator: job \(jobID) of document \(id) tried again on request")
+    startPendingJobs()
     return true
   }
 
@@ -577,6 +617,7 @@ public final class ReplicatorDocuments: Sendable {
       startPendingJobs()
     case .failure(let error):
       let reason = Self.crashReason(error)
+      scheduled.withLock { $0[jobID]?.problem = ReplicationProblem(error) }
       let crashes = jobs.crashed(jobID, reason: reason)
       logger.warning("_replicator: job \(jobID) of document \(job.docID) crashed: \(reason)")
       startPendingJobs()

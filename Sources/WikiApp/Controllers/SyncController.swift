@@ -52,15 +52,72 @@ struct SyncController: RoutedController {
     let docID: String
     let state: ReplicatorDocuments.DocumentState
 
+    /// The state shown: the job's, with "not all sent" as "not all received" when pulling.
+    var stateText: String {
+      state.state == .refused && name == "pull" ? "not all received" : state.state.rawValue
+    }
+
+    /// The remote's URL without credentials, as the sync's document names it.
+    var remote = ""
+
+    /// Whether the last error is the remote's answer rather than this server's: errors name
+    /// the URL that answered.
+    var remoteFailed: Bool {
+      guard let error = state.lastError, !remote.isEmpty else { return true }
+      return error.contains(remote)
+    }
+
+    /// What to do about the state, in a sentence; nil when nothing is to be done.
+    var advice: String? {
+      switch state.state {
+      case .offline:
+        return "Nothing to do: it is tried again by itself (or press Retry now)."
+      case .needsAttention:
+        switch state.problem {
+        case .unauthorized?:
+          return remoteFailed
+            ? "The remote refuses the user name and password (or token) given: change them with Change credentials."
+            : "This server no longer accepts the sync's own token (it was revoked): save the credentials again with Change credentials to give it a new one."
+        case .forbidden?:
+          return remoteFailed
+            ? "The remote does not let this user read or write the database: ask its administrator for access, or use another user's credentials (Change credentials)."
+            : "You may not use this server's wiki database: ask an administrator of this server."
+        case .missingDatabase?:
+          return remoteFailed
+            ? "The remote database does not exist: create it there, or remove this sync and set it up again with the right URL."
+            : "This server's wiki database does not exist any more: ask an administrator of this server."
+        default:
+          return "The other side refuses the requests: check the URL and the credentials, then press Retry now."
+        }
+      case .refused:
+        // Pages of wikis the user is not in (what wikis refuse); anything else by its reason.
+        let forbidden = refused.allSatisfy { $0.text.hasPrefix("forbidden") }
+        if name == "push" {
+          return forbidden
+            ? "On the remote you may not write these (pages of wikis you are not the owner or a member of there, or such wikis): ask their owners there to add you, then press Retry now. They stay here meanwhile."
+            : "Fix what the reasons say, then press Retry now; the documents stay here meanwhile."
+        }
+        return forbidden
+          ? "On this server you may not write these (pages of wikis you are not the owner or a member of here, or such wikis): ask their owners here to add you, then press Retry now."
+          : "Fix what the reasons say, then press Retry now."
+      case .failed:
+        return "Remove this sync and set it up again."
+      default:
+        return nil
+      }
+    }
+
     var json: JSONValue {
       var object = JSONObject([
         "direction": .string(name), "doc_id": .string(docID),
-        "state": .string(state.state.rawValue),
+        "state": .string(stateText),
         "docs_read": .int(state.status?.report.docsRead ?? 0),
         "docs_written": .int(state.status?.report.docsWritten ?? 0),
       ])
       if let pending = state.status?.pending { object["pending"] = .int(pending) }
       if let error = state.lastError { object["error"] = .string(error) }
+      if let problem = state.problem { object["problem"] = .string(problem.rawValue) }
+      if let advice { object["advice"] = .string(advice) }
       if let retry = state.nextRetry { object["next_retry"] = .string(ISO8601.format(retry)) }
       if let last = state.lastActivity { object["last_activity"] = .string(ISO8601.format(last)) }
       object["refused"] = .array(
@@ -82,7 +139,7 @@ struct SyncController: RoutedController {
       let pages = list.allSatisfy { $0.id.contains(":") }
       let noun =
         pages ? (list.count == 1 ? "page" : "pages") : (list.count == 1 ? "document" : "documents")
-      return "\(list.count) \(noun) could not be sent"
+      return "\(list.count) \(noun) could not be \(name == "push" ? "sent" : "received")"
     }
   }
 
@@ -95,7 +152,7 @@ struct SyncController: RoutedController {
     var directions: [Direction]
 
     /// The state of the sync as a whole: the worst of its directions'.
-    var state: String { SyncController.worst(directions.map(\.state.state.rawValue)) }
+    var state: String { SyncController.worst(directions.map(\.stateText)) }
   }
 
   /// The `_replicator` database, nil when the server runs none.
@@ -132,7 +189,9 @@ struct SyncController: RoutedController {
           id: syncID, remote: sync["remote"]?.stringValue ?? "?", owner: owner,
           paused: doc[ReplicatorDocuments.pausedField] == .bool(true), directions: [])
       }
-      byID[syncID]?.directions.append(Direction(name: direction, docID: id, state: state))
+      byID[syncID]?.directions.append(
+        Direction(
+          name: direction, docID: id, state: state, remote: sync["remote"]?.stringValue ?? ""))
     }
     return order.compactMap { byID[$0] }
   }
@@ -149,8 +208,10 @@ struct SyncController: RoutedController {
 
   /// The worst of `states`, the order the page and the header show them in (the script's too).
   static func worst(_ states: [String]) -> String {
-    ["failed", "offline", "not all sent", "paused", "starting", "waiting", "active"].first(
-      where: states.contains) ?? "up to date"
+    [
+      "needs attention", "failed", "offline", "not all sent", "not all received", "paused",
+      "starting", "waiting", "active",
+    ].first(where: states.contains) ?? "up to date"
   }
 
   // MARK: The page
@@ -177,12 +238,13 @@ struct SyncController: RoutedController {
         "directions": sync.directions.map { d -> [String: Any] in
           var row: [String: Any] = [
             "name": d.name == "push" ? "Sending" : "Receiving", "docID": d.docID,
-            "state": d.state.state.rawValue,
+            "state": d.stateText,
             "docsRead": d.state.status?.report.docsRead ?? 0,
             "docsWritten": d.state.status?.report.docsWritten ?? 0,
             "pending": d.state.status?.pending.map(String.init) ?? "–",
           ]
           if let error = d.state.lastError { row["error"] = error }
+          if let advice = d.advice { row["advice"] = advice }
           if let summary = d.refusedSummary {
             row["refusedSummary"] = summary
             row["refused"] = d.refused.map { ["id": $0.id, "reason": $0.text] }
@@ -243,6 +305,8 @@ struct SyncController: RoutedController {
     var password: String?
     var token: String?
     var sync: String?
+    /// `yes` once Remove was confirmed.
+    var confirm: String?
   }
 
   func post(_ request: Request, _ context: Context) async throws -> Response {
@@ -256,7 +320,13 @@ struct SyncController: RoutedController {
         case "add": try await add(form, session, store, context: context)
         case "pause": try await setPaused(true, form, session, store)
         case "resume": try await setPaused(false, form, session, store)
-        case "remove": try await remove(form, session, store)
+        case "retry": try await retry(form, session)
+        case "credentials": try await changeCredentials(form, session, store)
+        case "remove":
+          guard form.confirm == "yes" else {
+            return html(try confirmRemoval(form, session), session: session)
+          }
+          try await remove(form, session, store)
         default: throw Failure(status: .badRequest, message: "Unknown action.")
         }
       } catch let failure as Failure {
@@ -293,21 +363,7 @@ struct SyncController: RoutedController {
   {
     let remote = try Self.remoteURL(form.remote ?? "")
     var remoteEndpoint = JSONObject(["url": .string(remote.absoluteString)])
-    let token = (form.token ?? "").trimmingCharacters(in: .whitespaces)
-    let username = (form.username ?? "").trimmingCharacters(in: .whitespaces)
-    if !token.isEmpty {
-      let header =
-        token.hasPrefix(APITokens.tokenPrefix) ? "Token token=" + token : "Bearer " + token
-      remoteEndpoint["headers"] = .object(JSONObject(["Authorization": .string(header)]))
-    } else if !username.isEmpty {
-      remoteEndpoint["auth"] = .object(
-        JSONObject([
-          "basic": .object(
-            JSONObject([
-              "username": .string(username), "password": .string(form.password ?? ""),
-            ]))
-        ]))
-    }
+    Self.setCredentials(form, in: &remoteEndpoint)
     // This server, as the replication reaches it: the address the request came in on.
     guard let local = context.localAddress else {
       throw Failure(status: .internalServerError, message: "This server's address is unknown.")
@@ -316,16 +372,8 @@ struct SyncController: RoutedController {
     var localEndpoint = JSONObject([
       "url": .string("\(scheme)://\(local)/" + PercentDecoding.encode(options.database))
     ])
-    var tokenID: String? = nil
-    if let auth = couch.options.authenticator, let name = session.user.name {
-      let made = try await blocking {
-        try auth.tokens.create(
-          user: name, label: "sync with \(Self.stripped(remote))", actor: session.actor)
-      }
-      tokenID = made.record.id
-      localEndpoint["headers"] = .object(
-        JSONObject(["Authorization": .string("Token token=" + made.token)]))
-    }
+    let tokenID = try await setLocalToken(
+      in: &localEndpoint, session, label: "sync with \(Self.stripped(remote))")
     let owner = session.user.name
     let syncID = Hex.encode(
       Array(SHA256.hash(data: Array("\(owner ?? "")\u{0}\(remote.absoluteString)".utf8)))
@@ -351,6 +399,113 @@ struct SyncController: RoutedController {
       _ = try await store.putAsync(
         parsed: .object(body), id: id, actor: session.actor, origin: session.origin)
     }
+  }
+
+  /// The credentials of `form` (a token, or a name and password; none when both are empty)
+  /// as the remote endpoint's `headers` or `auth`, replacing those it had.
+  static func setCredentials(_ form: SyncForm, in endpoint: inout JSONObject) {
+    endpoint["headers"] = nil
+    endpoint["auth"] = nil
+    let token = (form.token ?? "").trimmingCharacters(in: .whitespaces)
+    let username = (form.username ?? "").trimmingCharacters(in: .whitespaces)
+    if !token.isEmpty {
+      let header =
+        token.hasPrefix(APITokens.tokenPrefix) ? "Token token=" + token : "Bearer " + token
+      endpoint["headers"] = .object(JSONObject(["Authorization": .string(header)]))
+    } else if !username.isEmpty {
+      endpoint["auth"] = .object(
+        JSONObject([
+          "basic": .object(
+            JSONObject([
+              "username": .string(username), "password": .string(form.password ?? ""),
+            ]))
+        ]))
+    }
+  }
+
+  /// Makes an API token for `session`'s user to reach this server with and puts it in
+  /// `endpoint`'s headers; returns its id (nil on a server without users, reached as it is).
+  func setLocalToken(in endpoint: inout JSONObject, _ session: Session, label: String)
+    async throws -> String?
+  {
+    guard let auth = couch.options.authenticator, let name = session.user.name else {
+      return nil
+    }
+    let made = try await blocking {
+      try auth.tokens.create(user: name, label: label, actor: session.actor)
+    }
+    endpoint["headers"] = .object(
+      JSONObject(["Authorization": .string("Token token=" + made.token)]))
+    return made.record.id
+  }
+
+  /// Retry now: each direction's job is tried again at once (``ReplicatorDocuments/retryNow(documentID:)``).
+  func retry(_ form: SyncForm, _ session: Session) async throws {
+    let directions = try documents(form, session)
+    guard directions.contains(where: { $0.state.state != .paused }) else {
+      throw Failure(status: .conflict, message: "The sync is paused: resume it first.")
+    }
+    for direction in directions {
+      _ = await couch.replicatorDocuments.retryNow(documentID: direction.docID)
+    }
+  }
+
+  /// Change credentials: the remote's side gets the credentials of the form, this server's
+  /// side a new token (the old one is revoked); both documents change, so their jobs start
+  /// again with them.
+  func changeCredentials(_ form: SyncForm, _ session: Session, _ store: DocumentStore)
+    async throws
+  {
+    let directions = try documents(form, session)
+    var oldTokens: Set<String> = []
+    var newToken: (id: String?, header: JSONValue?)? = nil
+    for direction in directions {
+      guard case .object(var body) = try store.get(direction.docID),
+        case .object(var sync)? = body["wikilog_sync"]
+      else { continue }
+      let rev = body["_rev"]?.stringValue
+      body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
+      let (remoteSide, localSide) =
+        direction.name == "push" ? ("target", "source") : ("source", "target")
+      if case .object(var remote)? = body[remoteSide] {
+        Self.setCredentials(form, in: &remote)
+        body[remoteSide] = .object(remote)
+      }
+      if case .object(var local)? = body[localSide] {
+        if newToken == nil {
+          let id = try await setLocalToken(
+            in: &local, session, label: "sync with \(sync["remote"]?.stringValue ?? "?")")
+          newToken = (id, local["headers"])
+        } else {
+          local["headers"] = newToken?.header
+        }
+        body[localSide] = .object(local)
+      }
+      if let old = sync["token_id"]?.stringValue { oldTokens.insert(old) }
+      sync["token_id"] = newToken?.id.map { .string($0) }
+      sync["credentials_changed_at"] = .string(ISO8601.format(Date()))
+      body["wikilog_sync"] = .object(sync)
+      _ = try await store.putAsync(
+        parsed: .object(body), id: direction.docID, rev: rev, actor: session.actor,
+        origin: session.origin)
+    }
+    if let auth = couch.options.authenticator {
+      for token in oldTokens where token != newToken?.id {
+        try? await blocking { try auth.tokens.revoke(id: token, actor: session.actor) }
+      }
+    }
+  }
+
+  /// The page that asks before a sync is removed.
+  func confirmRemoval(_ form: SyncForm, _ session: Session) throws -> Page {
+    guard let id = form.sync, let sync = try syncs(for: session).first(where: { $0.id == id })
+    else {
+      throw Failure(status: .notFound, message: "There is no such sync, or it is not yours.")
+    }
+    return Page(
+      title: "Remove sync",
+      body: Templates.render(
+        "sync-remove", ["id": sync.id, "remote": sync.remote, "csrf": session.csrf]))
   }
 
   /// A URL without its userinfo, query and fragment.
