@@ -165,10 +165,11 @@ extension CouchServer {
       ]))
     let id = ddoc
     let scope = store.log.path
+    let servers = store.state.queryServers
     return DocumentBodyFilter(name: "\(ddoc)/\(path.joined(separator: "/")) \(query.pairs)") {
       document in
       do {
-        let answer = try QueryServerPool.shared.with(language: language) {
+        let answer = try servers.with(language: language) {
           server throws(QueryServerError) in
           try server.callDesignFunction(
             ddoc: doc, id: id, rev: rev, scope: scope, path: path,

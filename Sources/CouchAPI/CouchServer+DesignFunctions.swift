@@ -63,7 +63,7 @@ extension CouchServer {
     }
     let answer = try await blocking { [doc] in
       try Self.callFunction(
-        language, design, ddoc, rev, store.log.path, [section, function], [doc, req])
+        store, language, design, ddoc, rev, [section, function], [doc, req])
     }
     switch kind {
     case "_show":
@@ -128,7 +128,7 @@ extension CouchServer {
     let rows = result.rows
     let (start, chunks) = try await blocking {
       do {
-        return try QueryServerPool.shared.with(language: language) {
+        return try store.state.queryServers.with(language: language) {
           server throws(QueryServerError) -> (JSONValue, [String]) in
           let first = try server.callDesignFunction(
             ddoc: design, id: ddoc, rev: rev, scope: store.log.path, path: ["lists", function],
@@ -166,14 +166,15 @@ extension CouchServer {
   }
 
   static func callFunction(
-    _ language: String, _ design: JSONValue, _ id: String, _ rev: String, _ scope: String,
+    _ store: DocumentStore, _ language: String, _ design: JSONValue, _ id: String, _ rev: String,
     _ path: [String], _ arguments: [JSONValue]
   ) throws -> JSONValue {
     do {
-      return try QueryServerPool.shared.with(language: language) {
+      return try store.state.queryServers.with(language: language) {
         server throws(QueryServerError) in
         try server.callDesignFunction(
-          ddoc: design, id: id, rev: rev, scope: scope, path: path, arguments: arguments)
+          ddoc: design, id: id, rev: rev, scope: store.log.path, path: path,
+          arguments: arguments)
       }
     } catch {
       let (name, reason) = error.couchError

@@ -216,7 +216,8 @@ extension CouchServer {
     },
     .activeTasks: ServerRule(role: .serverAdmin) { c in
       let tasks =
-        (activeTasks().arrayValue ?? []) + (c.server.replications.activeTasks().arrayValue ?? [])
+        (c.server.activeTasks().arrayValue ?? [])
+        + (c.server.replications.activeTasks().arrayValue ?? [])
       return CouchResponse.json(.array(tasks), includeBody: !c.head)
     },
     .schedulerJobs: ServerRule(role: .serverAdmin) { c in

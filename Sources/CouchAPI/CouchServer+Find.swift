@@ -300,10 +300,11 @@ extension CouchServer {
 
 extension CouchServer {
   /// `GET /_active_tasks` (server admins): the index builds under way (Mango indexes, indexes
-  /// behind the log catching up: ``IndexTasks``), in CouchDB's shape for an `indexer` task.
-  static func activeTasks() -> JSONValue {
+  /// behind the log catching up: its data directory's ``IndexTasks``), in CouchDB's shape for
+  /// an `indexer` task.
+  func activeTasks() -> JSONValue {
     .array(
-      IndexTasks.shared.running.map { task in
+      dataDirectory.state.indexTasks.running.map { task in
         let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
         return .object(
           JSONObject([

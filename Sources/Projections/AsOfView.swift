@@ -165,7 +165,7 @@ extension DocumentStore {
     do {
       store = try DocumentStore(
         log: scratchLog, projections: others.map(\.projection), ownsLog: true,
-        validation: validation, scratch: directory, blobs: blobs)
+        validation: validation, scratch: directory, blobs: blobs, state: state)
     } catch {
       scratchLog.close()
       directory.remove()

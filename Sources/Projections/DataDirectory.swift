@@ -32,6 +32,9 @@ public final class DataDirectory: Sendable {
   /// Per-document access rules of its databases beyond their security objects (none by
   /// default; the Wiki module's wiki membership). System databases have none.
   public let access: (any DocumentAccess)?
+  /// What belongs to this directory rather than the process (``DirectoryState``), shared by
+  /// every store it opens.
+  public let state: DirectoryState
   let open = Mutex<[String: DocumentStore]>([:])
   let updateValidation = Mutex<(any UpdateValidator)?>(nil)
   /// The ``UpdateValidator`` given by ``useUpdateValidator(_:)``, if any.
@@ -60,8 +63,10 @@ public final class DataDirectory: Sendable {
     indexes: @escaping @Sendable (_ database: String) -> [any IndexBehindLog] = { _ in [] },
     everyDatabase: @escaping @Sendable (_ database: String) -> [any Projection] = { _ in [] },
     validation: DocumentValidation = .couchDB, filters: DocumentFilters = DocumentFilters(),
-    systemDatabases: [SystemDatabase] = [], access: (any DocumentAccess)? = nil
+    systemDatabases: [SystemDatabase] = [], access: (any DocumentAccess)? = nil,
+    state: DirectoryState = DirectoryState()
   ) {
+    self.state = state
     self.access = access
     self.path = path
     self.options = options
@@ -171,7 +176,7 @@ public final class DataDirectory: Sendable {
       directory: dir, options: options,
       projections: (system?.makeProjections() ?? makeProjections()) + makeCommon(name),
       indexes: system == nil ? makeIndexes(name) : [],
-      validation: system?.validation ?? validation, name: name)
+      validation: system?.validation ?? validation, name: name, state: state)
     // Its writes for a signed-in user (``WriteAccess``) are checked against these rules in the
     // write transaction.
     store.useAccessRules(access(of: name))

@@ -65,7 +65,8 @@ public final class DocumentStore: Sendable {
   public convenience init(
     directory: String, options: EventLog.Options = EventLog.Options(),
     projections: [any Projection] = [], indexes: [any IndexBehindLog] = [],
-    validation: DocumentValidation = .couchDB, name: String? = nil
+    validation: DocumentValidation = .couchDB, name: String? = nil,
+    state: DirectoryState = DirectoryState()
   ) throws {
     let log: EventLog
     do {
@@ -76,7 +77,7 @@ public final class DocumentStore: Sendable {
     do {
       try self.init(
         log: log, projections: projections, indexes: indexes, ownsLog: true,
-        validation: validation, scratch: nil, blobs: nil, name: name)
+        validation: validation, scratch: nil, blobs: nil, name: name, state: state)
     } catch {
       log.close()
       throw error
@@ -86,12 +87,17 @@ public final class DocumentStore: Sendable {
   /// Uses an open log; the projections catch up with it before this returns.
   public convenience init(
     log: EventLog, projections: [any Projection] = [], indexes: [any IndexBehindLog] = [],
-    ownsLog: Bool = false, validation: DocumentValidation = .couchDB
+    ownsLog: Bool = false, validation: DocumentValidation = .couchDB,
+    state: DirectoryState = DirectoryState()
   ) throws {
     try self.init(
       log: log, projections: projections, indexes: indexes, ownsLog: ownsLog,
-      validation: validation, scratch: nil, blobs: nil)
+      validation: validation, scratch: nil, blobs: nil, state: state)
   }
+
+  /// What the store shares with the other stores of its data directory, not with the process
+  /// (``DirectoryState``: index tasks, query servers).
+  public let state: DirectoryState
 
   /// The attachments' bytes (``BlobStore``), beside the log (an as-of view reads the live
   /// store's).
@@ -103,8 +109,9 @@ public final class DocumentStore: Sendable {
   init(
     log: EventLog, projections: [any Projection], indexes: [any IndexBehindLog] = [],
     ownsLog: Bool, validation: DocumentValidation, scratch: ScratchDirectory?, blobs: BlobStore?,
-    name: String? = nil
+    name: String? = nil, state: DirectoryState
   ) throws {
+    self.state = state
     self.blobs = blobs ?? BlobStore(databaseDirectory: log.path)
     self.log = log
     self.ownsLog = ownsLog
@@ -124,11 +131,12 @@ public final class DocumentStore: Sendable {
       if !log.options.readOnly {
         let follower = try IndexFollower(
           index: index, log: log, documents: self.projections.documentStorage,
-          database: database)
+          database: database, tasks: state.indexTasks)
         follower.start()
         followers.append(follower)
       } else if let follower = try? IndexFollower(
-        index: index, log: log, documents: self.projections.documentStorage, database: database)
+        index: index, log: log, documents: self.projections.documentStorage, database: database,
+        tasks: state.indexTasks)
       {
         // Read-only (an auditor's copy, a server's database read beside it): the index is
         // brought up to date by its readers, where its directory may be written; where it
@@ -149,7 +157,7 @@ public final class DocumentStore: Sendable {
       if let fixed = fixedIndexes.first(where: { $0.index.name == index.name }) { return fixed }
       let follower = try IndexFollower(
         index: index, log: log, documents: projections.documentStorage,
-        database: indexDatabaseName)
+        database: indexDatabaseName, tasks: state.indexTasks)
       if !log.options.readOnly { follower.start() }
       added.append(follower)
       return follower

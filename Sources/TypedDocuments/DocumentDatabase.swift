@@ -34,8 +34,10 @@ public final class DocumentDatabase: Sendable {
   public static func dataDirectory(path: String) -> DataDirectory {
     var options = EventLog.Options()
     options.durability = .groupCommit
+    let state = DirectoryState()
     let directory = DataDirectory(
-      path: path, options: options, everyDatabase: { [MangoProjection(database: $0)] })
+      path: path, options: options,
+      everyDatabase: { [MangoProjection(database: $0, tasks: state.indexTasks)] }, state: state)
     directory.useUpdateValidator(DesignFunctions())
     return directory
   }

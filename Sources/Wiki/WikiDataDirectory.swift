@@ -18,6 +18,7 @@ extension DataDirectory {
     path: String, options: EventLog.Options = EventLog.Options(),
     systemDatabases: [SystemDatabase] = []
   ) -> DataDirectory {
+    let state = DirectoryState()
     let directory = DataDirectory(
       path: path, options: options,
       projections: {
@@ -25,9 +26,9 @@ extension DataDirectory {
       },
       // Full-text search of the pages, kept behind the log; Mango indexes in every database.
       indexes: { _ in [TextSearchProjection(schema: .wikiPages)] },
-      everyDatabase: { [MangoProjection(database: $0)] },
+      everyDatabase: { [MangoProjection(database: $0, tasks: state.indexTasks)] },
       validation: .touchWiki, filters: .wiki, systemDatabases: systemDatabases,
-      access: WikiAccess())
+      access: WikiAccess(), state: state)
     // Design documents' `validate_doc_update` and the compilation of their views.
     directory.useUpdateValidator(DesignFunctions())
     return directory

@@ -15,13 +15,15 @@ final class TypeCounts: IndexBehindLog {
   let databaseNames = ["byDoc", "counts"]
   /// Whether an `update` ran while this index's build was listed in ``IndexTasks``.
   let sawTask = Mutex(false)
+  /// The store's index tasks (its ``DirectoryState``), once it is open.
+  let tasks = Mutex<IndexTasks?>(nil)
 
   func update(
     _ docID: String, winner: JSONValue?, storage: ProjectionStorage, txn: WriteTransaction
   )
     throws
   {
-    if IndexTasks.shared.running.contains(where: { $0.index == name }) {
+    if tasks.withLock({ $0 })?.running.contains(where: { $0.index == name }) == true {
       sawTask.withLock { $0 = true }
     }
     let key = Array(docID.utf8)
@@ -70,6 +72,7 @@ final class TypeCounts: IndexBehindLog {
   func typeCounts() async throws {
     let index = TypeCounts()
     let t = try TestStore(indexes: [index], validation: .couchDB)
+    index.tasks.withLock { $0 = t.store.state.indexTasks }
     // Enough changes at once for the catch-up to show in the index tasks.
     let docs = (0..<1_500).map { i in
       json(#"{"_id":"d\#(i)","type":"\#(i % 3 == 0 ? "fizz" : "plain")"}"#)
@@ -79,7 +82,8 @@ final class TypeCounts: IndexBehindLog {
     #expect(index.sawTask.withLock { $0 })
     // Once the catch-up that listed it has ended (a reader that finds the index caught up
     // returns while that thread is still leaving).
-    #expect(try await eventually { IndexTasks.shared.running.allSatisfy { $0.index != "types" } })
+    #expect(
+      try await eventually { t.store.state.indexTasks.running.allSatisfy { $0.index != "types" } })
     // Edits and deletions move the counts; a deleted document leaves its type.
     let d0 = try #require(t.store.get("d0")["_rev"]?.stringValue)
     try t.store.put(#"{"type":"plain"}"#, id: "d0", rev: d0, actor: "test")

@@ -289,9 +289,9 @@ import Testing
     _ = try put(
       s, "_design/loop",
       #"{"views":{"v":{"map":"function(doc) { if (doc.n === 3) for (;;) {} emit(doc.n, 1) }"}}}"#)
-    let saved = QueryServerPool.shared.limits
-    QueryServerPool.shared.limits = QueryServerLimits(timeout: 1.5, memoryMiB: saved.memoryMiB)
-    defer { QueryServerPool.shared.limits = saved }
+    // This store's query servers only: no other test's are touched.
+    let servers = s.state.queryServers
+    servers.limits = QueryServerLimits(timeout: 1.5, memoryMiB: servers.limits.memoryMiB)
     do {
       _ = try query(s, "v", [], ddoc: "_design/loop")
       Issue.record("a looping map function answered")

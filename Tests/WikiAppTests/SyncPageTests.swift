@@ -267,7 +267,10 @@ import WikiApp
         #expect(after.count == tokens.count)
         #expect(Set(after) != Set(tokens))
         let replicator = try a.data.open(ReplicatorDocuments.databaseName)
-        #expect(!String(decoding: try replicator.get("wikisync-\(wikiID)-push").serialized(), as: UTF8.self).contains("wrong"))
+        #expect(
+          !String(
+            decoding: try replicator.get("wikisync-\(wikiID)-push").serialized(), as: UTF8.self
+          ).contains("wrong"))
 
         // Retry now: the database made on B is found at once, not after the minute's backoff.
         let missingID = try #require(

@@ -158,11 +158,13 @@ extension ProjectionStorage {
   }
 }
 
-/// Index builds under way in this process, as `GET /_active_tasks` lists them (CouchDB's
-/// `indexer` tasks): Mango indexes being built, indexes behind the log catching up a long way.
+/// Index builds under way in the stores of one data directory (``DirectoryState/indexTasks``),
+/// as `GET /_active_tasks` lists them (CouchDB's `indexer` tasks): Mango indexes being built,
+/// indexes behind the log catching up a long way. Two servers in one process (two data
+/// directories) see each their own.
 ///
 /// ```swift
-/// for task in IndexTasks.shared.running {
+/// for task in store.state.indexTasks.running {
 ///   print("\(task.database) \(task.index): \(task.done)/\(task.total)")
 /// }
 /// ```
@@ -179,9 +181,6 @@ public final class IndexTasks: Sendable {
     /// Seconds since 1970.
     public let started: Int64
   }
-
-  /// The process's tasks.
-  public static let shared = IndexTasks()
 
   private let tasks = Mutex<(next: Int, running: [Int: Task])>((0, [:]))
 
@@ -210,5 +209,34 @@ public final class IndexTasks: Sendable {
 
   public func finish(_ id: Int) {
     _ = tasks.withLock { $0.running.removeValue(forKey: id) }
+  }
+}
+
+/// What belongs to a data directory rather than to the process: its stores' index tasks
+/// (``indexTasks``) and whatever a module above keeps per directory (``shared(_:)``: the Query
+/// module's query servers), so that two data directories in one process (two servers, two
+/// tests) never see each other's work. A ``DataDirectory`` gives its own to every store it
+/// opens; a store opened on its own has one of its own.
+public final class DirectoryState: Sendable {
+  /// The index builds under way in the directory's stores.
+  public let indexTasks = IndexTasks()
+  private let values = Mutex<[ObjectIdentifier: any Sendable]>([:])
+
+  public init() {}
+
+  /// The directory's one `T`, made by `make` the first time it is asked for.
+  ///
+  /// ```swift
+  /// extension DirectoryState {
+  ///   public var queryServers: QueryServerPool { shared { QueryServerPool() } }
+  /// }
+  /// ```
+  public func shared<T: Sendable>(_ make: () -> T) -> T {
+    values.withLock { values in
+      if let value = values[ObjectIdentifier(T.self)] as? T { return value }
+      let value = make()
+      values[ObjectIdentifier(T.self)] = value
+      return value
+    }
   }
 }

@@ -20,7 +20,7 @@ import Synchronization
 /// transactions of ``batchRows`` documents, each with the checkpoint it reaches. A background
 /// thread of lower priority does this after every commit of the log, so that a reader seldom
 /// has anything left to do; on two cores it takes what the writer leaves. While it is more than
-/// ``reportedGap`` changes behind, its progress is in ``IndexTasks/shared`` (`_active_tasks`).
+/// ``reportedGap`` changes behind, its progress is in its data directory's ``DirectoryState/indexTasks`` (`_active_tasks`).
 ///
 /// The index is derived data: when its environment cannot be opened (damaged, say) or is
 /// ahead of the log (a database restored from an older backup), it is removed and built again
@@ -73,14 +73,19 @@ public final class IndexFollower: Sendable {
   /// Entered while a background thread runs.
   private let threads = DispatchGroup()
 
+  /// Where its long catch-ups are shown (its data directory's, ``DirectoryState/indexTasks``).
+  let tasks: IndexTasks
+
   /// Changes behind the log from which a catch-up shows in ``IndexTasks``.
   static let reportedGap: UInt64 = 1_000
 
   /// Opens (creating, or building again when it is damaged or ahead of the log) `index` for
   /// the store whose log is `log` and documents `documents`.
   init(
-    index: any IndexBehindLog, log: EventLog, documents: ProjectionStorage, database: String
+    index: any IndexBehindLog, log: EventLog, documents: ProjectionStorage, database: String,
+    tasks: IndexTasks
   ) throws {
+    self.tasks = tasks
     self.index = index
     self.log = log
     self.documents = documents
@@ -285,16 +290,16 @@ public final class IndexFollower: Sendable {
         // A long way behind (a first build, a rebuild's aftermath): shown in _active_tasks.
         let task =
           end - from >= Self.reportedGap
-          ? IndexTasks.shared.start(
+          ? tasks.start(
             database: database, designDocument: index.taskDesignDocument, index: index.name,
             total: Int(end - from))
           : nil
-        defer { task.map { IndexTasks.shared.finish($0) } }
+        defer { task.map { tasks.finish($0) } }
         while try !advance(limit: Self.batchRows) {
           if let task {
             let at = (try? checkpoint()) ?? from
             // The log may have grown past `end` meanwhile: the task counts to its total.
-            IndexTasks.shared.progress(task, done: Int(min(at - min(at, from), end - from)))
+            tasks.progress(task, done: Int(min(at - min(at, from), end - from)))
           }
           if stop() { return }
         }

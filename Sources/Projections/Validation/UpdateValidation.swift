@@ -42,12 +42,15 @@ public protocol UpdateValidator: Sendable {
   func isActive(in store: DocumentStore) -> Bool
   func validate(_ update: ProposedUpdate, in store: DocumentStore) throws(StoreError)
   /// Checks a design document's functions before it is written (CouchDB compiles its views'
-  /// functions: 400 `compilation_error`). By default nothing.
-  func checkDesignDocument(_ id: String, body: JSONObject) throws(StoreError)
+  /// functions: 400 `compilation_error`) in `store`. By default nothing.
+  func checkDesignDocument(_ id: String, body: JSONObject, in store: DocumentStore)
+    throws(StoreError)
 }
 
 extension UpdateValidator {
-  public func checkDesignDocument(_ id: String, body: JSONObject) throws(StoreError) {}
+  public func checkDesignDocument(_ id: String, body: JSONObject, in store: DocumentStore)
+    throws(StoreError)
+  {}
 }
 
 extension DocumentStore {
@@ -70,7 +73,7 @@ extension DocumentStore {
     if id.hasPrefix("_design/") {
       guard !input.deleted else { return nil }
       do throws(StoreError) {
-        try validator.checkDesignDocument(id, body: input.body)
+        try validator.checkDesignDocument(id, body: input.body, in: self)
         return nil
       } catch {
         return error

@@ -44,8 +44,15 @@ public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
 
   /// The database's name, for the builds' progress (``IndexTasks``).
   let database: String
+  /// Where builds show their progress: the data directory's (``DirectoryState/indexTasks``).
+  let tasks: IndexTasks
 
-  public init(database: String = "") { self.database = database }
+  /// The projection of database `database`, its builds shown in `tasks` (give the data
+  /// directory's ``DirectoryState/indexTasks``, so that `_active_tasks` lists them).
+  public init(database: String = "", tasks: IndexTasks = IndexTasks()) {
+    self.database = database
+    self.tasks = tasks
+  }
 
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
   {}
@@ -240,9 +247,9 @@ public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
   /// read back from `mango.byDoc`.
   func build(_ index: MangoIndex, storage: ProjectionStorage, txn: WriteTransaction) throws {
     let total = try txn.count(of: storage["live"])
-    let task = IndexTasks.shared.start(
+    let task = tasks.start(
       database: database, designDocument: index.ddoc, index: index.name, total: total)
-    defer { IndexTasks.shared.finish(task) }
+    defer { tasks.finish(task) }
     var docs: [(String, UInt64)] = []
     try txn.scan(storage["live"]) { key, value in
       let id = DocumentKey.inlineID(key) ?? String(decoding: value.dropFirst(8), as: UTF8.self)
@@ -252,7 +259,7 @@ public final class MangoProjection: DocumentChangeProjection, RetiredLayouts {
     let prefix = index.prefix
     var done = 0
     for start in stride(from: 0, to: docs.count, by: Self.buildChunk) {
-      IndexTasks.shared.progress(task, done: done)
+      tasks.progress(task, done: done)
       let chunk = docs[start..<min(docs.count, start + Self.buildChunk)].filter {
         !$0.0.hasPrefix("_design/")
       }

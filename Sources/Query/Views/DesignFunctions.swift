@@ -78,7 +78,7 @@ public final class DesignFunctions: UpdateValidator {
     for ddoc in validators(in: store) {
       let answer: JSONValue
       do {
-        answer = try QueryServerPool.shared.with(language: ddoc.language) {
+        answer = try store.state.queryServers.with(language: ddoc.language) {
           server throws(QueryServerError) in
           try server.callDesignFunction(
             ddoc: ddoc.doc, id: ddoc.id, rev: ddoc.rev, scope: store.log.path,
@@ -109,7 +109,9 @@ public final class DesignFunctions: UpdateValidator {
 
   /// Compiles the view functions of a design document about to be saved (JavaScript ones,
   /// when the query server can be started; CouchDB's message when one does not compile).
-  public func checkDesignDocument(_ id: String, body: JSONObject) throws(StoreError) {
+  public func checkDesignDocument(_ id: String, body: JSONObject, in store: DocumentStore)
+    throws(StoreError)
+  {
     let language = body["language"]?.stringValue ?? "javascript"
     guard language != "query", case .object(let views)? = body["views"] else { return }
     // Refused here as it would be when the views are built.
@@ -127,7 +129,7 @@ public final class DesignFunctions: UpdateValidator {
     // verdict on the functions: a second, new process is asked before they are let through.
     for attempt in 0..<2 {
       do {
-        try compile(functions, language: language)
+        try compile(functions, language: language, servers: store.state.queryServers)
         return
       } catch QueryServerError.failed(let error, let reason) where error == "compilation_error" {
         throw StoreError("compilation_error", reason, code: .badRequest)
@@ -146,10 +148,11 @@ public final class DesignFunctions: UpdateValidator {
   }
 
   /// Compiles `functions` in a new realm of a query server for `language`.
-  func compile(_ functions: [(view: String, kind: String, source: String)], language: String)
-    throws(QueryServerError)
-  {
-    try QueryServerPool.shared.with(language: language) { server throws(QueryServerError) in
+  func compile(
+    _ functions: [(view: String, kind: String, source: String)], language: String,
+    servers: QueryServerPool
+  ) throws(QueryServerError) {
+    try servers.with(language: language) { server throws(QueryServerError) in
       _ = try server.call(.array([.string("reset"), .object(JSONObject())]))
       for f in functions {
         do throws(QueryServerError) {

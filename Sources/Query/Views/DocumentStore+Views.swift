@@ -25,7 +25,7 @@ extension DocumentStore {
         closeIndex(named: other.name)
       }
     }
-    let follower = try openIndex(ViewIndex(group))
+    let follower = try openIndex(ViewIndex(group, queryServers: state.queryServers))
     guard let index = follower.index as? ViewIndex else {
       throw StoreError.internalError("\(group.indexName) is not a view index")
     }
@@ -108,7 +108,7 @@ extension DocumentStore {
     let activeSize = try follower.read { txn in
       try follower.storage.all.reduce(0) { total, db in total + (try txn.pageBytes(of: db)) }
     }
-    let building = IndexTasks.shared.running.contains { $0.index == index.name }
+    let building = state.indexTasks.running.contains { $0.index == index.name }
     let name = String(ddoc.dropFirst("_design/".count))
     return .object(
       JSONObject([

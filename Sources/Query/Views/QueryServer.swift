@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 public import JSON
+public import Projections
 import Synchronization
 
 #if canImport(Glibc)
@@ -378,11 +379,10 @@ public final class QueryServerProcess: @unchecked Sendable {
 }
 
 /// Running query servers, lent one caller at a time and kept for the next (CouchDB's
-/// `couch_proc_manager`): a view build, a `validate_doc_update`, a filter each take one.
+/// `couch_proc_manager`): a view build, a `validate_doc_update`, a filter each take one. Each
+/// data directory has its own (``Projections/DirectoryState/queryServers``), with its own
+/// limits: two servers in one process share no process and no setting.
 public final class QueryServerPool: Sendable {
-  /// The process's pool.
-  public static let shared = QueryServerPool()
-
   private let idle = Mutex<[QueryServerCommand: [QueryServerProcess]]>([:])
   /// Processes lent at once, per command: callers beyond wait for one to come back.
   private let slots = Mutex<[QueryServerCommand: DispatchSemaphore]>([:])
@@ -440,6 +440,10 @@ public final class QueryServerPool: Sendable {
     }
   }
 
+  deinit {
+    for process in idle.withLock({ $0.values.flatMap { $0 } }) { process.stop() }
+  }
+
   private func keep(_ process: QueryServerProcess) {
     guard process.isRunning else { return }
     _ = process.takeLogged()
@@ -452,4 +456,9 @@ public final class QueryServerPool: Sendable {
     }
     extra?.stop()
   }
+}
+
+extension DirectoryState {
+  /// The data directory's query servers (one pool per directory, made when first used).
+  public var queryServers: QueryServerPool { shared { QueryServerPool() } }
 }

@@ -37,7 +37,7 @@ extension ViewIndex {
     }
     let reader = ViewReader(
       txn: txn, storage: storage, view: number, reduce: view.reduce, includes: includes,
-      language: group.language, realm: realmKey, reductions: reductions)
+      language: group.language, realm: realm, reductions: reductions)
     let reducing = view.reduce != nil && query.reduce != false
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
@@ -107,8 +107,8 @@ struct ViewReader {
   let reduce: DesignViews.Reduce?
   let includes: (@Sendable (String) -> Bool)?
   let language: String
-  /// The query server's realm for JavaScript reduces (``ViewIndex/realmKey``).
-  let realm: String
+  /// The query server's realm for JavaScript reduces (``ViewIndex/realm``).
+  let realm: ViewRealm
   /// JavaScript reductions of whole buckets worked out by this query, to keep.
   var reductions: ReductionCache? = nil
 
@@ -581,7 +581,7 @@ struct ReduceState {
   }
 
   /// The reduction of everything added.
-  mutating func result(language: String, realm: String) throws -> JSONValue {
+  mutating func result(language: String, realm: ViewRealm) throws -> JSONValue {
     func number(_ d: Double) -> JSONValue { .number(JSONNumber(d) ?? 0) }
     switch reduce {
     case .count: return .int(rows)
@@ -621,13 +621,13 @@ enum JavaScriptReduce {
   static let chunk = 500
 
   static func reduce(
-    _ source: String, rows: [JSONValue], language: String, realm: String
+    _ source: String, rows: [JSONValue], language: String, realm: ViewRealm
   ) throws -> JSONValue {
     do {
-      return try QueryServerPool.shared.with(language: language) {
+      return try realm.servers.with(language: language) {
         server throws(QueryServerError) -> JSONValue in
         // In the realm of this design document's views in this database: nothing of another's.
-        _ = try server.call(ViewIndex.reset(realm: realm, server))
+        _ = try server.call(ViewIndex.reset(realm: realm.key, server))
         var reductions: [JSONValue] = []
         var start = 0
         repeat {
@@ -649,12 +649,12 @@ enum JavaScriptReduce {
   }
 
   static func rereduce(
-    _ source: String, values: [JSONValue], language: String, realm: String
+    _ source: String, values: [JSONValue], language: String, realm: ViewRealm
   ) throws -> JSONValue {
     do {
-      return try QueryServerPool.shared.with(language: language) {
+      return try realm.servers.with(language: language) {
         server throws(QueryServerError) -> JSONValue in
-        _ = try server.call(ViewIndex.reset(realm: realm, server))
+        _ = try server.call(ViewIndex.reset(realm: realm.key, server))
         return try first(
           try server.call(
             .array([.string("rereduce"), .array([.string(source)]), .array(values)])))

@@ -50,13 +50,16 @@ public final class ViewIndex: IndexBehindLog {
   /// Row keys longer than this are cut, with a digest of the whole key after the cut.
   static let maxKeyBytes = 480
 
-  public init(_ group: DesignViews) {
+  /// The index of `group`'s views, its functions run by `queryServers` (the store's data
+  /// directory's: ``Projections/DirectoryState/queryServers``).
+  public init(_ group: DesignViews, queryServers: QueryServerPool) {
     self.group = group
+    self.realm = ViewRealm(key: UUID().uuidString, servers: queryServers)
   }
 
   /// The realm of wikilog's query server that runs this index's functions, map and reduce:
   /// its own (one per index, so per database and design document), never another's.
-  let realmKey = UUID().uuidString
+  let realm: ViewRealm
 
   /// The `reset` that starts the functions of `realm` (wikilog's query server keeps the realm
   /// under its key; another gets CouchDB's `["reset", {}]`).
@@ -125,9 +128,9 @@ public final class ViewIndex: IndexBehindLog {
   func map(_ docs: [JSONValue]) throws(QueryServerError) -> [[[(
     key: JSONValue, value: JSONValue
   )]]] {
-    try QueryServerPool.shared.with(language: group.language) {
+    try realm.servers.with(language: group.language) {
       server throws(QueryServerError) in
-      _ = try server.call(Self.reset(realm: realmKey, server))
+      _ = try server.call(Self.reset(realm: realm.key, server))
       if let lib = group.lib { _ = try server.call(.array([.string("add_lib"), lib])) }
       for view in group.views {
         _ = try server.call(.array([.string("add_fun"), .string(view.map)]))
@@ -463,4 +466,11 @@ struct BucketWriter {
     }
     counts = [:]
   }
+}
+
+/// Where a view index's functions run: its realm's key and the query servers of its data
+/// directory.
+struct ViewRealm: Sendable {
+  let key: String
+  let servers: QueryServerPool
 }

@@ -87,7 +87,8 @@ struct SyncController: RoutedController {
             ? "The remote database does not exist: create it there, or remove this sync and set it up again with the right URL."
             : "This server's wiki database does not exist any more: ask an administrator of this server."
         default:
-          return "The other side refuses the requests: check the URL and the credentials, then press Retry now."
+          return
+            "The other side refuses the requests: check the URL and the credentials, then press Retry now."
         }
       case .refused:
         // Pages of wikis the user is not in (what wikis refuse); anything else by its reason.

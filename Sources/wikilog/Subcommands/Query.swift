@@ -124,7 +124,7 @@ struct IndexCommand: ParsableCommand {
       let existing = try? db.store.get(definition.ddoc)
       let (body, exists) = try DocumentStore.designDocument(adding: definition, to: existing)
       if !exists {
-        let reporter = ProgressReporter()
+        let reporter = ProgressReporter(tasks: db.store.state.indexTasks)
         reporter.start()
         defer { reporter.stop() }
         _ = try db.store.put(
@@ -201,15 +201,18 @@ struct IndexCommand: ParsableCommand {
 
 /// Prints the running index builds' progress to standard error every half second.
 final class ProgressReporter: @unchecked Sendable {
+  private let tasks: IndexTasks
   private var thread: Thread?
   private let lock = NSLock()
   private var running = true
+
+  init(tasks: IndexTasks) { self.tasks = tasks }
 
   func start() {
     let t = Thread { [self] in
       while lock.withLock({ running }) {
         Thread.sleep(forTimeInterval: 0.5)
-        for task in IndexTasks.shared.running {
+        for task in tasks.running {
           printError(
             "wikilog: building index \(task.designDocument) \(task.index): \(task.done) of \(task.total) (\(task.total > 0 ? task.done * 100 / task.total : 100)%)"
           )

@@ -157,7 +157,6 @@ struct Serve: AsyncParsableCommand {
   }
 
   func run() async throws {
-    QueryServerPool.shared.limits = QueryServerLimits(timeout: queryTimeout, memoryMiB: queryMemory)
     let directory = global.directory
     do {
       try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -185,6 +184,8 @@ struct Serve: AsyncParsableCommand {
     let data = DataDirectory.wiki(
       path: directory, options: logOptions, systemDatabases: [.users, .replicator])
     defer { data.closeAll() }
+    data.state.queryServers.limits = QueryServerLimits(
+      timeout: queryTimeout, memoryMiB: queryMemory)
     let authenticator = try Authenticator(
       data: data, jwt: try jwtVerifier(), sessionTimeout: sessionTimeout)
     if let admin { try Self.ensureAdmin(admin, auth: authenticator) }
