@@ -214,8 +214,7 @@ let package = Package(
     .target(
       name: "TypedDocuments",
       dependencies: [
-        "Formats", "JSON", "Log", "RevTree", "Projections", "Query", "Replication", "CouchAPI",
-        .product(name: "Logging", package: "swift-log"),
+        "Formats", "JSON", "Log", "RevTree", "Projections", "Query", "Replication",
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),

@@ -117,24 +117,6 @@ public struct CouchError: Error, Sendable, Hashable, HTTPResponseError {
   }
 }
 
-extension StoreError.Code {
-  /// The HTTP status CouchDB answers this kind of failure with.
-  public var httpStatus: Int {
-    switch self {
-    case .badRequest: 400
-    case .notFound: 404
-    case .conflict: 409
-    case .forbidden: 403
-    case .unauthorized: 401
-    case .alreadyExists, .preconditionFailed: 412
-    case .tooLarge: 413
-    case .unavailable: 503
-    case .insufficientStorage: 507
-    case .notImplemented: 501
-    case .internalError: 500
-    }
-  }
-}
 
 extension PercentDecoding {
   /// ``PercentDecoding/decode(_:plusIsSpace:)`` for the server: a malformed escape is a

@@ -1,7 +1,5 @@
-import CouchAPI
 public import Foundation
 import JSON
-import Logging
 import Projections
 public import Replication
 import Synchronization
@@ -166,12 +164,13 @@ public final class SyncSession: Sendable {
     remote = CouchEndpoint(
       transport: HTTPTransport(baseURL: parsed.baseURL, credentials: given?.transport),
       database: parsed.database, identity: parsed.description)
-    let quiet = Logger(label: "wikilog.sync") { _ in SwiftLogNoOpLogHandler() }
     let path = URL(fileURLWithPath: database.data.path).standardizedFileURL.path
+    // This side is the app's own store, asked directly (no HTTP server in between), as its
+    // owner; what arrives is written through the store's validation.
     local = CouchEndpoint(
-      transport: LocalTransport(
-        server: CouchServer(dataDirectory: database.data, logger: quiet), logger: quiet),
-      database: database.name, identity: "file://\(path)/\(database.name)")
+      peer: StorePeer(
+        store: database.store, identity: "file://\(path)/\(database.name)",
+        actor: database.actor, origin: parsed.description))
   }
 
   /// The selector both directions filter by, nil for everything.

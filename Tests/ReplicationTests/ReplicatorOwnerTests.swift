@@ -499,7 +499,7 @@ extension ReplicatorOwnerTests {
   func credentials() throws {
     func chosen(_ spec: String) throws -> HTTPTransport.Credentials? {
       let endpoint = try Replicator.endpoint(try JSONValue(parsing: Array(spec.utf8)), "source")
-      return (endpoint.transport as? HTTPTransport)?.credentials
+      return ((endpoint.peer as? HTTPPeer)?.transport as? HTTPTransport)?.credentials
     }
     let all =
       #"{"url":"http://u:p@h/db","auth":{"basic":{"username":"a","password":"b"}},"headers":{"Authorization":"Basic eDp5"}}"#

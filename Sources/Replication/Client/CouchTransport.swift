@@ -28,22 +28,19 @@ public struct CouchTransportResponse: Sendable, Hashable {
   }
 }
 
-/// One database on one server, as a replication source or target.
+/// One database, as a replication source or target: a ``ReplicationPeer`` (``HTTPPeer`` on a
+/// server, ``StorePeer`` on a store of this process) and its identity.
 public struct CouchEndpoint: Sendable {
-  public let transport: any CouchTransport
-  /// The database name.
-  public let database: String
+  public let peer: any ReplicationPeer
   /// A stable identity of the database, such as its URL; part of the replication id.
-  public let identity: String
+  public var identity: String { peer.identity }
 
-  public init(transport: any CouchTransport, database: String, identity: String) {
-    self.transport = transport
-    self.database = database
-    self.identity = identity
+  public init(peer: any ReplicationPeer) {
+    self.peer = peer
   }
 
-  /// `/{db}` percent-encoded, then `suffix`.
-  func path(_ suffix: String = "") -> String {
-    "/" + PercentDecoding.encode(database) + suffix
+  /// Database `database` on the server `transport` reaches (an ``HTTPPeer``).
+  public init(transport: any CouchTransport, database: String, identity: String) {
+    self.peer = HTTPPeer(transport: transport, database: database, identity: identity)
   }
 }

@@ -20,8 +20,6 @@ extension Replicator {
     var sourceRev: String?
     var targetRev: String?
     var previousLog: JSONValue?
-    /// Set when the source answered `_bulk_get` with "not supported".
-    var noBulkGet = false
     /// The checkpoint of the last batch written, being written to both sides while the next
     /// batch is written.
     var checkpointing: Task<Void, any Error>?
@@ -72,7 +70,7 @@ extension Replicator {
 
     func run() async throws {
       try await openDatabases()
-      let checkpointPath = "/_local/" + PercentDecoding.encode(replicator.replicationID)
+      let checkpointPath = replicator.replicationID
       let sourceLog = try await retrying("GET checkpoint") {
         try await self.checkpoint(self.source, checkpointPath)
       }
@@ -176,14 +174,12 @@ extension Replicator {
       let changes = try await retrying("GET _changes") {
         try await self.readChanges(since: since, longpoll: longpoll)
       }
-      guard let results = changes["results"]?.arrayValue, let lastSeq = changes["last_seq"]
-      else {
-        throw ReplicatorError.malformed("_changes answer without results and last_seq")
+      status.pending = changes.pending
+      if changes.rows.isEmpty {
+        return Fetched(docs: [], lastSeq: changes.lastSeq, isEmpty: true)
       }
-      let pending = changes["pending"]?.numberValue?.int64Value.map { Int($0) }
-      status.pending = pending
-      if results.isEmpty { return Fetched(docs: [], lastSeq: lastSeq, isEmpty: true) }
-      return Fetched(docs: try await fetch(results), lastSeq: lastSeq, pending: pending)
+      return Fetched(
+        docs: try await fetch(changes.rows), lastSeq: changes.lastSeq, pending: changes.pending)
     }
 
     /// Writes a fetched batch to the target and checkpoints its seq on both sides (after
@@ -237,16 +233,16 @@ extension Replicator {
       }
     }
 
-    /// `GET` both databases; a missing target is created with ``ReplicationOptions/createTarget``.
+    /// Opens both databases; a missing target is created with ``ReplicationOptions/createTarget``.
     func openDatabases() async throws {
       // The endpoints' identities name them in errors (the server and the CLI give URLs
       // without credentials).
       _ = try await retrying("GET source database \(source.identity)") {
-        try await self.request(self.source, "GET", self.source.path())
+        try await self.source.peer.open()
       }
       do {
         _ = try await retrying("GET target database \(target.identity)") {
-          try await self.request(self.target, "GET", self.target.path())
+          try await self.target.peer.open()
         }
       } catch ReplicatorError.http(403, "forbidden", _) {
         // The target exists, and its user may read nothing of it yet (a wiki database where
@@ -258,7 +254,7 @@ extension Replicator {
         }
         do {
           _ = try await retrying("PUT target database") {
-            try await self.request(self.target, "PUT", self.target.path())
+            try await self.target.peer.create()
           }
         } catch ReplicatorError.http(412, _, _) {
           // Created meanwhile.
@@ -267,27 +263,19 @@ extension Replicator {
     }
 
     /// One batch of the changes feed.
-    func readChanges(since: JSONValue, longpoll: Bool) async throws -> JSONValue {
-      var query = "style=all_docs&since=\(Replicator.queryText(since))&limit=\(options.batchSize)"
-      if longpoll {
-        query +=
-          "&feed=longpoll&timeout=\(Self.milliseconds(options.feedTimeout))&heartbeat=\(Self.milliseconds(options.heartbeat))"
+    func readChanges(since: JSONValue, longpoll: Bool) async throws -> PeerChanges {
+      var request = PeerChangesRequest(since: since, limit: options.batchSize)
+      request.longpoll = longpoll
+      request.timeout = options.feedTimeout
+      request.heartbeat = options.heartbeat
+      request.docIDs = options.docIDs
+      request.selector = options.docIDs == nil ? options.selector : nil
+      if options.docIDs == nil && options.selector == nil {
+        request.filter = options.filter
+        request.filterParameters = options.filterParameters
       }
-      var body: JSONValue?
-      if let docIDs = options.docIDs {
-        query += "&filter=_doc_ids"
-        body = .object(JSONObject(["doc_ids": .array(docIDs.map { .string($0) })]))
-      } else if let selector = options.selector {
-        query += "&filter=_selector"
-        body = .object(JSONObject(["selector": selector]))
-      } else if let filter = options.filter {
-        query += "&filter=" + PercentDecoding.encode(filter)
-        for (key, value) in options.filterParameters.sorted(by: { $0.key < $1.key }) {
-          query += "&" + PercentDecoding.encode(key) + "=" + PercentDecoding.encode(value)
-        }
-      }
-      return try await request(
-        source, body == nil ? "GET" : "POST", source.path("/_changes?" + query), body: body)
+      let peer = source.peer
+      return try await peer.changes(request)
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
@@ -295,178 +283,64 @@ extension Replicator {
       return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
-    /// Copies what the target lacks of one batch of changes.
     /// The revisions of `_changes` rows the target lacks (`_revs_diff`), fetched from the
     /// source with their histories and attachments.
-    func fetch(_ results: [JSONValue]) async throws -> [JSONValue] {
+    func fetch(_ rows: [(id: String, revs: [String])]) async throws -> [JSONValue] {
       report.batches += 1
-      report.docsRead += results.count
-      var asked = JSONObject()
-      for row in results {
-        guard let id = row["id"]?.stringValue, let changes = row["changes"]?.arrayValue else {
-          throw ReplicatorError.malformed("_changes row without id and changes")
-        }
-        let revs = changes.compactMap { $0["rev"]?.stringValue }
-        report.missingChecked += revs.count
-        asked.members.append(.init(key: id, value: .array(revs.map { .string($0) })))
-      }
-      let diff = try await retrying("POST _revs_diff") {
-        try await self.request(
-          self.target, "POST", self.target.path("/_revs_diff"), body: JSONValue.object(asked))
-      }
-      var wanted: [Wanted] = []
-      for member in diff.objectValue?.members ?? [] {
-        // As CouchDB's replicator: attachments the target's possible ancestors have come as
-        // stubs, the rest with their data (`atts_since`).
-        let ancestors = member.value["possible_ancestors"]?.arrayValue ?? []
-        let missing = member.value["missing"]?.arrayValue ?? []
-        if !missing.isEmpty {
-          wanted.append(Wanted(id: member.key, revs: missing, ancestors: ancestors))
-        }
+      report.docsRead += rows.count
+      for row in rows { report.missingChecked += row.revs.count }
+      let target = self.target.peer
+      let diff = try await retrying("POST _revs_diff") { try await target.revsDiff(rows) }
+      // As CouchDB's replicator: attachments the target's possible ancestors have come as
+      // stubs, the rest with their data (`atts_since`).
+      let wanted = diff.compactMap { m in
+        m.missing.isEmpty
+          ? nil : PeerWanted(id: m.id, revs: m.missing, attsSince: m.possibleAncestors)
       }
       report.missingFound += wanted.reduce(0) { $0 + $1.revs.count }
       guard !wanted.isEmpty else { return [] }
       return try await fetch(wanted)
     }
 
-    struct Wanted {
-      let id: String
-      let revs: [JSONValue]
-      let ancestors: [JSONValue]
-    }
-
-    /// The wanted revisions with their history and attachments: `_bulk_get`, or per document
-    /// `GET ?open_revs=` when the source has no `_bulk_get`.
-    func fetch(_ wanted: [Wanted]) async throws -> [JSONValue] {
-      if !noBulkGet {
-        let entries: [JSONValue] = wanted.flatMap { want in
-          want.revs.map { rev in
-            var entry = JSONObject(["id": .string(want.id), "rev": rev])
-            if !want.ancestors.isEmpty {
-              entry.members.append(.init(key: "atts_since", value: .array(want.ancestors)))
-            }
-            return JSONValue.object(entry)
-          }
-        }
-        do {
-          let fetched = try await retrying("POST _bulk_get") {
-            try await self.request(
-              self.source, "POST",
-              self.source.path("/_bulk_get?revs=true&latest=true&attachments=true"),
-              body: .object(JSONObject(["docs": .array(entries)])))
-          }
-          var docs: [JSONValue] = []
-          for result in fetched["results"]?.arrayValue ?? [] {
-            for entry in result["docs"]?.arrayValue ?? [] {
-              if let doc = entry["ok"] {
-                docs.append(doc)
-              } else if let error = entry["error"], error.objectValue != nil {
-                fail(
-                  result["id"]?.stringValue ?? "?", error["error"], error["reason"],
-                  rev: error["rev"]?.stringValue)
-              } else {
-                fail(result["id"]?.stringValue ?? "?", entry["error"])
-              }
-            }
-          }
-          return docs
-        } catch ReplicatorError.http(let status, _, _)
-          where [400, 404, 405, 406, 415, 501].contains(status)
-        {
-          // CouchDB before 2.3 and other peers without `_bulk_get`.
-          noBulkGet = true
-        }
-      }
+    /// The wanted revisions with their history and attachments; those the source would not
+    /// give are failures.
+    func fetch(_ wanted: [PeerWanted]) async throws -> [JSONValue] {
+      let source = self.source.peer
+      let fetched = try await retrying("POST _bulk_get") { try await source.revisions(wanted) }
       var docs: [JSONValue] = []
-      for want in wanted {
-        var query = "revs=true&latest=true&attachments=true&open_revs="
-        query += PercentDecoding.encode(
-          String(decoding: JSONValue.array(want.revs).serialized(), as: UTF8.self))
-        if !want.ancestors.isEmpty {
-          query +=
-            "&atts_since="
-            + PercentDecoding.encode(
-              String(decoding: JSONValue.array(want.ancestors).serialized(), as: UTF8.self))
-        }
-        let path = source.path("/" + PercentDecoding.encode(want.id) + "?" + query)
-        let answer = try await retrying("GET open_revs") {
-          try await self.request(self.source, "GET", path)
-        }
-        for entry in answer.arrayValue ?? [] {
-          if let doc = entry["ok"] {
-            docs.append(doc)
-          } else {
-            fail(
-              want.id, entry["missing"].map { _ in JSONValue.string("not_found") },
-              .string("missing"), rev: entry["missing"]?.stringValue)
-          }
+      for revision in fetched {
+        switch revision {
+        case .document(let doc): docs.append(doc)
+        case .failed(let refusal):
+          fail(
+            refusal.id, refusal.error.isEmpty ? nil : .string(refusal.error),
+            .string(refusal.reason), rev: refusal.rev)
         }
       }
       return docs
     }
 
-    /// Writes `docs` with `new_edits: false` in batches of at most ``maximumWriteBytes``,
-    /// each document serialized once (off the actor).
+    /// Writes `docs` with `new_edits: false` (the peer splits them into requests of its
+    /// size); a batch refused as a whole (401, 403, 413) is written one document at a time, as
+    /// CouchDB's replicator writes documents with attachments.
     func write(_ docs: [JSONValue]) async throws {
-      let limit = replicator.maximumWriteBytes
-      let batches = await Self.bulkDocsBodies(docs, limit: limit)
-      for batch in batches { try await writeBatch(docs[batch.range], body: batch.body) }
-    }
-
-    /// The `_bulk_docs` bodies of `docs`: consecutive runs of them, each body at most `limit`
-    /// bytes unless one document alone is larger.
-    nonisolated static func bulkDocsBodies(_ docs: [JSONValue], limit: Int) async -> [(
-      range: Range<Int>, body: [UInt8]
-    )] {
-      let head = Array(#"{"docs":["#.utf8)
-      let tail = Array(#"],"new_edits":false}"#.utf8)
-      var out: [(range: Range<Int>, body: [UInt8])] = []
-      var body = head
-      var start = 0
-      for (i, doc) in docs.enumerated() {
-        let bytes = doc.serialized()
-        if i > start, body.count + bytes.count + tail.count > limit {
-          out.append((start..<i, body + tail))
-          body = head
-          start = i
-        }
-        if i > start { body.append(UInt8(ascii: ",")) }
-        body.append(contentsOf: bytes)
-      }
-      if start < docs.count { out.append((start..<docs.count, body + tail)) }
-      return out
-    }
-
-    func writeBatch(_ docs: ArraySlice<JSONValue>, body: [UInt8]) async throws {
+      let target = self.target.peer
       do {
-        let written = try await retrying("POST _bulk_docs") {
-          try await self.send(self.target, "POST", self.target.path("/_bulk_docs"), body: body)
+        let refused = try await retrying("POST _bulk_docs") { try await target.write(docs[...]) }
+        for refusal in refused {
+          fail(refusal.id, .string(refusal.error), .string(refusal.reason), rev: refusal.rev)
         }
-        var failures = 0
-        for row in written.arrayValue ?? [] where row["error"] != nil {
-          failures += 1
-          let id = row["id"]?.stringValue ?? "?"
-          let rev =
-            row["rev"]?.stringValue
-            ?? docs.first { $0["_id"]?.stringValue == id }?["_rev"]?.stringValue
-          fail(id, row["error"], row["reason"], rev: rev)
-        }
-        report.docsWritten += docs.count - failures
+        report.docsWritten += docs.count - refused.count
       } catch ReplicatorError.http(let status, _, _) where [401, 403, 413].contains(status) {
-        // Refused or too large as a whole: one document at a time, as CouchDB's replicator
-        // writes documents with attachments.
         for doc in docs { try await writeOne(doc) }
       }
     }
 
     func writeOne(_ doc: JSONValue) async throws {
       let id = doc["_id"]?.stringValue ?? ""
+      let target = self.target.peer
       do {
-        _ = try await retrying("PUT document") {
-          try await self.request(
-            self.target, "PUT",
-            self.target.path("/" + PercentDecoding.encode(id) + "?new_edits=false"), body: doc)
-        }
+        _ = try await retrying("PUT document") { try await target.writeOne(doc) }
         report.docsWritten += 1
       } catch ReplicatorError.http(let status, let error, let reason) where status < 500 {
         // The reason without the request's name that ``Replicator/check(_:_:)`` put before it.
@@ -519,27 +393,18 @@ extension Replicator {
     func recheckRefused(_ checkpointPath: String) async throws {
       guard recheckDue, !refused.isEmpty else { return }
       let before = report.refused
-      var asked = JSONObject()
-      var revs: [String: [JSONValue]] = [:]
+      var revs: [String: [String]] = [:]
       var order: [String] = []
       for revision in before {
         if revs[revision.id] == nil { order.append(revision.id) }
-        revs[revision.id, default: []].append(.string(revision.rev))
+        revs[revision.id, default: []].append(revision.rev)
       }
-      for id in order { asked.members.append(.init(key: id, value: .array(revs[id]!))) }
-      let diff = try await retrying("POST _revs_diff") {
-        try await self.request(
-          self.target, "POST", self.target.path("/_revs_diff"), body: JSONValue.object(asked))
-      }
-      var wanted: [Wanted] = []
-      for member in diff.objectValue?.members ?? [] {
-        let missing = member.value["missing"]?.arrayValue ?? []
-        if !missing.isEmpty {
-          wanted.append(
-            Wanted(
-              id: member.key, revs: missing,
-              ancestors: member.value["possible_ancestors"]?.arrayValue ?? []))
-        }
+      let asked = order.map { (id: $0, revs: revs[$0]!) }
+      let target = self.target.peer
+      let diff = try await retrying("POST _revs_diff") { try await target.revsDiff(asked) }
+      let wanted = diff.compactMap { m in
+        m.missing.isEmpty
+          ? nil : PeerWanted(id: m.id, revs: m.missing, attsSince: m.possibleAncestors)
       }
       // What the target has now is no longer refused; the rest is tried again from scratch.
       refused = [:]
@@ -559,81 +424,48 @@ extension Replicator {
     // MARK: Checkpoints
 
     /// Reads `_local/<id>`; nil when absent.
-    func checkpoint(_ endpoint: CouchEndpoint, _ path: String) async throws -> (
+    func checkpoint(_ endpoint: CouchEndpoint, _ id: String) async throws -> (
       document: JSONValue, rev: String?
     )? {
-      let response = try await endpoint.transport.send("GET", endpoint.path(path), body: nil)
-      if response.status == 404 { return nil }
-      let value = try Replicator.check(response, "GET \(endpoint.path(path))")
+      guard let value = try await endpoint.peer.localDocument(id) else { return nil }
       return (value, value["_rev"]?.stringValue)
     }
 
     /// Makes what was written durable on the target (`_ensure_full_commit`, as CouchDB's
     /// replicator does before each checkpoint rather than after each batch), then writes the
     /// checkpoint to both sides.
-    func writeCheckpoints(_ path: String, _ log: JSONObject) async throws {
-      _ = try await retrying("POST _ensure_full_commit") {
-        try await self.request(
-          self.target, "POST", self.target.path("/_ensure_full_commit"),
-          body: .object(JSONObject()))
-      }
-      sourceRev = try await writeCheckpoint(source, path, log, rev: sourceRev)
-      targetRev = try await writeCheckpoint(target, path, log, rev: targetRev)
+    func writeCheckpoints(_ id: String, _ log: JSONObject) async throws {
+      let target = self.target.peer
+      _ = try await retrying("POST _ensure_full_commit") { try await target.ensureFullCommit() }
+      sourceRev = try await writeCheckpoint(source, id, log, rev: sourceRev)
+      targetRev = try await writeCheckpoint(self.target, id, log, rev: targetRev)
     }
 
     /// Writes the checkpoint; a conflict (an earlier attempt that succeeded unseen, or another
     /// run) is resolved by reading the current revision and writing again.
     func writeCheckpoint(
-      _ endpoint: CouchEndpoint, _ path: String, _ log: JSONObject, rev: String?
+      _ endpoint: CouchEndpoint, _ id: String, _ log: JSONObject, rev: String?
     ) async throws -> String? {
       var rev = rev
       for attempt in 0..<3 {
         var doc = log
         if let rev { doc.members.insert(.init(key: "_rev", value: .string(rev)), at: 0) }
         do {
-          let answer = try await retrying("PUT checkpoint") {
-            try await self.request(endpoint, "PUT", endpoint.path(path), body: .object(doc))
+          let body = doc
+          return try await retrying("PUT checkpoint") {
+            try await endpoint.peer.putLocalDocument(id, body)
           }
-          return answer["rev"]?.stringValue
         } catch ReplicatorError.http(409, let error, let reason) {
           if attempt == 2 { throw ReplicatorError.http(status: 409, error: error, reason: reason) }
           rev = try await retrying("GET checkpoint") {
-            try await self.checkpoint(endpoint, path)?.rev
+            try await self.checkpoint(endpoint, id)?.rev
           }
         }
       }
       return rev
     }
 
-    // MARK: HTTP and retries
-
-    /// Sends a request; its body is serialized and the answer parsed off the actor (a
-    /// `nonisolated` async function runs on the global executor), so that a batch being read
-    /// and one being written work on two cores.
-    nonisolated func request(
-      _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: JSONValue? = nil
-    ) async throws -> JSONValue {
-      try await send(endpoint, method, path, body: body?.serialized())
-    }
-
-    /// ``request(_:_:_:body:)`` with a body already serialized.
-    nonisolated func send(
-      _ endpoint: CouchEndpoint, _ method: String, _ path: String, body: [UInt8]?
-    ) async throws -> JSONValue {
-      let response = try await endpoint.transport.send(method, path, body: body)
-      return try Replicator.check(response, "\(method) \(Self.location(endpoint, path))")
-    }
-
-    /// Where a request goes, for its errors: the endpoint's identity (a URL without
-    /// credentials) with what follows the database in `path`, so that an error says which side
-    /// answered (as CouchDB's `could not open http://host/db/` does).
-    nonisolated static func location(_ endpoint: CouchEndpoint, _ path: String) -> String {
-      let database = endpoint.path()
-      guard path.hasPrefix(database) else { return path }
-      var base = endpoint.identity
-      if base.hasSuffix("/") { base.removeLast() }
-      return base + path.dropFirst(database.count)
-    }
+    // MARK: Retries
 
     /// Runs `body`, retrying transient failures with exponential backoff: forever when
     /// continuous, else up to the policy's retries.

@@ -58,8 +58,6 @@ public struct Replicator: Sendable {
   }
   /// Sessions kept in a checkpoint's history.
   public var historyLimit = 50
-  /// The largest `_bulk_docs` body sent at once (a batch is split above it).
-  public var maximumWriteBytes = 8 << 20
 
   public init(
     source: CouchEndpoint, target: CouchEndpoint, options: ReplicationOptions = .init()

@@ -44,6 +44,7 @@ struct Replicate: AsyncParsableCommand {
       """)
 
   @OptionGroup var data: DataDirectoryOption
+  @OptionGroup var actor: ActorOptions
 
   @Argument(help: "The source: a database of the data directory or a URL.")
   var source: String?
@@ -181,12 +182,20 @@ struct Replicate: AsyncParsableCommand {
         throw CLIError(error.reason)
       }
       let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-      // The in-process server logs nothing: its requests are this command's own.
-      let quiet = Logger(label: "wikilog.replicate") { _ in SwiftLogNoOpLogHandler() }
-      let transport = LocalTransport(
-        server: CouchServer(dataDirectory: local!, logger: quiet), logger: quiet)
+      let identity = "file://\(path)/\(text)"
+      // A database of this data directory is asked directly, as its owner: no HTTP server in
+      // between. The store must exist (or be made, with --create-target, for the target).
+      let store: DocumentStore
+      do {
+        store = try local!.open(text, create: createTarget && text == target)
+      } catch let error as StoreError where error.code == .notFound {
+        throw CLIError("db_not_found: could not open \(text): no such database in \(directory)")
+      }
       return (
-        CouchEndpoint(transport: transport, database: text, identity: "file://\(path)/\(text)"),
+        CouchEndpoint(
+          peer: StorePeer(
+            store: store, identity: identity, user: WriteAccess.user, actor: actor.name,
+            filters: local!.filters)),
         text
       )
     }
