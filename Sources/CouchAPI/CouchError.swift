@@ -117,7 +117,6 @@ public struct CouchError: Error, Sendable, Hashable, HTTPResponseError {
   }
 }
 
-
 extension PercentDecoding {
   /// ``PercentDecoding/decode(_:plusIsSpace:)`` for the server: a malformed escape is a
   /// `400 bad_request` answer.

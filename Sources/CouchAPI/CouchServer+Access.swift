@@ -42,13 +42,6 @@ struct DatabaseAccess: Sendable {
   /// administrator, in a database with rules).
   var restricted: Bool { rules != nil && !user.isAdmin }
 
-  /// Whether the caller, restricted and not a member, may read no document of `store` at all
-  /// (in no wiki of it).
-  func seesNothing(_ store: DocumentStore) throws -> Bool {
-    guard restricted, !isMember, let rules else { return false }
-    return try !rules.grantsAnything(to: user, in: store)
-  }
-
   /// The caller's view of `store`, when ``restricted``.
   func view(_ store: DocumentStore) throws -> (any AccessView)? {
     guard restricted, let rules else { return nil }
@@ -173,14 +166,14 @@ extension CouchServer {
   /// 401 for an anonymous caller and 403 for a signed-in one who may not use the database. A
   /// database with rules lets every signed-in user in (they see what the rules grant).
   ///
-  /// In a database with per-document rules, a signed-in user who is not a member passes the
-  /// gate when the rules let them read something there (a wiki of theirs); one who may read
-  /// nothing at all gets CouchDB's `403 forbidden` to every read, as a non-member does in
-  /// CouchDB. Writes (`writing`, ``isPush(_:_:)``) still pass: creating their first wiki, or
-  /// pushing it by replication, is theirs to do (a `_bulk_docs` all of whose documents are
-  /// refused answers the same 403).
+  /// In a database with per-document rules, every signed-in user passes the gate and reads
+  /// what the rules grant them: a newcomer in no wiki yet reads an empty database (a pull's
+  /// `_changes` with no rows, an `_all_docs` with none, 404 for a document they may not read)
+  /// and may create their first wiki, or push it by replication — as a user of a Sync
+  /// Gateway with no channel yet gets an empty feed, not a refusal. A pull and a push started
+  /// together (PouchDB's `sync`, the Sync page) both work from the first request.
   func databaseAccess(
-    _ name: String, _ store: DocumentStore, _ caller: Caller, writing: Bool = false
+    _ name: String, _ store: DocumentStore, _ caller: Caller
   ) throws -> DatabaseAccess {
     let access = DatabaseAccess(
       name: name, user: caller.user,
@@ -192,28 +185,8 @@ extension CouchServer {
       return access
     }
     if access.isMember { return access }
-    if access.rules != nil && caller.user.name != nil {
-      if !writing, try access.seesNothing(store) { throw Self.notMember(caller.user) }
-      return access
-    }
+    if access.rules != nil && caller.user.name != nil { return access }
     throw Self.notMember(caller.user)
-  }
-
-  /// Whether a request writes documents, or is one of those a replication pushing to the
-  /// database makes (`_revs_diff`, `_missing_revs`, `_ensure_full_commit`, the caller's own
-  /// `_local` checkpoints): the gate lets a user who may read nothing in a database make them
-  /// (see ``databaseAccess(_:_:_:writing:)``), each still checked per document.
-  static func isPush(_ route: CouchRoute, _ method: HTTPRequest.Method) -> Bool {
-    switch route {
-    case .document, .attachment:
-      return method == .put || method == .delete || method.rawValue == "COPY"
-    case .database: return method == .post
-    case .local: return true
-    case .databaseEndpoint(_, let endpoint):
-      return [.bulkDocs, .revsDiff, .missingRevs, .ensureFullCommit].contains(endpoint)
-        && method == .post
-    default: return false
-    }
   }
 
   static func notMember(_ user: UserContext) -> CouchError {

@@ -137,10 +137,10 @@ extension CouchServer {
     _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
   ) async throws -> Response {
     let store = try await open(name)
-    // A signed-in user who may read nothing here yet passes (`writing`): a replicator's first
-    // request to a target is this one (CouchDB's and PouchDB's stop at a 403), and what they
-    // may create there is theirs to push. The counts are of what they may see (none).
-    let access = try databaseAccess(name, store, caller, writing: true)
+    // A signed-in user who may read nothing here yet passes: a replicator's first request to
+    // a target is this one (CouchDB's and PouchDB's stop at a 403), and what they may create
+    // there is theirs to push. The counts are of what they may see (none).
+    let access = try databaseAccess(name, store, caller)
     if name == UserStore.databaseName && !caller.user.isAdmin {
       throw Self.notMember(caller.user)
     }
@@ -199,7 +199,7 @@ extension CouchServer {
     _ name: String, request: Request, query: QueryParameters, context: Context, caller: Caller
   ) async throws -> Response {
     let store = try await open(name)
-    let access = try databaseAccess(name, store, caller, writing: true)
+    let access = try databaseAccess(name, store, caller)
     try Self.requireJSONContentType(request)
     if name == UserStore.databaseName { try requireServerAdmin(caller) }
     // The body is parsed once: the checks and the store share the value.

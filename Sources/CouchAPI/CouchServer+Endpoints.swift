@@ -7,7 +7,7 @@ import Replication
 /// The database endpoints (`/{db}/_all_docs`, `/{db}/_bulk_docs`, ...) as a table: for each,
 /// who may call it, with which methods, how its query's errors are named, and its handler.
 /// ``CouchServer/route(_:_:context:caller:)`` checks the caller's access to the database
-/// first (``CouchServer/databaseAccess(_:_:_:writing:)``), then the endpoint's role, then its
+/// first (``CouchServer/databaseAccess(_:_:_:)``), then the endpoint's role, then its
 /// methods (`405` with `Allow`), then calls the handler.
 struct DatabaseEndpointRule: Sendable {
   /// Who may call the endpoint, beyond the database's member check.

@@ -173,7 +173,6 @@ public struct CouchServer: Sendable {
       try replicatorAccess(route, caller: caller)
     }
     let method = request.method
-    let pushing = Self.isPush(route, method)
     switch route {
     case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
       .schedulerJobs, .schedulerDocs, .node, .nodeStats:
@@ -190,7 +189,7 @@ public struct CouchServer: Sendable {
     case .databaseEndpoint(let db, let endpoint):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: pushing)
+        db, store, caller)
       if db == UserStore.databaseName && !caller.user.isAdmin {
         throw caller.user.name == nil
           ? CouchError(
@@ -206,7 +205,7 @@ public struct CouchServer: Sendable {
           caller: caller, access: access))
     case .designFunction(let db, let ddoc, let kind, let function, let rest):
       let store = try await open(db)
-      let access = try databaseAccess(db, store, caller, writing: kind == "_update")
+      let access = try databaseAccess(db, store, caller)
       return try await designFunction(
         store, db: db, ddoc: ddoc, kind: kind, function: function, rest: rest, request: request,
         query: query, caller: caller, access: access)
@@ -232,7 +231,7 @@ public struct CouchServer: Sendable {
     case .local(let db, let id):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: pushing)
+        db, store, caller)
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw CouchError(
@@ -246,7 +245,7 @@ public struct CouchServer: Sendable {
     case .document(let db, let id):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: pushing)
+        db, store, caller)
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
@@ -256,7 +255,7 @@ public struct CouchServer: Sendable {
     case .attachment(let db, let id, let name):
       let store = try await open(db)
       let access = try databaseAccess(
-        db, store, caller, writing: pushing)
+        db, store, caller)
       if id.hasPrefix("_design/") && name == "_info" {
         try allow(method, [.get, .head])
         try access.checkRead(id, in: store)

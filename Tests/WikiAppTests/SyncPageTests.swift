@@ -190,10 +190,6 @@ import WikiApp
   func permanentStates() async throws {
     let a = try UIFixture("syncStatesA", replicator: true)
     let b = try UIFixture("syncStatesB")
-    // On B only bob may use `private`.
-    let privateDB = try b.data.open("private", create: true)
-    try await privateDB.setSecurityAsync(
-      SecurityObject(members: .init(names: ["bob"])), actor: "admin")
     try await a.withServer(
       .live,
       options: {
@@ -228,7 +224,8 @@ import WikiApp
         }
         try await add("wiki", password: "wrong")
         try await add("missing", password: "pw-alice")
-        try await add("private", password: "pw-alice")
+        // `_users` is for administrators only: alice may neither read nor write it.
+        try await add("_users", password: "pw-alice")
         let wrong = try await shows(
           "wiki",
           [
@@ -240,7 +237,7 @@ import WikiApp
           "missing",
           [#"data-field="sync-state">needs attention<"#, "The remote database does not exist"])
         _ = try await shows(
-          "private",
+          "_users",
           [
             #"data-field="sync-state">needs attention<"#,
             "The remote does not let this user read or write the database",

@@ -68,11 +68,6 @@ public protocol DocumentAccess: Sendable {
   func view(for user: UserContext, isMember: Bool, in store: DocumentStore) throws
     -> any AccessView
 
-  /// Whether the rules let `user` read any document of the store at all, now (a wiki of
-  /// theirs). The HTTP server answers a user who is not one of the security object's members
-  /// and may read nothing as CouchDB answers a non-member (403). The default asks ``view(for:isMember:in:)``.
-  func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool
-
   /// The group in which a replicated revision of `docID` that these rules refuse is held
   /// until the rules let it in (``HeldRevisionsProjection``), instead of being refused for
   /// good; nil (the default) when such a revision is refused. The refusal's answer is the same
@@ -88,11 +83,6 @@ extension DocumentAccess {
   public func heldGroup(of docID: String) -> String? { nil }
 
   public func releasedGroup(by docID: String) -> String? { nil }
-
-  public func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool {
-    let view = try view(for: user, isMember: false, in: store)
-    return view.docCount > 0 || view.deletedDocCount > 0 || view.updateSeq != .start
-  }
 }
 
 /// One user's view of a database under a ``DocumentAccess``: the documents they may read, the

@@ -49,8 +49,7 @@ public final class HTTPPeer: ReplicationPeer {
     return base + path.dropFirst(database.count)
   }
 
-  func request(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> JSONValue
-  {
+  func request(_ method: String, _ path: String, body: JSONValue? = nil) async throws -> JSONValue {
     try await send(method, path, body: body?.serialized())
   }
 
@@ -179,7 +178,8 @@ public final class HTTPPeer: ReplicationPeer {
               decoding: JSONValue.array(want.attsSince.map { .string($0) }).serialized(),
               as: UTF8.self))
       }
-      let answer = try await request("GET", path("/" + PercentDecoding.encode(want.id) + "?" + query))
+      let answer = try await request(
+        "GET", path("/" + PercentDecoding.encode(want.id) + "?" + query))
       for entry in answer.arrayValue ?? [] {
         if let doc = entry["ok"] {
           out.append(.document(doc))

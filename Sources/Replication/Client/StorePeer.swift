@@ -89,7 +89,8 @@ public struct StorePeer: ReplicationPeer {
 
   public func create() async throws {
     throw ReplicatorError.http(
-      status: 412, error: "file_exists", reason: "The database could not be created, the file already exists.")
+      status: 412, error: "file_exists",
+      reason: "The database could not be created, the file already exists.")
   }
 
   /// A seq as the store counts: a number, or CouchDB's `N-…` string.
@@ -107,14 +108,17 @@ public struct StorePeer: ReplicationPeer {
     if let name = request.filter {
       let parameters = request.filterParameters
       guard
-        let filter = try await answering("_changes", { () throws(StoreError) in
-          try filters.make(name, parameter: { parameters[$0] })
-        })
+        let filter = try await answering(
+          "_changes",
+          { () throws(StoreError) in
+            try filters.make(name, parameter: { parameters[$0] })
+          })
       else {
         throw ReplicatorError.http(
           status: 400, error: "bad_request",
           reason:
-            "filter \"\(name)\" runs in the server (a design document's filter function): replicate through its HTTP API")
+            "filter \"\(name)\" runs in the server (a design document's filter function): replicate through its HTTP API"
+        )
       }
       options.filter = filter
     }
@@ -160,8 +164,7 @@ public struct StorePeer: ReplicationPeer {
     }
   }
 
-  public func revsDiff(_ revisions: [(id: String, revs: [String])]) async throws -> [PeerMissing]
-  {
+  public func revsDiff(_ revisions: [(id: String, revs: [String])]) async throws -> [PeerMissing] {
     try await answering("_revs_diff") {
       let view = try self.view()
       // A document the user may not read lacks every revision, as the API answers.

@@ -223,21 +223,6 @@ public struct WikiAccess: DocumentAccess {
     return (members, owners)
   }
 
-  /// Whether `user` is in any wiki of the store: one look for a grant of theirs.
-  public func grantsAnything(to user: UserContext, in store: DocumentStore) throws -> Bool {
-    guard let name = user.name else { return false }
-    let storage = try storage(store)
-    return try store.read { txn in
-      let prefix = AccessKeys.grantPrefix(name)
-      var found = false
-      try txn.scan(storage["grants"], from: prefix) { key, _ in
-        found = key.starts(with: prefix)
-        return false
-      }
-      return found
-    }
-  }
-
   public func view(for user: UserContext, isMember: Bool, in store: DocumentStore) throws
     -> any AccessView
   {
