@@ -186,10 +186,35 @@ public struct CouchServer: Sendable {
     case .database(let name):
       return try await database(
         name, request: request, query: query, context: context, caller: caller)
-    case .databaseEndpoint(let db, let endpoint):
+    case .globalChanges:
+      if method == .put {
+        throw CouchError(
+          "file_exists", "The database could not be created, the file already exists.",
+          status: 412)
+      }
+      throw CouchError("not_found", "Database does not exist.", status: 404)
+    case .unserved(let error):
+      throw error
+    default:
+      guard let db = route.database else { throw CouchError.notFound() }
+      // Every route under a database: it is opened, and the caller's access to it decided,
+      // once, here.
       let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller)
+      let access = try databaseAccess(db, store, caller)
+      return try await self.route(
+        request, route, in: store, access: access, query: query, context: context,
+        caller: caller)
+    }
+  }
+
+  /// A route under a database, opened, with the caller's access to it (``route(_:_:context:caller:)``).
+  func route(
+    _ request: Request, _ route: CouchRoute, in store: DocumentStore, access: DatabaseAccess,
+    query: QueryParameters, context: Context, caller: Caller
+  ) async throws -> Response {
+    let method = request.method
+    switch route {
+    case .databaseEndpoint(let db, let endpoint):
       if db == UserStore.databaseName && !caller.user.isAdmin {
         throw caller.user.name == nil
           ? CouchError(
@@ -204,34 +229,23 @@ public struct CouchServer: Sendable {
           server: self, store: store, db: db, request: request, query: query, context: context,
           caller: caller, access: access))
     case .designFunction(let db, let ddoc, let kind, let function, let rest):
-      let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
       return try await designFunction(
         store, db: db, ddoc: ddoc, kind: kind, function: function, rest: rest, request: request,
         query: query, caller: caller, access: access)
     case .compactViews(let db, let ddoc):
-      let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
       guard method == .post else { throw CouchError.methodNotAllowed(["POST"]) }
       try Self.requireJSONContentType(request)
       try await blocking { try store.compactViews(ddoc: ddoc) }
       return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
     case .view(let db, let ddoc, let view, let queries):
-      let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
       return try await viewQuery(
         store, ddoc: ddoc, view: view, queries: queries, request: request, query: query,
         access: access)
     case .index(let db, let path):
-      let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
       return try await indexPath(
         store, path: path, request: request, context: context, caller: caller, access: access)
     case .local(let db, let id):
-      let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller)
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw CouchError(
@@ -243,9 +257,6 @@ public struct CouchServer: Sendable {
       return try await local(
         store, id: id, request: request, query: query, caller: caller, access: access)
     case .document(let db, let id):
-      let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller)
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
@@ -253,9 +264,6 @@ public struct CouchServer: Sendable {
         store, db: db, id: id, request: request, query: query, context: context, caller: caller,
         access: access)
     case .attachment(let db, let id, let name):
-      let store = try await open(db)
-      let access = try databaseAccess(
-        db, store, caller)
       if id.hasPrefix("_design/") && name == "_info" {
         try allow(method, [.get, .head])
         try access.checkRead(id, in: store)
@@ -269,25 +277,14 @@ public struct CouchServer: Sendable {
         store, db: db, id: id, name: name, request: request, query: query, caller: caller,
         access: access)
     case .log(let db, let endpoint):
-      let store = try await open(db)
-      let access = try databaseAccess(db, store, caller)
       // The log holds every event of every document: for administrators only.
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
       try allow(method, [.get, .head])
       return try logEndpoint(endpoint, store, query: query, head: method == .head)
-    case .globalChanges:
-      if method == .put {
-        throw CouchError(
-          "file_exists", "The database could not be created, the file already exists.",
-          status: 412)
-      }
-      throw CouchError("not_found", "Database does not exist.", status: 404)
-    case .unserved(let error):
+    case .databaseUnserved(_, let error):
       throw error
-    case .databaseUnserved(let db, let error):
-      let store = try await open(db)
-      _ = try databaseAccess(db, store, caller)
-      throw error
+    default:
+      throw CouchError.notFound()
     }
   }
 

@@ -1,0 +1,127 @@
+import CouchTestSupport
+import Foundation
+import JSON
+import Projections
+import RevTree
+import TestSupport
+import Testing
+
+@testable import Replication
+
+/// Replication between stores of this process with no HTTP server: ``StorePeer`` on both sides,
+/// as `wikilog replicate` between local databases and an app's sync use it.
+@Suite struct StorePeerTests {
+  static func peer(_ fixture: AccessFixture, _ name: String, user: String? = nil) throws
+    -> CouchEndpoint
+  {
+    CouchEndpoint(
+      peer: StorePeer(
+        store: fixture.store, identity: "file://\(fixture.dir.path)/\(name)",
+        user: user.map { UserContext(name: $0, roles: []) }, actor: user ?? "owner"))
+  }
+
+  /// The documents `user` reads in `fixture`'s store (its owner: every one).
+  static func ids(_ store: DocumentStore) throws -> Set<String> {
+    Set(try store.allDocs(AllDocsOptions()).rows.compactMap { $0["id"]?.stringValue })
+  }
+
+  @Test(
+    "as the stores' owner: everything arrives with its history, checkpointed on both sides; a second run reads nothing"
+  )
+  func owner() async throws {
+    let a = try AccessFixture("storePeerOwner-a")
+    let b = try AccessFixture("storePeerOwner-b")
+    // A conflict in a's store: both leaves go.
+    _ = try a.store.bulkDocs(
+      [
+        try JSONValue(
+          parsing: Array(
+            #"{"_id":"w1:Home","_rev":"1-ffff","type":"page","wiki_id":"w1","markdown":"theirs"}"#
+              .utf8))
+      ], newEdits: false, actor: "alice")
+    let replicator = Replicator(source: try Self.peer(a, "a"), target: try Self.peer(b, "b"))
+    let report = try await replicator.replicate()
+    #expect(report.docWriteFailures == 0)
+    #expect(try Self.ids(b.store) == Self.ids(a.store))
+    let leaves = try b.store.record("w1:Home")?.tree.leaves.count
+    #expect(leaves == (try a.store.record("w1:Home")?.tree.leaves.count))
+    #expect((leaves ?? 0) >= 2)
+    let rev = try a.store.get("w1:Home")["_rev"]
+    #expect(try b.store.get("w1:Home")["_rev"] == rev)
+    // The checkpoint is on both sides: a second run starts where the first ended.
+    let again = try await replicator.replicate()
+    #expect(again.docsRead == 0 && again.docsWritten == 0)
+    #expect(again.startSeq == report.endSeq)
+  }
+
+  @Test(
+    "as a user: reads what the rules let them, writes through the checked path (pages before their wiki held and admitted, another's wiki refused and reported)"
+  )
+  func asUser() async throws {
+    let a = try AccessFixture("storePeerUser-a")
+    let b = try AccessFixture("storePeerUser-b")
+    // On a: alice's t1, its pages first in the feed (the wiki edited after them); and x9, hers
+    // on a, carol's on b.
+    let made = try a.store.put(
+      #"{"type":"wiki","title":"Team","owner_id":"alice","members":[]}"#, id: "t1", actor: "alice")
+    for name in ["P1", "P2"] {
+      try a.store.put(
+        #"{"type":"page","wiki_id":"t1","markdown":"\#(name)"}"#, id: "t1:\(name)",
+        actor: "alice")
+    }
+    try a.store.put(
+      #"{"type":"wiki","title":"Team, renamed","owner_id":"alice","members":[]}"#, id: "t1",
+      rev: made.rev, actor: "alice")
+    try a.store.put(
+      #"{"type":"wiki","title":"Mine","owner_id":"alice","members":[]}"#, id: "x9", actor: "alice")
+    try a.store.put(#"{"type":"page","wiki_id":"x9","markdown":"q"}"#, id: "x9:Q", actor: "alice")
+    try b.store.put(
+      #"{"type":"wiki","title":"Carol's","owner_id":"carol","members":[]}"#, id: "x9",
+      actor: "carol")
+    let source = try Self.peer(a, "a", user: "alice")
+    let target = try Self.peer(b, "b", user: "alice")
+    var options = ReplicationOptions()
+    options.batchSize = 1  // one document per batch: the pages are written before their wiki
+    let report = try await Replicator(source: source, target: target, options: options)
+      .replicate()
+    for id in ["t1", "t1:P1", "t1:P2"] {
+      #expect((try? b.store.get(id)) != nil, "\(id) did not arrive")
+    }
+    // x9 and x9:Q: carol's wiki does not let alice in; reported, not written.
+    #expect(Set(report.refused.map(\.id)) == ["x9", "x9:Q"])
+    #expect(report.refused.allSatisfy { $0.error == "forbidden" })
+    #expect(try b.store.get("x9")["owner_id"] == .string("carol"))
+    #expect((try? b.store.get("x9:Q")) == nil)
+    // bob, a member of w1 on a (the fixture's), reads only what he may: none of alice's t1.
+    let bobs = try AccessFixture("storePeerUser-c")
+    let bobReport = try await Replicator(
+      source: try Self.peer(a, "a", user: "bob"), target: try Self.peer(bobs, "c")
+    ).replicate()
+    #expect(bobReport.docWriteFailures == 0)
+    let copied = try Self.ids(bobs.store)
+    #expect(!copied.contains("t1") && !copied.contains("t1:P1"))
+    #expect(copied.contains("w1"))
+  }
+
+  @Test("continuous: a write on the source arrives while the run waits for changes")
+  func continuous() async throws {
+    let a = try AccessFixture("storePeerLive-a")
+    let b = try AccessFixture("storePeerLive-b")
+    var options = ReplicationOptions()
+    options.continuous = true
+    let replicator = Replicator(
+      source: try Self.peer(a, "a"), target: try Self.peer(b, "b"), options: options)
+    let (idle, idleSignal) = AsyncStream<Void>.makeStream()
+    let run = Task {
+      try await replicator.replicate { status in
+        if status.state == .idle { idleSignal.yield() }
+      }
+    }
+    for await _ in idle { break }
+    try await a.store.putAsync(
+      #"{"type":"page","wiki_id":"w1","markdown":"later"}"#, id: "w1:Later", actor: "alice")
+    #expect(try await eventually(20) { (try? b.store.get("w1:Later")) != nil })
+    run.cancel()
+    _ = try? await run.value
+  }
+}
