@@ -539,7 +539,43 @@ public final class EventLog: Sendable {
     var dbs = LogDatabases()
     var found: UInt32?
     var hasEvents = false
-    let result: Result<Void, LMDBError> = env.mapLock.withShared {
+    var result: Result<Void, LMDBError> = .success(())
+    // A process that grew the file past this map between the snapshot check and here (a
+    // server writing beside a command that opens): adopt its size, as every read does, and
+    // begin again. `env` is not yet in use by other threads.
+    for attempt in 1...3 {
+      result = openInternalDatabasesOnce(env: env, readOnly: readOnly, &dbs, &found, &hasEvents)
+      guard case .failure(let error) = result, error.code == LMDBError.mapResized, attempt < 3
+      else { break }
+      do throws(LMDBError) {
+        env.drainReaderPool()
+        try env.setMapSize(0)
+      } catch {
+        throw openError(error, path: path)
+      }
+    }
+    if case .failure(let error) = result {
+      if readOnly && error.code == LMDBError.notFound {
+        throw LogError.notALog(path: path, reason: "it has no log databases")
+      }
+      throw LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
+    }
+    guard let found else {
+      throw hasEvents
+        ? LogError.notALog(path: path, reason: "events without a recorded format version")
+        : LogError.notALog(path: path, reason: "no recorded format version")
+    }
+    guard found == formatVersion else {
+      throw LogError.versionMismatch(found: found, supported: formatVersion)
+    }
+    return dbs
+  }
+
+  private static func openInternalDatabasesOnce(
+    env: Environment, readOnly: Bool, _ dbs: inout LogDatabases, _ found: inout UInt32?,
+    _ hasEvents: inout Bool
+  ) -> Result<Void, LMDBError> {
+    env.mapLock.withShared {
       do throws(LMDBError) {
         let raw = readOnly ? try env.beginRead() : try env.beginWrite()
         let txn = raw
@@ -582,21 +618,6 @@ public final class EventLog: Sendable {
         return .failure(error)
       }
     }
-    if case .failure(let error) = result {
-      if readOnly && error.code == LMDBError.notFound {
-        throw LogError.notALog(path: path, reason: "it has no log databases")
-      }
-      throw LogError.from(error, path: path, maxReaders: 0, mapSize: 0, limit: 0)
-    }
-    guard let found else {
-      throw hasEvents
-        ? LogError.notALog(path: path, reason: "events without a recorded format version")
-        : LogError.notALog(path: path, reason: "no recorded format version")
-    }
-    guard found == formatVersion else {
-      throw LogError.versionMismatch(found: found, supported: formatVersion)
-    }
-    return dbs
   }
 
   // MARK: Positions and durability
@@ -698,16 +719,24 @@ public final class EventLog: Sendable {
     let handle: UInt32?
     if options.readOnly {
       // lmdb.h: a handle opened in a read-only transaction becomes shared when it ends.
-      do {
-        handle = try env.mapLock.withShared {
-          guard !isClosed else { throw LogError.closed }
-          return try env.openDatabaseReadOnly(named: name)
+      var opened: UInt32?? = nil
+      for attempt in 1...3 where opened == nil {
+        do {
+          opened = .some(
+            try env.mapLock.withShared {
+              guard !isClosed else { throw LogError.closed }
+              return try env.openDatabaseReadOnly(named: name)
+            })
+        } catch let error as LMDBError where error.code == LMDBError.notFound {
+          opened = .some(nil)
+        } catch let error as LMDBError where error.code == LMDBError.mapResized && attempt < 3 {
+          // Another process grew the map (a server writing beside this reader).
+          try adoptMapSize()
+        } catch {
+          throw logError(error)
         }
-      } catch let error as LMDBError where error.code == LMDBError.notFound {
-        handle = nil
-      } catch {
-        throw logError(error)
       }
+      handle = opened ?? nil
     } else {
       handle = try writeLog { txn throws(LogError) in
         try txn.performWrite { () throws(LMDBError) -> UInt32? in

@@ -219,8 +219,35 @@ func run(_ store: DocumentStore, group: Bool, start: Int) async {
 }
 
 let args = CommandLine.arguments
+if args.count >= 4, args[1] == "grow" {
+  // ProjectionsTestWorker grow DIR KIB: writes documents of 10 KB to the store in DIR (its map
+  // starting at 1 MiB, so that it grows) until its data file is KIB kibibytes, then prints
+  // "grown" and exits.
+  var options = EventLog.Options()
+  options.mapSize = 1 << 20
+  let file = args[2] + "/data.mdb"
+  let limit = (Int(args[3]) ?? 4096) * 1024
+  do {
+    let store = try DocumentStore(directory: args[2], options: options)
+    var n = 0
+    func size() -> Int {
+      ((try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? NSNumber)?.intValue
+        ?? 0
+    }
+    while size() < limit {
+      n += 1
+      try store.put(
+        #"{"pad":"\#(String(repeating: "g", count: 10_000))"}"#, id: "g-\(n)", actor: "worker")
+    }
+    store.close()
+    emit("grown \(n)")
+    exit(0)
+  } catch {
+    fail("grow failed: \(error)")
+  }
+}
 guard args.count >= 4, args[1] == "write" else {
-  fail("usage: ProjectionsTestWorker write DIR synced|group")
+  fail("usage: ProjectionsTestWorker write DIR synced|group, or grow DIR KIB")
 }
 var options = EventLog.Options()
 options.mapSize = 1 << 20  // small, so that kills also land during map growth
