@@ -649,11 +649,28 @@ public final class EventLog: Sendable {
       try env.mapLock.withShared { () throws in
         guard !isClosed else { return }
         try env.sync()
+        // Everything this process wrote is on disk now, unsynced commits included.
+        if !options.readOnly, let stamp = FileStamp(dataFile) {
+          PagesChecked.recordWritten(stamp, for: dataFile)
+        }
       }
     } catch {
       throw logError(error)
     }
     state.withLock { $0.durablePosition = max($0.durablePosition, committed) }
+  }
+
+  /// The data file (`data.mdb`).
+  var dataFile: String { path + "/data.mdb" }
+
+  /// After a durable commit of this process: records the file's stamp as sound
+  /// (``PagesChecked/recordWritten(_:for:)``), so that the next open, here or in another
+  /// process, need not walk its pages. Unsynced commits record nothing until ``sync()``.
+  func keepPagesRecord() {
+    guard state.withLock({ $0.durability }) != .unsynced, let stamp = FileStamp(dataFile) else {
+      return
+    }
+    PagesChecked.recordWritten(stamp, for: dataFile)
   }
 
   /// Changes the durability mode; leaving ``Durability/unsynced`` syncs first.
@@ -884,6 +901,8 @@ public final class EventLog: Sendable {
         }
         writer.lastTransactionID = id
         writer.merkleDirty = false
+        // Its pages are on disk (a synced commit): the next open need not walk them.
+        keepPagesRecord()
         if writer.streamCache.count > WriterState.streamCacheLimit {
           writer.streamCache.removeAll()
         }

@@ -17,6 +17,10 @@ import Testing
       try log.append((1...500).map { event(batch * 500 + $0, stream: "s\($0 % 7)") })
     }
     log.close()
+    // The writer recorded its file as sound (``PagesChecked/recordWritten(_:for:)``); these
+    // tests damage it within milliseconds, inside one tick of the file system's clock, which a
+    // stamp cannot tell apart (damage between runs changes it): they test the walk.
+    try? FileManager.default.removeItem(atPath: dir.path + "/data.mdb.checked")
     return dir.path + "/data.mdb"
   }
 
@@ -182,30 +186,56 @@ import Testing
   }
 
   @Test(
-    "a file walked once and unchanged since is not walked again; a write after makes the next open walk"
+    "a file its writer left, or a walk found sound, is not walked again; a change behind wikilog's back makes the next open walk"
   )
   func pagesCheckedStamp() async throws {
     let dir = TemporaryDirectory()
-    let file = try makeLog(dir)
     let readOnly = EventLog.Options(durability: .synced, readOnly: true)
-    // A stamp is recorded only for a file that was still for longer than the clock's tick.
+    // The writer records its file as sound after each synced commit: the next open, in this
+    // process or another, walks nothing.
+    do {
+      let writer = try EventLog(directory: dir.path)
+      try await writer.append((1...200).map { event($0, stream: "s\($0 % 7)") })
+      writer.close()
+    }
+    var opened = try EventLog(directory: dir.path, options: readOnly)
+    #expect(!opened.walkedPagesAtOpen)
+    opened.close()
+    // An unsynced writer records nothing until it syncs.
+    do {
+      let writer = try EventLog(directory: dir.path, options: .init(durability: .unsynced))
+      try? FileManager.default.removeItem(atPath: dir.path + "/data.mdb.checked")
+      try await writer.append([event(1_000, stream: "u")])
+      #expect(!FileManager.default.fileExists(atPath: dir.path + "/data.mdb.checked"))
+      try writer.sync()
+      #expect(FileManager.default.fileExists(atPath: dir.path + "/data.mdb.checked"))
+      writer.close()
+    }
+    opened = try EventLog(directory: dir.path, options: readOnly)
+    #expect(!opened.walkedPagesAtOpen)
+    opened.close()
+
+    // A file whose record is gone (or stale) is walked; the walk records it again, for a file
+    // that was still for longer than the clock's tick.
+    let walked = TemporaryDirectory()
+    let file = try makeLog(walked)
     let still = try await eventually(10) {
       guard let stamp = FileStamp(file) else { return false }
       return Int64(Date().timeIntervalSince1970) - stamp.changed.seconds > PagesChecked.quiet
     }
     #expect(still)
-    var log = try EventLog(directory: dir.path, options: readOnly)
+    var log = try EventLog(directory: walked.path, options: readOnly)
     #expect(log.walkedPagesAtOpen)
     log.close()
     #expect(FileManager.default.fileExists(atPath: file + ".checked"))
-    log = try EventLog(directory: dir.path, options: readOnly)
+    log = try EventLog(directory: walked.path, options: readOnly)
     #expect(!log.walkedPagesAtOpen)
     log.close()
 
     // A page overwritten behind LMDB's back: the stamp no longer matches, the walk finds it.
     let pages = try size(file) / 4096
     try write(file, at: pages / 2 * 4096, Data(repeating: 0xA5, count: 4096))
-    #expect(damageAtOpen(dir) != nil)
+    #expect(damageAtOpen(walked) != nil)
   }
 
   // MARK: Damage of every shape

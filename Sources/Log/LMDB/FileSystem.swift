@@ -196,6 +196,24 @@ enum PagesChecked {
     var now = timespec()
     unsafe clock_gettime(CLOCK_REALTIME, &now)
     guard Int64(now.tv_sec) - stamp.changed.seconds > quiet else { return }
+    store(stamp, for: file)
+  }
+
+  /// Records `stamp`, taken by the writer right after a durable commit of its own, for `file`:
+  /// the file was sound when this process opened it (walked, or found as a walk left it), and
+  /// since then it holds what LMDB wrote for wikilog's commits, synced to disk before this is
+  /// written. So the next open of the file as it stands needs no walk. Not for a writer whose
+  /// commits are not synced (``EventLog/Durability/unsynced``: a crash could leave pages
+  /// torn under a stamp that still matches). What this trusts: that nothing but wikilog writes
+  /// the file while a writer has it open, and that such a write, were it to happen, would not
+  /// fall within the same tick of the file system's clock as the writer's own last commit
+  /// without changing the size (a copy, a restore or a replacement between runs changes the
+  /// stamp, and the next open walks).
+  static func recordWritten(_ stamp: FileStamp, for file: String) {
+    store(stamp, for: file)
+  }
+
+  private static func store(_ stamp: FileStamp, for file: String) {
     let target = path(file)
     let temporary = target + ".\(getpid())"
     let fd = unsafe open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
