@@ -40,9 +40,9 @@ import Testing
       ("feed=eventsource&heartbeat=200", 1), ("feed=longpoll&heartbeat=200&timeout=2000", 1),
       ("feed=longpoll&timeout=2000", 1), ("feed=continuous&since=now&timeout=2000", 1),
     ]
-    var clients: [Process] = []
+    var clients: [SpawnedProcess] = []
     for (query, seconds) in feeds {
-      let process = Process()
+      let process = SpawnedProcess()
       process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
       process.arguments = ["-s", "-N", "-m", "\(seconds)", base + "/wiki/_changes?" + query]
       process.standardOutput = FileHandle.nullDevice

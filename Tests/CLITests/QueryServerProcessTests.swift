@@ -19,7 +19,7 @@ import Testing
 
   /// Runs `arguments` with the commands on standard input; its output lines and status.
   static func run(_ executable: String, _ arguments: [String]) throws -> ([String], Int32) {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let input = Pipe()

@@ -51,7 +51,7 @@ import Testing
   @Test("--tls-cert and --tls-key serve HTTPS")
   func https() throws {
     let cli = try CLI(initialize: false)
-    let openssl = Process()
+    let openssl = SpawnedProcess()
     openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
     openssl.arguments = [
       "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", cli.path + "/key.pem", "-out",

@@ -73,7 +73,7 @@ final class CLI {
   func run(_ arguments: [String], stdin: String = "", environment: [String: String] = [:]) throws
     -> Run
   {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = URL(fileURLWithPath: wikilogPath)
     process.arguments = ["--db", path] + arguments
     process.environment = Self.environment.merging(environment) { $1 }
@@ -112,7 +112,7 @@ final class CLI {
   func runRedirected(
     _ arguments: [String], stdin: String? = nil, stdout: String? = nil, stderr: String? = nil
   ) throws -> (status: Int32, signaled: Bool, stderr: String) {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = URL(fileURLWithPath: wikilogPath)
     process.arguments = ["--db", path] + arguments
     process.environment = Self.environment
@@ -193,7 +193,7 @@ func startBackground(_ cli: CLI, _ arguments: [String]) throws -> ChildProcess {
 /// Runs curl with `arguments` (loopback URLs only); returns the HTTP status (0 when no answer
 /// came) and the body.
 func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
-  let process = Process()
+  let process = SpawnedProcess()
   process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
   process.arguments = ["-s", "-m", "10", "-w", "\n%{http_code}"] + arguments
   let pipe = Pipe()

@@ -4,7 +4,7 @@ public import Foundation
 /// binary), whose standard output lines are collected as they arrive. Standard error goes to
 /// the test's, standard input is empty. A process still running when this goes away is killed.
 public final class ChildProcess: @unchecked Sendable {
-  public let process = Process()
+  public let process = SpawnedProcess()
   /// The pipe the child writes its standard output to (a test may close the reading end).
   public let output = Pipe()
   private let lock = NSLock()
@@ -48,10 +48,9 @@ public final class ChildProcess: @unchecked Sendable {
     try Self.launch(process)
   }
 
-  /// One launch at a time across the test process: Foundation's `Process.run()` on Linux
-  /// reads shared process state while it spawns, and two launches from two threads at once
-  /// have crashed it (a bad pointer in its memcpy). Every child a test starts goes through here.
-  public static func launch(_ process: Process) throws {
+  /// Starts `process`, one launch at a time across the test process (``SpawnedProcess``: not
+  /// Foundation's `Process.run()`, which crashes now and then on Linux).
+  public static func launch(_ process: SpawnedProcess) throws {
     launching.lock()
     defer { launching.unlock() }
     try process.run()

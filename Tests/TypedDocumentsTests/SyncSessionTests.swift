@@ -204,7 +204,7 @@ final class Served {
   @Test func refusedCredentialsAreAnErrorState() async throws {
     let serverDir = TempDirectory()
     // A server with an administrator: no admin party.
-    let setup = Process()
+    let setup = SpawnedProcess()
     setup.executableURL = URL(fileURLWithPath: ChildProcess.besideTests("wikilog"))
     setup.arguments = [
       "--db", serverDir.path, "user", "add", "admin", "--admin", "--password-stdin",

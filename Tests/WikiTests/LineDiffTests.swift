@@ -29,7 +29,7 @@ enum TextTestSupport {
   static func run(_ executable: String, _ arguments: [String], in directory: URL) throws -> (
     status: Int32, output: String
   ) {
-    let process = Process()
+    let process = SpawnedProcess()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.currentDirectoryURL = directory
