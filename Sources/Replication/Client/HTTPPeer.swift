@@ -181,15 +181,7 @@ public final class HTTPPeer: ReplicationPeer {
       let answer = try await request(
         "GET", path("/" + PercentDecoding.encode(want.id) + "?" + query))
       for entry in answer.arrayValue ?? [] {
-        if let doc = entry["ok"] {
-          out.append(.document(doc))
-        } else {
-          out.append(
-            .failed(
-              PeerRefusal(
-                id: want.id, rev: entry["missing"]?.stringValue,
-                error: entry["missing"] == nil ? "" : "not_found", reason: "missing")))
-        }
+        out.append(PeerRevision(openRevsEntry: entry, id: want.id))
       }
     }
     return out

@@ -109,6 +109,19 @@ public struct PeerWanted: Sendable, Hashable {
 public enum PeerRevision: Sendable {
   case document(JSONValue)
   case failed(PeerRefusal)
+
+  /// An entry of an `open_revs` answer for document `id`: `{"ok": doc}` or
+  /// `{"missing": rev}`.
+  public init(openRevsEntry entry: JSONValue, id: String) {
+    if let doc = entry["ok"] {
+      self = .document(doc)
+    } else {
+      self = .failed(
+        PeerRefusal(
+          id: id, rev: entry["missing"]?.stringValue,
+          error: entry["missing"] == nil ? "" : "not_found", reason: "missing"))
+    }
+  }
 }
 
 /// A revision a peer would not give or take, with CouchDB's error name and reason.

@@ -215,17 +215,7 @@ public struct StorePeer: ReplicationPeer {
           }
           continue
         }
-        for entry in found {
-          if let doc = entry["ok"] {
-            out.append(.document(doc))
-          } else {
-            out.append(
-              .failed(
-                PeerRefusal(
-                  id: want.id, rev: entry["missing"]?.stringValue, error: "not_found",
-                  reason: "missing")))
-          }
-        }
+        for entry in found { out.append(PeerRevision(openRevsEntry: entry, id: want.id)) }
       }
       return out
     }
