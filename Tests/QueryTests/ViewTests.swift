@@ -268,6 +268,47 @@ import Testing
     #expect(tail == ordered[14...].map(json))
   }
 
+  @Test(
+    "rows of equal keys are ordered by their doc ids' bytes, as CouchDB orders them, not by collation; doc-id bounds too"
+  )
+  func equalKeysByRawDocID() throws {
+    let t = try store()
+    let s = t.store!
+    for id in ["alpha:1", "ALPHA:1", "coll-~", "coll-072", "b", "é"] {
+      _ = try put(s, id, #"{"k":1}"#)
+    }
+    _ = try put(
+      s, "_design/eq", #"{"views":{"v":{"map":"function(doc) { if (doc.k) emit(doc.k, null) }"}}}"#)
+    // CouchDB 3.4.3's order of the same ids under one key (raw bytes: upper case first, "~"
+    // after digits, non-ASCII last).
+    let all = try query(s, "v", [], ddoc: "_design/eq")
+    #expect(ids(all) == ["ALPHA:1", "alpha:1", "b", "coll-072", "coll-~", "é"])
+    let from = try query(s, "v", [("startkey", "1"), ("startkey_docid", "b")], ddoc: "_design/eq")
+    #expect(ids(from) == ["b", "coll-072", "coll-~", "é"])
+    let between = try query(
+      s, "v", [("key", "1"), ("startkey_docid", "a"), ("endkey_docid", "coll-z")],
+      ddoc: "_design/eq")
+    #expect(ids(between) == ["alpha:1", "b", "coll-072"])
+  }
+
+  @Test("a map function sees the document's _conflicts, as CouchDB gives it the document")
+  func mapSeesConflicts() throws {
+    let t = try store()
+    let s = t.store!
+    _ = try put(s, "c", #"{"v":1}"#)
+    _ = try s.bulkDocs(
+      [try JSONValue(parsing: Array(#"{"_id":"c","_rev":"1-ffff","v":2}"#.utf8))],
+      newEdits: false, actor: "test")
+    _ = try put(s, "plain", #"{"v":3}"#)
+    _ = try put(
+      s, "_design/conf",
+      #"{"views":{"v":{"map":"function(doc) { if (doc._conflicts) emit(doc._id, doc._conflicts.length) }"}}}"#
+    )
+    let answer = try query(s, "v", [], ddoc: "_design/conf")
+    #expect(ids(answer) == ["c"])
+    #expect(rows(answer).first?["value"] == .int(1))
+  }
+
   @Test("a map function that throws skips the document for that view")
   func throwingMap() throws {
     let t = try store()

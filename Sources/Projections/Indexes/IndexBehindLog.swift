@@ -141,11 +141,15 @@ public struct IndexedDocument: Sendable {
   public let rev: String
   /// The winning revision's body, nil when it is deleted.
   public let winner: JSONValue?
+  /// The other leaves that are not deleted (`_conflicts`, as a read with `conflicts=true`
+  /// lists them); empty for a document without conflicts.
+  public let conflicts: [String]
 
-  public init(docID: String, rev: String, winner: JSONValue?) {
+  public init(docID: String, rev: String, winner: JSONValue?, conflicts: [String] = []) {
     self.docID = docID
     self.rev = rev
     self.winner = winner
+    self.conflicts = conflicts
   }
 }
 

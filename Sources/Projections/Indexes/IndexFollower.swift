@@ -390,7 +390,11 @@ public final class IndexFollower: Sendable {
           batch.append(
             IndexedDocument(
               docID: record.docID, rev: record.tree.winner.map { "\($0.rev)" } ?? "",
-              winner: winner))
+              winner: winner,
+              conflicts: winner == nil
+                ? []
+                : record.tree.conflicts.filter { $0 != record.tree.winner?.rev }.map(\.description))
+          )
           if batch.count >= Self.handedAtOnce {
             try index.update(batch: batch, storage: target, txn: txn)
             batch.removeAll(keepingCapacity: true)

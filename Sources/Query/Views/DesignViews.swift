@@ -98,7 +98,9 @@ public struct DesignViews: Sendable, Hashable {
     self.views = views
     self.lib = lib
     includeDesign = object["options"]?.objectValue?["include_design"]?.boolValue ?? false
-    var hashed: [JSONValue] = [.string(language), .bool(includeDesign)]
+    // The rows' layout is part of the signature: an index of an older layout (doc ids of equal
+    // keys in collation order, maps without `_conflicts`) is built again under a new name.
+    var hashed: [JSONValue] = [.string("rows-2"), .string(language), .bool(includeDesign)]
     for view in views {
       let reduce: String
       switch view.reduce {

@@ -84,8 +84,8 @@ extension ViewIndex {
     guard let start = query.startKey, let end = query.endKey, start != end else { return }
     var a = Collation.encode(start)
     var b = Collation.encode(end)
-    Collation.encode(.string(query.startDocID ?? (query.descending ? "\u{10FFFF}" : "")), into: &a)
-    Collation.encode(.string(query.endDocID ?? (query.descending ? "" : "\u{10FFFF}")), into: &b)
+    ViewIndex.encodeDocID(query.startDocID ?? (query.descending ? "\u{10FFFF}" : ""), into: &a)
+    ViewIndex.encodeDocID(query.endDocID ?? (query.descending ? "" : "\u{10FFFF}"), into: &b)
     if !query.descending && !a.lexicographicallyPrecedes(b) {
       throw ViewQuery.error(
         "No rows can match your key range, reverse your start_key and end_key or set descending=true"
@@ -122,7 +122,7 @@ struct ViewReader {
     func key(_ k: JSONValue, docID: String?, after: Bool) -> [UInt8] {
       var out = viewStart
       Collation.encode(k, into: &out)
-      if let docID { Collation.encode(.string(docID), into: &out) }
+      if let docID { ViewIndex.encodeDocID(docID, into: &out) }
       if after { out.append(0xFF) }
       return out
     }

@@ -100,6 +100,10 @@ public final class ViewIndex: IndexBehindLog {
       if !document.rev.isEmpty {
         body.members.insert(.init(key: "_rev", value: .string(document.rev)), at: 1)
       }
+      // As CouchDB gives a map function the document: with its conflicts.
+      if !document.conflicts.isEmpty {
+        body["_conflicts"] = .array(document.conflicts.map { .string($0) })
+      }
       toMap.append(i)
       docs.append(.object(body))
     }
@@ -177,7 +181,7 @@ public final class ViewIndex: IndexBehindLog {
   static func rowKey(view: Int, key: JSONValue, docID: String, emission: Int) -> [UInt8] {
     var out: [UInt8] = [UInt8(view)]
     Collation.encode(key, into: &out)
-    Collation.encode(.string(docID), into: &out)
+    encodeDocID(docID, into: &out)
     if out.count > maxKeyBytes {
       // Cut, with a digest of the whole: still unique, ordered by its first bytes.
       let digest = Array(SHA256.hash(data: out).prefix(12))
@@ -186,6 +190,21 @@ public final class ViewIndex: IndexBehindLog {
     out.append(UInt8(truncatingIfNeeded: emission >> 8))
     out.append(UInt8(truncatingIfNeeded: emission))
     return out
+  }
+
+  /// A document id as rows of equal keys are ordered by it: by its raw bytes, as CouchDB
+  /// compares the ids of equal keys (`couch_ejson_compare`: keys collated, ids as binaries) —
+  /// the string tag (`0x05`, which ``ViewReader/exactRange(_:)`` counts on), then its UTF-8,
+  /// a zero byte written `00 FF`, ended by `00 00`, so that the order of the bytes is the order
+  /// of the ids and what follows is apart.
+  static func encodeDocID(_ docID: String, into out: inout [UInt8]) {
+    out.append(0x05)
+    for byte in docID.utf8 {
+      out.append(byte)
+      if byte == 0 { out.append(0xFF) }
+    }
+    out.append(0)
+    out.append(0)
   }
 
   private func removeRows(of docID: String, tree: inout BucketWriter) throws {
