@@ -20,6 +20,8 @@ enum CouchRoute: Equatable, Sendable {
   case databasesInfo
   case up
   case uuids
+  /// `GET /_membership`: this one node.
+  case membership
   /// `/_active_tasks`: the Mango index builds and the replications under way.
   case activeTasks
   /// `/_replicate`, `/_scheduler/jobs[/{id}]`, `/_scheduler/docs[/_replicator[/{docid}]]`.
@@ -64,7 +66,7 @@ enum CouchRoute: Equatable, Sendable {
   /// ``CouchServer/serverEndpoints``.
   enum ServerEndpoint: Sendable, CaseIterable {
     case root, session, allDatabases, databasesInfo, up, uuids, replicate, activeTasks
-    case schedulerJobs, schedulerDocs, node, nodeStats
+    case schedulerJobs, schedulerDocs, node, nodeStats, membership
   }
 
   /// The server endpoint this route is, nil for a database's route.
@@ -82,6 +84,7 @@ enum CouchRoute: Equatable, Sendable {
     case .schedulerDocs: .schedulerDocs
     case .node: .node
     case .nodeStats: .nodeStats
+    case .membership: .membership
     default: nil
     }
   }
@@ -204,6 +207,7 @@ enum CouchRoute: Equatable, Sendable {
     case "_users", "_replicator": return nil  // a database (when the data directory has it)
     case "_dbs_info": return only(.databasesInfo)
     case "_up": return only(.up)
+    case "_membership": return only(.membership)
     case "_active_tasks": return only(.activeTasks)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
@@ -234,7 +238,6 @@ enum CouchRoute: Equatable, Sendable {
   static let unservedServerFeatures: [String: String] = [
     "_cluster_setup": "cluster setup (/_cluster_setup)",
     "_db_updates": "the feed of database updates (/_db_updates)",
-    "_membership": "cluster membership (/_membership)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",
     "_reshard": "resharding (/_reshard)",

@@ -164,7 +164,16 @@ extension CouchServer {
       }
       throw unsupported
     }
-    try await blocking { _ = try dataDirectory.create(name) }
+    let shards = query["q"].flatMap { Int($0) } ?? 1
+    try await blocking {
+      let store = try dataDirectory.create(name)
+      if shards != 1 {
+        // What `GET /{db}` reports as `cluster.q` (a wikilog database is one unsharded file).
+        _ = try store.putLocal(
+          Self.clusterLocalID, JSONValue.object(JSONObject(["q": .int(shards)])).serialized(),
+          actor: caller.actor)
+      }
+    }
     var headers = HTTPFields()
     headers[.location] = "/" + PercentDecoding.encode(name)
     return CouchResponse.json(
@@ -233,14 +242,12 @@ extension CouchServer {
     case "true": unsupported = .notImplemented("partitioned databases (?partitioned=true)")
     default: throw .badRequest("Invalid `partitioned` parameter")
     }
-    for (name, what) in [("q", "sharding"), ("n", "keeping several copies of a database")] {
+    // `q` and `n` are taken as a single-node CouchDB takes them: the database is one copy
+    // here whatever they say; `GET /{db}` reports the `q` asked for, and `n` 1.
+    for name in ["q", "n"] {
       guard let text = query[name] else { continue }
       guard let n = Int(text), n > 0 else {
         throw .badRequest("The `\(name)` value should be a positive integer.")
-      }
-      if n != 1 && unsupported == nil {
-        unsupported = .notImplemented(
-          "\(what) (?\(name)=\(n))", "a wikilog database is one unsharded copy (q=1, n=1)")
       }
     }
     if query["engine"] != nil {
@@ -274,10 +281,26 @@ extension CouchServer {
         "doc_count": .int(view?.docCount ?? info.docCount),
         "disk_format_version": .int(Int(EventLog.formatVersion)),
         "compact_running": .bool(dataDirectory.isCompacting(name)),
-        "cluster": .object(JSONObject(["q": .int(1), "n": .int(1), "w": .int(1), "r": .int(1)])),
+        "cluster": .object(
+          JSONObject([
+            "q": .int(Self.shards(store)), "n": .int(1),
+            "w": .int(1), "r": .int(1),
+          ])),
         "instance_start_time": .string("0"),
         "revs_limit": .int(info.revsLimit),
       ]))
+  }
+
+  /// The `_local` document that keeps the `q` a database was created with (wikilog's own
+  /// `org.wikilog.` prefix: not reachable through the API).
+  static let clusterLocalID = "org.wikilog.cluster"
+
+  /// The `q` database `store` was created with (1 unless it asked for another).
+  static func shards(_ store: DocumentStore) -> Int {
+    guard let q = (try? store.getLocal(clusterLocalID))?["q"]?.numberValue?.int64Value else {
+      return 1
+    }
+    return Int(q)
   }
 
   static func fileSize(_ path: String) -> Int {

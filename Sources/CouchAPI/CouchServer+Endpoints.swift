@@ -211,6 +211,12 @@ extension CouchServer {
       CouchResponse.json(.object(JSONObject(["status": .string("ok")])), includeBody: !c.head)
     },
     .uuids: ServerRule { c in try c.server.uuids(c.query) },
+    // A single node, named as `_scheduler` and `_node/_local` name it.
+    .membership: ServerRule(role: .serverAdmin) { c in
+      let nodes = JSONValue.array([.string("nonode@nohost")])
+      return CouchResponse.json(
+        .object(JSONObject(["all_nodes": nodes, "cluster_nodes": nodes])), includeBody: !c.head)
+    },
     .replicate: ServerRule(methods: [.post], role: .signedIn) { c in
       try await c.server.replicate(c.request, caller: c.caller)
     },

@@ -175,7 +175,7 @@ public struct CouchServer: Sendable {
     let method = request.method
     switch route {
     case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
-      .schedulerJobs, .schedulerDocs, .node, .nodeStats:
+      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership:
       // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
       guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
       return try await serverEndpoint(

@@ -383,7 +383,6 @@ import Testing
         (.post, "/_cluster_setup", "cluster setup"),
         (.get, "/_cluster_setup", "cluster setup"),
         (.get, "/_db_updates", "database updates"),
-        (.get, "/_membership", "cluster membership"),
         (.get, "/_replicator", "replication"),
         (.put, "/_replicator/x", "replication"),
         (.get, "/_node/_local/_config", "configuration"),
@@ -455,17 +454,37 @@ import Testing
     }
   }
 
-  @Test("PUT /db: partitioned=true, q or n other than 1 and placement are refused, nothing made")
+  @Test("GET /_membership: this one node, as a single-node CouchDB answers (administrators)")
+  func membership() async throws {
+    try await withServer { client, _ in
+      let answer = try await client.call(.get, "/_membership")
+      #expect(answer.code == 200)
+      #expect(
+        answer.json == json(#"{"all_nodes":["nonode@nohost"],"cluster_nodes":["nonode@nohost"]}"#))
+      #expect(try await client.call(.post, "/_membership", "{}").code == 405)
+    }
+  }
+
+  @Test(
+    "PUT /db: q and n taken as a single-node CouchDB takes them (q reported, n 1); partitioned=true and placement refused, nothing made"
+  )
   func creationOptions() async throws {
     try await withServer { client, _ in
-      for query in ["partitioned=true", "q=16", "n=3", "q=2&n=1", "placement=a:1"] {
+      for query in ["partitioned=true", "placement=a:1"] {
         let r = try await client.call(.put, "/db2?\(query)")
         #expect(r.code == 501, "\(query)")
         #expect(r.error == "not_implemented", "\(query)")
         #expect(r["reason"]?.stringValue?.contains("is not implemented by wikilog") == true)
       }
+      // CouchDB 3.4.3 on one node: `?q=16` is 201 and its info says q 16; `?n=3` is 201, n 1.
+      #expect(try await client.call(.put, "/sharded?q=16").code == 201)
       #expect(
-        try await client.call(.put, "/db2?q=16")["reason"]?.stringValue?.contains("q=16") == true)
+        try await client.call(.get, "/sharded")["cluster"]
+          == json(#"{"q":16,"n":1,"w":1,"r":1}"#))
+      #expect(try await client.call(.put, "/copies?n=3").code == 201)
+      #expect(try await client.call(.get, "/copies")["cluster"]?["n"] == .int(1))
+      #expect(try await client.call(.get, "/copies")["cluster"]?["q"] == .int(1))
+      for db in ["sharded", "copies"] { try await client.call(.delete, "/\(db)") }
       for query in ["partitioned=maybe", "q=abc", "n=0", "engine=couch"] {
         let r = try await client.call(.put, "/db2?\(query)")
         #expect(r.code == 400, "\(query)")
@@ -480,6 +499,7 @@ import Testing
         let r = try await client.call(.put, "/db2?\(query)")
         #expect(r.code == 412 && r.error == "file_exists", "\(query)")
       }
+      #expect(try await client.call(.get, "/db2")["cluster"]?["q"] == .int(1))
       #expect(try await client.call(.put, "/db2?q=abc").code == 400)
     }
   }
