@@ -32,6 +32,8 @@ enum CouchRoute: Equatable, Sendable {
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
   case nodeStats(node: String, path: [String])
+  /// `GET /_node/{node}/_prometheus`: the statistics in Prometheus's text format.
+  case prometheus(node: String)
   case database(String)
   /// A database endpoint such as `_all_docs` or `_changes`.
   case databaseEndpoint(String, DatabaseEndpoint)
@@ -66,7 +68,7 @@ enum CouchRoute: Equatable, Sendable {
   /// ``CouchServer/serverEndpoints``.
   enum ServerEndpoint: Sendable, CaseIterable {
     case root, session, allDatabases, databasesInfo, up, uuids, replicate, activeTasks
-    case schedulerJobs, schedulerDocs, node, nodeStats, membership
+    case schedulerJobs, schedulerDocs, node, nodeStats, membership, prometheus
   }
 
   /// The server endpoint this route is, nil for a database's route.
@@ -84,6 +86,7 @@ enum CouchRoute: Equatable, Sendable {
     case .schedulerDocs: .schedulerDocs
     case .node: .node
     case .nodeStats: .nodeStats
+    case .prometheus: .prometheus
     case .membership: .membership
     default: nil
     }
@@ -253,11 +256,11 @@ enum CouchRoute: Equatable, Sendable {
     guard rest.count >= 2 else { return .node(node) }
     let endpoint = rest[1]
     if endpoint == "_stats" { return .nodeStats(node: node, path: Array(rest.dropFirst(2))) }
+    if endpoint == "_prometheus", rest.count == 2 { return .prometheus(node: node) }
     let feature =
       switch endpoint {
       case "_config": "server configuration"
       case "_system": "system statistics"
-      case "_prometheus": "Prometheus metrics"
       case "_versions": "the versions of the server's components"
       case "_restart": "restarting the server"
       case "_smoosh": "automatic compaction (smoosh)"

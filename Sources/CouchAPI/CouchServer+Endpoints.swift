@@ -242,6 +242,10 @@ extension CouchServer {
       return CouchResponse.json(
         .object(JSONObject(["name": .string(try checkedNodeName(node))])), includeBody: !c.head)
     },
+    .prometheus: ServerRule(role: .serverAdmin) { c in
+      guard case .prometheus(let node) = c.route else { throw CouchError.notFound() }
+      return try c.server.prometheus(node: node, head: c.head)
+    },
     .nodeStats: ServerRule(role: .serverAdmin) { c in
       guard case .nodeStats(let node, let path) = c.route else { throw CouchError.notFound() }
       return try c.server.nodeStats(node: node, path: path, head: c.head)

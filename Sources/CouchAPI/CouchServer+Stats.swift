@@ -78,4 +78,85 @@ extension CouchServer {
     }
     return CouchResponse.json(stats, includeBody: !head)
   }
+
+  /// When this process started serving (`couchdb_uptime_seconds`).
+  static let started = ContinuousClock.now
+
+  /// `GET /_node/{node}/_prometheus` (server administrators): the statistics in Prometheus's
+  /// text exposition format, under CouchDB's metric names where CouchDB has the same metric
+  /// (`couchdb_uptime_seconds`, `couchdb_database_writes_total`, `couchdb_open_databases_total`,
+  /// `couchdb_httpd_request_methods`, `couchdb_httpd_status_codes`), and wikilog's own beside
+  /// them (`wikilog_…`: commits, group commit, feeds waiting, index builds, replication jobs).
+  func prometheus(node: String, head: Bool) throws -> Response {
+    _ = try Self.checkedNodeName(node)
+    let open = dataDirectory.openStores()
+    var total = EventLog.Statistics()
+    for (_, store) in open {
+      let s = store.log.statistics
+      total.commits += s.commits
+      total.appendedEvents += s.appendedEvents
+      total.groups += s.groups
+      total.groupedWrites += s.groupedWrites
+    }
+    let feeds = hubs.counts
+    let http = metrics.snapshot
+    let jobs = replications.counts
+    var text = ""
+    func metric(
+      _ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int)]
+    ) {
+      text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+      for sample in samples { text += "\(name)\(sample.labels) \(sample.value)\n" }
+    }
+    let (seconds, _) = (ContinuousClock.now - Self.started).components
+    metric("couchdb_uptime_seconds", "counter", "uptime", [("", Int(seconds))])
+    metric(
+      "couchdb_database_writes_total", "counter", "number of times a database was changed",
+      [("", total.appendedEvents)])
+    metric(
+      "couchdb_open_databases_total", "gauge", "number of open databases", [("", open.count)])
+    metric(
+      "couchdb_httpd_request_methods", "counter", "number of HTTP requests by method",
+      http.methods.sorted { $0.key < $1.key }.map { ("{method=\"\($0.key)\"}", $0.value) })
+    metric(
+      "couchdb_httpd_status_codes", "counter", "number of HTTP responses by status code",
+      http.statuses.sorted { $0.key < $1.key }.map { ("{code=\"\($0.key)\"}", $0.value) })
+    metric(
+      "couchdb_httpd_requests_total", "counter", "number of HTTP requests",
+      [("", http.methods.values.reduce(0, +))])
+    metric(
+      "wikilog_commits_total", "counter", "write transactions committed", [("", total.commits)])
+    metric(
+      "wikilog_appended_events_total", "counter", "events appended to the logs",
+      [("", total.appendedEvents)])
+    metric(
+      "wikilog_group_commits_total", "counter",
+      "groups of queued writes the writer took, one transaction each", [("", total.groups)])
+    metric(
+      "wikilog_grouped_writes_total", "counter", "writes that went through the writer queue",
+      [("", total.groupedWrites)])
+    metric(
+      "wikilog_waiting_feeds", "gauge",
+      "longpoll, continuous and eventsource feeds waiting for a change", [("", feeds.waiting)])
+    metric(
+      "wikilog_feed_followers", "gauge",
+      "databases whose log a task follows for the waiting feeds", [("", feeds.following)])
+    metric(
+      "wikilog_index_builds", "gauge", "index builds under way (as _active_tasks lists them)",
+      [("", dataDirectory.state.indexTasks.running.count)])
+    metric("wikilog_replication_jobs", "gauge", "replication jobs", [("", jobs.jobs)])
+    metric(
+      "wikilog_replication_jobs_running", "gauge", "replication jobs running now",
+      [("", jobs.running)])
+    var fields = HTTPFields()
+    fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+    fields[.cacheControl] = "must-revalidate"
+    let bytes = Array(text.utf8)
+    if head {
+      fields[.contentLength] = String(bytes.count)
+      return Response(status: .ok, headers: fields, body: ResponseBody())
+    }
+    return Response(
+      status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+  }
 }

@@ -55,6 +55,8 @@ public struct CouchServer: Sendable {
   let serverUUID: String
   /// What waiting feeds wait on, one hub per open database.
   let hubs = ChangesHubs()
+  /// The requests this server answered, by method and status (`_prometheus`).
+  let metrics = HTTPMetrics()
   /// Whether `_users` has an administrator (for the admin party).
   let adminPresence = AdminPresence()
   /// The databases' security objects.
@@ -175,7 +177,7 @@ public struct CouchServer: Sendable {
     let method = request.method
     switch route {
     case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
-      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership:
+      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership, .prometheus:
       // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
       guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
       return try await serverEndpoint(

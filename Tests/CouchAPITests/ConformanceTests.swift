@@ -388,7 +388,6 @@ import Testing
         (.get, "/_node/_local/_config", "configuration"),
         (.put, "/_node/_local/_config/s/k", "configuration"),
         (.get, "/_node/nonode@nohost/_system", "system statistics"),
-        (.get, "/_node/_local/_prometheus", "Prometheus"),
         (.get, "/_node/_local/_versions", "versions"),
         (.post, "/_node/_local/_restart", "restarting"),
         (.get, "/_node/_local/_smoosh/status", "smoosh"),
@@ -451,6 +450,35 @@ import Testing
       let missing = try await client.call(
         .post, "/db/_missing_revs", #"{"doc":["1-x"],"new":["1-y"]}"#)
       #expect(missing.json == json(#"{"missing_revs":{"doc":["1-x"],"new":["1-y"]}}"#))
+    }
+  }
+
+  @Test(
+    "GET /_node/_local/_prometheus: CouchDB's metric names in Prometheus's text format, with the requests counted and wikilog's own metrics"
+  )
+  func prometheus() async throws {
+    try await withServer { client, _ in
+      try await client.call(.put, "/metrics")
+      try await client.call(.put, "/metrics/a", "{}")
+      _ = try await client.call(.get, "/metrics/missing")
+      let answer = try await client.call(.get, "/_node/_local/_prometheus")
+      #expect(answer.code == 200)
+      #expect(answer.headers[.contentType]?.hasPrefix("text/plain; version=0.0.4") == true)
+      let text = answer.text
+      for line in [
+        "# TYPE couchdb_database_writes_total counter", "couchdb_open_databases_total ",
+        #"couchdb_httpd_status_codes{code="201"} "#, #"couchdb_httpd_status_codes{code="404"} "#,
+        #"couchdb_httpd_request_methods{method="PUT"} 2"#, "couchdb_uptime_seconds ",
+        "wikilog_commits_total ", "wikilog_waiting_feeds 0", "wikilog_replication_jobs 0",
+      ] {
+        #expect(text.contains(line), "\(line) not in \(text)")
+      }
+      // Every sample line is `name[{labels}] integer`.
+      for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+        #expect(line.wholeMatch(of: #/[a-z_]+(\{[a-z]+="[^"]*"\})? [0-9]+/#) != nil, "\(line)")
+      }
+      #expect(try await client.call(.get, "/_node/nonode@nohost/_prometheus").code == 200)
+      #expect(try await client.call(.get, "/_node/other/_prometheus").code == 404)
     }
   }
 

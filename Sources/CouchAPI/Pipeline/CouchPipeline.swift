@@ -41,7 +41,7 @@ public struct CouchPipeline: HTTPResponder {
     self.couch = couch
     let router = Router(context: Context.self)
     router.add(middleware: ServerHeader())
-    router.add(middleware: RequestLog(logger: couch.logger))
+    router.add(middleware: RequestLog(logger: couch.logger, metrics: couch.metrics))
     router.add(middleware: CouchErrorAnswers())
     frontEnd(router)
     let api = router.group()

@@ -13,8 +13,18 @@ import Synchronization
 public struct RequestLog: RouterMiddleware {
   public typealias Context = CouchRequestContext
   let logger: Logger
+  /// Where each answer is counted (the server's, for `_node/_local/_prometheus`).
+  let metrics: HTTPMetrics?
 
-  public init(logger: Logger) { self.logger = logger }
+  public init(logger: Logger) {
+    self.logger = logger
+    self.metrics = nil
+  }
+
+  init(logger: Logger, metrics: HTTPMetrics) {
+    self.logger = logger
+    self.metrics = metrics
+  }
 
   public func handle(
     _ request: Request, context: Context,
@@ -26,6 +36,7 @@ public struct RequestLog: RouterMiddleware {
       response = try await next(request, context)
     } catch {
       let status = (error as? any HTTPResponseError)?.status.code ?? 500
+      metrics?.count(request.method.rawValue, status: status)
       Self.log(
         logger, request, status: status, since: start,
         failure: CouchError("error", "\(error)", status: status))
@@ -33,6 +44,7 @@ public struct RequestLog: RouterMiddleware {
     }
     let failure = context.notes.failure
     let status = response.status.code
+    metrics?.count(request.method.rawValue, status: status)
     if response.body.contentLength == nil && failure == nil {
       // A streamed feed: log once it ends, with its whole duration.
       let body = response.body
@@ -81,4 +93,19 @@ public final class RequestNotes: Sendable {
     get { state.withLock { $0 } }
     set { state.withLock { $0 = newValue } }
   }
+}
+
+/// Requests answered, by method and by status: CouchDB's `couchdb_httpd_request_methods` and
+/// `couchdb_httpd_status_codes`.
+final class HTTPMetrics: Sendable {
+  private let counts = Mutex((methods: [String: Int](), statuses: [Int: Int]()))
+
+  func count(_ method: String, status: Int) {
+    counts.withLock {
+      $0.methods[method, default: 0] += 1
+      $0.statuses[status, default: 0] += 1
+    }
+  }
+
+  var snapshot: (methods: [String: Int], statuses: [Int: Int]) { counts.withLock { $0 } }
 }

@@ -152,6 +152,11 @@ public final class ReplicationJobs: Sendable {
 
   public func job(_ id: String) -> Job? { jobs.withLock { $0[id] } }
 
+  /// How many jobs there are, and how many of them run now.
+  public var counts: (jobs: Int, running: Int) {
+    jobs.withLock { jobs in (jobs.count, jobs.values.filter(\.running).count) }
+  }
+
   /// CouchDB's consecutive crashes (`consecutive_crashes/2`): crashes counted back from the
   /// newest event, each within the health threshold of the event before it; a `stopped` right
   /// after a `started`, or a crash after a long healthy run, ends the streak.
