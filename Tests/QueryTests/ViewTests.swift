@@ -291,6 +291,30 @@ import Testing
     #expect(ids(between) == ["alpha:1", "b", "coll-072"])
   }
 
+  @Test(
+    "_sum over a value it cannot add answers that group's error inline, caused_by the value, as CouchDB 3.4.3 does; the other groups sum"
+  )
+  func sumErrorInline() throws {
+    let t = try store()
+    let s = t.store!
+    _ = try put(s, "a", #"{"o":{"x":1}}"#)
+    _ = try put(s, "b", #"{"o":{"x":2}}"#)
+    _ = try put(s, "bad", #"{"o":"x"}"#)
+    _ = try put(
+      s, "_design/sum",
+      #"{"views":{"o":{"map":"function(doc) { emit(doc._id, doc.o) }","reduce":"_sum"}}}"#)
+    let all = try query(s, "o", [], ddoc: "_design/sum")
+    let value = try #require(rows(all).first?["value"])
+    #expect(value["error"] == .string("builtin_reduce_error"))
+    #expect(value["caused_by"] == .string("x"))
+    let grouped = try query(s, "o", [("group", "true")], ddoc: "_design/sum")
+    #expect(keys(grouped) == [.string("a"), .string("b"), .string("bad")])
+    #expect(values(grouped)[0] == json(#"{"x":1}"#))
+    #expect(values(grouped)[2]["caused_by"] == .string("x"))
+    let good = try query(s, "o", [("endkey", #""b""#)], ddoc: "_design/sum")
+    #expect(values(good) == [json(#"{"x":3}"#)])
+  }
+
   @Test("a map function sees the document's _conflicts, as CouchDB gives it the document")
   func mapSeesConflicts() throws {
     let t = try store()

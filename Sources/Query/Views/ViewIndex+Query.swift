@@ -423,6 +423,8 @@ struct ReduceState {
   let reduce: DesignViews.Reduce
   var rows = 0
   var sum: JSONValue? = nil
+  /// The first value `_sum` could not add (its result is then the inline error).
+  var sumFailure: JSONValue? = nil
   var numericSum = 0.0
   var hasNumericSum = false
   var stats = (sum: 0.0, count: 0.0, min: Double.infinity, max: -Double.infinity, sumsqr: 0.0)
@@ -491,12 +493,18 @@ struct ReduceState {
       let parts = ViewReader.parts(row)
       distinct.insert(Collation.encode(parts.key))
     case .sum:
+      // After a value `_sum` cannot add, the group's result is CouchDB's inline error.
+      guard sumFailure == nil else { return }
       let value = ViewReader.parts(row).value
       if case .number(let n) = value {
         numericSum += n.doubleValue
         hasNumericSum = true
       } else {
-        sum = try Self.sumValues(sum, value)
+        do {
+          sum = try Self.sumValues(sum, value)
+        } catch let error as StoreError where error.error == "builtin_reduce_error" {
+          sumFailure = value
+        }
       }
     case .stats:
       let value = ViewReader.parts(row).value
@@ -587,8 +595,23 @@ struct ReduceState {
     case .count: return .int(rows)
     case .approxCountDistinct: return .int(distinct.count)
     case .sum:
+      // CouchDB answers a group it cannot sum with the error as its value (200, the other
+      // groups summed): `{"error":"builtin_reduce_error","reason":…,"caused_by":value}`.
+      func failed(_ cause: JSONValue) -> JSONValue {
+        .object(
+          JSONObject([
+            "error": .string("builtin_reduce_error"), "reason": .string(Self.sumError),
+            "caused_by": cause,
+          ]))
+      }
+      if let sumFailure { return failed(sumFailure) }
       if let sum {
-        return hasNumericSum ? try Self.sumValues(sum, number(numericSum), first: false) : sum
+        guard hasNumericSum else { return sum }
+        do {
+          return try Self.sumValues(sum, number(numericSum), first: false)
+        } catch let error as StoreError where error.error == "builtin_reduce_error" {
+          return failed(number(numericSum))
+        }
       }
       return number(numericSum)
     case .stats:
