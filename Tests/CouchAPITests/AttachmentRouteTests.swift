@@ -58,7 +58,7 @@ extension TestClientProtocol {
       #expect(put.code == 201)
       let rev1 = try #require(put.json?["rev"]?.stringValue)
       #expect(put.json?["id"] == .string("doc") && put.json?["ok"] == .bool(true))
-      #expect(put.headers[.location] == "/db/doc/dir%2F%C3%BCn%C3%AF.bin")
+      #expect(put.headers[.location] == "http://localhost/db/doc/dir%2F%C3%BCn%C3%AF.bin")
       // The same revision id as an inline upload of the same attachment.
       let expected = RevisionDigest.revision(
         parent: nil, deleted: false, body: .object(JSONObject()),

@@ -26,7 +26,7 @@ import Testing
       let put = try await client.call(.put, "/db/a", #"{"_id":"b","x":1}"#)
       #expect(put.code == 201)
       #expect(put["id"]?.stringValue == "a")
-      #expect(put.headers[.location] == "/db/a")
+      #expect(put.headers[.location] == "http://localhost/db/a")
       #expect(try await client.call(.get, "/db/a")["x"]?.int == 1)
       #expect(try await client.call(.get, "/db/b").code == 404)
       let replicated = try await client.call(
@@ -276,7 +276,7 @@ import Testing
       let dstRev = try #require(copied["rev"]?.stringValue)
       #expect(dstRev.hasPrefix("1-"))
       #expect(copied.headers[.eTag] == "\"\(dstRev)\"")
-      #expect(copied.headers[.location] == "/db/dst")
+      #expect(copied.headers[.location] == "http://localhost/db/dst")
       #expect(
         try await client.call(.get, "/db/dst").json
           == json(#"{"_id":"dst","_rev":"\#(dstRev)","a":1}"#))
@@ -479,6 +479,24 @@ import Testing
       }
       #expect(try await client.call(.get, "/_node/nonode@nohost/_prometheus").code == 200)
       #expect(try await client.call(.get, "/_node/other/_prometheus").code == 404)
+    }
+  }
+
+  @Test(
+    "every answer has X-Couch-Request-ID and X-CouchDB-Body-Time; a 201's Location is absolute, behind a proxy its X-Forwarded-Host and scheme"
+  )
+  func couchHeaders() async throws {
+    try await withServer { client, _ in
+      let made = try await client.call(.put, "/hdr")
+      #expect(made.headers[HTTPField.Name("X-Couch-Request-ID")!]?.count == 10)
+      #expect(made.headers[HTTPField.Name("X-CouchDB-Body-Time")!] == "0")
+      var proxied = HTTPFields()
+      proxied[HTTPField.Name("X-Forwarded-Host")!] = "example.org:8080"
+      proxied[HTTPField.Name("X-Forwarded-Proto")!] = "https"
+      let put = try await client.call(.put, "/hdr/fwd", "{}", headers: proxied)
+      #expect(put.headers[.location] == "https://example.org:8080/hdr/fwd")
+      let missing = try await client.call(.get, "/hdr/none")
+      #expect(missing.headers[HTTPField.Name("X-Couch-Request-ID")!] != nil)
     }
   }
 

@@ -143,7 +143,7 @@ import Wiki
       #expect(r.code == 201)
       let id = try #require(r["id"]?.stringValue)
       #expect(id.count == 32)
-      #expect(r.headers[.location] == "/db/\(id)")
+      #expect(r.headers[.location] == "http://localhost/db/\(id)")
       #expect(try await client.call(.get, "/db/\(id)")["type"]?.stringValue == "note")
       let named = try await client.call(.post, "/db/", #"{"_id":"given"}"#)
       #expect(named["id"]?.stringValue == "given")

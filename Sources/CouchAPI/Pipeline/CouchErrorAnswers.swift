@@ -1,3 +1,4 @@
+import HTTPTypes
 public import Hummingbird
 
 /// Renders any error a handler throws as CouchDB does: `{"error","reason"}` with its status
@@ -33,11 +34,17 @@ public struct CouchErrorAnswers: RouterMiddleware {
   }
 }
 
-/// Sets the `Server` header of every response: `wikilog/0.1.0 (CouchDB API 3.4.2)`.
+/// Sets the headers CouchDB gives every response: `Server` (`wikilog/0.1.0 (CouchDB API
+/// 3.4.2)`), `X-Couch-Request-ID` (ten hex digits, new for each request) and
+/// `X-CouchDB-Body-Time`; and makes the `Location` of a `201`/`202` absolute, as
+/// `couch_httpd:absolute_uri` does: the request's `X-Forwarded-Host` (else its `Host`), with
+/// `https` behind a proxy that says so (`X-Forwarded-Proto`, `X-Forwarded-Ssl: on`) or on a
+/// TLS server.
 public struct ServerHeader: RouterMiddleware {
   public typealias Context = CouchRequestContext
+  let secure: Bool
 
-  public init() {}
+  public init(secure: Bool = false) { self.secure = secure }
 
   public func handle(
     _ request: Request, context: Context,
@@ -45,7 +52,30 @@ public struct ServerHeader: RouterMiddleware {
   ) async throws -> Response {
     var response = try await next(request, context)
     response.headers[.server] = CouchServer.serverHeader
+    response.headers[Self.requestID] = Self.newRequestID()
+    response.headers[Self.bodyTime] = "0"
+    if response.status == .created || response.status == .accepted,
+      let location = response.headers[.location], location.hasPrefix("/"),
+      let host = request.headers[Self.forwardedHost] ?? request.head.authority, !host.isEmpty
+    {
+      let proto = request.headers[Self.forwardedProto]?.lowercased()
+      let https =
+        proto == "https" || request.headers[Self.forwardedSSL]?.lowercased() == "on"
+        || (proto == nil && secure)
+      response.headers[.location] = (https ? "https://" : "http://") + host + location
+    }
     return response
+  }
+
+  static let requestID = HTTPField.Name("X-Couch-Request-ID")!
+  static let bodyTime = HTTPField.Name("X-CouchDB-Body-Time")!
+  static let forwardedHost = HTTPField.Name("X-Forwarded-Host")!
+  static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
+  static let forwardedSSL = HTTPField.Name("X-Forwarded-Ssl")!
+
+  static func newRequestID() -> String {
+    let hex = Array("0123456789abcdef")
+    return String((0..<10).map { _ in hex[Int.random(in: 0..<16)] })
   }
 }
 

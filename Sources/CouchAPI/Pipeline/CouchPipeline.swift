@@ -40,7 +40,7 @@ public struct CouchPipeline: HTTPResponder {
   ) {
     self.couch = couch
     let router = Router(context: Context.self)
-    router.add(middleware: ServerHeader())
+    router.add(middleware: ServerHeader(secure: couch.options.secure))
     router.add(middleware: RequestLog(logger: couch.logger, metrics: couch.metrics))
     router.add(middleware: CouchErrorAnswers())
     frontEnd(router)
