@@ -27,15 +27,7 @@ extension CouchServer {
   /// writer queue, so `grouped_writes / group_commits` is the mean group size.
   func nodeStats(node: String, path: [String], head: Bool) throws -> Response {
     _ = try Self.checkedNodeName(node)
-    let open = dataDirectory.openStores()
-    var total = EventLog.Statistics()
-    for (_, store) in open {
-      let s = store.log.statistics
-      total.commits += s.commits
-      total.appendedEvents += s.appendedEvents
-      total.groups += s.groups
-      total.groupedWrites += s.groupedWrites
-    }
+    let (open, total) = openStatistics()
     let feeds = hubs.counts
     func gauge(_ value: Int, _ desc: String) -> JSONValue {
       .object(
@@ -79,6 +71,22 @@ extension CouchServer {
     return CouchResponse.json(stats, includeBody: !head)
   }
 
+  /// The databases open now and their logs' statistics added up.
+  func openStatistics() -> (
+    open: [(name: String, store: DocumentStore)], total: EventLog.Statistics
+  ) {
+    let open = dataDirectory.openStores()
+    var total = EventLog.Statistics()
+    for (_, store) in open {
+      let s = store.log.statistics
+      total.commits += s.commits
+      total.appendedEvents += s.appendedEvents
+      total.groups += s.groups
+      total.groupedWrites += s.groupedWrites
+    }
+    return (open, total)
+  }
+
   /// When this process started serving (`couchdb_uptime_seconds`).
   static let started = ContinuousClock.now
 
@@ -89,15 +97,7 @@ extension CouchServer {
   /// them (`wikilog_…`: commits, group commit, feeds waiting, index builds, replication jobs).
   func prometheus(node: String, head: Bool) throws -> Response {
     _ = try Self.checkedNodeName(node)
-    let open = dataDirectory.openStores()
-    var total = EventLog.Statistics()
-    for (_, store) in open {
-      let s = store.log.statistics
-      total.commits += s.commits
-      total.appendedEvents += s.appendedEvents
-      total.groups += s.groups
-      total.groupedWrites += s.groupedWrites
-    }
+    let (open, total) = openStatistics()
     let feeds = hubs.counts
     let http = metrics.snapshot
     let jobs = replications.counts
