@@ -2,7 +2,6 @@ import JSON
 import Log
 import Projections
 import Query
-import Replication
 import Synchronization
 
 /// One follower of a database's log for every feed waiting on it.

@@ -4,7 +4,6 @@ import JSON
 public import Logging
 public import Projections
 import Query
-import Replication
 public import ServiceLifecycle
 
 /// The `wikilog serve` application without the web UI: a ``CouchServer`` behind

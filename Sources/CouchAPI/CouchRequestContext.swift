@@ -1,6 +1,5 @@
 public import Hummingbird
 import NIOCore
-import Replication
 
 /// The request context of ``CouchServer``: Hummingbird's core storage plus the peer's address,
 /// which names the origin of replicated writes.

@@ -2,7 +2,6 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import NIOCore
-import Replication
 import RevTree
 
 /// Builds the responses the server sends: JSON bodies with CouchDB's headers.

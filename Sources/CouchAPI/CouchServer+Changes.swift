@@ -5,7 +5,6 @@ import Log
 import NIOCore
 import Projections
 import Query
-import Replication
 import RevTree
 import ServiceLifecycle
 

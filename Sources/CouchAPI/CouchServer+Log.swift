@@ -3,7 +3,6 @@ import JSON
 import Log
 import Projections
 import Query
-import Replication
 
 extension CouchServer {
   /// `GET /{db}/_log/head`: the log's tree head, signed now (``LogProofs`` gives the shape).

@@ -5,7 +5,6 @@ import JSON
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
-import Replication
 import Synchronization
 
 /// Limits on the server's connections: how long a client may take to send a request's head, and

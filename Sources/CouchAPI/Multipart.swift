@@ -1,4 +1,3 @@
-import Replication
 
 /// MIME multipart bodies as CouchDB reads and writes them for documents with attachments
 /// (`couch_httpd_multipart`): `multipart/related` with the document's JSON first and each

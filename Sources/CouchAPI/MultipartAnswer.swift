@@ -5,7 +5,6 @@ import JSON
 import NIOCore
 import Projections
 import Query
-import Replication
 
 /// Whether an `Accept` header takes a media type, as CouchDB decides it
 /// (`mochiweb_request:accepts_content_type/1`): no header counts as `*/*`; the header is

@@ -1,6 +1,5 @@
 import HTTPTypes
 import Hummingbird
-import Replication
 
 /// Which browser origins may call the server, and the headers that say so.
 ///
