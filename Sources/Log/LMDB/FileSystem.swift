@@ -213,17 +213,21 @@ enum PagesChecked {
     store(stamp, for: file)
   }
 
+  /// The record's size: the text padded with newlines (which reading skips), so that every
+  /// record overwrites the whole of the one before.
+  static let recordSize = 192
+
+  /// Writes the record in place (no temporary file and no rename: a writer records after
+  /// every commit, and a rename is a change of the directory that the next commit's sync
+  /// would carry). A record torn by a crash, or read while it is written, does not parse or
+  /// does not match, and that open walks.
   private static func store(_ stamp: FileStamp, for file: String) {
-    let target = path(file)
-    let temporary = target + ".\(getpid())"
-    let fd = unsafe open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    var bytes = Array("wikilog pages-checked 1\n\(stamp.text)\n".utf8)
+    guard bytes.count <= recordSize else { return }
+    bytes += [UInt8](repeating: UInt8(ascii: "\n"), count: recordSize - bytes.count)
+    let fd = unsafe open(path(file), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return }
-    let bytes = Array("wikilog pages-checked 1\n\(stamp.text)\n".utf8)
-    let written = unsafe bytes.withUnsafeBytes { unsafe write(fd, $0.baseAddress, $0.count) }
-    close(fd)
-    guard written == bytes.count, unsafe rename(temporary, target) == 0 else {
-      unsafe unlink(temporary)
-      return
-    }
+    defer { close(fd) }
+    _ = unsafe bytes.withUnsafeBytes { unsafe pwrite(fd, $0.baseAddress, $0.count, 0) }
   }
 }
