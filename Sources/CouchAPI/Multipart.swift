@@ -1,4 +1,3 @@
-
 /// MIME multipart bodies as CouchDB reads and writes them for documents with attachments
 /// (`couch_httpd_multipart`): `multipart/related` with the document's JSON first and each
 /// `"follows": true` attachment's bytes after it, in order; `multipart/mixed` for `open_revs`.

@@ -200,6 +200,10 @@ public final class EventLog: Sendable {
         throw LogError.damaged(path: canonical + "/data.mdb", reason: first)
       }
       walkedPagesAtOpen = walked
+      // Found sound: a writer says it writes the file from now on (``PagesChecked``).
+      if !options.readOnly, let stamp = FileStamp(canonical + "/data.mdb") {
+        PagesChecked.recordWriter(stamp, for: canonical + "/data.mdb")
+      }
     } catch {
       env.close()
       openLock?.release()
@@ -255,6 +259,7 @@ public final class EventLog: Sendable {
         writer.leafHasher?.stop()
         writer.leafHasher = nil
         env.close()
+        keepPagesRecord()
         openLock?.release()
         OpenPaths.release(path)
       }
@@ -663,13 +668,14 @@ public final class EventLog: Sendable {
   /// The data file (`data.mdb`).
   var dataFile: String { path + "/data.mdb" }
 
-  /// After a durable commit of this process: records the file's stamp as sound
-  /// (``PagesChecked/recordWritten(_:for:)``), so that the next open, here or in another
-  /// process, need not walk its pages. Unsynced commits record nothing until ``sync()``.
+  /// As this writer closes, with everything it wrote durable: records the file's stamp as sound
+  /// (``PagesChecked/recordWritten(_:for:)``) in place of the record naming it as the live
+  /// writer, so that the next open need not walk. An unsynced writer leaves the record naming
+  /// it (a process no longer running: the next open walks) unless it synced.
   func keepPagesRecord() {
-    guard state.withLock({ $0.durability }) != .unsynced, let stamp = FileStamp(dataFile) else {
-      return
-    }
+    guard !options.readOnly, state.withLock({ $0.durability }) != .unsynced,
+      let stamp = FileStamp(dataFile)
+    else { return }
     PagesChecked.recordWritten(stamp, for: dataFile)
   }
 
@@ -901,8 +907,6 @@ public final class EventLog: Sendable {
         }
         writer.lastTransactionID = id
         writer.merkleDirty = false
-        // Its pages are on disk (a synced commit): the next open need not walk them.
-        keepPagesRecord()
         if writer.streamCache.count > WriterState.streamCacheLimit {
           writer.streamCache.removeAll()
         }

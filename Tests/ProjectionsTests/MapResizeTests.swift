@@ -1,9 +1,10 @@
 import Foundation
 import JSON
-import Log
 import Projections
 import TestSupport
 import Testing
+
+@testable import Log
 
 /// Another process grows the map (a server writing) while this one has the database open, as
 /// `wikilog get` beside a busy `wikilog serve`: this process adopts the new size wherever LMDB
@@ -35,5 +36,29 @@ import Testing
     let handle = try log.database(named: "docs.byId")
     let count = try log.read { txn in try txn.count(of: handle) }
     #expect(count > 100)
+  }
+}
+
+/// What a live writer in another process tells an open: the file is its own while it runs.
+@Suite struct LiveWriterRecordTests {
+  @Test(
+    "an open beside a writer in another process walks nothing while it runs; after the writer is killed, the next open walks"
+  )
+  func besideALiveWriter() throws {
+    let path = NSTemporaryDirectory() + "wikilog-livewriter-\(UUID().uuidString)"
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let worker = try ChildProcess(
+      ChildProcess.besideTests("ProjectionsTestWorker"), ["write", path, "synced"])
+    #expect(worker.waitFor(timeout: 30) { $0.filter { $0.hasPrefix("ack") }.count > 50 })
+    var readOnly = EventLog.Options()
+    readOnly.readOnly = true
+    // The worker has written since its open: only the record naming it, running, spares the walk.
+    let beside = try EventLog(directory: path, options: readOnly)
+    #expect(!beside.walkedPagesAtOpen)
+    beside.close()
+    worker.kill()
+    let after = try EventLog(directory: path, options: readOnly)
+    #expect(after.walkedPagesAtOpen)
+    after.close()
   }
 }

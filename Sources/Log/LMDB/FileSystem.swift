@@ -175,19 +175,52 @@ enum PagesChecked {
 
   static func path(_ file: String) -> String { file + ".checked" }
 
-  /// Whether `stamp` is the one recorded for `file`.
+  /// Whether `file`, whose stamp is `stamp` now, stands as a walk or its writer left it: the
+  /// recorded stamp is `stamp`, or the record names a writer that is still running (the same
+  /// process, by its id and start time, on this boot) on the same file (device and inode).
   static func recorded(_ stamp: FileStamp, for file: String) -> Bool {
+    guard let (recorded, writer) = read(file) else { return false }
+    if recorded == stamp { return true }
+    return writer != nil && recorded.device == stamp.device && recorded.inode == stamp.inode
+  }
+
+  /// The record's stamp, and the writer it names if that process still runs.
+  static func read(_ file: String) -> (stamp: FileStamp, liveWriter: Int32?)? {
     let fd = unsafe open(path(file), O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return false }
+    guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 256)
-    let n = unsafe buffer.withUnsafeMutableBytes { unsafe read(fd, $0.baseAddress, $0.count) }
-    guard n > 0, n < buffer.count else { return false }
+    var buffer = [UInt8](repeating: 0, count: 512)
+    let n = unsafe buffer.withUnsafeMutableBytes { unsafe Glibc.read(fd, $0.baseAddress, $0.count) }
+    guard n > 0, n < buffer.count else { return nil }
     let lines = String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n")
-    guard lines.count == 2, lines[0] == "wikilog pages-checked 1",
+    guard lines.count == 2 || lines.count == 3, lines[0] == "wikilog pages-checked 1",
       let recorded = FileStamp(text: String(lines[1]))
-    else { return false }
-    return recorded == stamp
+    else { return nil }
+    guard lines.count == 3 else { return (recorded, nil) }
+    let writer = lines[2].split(separator: " ")
+    guard writer.count == 4, writer[0] == "writer", let pid = Int32(writer[1]),
+      let identity = ProcessIdentity.of(pid), identity.text == writer[2] + " " + writer[3]
+    else { return (recorded, nil) }
+    return (recorded, pid)
+  }
+
+  /// Whether a writer other than this process is named by `file`'s record and still runs
+  /// (its record is then left as it is: it covers this process's writes too).
+  static func anotherWriter(of file: String) -> Bool {
+    guard let writer = read(file)?.liveWriter else { return false }
+    return writer != getpid()
+  }
+
+  /// Records that this process writes `file` from now on, found sound at `stamp` (its open
+  /// walked it, or found it as a walk or a writer left it): while this process runs, every
+  /// change of the file is its commits (or another wikilog writer's, which records itself the
+  /// same way), so an open in another process — a `wikilog get` beside a busy `wikilog
+  /// serve` — need not walk it. Nothing is written per commit. A writer that ends without
+  /// ``recordWritten(_:for:)`` (killed, the machine down) leaves a record naming a process
+  /// that no longer runs, and the next open walks.
+  static func recordWriter(_ stamp: FileStamp, for file: String) {
+    guard !anotherWriter(of: file), let me = ProcessIdentity.of(getpid()) else { return }
+    store(stamp, writer: "writer \(getpid()) \(me.text)", for: file)
   }
 
   /// Records `stamp` for `file` when the file had been still long enough; any failure (a
@@ -199,7 +232,7 @@ enum PagesChecked {
     store(stamp, for: file)
   }
 
-  /// Records `stamp`, taken by the writer right after a durable commit of its own, for `file`:
+  /// Records `stamp`, taken by the writer after its last durable commit (as it closes), for `file`:
   /// the file was sound when this process opened it (walked, or found as a walk left it), and
   /// since then it holds what LMDB wrote for wikilog's commits, synced to disk before this is
   /// written. So the next open of the file as it stands needs no walk. Not for a writer whose
@@ -210,24 +243,71 @@ enum PagesChecked {
   /// without changing the size (a copy, a restore or a replacement between runs changes the
   /// stamp, and the next open walks).
   static func recordWritten(_ stamp: FileStamp, for file: String) {
+    guard !anotherWriter(of: file) else { return }
     store(stamp, for: file)
   }
 
   /// The record's size: the text padded with newlines (which reading skips), so that every
   /// record overwrites the whole of the one before.
-  static let recordSize = 192
+  static let recordSize = 320
 
   /// Writes the record in place (no temporary file and no rename: a writer records after
   /// every commit, and a rename is a change of the directory that the next commit's sync
   /// would carry). A record torn by a crash, or read while it is written, does not parse or
   /// does not match, and that open walks.
-  private static func store(_ stamp: FileStamp, for file: String) {
-    var bytes = Array("wikilog pages-checked 1\n\(stamp.text)\n".utf8)
+  private static func store(_ stamp: FileStamp, writer: String? = nil, for file: String) {
+    var text = "wikilog pages-checked 1\n\(stamp.text)\n"
+    if let writer { text += writer + "\n" }
+    var bytes = Array(text.utf8)
     guard bytes.count <= recordSize else { return }
     bytes += [UInt8](repeating: UInt8(ascii: "\n"), count: recordSize - bytes.count)
     let fd = unsafe open(path(file), O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
     guard fd >= 0 else { return }
     defer { close(fd) }
     _ = unsafe bytes.withUnsafeBytes { unsafe pwrite(fd, $0.baseAddress, $0.count, 0) }
+  }
+}
+
+/// A process as the kernel tells it apart from a later one with the same id: its start time
+/// (clock ticks since boot, `/proc/PID/stat` field 22) and the boot it started in.
+struct ProcessIdentity {
+  let text: String
+
+  static let bootID: String? = {
+    guard let data = contents("/proc/sys/kernel/random/boot_id") else { return nil }
+    let id = String(decoding: data, as: UTF8.self).filter { !$0.isWhitespace }
+    return id.isEmpty ? nil : id
+  }()
+
+  /// A small file's bytes (`/proc` files report no size: read until the end).
+  static func contents(_ path: String) -> [UInt8]? {
+    let fd = unsafe open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 1024)
+    while true {
+      let n = unsafe buffer.withUnsafeMutableBytes {
+        unsafe Glibc.read(fd, $0.baseAddress, $0.count)
+      }
+      if n <= 0 { break }
+      out += buffer[..<n]
+      if out.count > 1 << 16 { break }
+    }
+    return out
+  }
+
+  /// Process `pid`'s identity; nil when it does not run (or `/proc` is not there).
+  static func of(_ pid: Int32) -> ProcessIdentity? {
+    guard pid > 0, let boot = bootID,
+      let data = contents("/proc/\(pid)/stat")
+    else { return nil }
+    let stat = String(decoding: data, as: UTF8.self)
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    guard let close = stat.lastIndex(of: ")") else { return nil }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    // Fields from 3 on; the start time is field 22, the 20th of these. A zombie has ended.
+    guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
+    return ProcessIdentity(text: "\(fields[19]) \(boot)")
   }
 }
