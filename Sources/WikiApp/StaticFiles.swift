@@ -74,6 +74,7 @@ enum StaticFiles {
     button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
     button#discard, header.top button { background: #fff; color: var(--accent); }
     button.danger { background: #a4262c; border-color: #a4262c; }
+    #sync-remove a { margin-left: .8rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
     .narrow { max-width: 24rem; margin: 3rem auto; }
     .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
