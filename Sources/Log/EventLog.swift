@@ -654,9 +654,10 @@ public final class EventLog: Sendable {
       try env.mapLock.withShared { () throws in
         guard !isClosed else { return }
         try env.sync()
-        // Everything this process wrote is on disk now, unsynced commits included.
+        // Everything this process wrote is on disk now, unsynced commits included: the record
+        // keeps naming this writer (it still runs), with the stamp as it stands.
         if !options.readOnly, let stamp = FileStamp(dataFile) {
-          PagesChecked.recordWritten(stamp, for: dataFile)
+          PagesChecked.recordWriter(stamp, for: dataFile)
         }
       }
     } catch {
