@@ -62,29 +62,14 @@ import Testing
     let b = try AccessFixture("storePeerUser-b")
     // On a: alice's t1, its pages first in the feed (the wiki edited after them); and x9, hers
     // on a, carol's on b.
-    let made = try a.store.put(
-      #"{"type":"wiki","title":"Team","owner_id":"alice","members":[]}"#, id: "t1", actor: "alice")
-    for name in ["P1", "P2"] {
-      try a.store.put(
-        #"{"type":"page","wiki_id":"t1","markdown":"\#(name)"}"#, id: "t1:\(name)",
-        actor: "alice")
-    }
-    try a.store.put(
-      #"{"type":"wiki","title":"Team, renamed","owner_id":"alice","members":[]}"#, id: "t1",
-      rev: made.rev, actor: "alice")
-    try a.store.put(
-      #"{"type":"wiki","title":"Mine","owner_id":"alice","members":[]}"#, id: "x9", actor: "alice")
-    try a.store.put(#"{"type":"page","wiki_id":"x9","markdown":"q"}"#, id: "x9:Q", actor: "alice")
-    try b.store.put(
-      #"{"type":"wiki","title":"Carol's","owner_id":"carol","members":[]}"#, id: "x9",
-      actor: "carol")
+    try OutOfOrderReplicationTests.seed(a, b, never: true)
     let source = try Self.peer(a, "a", user: "alice")
     let target = try Self.peer(b, "b", user: "alice")
     var options = ReplicationOptions()
     options.batchSize = 1  // one document per batch: the pages are written before their wiki
     let report = try await Replicator(source: source, target: target, options: options)
       .replicate()
-    for id in ["t1", "t1:P1", "t1:P2"] {
+    for id in ["t1", "t1:P1", "t1:P2", "t1:P3"] {
       #expect((try? b.store.get(id)) != nil, "\(id) did not arrive")
     }
     // x9 and x9:Q: carol's wiki does not let alice in; reported, not written.

@@ -499,10 +499,7 @@ struct SyncController: RoutedController {
 
   /// The page that asks before a sync is removed.
   func confirmRemoval(_ form: SyncForm, _ session: Session) throws -> Page {
-    guard let id = form.sync, let sync = try syncs(for: session).first(where: { $0.id == id })
-    else {
-      throw Failure(status: .notFound, message: "There is no such sync, or it is not yours.")
-    }
+    let sync = try sync(form, session)
     return Page(
       title: "Remove sync",
       body: Templates.render(
@@ -521,11 +518,16 @@ struct SyncController: RoutedController {
 
   /// The documents of sync `form.sync`, when `session`'s user may change them.
   func documents(_ form: SyncForm, _ session: Session) throws -> [Direction] {
+    try sync(form, session).directions
+  }
+
+  /// Sync `form.sync`, when `session`'s user may change it.
+  func sync(_ form: SyncForm, _ session: Session) throws -> Sync {
     guard let id = form.sync, let sync = try syncs(for: session).first(where: { $0.id == id })
     else {
       throw Failure(status: .notFound, message: "There is no such sync, or it is not yours.")
     }
-    return sync.directions
+    return sync
   }
 
   func setPaused(_ paused: Bool, _ form: SyncForm, _ session: Session, _ store: DocumentStore)
