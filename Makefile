@@ -48,7 +48,7 @@ fuzz: bootstrap
 	scripts/fuzz
 
 # The DocC documentation of every library product, in .build/docs/<Module>.
-DOC_TARGETS = Formats JSON Log RevTree Projections Query Wiki Auth Replication CouchAPI \
+DOC_TARGETS = Formats JSON Log RevTree Projections Query Wiki Auth Replication CouchAPI CouchQuery \
 	TypedDocuments \
 	WikiMarkdown WikiApp
 docs: bootstrap

@@ -13,7 +13,7 @@ let swiftSettings: [SwiftSetting] = [
 /// What the server's and the replicator's tests use (CouchAPITests, ReplicationTests).
 let serverTestDependencies: [Target.Dependency] = [
   "Formats",
-  "CouchAPI", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
+  "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
   "TestSupport",
   "Auth", "CouchTestSupport",
   .product(name: "Crypto", package: "swift-crypto"),
@@ -43,6 +43,7 @@ let package = Package(
     .library(name: "Wiki", targets: ["Wiki"]),
     .library(name: "Replication", targets: ["Replication"]),
     .library(name: "CouchAPI", targets: ["CouchAPI"]),
+    .library(name: "CouchQuery", targets: ["CouchQuery"]),
     .library(name: "Auth", targets: ["Auth"]),
     .library(name: "WikiMarkdown", targets: ["WikiMarkdown"]),
     .library(name: "WikiApp", targets: ["WikiApp"]),
@@ -164,7 +165,7 @@ let package = Package(
       name: "CouchAPI",
       dependencies: [
         "Formats",
-        "Auth", "Projections", "Query", "Replication", "JSON", "RevTree", "Log",
+        "Auth", "Projections", "Replication", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -175,6 +176,18 @@ let package = Package(
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    // Mango, views and design functions over HTTP: the Query module's endpoints, contributed
+    // to CouchAPI's server as a `CouchFeature` (CouchAPI itself does not know Query).
+    .target(
+      name: "CouchQuery",
+      dependencies: [
+        "Formats", "CouchAPI", "Query", "Projections", "JSON", "Log", "Replication",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
     ),
@@ -196,7 +209,8 @@ let package = Package(
       name: "WikiApp",
       dependencies: [
         "Formats",
-        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "Replication", "RevTree",
+        "Auth", "CouchAPI", "CouchQuery", "JSON", "Log", "Projections", "Query", "Replication",
+        "RevTree",
         "Wiki", "WikiMarkdown",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -227,7 +241,8 @@ let package = Package(
       name: "wikilog",
       dependencies: [
         "Formats",
-        "Auth", "CouchAPI", "JSON", "Log", "Projections", "Query", "RevTree", "Replication",
+        "Auth", "CouchAPI", "CouchQuery", "JSON", "Log", "Projections", "Query", "RevTree",
+        "Replication",
         "Wiki", "WikiApp", "JSSandbox",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -315,7 +330,8 @@ let package = Package(
       name: "WikiAppTests",
       dependencies: [
         "Formats",
-        "WikiApp", "Auth", "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki",
+        "WikiApp", "Auth", "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON",
+        "Log", "Wiki",
         "TestSupport",
         "wikilog",
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -330,7 +346,8 @@ let package = Package(
       name: "CouchTestSupport",
       dependencies: [
         "Formats",
-        "CouchAPI", "Replication", "Projections", "Query", "JSON", "Log", "Wiki", "Auth",
+        "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON", "Log", "Wiki",
+        "Auth",
         "TestSupport",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -401,7 +418,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_BENCHMARKS"] != nil {
     .executableTarget(
       name: "ReplCompare",
       dependencies: [
-        "JSON", "Projections", "Log", "Wiki", "Replication", "CouchAPI",
+        "JSON", "Projections", "Log", "Wiki", "Replication", "CouchAPI", "CouchQuery",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -437,7 +454,7 @@ if ProcessInfo.processInfo.environment["WIKILOG_FUZZ"] != nil {
     (
       "Request",
       [
-        "CouchAPI", "Projections", "Query", "Log", "Wiki",
+        "CouchAPI", "CouchQuery", "Projections", "Query", "Log", "Wiki",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "Logging", package: "swift-log"),

@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 // The replication rows of scripts/compare (the replication issue's targets), wikilog to wikilog
 // over loopback HTTP, printed as "<workload> <count> <seconds> <per_second>" lines:
 //
@@ -54,7 +55,7 @@ func directory(_ name: String) -> DataDirectory {
 func serve(_ data: DataDirectory) async -> String {
   let port = Mutex<Int?>(nil)
   let app = buildApplication(
-    dataDirectory: data,
+    dataDirectory: data, options: .withQuery,
     configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
     logger: quiet, onServerRunning: { p in port.withLock { $0 = p } })
   Task { try await app.run() }

@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 // libFuzzer target: whole HTTP requests through the server in process — routing, query
 // parameters, headers, JSON bodies, `_bulk_docs` with `new_edits: false` and its `_revisions`,
 // attachments, multipart. Every request gets a response (an error is a response); none crash.
@@ -47,7 +48,8 @@ final class Fixture: @unchecked Sendable {
     let data = DataDirectory.wiki(path: path, options: options)
     _ = try? data.create("db")
     let quiet = Logger(label: "fuzz") { _ in SwiftLogNoOpLogHandler() }
-    pipeline = CouchPipeline(couch: CouchServer(dataDirectory: data, logger: quiet))
+    pipeline = CouchPipeline(
+      couch: CouchServer(dataDirectory: data, options: .withQuery, logger: quiet))
     context = CouchRequestContext(
       source: ApplicationRequestContextSource(channel: channel, logger: quiet))
   }

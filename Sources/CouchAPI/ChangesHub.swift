@@ -1,7 +1,6 @@
 import JSON
 import Log
 import Projections
-import Query
 import Synchronization
 
 /// One follower of a database's log for every feed waiting on it.

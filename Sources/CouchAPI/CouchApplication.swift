@@ -3,7 +3,6 @@ public import HummingbirdCore
 import JSON
 public import Logging
 public import Projections
-import Query
 public import ServiceLifecycle
 
 /// The `wikilog serve` application without the web UI: a ``CouchServer`` behind

@@ -4,7 +4,6 @@ public import JSON
 import Log
 import NIOCore
 public import Projections
-import Query
 import Replication
 import RevTree
 

@@ -1,13 +1,13 @@
-import HTTPTypes
-import Hummingbird
-import JSON
+public import HTTPTypes
+public import Hummingbird
+public import JSON
 import NIOCore
 import RevTree
 
 /// Builds the responses the server sends: JSON bodies with CouchDB's headers.
-enum CouchResponse {
+public enum CouchResponse {
   /// A JSON response (`Content-Type: application/json`, `Cache-Control: must-revalidate`).
-  static func json(
+  public static func json(
     _ value: JSONValue, status: HTTPResponse.Status = .ok, includeBody: Bool = true,
     headers: HTTPFields = [:]
   ) -> Response {
@@ -17,7 +17,7 @@ enum CouchResponse {
   }
 
   /// A response whose JSON text is already serialized.
-  static func raw(
+  public static func raw(
     _ bytes: [UInt8], status: HTTPResponse.Status = .ok, includeBody: Bool = true,
     headers: HTTPFields = [:]
   ) -> Response {
@@ -33,7 +33,7 @@ enum CouchResponse {
   }
 
   /// `{"ok":true}`.
-  static func ok(status: HTTPResponse.Status = .ok) -> Response {
+  public static func ok(status: HTTPResponse.Status = .ok) -> Response {
     json(.object(JSONObject(["ok": .bool(true)])), status: status)
   }
 }

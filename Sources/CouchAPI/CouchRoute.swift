@@ -41,15 +41,9 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
-  /// `/{db}/_design/{ddoc}/_show|_list|_update/{function}/…` (`rest`: the segments after
-  /// the function's name).
-  case designFunction(db: String, ddoc: String, kind: String, function: String, rest: [String])
-  /// `/{db}/_compact/{ddoc}`: the compaction of a design document's view index.
-  case compactViews(db: String, ddoc: String)
-  /// `/{db}/_design/{ddoc}/_view/{view}` (`queries`: `…/{view}/queries`).
-  case view(db: String, ddoc: String, view: String, queries: Bool)
-  /// `/{db}/_index/{ddoc}/json/{name}` (the segments after `_index`).
-  case index(db: String, path: [String])
+  /// An endpoint a feature contributes (``CouchFeature/databaseEndpoints``), by its index in
+  /// the server's list, with what its pattern matched.
+  case feature(db: String, endpoint: Int, parameters: [String: String], rest: [String])
   /// `/{db}/_log/head` and `/{db}/_log/proof`: the log's signed tree head and its proofs
   /// (wikilog's own, not CouchDB's).
   case log(db: String, LogEndpoint)
@@ -107,12 +101,7 @@ enum CouchRoute: Equatable, Sendable {
     case ensureFullCommit = "_ensure_full_commit"
     case revsLimit = "_revs_limit"
     case compact = "_compact"
-    case viewCleanup = "_view_cleanup"
     case security = "_security"
-    case find = "_find"
-    case explain = "_explain"
-    case index = "_index"
-    case search = "_search"
     case purge = "_purge"
     case purgedInfos = "_purged_infos"
     case purgedInfosLimit = "_purged_infos_limit"
@@ -127,17 +116,19 @@ enum CouchRoute: Equatable, Sendable {
   var database: String? {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
-      .attachment(let db, _, _), .databaseUnserved(let db, _), .index(let db, _),
-      .log(let db, _), .view(let db, _, _, _), .designFunction(let db, _, _, _, _),
-      .compactViews(let db, _):
+      .attachment(let db, _, _), .databaseUnserved(let db, _),
+      .log(let db, _), .feature(let db, _, _, _):
       return db
     default:
       return nil
     }
   }
 
-  /// Parses a path such as `/wiki/_local/abc%2Fdef`.
-  static func parse(_ path: String) throws(CouchError) -> CouchRoute {
+  /// Parses a path such as `/wiki/_local/abc%2Fdef`; the paths below a database that one of
+  /// `endpoints` matches (the server's features') are theirs, before any built-in route.
+  static func parse(_ path: String, endpoints: [CouchAPI.DatabaseEndpoint] = []) throws(CouchError)
+    -> CouchRoute
+  {
     var segments: [String] = []
     for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
       segments.append(try PercentDecoding.decoded(raw))
@@ -147,6 +138,11 @@ enum CouchRoute: Equatable, Sendable {
     if let route = serverRoute(first, rest) { return route }
     let db = first
     guard let head = rest.first else { return .database(db) }
+    for (index, endpoint) in endpoints.enumerated() {
+      if let (parameters, remaining) = endpoint.match(rest[...]) {
+        return .feature(db: db, endpoint: index, parameters: parameters, rest: remaining)
+      }
+    }
     if let error = unservedDatabasePath(db: db, rest) { return .databaseUnserved(db, error) }
     switch head {
     case "_local":
@@ -160,29 +156,12 @@ enum CouchRoute: Equatable, Sendable {
       return .unserved(.notFound())
     case "_design":
       if rest.count == 2 { return .document(db: db, id: "_design/" + rest[1]) }
-      if rest.count > 3 && ["_show", "_list", "_update"].contains(rest[2]) {
-        return .designFunction(
-          db: db, ddoc: "_design/" + rest[1], kind: rest[2], function: rest[3],
-          rest: Array(rest[4...]))
-      }
-      if rest.count > 2 && rest[2] == "_view" {
-        if rest.count == 4 {
-          return .view(db: db, ddoc: "_design/" + rest[1], view: rest[3], queries: false)
-        }
-        if rest.count == 5 && rest[4] == "queries" {
-          return .view(db: db, ddoc: "_design/" + rest[1], view: rest[3], queries: true)
-        }
-        return .unserved(.notFound())
-      }
       if rest.count > 2 {
         return .attachment(
           db: db, id: "_design/" + rest[1], name: rest[2...].joined(separator: "/"))
       }
       return .unserved(.badRequest("_design requires a document id"))
-    case "_compact" where rest.count == 2:
-      return .compactViews(db: db, ddoc: "_design/" + rest[1])
     default:
-      if head == "_index" && rest.count > 1 { return .index(db: db, path: Array(rest[1...])) }
       if let endpoint = DatabaseEndpoint(rawValue: head) {
         if rest.count == 1 { return .databaseEndpoint(db, endpoint) }
         // `_all_docs/queries`, `_design_docs/queries`, `_local_docs/queries`.
@@ -283,15 +262,15 @@ enum CouchRoute: Equatable, Sendable {
       return .notImplemented("full-text search (\(path))")
     case "_partition":
       return .notImplemented("partitioned databases (\(path))")
-    case "_design"
-    where rest.count > 2 && rest[2].hasPrefix("_") && rest[2...] != ["_info"]
-      && !["_view", "_show", "_list", "_update"].contains(rest[2]):
+    case "_design" where rest.count > 2 && rest[2].hasPrefix("_"):
       let action = rest[2]
       let feature =
         switch action {
         case "_rewrite": "rewrites"
         case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
           "full-text search"
+        case "_view", "_show", "_list", "_update", "_info":
+          "views and design functions on this server (it has no Query feature)"
         default: "design document functions"
         }
       return .notImplemented("\(feature) (/{db}/_design/{ddoc}/\(action))")

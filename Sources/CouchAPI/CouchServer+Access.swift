@@ -1,10 +1,9 @@
 import Auth
 import HTTPTypes
 public import Hummingbird
-import JSON
+public import JSON
 import Log
 public import Projections
-import Query
 import Replication
 
 /// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
@@ -28,28 +27,28 @@ struct Caller: Sendable {
 
 /// What the caller may do with one database: its security object and access rules, worked out
 /// once per request.
-struct DatabaseAccess: Sendable {
-  let name: String
-  let user: UserContext
-  let security: SecurityObject
+public struct DatabaseAccess: Sendable {
+  public let name: String
+  public let user: UserContext
+  public let security: SecurityObject
   /// Per-document rules (the wiki's membership); nil for a plain database.
-  let rules: (any DocumentAccess)?
+  public let rules: (any DocumentAccess)?
 
-  var isServerAdmin: Bool { user.isAdmin }
-  var isAdmin: Bool { security.isAdmin(user) }
-  var isMember: Bool { security.isMember(user) }
+  public var isServerAdmin: Bool { user.isAdmin }
+  public var isAdmin: Bool { security.isAdmin(user) }
+  public var isMember: Bool { security.isMember(user) }
   /// Whether reads are filtered to what the rules grant (a user other than a server
   /// administrator, in a database with rules).
-  var restricted: Bool { rules != nil && !user.isAdmin }
+  public var restricted: Bool { rules != nil && !user.isAdmin }
 
   /// The caller's view of `store`, when ``restricted``.
-  func view(_ store: DocumentStore) throws -> (any AccessView)? {
+  public func view(_ store: DocumentStore) throws -> (any AccessView)? {
     guard restricted, let rules else { return nil }
     return try rules.view(for: user, isMember: isMember, in: store)
   }
 
   /// Whether the caller may read document `docID`.
-  func canRead(_ docID: String, in store: DocumentStore) throws -> Bool {
+  public func canRead(_ docID: String, in store: DocumentStore) throws -> Bool {
     guard restricted, rules != nil else { return true }
     return try store.read { txn in try canRead(docID, in: store, txn: txn) }
   }
@@ -65,33 +64,33 @@ struct DatabaseAccess: Sendable {
 
   /// `doc` as the caller may see it: in `_replicator`, another user's document without its
   /// credentials (``ReplicatorOwnership/shown(_:access:)``); elsewhere as it is.
-  func shown(_ doc: JSONValue, madeUpRev: Bool = true) -> JSONValue {
+  public func shown(_ doc: JSONValue, madeUpRev: Bool = true) -> JSONValue {
     guard name == ReplicatorDocuments.databaseName else { return doc }
     return ReplicatorOwnership.shown(doc, access: self, madeUpRev: madeUpRev)
   }
 
   /// The body of a write to `docID` with its `owner` set, in `_replicator`
   /// (``ReplicatorOwnership/owned(_:id:access:)``); elsewhere as it is.
-  func owned(_ body: [UInt8], id: String?) throws -> [UInt8] {
+  public func owned(_ body: [UInt8], id: String?) throws -> [UInt8] {
     guard name == ReplicatorDocuments.databaseName else { return body }
     return try ReplicatorOwnership.owned(body, id: id, access: self)
   }
 
   /// ``owned(_:id:)`` for a parsed document.
-  func owned(_ object: JSONObject, id: String) throws -> JSONObject {
+  public func owned(_ object: JSONObject, id: String) throws -> JSONObject {
     guard name == ReplicatorDocuments.databaseName else { return object }
     return try ReplicatorOwnership.owned(object, id: id, access: self)
   }
 
   /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
   /// read `docID`.
-  func checkRead(_ docID: String, in store: DocumentStore) throws {
+  public func checkRead(_ docID: String, in store: DocumentStore) throws {
     if try !canRead(docID, in: store) { throw StoreError.notFound("missing") }
   }
 
   /// Refuses a write the caller may not make: design documents need a database admin; the
   /// rules decide the rest (the security object, for a plain database: checked at the gate).
-  func checkWrite(
+  public func checkWrite(
     _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
   ) throws {
     if write.docID.hasPrefix("_design/") && !isAdmin {
@@ -116,7 +115,7 @@ struct DatabaseAccess: Sendable {
   }
 
   /// ``checkWrite(_:in:batch:)`` for a JSON body.
-  func checkWrite(
+  public func checkWrite(
     docID: String, body: JSONValue?, replicated: Bool, in store: DocumentStore
   ) throws {
     var batch = AccessBatch()

@@ -4,7 +4,6 @@ import Hummingbird
 import JSON
 import Log
 import Projections
-import Query
 import Replication
 import RevTree
 

@@ -4,7 +4,6 @@ import JSON
 import Log
 import NIOCore
 import Projections
-import Query
 import RevTree
 import ServiceLifecycle
 
@@ -121,69 +120,6 @@ extension CouchServer {
     }
   }
 
-  /// The filter of design document `ddoc`'s function at `path` (`["filters", name]`, or
-  /// `["views", name]` for `filter=_view`), run by the query server on each change's document
-  /// with CouchDB's request object (`query`, `method`, `body`, `userCtx`); a design document or
-  /// function that is missing is CouchDB's 404.
-  func designFilter(
-    _ store: DocumentStore, ddoc: String, path: [String], request: Request,
-    query: QueryParameters, body: JSONObject?
-  ) throws -> DocumentBodyFilter {
-    let doc: JSONValue
-    do {
-      doc = try store.get(ddoc)
-    } catch {
-      throw CouchError("not_found", "missing", status: 404)
-    }
-    let function: JSONValue? =
-      path[0] == "views"
-      ? doc["views"]?.objectValue?[path[1]]?.objectValue?["map"]
-      : doc["filters"]?.objectValue?[path[1]]
-    guard function?.stringValue != nil else {
-      throw CouchError(
-        "not_found", path[0] == "views" ? "missing_named_view" : "missing json key: \(path[1])",
-        status: 404)
-    }
-    let rev = doc["_rev"]?.stringValue ?? ""
-    let language = doc["language"]?.stringValue ?? "javascript"
-    var queryObject = JSONObject()
-    for (name, value) in query.pairs { queryObject[name] = .string(value) }
-    let user = WriteAccess.user
-    let req: JSONValue = .object(
-      JSONObject([
-        .init(key: "method", value: .string(request.method.rawValue)),
-        .init(key: "query", value: .object(queryObject)),
-        .init(key: "body", value: body.map { .object($0) } ?? .string("undefined")),
-        .init(
-          key: "userCtx",
-          value: .object(
-            JSONObject([
-              .init(key: "name", value: user?.name.map(JSONValue.string) ?? .null),
-              .init(key: "roles", value: .array((user?.roles ?? []).map(JSONValue.string))),
-            ]))),
-      ]))
-    let id = ddoc
-    let scope = store.log.path
-    let servers = store.state.queryServers
-    return DocumentBodyFilter(name: "\(ddoc)/\(path.joined(separator: "/")) \(query.pairs)") {
-      document in
-      do {
-        let answer = try servers.with(language: language) {
-          server throws(QueryServerError) in
-          try server.callDesignFunction(
-            ddoc: doc, id: id, rev: rev, scope: scope, path: path,
-            arguments: path[0] == "views" ? [.array([document])] : [.array([document]), req])
-        }
-        guard case .array(let items) = answer, items.count == 2, case .array(let passes) = items[1]
-        else { return false }
-        return passes.first == .bool(true)
-      } catch let error as QueryServerError {
-        let (name, reason) = error.couchError
-        throw StoreError(name, reason, code: .internalError)
-      }
-    }
-  }
-
   func changesRequest(_ store: DocumentStore, request: Request, query: QueryParameters)
     async throws -> ChangesRequest
   {
@@ -282,22 +218,19 @@ extension CouchServer {
         throw CouchError.badRequest("Selector must be specified in POST payload")
       }
       o.selector = try Selector(selector)
-    case "_view":
-      // A view's map function as a filter: the documents it emits any row for.
-      guard let view = value("view"), let slash = view.firstIndex(of: "/") else {
-        throw CouchError.badRequest("`view` filter parameter is not provided.")
+    case let name? where name == "_view" || name.contains("/"):
+      // A view's map function as a filter (`_view`), or a design document's JavaScript
+      // filter (`ddoc/name`): a feature's (CouchQuery's).
+      let asked = ChangesFilterRequest(
+        store: store, name: name, request: request, query: query, body: body)
+      var made: DocumentBodyFilter?
+      for feature in options.features where made == nil {
+        made = try feature.changesFilter?(asked)
       }
-      o.documentFilter = try designFilter(
-        store, ddoc: "_design/" + view[..<slash],
-        path: ["views", String(view[view.index(after: slash)...])],
-        request: request, query: query, body: body)
-    case let name? where name.contains("/"):
-      // A design document's JavaScript filter, `ddoc/name`.
-      let slash = name.firstIndex(of: "/")!
-      o.documentFilter = try designFilter(
-        store, ddoc: "_design/" + name[..<slash],
-        path: ["filters", String(name[name.index(after: slash)...])], request: request,
-        query: query, body: body)
+      guard let made else {
+        throw CouchError.notImplemented("design document filters (filter=\(name))")
+      }
+      o.documentFilter = made
     case let name?:
       // A filter registered with the data directory (the wiki's `wiki`, say); its parameters
       // come from the query or the body.

@@ -5,7 +5,6 @@ import JSON
 import Log
 import Logging
 import Projections
-import Query
 import Replication
 import RevTree
 
@@ -338,14 +337,6 @@ extension CouchServer {
         }
       }
     }
-    return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
-  }
-
-  /// `POST /{db}/_view_cleanup`: removes the index files of views no design document defines
-  /// any more (a view index is a directory of its own, `views-<signature>`, kept when its
-  /// design document changes, as CouchDB keeps its files); `202 {"ok":true}`.
-  func viewCleanup(_ store: DocumentStore) async throws -> Response {
-    try await blocking { try store.viewCleanup() }
     return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
   }
 

@@ -5,7 +5,6 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
-import Query
 import Replication
 import RevTree
 

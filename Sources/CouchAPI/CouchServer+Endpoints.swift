@@ -92,9 +92,6 @@ extension CouchServer {
     .compact: Rule(role: .databaseAdmin) { c in
       try await c.server.compact(c.db, request: c.request)
     },
-    .viewCleanup: Rule(role: .databaseAdmin, methods: [.post]) { c in
-      try await c.server.viewCleanup(c.store)
-    },
     .purge: Rule(role: .databaseAdmin, methods: [.post]) { c in
       try await c.server.erase(
         .purge, c.db, request: c.request, query: c.query, context: c.context, caller: c.caller)
@@ -115,22 +112,6 @@ extension CouchServer {
     .security: Rule { c in
       try await c.server.securityObject(
         c.store, access: c.access, request: c.request, caller: c.caller)
-    },
-    .find: Rule(methods: [.post]) { c in
-      try await c.server.find(c.store, request: c.request, access: c.access)
-    },
-    .explain: Rule(methods: [.post]) { c in
-      // It names the indexes and their fields, which live in design documents: for those
-      // who may read them (the security object's members), as `GET _index` lists them.
-      if c.access.restricted && !c.access.isMember { throw notMember(c.caller.user) }
-      return try await c.server.explain(c.store, db: c.db, request: c.request)
-    },
-    .search: Rule(methods: [.get, .head]) { c in
-      try await c.server.search(c.store, request: c.request, query: c.query, access: c.access)
-    },
-    .index: Rule { c in
-      try await c.server.indexes(
-        c.store, request: c.request, context: c.context, caller: c.caller, access: c.access)
     },
   ]
 

@@ -2,7 +2,6 @@ import Hummingbird
 import JSON
 import Log
 import Projections
-import Query
 
 extension CouchServer {
   /// `GET /{db}/_log/head`: the log's tree head, signed now (``LogProofs`` gives the shape).

@@ -2,7 +2,6 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import Projections
-import Query
 import Replication
 
 #if canImport(FoundationEssentials)

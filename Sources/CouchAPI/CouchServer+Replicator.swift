@@ -1,6 +1,5 @@
 import JSON
 import Projections
-import Query
 import Replication
 import RevTree
 

@@ -2,9 +2,14 @@ import Hummingbird
 import JSON
 import Log
 import Projections
-import Query
 import Replication
 import RevTree
+
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
 
 extension CouchServer {
   /// The name of this single node, which `{node}` in `/_node/{node}/...` must be (or `_local`).
@@ -158,5 +163,32 @@ extension CouchServer {
     }
     return Response(
       status: .ok, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: bytes)))
+  }
+}
+
+extension CouchServer {
+  /// `GET /_active_tasks` (server admins): the index builds under way (Mango indexes, indexes
+  /// behind the log catching up: its data directory's ``IndexTasks``), in CouchDB's shape for
+  /// an `indexer` task.
+  func activeTasks() -> JSONValue {
+    .array(
+      dataDirectory.state.indexTasks.running.map { task in
+        let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
+        return .object(
+          JSONObject([
+            .init(key: "type", value: .string("indexer")),
+            .init(key: "node", value: .string("nonode@nohost")),
+            .init(key: "pid", value: .string("<0.\(task.id).0>")),
+            .init(key: "database", value: .string(task.database)),
+            .init(key: "design_document", value: .string(task.designDocument)),
+            .init(key: "index", value: .string(task.index)),
+            .init(key: "changes_done", value: n(task.done)),
+            .init(key: "total_changes", value: n(task.total)),
+            .init(key: "progress", value: n(task.total == 0 ? 100 : task.done * 100 / task.total)),
+            .init(key: "started_on", value: .number(JSONNumber(task.started))),
+            .init(
+              key: "updated_on", value: .number(JSONNumber(Int64(Date().timeIntervalSince1970)))),
+          ]))
+      })
   }
 }

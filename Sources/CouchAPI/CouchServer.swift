@@ -1,12 +1,11 @@
 import Auth
 import HTTPTypes
 public import Hummingbird
-import JSON
+public import JSON
 public import Logging
 import NIOCore
 import NIOPosix
 public import Projections
-import Query
 public import Replication
 import RevTree
 public import ServiceLifecycle
@@ -65,6 +64,8 @@ public struct CouchServer: Sendable {
   let replications: ReplicationJobs
   /// The jobs of the `_replicator` database, when the data directory has one.
   public let replicatorDocuments: ReplicatorDocuments
+  /// The endpoints of ``CouchServerOptions/features``, in order.
+  let featureEndpoints: [DatabaseEndpoint]
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
@@ -73,11 +74,10 @@ public struct CouchServer: Sendable {
     self.dataDirectory = dataDirectory
     self.options = options
     self.logger = logger
-    // Design documents' `validate_doc_update` on every write, and their view functions
-    // compiled when saved (unless the directory was given other checks).
-    if dataDirectory.updateValidator == nil {
-      dataDirectory.useUpdateValidator(DesignFunctions())
-    }
+    // What the features need of the data directory (CouchQuery's: design documents'
+    // `validate_doc_update` on every write).
+    for feature in options.features { feature.prepare(dataDirectory) }
+    featureEndpoints = options.features.flatMap(\.databaseEndpoints)
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
     replications = ReplicationJobs(
       maxHistory: options.replicator.maxHistory,
@@ -110,7 +110,10 @@ public struct CouchServer: Sendable {
     var request = request
     // The route, parsed once for the whole request (a malformed path is answered where it is
     // first needed, after the caller is signed in, as before).
-    let parsed = Result { () throws(CouchError) in try CouchRoute.parse(request.uri.path) }
+    let endpoints = featureEndpoints
+    let parsed = Result { () throws(CouchError) in
+      try CouchRoute.parse(request.uri.path, endpoints: endpoints)
+    }
     var setCookie: String?
     var response: Response
     do {
@@ -230,23 +233,12 @@ public struct CouchServer: Sendable {
         DatabaseEndpointRule.Call(
           server: self, store: store, db: db, request: request, query: query, context: context,
           caller: caller, access: access))
-    case .designFunction(let db, let ddoc, let kind, let function, let rest):
-      return try await designFunction(
-        store, db: db, ddoc: ddoc, kind: kind, function: function, rest: rest, request: request,
-        query: query, caller: caller, access: access)
-    case .compactViews(let db, let ddoc):
-      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-      guard method == .post else { throw CouchError.methodNotAllowed(["POST"]) }
-      try Self.requireJSONContentType(request)
-      try await blocking { try store.compactViews(ddoc: ddoc) }
-      return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
-    case .view(let db, let ddoc, let view, let queries):
-      return try await viewQuery(
-        store, ddoc: ddoc, view: view, queries: queries, request: request, query: query,
-        access: access)
-    case .index(let db, let path):
-      return try await indexPath(
-        store, path: path, request: request, context: context, caller: caller, access: access)
+    case .feature(let db, let index, let parameters, let rest):
+      let name = request.uri.path.split(separator: "/").dropFirst().first.map(String.init) ?? ""
+      return try await featureEndpoint(
+        featureEndpoints[index], name: name, parameters: parameters, rest: rest,
+        request: request, in: store, db: db, access: access, query: query, context: context,
+        caller: caller)
     case .local(let db, let id):
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
@@ -266,12 +258,6 @@ public struct CouchServer: Sendable {
         store, db: db, id: id, request: request, query: query, context: context, caller: caller,
         access: access)
     case .attachment(let db, let id, let name):
-      if id.hasPrefix("_design/") && name == "_info" {
-        try allow(method, [.get, .head])
-        try access.checkRead(id, in: store)
-        let info = try await blocking { try self.designInfo(store, id: id) }
-        return CouchResponse.json(info, includeBody: method != .head)
-      }
       if db == UserStore.databaseName && !caller.user.isAdmin {
         try usersDocumentAccess(id, caller: caller)
       }
@@ -397,7 +383,7 @@ public struct CouchServer: Sendable {
   }
 
   /// Parses a JSON request body; malformed JSON is `400 bad_request`.
-  static func json(parsing bytes: [UInt8]) throws(CouchError) -> JSONValue {
+  public static func json(parsing bytes: [UInt8]) throws(CouchError) -> JSONValue {
     guard !bytes.isEmpty else { throw CouchError.badRequest("the request body is empty") }
     do {
       return try JSONValue(parsing: bytes)

@@ -29,6 +29,9 @@ public struct CouchServerOptions: Sendable {
   public var maxUUIDCount = 1000
   /// The scheduler of the `_replicator` database's jobs.
   public var replicator = ReplicatorSchedulerOptions()
+  /// What other modules bring: endpoints under each database, `_changes` filters
+  /// (``CouchFeature``). CouchQuery's `.query` serves Mango, views and design functions.
+  public var features: [CouchFeature] = []
 
   public init() {}
 }

@@ -4,7 +4,6 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
-import Query
 
 /// Whether an `Accept` header takes a media type, as CouchDB decides it
 /// (`mochiweb_request:accepts_content_type/1`): no header counts as `*/*`; the header is

@@ -1,5 +1,5 @@
-import JSON
-import Log
+public import JSON
+public import Log
 import Replication
 import RevTree
 
@@ -8,11 +8,11 @@ import RevTree
 /// Names and values are percent-decoded (`+` is a space); when a name repeats, the first value
 /// counts. Readers throw `400` with `errorName` (`bad_request`, or `query_parse_error` for
 /// `_all_docs`) when a value has the wrong type.
-struct QueryParameters: Sendable {
-  private(set) var pairs: [(name: String, value: String)] = []
-  var errorName = "bad_request"
+public struct QueryParameters: Sendable {
+  public private(set) var pairs: [(name: String, value: String)] = []
+  public var errorName = "bad_request"
 
-  init(_ query: String?) throws(CouchError) {
+  public init(_ query: String?) throws(CouchError) {
     guard let query, !query.isEmpty else { return }
     for part in query.split(separator: "&", omittingEmptySubsequences: true) {
       if let eq = part.firstIndex(of: "=") {
@@ -28,28 +28,28 @@ struct QueryParameters: Sendable {
   }
 
   /// Parameters given as (name, value) pairs, as a query string would give them decoded.
-  init(pairs: [(String, String)]) {
+  public init(pairs: [(String, String)]) {
     self.pairs = pairs.map { (name: $0.0, value: $0.1) }
   }
 
-  subscript(name: String) -> String? { pairs.first { $0.name == name }?.value }
+  public subscript(name: String) -> String? { pairs.first { $0.name == name }?.value }
 
-  func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }
+  public func contains(_ name: String) -> Bool { pairs.contains { $0.name == name } }
 
-  func error(_ reason: String) -> CouchError {
+  public func error(_ reason: String) -> CouchError {
     CouchError(errorName, reason, status: 400)
   }
 
   /// A flag as CouchDB reads the options of document reads, `_bulk_get` and `_changes`
   /// (`chttpd_db:parse_doc_query`, `parse_changes_query`): exactly `true` sets it; any other
   /// value, `True` included, is ignored and leaves it false, without an error.
-  func flag(_ name: String) -> Bool { self[name] == "true" }
+  public func flag(_ name: String) -> Bool { self[name] == "true" }
 
   /// A boolean as CouchDB reads the options of `_all_docs` and views
   /// (`couch_mrview_http:parse_boolean`): `true` or `false` in any case (`True`, `FALSE`);
   /// absent is `defaultValue`; anything else is `400 query_parse_error`
   /// `Invalid boolean parameter: "yes"`.
-  func bool(_ name: String, default defaultValue: Bool = false) throws(CouchError) -> Bool {
+  public func bool(_ name: String, default defaultValue: Bool = false) throws(CouchError) -> Bool {
     guard let value = self[name] else { return defaultValue }
     switch value.lowercased() {
     case "true": return true
@@ -60,12 +60,12 @@ struct QueryParameters: Sendable {
 
   /// The last value of any of `names`, compared without case (CouchDB lowercases the names of
   /// `_changes` options, and the last of repeated options counts).
-  func last(ofAny names: Set<String>) -> String? {
+  public func last(ofAny names: Set<String>) -> String? {
     pairs.last { names.contains($0.name.lowercased()) }?.value
   }
 
   /// A non-negative integer, or nil when absent.
-  func int(_ name: String) throws(CouchError) -> Int? {
+  public func int(_ name: String) throws(CouchError) -> Int? {
     guard let value = self[name] else { return nil }
     guard let n = Int(value), n >= 0 else {
       throw error("Invalid value for \(name): \"\(value)\"; expected a non-negative integer")
@@ -74,7 +74,7 @@ struct QueryParameters: Sendable {
   }
 
   /// A JSON-encoded value (`startkey="a"`, `keys=["a","b"]`), or nil when absent.
-  func json(_ name: String) throws(CouchError) -> JSONValue? {
+  public func json(_ name: String) throws(CouchError) -> JSONValue? {
     guard let value = self[name] else { return nil }
     do {
       return try JSONValue(parsing: value)
@@ -84,7 +84,7 @@ struct QueryParameters: Sendable {
   }
 
   /// A JSON array of strings (`keys`, `doc_ids`, `open_revs`), or nil when absent.
-  func stringArray(_ name: String) throws(CouchError) -> [String]? {
+  public func stringArray(_ name: String) throws(CouchError) -> [String]? {
     guard let value = try json(name) else { return nil }
     guard let strings = value.stringArray else {
       throw error("\(name) must be a JSON array of strings")
@@ -94,7 +94,7 @@ struct QueryParameters: Sendable {
 
   /// A `since`-style sequence: `0`, `now` (when `now` is given), an integer, a JSON string
   /// holding one, or CouchDB's `N-opaque` form (the number before the dash is used).
-  func seq(_ name: String, now: () throws -> LogPosition) throws -> LogPosition? {
+  public func seq(_ name: String, now: () throws -> LogPosition) throws -> LogPosition? {
     guard let value = self[name] else { return nil }
     if value == "now" { return try now() }
     guard let seq = Self.parseSeq(value) else {
@@ -103,7 +103,7 @@ struct QueryParameters: Sendable {
     return seq
   }
 
-  static func parseSeq(_ text: String) -> LogPosition? {
+  public static func parseSeq(_ text: String) -> LogPosition? {
     var text = Substring(text)
     if text.count >= 2, text.first == "\"", text.last == "\"" { text = text.dropFirst().dropLast() }
     if let dash = text.firstIndex(of: "-"), dash != text.startIndex { text = text[..<dash] }

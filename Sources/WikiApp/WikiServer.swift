@@ -1,4 +1,5 @@
 public import CouchAPI
+import CouchQuery
 import HTTPTypes
 public import Hummingbird
 public import HummingbirdCore
@@ -64,7 +65,9 @@ struct BrowserHome: RouterMiddleware {
 }
 
 /// The `wikilog serve` application with the web UI: ``WikiServer`` on Hummingbird's HTTP/1.1
-/// server (or `server`, HTTPS). The command line and the tests build it the same way.
+/// server (or `server`, HTTPS). The command line and the tests build it the same way. Its API
+/// always has CouchQuery's feature (`_find`, views, design functions), which PouchDB apps and
+/// CouchDB's clients use beside the wiki, added to `options.features` when it is not there.
 public func buildWikiApplication(
   dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
   wiki: WikiAppOptions = WikiAppOptions(), server: HTTPServerBuilder = .http1(),
@@ -73,6 +76,10 @@ public func buildWikiApplication(
   logger: Logger = Logger(label: "wikilog.http"),
   onServerRunning: @escaping @Sendable (Int?) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
+  var options = options
+  if !options.features.contains(where: { $0.name == CouchFeature.query.name }) {
+    options.features.append(.query)
+  }
   let couch = CouchServer(dataDirectory: dataDirectory, options: options, logger: logger)
   return buildApplication(
     responder: WikiServer(couch: couch, options: wiki), server: server,

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Auth
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Crypto
 import Foundation
@@ -562,7 +563,7 @@ func encodeID(_ id: String) -> String {
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     let device = buildApplication(
-      dataDirectory: local.data,
+      dataDirectory: local.data, options: .withQuery,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await server.test(.live) { serverClient in

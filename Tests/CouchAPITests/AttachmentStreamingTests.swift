@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Formats
 import Foundation
@@ -85,7 +86,7 @@ import Testing
 
   @Test("an attachment over maxAttachmentBytes is 413 attachment_too_large, nothing stored")
   func overLimit() async throws {
-    var options = CouchServerOptions()
+    var options = CouchServerOptions.withQuery
     options.maxAttachmentBytes = 1 << 20
     options.maxRequestBytes = 1000  // does not bound a standalone attachment
     try await withServer(.live, options: options) { client, dir in

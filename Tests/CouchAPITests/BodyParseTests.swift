@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import JSON
@@ -23,7 +24,8 @@ import Testing
   @Test("PUT and POST of a document parse its body once, in a wiki database and in _users")
   func onceEach() async throws {
     let dir = TestDirectory(users: true)
-    let transport = LocalTransport(server: CouchServer(dataDirectory: dir.data))
+    let transport = LocalTransport(
+      server: CouchServer(dataDirectory: dir.data, options: .withQuery))
     _ = try await transport.send("PUT", "/db", body: nil)
     _ = try await transport.send("PUT", "/_users", body: nil)
     let put = try await Self.parses(transport, "PUT", "/db/a", #"{"n":1}"#)

@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import Hummingbird
@@ -24,7 +25,7 @@ import Testing
     let dir = TestDirectory(name)
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = buildApplication(
-      dataDirectory: dir.data, server: .couchHTTP1(limits: limits),
+      dataDirectory: dir.data, options: .withQuery, server: .couchHTTP1(limits: limits),
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger,
       onServerRunning: { port in

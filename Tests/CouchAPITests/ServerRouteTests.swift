@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import HTTPTypes
@@ -255,7 +256,7 @@ import Wiki
 
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
-    var options = CouchServerOptions()
+    var options = CouchServerOptions.withQuery
     options.maxRequestBytes = 1000
     try await withServer(options: options) { client, dir in
       try await client.call(.put, "/db")

@@ -1,5 +1,6 @@
 public import Auth
 public import CouchAPI
+import CouchQuery
 import Formats
 public import Foundation
 public import HTTPTypes
@@ -66,7 +67,7 @@ public final class AccessFixture: Sendable {
   }
 
   public var options: CouchServerOptions {
-    var options = CouchServerOptions()
+    var options = CouchServerOptions.withQuery
     options.authenticator = auth
     return options
   }

@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 public import Auth
 public import CouchAPI
+public import CouchQuery
 public import Foundation
 public import HTTPTypes
 public import Hummingbird
@@ -49,7 +50,7 @@ public let quietLogger = Logger(label: "wikilog.tests") { _ in SwiftLogNoOpLogHa
 
 /// Runs `body` against a server on a fresh data directory.
 public func withServer<T: Sendable>(
-  _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions(),
+  _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions.withQuery,
   logOptions: EventLog.Options = EventLog.Options(), name: String = #function,
   _ body: @Sendable (any TestClientProtocol, TestDirectory) async throws -> T
 ) async throws -> T {

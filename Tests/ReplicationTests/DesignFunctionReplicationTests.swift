@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import JSON
@@ -14,7 +15,7 @@ import Testing
     func endpoint(_ dir: TestDirectory, _ name: String) -> CouchEndpoint {
       CouchEndpoint(
         transport: LocalTransport(
-          server: CouchServer(dataDirectory: dir.data, logger: quietLogger)),
+          server: CouchServer(dataDirectory: dir.data, options: .withQuery, logger: quietLogger)),
         database: "db", identity: "\(name)/db")
     }
     return (endpoint(a, "a"), endpoint(b, "b"))

@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import Hummingbird
@@ -33,7 +34,7 @@ import Testing
     // Another document, purged: the purge does not travel.
     let gone = try a.data.open("db").put(#"{"_id":"p","v":"PURGED-SECRET"}"#, actor: "ann")
     let app = buildApplication(
-      dataDirectory: a.data,
+      dataDirectory: a.data, options: .withQuery,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await app.test(.live) { client in
@@ -42,7 +43,8 @@ import Testing
         transport: HTTPClientTransport(baseURL: "http://127.0.0.1:\(port)"), database: "db",
         identity: "a/db")
       let target = CouchEndpoint(
-        transport: LocalTransport(server: CouchServer(dataDirectory: b.data, logger: quietLogger)),
+        transport: LocalTransport(
+          server: CouchServer(dataDirectory: b.data, options: .withQuery, logger: quietLogger)),
         database: "db", identity: "b/db")
       _ = try await Replicator(source: source, target: target).replicate()
       let storeB = try b.data.open("db")
@@ -75,7 +77,8 @@ import Testing
     let dir = TestDirectory("refused-peer")
     _ = try dir.data.create("db")
     let local = CouchEndpoint(
-      transport: LocalTransport(server: CouchServer(dataDirectory: dir.data, logger: quietLogger)),
+      transport: LocalTransport(
+        server: CouchServer(dataDirectory: dir.data, options: .withQuery, logger: quietLogger)),
       database: "db", identity: "local/db")
     // Port 1 on loopback: nothing listens there.
     let nowhere = CouchEndpoint(

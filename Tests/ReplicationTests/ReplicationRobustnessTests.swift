@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CouchAPI
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import Hummingbird
@@ -49,7 +50,7 @@ import Wiki
     #expect(try store.bulkDocs(deletions, actor: "alice").allSatisfy(\.ok))
   }
 
-  static func live(_ dir: TestDirectory, options: CouchServerOptions = CouchServerOptions())
+  static func live(_ dir: TestDirectory, options: CouchServerOptions = CouchServerOptions.withQuery)
     -> some ApplicationProtocol
   {
     buildApplication(

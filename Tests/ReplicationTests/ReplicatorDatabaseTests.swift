@@ -1,3 +1,4 @@
+import CouchQuery
 import CouchTestSupport
 import Foundation
 import HTTPTypes
@@ -19,7 +20,7 @@ import Testing
 @Suite struct ReplicatorDatabaseTests {
   /// A scheduler that gives up a request after one retry and backs off 200 ms, doubling.
   static var fast: CouchServerOptions {
-    var options = CouchServerOptions()
+    var options = CouchServerOptions.withQuery
     options.replicator.backoff = .milliseconds(200)
     options.replicator.retriesPerRequest = 1
     options.replicator.retryDelay = .milliseconds(10)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Auth
 import CouchAPI
+import CouchQuery
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -171,7 +172,7 @@ struct Serve: AsyncParsableCommand {
       handler.logLevel = level
       return handler
     }
-    var options = CouchServerOptions()
+    var options = CouchServerOptions.withQuery
     if corsOrigins.isEmpty {
       options.cors = Self.isLoopback(bind) ? .anyOrigin : .none
     } else {

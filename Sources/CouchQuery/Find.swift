@@ -1,3 +1,4 @@
+import CouchAPI
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,21 +9,20 @@ import Query
 import Replication
 import RevTree
 
-extension CouchServer {
+extension QueryEndpoints {
   /// `POST /{db}/_find`: a Mango query (``FindQuery``), read on the thread pool (a query
   /// without an index scans the database). A caller whose reads are filtered finds only the
   /// documents they may read, and `execution_stats` counts only those.
-  func find(_ store: DocumentStore, request: Request, access: DatabaseAccess) async throws
-    -> Response
-  {
-    try Self.requireJSONContentType(request)
-    let query = try FindQuery(try await jsonBody(of: request))
+  static func find(_ r: DatabaseRequest) async throws -> Response {
+    let (store, access) = (r.store, r.access)
+    try r.requireJSONContentType()
+    let query = try FindQuery(try await r.jsonBody())
     var visible = try access.view(store)?.filter
     if access.name == ReplicatorDocuments.databaseName && !access.isAdmin {
-      visible = try await blocking { try Self.ownDocuments(store, access: access) }
+      visible = try await r.blocking { try Self.ownDocuments(store, access: access) }
     }
     let filter = visible
-    let result = try await blocking { try store.find(query, visible: filter) }
+    let result = try await r.blocking { try store.find(query, visible: filter) }
     return CouchResponse.json(result.json)
   }
 
@@ -51,19 +51,18 @@ extension CouchServer {
   }
 
   /// `POST /{db}/_explain`: the index a `_find` would use, and its range.
-  func explain(_ store: DocumentStore, db: String, request: Request) async throws -> Response {
-    try Self.requireJSONContentType(request)
-    let query = try FindQuery(try await jsonBody(of: request))
-    return CouchResponse.json(try store.explain(query, databaseName: db))
+  static func explain(_ r: DatabaseRequest) async throws -> Response {
+    try r.requireJSONContentType()
+    let query = try FindQuery(try await r.jsonBody())
+    return CouchResponse.json(try r.store.explain(query, databaseName: r.database))
   }
 
   /// `GET /{db}/_index` lists the indexes (a caller whose reads are filtered sees those whose
   /// design documents they may read); `POST` creates one in its design document (database
   /// admins only, as every design document write).
-  func indexes(
-    _ store: DocumentStore, request: Request, context: Context, caller: Caller,
-    access: DatabaseAccess
-  ) async throws -> Response {
+  static func indexes(_ r: DatabaseRequest) async throws -> Response {
+    if !r.rest.isEmpty { return try await indexPath(r) }
+    let (store, access, request) = (r.store, r.access, r.request)
     switch request.method {
     case .get, .head:
       let (limit, skip) = try Self.indexListParameters(request.uri.query)
@@ -82,15 +81,15 @@ extension CouchServer {
         ]))
       return CouchResponse.json(listing, includeBody: request.method != .head)
     case .post:
-      guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-      try Self.requireJSONContentType(request)
-      let index = try MangoIndex.parseRequest(try await jsonBody(of: request))
+      guard access.isAdmin else { throw r.notDatabaseAdmin }
+      try r.requireJSONContentType()
+      let index = try MangoIndex.parseRequest(try await r.jsonBody())
       let existing = try? store.get(index.ddoc)
       let (body, exists) = try DocumentStore.designDocument(adding: index, to: existing)
       if !exists {
         _ = try await store.putAsync(
           body.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue,
-          actor: caller.actor, origin: replicationOrigin(context))
+          actor: r.actor, origin: r.origin)
       }
       return CouchResponse.json(
         .object(
@@ -130,26 +129,21 @@ extension CouchServer {
   /// `/{db}/_index/...`, as `mango_httpd:handle_index_req` routes it: `_bulk_delete` (POST),
   /// `{ddoc}/{type}/{name}` and `_design/{ddoc}/{type}/{name}` (DELETE; `{ddoc}` may be
   /// `_design/...` escaped as one segment); every other path is 404.
-  func indexPath(
-    _ store: DocumentStore, path: [String], request: Request, context: Context, caller: Caller,
-    access: DatabaseAccess
-  ) async throws -> Response {
-    if path == ["_bulk_delete"] {
-      try allow(request.method, [.post])
-      return try await bulkDeleteIndexes(
-        store, request: request, context: context, caller: caller, access: access)
+  static func indexPath(_ r: DatabaseRequest) async throws -> Response {
+    if r.rest == ["_bulk_delete"] {
+      try r.allow([.post])
+      return try await bulkDeleteIndexes(r)
     }
-    var parts = path
+    var parts = r.rest
     if parts.count == 4 && parts[0] == "_design" {
       parts = ["_design/" + parts[1], parts[2], parts[3]]
     }
     guard parts.count == 3 else { throw CouchError("not_found", "missing", status: 404) }
-    try allow(request.method, [.delete])
-    guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
+    try r.allow([.delete])
+    guard r.access.isAdmin else { throw r.notDatabaseAdmin }
     // Only JSON indexes exist here, so any other type names none.
     guard parts[1] == "json",
-      try await removeIndexes(
-        store, ddoc: Self.designID(parts[0]), name: parts[2], context: context, caller: caller)
+      try await removeIndexes(r, ddoc: Self.designID(parts[0]), name: parts[2])
     else {
       throw CouchError("not_found", "missing", status: 404)
     }
@@ -159,13 +153,10 @@ extension CouchServer {
   /// `POST /{db}/_index/_bulk_delete` `{"docids": [...]}`: removes the indexes of each design
   /// document named, answering `{"success": [{"id", "ok"}], "fail": [{"id", "error"}]}` (each
   /// list latest first, as CouchDB builds them).
-  func bulkDeleteIndexes(
-    _ store: DocumentStore, request: Request, context: Context, caller: Caller,
-    access: DatabaseAccess
-  ) async throws -> Response {
-    guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
-    try Self.requireJSONContentType(request)
-    let body = try await jsonBody(of: request)
+  static func bulkDeleteIndexes(_ r: DatabaseRequest) async throws -> Response {
+    guard r.access.isAdmin else { throw r.notDatabaseAdmin }
+    try r.requireJSONContentType()
+    let body = try await r.jsonBody()
     guard let items = body["docids"]?.arrayValue,
       case let ids = items.compactMap(\.stringValue), ids.count == items.count
     else {
@@ -178,8 +169,7 @@ extension CouchServer {
     var fail: [JSONValue] = []
     for id in ids {
       let ddoc = Self.designID(id)
-      let removed = try await removeIndexes(
-        store, ddoc: ddoc, name: nil, context: context, caller: caller)
+      let removed = try await removeIndexes(r, ddoc: ddoc, name: nil)
       let outcome: JSONObject.Member =
         removed
         ? .init(key: "ok", value: .bool(true)) : .init(key: "error", value: .string("not_found"))
@@ -200,18 +190,18 @@ extension CouchServer {
 
   /// Removes the index `name` (every index, for nil) from the query design document `ddoc`,
   /// and the design document when no view is left. False when there is no such index.
-  func removeIndexes(
-    _ store: DocumentStore, ddoc: String, name: String?, context: Context, caller: Caller
-  ) async throws -> Bool {
+  static func removeIndexes(_ r: DatabaseRequest, ddoc: String, name: String?) async throws
+    -> Bool
+  {
+    let store = r.store
     guard let doc = try? store.get(ddoc),
       let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
     else { return false }
-    let origin = replicationOrigin(context)
     if let body {
       _ = try await store.putAsync(
-        body.serialized(), id: ddoc, rev: rev, actor: caller.actor, origin: origin)
+        body.serialized(), id: ddoc, rev: rev, actor: r.actor, origin: r.origin)
     } else {
-      _ = try await store.deleteAsync(ddoc, rev: rev, actor: caller.actor, origin: origin)
+      _ = try await store.deleteAsync(ddoc, rev: rev, actor: r.actor, origin: r.origin)
     }
     return true
   }
@@ -220,7 +210,7 @@ extension CouchServer {
   /// one. Every index here is kept in step with each write, so it is never updating or behind.
   /// Its rows live in the database's one LMDB file, so `sizes.file` is their stored size too
   /// (``DocumentStore/mangoIndexSizes(ddoc:)``).
-  func designInfo(_ store: DocumentStore, id: String) throws -> JSONValue {
+  static func designInfo(_ store: DocumentStore, id: String) throws -> JSONValue {
     guard let doc = try? store.get(id) else {
       throw CouchError("not_found", "missing", status: 404)
     }
@@ -255,14 +245,13 @@ extension CouchServer {
   }
 }
 
-extension CouchServer {
+extension QueryEndpoints {
   /// `GET /{db}/_search?q=...&wiki=...&limit=&skip=&update=`: wikilog's own full-text search
   /// over the database's pages (``TextSearchProjection``), ranked by BM25. `wiki` limits it to one wiki;
   /// a caller whose reads are filtered searches only the wikis they may read, whose numbers
   /// alone rank the results.
-  func search(
-    _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
-  ) async throws -> Response {
+  static func search(_ r: DatabaseRequest) async throws -> Response {
+    let (store, request, query, access) = (r.store, r.request, r.query, r.access)
     guard let q = query["q"], !q.isEmpty else {
       throw CouchError.badRequest("`q` (the words to search for) is required")
     }
@@ -287,7 +276,7 @@ extension CouchServer {
     }
     let view = try access.view(store)
     let (wiki, asked) = (query["wiki"], search)
-    let body = try await blocking {
+    let body = try await r.blocking {
       var groups = try wiki.map { [$0] } ?? store.searchGroups(update: update)
       if let view { groups = groups.filter { view.includes($0) } }
       var result = try store.search(asked, groups: groups, update: update)
@@ -295,32 +284,5 @@ extension CouchServer {
       return try store.searchJSON(result)
     }
     return CouchResponse.json(body, includeBody: request.method != .head)
-  }
-}
-
-extension CouchServer {
-  /// `GET /_active_tasks` (server admins): the index builds under way (Mango indexes, indexes
-  /// behind the log catching up: its data directory's ``IndexTasks``), in CouchDB's shape for
-  /// an `indexer` task.
-  func activeTasks() -> JSONValue {
-    .array(
-      dataDirectory.state.indexTasks.running.map { task in
-        let n = { (i: Int) in JSONValue.number(JSONNumber(Int64(i))) }
-        return .object(
-          JSONObject([
-            .init(key: "type", value: .string("indexer")),
-            .init(key: "node", value: .string("nonode@nohost")),
-            .init(key: "pid", value: .string("<0.\(task.id).0>")),
-            .init(key: "database", value: .string(task.database)),
-            .init(key: "design_document", value: .string(task.designDocument)),
-            .init(key: "index", value: .string(task.index)),
-            .init(key: "changes_done", value: n(task.done)),
-            .init(key: "total_changes", value: n(task.total)),
-            .init(key: "progress", value: n(task.total == 0 ? 100 : task.done * 100 / task.total)),
-            .init(key: "started_on", value: .number(JSONNumber(task.started))),
-            .init(
-              key: "updated_on", value: .number(JSONNumber(Int64(Date().timeIntervalSince1970)))),
-          ]))
-      })
   }
 }

@@ -1,3 +1,4 @@
+import CouchAPI
 import Formats
 import HTTPTypes
 import Hummingbird
@@ -12,26 +13,27 @@ import Query
   import Foundation
 #endif
 
-extension CouchServer {
+extension QueryEndpoints {
   /// `GET/POST /{db}/_design/{ddoc}/_view/{view}` and `POST …/{view}/queries`: a view query
   /// (the Query module's ``ViewIndex``), with CouchDB's options (``ViewQuery``) from the query
   /// string and, for `POST`, the body (`keys` and any other option; the query string's win).
   /// `as_of` (wikilog's) answers the view as it was at a seq or an ISO-8601 time. A restricted
   /// reader (a wiki user) gets the rows of the documents they may read.
-  func viewQuery(
-    _ store: DocumentStore, ddoc: String, view: String, queries: Bool, request: Request,
-    query: QueryParameters, access: DatabaseAccess
-  ) async throws -> Response {
-    let method = request.method
+  static func viewQuery(_ r: DatabaseRequest, view: String, queries: Bool) async throws
+    -> Response
+  {
+    let (store, query, access) = (r.store, r.query, r.access)
+    let ddoc = "_design/" + r.parameters["ddoc"]!
+    let method = r.method
     let allowed: [HTTPRequest.Method] = queries ? [.post] : [.get, .head, .post]
     guard allowed.contains(method) else {
       throw CouchError.methodNotAllowed(allowed.map(\.rawValue))
     }
     let includes = try Self.rowFilter(access, store)
     var posted: JSONValue? = nil
-    if method == .post { posted = try await jsonBody(of: request) }
+    if method == .post { posted = try await r.jsonBody() }
     let body = posted
-    let answer = try await blocking {
+    let answer = try await r.blocking {
       try Self.answer(
         store, ddoc: ddoc, view: view, queries: queries, query: query, body: body,
         includes: includes)

@@ -1,3 +1,4 @@
+import CouchAPI
 import Formats
 import HTTPTypes
 import Hummingbird
@@ -13,7 +14,7 @@ import Query
   import Foundation
 #endif
 
-extension CouchServer {
+extension QueryEndpoints {
   /// `_show`, `_list` and `_update` functions of a design document, run by the query server
   /// with CouchDB's request object:
   /// - `GET|POST /{db}/_design/{ddoc}/_show/{func}[/{docid}]`: the function's response for the
@@ -22,19 +23,19 @@ extension CouchServer {
   ///   function's output over the view's rows (queried with the request's view options);
   /// - `POST|PUT /{db}/_design/{ddoc}/_update/{func}[/{docid}]`: the function's document, saved
   ///   as the caller's edit, and its response (`X-Couch-Id`, `X-Couch-Update-NewRev`).
-  func designFunction(
-    _ store: DocumentStore, db: String, ddoc: String, kind: String, function: String,
-    rest: [String], request: Request, query: QueryParameters, caller: Caller,
-    access: DatabaseAccess
-  ) async throws -> Response {
+  static func designFunction(_ r: DatabaseRequest, kind: String) async throws -> Response {
+    let (store, request, query, access) = (r.store, r.request, r.query, r.access)
+    let ddoc = "_design/" + r.parameters["ddoc"]!
+    let function = r.parameters["function"]!
+    let rest = r.rest
     let method = request.method
     switch kind {
-    case "_update": try allow(method, [.post, .put])
-    default: try allow(method, [.get, .head, .post])
+    case "_update": try r.allow([.post, .put])
+    default: try r.allow([.get, .head, .post])
     }
     let design: JSONValue
     do {
-      design = try await blocking { try store.get(ddoc) }
+      design = try await r.blocking { try store.get(ddoc) }
     } catch {
       throw CouchError("not_found", "missing", status: 404)
     }
@@ -43,25 +44,23 @@ extension CouchServer {
       throw CouchError(
         "not_found", "missing function \(function) on design doc \(ddoc)", status: 404)
     }
-    let bodyBytes = method == .get || method == .head ? [] : try await body(of: request)
+    let bodyBytes = method == .get || method == .head ? [] : try await r.body()
     let docID = kind == "_list" ? nil : (rest.isEmpty ? nil : rest.joined(separator: "/"))
-    let req = try await requestObject(
-      store, db: db, request: request, query: query, body: bodyBytes, docID: docID,
-      caller: caller)
+    let req = try await requestObject(r, body: bodyBytes, docID: docID)
     let rev = design["_rev"]?.stringValue ?? ""
     let language = design["language"]?.stringValue ?? "javascript"
     if kind == "_list" {
       return try await listFunction(
-        store, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
-        rest: rest, request: request, query: query, body: bodyBytes, req: req, access: access)
+        r, design: design, ddoc: ddoc, rev: rev, language: language, function: function,
+        body: bodyBytes, req: req)
     }
     // A show or an update function sees the document only if the caller may read it.
     var doc: JSONValue = .null
     if let docID {
       try access.checkRead(docID, in: store)
-      doc = (try? await blocking { try store.get(docID) }) ?? .null
+      doc = (try? await r.blocking { try store.get(docID) }) ?? .null
     }
-    let answer = try await blocking { [doc] in
+    let answer = try await r.blocking { [doc] in
       try Self.callFunction(
         store, language, design, ddoc, rev, [section, function], [doc, req])
     }
@@ -87,7 +86,7 @@ extension CouchServer {
         newDoc["_id"] = .string(id)
         try access.checkWrite(docID: id, body: .object(newDoc), replicated: false, in: store)
         let result = try await store.putAsync(
-          parsed: .object(newDoc), id: id, rev: newDoc["_rev"]?.stringValue, actor: caller.actor)
+          parsed: .object(newDoc), id: id, rev: newDoc["_rev"]?.stringValue, actor: r.actor)
         if let error = result.error { throw CouchError(error) }
         headers[HTTPField.Name("X-Couch-Id")!] = id
         headers[HTTPField.Name("X-Couch-Update-NewRev")!] = result.rev ?? ""
@@ -98,11 +97,11 @@ extension CouchServer {
   }
 
   /// `_list`: the view's rows through the list function, answered when it ends.
-  func listFunction(
-    _ store: DocumentStore, design: JSONValue, ddoc: String, rev: String, language: String,
-    function: String, rest: [String], request: Request, query: QueryParameters, body: [UInt8],
-    req: JSONValue, access: DatabaseAccess
+  static func listFunction(
+    _ r: DatabaseRequest, design: JSONValue, ddoc: String, rev: String, language: String,
+    function: String, body: [UInt8], req: JSONValue
   ) async throws -> Response {
+    let (store, request, query, access, rest) = (r.store, r.request, r.query, r.access, r.rest)
     guard rest.count == 1 || rest.count == 2 else {
       throw CouchError("bad_request", "a list needs a view: _list/{func}/{view}", status: 400)
     }
@@ -115,9 +114,9 @@ extension CouchServer {
       includes = nil
     }
     // The view's options: the query string's, and for a POST the body's (`keys`, say).
-    let posted = body.isEmpty ? nil : try Self.json(parsing: body)
+    let posted = body.isEmpty ? nil : try CouchServer.json(parsing: body)
     let viewQuery = try Self.viewQueries(query: query, body: posted, queries: false)[0]
-    let result = try await blocking {
+    let result = try await r.blocking {
       try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
     }
     let head: JSONValue = .object(
@@ -126,7 +125,7 @@ extension CouchServer {
         .init(key: "offset", value: result.offset.map { .int($0) } ?? .null),
       ]))
     let rows = result.rows
-    let (start, chunks) = try await blocking {
+    let (start, chunks) = try await r.blocking {
       do {
         return try store.state.queryServers.with(language: language) {
           server throws(QueryServerError) -> (JSONValue, [String]) in
@@ -183,17 +182,17 @@ extension CouchServer {
   }
 
   /// CouchDB's request object for design functions (`chttpd_external:json_req_obj`).
-  func requestObject(
-    _ store: DocumentStore, db: String, request: Request, query: QueryParameters, body: [UInt8],
-    docID: String?, caller: Caller
-  ) async throws -> JSONValue {
+  static func requestObject(_ r: DatabaseRequest, body: [UInt8], docID: String?) async throws
+    -> JSONValue
+  {
+    let (store, db, request, query) = (r.store, r.database, r.request, r.query)
     var queryObject = JSONObject()
     for (name, value) in query.pairs { queryObject[name] = .string(value) }
     var headers = JSONObject()
     for field in request.headers { headers[field.name.canonicalName] = .string(field.value) }
     let path = request.uri.path.split(separator: "/").map { JSONValue.string(String($0)) }
-    let info = try await blocking { try store.info }
-    let security = try await blocking { try store.security() }
+    let info = try await r.blocking { try store.info }
+    let security = try await r.blocking { try store.security() }
     return .object(
       JSONObject([
         .init(
@@ -224,8 +223,8 @@ extension CouchServer {
           value: .object(
             JSONObject([
               .init(key: "db", value: .string(db)),
-              .init(key: "name", value: caller.user.name.map(JSONValue.string) ?? .null),
-              .init(key: "roles", value: .array(caller.user.roles.map(JSONValue.string))),
+              .init(key: "name", value: r.user.name.map(JSONValue.string) ?? .null),
+              .init(key: "roles", value: .array(r.user.roles.map(JSONValue.string))),
             ]))),
         .init(key: "secObj", value: security.json),
       ]))
