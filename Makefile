@@ -15,6 +15,7 @@ build: bootstrap
 # others: run together they hold the two cooperative threads of this machine for minutes, and
 # the in-process servers' tests starve.
 test: bootstrap
+	scripts/check-seams
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --skip CLITests
 	$(SWIFT) test --skip-build --filter CLITests

@@ -34,8 +34,11 @@ import Synchronization
 public final class AsOfView: Sendable {
   /// The last position the view includes (``LogPosition/start`` for the empty store).
   public let position: LogPosition
-  package let live: DocumentStore
-  package let scratch: DocumentStore
+  /// The store the view was made from.
+  public let live: DocumentStore
+  /// The store of the events up to ``position``, with projections like the live store's: read
+  /// it as the store was then (an index of the Query module is opened on it as on any store).
+  public let scratch: DocumentStore
   let directory: ScratchDirectory
 
   init(

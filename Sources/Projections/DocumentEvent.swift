@@ -1,3 +1,4 @@
+import Formats
 import JSON
 public import Log
 public import RevTree
@@ -54,7 +55,7 @@ public struct DocumentEvent: Sendable, Hashable {
       }
     }
 
-    package init?(eventType: String) {
+    public init?(eventType: String) {
       switch eventType {
       case "doc.edit": self = .edit
       case "doc.replicated": self = .replicated

@@ -248,7 +248,7 @@ extension DocumentInput {
   /// digits, of any size), a `-`, and anything after it. A revision of that shape that no
   /// tree can hold (`0-abc`, `1-`) names no revision here, where CouchDB would answer it
   /// missing or in conflict; any other text is `Invalid rev format`.
-  package static func isCouchRevision(_ text: String) -> Bool {
+  public static func isCouchRevision(_ text: String) -> Bool {
     guard let dash = text.utf8.firstIndex(of: UInt8(ascii: "-")) else { return false }
     var digits = text.utf8[..<dash]
     if digits.first == UInt8(ascii: "+") { digits = digits.dropFirst() }

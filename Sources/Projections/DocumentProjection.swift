@@ -1,3 +1,4 @@
+import Formats
 import JSON
 public import Log
 import RevTree
@@ -120,7 +121,7 @@ public final class DocumentProjection: Projection {
 
   // MARK: Documents
 
-  package func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
+  func record(_ id: String, storage: ProjectionStorage, txn: ReadTransaction) throws
     -> DocumentRecord?
   {
     // (A short id's String key is used as its UTF-8 bytes, ``DocumentKey/key(_:)``, without a

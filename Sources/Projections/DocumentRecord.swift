@@ -1,3 +1,4 @@
+import Formats
 import JSON
 public import RevTree
 
@@ -30,7 +31,7 @@ public struct DocumentRecord: Sendable, Equatable {
     return w.bytes
   }
 
-  package init(decoding bytes: [UInt8]) throws(StoreError) {
+  public init(decoding bytes: [UInt8]) throws(StoreError) {
     var r = ByteReader(bytes)
     do {
       guard try r.byte() == Self.format else { throw ByteReader.Truncated() }
@@ -61,16 +62,16 @@ public struct DocumentRecord: Sendable, Equatable {
 /// DocumentKey.key("a")                                      // [0x61]
 /// DocumentKey.key(String(repeating: "x", count: 600)).count  // 496
 /// ```
-package enum DocumentKey {
+public enum DocumentKey {
   /// The longest document id stored, in UTF-8 bytes. CouchDB sets none by default
   /// (`max_document_id_length = infinity`); ids must also fit in a request line to be read by URL.
-  package static let maxBytes = 16_384
+  public static let maxBytes = 16_384
   /// Ids of at most this many bytes are their own keys.
-  package static let inlineBytes = 480
+  public static let inlineBytes = 480
   /// The length of a long id's key: ``inlineBytes`` and a 16-byte MD5.
-  package static let hashedBytes = inlineBytes + 16
+  public static let hashedBytes = inlineBytes + 16
 
-  package static func key(_ id: String) -> [UInt8] {
+  public static func key(_ id: String) -> [UInt8] {
     let count = id.utf8.count
     guard count > inlineBytes else { return Array(id.utf8) }
     let bytes = Array(id.utf8)
@@ -80,10 +81,10 @@ package enum DocumentKey {
   }
 
   /// True for the key of an id longer than ``inlineBytes``: its bytes are not the id.
-  package static func isHashed(_ key: some Collection<UInt8>) -> Bool { key.count > inlineBytes }
+  public static func isHashed(_ key: some Collection<UInt8>) -> Bool { key.count > inlineBytes }
 
   /// The id a key names when it is inline; nil for a hashed key (read the record for it).
-  package static func inlineID(_ key: [UInt8]) -> String? {
+  public static func inlineID(_ key: [UInt8]) -> String? {
     isHashed(key) ? nil : String(decoding: key, as: UTF8.self)
   }
 
@@ -91,19 +92,19 @@ package enum DocumentKey {
   /// every id at or past `id` in that direction: the id's own key when it is short, else its
   /// first ``inlineBytes`` bytes (forward) or those followed by 0xFF bytes (backward), since the
   /// long ids that share them sort by their hashes.
-  package static func scanStart(_ id: String, descending: Bool) -> [UInt8] {
+  public static func scanStart(_ id: String, descending: Bool) -> [UInt8] {
     scanStart(Array(id.utf8), descending: descending)
   }
 
   /// Whether `key` is a long id's key that shares its inline part with the long id `bound`:
   /// such rows come in hash order, so a range scan reads past `bound` through all of them.
-  package static func sharesInlinePart(_ key: [UInt8], with bound: [UInt8]) -> Bool {
+  public static func sharesInlinePart(_ key: [UInt8], with bound: [UInt8]) -> Bool {
     isHashed(key) && bound.count > inlineBytes
       && key.prefix(inlineBytes).elementsEqual(bound.prefix(inlineBytes))
   }
 
   /// ``scanStart(_:descending:)`` for an id's bytes.
-  package static func scanStart(_ bytes: [UInt8], descending: Bool) -> [UInt8] {
+  public static func scanStart(_ bytes: [UInt8], descending: Bool) -> [UInt8] {
     guard bytes.count > inlineBytes else { return bytes }
     let prefix = Array(bytes[0..<inlineBytes])
     return descending ? prefix + [UInt8](repeating: 0xFF, count: 16) : prefix
@@ -111,7 +112,7 @@ package enum DocumentKey {
 
   /// Checks a document id as CouchDB does (`couch_doc:validate_docid`, refusals named
   /// `illegal_docid`), plus the length limit.
-  package static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
+  public static func validate(_ id: String, allowLocal: Bool = false, checkLength: Bool = true)
     throws(StoreError)
   {
     guard !id.isEmpty else { throw StoreError.illegalDocID("Document id must not be empty") }

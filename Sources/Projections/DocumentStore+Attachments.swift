@@ -1,5 +1,5 @@
 import JSON
-package import Log
+public import Log
 public import RevTree
 
 /// An attachment found by ``DocumentStore/attachment(_:name:rev:)``: its metadata and the
@@ -11,7 +11,7 @@ public struct FoundAttachment: Sendable {
 
 extension DocumentStore {
   /// The attachments of the revision whose event is at `position`.
-  package func attachments(at position: UInt64, txn: ReadTransaction) throws
+  public func attachments(at position: UInt64, txn: ReadTransaction) throws
     -> [StoredAttachment]
   {
     guard let event = try txn.event(at: LogPosition(position)) else {

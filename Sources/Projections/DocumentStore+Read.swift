@@ -1,3 +1,4 @@
+import Formats
 public import JSON
 public import Log
 public import RevTree
@@ -70,7 +71,24 @@ extension DocumentStore {
 
   /// A document's record (revision tree and update seq), or nil.
   public func record(_ id: String) throws -> DocumentRecord? {
-    try read { try documents.record(id, storage: documentStorage, txn: $0) }
+    try read { try record(id, txn: $0) }
+  }
+
+  /// ``record(_:)`` in the caller's transaction (a read, or the write of
+  /// ``writeDocuments(_:)``).
+  public func record(_ id: String, txn: ReadTransaction) throws -> DocumentRecord? {
+    try documents.record(id, storage: documentStorage, txn: txn)
+  }
+
+  /// Visits the stored document records in id order from the key `start` (``DocumentKey``;
+  /// nil for the first or last), forward or backward, with each record's key and encoded
+  /// record (``DocumentRecord/init(decoding:)``), until `body` returns false.
+  public func scanRecords(
+    from start: [UInt8]?, backward: Bool = false, txn: ReadTransaction,
+    _ body: ([UInt8], [UInt8]) throws -> Bool
+  ) throws {
+    try txn.scan(
+      documentStorage["byId"], from: start, direction: backward ? .backward : .forward, body)
   }
 
   public var info: DatabaseInfo {
@@ -159,7 +177,7 @@ extension DocumentStore {
   /// ``openRevs(_:_:options:)`` in the caller's read transaction, each revision found written
   /// as the JSON bytes of ``documentJSON(_:_:options:txn:)`` with the stored body spliced in
   /// (not parsed and written again): what `_bulk_get` sends, at a fraction of the cost.
-  package func openRevsJSON(
+  public func openRevsJSON(
     _ id: String, _ which: OpenRevs, options: GetOptions, txn: ReadTransaction
   ) throws -> [OpenRevisionJSON] {
     try openRevisions(id, which, options: options, txn: txn).map { revision in
@@ -176,7 +194,7 @@ extension DocumentStore {
   }
 
   /// A revision `openRevsJSON` looked for: its document's JSON, or the revision not found.
-  package enum OpenRevisionJSON {
+  public enum OpenRevisionJSON {
     case ok([UInt8])
     case missing(String)
   }
@@ -226,7 +244,7 @@ extension DocumentStore {
   }
 
   /// The body of the revision whose event is at `position`.
-  package func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
+  public func body(at position: UInt64, txn: ReadTransaction) throws -> JSONObject {
     let bytes = try DocumentChange.body(at: position, in: txn)
     do {
       return try JSONValue(parsing: bytes).objectValue ?? JSONObject()
@@ -238,7 +256,7 @@ extension DocumentStore {
   /// A revision as CouchDB renders it (`couch_doc:to_json_obj/2`): `_id`, `_rev`, the body,
   /// `_deleted`, then `_revisions`, `_revs_info`, `_conflicts`, `_deleted_conflicts`,
   /// `_local_seq` as asked, then `_attachments` (stubs, or data as ``GetOptions`` asks).
-  package func documentJSON(
+  public func documentJSON(
     _ record: DocumentRecord, _ revision: RevisionTree.Revision, options: GetOptions,
     txn: ReadTransaction
   ) throws -> JSONValue {

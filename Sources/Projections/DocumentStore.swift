@@ -29,10 +29,22 @@ public final class DocumentStore: Sendable {
   /// rebuilding, verifying, applying each event.
   public let projections: ProjectionRunner
   let ownsLog: Bool
-  package var documents: DocumentProjection { projections.documents }
-  package var documentStorage: ProjectionStorage { projections.documentStorage }
+  var documents: DocumentProjection { projections.documents }
+  var documentStorage: ProjectionStorage { projections.documentStorage }
   /// Inline projections besides the documents, applied to every event in its transaction.
-  package var others: [InlineProjection] { projections.others }
+  var others: [InlineProjection] { projections.others }
+
+  /// The inline projection of type `P` the store was opened with, and its storage (its own
+  /// LMDB databases, read in the store's transactions), or nil: how a module reads the
+  /// projection it registered (the wiki's `WikiProjection`, the drafts').
+  public func projection<P: Projection>(_ type: P.Type) -> (
+    projection: P, storage: ProjectionStorage
+  )? {
+    for inline in others {
+      if let projection = inline.projection as? P { return (projection, inline.storage) }
+    }
+    return nil
+  }
   /// The rules documents are checked against (CouchDB's own always apply).
   public let validation: DocumentValidation
   /// The indexes kept behind the log, each in its own environment (``IndexBehindLog``): those
@@ -217,7 +229,7 @@ public final class DocumentStore: Sendable {
 
   /// Runs a write transaction that appends document events, and records every inline
   /// projection's checkpoint once at its end.
-  package func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+  public func writeDocuments<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     try projections.write { txn in try projections.checkpointed(txn, body) }
   }
 
@@ -255,9 +267,12 @@ public final class DocumentStore: Sendable {
   }
 
   /// Appends an event that is not a document write (a draft event, say) and applies the inline
-  /// projections to it.
+  /// projections to it, in the write transaction of ``writeDocuments(_:)``: how a module
+  /// records events of its own type (the wiki's drafts) beside the documents', in the same log,
+  /// seen by its projection in the same transaction. A document event's type is refused (those
+  /// go through the store's checked writes).
   @discardableResult
-  package func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
+  public func appendEvent(_ event: NewEvent, txn: WriteTransaction) throws -> RecordedEvent {
     let recorded = try txn.append(event)
     guard DocumentEvent.Kind(eventType: recorded.type) == nil else {
       throw StoreError.internalError("document events are appended with append(_:actor:txn:)")
@@ -274,9 +289,20 @@ public final class DocumentStore: Sendable {
     return limit
   }
 
+  /// A local edit inside ``writeDocuments(_:)``'s transaction, for a module that writes a
+  /// document and events of its own together (the wiki's publish of a draft: the page's new
+  /// revision and the draft's `publish` event commit as one). Checked as every edit is: `_rev`
+  /// against the tree, the validators, and the caller's ``WriteAccess`` against the access
+  /// rules in this transaction. Returns the new revision.
+  public func edit(
+    _ input: DocumentInput, id: String, rev: String?, actor: String, within txn: WriteTransaction
+  ) throws -> String {
+    try edit(input, id: id, rev: rev, actor: actor, txn: txn, context: nil)
+  }
+
   /// A local edit (`new_edits=true`) inside a transaction: checks `_rev` against the tree,
   /// computes the deterministic revision, appends the event and updates the projections.
-  package func edit(
+  func edit(
     _ input: DocumentInput, id: String, rev: String?, actor: String, txn: WriteTransaction,
     context: WriteContext? = nil
   ) throws -> String {

@@ -263,9 +263,9 @@ enum Shares: Sendable {
 /// An inline projection as the store runs it: its databases and, for a
 /// ``DocumentChangeProjection``, its two fast-path entries with the share's type erased (done
 /// once, when the store opens).
-package struct InlineProjection: Sendable {
-  package let projection: any Projection
-  package let storage: ProjectionStorage
+struct InlineProjection: Sendable {
+  let projection: any Projection
+  let storage: ProjectionStorage
   /// Its place among the store's inline projections (``Shares``' index); nil for a projection
   /// replayed on its own.
   let slot: Int?

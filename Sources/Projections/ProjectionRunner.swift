@@ -1,3 +1,4 @@
+import Formats
 import JSON
 public import Log
 import RevTree
@@ -20,10 +21,10 @@ import RevTree
 /// A ``DocumentStore`` owns one (``DocumentStore/projections``).
 public final class ProjectionRunner: Sendable {
   public let log: EventLog
-  package let documents = DocumentProjection()
-  package let documentStorage: ProjectionStorage
+  let documents = DocumentProjection()
+  let documentStorage: ProjectionStorage
   /// Inline projections besides the documents, applied to every event in its transaction.
-  package let others: [InlineProjection]
+  let others: [InlineProjection]
   let checkpointDatabase: Database
   /// Whether a ``DocumentChangeProjection`` among `others` works out a share of each revision
   /// ahead of the writer.
@@ -243,7 +244,7 @@ public final class ProjectionRunner: Sendable {
   }
 
   /// A write transaction of the log, its failures as ``StoreError``s.
-  package func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
+  func write<T>(_ body: (WriteTransaction) throws -> T) throws -> T {
     do {
       return try log.write(body)
     } catch {

@@ -5,7 +5,7 @@
 /// whenever that document is appended to, so it can never answer with a state the transaction
 /// does not hold: a savepoint that is rolled back leaves at worst a forgotten entry, which is
 /// read again. It lives for one body on the writer's thread and is never shared.
-package final class WriteContext {
+final class WriteContext {
   /// Whether a validator's requirement holds, for local edits (see
   /// ``DocumentStore/require(_:txn:context:)``): by the document required, then by the type
   /// required of it. (The refusal text is not part of what is remembered.)

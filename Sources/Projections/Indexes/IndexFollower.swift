@@ -1,4 +1,5 @@
 import Dispatch
+import Formats
 import Foundation
 import JSON
 public import Log
@@ -419,8 +420,9 @@ public final class IndexFollower: Sendable {
     }
   }
 
-  /// A write transaction of the index, outside catching up (tests that damage it).
-  package func write(_ body: (WriteTransaction) throws -> Void) throws {
+  /// A write transaction of the index, outside catching up: for state the index keeps beside
+  /// its rows (a view's cached reductions), or tests that damage it.
+  public func write(_ body: (WriteTransaction) throws -> Void) throws {
     do {
       try working.withLock { _ in try environment.write(body) }
     } catch {

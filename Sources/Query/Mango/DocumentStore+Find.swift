@@ -136,9 +136,7 @@ extension DocumentStore {
 
   /// ``mangoIndexes()`` as transaction `txn` sees them.
   func mangoIndexes(txn: ReadTransaction) throws -> [MangoIndex] {
-    guard let storage = mangoStorage,
-      let projection = others.first(where: { $0.projection.name == "mango" })?.projection
-        as? MangoProjection
+    guard let storage = mangoStorage, let projection = projection(MangoProjection.self)?.projection
     else { return [] }
     return try projection.definitions(storage: storage, txn: txn)
   }
@@ -433,7 +431,7 @@ extension DocumentStore {
           return take(
             index.coveredDocument(docID, values: try JSONValue(parsing: values)), key: key)
         }
-        guard let record = try documents.record(docID, storage: documentStorage, txn: txn),
+        guard let record = try record(docID, txn: txn),
           let winner = record.tree.winner, winner.status == .available, let at = winner.body
         else { return true }
         _ = at
@@ -516,9 +514,7 @@ extension DocumentStore {
       ?? (plan.descending
         ? plan.upper.map { DocumentKey.scanStart($0 + [0xFF], descending: true) }
         : plan.lower.map { DocumentKey.scanStart($0, descending: false) })
-    try txn.scan(
-      documentStorage["byId"], from: start, direction: plan.descending ? .backward : .forward
-    ) { key, value in
+    try scanRecords(from: start, backward: plan.descending, txn: txn) { key, value in
       if let after, key == after { return true }
       let hashed = DocumentKey.isHashed(key)
       let id = hashed ? Array(try DocumentRecord(decoding: value).docID.utf8) : key

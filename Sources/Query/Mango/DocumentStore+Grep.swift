@@ -86,7 +86,7 @@ extension DocumentStore {
             seq: event.position)
         }
       } else {
-        try txn.scan(documentStorage["byId"]) { _, value in
+        try scanRecords(from: nil, txn: txn) { _, value in
           let record = try DocumentRecord(decoding: value)
           if let visible, !visible.includes(record.docID) { return true }
           guard let winner = record.tree.winner, winner.status == .available,

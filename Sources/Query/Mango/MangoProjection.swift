@@ -1,3 +1,4 @@
+import Formats
 import Foundation
 public import JSON
 public import Log

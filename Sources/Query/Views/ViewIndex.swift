@@ -1,4 +1,5 @@
 import Crypto
+import Formats
 import Foundation
 public import JSON
 public import Log

@@ -1,3 +1,4 @@
+import Formats
 public import JSON
 public import Log
 public import Projections
@@ -80,7 +81,7 @@ public struct WikiAccess: DocumentAccess {
         // membership, so that nobody turns a document they may not read into their own wiki.
         if batch.groups[docID] != nil { group = .wiki(docID) }
         if write.body?["type"]?.stringValue == "wiki",
-          try store.documents.record(docID, storage: store.documentStorage, txn: txn) == nil
+          try store.record(docID, txn: txn) == nil
         {
           group = .wiki(docID)
         }

@@ -116,7 +116,7 @@ public struct Drafts: Sendable {
   ///
   /// - Throws: ``StoreError`` `not_found` when `store` has no ``DraftProjection``.
   public init(_ store: DocumentStore) throws {
-    guard let storage = store.others.first(where: { $0.projection is DraftProjection })?.storage
+    guard let storage = store.projection(DraftProjection.self)?.storage
     else {
       throw StoreError.notFound("the store has no draft projection")
     }
@@ -190,8 +190,7 @@ public struct Drafts: Sendable {
           throw StoreError.badRequest("Invalid rev format: \(baseRev)")
         }
         guard
-          let revision = try store.documents.record(
-            page, storage: store.documentStorage, txn: txn)?.tree.revision(rev),
+          let revision = try store.record(page, txn: txn)?.tree.revision(rev),
           revision.status == .available, let body = revision.body
         else {
           throw StoreError.badRequest(
@@ -246,7 +245,7 @@ public struct Drafts: Sendable {
       guard let d = try draft(of: user, page: page, using: txn) else {
         throw StoreError.notFound("no draft of '\(page)' by '\(user)'")
       }
-      let record = try store.documents.record(page, storage: store.documentStorage, txn: txn)
+      let record = try store.record(page, txn: txn)
       let tree = record?.tree ?? RevisionTree()
 
       // Where to write, on which body, with which text.
@@ -312,7 +311,7 @@ public struct Drafts: Sendable {
         }
       }
       let rev = try store.edit(
-        input, id: page, rev: parent?.rev.description, actor: user, txn: txn)
+        input, id: page, rev: parent?.rev.description, actor: user, within: txn)
       try store.appendEvent(
         draftEvent(
           DraftEvent(

@@ -1,3 +1,4 @@
+import Formats
 import JSON
 public import Log
 import Projections

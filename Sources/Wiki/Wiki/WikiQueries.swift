@@ -27,7 +27,7 @@ public struct WikiQueries: Sendable {
   ///
   /// - Throws: ``StoreError`` `not_found` when `store` has no ``WikiProjection``.
   public init(_ store: DocumentStore) throws {
-    guard let storage = store.others.first(where: { $0.projection is WikiProjection })?.storage
+    guard let storage = store.projection(WikiProjection.self)?.storage
     else {
       throw StoreError.notFound("the store has no wiki projection")
     }
