@@ -93,9 +93,7 @@ public struct DatabaseAccess: Sendable {
   public func checkWrite(
     _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
   ) throws {
-    if write.docID.hasPrefix("_design/") && !isAdmin {
-      throw StoreError.forbidden("You are not a db or server admin.")
-    }
+    try security.checkDesignWrite(write.docID, by: user)
     if name == ReplicatorDocuments.databaseName {
       try ReplicatorOwnership.checkWrite(write.docID, body: write.body, access: self, store: store)
     }

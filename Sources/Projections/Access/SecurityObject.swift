@@ -141,6 +141,16 @@ public struct SecurityObject: Sendable, Hashable {
     user.isAdmin || admins.contains(user)
   }
 
+  /// CouchDB's rule for design documents: only the database's administrators write them
+  /// (`403 forbidden`, `You are not a db or server admin.`). The one statement of the rule: the
+  /// store checks it in the write transaction (``DocumentStore/checkAccess``), the HTTP API
+  /// before it reads a body.
+  public func checkDesignWrite(_ docID: String, by user: UserContext) throws(StoreError) {
+    if docID.hasPrefix("_design/") && !isAdmin(user) && !user.isMemberOfEveryDatabase {
+      throw StoreError.forbidden("You are not a db or server admin.")
+    }
+  }
+
   /// Whether `user` may read and write the database's documents (CouchDB's reader check).
   public func isMember(_ user: UserContext) -> Bool {
     if isAdmin(user) || user.isMemberOfEveryDatabase { return true }

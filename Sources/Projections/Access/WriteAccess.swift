@@ -59,11 +59,7 @@ extension DocumentStore {
     let context = context ?? WriteContext()
     let security = try context.security ?? securityObject(txn: txn)
     context.security = security
-    if write.docID.hasPrefix("_design/") && !security.isAdmin(user)
-      && !user.isMemberOfEveryDatabase
-    {
-      throw StoreError.forbidden("You are not a db or server admin.")
-    }
+    try security.checkDesignWrite(write.docID, by: user)
     guard let rules = accessRules else { return }
     try rules.checkWrite(
       write, by: user, isMember: security.isMember(user), in: self, txn: txn,
