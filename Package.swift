@@ -184,7 +184,7 @@ let package = Package(
     .target(
       name: "CouchQuery",
       dependencies: [
-        "Formats", "CouchAPI", "Query", "Projections", "JSON", "Log", "Replication",
+        "Formats", "CouchAPI", "Query", "Projections", "JSON", "Log", "Replication", "RevTree",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "NIOCore", package: "swift-nio"),

@@ -549,26 +549,45 @@ extension CouchServer {
     _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess,
     namespace: AllDocsNamespace = .all
   ) async throws -> Response {
-    let keys = try await requestKeys(request, query)
+    let (keys, options) = try await requestKeys(request, query)
     return CouchResponse.json(
-      try await allDocsJSON(store, query: query, keys: keys, access: access, namespace: namespace),
+      try await allDocsJSON(
+        store, query: options, keys: keys, access: access, namespace: namespace),
       includeBody: request.method != .head)
   }
 
-  /// The `keys` of an `_all_docs`-shaped request: the body's (`POST`), else the query's.
-  func requestKeys(_ request: Request, _ query: QueryParameters) async throws -> [String]? {
+  /// The `keys` of an `_all_docs`-shaped request (the body's for `POST`, else the query's;
+  /// any JSON values) and its options: the query string's, then a `POST` body's other members
+  /// (`limit`, `include_docs`, ...) behind them, as `couch_mrview_http:parse_body_and_query`
+  /// reads the body first and the query string over it.
+  func requestKeys(_ request: Request, _ query: QueryParameters) async throws
+    -> (keys: [JSONValue]?, options: QueryParameters)
+  {
+    func fromQuery() throws -> [JSONValue]? {
+      guard let value = try query.json("keys") else { return nil }
+      guard let array = value.arrayValue else {
+        throw query.error("`keys` parameter must be an array.")
+      }
+      return array
+    }
     switch request.method {
     case .get, .head:
-      return try query.stringArray("keys")
+      return (try fromQuery(), query)
     case .post:
       let body = try await objectBody(of: request)
+      var options = QueryParameters(
+        pairs: query.pairs.map { ($0.name, $0.value) }
+          + body.members.filter { $0.key != "keys" }.map {
+            ($0.key, $0.value.stringValue ?? String(decoding: $0.value.serialized(), as: UTF8.self))
+          })
+      options.errorName = query.errorName
       if let keys = body["keys"] {
-        guard let strings = keys.stringArray else {
-          throw query.error("`keys` member must be an array of strings.")
+        guard let array = keys.arrayValue else {
+          throw query.error("`keys` member must be an array.")
         }
-        return strings
+        return (array, options)
       }
-      return try query.stringArray("keys")
+      return (try fromQuery(), options)
     default:
       throw CouchError.methodNotAllowed(["GET", "HEAD", "POST"])
     }
@@ -591,12 +610,12 @@ extension CouchServer {
       guard let object = item.objectValue else {
         throw query.error("each of `queries` must be a JSON object.")
       }
-      var keys: [String]?
+      var keys: [JSONValue]?
       if let value = object["keys"] {
-        guard let strings = value.stringArray else {
-          throw query.error("`keys` member must be an array of strings.")
+        guard let array = value.arrayValue else {
+          throw query.error("`keys` member must be an array.")
         }
-        keys = strings
+        keys = array
       }
       var options = QueryParameters(
         pairs: object.members.filter { $0.key != "keys" }.map {
@@ -605,7 +624,9 @@ extension CouchServer {
       options.errorName = query.errorName
       switch namespace {
       case .local:
-        results.append(try await localDocsJSON(store, query: options, keys: keys, access: access))
+        results.append(
+          try await localDocsJSON(
+            store, query: options, keys: try Self.stringKeys(keys, query), access: access))
       default:
         results.append(
           try await allDocsJSON(
@@ -615,9 +636,74 @@ extension CouchServer {
     return CouchResponse.json(.object(JSONObject(["results": .array(results)])))
   }
 
-  /// One `_all_docs` (or `_design_docs`) answer for these options.
+  /// `keys` as document ids, for `_local_docs` (whose keys must be strings).
+  static func stringKeys(_ keys: [JSONValue]?, _ query: QueryParameters) throws(CouchError)
+    -> [String]?
+  {
+    guard let keys else { return nil }
+    let strings = keys.compactMap(\.stringValue)
+    guard strings.count == keys.count else {
+      throw query.error("`keys` member must be an array of strings.")
+    }
+    return strings
+  }
+
+  /// One `_all_docs` (or `_design_docs`) answer for these options. With `keys`, `offset` is
+  /// null, as CouchDB answers; a key that is not a string names no document: CouchDB's
+  /// `{"key": …, "error": "not_found"}` row in its place (`_design_docs` leaves it out, as any
+  /// key outside its namespace), `skip` and `limit` counting it.
   func allDocsJSON(
-    _ store: DocumentStore, query: QueryParameters, keys: [String]?, access: DatabaseAccess,
+    _ store: DocumentStore, query: QueryParameters, keys: [JSONValue]?, access: DatabaseAccess,
+    namespace: AllDocsNamespace
+  ) async throws -> JSONValue {
+    guard let keys else {
+      return try await allDocsJSON(
+        store, query: query, ids: nil, access: access, namespace: namespace)
+    }
+    let ids = keys.compactMap(\.stringValue)
+    var answer: JSONValue
+    if ids.count == keys.count || namespace == .design {
+      answer = try await allDocsJSON(
+        store, query: query, ids: ids, access: access, namespace: namespace)
+    } else {
+      let limit = try query.int("limit")
+      let skip = try query.int("skip") ?? 0
+      var unlimited = QueryParameters(
+        pairs: query.pairs.filter { $0.name != "limit" && $0.name != "skip" }.map {
+          ($0.name, $0.value)
+        })
+      unlimited.errorName = query.errorName
+      answer = try await allDocsJSON(
+        store, query: unlimited, ids: ids, access: access, namespace: namespace)
+      var found = (answer["rows"]?.arrayValue ?? []).makeIterator()
+      var rows: [JSONValue] = []
+      for key in keys {
+        if key.stringValue != nil {
+          if let row = found.next() { rows.append(row) }
+        } else {
+          rows.append(
+            .object(
+              JSONObject([
+                .init(key: "key", value: key), .init(key: "error", value: .string("not_found")),
+              ])))
+        }
+      }
+      let page = rows.dropFirst(max(0, skip)).prefix(limit.map { max(0, $0) } ?? rows.count)
+      if case .object(var object) = answer {
+        object["rows"] = .array(Array(page))
+        answer = .object(object)
+      }
+    }
+    if case .object(var object) = answer {
+      object["offset"] = .null
+      answer = .object(object)
+    }
+    return answer
+  }
+
+  /// ``allDocsJSON(_:query:keys:access:namespace:)`` for keys that are document ids.
+  func allDocsJSON(
+    _ store: DocumentStore, query: QueryParameters, ids keys: [String]?, access: DatabaseAccess,
     namespace: AllDocsNamespace
   ) async throws -> JSONValue {
     var options = AllDocsOptions()
@@ -775,9 +861,10 @@ extension CouchServer {
   func localDocs(
     _ store: DocumentStore, request: Request, query: QueryParameters, access: DatabaseAccess
   ) async throws -> Response {
-    let keys = try await requestKeys(request, query)
+    let (keys, options) = try await requestKeys(request, query)
     return CouchResponse.json(
-      try await localDocsJSON(store, query: query, keys: keys, access: access),
+      try await localDocsJSON(
+        store, query: options, keys: try Self.stringKeys(keys, query), access: access),
       includeBody: request.method != .head)
   }
 

@@ -47,7 +47,8 @@ extension CouchServer {
     try access.checkRead(id, in: store)
     return try getDocument(
       store, id: id, query: query, head: request.method == .head,
-      accept: request.headers[.accept], access: access)
+      accept: request.headers[.accept], ifNoneMatch: request.headers[.ifNoneMatch],
+      access: access)
   }
 
   /// `PUT /{db}/{docid}`.
@@ -221,9 +222,13 @@ extension CouchServer {
   ///
   /// With `access`, each revision is shown as the caller may see it
   /// (``DatabaseAccess/shown(_:madeUpRev:)``).
+  ///
+  /// A revision read without metadata (no `revs_info`, `conflicts`, `deleted_conflicts`,
+  /// `local_seq`) carries `ETag: "<rev>"`, and an `If-None-Match` naming it is `304 Not
+  /// Modified` without a body, as `chttpd_db:send_doc` answers through `etag_respond`.
   func getDocument(
     _ store: DocumentStore, id: String, query: QueryParameters, head: Bool, accept: String? = nil,
-    access: DatabaseAccess? = nil
+    ifNoneMatch: String? = nil, access: DatabaseAccess? = nil
   ) throws -> Response {
     let meta = query.flag("meta")
     var options = GetOptions(
@@ -269,6 +274,11 @@ extension CouchServer {
     let doc = access?.shown(stored, madeUpRev: !multipart) ?? stored
     var headers = HTTPFields()
     if let rev = doc["_rev"]?.stringValue { headers[.eTag] = "\"\(rev)\"" }
+    let hasMeta =
+      options.revsInfo || options.conflicts || options.deletedConflicts || options.localSeq
+    if !hasMeta, let etag = headers[.eTag], Self.matches(ifNoneMatch, etag) {
+      return Response(status: .notModified, headers: headers, body: ResponseBody())
+    }
     if multipart, doc["_attachments"]?.objectValue?.members.isEmpty == false {
       let (type, body) = try MultipartAnswer.document(
         doc, id: id, boundary: Multipart.newBoundary(), store: store)
@@ -276,6 +286,15 @@ extension CouchServer {
         contentType: type, headers: headers, head: head, store: store, server: self)
     }
     return CouchResponse.json(doc, includeBody: !head, headers: headers)
+  }
+
+  /// Whether an `If-None-Match` header names `etag` (or is `*`).
+  static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+    guard let ifNoneMatch else { return false }
+    return ifNoneMatch.split(separator: ",").contains { candidate in
+      let trimmed = candidate.filter { $0 != " " && $0 != "\t" }
+      return trimmed == etag || trimmed == "*"
+    }
   }
 
   /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`, stored

@@ -108,6 +108,7 @@ public struct CouchServer: Sendable {
   /// transaction. A failure is thrown as a ``CouchError`` carrying a renewed session cookie.
   public func answer(_ request: Request, context: Context) async throws -> Response {
     var request = request
+    Self.overrideMethod(&request)
     // The route, parsed once for the whole request (a malformed path is answered where it is
     // first needed, after the caller is signed in, as before).
     let endpoints = featureEndpoints
@@ -153,6 +154,21 @@ public struct CouchServer: Sendable {
       response.headers[.setCookie] = setCookie
     }
     return response
+  }
+
+  /// CouchDB's `X-HTTP-Method-Override` (`chttpd:handle_request_int`): a `POST` carrying it
+  /// with one of `GET`, `HEAD`, `POST`, `PUT`, `DELETE`, `TRACE`, `CONNECT` or `COPY` is
+  /// answered as that method; on any other method the header is ignored, as there.
+  static func overrideMethod(_ request: inout Request) {
+    guard request.method == .post,
+      let name = HTTPField.Name("X-HTTP-Method-Override"),
+      let value = request.headers[name],
+      ["GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "CONNECT", "COPY"].contains(value),
+      let method = HTTPRequest.Method(value)
+    else { return }
+    var head = request.head
+    head.method = method
+    request = Request(head: head, body: request.body)
   }
 
   /// Whether `request` can be routed a second time: a read, or a write whose body (declared

@@ -7,6 +7,7 @@ import Log
 import NIOCore
 import Projections
 import Query
+import RevTree
 
 #if canImport(FoundationEssentials)
   import FoundationEssentials
@@ -60,6 +61,19 @@ extension QueryEndpoints {
       try access.checkRead(docID, in: store)
       doc = (try? await r.blocking { try store.get(docID) }) ?? .null
     }
+    // A show's answer depends on the design document, the document, `Accept` and the user:
+    // its ETag names them (`couch_mrview_show:show_etag`), and an `If-None-Match` naming it is
+    // `304` without running the function.
+    let showETag =
+      kind == "_show"
+      ? Self.showETag(
+        designRev: rev, docRev: doc["_rev"]?.stringValue, accept: request.headers[.accept],
+        user: r.user) : nil
+    if let showETag, Self.matches(request.headers[.ifNoneMatch], showETag) {
+      var headers = HTTPFields()
+      headers[.eTag] = showETag
+      return Response(status: .notModified, headers: headers, body: ResponseBody())
+    }
     let answer = try await r.blocking { [doc] in
       try Self.callFunction(
         store, language, design, ddoc, rev, [section, function], [doc, req])
@@ -70,7 +84,9 @@ extension QueryEndpoints {
         throw CouchError(
           "render_error", "the show function's answer is not a response", status: 500)
       }
-      return Self.render(items[1], method: method, defaultStatus: .ok)
+      var response = Self.render(items[1], method: method, defaultStatus: .ok)
+      if response.headers[.eTag] == nil, let showETag { response.headers[.eTag] = showETag }
+      return response
     default:
       guard case .array(let items) = answer, items.count == 3, items[0] == .string("up") else {
         throw CouchError(
@@ -216,8 +232,8 @@ extension QueryEndpoints {
           key: "body",
           value: .string(body.isEmpty ? "undefined" : String(decoding: body, as: UTF8.self))),
         .init(key: "peer", value: .string("127.0.0.1")),
-        .init(key: "form", value: .object(JSONObject())),
-        .init(key: "cookie", value: .object(JSONObject())),
+        .init(key: "form", value: .object(Self.form(request, body: body))),
+        .init(key: "cookie", value: .object(Self.cookies(request))),
         .init(
           key: "userCtx",
           value: .object(
@@ -228,6 +244,57 @@ extension QueryEndpoints {
             ]))),
         .init(key: "secObj", value: security.json),
       ]))
+  }
+
+  /// `req.form`: a `application/x-www-form-urlencoded` body's fields (`+` a space,
+  /// percent-decoded), as `chttpd_external:json_req_obj` gives them; empty for any other body.
+  static func form(_ request: Request, body: [UInt8]) -> JSONObject {
+    let type = request.headers[.contentType]?.lowercased() ?? ""
+    guard type.hasPrefix("application/x-www-form-urlencoded"),
+      let fields = try? QueryParameters(String(decoding: body, as: UTF8.self))
+    else { return JSONObject() }
+    return JSONObject(fields.pairs.map { .init(key: $0.name, value: .string($0.value)) })
+  }
+
+  /// `req.cookie`: the request's cookies by name (`mochiweb_request:parse_cookie`).
+  static func cookies(_ request: Request) -> JSONObject {
+    var members: [JSONObject.Member] = []
+    for header in request.headers[values: .cookie] {
+      for part in header.split(separator: ";") {
+        let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        func trimmed(_ text: Substring) -> String {
+          String(
+            text.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: {
+              $0 == " " || $0 == "\t"
+            }).reversed())
+        }
+        let name = trimmed(pair[0])
+        guard !name.isEmpty else { continue }
+        let value = pair.count > 1 ? trimmed(pair[1]) : ""
+        members.append(.init(key: name, value: .string(value)))
+      }
+    }
+    return JSONObject(members)
+  }
+
+  /// The ETag of a show's answer: an MD5 of what it depends on, quoted.
+  static func showETag(designRev: String, docRev: String?, accept: String?, user: UserContext)
+    -> String
+  {
+    let parts = [
+      designRev, docRev ?? "nil", accept ?? "", user.name ?? "null",
+      user.roles.joined(separator: ","),
+    ]
+    return "\"" + MD5.hash(Array(parts.joined(separator: "\u{0}").utf8)).description + "\""
+  }
+
+  /// Whether an `If-None-Match` header names `etag` (or is `*`).
+  static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
+    guard let ifNoneMatch else { return false }
+    return ifNoneMatch.split(separator: ",").contains { candidate in
+      let trimmed = candidate.filter { $0 != " " && $0 != "\t" }
+      return trimmed == etag || trimmed == "*"
+    }
   }
 
   /// A design function's response object (`code`, `headers`, `body`, `json`, `base64`).
