@@ -74,6 +74,10 @@ func formIDs(_ text: String) -> [String] {
       #expect(gone.text.contains(#"href="/_wiki/w1/Other?action=history""#))
       #expect(gone.text.contains(#"<form id="undelete""#))
       #expect(gone.text.contains(#"name="rev" value="\#(rev)""#))
+      // Its last text, readable and restorable from there too.
+      let lastText = try await client.page(.get, "/_wiki/w1/Other?rev=\(rev)", as: "alice")
+      #expect(lastText.status == 200 && lastText.text.contains("Other text"))
+      #expect(lastText.text.contains(#"<form id="restore""#))
       // carol sees no more of it than before.
       let hidden = try await client.page(.get, "/_wiki/w1/Other", as: "carol")
       #expect(hidden.status == 404 && !hidden.text.contains("deleted by"))
