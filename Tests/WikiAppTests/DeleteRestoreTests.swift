@@ -98,6 +98,15 @@ func formIDs(_ text: String) -> [String] {
       let home = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
       #expect(home.text.contains(#"href="/_wiki/w1/Other?action=edit""#))  // a missing page now
 
+      // A view of the past takes no posts.
+      let pastPost = try await client.page(
+        .post, "/_wiki/w1/Other?action=restore&as_of=1", as: "alice",
+        form: ["rev": rev, "csrf": try #require(gone.csrf)])
+      #expect(pastPost.status == 400 && pastPost.text.contains("Read-only"))
+      #expect(try fixture.store.record("w1:Other")?.tree.winner?.isDeleted == true)
+      let editor = try await client.page(.get, "/_wiki/w1/Other?action=edit", as: "alice")
+      #expect(editor.text.contains("The page was deleted: publishing brings it back"))
+
       // Restore: the last live revision's text, as a new revision on the tombstone.
       let aliceToken = try #require(gone.csrf)
       let notTheTombstone = try await client.page(
@@ -121,6 +130,26 @@ func formIDs(_ text: String) -> [String] {
       #expect(after.text.components(separatedBy: "class=\"revision").count == 4)
       let wikiAgain = try await client.page(.get, "/_wiki/w1/", as: "alice")
       #expect(wikiAgain.text.contains(#"href="/_wiki/w1/Other""#))
+    }
+  }
+
+  @Test("publishing a draft of a deleted page brings it back with the draft's text")
+  func publishOverDeletion() async throws {
+    let fixture = try UIFixture()
+    let rev = try #require(try fixture.store.get("w1:Other")["_rev"]?.stringValue)
+    _ = try fixture.store.delete("w1:Other", rev: rev, actor: "alice")
+    try await fixture.withServer { client in
+      let edit = try await client.page(.get, "/_wiki/w1/Other?action=edit", as: "bob")
+      let base = try #require(
+        edit.text.firstMatch(of: #/name="base" value="([^"]*)"/#).map { String($0.1) })
+      #expect(base.isEmpty)
+      let published = try await client.page(
+        .post, "/_wiki/w1/Other?action=publish", as: "bob",
+        form: ["markdown": "back again", "base": base, "csrf": try #require(edit.csrf)])
+      #expect(published.status == 303)
+      #expect(try fixture.store.get("w1:Other")["markdown"]?.stringValue == "back again")
+      let history = try await client.page(.get, "/_wiki/w1/Other?action=history", as: "bob")
+      #expect(history.text.components(separatedBy: "class=\"revision").count == 4)
     }
   }
 

@@ -72,7 +72,11 @@ struct EditController: WikiController {
       object["draftStatus"] =
         "Your draft, saved \(Self.time(draft.updatedMicroseconds)); not published yet."
     } else {
-      object["draftStatus"] = current == nil ? "A new page." : "Editing the current revision."
+      let deleted = try current == nil && (store.record(id)?.tree.winner?.isDeleted ?? false)
+      object["draftStatus"] =
+        deleted
+        ? "The page was deleted: publishing brings it back with this text."
+        : current == nil ? "A new page." : "Editing the current revision."
     }
     if let conflict { object["conflict"] = conflict }
     return Page(title: "Editing \(title)", body: Templates.render("edit", object))

@@ -99,6 +99,14 @@ struct WikisController: RoutedController {
         return notFound("There is no wiki here, or it is not yours to see.")
       }
       if request.method == .post {
+        guard query.as_of == nil else {
+          // A view of the past changes nothing, whatever is posted to it.
+          throw Failure(
+            status: .badRequest,
+            message:
+              "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
+            heading: "Read-only")
+        }
         switch query.action {
         case "settings":
           try await saveSettings(
