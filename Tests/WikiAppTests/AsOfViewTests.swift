@@ -151,6 +151,23 @@ import Wiki
     }
   }
 
+  @Test("the moment's time is shown only for an event of a document the reader may read")
+  func momentTimeFollowsAccess() async throws {
+    let fixture = try UIFixture()
+    // Seq 3 wrote w1:Other, seq 4 carol's wiki w2, which bob is not in.
+    try await fixture.withServer { client in
+      let own = try await client.page(.get, "/_wiki/w1/?as_of=3", as: "bob")
+      #expect(
+        own.text.contains(#"<time class="exact""#) && own.text.contains("UTC</time>, event 3"))
+      let other = try await client.page(.get, "/_wiki/w1/?as_of=4", as: "bob")
+      #expect(other.status == 200)
+      #expect(other.text.contains("Read-only: as of event 4."))
+      #expect(!other.text.contains(#"<time class="exact""#))
+      let carols = try await client.page(.get, "/_wiki/w2/?as_of=4", as: "carol")
+      #expect(carols.text.contains("UTC</time>, event 4"))
+    }
+  }
+
   @Test(
     "a moment outside the log, a value that is no moment and a title too long are errors in the app's frame, not raw answers"
   )

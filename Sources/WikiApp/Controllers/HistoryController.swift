@@ -35,7 +35,7 @@ struct HistoryController: WikiController {
   func history(_ r: PageRequest) throws -> PageResult {
     let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
     var base = r.base
-    let moment = try r.query.as_of.map { try self.moment($0, store) }
+    let moment = try r.query.as_of.map { try self.moment($0, store, r.session) }
     var entries = try store.history(of: id)
     if let moment { entries = entries.filter { $0.seq <= moment.position } }
     guard !entries.isEmpty else {
@@ -79,7 +79,7 @@ struct HistoryController: WikiController {
   func blamePage(_ r: PageRequest) async throws -> PageResult {
     let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
     var base = r.base
-    let moment = try r.query.as_of.map { try self.moment($0, store) }
+    let moment = try r.query.as_of.map { try self.moment($0, store, r.session) }
     var winner: String? = nil
     if let moment {
       winner = try await withAsOf(moment, store) { view in
@@ -125,7 +125,7 @@ struct HistoryController: WikiController {
   /// as they were then, keeping the moment), its files then, what linked to it then.
   func pageAsOf(_ r: PageRequest) async throws -> Page {
     let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
-    let moment = try self.moment(r.query.as_of ?? "", store)
+    let moment = try self.moment(r.query.as_of ?? "", store, r.session)
     let then: PageThen = try await withAsOf(moment, store) { view in
       var then = PageThen()
       guard let doc = try? view.get(id).objectValue, doc["_deleted"] != .bool(true) else {

@@ -248,10 +248,11 @@ extension WikiController {
 
   // MARK: Time travel
 
-  /// The moment `asOf` names in `store`'s log (``AsOfMoment``); a value that names none is a
-  /// 400 page saying why.
-  func moment(_ asOf: String, _ store: DocumentStore) throws -> AsOfMoment {
-    try AsOfMoment(resolving: asOf, in: store)
+  /// The moment `asOf` names in `store`'s log (``AsOfMoment``), its time as `session`'s user
+  /// may know it; a value that names none is a 400 page saying why.
+  func moment(_ asOf: String, _ store: DocumentStore, _ session: Session) throws -> AsOfMoment {
+    let access = try view(session, store)
+    return try AsOfMoment(resolving: asOf, in: store) { access?.includes($0) ?? true }
   }
 
   /// Runs `body` with the store as it was at `moment` (a scratch view, closed afterwards).

@@ -79,7 +79,7 @@ struct WikisController: RoutedController {
     let query = try site.query(RecentQuery.self, request)
     return try await site.signedInPage(request, context) { session, store in
       if let asOf = query.as_of {
-        return try await recentChanges(session, store, asOf: try moment(asOf, store))
+        return try await recentChanges(session, store, asOf: try moment(asOf, store, session))
       }
       return try recentChanges(session, store)
     }
@@ -133,7 +133,7 @@ struct WikisController: RoutedController {
   ) async throws -> Page {
     let title = summary.title.isEmpty ? wiki : summary.title
     if let asOf = query.as_of {
-      return try await wikiAsOf(wiki, moment: try moment(asOf, store), session, store)
+      return try await wikiAsOf(wiki, moment: try moment(asOf, store, session), session, store)
     }
     switch query.action {
     case "settings":
