@@ -72,12 +72,14 @@ enum StaticFiles {
     input, textarea { padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; }
     textarea { width: 100%; font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92rem; }
     button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
-    button#discard, header.top button { background: #fff; color: var(--accent); }
+    button#discard, header.top button, form.discard-draft button { background: #fff; color: var(--accent); }
     button.danger { background: #a4262c; border-color: #a4262c; }
     #sync-remove a, form.confirm a { margin-left: .8rem; }
     .deleted-mark, strong.deleted { color: #a4262c; }
     li.deleted > a { text-decoration: line-through; }
     .asof-links { font-size: .92rem; }
+    form.discard-draft { display: inline; margin-left: .6rem; }
+    form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
     .narrow { max-width: 24rem; margin: 3rem auto; }
     .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }

@@ -286,7 +286,8 @@ enum Templates {
     <h1>My drafts</h1>
     <p class="meta">Pages you started or changed and have not published yet. Only you see them; each is kept until you publish or discard it.</p>
     <ul id="drafts" class="cards">
-    {{#drafts}}<li><a class="draft" href="{{editHref}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{#isNew}}a new page{{/isNew}}{{^isNew}}changes to the published page{{/isNew}} · saved {{{saved}}}</span></li>{{/drafts}}
+    {{#drafts}}<li><a class="draft" href="{{editHref}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{#isNew}}a new page{{/isNew}}{{^isNew}}changes to the published page{{/isNew}} · saved {{{saved}}}</span>
+      <form class="discard-draft" method="post" action="{{discardHref}}"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="back" value="drafts"><button type="submit" aria-label="Discard the draft of {{title}}">Discard</button></form></li>{{/drafts}}
     {{^drafts}}<li class="empty">No drafts: everything you wrote is published.</li>{{/drafts}}
     </ul>
     """,

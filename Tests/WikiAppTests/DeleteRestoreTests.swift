@@ -78,6 +78,9 @@ func formIDs(_ text: String) -> [String] {
       let lastText = try await client.page(.get, "/_wiki/w1/Other?rev=\(rev)", as: "alice")
       #expect(lastText.status == 200 && lastText.text.contains("Other text"))
       #expect(lastText.text.contains(#"<form id="restore""#))
+      let blame = try await client.page(.get, "/_wiki/w1/Other?action=blame", as: "alice")
+      #expect(blame.status == 404 && blame.text.contains("was deleted"))
+      #expect(!blame.text.contains("does not exist yet"))
       // carol sees no more of it than before.
       let hidden = try await client.page(.get, "/_wiki/w1/Other", as: "carol")
       #expect(hidden.status == 404 && !hidden.text.contains("deleted by"))

@@ -61,6 +61,15 @@ import Wiki
         list.text.contains("a new page") && list.text.contains("changes to the published page"))
       #expect(list.text.contains("Secret w1"))
       #expect(!list.text.contains("Carol Notes"))
+      // Discard from the list comes back to it; the draft is gone.
+      let discarded = try await client.page(
+        .post, "/_wiki/w1/Home?action=discard", as: "bob",
+        form: ["back": "drafts", "csrf": try #require(list.csrf)])
+      #expect(discarded.status == 303 && discarded.headers[.location] == "/_wiki/_drafts")
+      #expect(try Drafts(fixture.store).draft(of: "bob", page: "w1:Home") == nil)
+      let fewer = try await client.page(.get, "/_wiki/_drafts", as: "bob")
+      #expect(!fewer.text.contains(#"href="/_wiki/w1/Home?action=edit""#))
+      #expect(fewer.text.contains("Brand New"))
       let alices = try await client.page(.get, "/_wiki/_drafts", as: "alice")
       #expect(alices.text.contains("No drafts") && !alices.text.contains("Brand New"))
       // Once bob is no longer in w1, his drafts of it are not listed.

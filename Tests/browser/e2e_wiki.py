@@ -770,7 +770,13 @@ class Scenario:
             self.expect_editor("Draft Only")
             text = norm(page.value("form#editor textarea[name=markdown]"))
             expect(text == "# Draft Only\nNot published yet.", f"the editor holds {text!r}")
-            self.send("button#discard")
+            # Discard from the list: back on it, without the draft.
+            self.go(self.ui("_drafts"))
+            button = page.mark("#drafts li form.discard-draft button",
+                               predicate="el.closest('li').textContent.includes('Draft Only')")
+            self.send(button)
+            expect(self.path() == "/_wiki/_drafts", f"after Discard, {self.where()}")
+            expect("Draft Only" not in page.text("#drafts"), f"#drafts still lists it: {page.text('#drafts')!r}")
 
         # 7. a conflict made through the API, resolved in the UI ---------------------------
 

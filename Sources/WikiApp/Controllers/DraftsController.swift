@@ -6,7 +6,8 @@ import RevTree
 import Wiki
 
 /// `/_wiki/_drafts`: the signed-in user's drafts (``Drafts``), each with its page and wiki, and
-/// whether it is a new page or changes to a published one; a draft opens in the editor. Only
+/// whether it is a new page or changes to a published one; a draft opens in the editor, and
+/// Discard (the editor's, posted from here) comes back to the list. Only
 /// drafts of wikis the user may read now are listed.
 struct DraftsController: RoutedController {
   let site: WikiSite
@@ -44,10 +45,13 @@ struct DraftsController: RoutedController {
       let live = try store.record(draft.pageID)?.tree.winner.map { !$0.isDeleted } ?? false
       rows.append([
         "title": title, "editHref": Self.pageHref(wiki, title) + "?action=edit",
+        "discardHref": Self.pageHref(wiki, title) + "?action=discard",
         "wikiHref": Self.wikiHref(wiki), "wikiTitle": summary.title.isEmpty ? wiki : summary.title,
         "isNew": !live, "saved": Self.time(draft.updatedMicroseconds),
       ])
     }
-    return Page(title: "My drafts", body: Templates.render("drafts", ["drafts": rows]))
+    return Page(
+      title: "My drafts",
+      body: Templates.render("drafts", ["drafts": rows, "csrf": session.csrf]))
   }
 }

@@ -26,6 +26,8 @@ struct EditController: WikiController {
     var csrf: String?
     var markdown: String?
     var base: String?
+    /// `drafts`: a discard from My drafts goes back there.
+    var back: String?
   }
 
   var actions: [PageAction] {
@@ -161,6 +163,7 @@ struct EditController: WikiController {
       throw Redirect(location: Self.pageHref(wiki, title) + "#published")
     default:
       try? await blocking { try Drafts(store).discard(user: user, page: id) }
+      if form.back == "drafts" { throw Redirect(location: "/_wiki/_drafts") }
       let exists = (try? store.get(id)) != nil
       throw Redirect(location: exists ? Self.pageHref(wiki, title) : Self.wikiHref(wiki))
     }

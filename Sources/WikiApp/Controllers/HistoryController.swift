@@ -92,6 +92,10 @@ struct HistoryController: WikiController {
         page = notFound("The page “\(title)” did not exist then.")
         page.asOf = moment
         page.asOfExit = Self.pageHref(wiki, title) + "?action=blame"
+      } else if try store.record(id)?.tree.winner?.isDeleted == true {
+        page = notFound(
+          "The page “\(title)” was deleted: it has no text to blame. Its history says who deleted it, and when."
+        )
       }
       return .page(page)
     }
