@@ -21,6 +21,8 @@ public struct RevisionHistoryEntry: Sendable, Hashable {
 extension DocumentStore {
   /// Every revision ever written to `id`, oldest first, each with its Markdown diff against the
   /// revision it was made on. Revisions stemmed out of the tree still appear: the log keeps them.
+  /// A deletion (a tombstone) has no diff, and a revision made on one (the page restored) is
+  /// compared with the text before the deletion.
   public func history(of id: String) throws -> [RevisionHistoryEntry] {
     var markdownByRev: [String: String] = [:]
     var entries: [RevisionHistoryEntry] = []
@@ -29,6 +31,14 @@ extension DocumentStore {
       guard e.redaction == nil else {
         // A redacted revision has no text: no diff, and the next one is compared with the
         // text before it.
+        entries.append(
+          RevisionHistoryEntry(revision: e, markdownDiff: "", insertions: 0, deletions: 0))
+        markdownByRev[e.rev] = old
+        continue
+      }
+      guard !e.deleted else {
+        // A deletion has no text of its own: no diff, and a revision made on it (a restore)
+        // is compared with the text the page had before it was deleted.
         entries.append(
           RevisionHistoryEntry(revision: e, markdownDiff: "", insertions: 0, deletions: 0))
         markdownByRev[e.rev] = old

@@ -61,6 +61,10 @@ extension DocumentFilter {
 /// Document ids of wikis and pages: a page is `<wikiId>:<Page Name>`, a wiki document has no
 /// colon.
 public enum WikiID {
+  /// The longest id, in UTF-8 bytes, a wiki or page document may have: TouchWiki validation
+  /// refuses longer ones, so no page has a longer title than this less its wiki id and colon.
+  public static var maxIDBytes: Int { WikiProjection.maxKeyBytes }
+
   /// The parts of `docID` around its first colon; nil when it has none. The split is at the
   /// first colon *byte*: a colon followed by a combining mark is one Character, which
   /// `String.firstIndex(of:)` would step over. Either part may be empty.

@@ -41,7 +41,7 @@ struct PageErrors: RouterMiddleware {
   static func describe(_ error: any Error) -> (HTTPResponse.Status, String, String) {
     switch error {
     case let failure as WikiSite.Failure:
-      return (failure.status, failure.status.reasonPhrase, failure.message)
+      return (failure.status, failure.heading ?? failure.status.reasonPhrase, failure.message)
     case is NIOTooManyBytesError:
       return (.contentTooLarge, "Content Too Large", "The form is larger than this site takes.")
     case let error as CouchError:

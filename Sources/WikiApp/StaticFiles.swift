@@ -72,9 +72,14 @@ enum StaticFiles {
     input, textarea { padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; }
     textarea { width: 100%; font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92rem; }
     button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
-    button#discard, header.top button { background: #fff; color: var(--accent); }
+    button#discard, header.top button, form.discard-draft button { background: #fff; color: var(--accent); }
     button.danger { background: #a4262c; border-color: #a4262c; }
-    #sync-remove a { margin-left: .8rem; }
+    #sync-remove a, form.confirm a { margin-left: .8rem; }
+    .deleted-mark, strong.deleted { color: #a4262c; }
+    li.deleted > a { text-decoration: line-through; }
+    .asof-links { font-size: .92rem; }
+    form.discard-draft { display: inline; margin-left: .6rem; }
+    form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
     .narrow { max-width: 24rem; margin: 3rem auto; }
     .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
@@ -144,7 +149,8 @@ enum StaticFiles {
         readable(t);
         return t;
       }
-      function readableAll() { Array.prototype.forEach.call(document.querySelectorAll("time[datetime]"), readable); }
+      // A time marked exact (the as-of bar's moment, a deletion's) stays as the server wrote it.
+      function readableAll() { Array.prototype.forEach.call(document.querySelectorAll("time[datetime]:not(.exact)"), readable); }
       readableAll();
       setInterval(readableAll, 30000);
       function post(url, fields) {
@@ -459,6 +465,14 @@ enum StaticFiles {
             a.href = href;
             a.textContent = colon < 0 ? id : id.slice(colon + 1);
             li.appendChild(a);
+            if (row.deleted) {
+              li.className = "deleted";
+              var mark = document.createElement("strong");
+              mark.className = "deleted-mark";
+              mark.textContent = "deleted";
+              li.appendChild(document.createTextNode(" "));
+              li.appendChild(mark);
+            }
             var meta = document.createElement("span");
             meta.className = "meta";
             meta.textContent = " just now";

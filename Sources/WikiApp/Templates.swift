@@ -37,7 +37,7 @@ enum Templates {
     <header class="top">
       <a class="brand" href="/_wiki/">wikilog</a>
       <nav>
-        {{#user}}<a href="/_wiki/">My wikis</a> <a href="/_wiki/_recent">Recent changes</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
+        {{#user}}<a href="/_wiki/">My wikis</a> <a id="nav-recent" href="/_wiki/_recent{{asOfQuery}}">Recent changes</a> <a id="nav-drafts" href="/_wiki/_drafts">My drafts</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
       </nav>
       {{#user}}<form id="search" class="search" method="get" action="/_wiki/_search" role="search">{{#searchWiki}}<input type="hidden" name="wiki" value="{{searchWiki}}">{{/searchWiki}}{{#asOf}}<input type="hidden" name="as_of" value="{{asOf}}">{{/asOf}}<input name="q" type="search" placeholder="{{#searchWiki}}Search this wiki{{/searchWiki}}{{^searchWiki}}Search my wikis{{/searchWiki}}" aria-label="Search"></form>{{/user}}
       <div class="who">
@@ -46,7 +46,7 @@ enum Templates {
         <form id="signout" method="post" action="/_wiki/_signout"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out</button></form>{{/user}}
       </div>
     </header>
-    {{#asOf}}<div id="asof-bar" class="bar">Read-only: as of {{asOf}}. <a href="{{asOfExit}}">Back to now</a></div>{{/asOf}}
+    {{#asOf}}<div id="asof-bar" class="bar" role="status">Read-only: as of {{{asOfLabel}}}. Nothing here can be changed. <a id="asof-exit" href="{{asOfExit}}">Back to now</a></div>{{/asOf}}
     <main>
     {{{body}}}
     </main>
@@ -75,6 +75,7 @@ enum Templates {
     {{/wikis}}
     {{^wikis}}<li class="empty">No wikis yet.</li>{{/wikis}}
     </ul>
+    <p class="meta"><a id="my-drafts" href="/_wiki/_drafts">My drafts</a>: the pages you started or changed and have not published yet.</p>
     <form id="create-wiki" method="post" action="/_wiki/">
       <input type="hidden" name="csrf" value="{{csrf}}">
       <label>New wiki <input name="title" required placeholder="Title"></label>
@@ -83,14 +84,14 @@ enum Templates {
     """,
     "wiki": """
     <h1>{{title}}</h1>
-    {{#owner}}<p class="meta">owner {{owner}} · members: {{#members}}{{.}} {{/members}}{{^members}}none{{/members}}
-     · <a id="settings" href="?action=settings">Settings</a> · <a id="conflicts" href="?action=conflicts">Conflicts</a>
-     · <a id="recent" href="/_wiki/_recent">Recent changes</a></p>{{/owner}}
-    <form id="new-page" method="get" action="{{newPageAction}}">
+    {{#owner}}<p class="meta" id="wiki-meta">owner {{owner}} · members: <span id="wiki-members">{{#members}}{{.}} {{/members}}{{^members}}none{{/members}}</span>
+     {{^readOnly}}· <a id="settings" href="?action=settings">Settings</a> · <a id="conflicts" href="?action=conflicts">Conflicts</a>{{/readOnly}}
+     · <a id="recent" href="/_wiki/_recent{{asOfQuery}}">Recent changes</a></p>{{/owner}}
+    {{^readOnly}}<form id="new-page" method="get" action="{{newPageAction}}">
       <input type="hidden" name="action" value="edit">
       <label>New page <input name="title" required maxlength="{{maxTitle}}" placeholder="Page Name" aria-describedby="title-limit"></label>
       <button type="submit">Create</button>{{#maxTitle}} <span id="title-limit" class="meta">at most {{maxTitle}} characters</span>{{/maxTitle}}
-    </form>
+    </form>{{/readOnly}}
     <div class="columns">
     <section><h2>Pages</h2>
     <ul id="pages">
@@ -121,11 +122,11 @@ enum Templates {
     <p><a href="{{wikiHref}}">Back to the wiki</a></p>
     """,
     "page": """
-    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
+    <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a></nav>
     {{#conflicted}}<div id="conflict-banner" class="bar warn">This page has conflicting revisions. <a id="resolve" href="{{wikiHref}}?action=conflicts">Resolve</a></div>{{/conflicted}}
     {{#oldRev}}<div id="old-revision" class="bar">You are viewing revision {{oldRev}}, not the current one.
       <form id="restore" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{oldRev}}"><button type="submit">Restore this revision</button></form></div>{{/oldRev}}
-    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history">History</a> · <a id="blame" href="{{pageHref}}?action=blame">Blame</a></div>
+    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}</div>
     <h1 class="page-title">{{title}}</h1>
     <article id="content" class="markdown">{{{html}}}</article>
     {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span></li>{{/files}}</ul></section>{{/hasFiles}}
@@ -159,17 +160,19 @@ enum Templates {
     </section>
     """,
     "history": """
-    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a> › <a href="{{pageHref}}{{asOfQuery}}">{{title}}</a></nav>
     <h1>History of {{title}}</h1>
+    {{#asOf}}<p class="meta" id="history-asof">The revisions written up to that moment.</p>{{/asOf}}
     <ol id="history">
-    {{#revisions}}<li class="revision"><p>{{^redaction}}<a class="view" href="{{pageHref}}?rev={{rev}}">{{/redaction}}<span class="rev">{{rev}}</span>{{^redaction}}</a>{{/redaction}}
-      by <span class="author">{{actor}}</span> <span class="time">{{{time}}}</span> <span class="origin">{{origin}}</span>{{#deleted}} <strong>deleted</strong>{{/deleted}}</p>
+    {{#revisions}}<li class="revision{{#deleted}} deletion{{/deleted}}"><p>{{#viewable}}<a class="view" href="{{pageHref}}?rev={{rev}}">{{/viewable}}<span class="rev">{{rev}}</span>{{#viewable}}</a>{{/viewable}}
+      {{#deleted}}<strong class="deleted">deleted the page</strong>, {{/deleted}}by <span class="author">{{actor}}</span> <span class="time">{{{time}}}</span> <span class="origin">{{origin}}</span>
+      <span class="asof-links">· <a class="page-asof" href="{{pageHref}}?as_of={{seq}}">the page as of then</a> · <a class="wiki-asof" href="{{wikiHref}}?as_of={{seq}}">view the wiki as of this revision</a></span></p>
       {{#redaction}}<p class="redacted">Redacted by <span class="author">{{redactedBy}}</span> <span class="time">{{{redactedAt}}}</span>{{reason}}: its text is erased.</p>{{/redaction}}
       {{#diff}}<pre class="diff">{{diff}}</pre>{{/diff}}</li>{{/revisions}}
     </ol>
     """,
     "blame": """
-    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a> › <a href="{{pageHref}}{{asOfQuery}}">{{title}}</a></nav>
     <h1>Blame of {{title}}</h1>
     <table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
     <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}">{{shortRev}}</a></td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
@@ -187,8 +190,9 @@ enum Templates {
     """,
     "recent": """
     <h1>Recent changes</h1>
-    <ol id="recent" data-feed="{{feed}}">
-    {{#changes}}<li><a href="{{href}}">{{title}}</a> <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span></li>{{/changes}}
+    <ol id="recent"{{#feed}} data-feed="{{feed}}"{{/feed}}>
+    {{#changes}}<li{{#deleted}} class="deleted"{{/deleted}}><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span></li>{{/changes}}
+    {{^changes}}<li class="empty">No changes{{#asOf}} up to that moment{{/asOf}}.</li>{{/changes}}
     </ol>
     """,
     "sync-remove": """
@@ -251,6 +255,41 @@ enum Templates {
     {{#searched}}<p class="meta" id="search-count">{{count}}{{#wiki}} in {{wikiTitle}}{{/wiki}}{{^wiki}} in your wikis{{/wiki}}.</p>
     <ol id="results">{{#hits}}<li class="hit"><a class="title" href="{{href}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{updatedBy}} {{{updatedAt}}}</span>
       <p class="snippet">{{{snippet}}}</p></li>{{/hits}}</ol>{{/searched}}
+    """,
+    "page-delete": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>Delete the page “{{title}}”?</h1>
+    <p>The page leaves the wiki’s list of pages and its search{{#backlinkCount}}; {{backlinkText}} to it will show the link as missing{{/backlinkCount}}. Nothing is erased: its history keeps every revision, and who deleted it and when. Anyone who may edit this wiki can restore it from its address.</p>
+    <form id="page-delete" class="confirm" method="post" action="{{pageHref}}?action=delete"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{rev}}">
+      <button type="submit" class="danger">Delete the page</button> <a href="{{pageHref}}">Keep it</a>
+    </form>
+    """,
+    "page-deleted": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
+    <section id="deleted-page">
+    <h1 class="page-title">{{title}}</h1>
+    <p id="deleted-notice" class="bar warn">This page was deleted by <span class="author">{{deletedBy}}</span> on {{{deletedAt}}}.</p>
+    <p><a id="deleted-history" href="{{pageHref}}?action=history">See its history</a>{{#lastRev}} · <a id="last-text" href="{{pageHref}}?rev={{lastRev}}">the text it had before</a>{{/lastRev}}</p>
+    {{#canRestore}}<form id="undelete" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{lastRev}}"><button type="submit">Restore the page</button> <span class="meta">as it was before it was deleted, as a new revision</span></form>{{/canRestore}}
+    {{#draftSaved}}<p id="draft-notice" class="bar">You have a draft of this page, saved {{{draftSaved}}}: <a id="open-draft" href="{{pageHref}}?action=edit">open it in the editor</a>. Publishing it brings the page back.</p>{{/draftSaved}}
+    </section>
+    """,
+    "page-unpublished": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
+    <section id="unpublished-page">
+    <h1 class="page-title">{{title}}</h1>
+    <p id="draft-notice" class="bar">This page is not published yet. You have a draft of it, saved {{{draftSaved}}}, which only you can see.</p>
+    <p><a id="open-draft" href="{{pageHref}}?action=edit">Open your draft in the editor</a></p>
+    </section>
+    """,
+    "drafts": """
+    <h1>My drafts</h1>
+    <p class="meta">Pages you started or changed and have not published yet. Only you see them; each is kept until you publish or discard it.</p>
+    <ul id="drafts" class="cards">
+    {{#drafts}}<li><a class="draft" href="{{editHref}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{#isNew}}a new page{{/isNew}}{{^isNew}}changes to the published page{{/isNew}} · saved {{{saved}}}</span>
+      <form class="discard-draft" method="post" action="{{discardHref}}"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="back" value="drafts"><button type="submit" aria-label="Discard the draft of {{title}}">Discard</button></form></li>{{/drafts}}
+    {{^drafts}}<li class="empty">No drafts: everything you wrote is published.</li>{{/drafts}}
+    </ul>
     """,
     "notfound": """
     <section id="not-found">

@@ -22,7 +22,7 @@ import WikiMarkdown
 /// controllers (``WikiController``), each a Hummingbird `RouteCollection` on
 /// ``CouchAPI/CouchPipeline``'s router: ``SignInController``, ``WikisController``,
 /// ``PagesController`` (with the actions of ``EditController`` and ``HistoryController``),
-/// ``SyncController`` and ``StaticFilesController``; ``PageErrors`` renders what they throw.
+/// ``SyncController``, ``SearchController``, ``DraftsController`` and ``StaticFilesController``; ``PageErrors`` renders what they throw.
 ///
 /// Every page reads and writes through the same rules as the API: the signed-in user (the API's
 /// cookie, Basic, token or JWT; `/_wiki/_signin` sets CouchDB's `AuthSession` cookie), the wiki
@@ -65,7 +65,8 @@ struct WikiSite: Sendable {
     var status: HTTPResponse.Status = .ok
     var title: String
     var body: String
-    var asOf: String? = nil
+    /// The moment an as-of page shows: the layout's read-only bar says it.
+    var asOf: AsOfMoment? = nil
     var asOfExit: String? = nil
     /// The wiki the page belongs to: the header's search box searches it first.
     var wiki: String? = nil
@@ -76,9 +77,12 @@ struct WikiSite: Sendable {
     var setCookie: String? = nil
   }
 
+  /// A page's refusal: its status and what to tell the user, under `heading` (the status's
+  /// reason phrase when nil). A signed-in user gets it in the app's frame, header and all.
   struct Failure: Error {
     let status: HTTPResponse.Status
     let message: String
+    var heading: String? = nil
   }
 
   /// The controllers, in the order their routes are added.
@@ -86,6 +90,7 @@ struct WikiSite: Sendable {
     [
       StaticFilesController(site: self), SignInController(site: self),
       WikisController(site: self), SyncController(site: self), SearchController(site: self),
+      DraftsController(site: self),
       PagesController(
         site: self,
         actions: EditController(site: self).actions
@@ -115,8 +120,22 @@ struct WikiSite: Sendable {
       throw Redirect(location: "/_wiki/_signin?next=" + Self.encode(next))
     }
     return try await WriteAccess.$user.withValue(session.user) {
-      try await body(session, try await openStore())
+      do {
+        return try await body(session, try await openStore())
+      } catch let failure as Failure {
+        // In the app's frame, with the user's header: a bad address or form is one more page.
+        return html(errorPage(failure), session: session, head: request.method == .head)
+      }
     }
+  }
+
+  /// The error page of `failure` (``PageErrors`` renders the same without a session).
+  func errorPage(_ failure: Failure) -> Page {
+    Page(
+      status: failure.status, title: failure.heading ?? "Error",
+      body: Templates.render(
+        "error",
+        ["heading": failure.heading ?? failure.status.reasonPhrase, "message": failure.message]))
   }
 
   /// The header the page's script sends with its own requests (`X-Wikilog-Script: 1`).
@@ -239,7 +258,9 @@ struct WikiSite: Sendable {
     }
     if let wiki = page.wiki { object["searchWiki"] = wiki }
     if let asOf = page.asOf {
-      object["asOf"] = asOf
+      object["asOf"] = asOf.parameter
+      object["asOfLabel"] = asOf.label
+      object["asOfQuery"] = asOf.query
       object["asOfExit"] = page.asOfExit ?? "?"
     }
     let text =
@@ -307,6 +328,23 @@ struct WikiSite: Sendable {
     func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
     let text = "\(day) \(months[Int(month - 1)]) \(year), \(two(hour)):\(two(minute)) UTC"
     return "<time datetime=\"\(iso)\" title=\"\(iso)\">\(text)</time>"
+  }
+
+  /// A time that stays as written, as HTML: `<time class="exact" datetime="…">2 Dec 2026
+  /// 16:20:05 UTC</time>` (the page's script leaves it alone), for a moment people check
+  /// against others: the as-of bar, a deletion.
+  static func exactTime(_ micros: Int64) -> String {
+    let iso = ISO8601.format(microseconds: micros, fractionDigits: 0)
+    let days = micros >= 0 ? micros / 86_400_000_000 : (micros + 1) / 86_400_000_000 - 1
+    let (year, month, day) = ISO8601.civil(fromDays: days)
+    let seconds = (micros / 1_000_000) - days * 86_400
+    let months = [
+      "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
+    let clock = "\(two(seconds / 3600)):\(two((seconds % 3600) / 60)):\(two(seconds % 60))"
+    let text = "\(day) \(months[Int(month - 1)]) \(year) \(clock) UTC"
+    return "<time class=\"exact\" datetime=\"\(iso)\" title=\"\(iso)\">\(text)</time>"
   }
 
   /// ``time(_:)`` of a time written as text (a document's `updated_at`): as HTML, the text

@@ -6,7 +6,9 @@ import Testing
 /// protocol by `Tests/browser/e2e_wiki.py` (Python's standard library only), against a
 /// `wikilog serve` of a demo data directory with its users. The scenario signs in, creates a
 /// wiki and pages, autosaves and publishes drafts, follows a missing-page link, reads history
-/// and blame, travels in time, resolves a conflict made through the API, checks that a
+/// and blame, travels in time (the moment's date, links keeping it, no form, errors in the
+/// frame), deletes a page and restores it, finds a draft-only page and My drafts, resolves a
+/// conflict made through the API, checks that a
 /// non-member gets 404s and that XSS attempts are inert, sets up sync with a second `wikilog
 /// serve` on the Sync page and sees a page arrive there; its screenshots go to a temporary
 /// directory, or to `$WIKILOG_SCREENSHOTS` when set (docs/screenshots holds a set).

@@ -9,7 +9,9 @@
 Runs against a server that is already running at BASE. Prints one line per check
 (``ok - name`` or ``FAIL - name: why``) and, last, ``N passed, M failed``; exits 0 only when
 nothing failed. Screenshots go to OUTDIR (signin.png, wikis.png, page.png, edit.png,
-history.png, blame.png, conflicts.png, asof.png, notfound.png; fail-NN.png and fail-NN.html for
+history.png, blame.png, conflicts.png, asof.png, asof-page.png, asof-wiki.png, asof-error.png,
+page-delete.png, page-deleted.png, history-deleted.png, recent-deleted.png, draft-page.png,
+drafts.png, notfound.png; fail-NN.png and fail-NN.html for
 each failed check; console.log with the pages' console output).
 
 A check that needs something an earlier check failed to produce (the wiki's URL, say) fails
@@ -636,6 +638,49 @@ class Scenario:
             names = [t.strip() for t in page.texts("#pages li > a.page")]
             expect("Home" in names and "Second Page" in names, f"#pages then: {names}")
 
+        @self.check("as of SEQ every panel shows then: the bar says the date and event, backlinks "
+                    "then, links keep as_of, no form that writes", needs=("seq", "second_url", "wiki_url"))
+        def _():
+            status = self.go(st["second_url"] + "?as_of=" + quote(st["seq"], safe=""))
+            expect(status == 200, f"status {status}, {self.where()}")
+            bar = page.text("#asof-bar")
+            expect(re.search(r"as of \d{1,2} \w{3} \d{4} \d\d:\d\d:\d\d UTC, event " + re.escape(st["seq"]), bar),
+                   f"#asof-bar says {bar!r}")
+            backlinks = page.eval("Array.from(document.querySelectorAll('#backlinks li a'), a => a.href)")
+            expect(any(unquote(urlsplit(h).path).endswith("/Home") and f"as_of={st['seq']}" in h
+                       for h in backlinks), f"#backlinks as of then: {backlinks}")
+            links = page.eval("Array.from(document.querySelectorAll('main a'), a => a.getAttribute('href'))")
+            leaving = [h for h in links if h and "/_wiki/" + quote(st["wiki_id"], safe="") in h
+                       and "as_of=" not in h]
+            expect(not leaving, f"links that drop as_of: {leaving}")
+            forms = page.eval("Array.from(document.querySelectorAll('main form'), f => f.id || f.action)")
+            expect(not forms, f"forms in the as-of page: {forms}")
+            self.shot("asof-page.png")
+            self.go(st["wiki_url"] + "?as_of=" + quote(st["seq"], safe=""))
+            page.wait_for_selector("#asof-bar", visible=True)
+            expect(not page.exists("form#new-page"), "the wiki as of then offers form#new-page")
+            hrefs = page.eval("Array.from(document.querySelectorAll('#pages li > a.page'), a => a.href)")
+            expect(hrefs and all(f"as_of={st['seq']}" in h for h in hrefs), f"#pages hrefs: {hrefs}")
+            self.shot("asof-wiki.png")
+
+        @self.check("as_of=abc and as_of=100000000 are errors in the app's own frame", needs=("home_url",))
+        def _():
+            for value, heading in (("abc", "Not a moment"), ("100000000", "No such moment")):
+                status = self.go(st["home_url"] + "?as_of=" + value)
+                expect(status == 400, f"as_of={value}: status {status}, {self.where()}")
+                expect(page.exists("#user") and page.exists("header.top"), f"as_of={value}: no app header")
+                h1s = page.texts("h1")
+                expect(h1s == [heading], f"as_of={value}: h1s {h1s}")
+            self.shot("asof-error.png")
+
+        @self.check("history offers the wiki as of each revision (a.wiki-asof)", needs=("home_url",))
+        def _():
+            self.go(st["home_url"] + "?action=history")
+            self.follow("ol#history > li.revision a.wiki-asof")
+            page.wait_for_selector("#asof-bar", visible=True)
+            expect(self.query().get("as_of"), f"a.wiki-asof led to {page.url}")
+            expect(page.exists("#pages li > a.page"), f"no pages as of that revision, {self.where()}")
+
         @self.check("form#restore on the first revision writes it as a new revision", needs=("old_rev_url",))
         def _():
             self.go(st["old_rev_url"])
@@ -646,6 +691,92 @@ class Scenario:
             self.follow("a#history")
             count = len(page.eval(JS_HISTORY))
             expect(count == st.get("history_count", 2) + 1, f"{count} revisions after the restore")
+
+        # 6b. delete a page, then restore it ------------------------------------------------
+
+        scratch_text = "# Scratch Page\nWritten to be deleted, then restored."
+
+        @self.check("API: alice writes Scratch Page", needs=("wiki_id", "home_url"))
+        def _():
+            status, body = self.api("PUT", self.doc_path("Scratch Page"), "alice",
+                                    {"type": "page", "wiki_id": st["wiki_id"], "markdown": scratch_text})
+            expect(status == 201, f"PUT answered {status}: {body}")
+            st["scratch_url"] = st["wiki_url"] + quote("Scratch Page")
+
+        @self.check("a#delete asks first (form#page-delete, Keep it), then deletes the page: its address "
+                    "says who deleted it and when, with its history and a Restore button", needs=("scratch_url",))
+        def _():
+            self.go(st["scratch_url"])
+            self.follow("a#delete")
+            page.wait_for_selector("form#page-delete")
+            expect(page.texts("h1") == ["Delete the page “Scratch Page”?"], f"h1s: {page.texts('h1')}")
+            expect(page.exists("form#page-delete a[href]"), "no Keep it link")
+            self.shot("page-delete.png")
+            page.click("form#page-delete button[type=submit]", navigate=True)
+            self.audit()
+            expect(self.path().endswith("/Scratch Page") and not self.query(), f"after deleting, {self.where()}")
+            notice = page.text("#deleted-notice")
+            expect(re.search(r"This page was deleted by " + re.escape(alice) + r" on \d{1,2} \w{3} \d{4} "
+                             r"\d\d:\d\d:\d\d UTC\.", notice), f"#deleted-notice says {notice!r}")
+            expect("does not exist yet" not in page.text("main"), "the page says it does not exist yet")
+            expect(page.exists("a#deleted-history") and page.exists("form#undelete button[type=submit]"),
+                   "no history link or Restore button")
+            status, body = self.api("GET", self.doc_path("Scratch Page"), "alice")
+            expect(status == 404 and isinstance(body, dict) and body.get("reason") == "deleted",
+                   f"API: GET answered {status} {body}")
+            self.shot("page-deleted.png")
+            st["scratch_deleted"] = True
+
+        @self.check("the history lists the deletion and recent changes shows the page deleted",
+                    needs=("scratch_deleted",))
+        def _():
+            self.go(st["scratch_url"] + "?action=history")
+            first = page.text("ol#history > li.revision:first-child")
+            expect("deleted the page" in first and alice in first, f"newest history entry: {first!r}")
+            self.shot("history-deleted.png")
+            self.go(self.ui("_recent"))
+            row = page.mark("ol#recent li", "Scratch Page", exact=False)
+            expect("deleted" in page.text(row), f"recent changes row: {page.text(row)!r}")
+            self.shot("recent-deleted.png")
+
+        @self.check("Restore brings the page back as a new revision", needs=("scratch_deleted",))
+        def _():
+            self.go(st["scratch_url"])
+            self.send("form#undelete")
+            self.expect_page_view("Scratch Page")
+            expect("Written to be deleted, then restored." in self.content_text(),
+                   f"content after restoring: {self.content_text()!r}")
+            self.follow("a#history")
+            count = len(page.eval(JS_HISTORY))
+            expect(count == 3, f"{count} revisions after the restore (written, deleted, restored)")
+
+        # 6c. a page that is only a draft, and My drafts ------------------------------------
+
+        @self.check("a page that is only alice's autosaved draft says so and opens it; My drafts lists it",
+                    needs=("wiki_url",))
+        def _():
+            self.new_page("Draft Only")
+            page.fill("form#editor textarea[name=markdown]", "# Draft Only\nNot published yet.")
+            self.wait_status(r"\bsaved\b", timeout=15)
+            self.go(st["wiki_url"] + quote("Draft Only"))
+            page.wait_for_selector("#draft-notice")
+            expect("does not exist yet" not in page.text("main"), "the page says it does not exist yet")
+            self.shot("draft-page.png")
+            self.follow("a#nav-drafts")
+            link = page.mark("#drafts li a.draft", "Draft Only")
+            expect("a new page" in page.text("#drafts"), f"#drafts: {page.text('#drafts')!r}")
+            self.shot("drafts.png")
+            self.follow(link)
+            self.expect_editor("Draft Only")
+            text = norm(page.value("form#editor textarea[name=markdown]"))
+            expect(text == "# Draft Only\nNot published yet.", f"the editor holds {text!r}")
+            # Discard from the list: back on it, without the draft.
+            self.go(self.ui("_drafts"))
+            button = page.mark("#drafts li form.discard-draft button",
+                               predicate="el.closest('li').textContent.includes('Draft Only')")
+            self.send(button)
+            expect(self.path() == "/_wiki/_drafts", f"after Discard, {self.where()}")
+            expect("Draft Only" not in page.text("#drafts"), f"#drafts still lists it: {page.text('#drafts')!r}")
 
         # 7. a conflict made through the API, resolved in the UI ---------------------------
 

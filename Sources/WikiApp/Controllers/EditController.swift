@@ -26,6 +26,8 @@ struct EditController: WikiController {
     var csrf: String?
     var markdown: String?
     var base: String?
+    /// `drafts`: a discard from My drafts goes back there.
+    var back: String?
   }
 
   var actions: [PageAction] {
@@ -72,7 +74,11 @@ struct EditController: WikiController {
       object["draftStatus"] =
         "Your draft, saved \(Self.time(draft.updatedMicroseconds)); not published yet."
     } else {
-      object["draftStatus"] = current == nil ? "A new page." : "Editing the current revision."
+      let deleted = try current == nil && (store.record(id)?.tree.winner?.isDeleted ?? false)
+      object["draftStatus"] =
+        deleted
+        ? "The page was deleted: publishing brings it back with this text."
+        : current == nil ? "A new page." : "Editing the current revision."
     }
     if let conflict { object["conflict"] = conflict }
     return Page(title: "Editing \(title)", body: Templates.render("edit", object))
@@ -157,6 +163,7 @@ struct EditController: WikiController {
       throw Redirect(location: Self.pageHref(wiki, title) + "#published")
     default:
       try? await blocking { try Drafts(store).discard(user: user, page: id) }
+      if form.back == "drafts" { throw Redirect(location: "/_wiki/_drafts") }
       let exists = (try? store.get(id)) != nil
       throw Redirect(location: exists ? Self.pageHref(wiki, title) : Self.wikiHref(wiki))
     }

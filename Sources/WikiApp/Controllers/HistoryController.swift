@@ -15,34 +15,43 @@ import RevTree
 import Wiki
 import WikiMarkdown
 
-/// A page's past: `?action=history` (every revision, who and when, with its diff),
-/// `?action=blame` (each line with the revision that wrote it) and `?as_of=` (the page as it
-/// was at a seq or a time, read only). Actions of ``PagesController``'s table.
+/// A page's past: `?action=history` (every revision, who and when, with its diff, a deletion
+/// among them, and a way into the wiki as of each), `?action=blame` (each line with the
+/// revision that wrote it) and `?as_of=` (the page as it was at a seq or a time, read only,
+/// every link keeping the moment; history and blame take it too). Actions of
+/// ``PagesController``'s table.
 struct HistoryController: WikiController {
   let site: WikiSite
 
   var actions: [PageAction] {
     [
       PageAction(name: "history", verb: .get) { r in try history(r) },
-      PageAction(name: "blame", verb: .get) { r in try blamePage(r) },
-      PageAction(name: "as_of", verb: .get) { r in
-        .page(
-          try await pageAsOf(
-            wiki: r.wiki, title: r.title, id: r.id, asOf: r.query.as_of ?? "", r.store,
-            base: r.base))
-      },
+      PageAction(name: "blame", verb: .get) { r in try await blamePage(r) },
+      PageAction(name: "as_of", verb: .get) { r in .page(try await pageAsOf(r)) },
     ]
   }
 
+  /// `?action=history` (with `as_of`: the revisions written up to that moment).
   func history(_ r: PageRequest) throws -> PageResult {
     let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
     var base = r.base
-    let entries = try store.history(of: id)
-    guard !entries.isEmpty else { return .page(missing(wiki, title)) }
+    let moment = try r.query.as_of.map { try self.moment($0, store, r.session) }
+    var entries = try store.history(of: id)
+    if let moment { entries = entries.filter { $0.seq <= moment.position } }
+    guard !entries.isEmpty else {
+      var page = missing(wiki, title)
+      if let moment {
+        page = notFound("The page “\(title)” had no revisions then.")
+        page.asOf = moment
+        page.asOfExit = Self.pageHref(wiki, title) + "?action=history"
+      }
+      return .page(page)
+    }
     base["revisions"] = entries.reversed().map { e -> [String: Any] in
       var row: [String: Any] = [
         "rev": e.rev, "actor": e.actor, "time": Self.time(e.timestampMicroseconds),
         "origin": e.origin.isEmpty ? "" : "from \(e.origin)", "deleted": e.deleted,
+        "viewable": !e.deleted && e.redaction == nil, "seq": String(e.seq.rawValue),
         "pageHref": Self.pageHref(wiki, title),
       ]
       if !e.markdownDiff.isEmpty { row["diff"] = e.markdownDiff }
@@ -54,13 +63,42 @@ struct HistoryController: WikiController {
       }
       return row
     }
-    return .page(Page(title: "History of \(title)", body: Templates.render("history", base)))
+    var page = Page(title: "History of \(title)", body: "")
+    if let moment {
+      base["asOf"] = moment.parameter
+      base["asOfQuery"] = moment.query
+      page.asOf = moment
+      page.asOfExit = Self.pageHref(wiki, title) + "?action=history"
+    }
+    page.body = Templates.render("history", base)
+    return .page(page)
   }
 
-  func blamePage(_ r: PageRequest) throws -> PageResult {
+  /// `?action=blame` (with `as_of`: the page's text then, each line with the revision that
+  /// wrote it).
+  func blamePage(_ r: PageRequest) async throws -> PageResult {
     let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
     var base = r.base
-    guard let lines = try blame(id, store) else { return .page(missing(wiki, title)) }
+    let moment = try r.query.as_of.map { try self.moment($0, store, r.session) }
+    var winner: String? = nil
+    if let moment {
+      winner = try await withAsOf(moment, store) { view in
+        try? view.get(id)["_rev"]?.stringValue
+      }
+    }
+    guard moment == nil || winner != nil, let lines = try blame(id, store, winner: winner) else {
+      var page = missing(wiki, title)
+      if let moment {
+        page = notFound("The page “\(title)” did not exist then.")
+        page.asOf = moment
+        page.asOfExit = Self.pageHref(wiki, title) + "?action=blame"
+      } else if try store.record(id)?.tree.winner?.isDeleted == true {
+        page = notFound(
+          "The page “\(title)” was deleted: it has no text to blame. Its history says who deleted it, and when."
+        )
+      }
+      return .page(page)
+    }
     base["lines"] = lines.map { line -> [String: Any] in
       [
         "rev": line.rev, "shortRev": String(line.rev.prefix(10)), "actor": line.actor,
@@ -68,36 +106,71 @@ struct HistoryController: WikiController {
         "pageHref": Self.pageHref(wiki, title),
       ]
     }
-    return .page(Page(title: "Blame of \(title)", body: Templates.render("blame", base)))
+    var page = Page(title: "Blame of \(title)", body: "")
+    if let moment {
+      base["asOfQuery"] = moment.query
+      page.asOf = moment
+      page.asOfExit = Self.pageHref(wiki, title) + "?action=blame"
+    }
+    page.body = Templates.render("blame", base)
+    return .page(page)
   }
 
-  func pageAsOf(
-    wiki: String, title: String, id: String, asOf: String, _ store: DocumentStore,
-    base: [String: Any]
-  ) async throws -> Page {
-    let doc: JSONObject? = try await withAsOf(asOf, store) { view in
-      do { return try view.get(id).objectValue } catch { return nil }
+  /// What an as-of page needs from the view of its moment, read before the view closes.
+  struct PageThen: Sendable {
+    var doc: JSONObject? = nil
+    var deleted = false
+    var html = ""
+    var files: [PageFile] = []
+    var backlinks: [String] = []
+  }
+
+  /// `?as_of=`: the page as it was at a moment, read only: its text (its links to the pages
+  /// as they were then, keeping the moment), its files then, what linked to it then.
+  func pageAsOf(_ r: PageRequest) async throws -> Page {
+    let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
+    let moment = try self.moment(r.query.as_of ?? "", store, r.session)
+    let then: PageThen = try await withAsOf(moment, store) { view in
+      var then = PageThen()
+      guard let doc = try? view.get(id).objectValue, doc["_deleted"] != .bool(true) else {
+        then.deleted = (try? view.record(id))?.tree.winner?.isDeleted ?? false
+        return then
+      }
+      let queries = try WikiQueries(view)
+      then.doc = doc
+      then.files = self.files(of: doc, id: id, rev: doc["_rev"]?.stringValue)
+      then.html = try self.rendered(
+        doc["markdown"]?.stringValue ?? "", wiki: wiki, key: nil, store, files: then.files,
+        asOf: (moment, queries))
+      then.backlinks = try queries.backlinks(to: title, in: wiki)
+      return then
     }
-    guard let doc, doc["_deleted"] != .bool(true) else {
-      var page = notFound("The page “\(title)” did not exist then.")
-      page.asOf = asOf
+    guard let doc = then.doc else {
+      var page = notFound(
+        then.deleted
+          ? "The page “\(title)” had been deleted by then: its history says who deleted it, and when."
+          : "The page “\(title)” did not exist then.")
+      page.asOf = moment
       page.asOfExit = Self.pageHref(wiki, title)
       return page
     }
-    var object = base
-    // The files the page had then, by that revision.
-    let files = self.files(of: doc, id: id, rev: doc["_rev"]?.stringValue)
-    object["html"] = try rendered(
-      doc["markdown"]?.stringValue ?? "", wiki: wiki, key: nil, store, files: files)
-    object["files"] = files.map(\.template)
-    object["hasFiles"] = !files.isEmpty
+    var object = r.base
+    object["html"] = then.html
+    object["files"] = then.files.map(\.template)
+    object["hasFiles"] = !then.files.isEmpty
     object["rev"] = doc["_rev"]?.stringValue ?? ""
     let (by, at) = Self.lastChange(doc, id: id, rev: doc["_rev"]?.stringValue ?? "", store)
     object["updatedBy"] = by
     object["updatedAt"] = at
     object["readOnly"] = true
-    var page = Page(title: "\(title) (as of \(asOf))", body: Templates.render("page", object))
-    page.asOf = asOf
+    object["asOf"] = moment.parameter
+    object["asOfQuery"] = moment.query
+    object["backlinks"] = then.backlinks.map {
+      ["href": Self.pageHref(wiki, $0) + moment.query, "title": $0]
+    }
+    var page = Page(title: "\(title) (as of event \(moment.parameter))", body: "")
+    page.body = Templates.render("page", object)
+    page.asOf = moment
     page.asOfExit = Self.pageHref(wiki, title)
     return page
   }
@@ -105,11 +178,14 @@ struct HistoryController: WikiController {
   /// Each line of the page's current text with the revision that wrote it, walking the
   /// winner's ancestry in the log (stemmed revisions included) and diffing each revision
   /// against its parent.
-  func blame(_ id: String, _ store: DocumentStore) throws
+  ///
+  /// `winner`: the revision to start from (the winner as of a moment); the current winner by
+  /// default.
+  func blame(_ id: String, _ store: DocumentStore, winner: String? = nil) throws
     -> [(rev: String, actor: String, micros: Int64, text: String)]?
   {
     let events = try store.revisionEvents(of: id)
-    guard let winner = try? store.get(id)["_rev"]?.stringValue else { return nil }
+    guard let winner = winner ?? (try? store.get(id)["_rev"]?.stringValue) else { return nil }
     let byRev = Dictionary(events.map { ($0.rev, $0) }, uniquingKeysWith: { a, _ in a })
     var chain: [RevisionEvent] = []
     var next: String? = winner

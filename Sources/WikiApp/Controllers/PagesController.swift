@@ -92,6 +92,8 @@ struct PagesController: RoutedController {
     [
       PageAction(name: "", verb: .get) { r in .page(try view(r)) },
       PageAction(name: "restore", verb: .post) { r in try await restore(r) },
+      PageAction(name: "delete", verb: .get) { r in .page(try deleteConfirmation(r)) },
+      PageAction(name: "delete", verb: .post) { r in try await delete(r) },
     ]
   }
 
@@ -113,6 +115,20 @@ struct PagesController: RoutedController {
         guard !name.isEmpty else { throw Redirect(location: Self.wikiHref(wiki)) }
         throw Redirect(location: Self.pageHref(wiki, name) + "?action=edit")
       }
+      // No page has a longer id (TouchWiki validation refuses it): say so in the frame rather
+      // than look for it. Editing needs room for the user's draft too.
+      let editing = request.method == .post || query.action == "edit"
+      let longest = max(0, WikiID.maxIDBytes - wiki.utf8.count - 1)
+      let limit =
+        editing
+        ? min(longest, Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki)) : longest
+      if title.utf8.count > limit {
+        throw Failure(
+          status: .badRequest,
+          message:
+            "This title is \(title.utf8.count) bytes long; page titles in this wiki may be at most \(limit) bytes (about \(limit) letters, fewer with accents or other scripts)\(editing ? "" : ", so no page has it"). Choose a shorter title.",
+          heading: "Title too long")
+      }
       let wikiTitle = summary.title.isEmpty ? wiki : summary.title
       let r = PageRequest(
         request: request, wiki: wiki, title: title, id: wiki + ":" + title, summary: summary,
@@ -127,14 +143,27 @@ struct PagesController: RoutedController {
           throw Failure(
             status: .forbidden, message: "Sign in as a user to edit: drafts are a user's own.")
         }
+        guard query.as_of == nil else {
+          // A view of the past changes nothing, whatever is posted to it.
+          throw Failure(
+            status: .badRequest,
+            message:
+              "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
+            heading: "Read-only")
+        }
         guard let found = table[Self.key(query.action ?? "", .post)] else {
           _ = try await site.form(TokenForm.self, request, session: session)
           throw Failure(status: .badRequest, message: "Unknown action.")
         }
         action = found
       } else {
-        // `?as_of=` shows the page as it was; an action this table does not know, the page.
-        let name = query.as_of != nil ? "as_of" : query.action ?? ""
+        // `?as_of=` shows the page as it was (its history and blame as of then too); an action
+        // this table does not know, the page.
+        let asOfActions: Set<String> = ["history", "blame"]
+        let name =
+          query.as_of == nil
+          ? query.action ?? ""
+          : asOfActions.contains(query.action ?? "") ? query.action! : "as_of"
         action = table[Self.key(name, .get)] ?? table[Self.key("", .get)]!
       }
       switch try await action.handle(r) {
@@ -146,10 +175,131 @@ struct PagesController: RoutedController {
     }
   }
 
+  /// The page now (or `?rev=`): its current revision; a deleted page says who deleted it and
+  /// when, and offers to restore it; a page that is only the user's draft says so.
   func view(_ r: PageRequest) throws -> Page {
-    try viewPage(
+    if r.query.rev == nil {
+      let winner = try r.store.record(r.id)?.tree.winner
+      if winner == nil || winner?.isDeleted == true {
+        let draft = try r.session.user.name.flatMap {
+          try Drafts(r.store).draft(of: $0, page: r.id)
+        }
+        if let winner { return try deletedPage(r, tombstone: winner.rev.description, draft: draft) }
+        if let draft {
+          var object = r.base
+          object["draftSaved"] = Self.time(draft.updatedMicroseconds)
+          return Page(
+            status: .notFound, title: "\(r.title) (not published)",
+            body: Templates.render("page-unpublished", object))
+        }
+      }
+    }
+    return try viewPage(
       wiki: r.wiki, title: r.title, id: r.id, rev: r.query.rev,
       version: r.summary.lastUpdate.rawValue, r.store, base: r.base)
+  }
+
+  /// A page whose winning revision is `tombstone`, a deletion: who deleted it and when (from
+  /// the log), its history, and Restore (the last revision before the deletion, written again).
+  func deletedPage(_ r: PageRequest, tombstone: String, draft: Draft?) throws -> Page {
+    let events = try r.store.revisionEvents(of: r.id)
+    let byRev = Dictionary(events.map { ($0.rev, $0) }, uniquingKeysWith: { a, _ in a })
+    let deletion = byRev[tombstone]
+    var object = r.base
+    object["deletedBy"] = deletion?.actor ?? "someone"
+    object["deletedAt"] =
+      deletion.map { WikiSite.exactTime($0.timestampMicroseconds) } ?? "a time the log does not say"
+    if let last = Self.lastLive(before: tombstone, byRev) {
+      object["lastRev"] = last.rev
+      object["canRestore"] = r.session.user.name != nil
+    }
+    if let draft { object["draftSaved"] = Self.time(draft.updatedMicroseconds) }
+    return Page(
+      status: .notFound, title: "\(r.title) (deleted)",
+      body: Templates.render("page-deleted", object))
+  }
+
+  /// The revision a deletion was made on, up its ancestry past other deletions and redacted
+  /// revisions (which have no text to restore); nil when there is none.
+  static func lastLive(before tombstone: String, _ byRev: [String: RevisionEvent])
+    -> RevisionEvent?
+  {
+    var next = byRev[tombstone]?.parentRev
+    var seen: Set<String> = []
+    while let rev = next, let e = byRev[rev], seen.insert(rev).inserted {
+      if !e.deleted && e.redaction == nil { return e }
+      next = e.parentRev
+    }
+    return nil
+  }
+
+  /// `?action=delete`: asks first, in the app's frame, what deleting does and does not do.
+  func deleteConfirmation(_ r: PageRequest) throws -> Page {
+    let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
+    guard r.session.user.name != nil else {
+      throw Failure(status: .forbidden, message: "Sign in as a user to delete pages.")
+    }
+    guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
+    else { return try view(r) }
+    try Self.refuseConflicted(record, wiki: wiki)
+    var object = r.base
+    object["rev"] = winner.rev.description
+    let backlinks = try WikiQueries(store).backlinks(to: title, in: wiki)
+    if !backlinks.isEmpty {
+      object["backlinkCount"] = backlinks.count
+      object["backlinkText"] =
+        "the " + (backlinks.count == 1 ? "page that links" : "\(backlinks.count) pages that link")
+    }
+    return Page(title: "Delete \(title)?", body: Templates.render("page-delete", object))
+  }
+
+  /// A page with conflicting live revisions is not deleted: deleting the winner would make
+  /// another one the page.
+  static func refuseConflicted(_ record: DocumentRecord, wiki: String) throws {
+    guard record.tree.leaves.filter({ !$0.isDeleted }).count > 1 else { return }
+    throw Failure(
+      status: .conflict,
+      message:
+        "This page has conflicting revisions: deleting the current one would make another the page. Keep one on the wiki’s Conflicts page first, then delete it.",
+      heading: "Resolve the conflict first")
+  }
+
+  /// The posted Delete: a CouchDB deletion (a tombstone on the revision the confirmation
+  /// showed, naming who deleted it), through the checked write path (the access rules before,
+  /// and again in the write transaction, as the signed-in user).
+  func delete(_ r: PageRequest) async throws -> PageResult {
+    let (wiki, title, id, session, store) = (r.wiki, r.title, r.id, r.session, r.store)
+    let form = try await site.form(RestoreForm.self, r.request, session: session)
+    guard let rev = form.rev, !rev.isEmpty else {
+      throw Failure(status: .badRequest, message: "Which revision? Delete the page from its page.")
+    }
+    guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
+    else {
+      throw Failure(
+        status: .conflict,
+        message: "The page “\(title)” is not there to delete: nothing was written.",
+        heading: "Nothing to delete")
+    }
+    try Self.refuseConflicted(record, wiki: wiki)
+    let changed = Failure(
+      status: .conflict,
+      message:
+        "The page changed since you asked to delete it: nothing was written. Read its latest text, then delete it again if you still mean to.",
+      heading: "The page changed")
+    guard winner.rev.description == rev else { throw changed }
+    let tombstone = JSONObject([
+      "_deleted": .bool(true), "type": .string("page"), "wiki_id": .string(wiki),
+      "updated_by": .string(session.user.name ?? ""), "updated_at": .string(Timestamp.iso8601()),
+    ])
+    try checkWrite(session, id: id, body: nil, store)
+    do {
+      _ = try await store.putAsync(
+        JSONValue.object(tombstone).serialized(), id: id, rev: rev, actor: session.actor,
+        origin: session.origin)
+    } catch let error as StoreError where error.code == .conflict {
+      throw changed
+    }
+    throw Redirect(location: Self.pageHref(wiki, title))
   }
 
   /// `version`: the wiki's last update, which changes whenever a page of it is created,
@@ -200,7 +350,7 @@ struct PagesController: RoutedController {
     object["updatedBy"] = by
     object["updatedAt"] = at
     object["conflicted"] = !(doc["_conflicts"]?.arrayValue?.isEmpty ?? true)
-    if let rev, let winner = try? store.get(id)["_rev"]?.stringValue, winner != rev {
+    if let rev, let winner = try store.record(id)?.tree.winner, winner.rev.description != rev {
       object["oldRev"] = rev
     }
     object["backlinks"] = try WikiQueries(store).backlinks(to: title, in: wiki).map {
@@ -211,24 +361,58 @@ struct PagesController: RoutedController {
     return Page(title: title, body: body)
   }
 
+  /// The posted Restore: revision `rev`'s text written as the page's next revision (on the
+  /// current one; on a deleted page, on its deletion, which brings the page back with that
+  /// revision's fields).
   func restore(_ r: PageRequest) async throws -> PageResult {
     let (wiki, title, id, session, store) = (r.wiki, r.title, r.id, r.session, r.store)
     let user = session.user.name ?? ""
     let form = try await site.form(RestoreForm.self, r.request, session: session)
-    guard let rev = form.rev else {
-      throw Failure(status: .badRequest, message: "Which revision?")
+    guard let rev = form.rev, !rev.isEmpty else {
+      throw Failure(status: .badRequest, message: "Which revision? Restore one from the history.")
     }
-    let old = try store.get(id, options: GetOptions(rev: rev)).objectValue ?? JSONObject()
-    var current = try store.get(id).objectValue ?? JSONObject()
-    let currentRev = current["_rev"]?.stringValue
-    current.members.removeAll { $0.key == "_id" || $0.key == "_rev" || $0.key == "_attachments" }
-    current["markdown"] = old["markdown"] ?? .string("")
-    current["updated_by"] = .string(user)
-    current["updated_at"] = .string(Timestamp.iso8601())
-    try checkWrite(session, id: id, body: current, store)
-    _ = try await store.putAsync(
-      JSONValue.object(current).serialized(), id: id, rev: currentRev, actor: session.actor,
-      origin: session.origin)
+    let old: JSONObject
+    do {
+      old = try store.get(id, options: GetOptions(rev: rev)).objectValue ?? JSONObject()
+    } catch let error as StoreError where error.code == .notFound {
+      throw Failure(
+        status: .notFound,
+        message: "That revision’s text is not kept (or never was): nothing was written.",
+        heading: "No such revision")
+    }
+    guard old["_deleted"] != .bool(true) else {
+      throw Failure(
+        status: .badRequest,
+        message: "That revision is a deletion: restore one from before it. Nothing was written.")
+    }
+    guard let record = try store.record(id), let winner = record.tree.winner else {
+      return .page(missing(wiki, title))
+    }
+    var body: JSONObject
+    if winner.isDeleted {
+      body = old
+    } else {
+      body = try store.get(id).objectValue ?? JSONObject()
+      body["markdown"] = old["markdown"] ?? .string("")
+    }
+    body.members.removeAll { $0.key.hasPrefix("_") }
+    body["updated_by"] = .string(user)
+    body["updated_at"] = .string(Timestamp.iso8601())
+    try checkWrite(session, id: id, body: body, store)
+    do {
+      // A deleted page is written again without a `_rev`, as CouchDB recreates a deleted
+      // document: the new revision extends the deletion's branch (and is a conflict if the
+      // page came back meanwhile).
+      _ = try await store.putAsync(
+        JSONValue.object(body).serialized(), id: id,
+        rev: winner.isDeleted ? nil : winner.rev.description, actor: session.actor,
+        origin: session.origin)
+    } catch let error as StoreError where error.code == .conflict {
+      throw Failure(
+        status: .conflict,
+        message: "The page changed meanwhile: nothing was written. Look at it again, then restore.",
+        heading: "The page changed")
+    }
     throw Redirect(location: Self.pageHref(wiki, title))
   }
 }

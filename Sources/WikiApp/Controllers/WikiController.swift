@@ -160,12 +160,16 @@ extension WikiController {
   ///
   /// `files` (a revision's attachments, name to URL: ``files(of:id:rev:)``) resolves Markdown
   /// links and images that name one: `![plan](plan.png)`, `[minutes](2026-11.pdf)`.
+  ///
+  /// `asOf`: the page is shown as of a moment, whose wiki `queries` answer (an as-of view's):
+  /// a link goes to the page as of then (`?as_of=`), and is to a missing page when the page
+  /// did not exist then.
   func rendered(
     _ markdown: String, wiki: String, key: String?, _ store: DocumentStore,
-    files: [PageFile] = []
+    files: [PageFile] = [], asOf: (moment: AsOfMoment, queries: WikiQueries)? = nil
   ) throws -> String {
     if let key, let html = cache.get(key) { return html }
-    let queries = try WikiQueries(store)
+    let queries = try asOf?.queries ?? WikiQueries(store)
     func exists(_ title: String) -> Bool {
       (try? queries.page(title, in: wiki)) != nil
     }
@@ -184,6 +188,10 @@ extension WikiController {
       markdown,
       link: { target in
         let found = exists(target)
+        if let asOf {
+          return WikiLinkTarget(
+            href: Self.pageHref(wiki, target) + asOf.moment.query, exists: found)
+        }
         return WikiLinkTarget(
           href: Self.pageHref(wiki, target) + (found ? "" : "?action=edit"), exists: found)
       }, resource: resource)
@@ -240,19 +248,20 @@ extension WikiController {
 
   // MARK: Time travel
 
-  /// The position `asOf` names: a seq, or an ISO-8601 time.
-  func position(_ asOf: String) throws -> (LogPosition?, Date?) {
-    if let seq = UInt64(asOf) { return (LogPosition(seq), nil) }
-    if let date = ISO8601.parse(asOf) { return (nil, date) }
-    throw Failure(status: .badRequest, message: "as_of must be a seq or an ISO-8601 time.")
+  /// The moment `asOf` names in `store`'s log (``AsOfMoment``), its time as `session`'s user
+  /// may know it; a value that names none is a 400 page saying why.
+  func moment(_ asOf: String, _ store: DocumentStore, _ session: Session) throws -> AsOfMoment {
+    let access = try view(session, store)
+    return try AsOfMoment(resolving: asOf, in: store) { access?.includes($0) ?? true }
   }
 
+  /// Runs `body` with the store as it was at `moment` (a scratch view, closed afterwards).
   func withAsOf<T: Sendable>(
-    _ asOf: String, _ store: DocumentStore, _ body: @escaping @Sendable (AsOfView) throws -> T
+    _ moment: AsOfMoment, _ store: DocumentStore,
+    _ body: @escaping @Sendable (AsOfView) throws -> T
   ) async throws -> T {
-    let (seq, date) = try position(asOf)
-    return try await blocking {
-      let view = try seq.map { try store.asOf($0) } ?? (try store.asOf(date!))
+    try await blocking {
+      let view = try store.asOf(moment.position)
       defer { view.close() }
       return try body(view)
     }

@@ -17,7 +17,8 @@ import WikiMarkdown
 
 /// The wikis: `/_wiki/` (my wikis, and a new one), `/_wiki/_recent` (recent changes, live), and
 /// a wiki's home `/_wiki/{wiki}/` with its settings (`?action=settings`), conflicts
-/// (`?action=conflicts`, and resolving one) and its pages as of a moment (`?as_of=`).
+/// (`?action=conflicts`, and resolving one) and the wiki as of a moment (`?as_of=`: its
+/// members, pages and recent pages then; `/_wiki/_recent?as_of=` the changes up to then).
 struct WikisController: RoutedController {
   let site: WikiSite
 
@@ -70,9 +71,17 @@ struct WikisController: RoutedController {
     var keep: String?
   }
 
+  struct RecentQuery: Decodable {
+    var as_of: String?
+  }
+
   func recent(_ request: Request, _ context: Context) async throws -> Response {
-    try await site.signedInPage(request, context) { session, store in
-      try recentChanges(session, store)
+    let query = try site.query(RecentQuery.self, request)
+    return try await site.signedInPage(request, context) { session, store in
+      if let asOf = query.as_of {
+        return try await recentChanges(session, store, asOf: try moment(asOf, store, session))
+      }
+      return try recentChanges(session, store)
     }
   }
 
@@ -90,6 +99,14 @@ struct WikisController: RoutedController {
         return notFound("There is no wiki here, or it is not yours to see.")
       }
       if request.method == .post {
+        guard query.as_of == nil else {
+          // A view of the past changes nothing, whatever is posted to it.
+          throw Failure(
+            status: .badRequest,
+            message:
+              "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
+            heading: "Read-only")
+        }
         switch query.action {
         case "settings":
           try await saveSettings(
@@ -116,7 +133,7 @@ struct WikisController: RoutedController {
   ) async throws -> Page {
     let title = summary.title.isEmpty ? wiki : summary.title
     if let asOf = query.as_of {
-      return try await wikiAsOf(wiki, asOf: asOf, title: title, session, store)
+      return try await wikiAsOf(wiki, moment: try moment(asOf, store, session), session, store)
     }
     switch query.action {
     case "settings":
@@ -310,40 +327,127 @@ struct WikisController: RoutedController {
     return try! DesignViews(id: "_design/wikilog-time-travel", rev: "1", body: body)
   }()
 
+  /// What the wiki's page as of a moment shows, read from the view of that moment.
+  struct WikiThen: Sendable {
+    var summary: WikiSummary?
+    var pages: [WikiPageInfo] = []
+  }
+
+  /// `?as_of=` on a wiki: its title, owner and members, pages and recently changed pages as
+  /// they were then, every link keeping the moment, and no form.
   func wikiAsOf(
-    _ wiki: String, asOf: String, title: String, _ session: Session, _ store: DocumentStore
+    _ wiki: String, moment: AsOfMoment, _ session: Session, _ store: DocumentStore
   ) async throws -> Page {
-    let pages: [[String: String]] = try await withAsOf(asOf, store) { view in
+    let then: WikiThen = try await withAsOf(moment, store) { view in
       // The wiki's pages as they were: a view as of the moment (the Query module's views,
       // replayed from the log), keyed by wiki and title.
       var query = ViewQuery()
       query.startKey = .array([.string(wiki)])
       query.endKey = .array([.string(wiki), .object(JSONObject())])
       let rows = try view.queryView(Self.pagesByWiki, view: "by_wiki", query: query).rows
-      // Who changed each page last and when, from the log (not the body's claims).
       let queries = try WikiQueries(view)
-      return try rows.compactMap { row -> [String: String]? in
-        guard let key = row["key"]?.arrayValue, key.count == 2, let title = key[1].stringValue,
-          let p = try queries.page(title, in: wiki)
+      let pages = try rows.compactMap { row -> WikiPageInfo? in
+        guard let key = row["key"]?.arrayValue, key.count == 2, let title = key[1].stringValue
         else { return nil }
-        return [
-          "href": Self.pageHref(wiki, p.title) + "?as_of=" + Self.encode(asOf), "title": p.title,
-          "updatedBy": p.updatedBy ?? "", "updatedAt": WikiSite.time(text: p.updatedAt ?? ""),
-        ]
+        return try queries.page(title, in: wiki)
       }
+      return WikiThen(summary: try queries.wiki(wiki), pages: pages)
     }
+    func row(_ p: WikiPageInfo) -> [String: Any] {
+      [
+        "href": Self.pageHref(wiki, p.title) + moment.query, "title": p.title,
+        "updatedBy": p.updatedBy ?? "", "updatedAt": WikiSite.time(text: p.updatedAt ?? ""),
+      ]
+    }
+    guard let summary = then.summary else {
+      var page = notFound("The wiki did not exist then.")
+      page.asOf = moment
+      page.asOfExit = Self.wikiHref(wiki)
+      return page
+    }
+    let title = summary.title.isEmpty ? wiki : summary.title
+    let recent = then.pages.sorted { ($0.updatedAt ?? "") > ($1.updatedAt ?? "") }.prefix(10)
     var page = Page(
-      title: title + " (as of \(asOf))",
+      title: title + " (as of event \(moment.parameter))",
       body: Templates.render(
         "wiki",
         [
-          "title": title, "pages": pages, "recent": [],
-          "newPageAction": Self.wikiHref(wiki) + "_new",
+          "title": title, "owner": summary.owner ?? "-",
+          "members": summary.members.filter { $0 != summary.owner },
+          "pages": then.pages.map(row), "recent": recent.map(row), "readOnly": true,
+          "asOfQuery": moment.query,
         ]
       ))
-    page.asOf = asOf
+    page.asOf = moment
     page.asOfExit = Self.wikiHref(wiki)
     return page
+  }
+
+  /// Recent changes as of a moment: the changes feed of the view then (of the wikis the user
+  /// may read now), newest first, without the live feed.
+  func recentChanges(_ session: Session, _ store: DocumentStore, asOf moment: AsOfMoment)
+    async throws -> Page
+  {
+    let filter = try view(session, store)?.filter
+    let rows: [RecentRow] = try await withAsOf(moment, store) { view in
+      var options = ChangesOptions()
+      options.descending = true
+      options.limit = 50
+      options.filter = filter
+      let result = try view.changes(options)
+      let queries = try WikiQueries(view)
+      return try self.recentRows(result.results, queries: queries, store, asOf: moment)
+    }
+    var page = Page(
+      title: "Recent changes (as of event \(moment.parameter))",
+      body: Templates.render(
+        "recent", ["changes": rows.map(\.template), "asOf": moment.parameter]))
+    page.asOf = moment
+    page.asOfExit = "/_wiki/_recent"
+    return page
+  }
+
+  /// One row of recent changes: the page (or wiki), its wiki's title, who changed it last and
+  /// when (from the log), and whether that change deleted it.
+  struct RecentRow: Sendable {
+    let href: String
+    let title: String
+    let wikiTitle: String
+    let actor: String
+    let time: String
+    let deleted: Bool
+
+    var template: [String: Any] {
+      [
+        "href": href, "title": title, "wikiTitle": wikiTitle, "actor": actor, "time": time,
+        "deleted": deleted,
+      ]
+    }
+  }
+
+  /// The rows of `changes`: wiki titles from `queries`, the last revision's author and time
+  /// from `store`'s log (up to `moment` when given).
+  func recentRows(
+    _ changes: [ChangeRow], queries: WikiQueries, _ store: DocumentStore,
+    asOf moment: AsOfMoment? = nil
+  ) throws -> [RecentRow] {
+    var titles: [String: String] = [:]
+    return try changes.map { row in
+      let wiki = WikiID.of(row.id)
+      if titles[wiki] == nil {
+        let title = try queries.wiki(wiki)?.title ?? ""
+        titles[wiki] = title.isEmpty ? wiki : title
+      }
+      let page = WikiID.split(row.id)?.title
+      var events = try store.revisionEvents(of: row.id)
+      if let moment { events = events.filter { $0.seq <= moment.position } }
+      let last = events.last
+      return RecentRow(
+        href: (page.map { Self.pageHref(wiki, $0) } ?? Self.wikiHref(wiki))
+          + (moment?.query ?? ""),
+        title: page ?? titles[wiki]!, wikiTitle: titles[wiki]!, actor: last?.actor ?? "",
+        time: last.map { Self.time($0.timestampMicroseconds) } ?? "", deleted: row.deleted)
+    }
   }
 
   func recentChanges(_ session: Session, _ store: DocumentStore) throws -> Page {
@@ -356,25 +460,13 @@ struct WikisController: RoutedController {
     } else {
       result = try store.changes(options)
     }
-    let queries = try WikiQueries(store)
-    var titles: [String: String] = [:]
-    let rows: [[String: Any]] = try result.results.map { row in
-      let wiki = WikiID.of(row.id)
-      if titles[wiki] == nil { titles[wiki] = try queries.wiki(wiki)?.title ?? wiki }
-      let page = WikiID.split(row.id)?.title
-      let last = try store.revisionEvents(of: row.id).last
-      return [
-        "href": page.map { Self.pageHref(wiki, $0) } ?? Self.wikiHref(wiki),
-        "title": page ?? titles[wiki]!, "wikiTitle": titles[wiki]!,
-        "actor": last?.actor ?? "", "time": last.map { Self.time($0.timestampMicroseconds) } ?? "",
-      ]
-    }
+    let rows = try recentRows(result.results, queries: try WikiQueries(store), store)
     return Page(
       title: "Recent changes",
       body: Templates.render(
         "recent",
         [
-          "changes": rows,
+          "changes": rows.map(\.template),
           "feed": "/" + Self.encode(self.options.database) + "/_changes?feed=eventsource&since=now",
         ]))
   }
