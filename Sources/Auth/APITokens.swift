@@ -4,6 +4,7 @@ public import Foundation
 import JSON
 import Log
 import Projections
+import Synchronization
 
 /// An API token's record, without its secret.
 public struct APIToken: Sendable, Hashable {
@@ -27,7 +28,10 @@ public struct APIToken: Sendable, Hashable {
 /// A token signs in only while its user exists; its roles are the user's at that moment.
 public final class APITokens: Sendable {
   /// What each presented token (by digest) resolved to, until `_users` next changes.
-  private let verified = CommittedCache<String, Verified?>()
+  /// Tokens verified since `_users` last changed, kept with the store they were read from (a
+  /// `_users` deleted and made again starts afresh: its positions say nothing of the old one's).
+  private let verified = Mutex<(store: DocumentStore?, tokens: CommittedCache<String, Verified?>)>(
+    (nil, CommittedCache<String, Verified?>()))
 
   /// A live token's user and record.
   struct Verified: Sendable {
@@ -108,9 +112,15 @@ public final class APITokens: Sendable {
     guard rest.count == 16 + 1 + 64, rest.dropFirst(16).first == "_" else { return nil }
     let id = String(rest.prefix(16))
     let digest = Self.digest(token)
+    // No `_users`, no tokens: they lived in it.
+    guard let store = try users.currentStore() else { return nil }
+    let cache = verified.withLock { held in
+      if held.store !== store { held = (store, CommittedCache<String, Verified?>()) }
+      return held.tokens
+    }
     let found: Verified?
     do {
-      found = try verified.value(for: digest, in: users.store.log) {
+      found = try cache.value(for: digest, in: store.log) {
         try lookUp(id: id, digest: digest)
       }
     } catch let error as LogError {
@@ -122,7 +132,7 @@ public final class APITokens: Sendable {
       var updated = found.body
       updated["last_used_at"] = .string(Self.timestamp(time))
       // Last write wins; a failure to record the use does not refuse the request.
-      _ = try? users.store.putLocal(
+      _ = try? store.putLocal(
         Self.idPrefix + id, JSONValue.object(updated).serialized(), rev: found.rev,
         actor: found.user.name)
     }

@@ -2,6 +2,7 @@ import Formats
 public import Foundation
 public import JSON
 public import Projections
+import Synchronization
 
 /// Who signed a request in, and how.
 public struct Authentication: Sendable, Hashable {
@@ -52,6 +53,10 @@ public final class Authenticator: Sendable {
   public let throttle: SignInThrottle
   let cache: CredentialCache
   let now: @Sendable () -> Date
+  /// Server administrators kept outside `_users`, as CouchDB keeps its `[admins]` in its
+  /// configuration: `wikilog serve --admin NAME` makes one for the server's lifetime, so that
+  /// deleting `_users` (which CouchDB lets a server administrator do) locks no one out.
+  private let serverAdmins = Mutex<[String: StoredCredentials]>([:])
 
   public init(
     users: UserStore, sessions: SessionCookies, jwt: JWTVerifier? = nil,
@@ -80,6 +85,39 @@ public final class Authenticator: Sendable {
       throttle: throttle)
   }
 
+  // MARK: Server administrators
+
+  /// Makes `name` a server administrator with `password` for this authenticator's lifetime,
+  /// outside `_users` (its PBKDF2 hash kept in memory, never written): it signs in (Basic,
+  /// `/_session`, cookies) whether or not `_users` holds a user of that name, or exists.
+  public func addServerAdmin(name: String, password: String) throws {
+    guard !name.isEmpty, !password.isEmpty else {
+      throw StoreError.badRequest("a server administrator needs a name and a password")
+    }
+    let hashed = try UserStore.hashingPassword(JSONObject(["password": .string(password)]))
+    guard let credentials = StoredCredentials(hashed) else {
+      throw StoreError.internalError("cannot hash the administrator's password")
+    }
+    serverAdmins.withLock { $0[name] = credentials }
+  }
+
+  /// The names of the server administrators kept outside `_users`.
+  public var serverAdminNames: [String] { serverAdmins.withLock { $0.keys.sorted() } }
+
+  /// Server administrator `name` as a user (the `_admin` role), or nil.
+  func serverAdmin(named name: String) -> User? {
+    guard let credentials = serverAdmins.withLock({ $0[name] }) else { return nil }
+    return User(
+      name: name, roles: [UserContext.adminRole], rev: "", credentials: credentials)
+  }
+
+  /// The user a session, a password or a token names: a server administrator first, else
+  /// `_users`' user.
+  func user(named name: String) throws -> User? {
+    if let admin = serverAdmin(named: name) { return admin }
+    return try users.user(named: name)
+  }
+
   // MARK: Passwords
 
   /// User `name` if `password` is theirs, else nil; no throttling (see
@@ -87,21 +125,31 @@ public final class Authenticator: Sendable {
   /// unknown user or one without a password it runs it too, on a dummy, so that the time taken
   /// does not tell whether the user exists.
   public func checkPassword(name: String, password: String) throws -> User? {
+    if let admin = serverAdmin(named: name), let stored = admin.credentials,
+      matches(admin, stored, password)
+    {
+      return admin
+    }
     guard let user = try users.user(named: name), let stored = user.credentials else {
       _ = Password.pbkdf2(
         password: Array(password.utf8), salt: Array("wikilog-no-such-user".utf8),
         iterations: Password.iterations)
       return nil
     }
-    if cache.contains(name, stored, password: password) { return user }
+    return matches(user, stored, password) ? user : nil
+  }
+
+  /// Whether `password` is `user`'s (PBKDF2 unless the pair is cached).
+  private func matches(_ user: User, _ stored: StoredCredentials, _ password: String) -> Bool {
+    if cache.contains(user.name, stored, password: password) { return true }
     guard
       let derived = Password.pbkdf2(
         password: Array(password.utf8), salt: Array(stored.salt.utf8),
         iterations: stored.iterations, prf: stored.prf, length: stored.derivedKey.count),
       Password.constantTimeEqual(derived, stored.derivedKey)
-    else { return nil }
-    cache.insert(name, stored, password: password)
-    return user
+    else { return false }
+    cache.insert(user.name, stored, password: password)
+    return true
   }
 
   /// User `name` if `password` is theirs; otherwise 401 "Name or password is incorrect."
@@ -179,7 +227,7 @@ public final class Authenticator: Sendable {
   {
     let parts = try SessionCookies.parse(value)
     let user: User?
-    do { user = try users.user(named: parts.name) } catch { throw Self.internalError(error) }
+    do { user = try self.user(named: parts.name) } catch { throw Self.internalError(error) }
     guard let user else { return nil }
     let time = now()
     guard

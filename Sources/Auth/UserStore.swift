@@ -2,6 +2,7 @@ import Formats
 public import JSON
 import Log
 public import Projections
+import Synchronization
 
 /// A user of `_users`, as ``UserStore`` reads it: never with its derived key or salt in any
 /// public member.
@@ -64,25 +65,76 @@ struct StoredCredentials: Sendable, Hashable {
 public final class UserStore: Sendable {
   /// The database's name.
   public static let databaseName = "_users"
-  public let store: DocumentStore
+  /// Where `_users` is: one open store, or the data directory's database of that name (which a
+  /// server administrator may delete and create again, as in CouchDB).
+  private let source: Source
   /// Users looked up since `_users` last changed (its last committed position): every signed-in
   /// request looks its user up, and a commit to `_users` (a new password, new roles, a removal)
-  /// empties it.
-  private let cache = CommittedCache<String, User?>()
+  /// empties it. Kept with the store it caches, so a `_users` deleted and made again never
+  /// answers from the old one's entries.
+  private let cache = Mutex<(store: DocumentStore?, users: CommittedCache<String, User?>)>(
+    (nil, CommittedCache<String, User?>()))
+
+  private enum Source: Sendable {
+    case store(DocumentStore)
+    case directory(DataDirectory)
+  }
 
   /// Uses an open `_users` store (opened with ``Projections/SystemDatabase/users``' validation).
   public init(store: DocumentStore) {
-    self.store = store
+    self.source = .store(store)
+  }
+
+  /// The `_users` database as it is now; `404 not_found` while it does not exist (a server
+  /// administrator deleted it, and no one has made it again with `PUT /_users`).
+  public var store: DocumentStore {
+    get throws {
+      switch source {
+      case .store(let store): return store
+      case .directory(let data):
+        if let store = data.storeIfOpen(Self.databaseName) { return store }
+        guard data.exists(Self.databaseName) else {
+          throw StoreError.notFound("Database does not exist.")
+        }
+        return try data.open(Self.databaseName, create: false)
+      }
+    }
+  }
+
+  /// Whether `_users` exists now.
+  public var exists: Bool {
+    switch source {
+    case .store: return true
+    case .directory(let data): return data.exists(Self.databaseName)
+    }
+  }
+
+  /// `_users` as it is now, or nil while it does not exist.
+  func currentStore() throws -> DocumentStore? {
+    do {
+      return try store
+    } catch let error as StoreError where error.code == .notFound {
+      return nil
+    }
+  }
+
+  /// The cache of `store`'s users (emptied when `_users` is another store than before).
+  private func users(of store: DocumentStore) -> CommittedCache<String, User?> {
+    cache.withLock { held in
+      if held.store !== store { held = (store, CommittedCache<String, User?>()) }
+      return held.users
+    }
   }
 
   /// Opens `_users` in `data`, which must know it (`systemDatabases: [.users]`), creating it
   /// when `create` is true.
-  public convenience init(data: DataDirectory, create: Bool = true) throws {
+  public init(data: DataDirectory, create: Bool = true) throws {
     guard data.systemDatabases[Self.databaseName] != nil else {
       throw StoreError.internalError(
         "the data directory was opened without the _users database (systemDatabases: [.users])")
     }
-    self.init(store: try data.open(Self.databaseName, create: create))
+    _ = try data.open(Self.databaseName, create: create)
+    self.source = .directory(data)
   }
 
   /// The document id of user `name`.
@@ -90,8 +142,9 @@ public final class UserStore: Sendable {
 
   /// User `name`, or nil when there is none (or it was removed).
   public func user(named name: String) throws -> User? {
+    guard let store = try currentStore() else { return nil }
     do {
-      return try cache.value(for: name, in: store.log) {
+      return try users(of: store).value(for: name, in: store.log) {
         let doc: JSONValue
         do {
           doc = try store.get(Self.documentID(of: name))
@@ -107,6 +160,7 @@ public final class UserStore: Sendable {
 
   /// Every user, by name.
   public func users() throws -> [User] {
+    guard let store = try currentStore() else { return [] }
     var options = AllDocsOptions()
     options.startKey = UsersValidator.idPrefix
     options.endKey = UsersValidator.idPrefix + "\u{10FFFF}"

@@ -149,7 +149,7 @@ extension CouchServer {
   /// Whether no user is an administrator: anonymous requests are then an administrator's, as
   /// in CouchDB's old "admin party" (`wikilog serve` binds only loopback addresses then).
   func adminParty(_ auth: Authenticator) throws -> Bool {
-    try !adminPresence.hasAdmin(auth.users)
+    try !adminPresence.hasAdmin(auth)
   }
 
   /// Throws CouchDB's refusal unless the caller is a server administrator.
@@ -363,7 +363,12 @@ extension CouchServer {
 final class AdminPresence: Sendable {
   private let cache = CommittedCache<Bool, Bool>(capacity: 1)
 
-  func hasAdmin(_ users: UserStore) throws -> Bool {
+  /// Whether `auth` knows an administrator: a server administrator, or a user of `_users`
+  /// with the `_admin` role (none while `_users` does not exist).
+  func hasAdmin(_ auth: Authenticator) throws -> Bool {
+    if !auth.serverAdminNames.isEmpty { return true }
+    let users = auth.users
+    guard users.exists else { return false }
     do {
       return try cache.value(for: true, in: users.store.log) {
         try users.users().contains { $0.isAdmin }

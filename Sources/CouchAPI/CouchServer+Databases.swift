@@ -189,13 +189,16 @@ extension CouchServer {
         "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
       )
     }
-    if name == UserStore.databaseName && options.authenticator != nil {
-      // CouchDB keeps its administrators in its configuration; wikilog keeps them in
-      // `_users`, which signs every request in: deleting it would lock every user out, or
-      // leave a server with no administrator, which lets anonymous requests administer it.
+    if name == UserStore.databaseName, let authenticator = options.authenticator,
+      authenticator.serverAdminNames.isEmpty
+    {
+      // CouchDB keeps its administrators in its configuration, so deleting `_users` leaves
+      // them; so does wikilog for the server administrators of `wikilog serve --admin`. A
+      // server without one keeps every administrator in `_users`: deleting it would lock every
+      // user out, or leave no administrator at all, which lets anonymous requests administer.
       throw CouchError(
         "forbidden",
-        "_users holds this server's users and administrators; it cannot be deleted (remove users one by one, or `wikilog user remove`)",
+        "_users holds every administrator of this server; start it with `wikilog serve --admin NAME` (a server administrator kept outside _users) to delete _users, or remove users one by one (`wikilog user remove`)",
         status: 403)
     }
     try await blocking { try dataDirectory.delete(name) }

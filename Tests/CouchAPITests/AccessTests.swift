@@ -4,6 +4,7 @@ import CouchAPI
 import CouchQuery
 import CouchTestSupport
 import Crypto
+import Formats
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -238,6 +239,61 @@ import Wiki
       #expect(anonymousIDs.json?[1]?["id"]?.stringValue?.count == 32)
       #expect(edits.json?[1]?["ok"] == .bool(true))
       #expect(edits.json?[2]?["ok"] == .bool(true))
+    }
+  }
+
+  @Test(
+    "with a server administrator (wikilog serve --admin), DELETE /_users works as in CouchDB: the administrator still signs in, no one else, no admin party; PUT /_users makes it again"
+  )
+  func usersDatabaseDeleted() async throws {
+    try await withAccessServer { client, fixture in
+      try fixture.auth.addServerAdmin(name: "root", password: "pw-root")
+      var root = HTTPFields()
+      root[.authorization] = "Basic " + Base64.encode(Array("root:pw-root".utf8))
+      // alice signs in first, so her user is cached, and makes a token.
+      #expect(
+        try await client.call(.get, "/_session", headers: AccessFixture.basic("alice"))
+          .json?["userCtx"]?["name"]?.stringValue == "alice")
+      let token = try fixture.auth.tokens.create(user: "alice", label: "t", actor: "alice").token
+      var bearer = HTTPFields()
+      bearer[.authorization] = "Token token=\(token)"
+      #expect(try await client.call(.get, "/_session", headers: bearer).code == 200)
+      // A user of _users cannot delete it; the server administrator can.
+      #expect(
+        try await client.call(.delete, "/_users", headers: AccessFixture.basic("alice")).code
+          == 401)
+      let deleted = try await client.call(.delete, "/_users", headers: root)
+      #expect(deleted.code == 200)
+      #expect(!fixture.auth.users.exists)
+      // The server administrator signs in; everyone else's user went with _users.
+      let session = try await client.call(.get, "/_session", headers: root)
+      #expect(session.json?["userCtx"]?["roles"]?.strings == ["_admin"])
+      #expect(
+        try await client.call(.get, "/_all_dbs", headers: root).json?.strings.contains("_users")
+          == false)
+      #expect(try await client.call(.get, "/", headers: AccessFixture.basic("alice")).code == 401)
+      #expect(try await client.call(.get, "/_session", headers: bearer).code == 401)
+      // No admin party: an anonymous request is not an administrator.
+      #expect(try await client.call(.get, "/_all_dbs").code == 401)
+      // A cookie of the server administrator works too.
+      let signIn = try await client.call(
+        .post, "/_session", #"{"name":"root","password":"pw-root"}"#)
+      #expect(signIn.code == 200)
+      // PUT /_users makes it again, empty; alice's cached user and token are gone for good.
+      #expect(try await client.call(.put, "/_users", headers: root).code == 201)
+      #expect(fixture.auth.users.exists)
+      #expect(
+        try await client.call(
+          .put, "/_users/org.couchdb.user:zed",
+          #"{"name":"zed","password":"pw-zed","roles":[],"type":"user"}"#, headers: root
+        ).code == 201)
+      var zed = HTTPFields()
+      zed[.authorization] = "Basic " + Base64.encode(Array("zed:pw-zed".utf8))
+      #expect(
+        try await client.call(.get, "/_session", headers: zed).json?["userCtx"]?["name"]?
+          .stringValue == "zed")
+      #expect(try await client.call(.get, "/", headers: AccessFixture.basic("alice")).code == 401)
+      #expect(try await client.call(.get, "/_session", headers: bearer).code == 401)
     }
   }
 

@@ -78,10 +78,16 @@ struct SignInController: RoutedController {
           secure: couch.options.secure)
         throw Redirect(location: next, setCookie: signed.setCookie + "; SameSite=Lax")
       } catch let error as AuthError {
+        var reason = error.reason
+        if error.status == 401 && !auth.users.exists {
+          // CouchDB's answer names no cause; the page says what happened to everyone's user.
+          reason +=
+            " This server's users database (_users) was deleted by an administrator: only its server administrators can sign in until one creates it again (PUT /_users) and adds the users."
+        }
         var page = Page(
           title: "Sign in",
           body: Templates.render(
-            "signin", ["error": error.reason, "next": next, "name": name, "csrf": expected]))
+            "signin", ["error": reason, "next": next, "name": name, "csrf": expected]))
         page.status = .init(code: error.status)
         return html(page, session: nil)
       }

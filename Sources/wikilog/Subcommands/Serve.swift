@@ -254,7 +254,9 @@ struct Serve: AsyncParsableCommand {
   }
 
   /// Makes `name` an administrator with the password from `$WIKILOG_ADMIN_PASSWORD` or a
-  /// prompt: a new user, or an existing one given the `_admin` role and the password.
+  /// prompt: a new user, or an existing one given the `_admin` role and the password; and a
+  /// server administrator for the server's lifetime, kept outside `_users` (as CouchDB's
+  /// `[admins]`), so that it still signs in once `_users` is deleted.
   static func ensureAdmin(_ name: String, auth: Authenticator) throws {
     let users = auth.users
     let password: String
@@ -282,6 +284,7 @@ struct Serve: AsyncParsableCommand {
         _ = try users.add(
           name: name, password: password, roles: [UserContext.adminRole], actor: name)
       }
+      try auth.addServerAdmin(name: name, password: password)
     } catch let error as StoreError {
       throw CLIError("cannot make the administrator \(name): \(error.reason)")
     }
