@@ -11,7 +11,7 @@ import Replication
 /// honestly (``unserved(_:)``, ``databaseUnserved(_:_:)``): `501 not_implemented` naming the
 /// feature, or CouchDB's own answer where that is the honest one (`410 gone` for `_temp_view`,
 /// `404` for `/favicon.ico`), so that no such path is mistaken for a database or a document.
-enum CouchRoute: Equatable, Sendable {
+indirect enum CouchRoute: Equatable, Sendable {
   case root
   /// `/_session`: sign-in.
   case session
@@ -41,6 +41,12 @@ enum CouchRoute: Equatable, Sendable {
   case document(db: String, id: String)
   /// `/{db}/{docid}/{attachment}`: the name is every segment after the id, joined with `/`.
   case attachment(db: String, id: String, name: String)
+  /// `GET /{db}/_partition/{partition}`: a partition's counts and size.
+  case partitionInfo(db: String, partition: String)
+  /// `/{db}/_partition/{partition}/{rest}`: the route of `/{db}/{rest}` (`segments`) read within
+  /// the partition, as `chttpd_db:handle_partition_req` answers it (`_all_docs`, `_find`,
+  /// `_explain`, `_index` and a design document's functions; anything else `404`).
+  case partitioned(db: String, partition: String, segments: [String], inner: CouchRoute)
   /// An endpoint a feature contributes (``CouchFeature/databaseEndpoints``), by its index in
   /// the server's list, with what its pattern matched.
   case feature(db: String, endpoint: Int, parameters: [String: String], rest: [String])
@@ -117,7 +123,8 @@ enum CouchRoute: Equatable, Sendable {
     switch self {
     case .database(let db), .databaseEndpoint(let db, _), .local(let db, _), .document(let db, _),
       .attachment(let db, _, _), .databaseUnserved(let db, _),
-      .log(let db, _), .feature(let db, _, _, _):
+      .log(let db, _), .feature(let db, _, _, _), .partitionInfo(let db, _),
+      .partitioned(let db, _, _, _):
       return db
     default:
       return nil
@@ -133,6 +140,11 @@ enum CouchRoute: Equatable, Sendable {
     for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
       segments.append(try PercentDecoding.decoded(raw))
     }
+    return parse(segments: segments, endpoints: endpoints)
+  }
+
+  /// ``parse(_:endpoints:)`` of the percent-decoded segments.
+  static func parse(segments: [String], endpoints: [CouchAPI.DatabaseEndpoint]) -> CouchRoute {
     guard let first = segments.first else { return .root }
     let rest = Array(segments.dropFirst())
     if let route = serverRoute(first, rest) { return route }
@@ -141,6 +153,17 @@ enum CouchRoute: Equatable, Sendable {
     for (index, endpoint) in endpoints.enumerated() {
       if let (parameters, remaining) = endpoint.match(rest[...]) {
         return .feature(db: db, endpoint: index, parameters: parameters, rest: remaining)
+      }
+    }
+    if head == "_partition" {
+      switch rest.count {
+      case 1: return .databaseUnserved(db, .badRequest("invalid_partition_req"))
+      case 2: return .partitionInfo(db: db, partition: rest[1])
+      default:
+        let inner = Array(rest[2...])
+        return .partitioned(
+          db: db, partition: rest[1], segments: inner,
+          inner: parse(segments: [db] + inner, endpoints: endpoints))
       }
     }
     if let error = unservedDatabasePath(db: db, rest) { return .databaseUnserved(db, error) }
@@ -260,8 +283,6 @@ enum CouchRoute: Equatable, Sendable {
       return CouchError("gone", "Temporary views are not supported in CouchDB", status: 410)
     case "_search_cleanup", "_nouveau_cleanup":
       return .notImplemented("full-text search (\(path))")
-    case "_partition":
-      return .notImplemented("partitioned databases (\(path))")
     case "_design" where rest.count > 2 && rest[2].hasPrefix("_"):
       let action = rest[2]
       let feature =

@@ -86,6 +86,17 @@ extension CouchServer {
       return try allOrNothingRefused(docs)
     }
     try await Self.checkShapes(docs, newEdits: newEdits)
+    if store.isPartitioned {
+      // A partitioned database's ids are checked for the whole request first, as CouchDB's
+      // `chttpd_db` does before it writes any (a document without `_id` would get a uuid,
+      // which names no partition).
+      for doc in docs {
+        guard let id = doc["_id"]?.stringValue else {
+          throw CouchError("illegal_docid", "Doc id must be of form partition:id", status: 400)
+        }
+        do { try Partitions.validate(documentID: id) } catch { throw CouchError(error) }
+      }
+    }
     if access.name == ReplicatorDocuments.databaseName {
       // `_replicator`: each document gets its owner, and one that belongs to another user
       // fails the whole request, as CouchDB's `before_doc_update` does in `fabric_doc_update`.
@@ -751,6 +762,45 @@ extension CouchServer {
       case .afterStrings: if options.descending { empty = true }
       }
     }
+    // `partition` (`/{db}/_partition/{p}/_all_docs`, or the parameter): the partition's ids
+    // alone, counted among themselves (`couch_mrview_util:apply_all_docs_partition`).
+    var partitionStart: String?
+    if let partition = query["partition"], namespace == .all {
+      guard store.isPartitioned else {
+        throw CouchError(
+          "query_parse_error", "`partition` parameter is not supported on this db", status: 400)
+      }
+      do { try Partitions.validate(partition: partition) } catch { throw CouchError(error) }
+      let (first, past) = Partitions.range(of: partition)
+      if options.descending {
+        if options.startKey.map({ !Array($0.utf8).lexicographicallyPrecedes(Array(past.utf8)) })
+          ?? true
+        {
+          options.startKey = past
+        }
+        if options.endKey.map({ Array($0.utf8).lexicographicallyPrecedes(Array(first.utf8)) })
+          ?? true
+        {
+          options.endKey = first
+        }
+      } else {
+        if options.startKey.map({ Array($0.utf8).lexicographicallyPrecedes(Array(first.utf8)) })
+          ?? true
+        {
+          options.startKey = first
+        }
+        if options.endKey.map({ !Array($0.utf8).lexicographicallyPrecedes(Array(past.utf8)) })
+          ?? true
+        {
+          options.endKey = past
+          options.inclusiveEnd = false
+        }
+      }
+      if let keys = options.keys {
+        options.keys = keys.filter { Partitions.isMember($0, of: partition) }
+      }
+      partitionStart = options.descending ? past : first
+    }
     let limited = options
     let result: JSONValue
     if namespace == .design {
@@ -762,6 +812,18 @@ extension CouchServer {
       result = try Self.emptyAllDocs(store, options, view: view)
     } else {
       var found = try await reading(limit: options.limit) { try store.allDocs(limited) }
+      if let partition = query["partition"], view == nil {
+        // Counted within the partition: its documents, and those of it before the first row.
+        let counts = try await blocking { try store.partitionInfo(partition) }
+        var before = AllDocsOptions()
+        before.startKey = partitionStart
+        before.descending = limited.descending
+        before.limit = 0
+        let preceding = before
+        let outside = try await blocking { try store.allDocs(preceding).offset }
+        found.totalRows = counts.docCount
+        if limited.keys == nil { found.offset = max(0, found.offset - outside) }
+      }
       if let view {
         // The counts of what the caller may see, never the database's.
         if found.rows.isEmpty && found.offset == found.totalRows { found.offset = view.docCount }

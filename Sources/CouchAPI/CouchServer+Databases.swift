@@ -164,8 +164,14 @@ extension CouchServer {
       throw unsupported
     }
     let shards = query["q"].flatMap { Int($0) } ?? 1
+    let partitioned = query["partitioned"] == "true"
+    if partitioned && (name == UserStore.databaseName || name == ReplicatorDocuments.databaseName) {
+      throw CouchError.badRequest("Cannot partition a system database")
+    }
+    let actor = caller.actor
     try await blocking {
       let store = try dataDirectory.create(name)
+      if partitioned { try store.makePartitioned(actor: actor) }
       if shards != 1 {
         // What `GET /{db}` reports as `cluster.q` (a wikilog database is one unsharded file).
         _ = try store.putLocal(
@@ -240,8 +246,7 @@ extension CouchServer {
   {
     var unsupported: CouchError? = nil
     switch query["partitioned"] {
-    case nil, "false": break
-    case "true": unsupported = .notImplemented("partitioned databases (?partitioned=true)")
+    case nil, "false", "true": break
     default: throw .badRequest("Invalid `partitioned` parameter")
     }
     // `q` and `n` are taken as a single-node CouchDB takes them: the database is one copy
@@ -278,7 +283,8 @@ extension CouchServer {
         "purge_seq": .int((try? store.purgeSeq) ?? 0),
         "update_seq": .int(view?.updateSeq.rawValue ?? info.updateSeq.rawValue),
         "sizes": .object(sizes),
-        "props": .object(JSONObject()),
+        "props": .object(
+          store.isPartitioned ? JSONObject(["partitioned": .bool(true)]) : JSONObject()),
         "doc_del_count": .int(view?.deletedDocCount ?? info.deletedDocCount),
         "doc_count": .int(view?.docCount ?? info.docCount),
         "disk_format_version": .int(Int(EventLog.formatVersion)),
@@ -291,6 +297,36 @@ extension CouchServer {
         "instance_start_time": .string("0"),
         "revs_limit": .int(info.revsLimit),
       ]))
+  }
+
+  /// `GET /{db}/_partition/{partition}`: the partition's documents and the size of their
+  /// bodies, in CouchDB's shape; `400 database is not partitioned` for a database that is not.
+  func partitionInfo(
+    _ store: DocumentStore, db: String, partition: String, request: Request,
+    access: DatabaseAccess
+  ) async throws -> Response {
+    if request.method == .post && partition.hasPrefix("_") {
+      throw CouchError(
+        "illegal_partition", "Partition must not start with an underscore", status: 400)
+    }
+    guard request.method == .get || request.method == .head else {
+      throw CouchError.methodNotAllowed(["GET"])
+    }
+    do { try Partitions.validate(partition: partition) } catch { throw CouchError(error) }
+    guard store.isPartitioned else { throw CouchError.badRequest("database is not partitioned") }
+    if access.restricted && !access.isMember { throw Self.notMember(access.user) }
+    let (live, deleted, bytes) = try await blocking { try store.partitionInfo(partition) }
+    return CouchResponse.json(
+      .object(
+        JSONObject([
+          .init(key: "db_name", value: .string(db)),
+          .init(
+            key: "sizes",
+            value: .object(JSONObject(["active": .int(bytes), "external": .int(bytes)]))),
+          .init(key: "partition", value: .string(partition)),
+          .init(key: "doc_count", value: .int(live)),
+          .init(key: "doc_del_count", value: .int(deleted)),
+        ])), includeBody: request.method != .head)
   }
 
   /// The `_local` document that keeps the `q` a database was created with (wikilog's own

@@ -255,6 +255,30 @@ public struct CouchServer: Sendable {
         featureEndpoints[index], name: name, parameters: parameters, rest: rest,
         request: request, in: store, db: db, access: access, query: query, context: context,
         caller: caller)
+    case .partitionInfo(let db, let partition):
+      return try await partitionInfo(
+        store, db: db, partition: partition, request: request, access: access)
+    case .partitioned(let db, let partition, let segments, let inner):
+      guard store.isPartitioned else {
+        throw CouchError.badRequest("database is not partitioned")
+      }
+      do { try Partitions.validate(partition: partition) } catch { throw CouchError(error) }
+      if let asked = query["partition"], asked != partition {
+        throw CouchError.badRequest("Conflicting value for `partition` in query string")
+      }
+      let head = segments.first ?? ""
+      guard
+        ["_all_docs", "_find", "_explain", "_index"].contains(head)
+          || (head == "_design" && segments.count > 2 && segments[2].hasPrefix("_"))
+      else { throw CouchError.notFound() }
+      var within = QueryParameters(
+        pairs: [("partition", partition)]
+          + query.pairs.filter { $0.name != "partition" }.map { ($0.name, $0.value) })
+      within.errorName = query.errorName
+      _ = db
+      return try await self.route(
+        request, inner, in: store, access: access, query: within, context: context,
+        caller: caller)
     case .local(let db, let id):
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.

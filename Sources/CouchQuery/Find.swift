@@ -21,6 +21,13 @@ extension QueryEndpoints {
     if access.name == ReplicatorDocuments.databaseName && !access.isAdmin {
       visible = try await r.blocking { try Self.ownDocuments(store, access: access) }
     }
+    if let partition = try Self.findPartition(r) {
+      let outer = visible
+      visible = DocumentFilter(
+        name: "_partition", parameters: ["partition": partition], wakeKeys: [],
+        keys: { _ in [] },
+        includes: { id in Partitions.isMember(id, of: partition) && outer?.includes(id) ?? true })
+    }
     let filter = visible
     let result = try await r.blocking { try store.find(query, visible: filter) }
     return CouchResponse.json(result.json)
@@ -51,7 +58,19 @@ extension QueryEndpoints {
   }
 
   /// `POST /{db}/_explain`: the index a `_find` would use, and its range.
+  /// The partition of a `_find` or `_explain` (`/{db}/_partition/{p}/_find`): only in a
+  /// partitioned database.
+  static func findPartition(_ r: DatabaseRequest) throws -> String? {
+    guard let partition = r.query["partition"] else { return nil }
+    guard r.store.isPartitioned else {
+      throw CouchError.badRequest("`partition` is not supported on this database")
+    }
+    do { try Partitions.validate(partition: partition) } catch { throw CouchError(error) }
+    return partition
+  }
+
   static func explain(_ r: DatabaseRequest) async throws -> Response {
+    _ = try Self.findPartition(r)
     try r.requireJSONContentType()
     let query = try FindQuery(try await r.jsonBody())
     return CouchResponse.json(try r.store.explain(query, databaseName: r.database))

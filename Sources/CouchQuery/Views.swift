@@ -29,7 +29,12 @@ extension QueryEndpoints {
     guard allowed.contains(method) else {
       throw CouchError.methodNotAllowed(allowed.map(\.rawValue))
     }
-    let includes = try Self.rowFilter(access, store)
+    var filter = try Self.rowFilter(access, store)
+    if let partition = try Self.viewPartition(store, ddoc: ddoc, query: query) {
+      let visible = filter
+      filter = { id in Partitions.isMember(id, of: partition) && visible?(id) ?? true }
+    }
+    let includes = filter
     var posted: JSONValue? = nil
     if method == .post { posted = try await r.jsonBody() }
     let body = posted
@@ -39,6 +44,40 @@ extension QueryEndpoints {
         includes: includes)
     }
     return CouchResponse.json(answer, includeBody: method != .head)
+  }
+
+  /// The partition a view query reads (`partition`, or `/{db}/_partition/{p}/...`): mandatory
+  /// for a partitioned design document (a partitioned database's, unless its
+  /// `options.partitioned` is false), refused for any other, as
+  /// `couch_mrview_util:validate_args` answers (`400 query_parse_error`).
+  static func viewPartition(_ store: DocumentStore, ddoc: String, query: QueryParameters) throws
+    -> String?
+  {
+    let partition = query["partition"]
+    guard store.isPartitioned else {
+      if partition != nil {
+        throw CouchError(
+          "query_parse_error", "`partition` parameter is not supported in this design doc",
+          status: 400)
+      }
+      return nil
+    }
+    let design = try? store.get(ddoc)
+    let partitioned = design?["options"]?["partitioned"] != .bool(false)
+    switch (partitioned, partition) {
+    case (true, nil):
+      throw CouchError(
+        "query_parse_error", "`partition` parameter is mandatory for queries to this view.",
+        status: 400)
+    case (true, let partition?):
+      do { try Partitions.validate(partition: partition) } catch { throw CouchError(error) }
+      return partition
+    case (false, nil): return nil
+    case (false, _?):
+      throw CouchError(
+        "query_parse_error", "`partition` parameter is not supported in this design doc",
+        status: 400)
+    }
   }
 
   /// The rows a restricted reader may see, or nil for every row.

@@ -64,6 +64,9 @@ public final class DocumentStore: Sendable {
   let rules = Mutex<(any DocumentAccess)?>(nil)
   /// The ``UpdateValidator`` (``useUpdateValidator(_:)``).
   let updateValidation = Mutex<(any UpdateValidator)?>(nil)
+  /// Whether the database is partitioned, once read (``isPartitioned``): set when it is made,
+  /// never changed after.
+  let partitionedFlag = Mutex<Bool?>(nil)
 
   /// Opens (creating) the database in `directory`.
   ///

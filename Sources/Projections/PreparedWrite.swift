@@ -97,6 +97,7 @@ extension DocumentStore {
     }
     do {
       try DocumentKey.validate(id)
+      if isPartitioned { try Partitions.validate(documentID: id) }
     } catch {
       return refused(StoreError.from(error))
     }
@@ -198,6 +199,7 @@ extension DocumentStore {
     }
     do {
       try DocumentKey.validate(id)
+      if isPartitioned { try Partitions.validate(documentID: id) }
     } catch {
       return refused(StoreError.from(error))
     }

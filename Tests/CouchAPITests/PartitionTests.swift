@@ -1,0 +1,88 @@
+import CouchAPI
+import CouchQuery
+import CouchTestSupport
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JSON
+import Testing
+
+/// Partitioned databases end to end, with the answers CouchDB 3.4.3 gave to the same requests
+/// (`PUT /{db}?partitioned=true`, `partition:id` ids, `/{db}/_partition/{p}` and its
+/// `_all_docs`, `_find` and views).
+@Suite struct PartitionTests {
+  @Test("ids, partition info, _all_docs, _find and views of a partitioned database")
+  func partitioned() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/pdb?partitioned=true").code == 201)
+      #expect(try await client.call(.get, "/pdb")["props"]?["partitioned"] == .bool(true))
+      #expect(try await client.call(.put, "/_users?partitioned=true").code == 400)
+      // Ids must name a partition.
+      let bare = try await client.call(.put, "/pdb/nocolon", "{}")
+      #expect(bare.code == 400 && bare.error == "illegal_docid")
+      #expect(bare["reason"]?.stringValue == "Doc id must be of form partition:id")
+      let empty = try await client.call(.put, "/pdb/:x", "{}")
+      #expect(empty.code == 400 && empty.error == "illegal_partition")
+      #expect(try await client.call(.put, "/pdb/_x:y", "{}").error == "illegal_docid")
+      for (id, v) in [("a:1", 1), ("a:2", 2), ("b:1", 3), ("a:3", 4)] {
+        #expect(try await client.call(.put, "/pdb/\(id)", #"{"v":\#(v)}"#).code == 201)
+      }
+      let rev = try await client.call(.get, "/pdb/a:3")["_rev"]!.stringValue!
+      #expect(try await client.call(.delete, "/pdb/a:3?rev=\(rev)").code == 200)
+      // _bulk_docs refuses the whole request for one bad id, writing nothing.
+      let bulk = try await client.call(
+        .post, "/pdb/_bulk_docs", #"{"docs":[{"_id":"x"},{"_id":"c:1"}]}"#)
+      #expect(bulk.code == 400 && bulk.error == "illegal_docid")
+      #expect(try await client.call(.get, "/pdb/c:1").code == 404)
+      #expect(try await client.call(.post, "/pdb", #"{"v":1}"#).error == "illegal_docid")
+      // A partition's counts.
+      let info = try await client.call(.get, "/pdb/_partition/a")
+      #expect(info["partition"]?.stringValue == "a")
+      #expect(info["doc_count"]?.int == 2 && info["doc_del_count"]?.int == 1)
+      #expect(try await client.call(.get, "/pdb/_partition/_a").error == "illegal_partition")
+      #expect(try await client.call(.post, "/pdb/_partition/a", "{}").code == 405)
+      // _all_docs within the partition, counted among its own documents.
+      let all = try await client.call(.get, "/pdb/_partition/a/_all_docs?skip=1")
+      #expect(all["total_rows"]?.int == 2 && all["offset"]?.int == 1)
+      #expect(all["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["a:2"])
+      let down = try await client.call(.get, "/pdb/_partition/a/_all_docs?descending=true")
+      #expect(down["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["a:2", "a:1"])
+      #expect(
+        try await client.call(.get, "/pdb/_partition/a/_all_docs?partition=b").code == 400)
+      #expect(try await client.call(.get, "/pdb/_partition/a/_changes").code == 404)
+      // _find within the partition.
+      let found = try await client.call(
+        .post, "/pdb/_partition/a/_find", #"{"selector":{"v":{"$gt":0}}}"#)
+      #expect(found["docs"]?.arrayValue?.compactMap { $0["_id"]?.stringValue } == ["a:1", "a:2"])
+      // Views: a partitioned design document needs a partition; a global one refuses it.
+      #expect(
+        try await client.call(
+          .put, "/pdb/_design/d",
+          #"{"views":{"v":{"map":"function(doc){emit(doc.v, 1)}","reduce":"_count"}}}"#
+        ).code == 201)
+      #expect(
+        try await client.call(
+          .put, "/pdb/_design/g",
+          #"{"options":{"partitioned":false},"views":{"v":{"map":"function(doc){emit(doc.v, 1)}"}}}"#
+        ).code == 201)
+      let mandatory = try await client.call(.get, "/pdb/_design/d/_view/v")
+      #expect(mandatory.code == 400 && mandatory.error == "query_parse_error")
+      let counted = try await client.call(.get, "/pdb/_partition/a/_design/d/_view/v")
+      #expect(counted["rows"]?[0]?["value"]?.int == 2)
+      let mapped = try await client.call(.get, "/pdb/_partition/b/_design/d/_view/v?reduce=false")
+      #expect(mapped["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["b:1"])
+      #expect(try await client.call(.get, "/pdb/_design/g/_view/v")["total_rows"]?.int == 3)
+      #expect(try await client.call(.get, "/pdb/_partition/a/_design/g/_view/v").code == 400)
+      // A database that is not partitioned.
+      #expect(try await client.call(.put, "/npdb").code == 201)
+      let notPartitioned = try await client.call(
+        .put, "/npdb/_design/p", #"{"options":{"partitioned":true},"views":{}}"#)
+      #expect(notPartitioned.code == 400 && notPartitioned.error == "invalid_design_doc")
+      #expect(
+        try await client.call(.get, "/npdb/_partition/a")["reason"]?.stringValue
+          == "database is not partitioned")
+      #expect(try await client.call(.get, "/npdb/_all_docs?partition=a").code == 400)
+      #expect(try await client.call(.put, "/npdb/plain", "{}").code == 201)
+    }
+  }
+}
