@@ -131,20 +131,35 @@ extension QueryEndpoints {
     }
     // The view's options: the query string's, and for a POST the body's (`keys`, say).
     let posted = body.isEmpty ? nil : try CouchServer.json(parsing: body)
-    let viewQuery = try Self.viewQueries(query: query, body: posted, queries: false)[0]
-    let result = try await r.blocking {
-      try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
+    let head: JSONValue
+    let rows: [JSONValue]
+    if viewName == "_all_docs" {
+      // A list over `_all_docs` (`couch_mrview_show:handle_view_list` with the all-docs view).
+      let found = try await r.blocking {
+        try Self.allDocsRows(store, query: query, body: posted?.objectValue, includes: includes)
+      }
+      head = .object(
+        JSONObject([
+          .init(key: "total_rows", value: .int(found.totalRows)),
+          .init(key: "offset", value: .int(found.offset)),
+        ]))
+      rows = found.rows
+    } else {
+      let viewQuery = try Self.viewQueries(query: query, body: posted, queries: false)[0]
+      let result = try await r.blocking {
+        try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
+      }
+      head = .object(
+        JSONObject([
+          .init(key: "total_rows", value: result.totalRows.map { .int($0) } ?? .null),
+          .init(key: "offset", value: result.offset.map { .int($0) } ?? .null),
+        ]))
+      rows = result.rows
     }
-    let head: JSONValue = .object(
-      JSONObject([
-        .init(key: "total_rows", value: result.totalRows.map { .int($0) } ?? .null),
-        .init(key: "offset", value: result.offset.map { .int($0) } ?? .null),
-      ]))
-    let rows = result.rows
-    let (start, chunks) = try await r.blocking {
+    let (start, chunks, failure) = try await r.blocking {
       do {
         return try store.state.queryServers.with(language: language) {
-          server throws(QueryServerError) -> (JSONValue, [String]) in
+          server throws(QueryServerError) -> (JSONValue, [String], (String, String)?) in
           let first = try server.callDesignFunction(
             ddoc: design, id: ddoc, rev: rev, scope: store.log.path, path: ["lists", function],
             arguments: [head, req])
@@ -153,30 +168,47 @@ extension QueryEndpoints {
           }
           var out: [String] = (s[1].arrayValue ?? []).compactMap(\.stringValue)
           var ended = false
-          for row in rows {
-            let answer = try server.call(.array([.string("list_row"), row]))
-            guard case .array(let a) = answer, a.count >= 2 else { break }
-            out += (a[1].arrayValue ?? []).compactMap(\.stringValue)
-            if a[0] == .string("end") {
-              ended = true
-              break
-            }
-          }
-          if !ended {
-            let last = try server.call(.array([.string("list_end")]))
-            if case .array(let a) = last, a.count >= 2 {
+          do throws(QueryServerError) {
+            for row in rows {
+              let answer = try server.call(.array([.string("list_row"), row]))
+              guard case .array(let a) = answer, a.count >= 2 else { break }
               out += (a[1].arrayValue ?? []).compactMap(\.stringValue)
+              if a[0] == .string("end") {
+                ended = true
+                break
+              }
             }
+            if !ended {
+              let last = try server.call(.array([.string("list_end")]))
+              if case .array(let a) = last, a.count >= 2 {
+                out += (a[1].arrayValue ?? []).compactMap(\.stringValue)
+              }
+            }
+          } catch {
+            // Once the list has started, CouchDB has sent its status and first chunks: a
+            // function's error follows them inline, as `couch_mrview_show` writes it.
+            guard case .failed(let name, let reason) = error else { throw error }
+            return (s[2], out, (name, reason))
           }
-          return (s[2], out)
+          return (s[2], out, nil)
         }
       } catch let error as QueryServerError {
         let (name, reason) = error.couchError
-        throw CouchError(name, reason, status: 500)
+        throw CouchError(name, reason, status: name == "not_acceptable" ? 406 : 500)
       }
     }
     var response = start.objectValue ?? JSONObject()
-    response["body"] = .string(chunks.joined())
+    var text = chunks.joined()
+    if let (name, reason) = failure {
+      let error = JSONValue.object(
+        JSONObject([
+          .init(key: "code", value: .int(500)),
+          .init(key: "error", value: .string(name == "not_acceptable" ? name : "render_error")),
+          .init(key: "reason", value: .string("function raised error: " + reason)),
+        ]))
+      text += "\n" + String(decoding: error.serialized(), as: UTF8.self) + "\n"
+    }
+    response["body"] = .string(text)
     return Self.render(.object(response), method: request.method, defaultStatus: .ok)
   }
 
@@ -193,8 +225,44 @@ extension QueryEndpoints {
       }
     } catch {
       let (name, reason) = error.couchError
-      throw CouchError(name, reason, status: 500)
+      throw CouchError(name, reason, status: name == "not_acceptable" ? 406 : 500)
     }
+  }
+
+  /// The rows of `_all_docs` for a list function: the view options that apply to it
+  /// (`startkey`/`endkey`, `keys`, `descending`, `inclusive_end`, `include_docs`, `limit`,
+  /// `skip`), the rows the caller may read.
+  static func allDocsRows(
+    _ store: DocumentStore, query: QueryParameters, body: JSONObject?,
+    includes: (@Sendable (String) -> Bool)?
+  ) throws -> (totalRows: Int, offset: Int, rows: [JSONValue]) {
+    func value(_ names: String...) throws -> JSONValue? {
+      for name in names {
+        if let text = query[name] {
+          do { return try JSONValue(parsing: Array(text.utf8)) } catch {
+            throw CouchError("query_parse_error", "Invalid JSON for `\(name)`", status: 400)
+          }
+        }
+        if let member = body?[name] { return member }
+      }
+      return nil
+    }
+    var options = AllDocsOptions()
+    options.startKey = try value("startkey", "start_key")?.stringValue
+    options.endKey = try value("endkey", "end_key")?.stringValue
+    options.keys = try value("keys")?.arrayValue?.compactMap(\.stringValue)
+    options.descending = try value("descending") == .bool(true)
+    options.inclusiveEnd = try value("inclusive_end") != .bool(false)
+    options.includeDocs = try value("include_docs") == .bool(true)
+    options.limit = try value("limit")?.numberValue?.int64Value.map { Int($0) }
+    options.skip = try value("skip")?.numberValue?.int64Value.map { Int($0) } ?? 0
+    if let includes {
+      options.visible = DocumentFilter(
+        name: "_list_access", parameters: [:], wakeKeys: [], keys: { _ in [] },
+        includes: includes)
+    }
+    let result = try store.allDocs(options)
+    return (result.totalRows, result.offset, result.rows)
   }
 
   /// CouchDB's request object for design functions (`chttpd_external:json_req_obj`).
@@ -204,8 +272,11 @@ extension QueryEndpoints {
     let (store, db, request, query) = (r.store, r.database, r.request, r.query)
     var queryObject = JSONObject()
     for (name, value) in query.pairs { queryObject[name] = .string(value) }
+    // The header names as the client sent them (`Accept`, `User-Agent`), and `Host`, as
+    // `chttpd_external:json_req_obj` gives them.
     var headers = JSONObject()
-    for field in request.headers { headers[field.name.canonicalName] = .string(field.value) }
+    if let authority = request.head.authority { headers["Host"] = .string(authority) }
+    for field in request.headers { headers[field.name.rawName] = .string(field.value) }
     let path = request.uri.path.split(separator: "/").map { JSONValue.string(String($0)) }
     let info = try await r.blocking { try store.info }
     let security = try await r.blocking { try store.security() }

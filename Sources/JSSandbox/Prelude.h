@@ -223,13 +223,81 @@ static const char kPrelude[] = R"JS(
     return ddocFuns[key];
   }
 
-  function mimeOf(name) {
-    const known = {
-      html: 'text/html; charset=utf-8', json: 'application/json',
-      text: 'text/plain; charset=utf-8', xml: 'application/xml', js: 'text/javascript',
-      css: 'text/css',
-    };
-    return hasOwn.call(known, name) ? known[name] : name;
+  // The types `provides` knows by name (CouchDB's defaults), and those `registerType` adds.
+  const defaultMimes = {
+    all: ['*/*'], text: ['text/plain; charset=utf-8', 'txt'],
+    html: ['text/html; charset=utf-8'], xhtml: ['application/xhtml+xml', 'xhtml'],
+    xml: ['application/xml', 'text/xml', 'application/x-xml'],
+    js: ['text/javascript', 'application/javascript', 'application/x-javascript'],
+    css: ['text/css'], ics: ['text/calendar'], csv: ['text/csv'],
+    rss: ['application/rss+xml'], atom: ['application/atom+xml'],
+    yaml: ['application/x-yaml', 'text/yaml'], multipart_form: ['multipart/form-data'],
+    url_encoded_form: ['application/x-www-form-urlencoded'],
+    json: ['application/json', 'text/x-json'],
+  };
+
+  function mimesOf(name) {
+    if (hasOwn.call(state.mimes, name)) return state.mimes[name];
+    if (hasOwn.call(defaultMimes, name)) return defaultMimes[name];
+    return [name];
+  }
+
+  function mimeOf(name) { return mimesOf(name)[0]; }
+
+  // How well media type `mime` meets the `Accept` ranges (0 for not at all): the quality of the
+  // most specific range that matches, as mimeparse's `quality` does.
+  function quality(mime, ranges) {
+    const [type, sub] = mime.split(';')[0].trim().toLowerCase().split('/');
+    let best = -1;
+    let q = 0;
+    for (const r of ranges) {
+      if ((r.type === type || r.type === '*') && (r.sub === sub || r.sub === '*')) {
+        const fit = (r.type === type ? 10 : 0) + (r.sub === sub ? 1 : 0);
+        if (fit > best) {
+          best = fit;
+          q = r.q;
+        }
+      }
+    }
+    return q;
+  }
+
+  // The provider a request asks for: `?format=` by name, else the best match of `Accept`
+  // (all of it when absent); none is CouchDB's 406 `not_acceptable`.
+  function chooseProvider(req) {
+    const format = req.query && req.query.format;
+    if (format !== undefined) {
+      for (const p of state.providers) if (p[0] === format) return p;
+    } else {
+      const header = (req.headers && (req.headers.Accept || req.headers.accept)) || '*/*';
+      const ranges = String(header).split(',').map((part) => {
+        const pieces = part.split(';');
+        const [type, sub] = pieces[0].trim().toLowerCase().split('/');
+        let q = 1;
+        for (const param of pieces.slice(1)) {
+          const [k, v] = param.split('=');
+          if (k && k.trim() === 'q') q = parseFloat(v);
+        }
+        return { type: type || '', sub: sub || '*', q: isNaN(q) ? 0 : q };
+      });
+      let chosen = null;
+      let best = 0;
+      for (const p of state.providers) {
+        for (const mime of mimesOf(p[0])) {
+          const q = quality(mime, ranges);
+          if (q > best) {
+            best = q;
+            chosen = p;
+          }
+        }
+      }
+      if (chosen) return chosen;
+    }
+    const offered = [];
+    for (const p of state.providers) for (const m of mimesOf(p[0])) offered.push(m);
+    throw new Fatal('not_acceptable', 'Content-Type(s) ' +
+      (format !== undefined ? format : String((req.headers && req.headers.Accept) || '*/*')) +
+      ' not supported, try one of: ' + offered.join(', '));
   }
 
   function runShowLike(fun, args) {
@@ -237,16 +305,7 @@ static const char kPrelude[] = R"JS(
     state.providers = [];
     let resp = apply(fun, ddoc, args);
     if (resp === undefined && state.providers.length > 0) {
-      const req = args[1] || {};
-      const accept = (req.headers && req.headers.Accept) || '';
-      const format = req.query && req.query.format;
-      let chosen = state.providers[0];
-      for (const p of state.providers) {
-        if (p[0] === format || (accept && accept.indexOf(mimeOf(p[0])) >= 0)) {
-          chosen = p;
-          break;
-        }
-      }
+      const chosen = chooseProvider(args[1] || {});
       resp = chosen[1]();
       if (typeof resp === 'string') {
         resp = { body: resp, headers: { 'Content-Type': mimeOf(chosen[0]) } };
@@ -332,18 +391,30 @@ static const char kPrelude[] = R"JS(
         let tail;
         try {
           tail = apply(fun, ddoc, [fargs[0], fargs[1]]);
-          if (tail === undefined && state.providers.length > 0) tail = state.providers[0][1]();
+          if (tail === undefined && state.providers.length > 0) {
+            const chosen = chooseProvider(fargs[1] || {});
+            const type = mimeOf(chosen[0]);
+            if (!state.gotRow) {
+              state.startResp = state.startResp || {};
+              state.startResp.headers = state.startResp.headers || {};
+              if (!state.startResp.headers['Content-Type']) {
+                state.startResp.headers['Content-Type'] = type;
+              }
+            }
+            tail = chosen[1]();
+          }
         } finally {
           state.inList = false;
         }
-        if (!state.gotRow) write(['start', state.chunks.splice(0), state.startResp || {}]);
-        if (!state.lastRow) {
-          // Drain the rows the function did not ask for.
-          for (;;) {
-            if (parse(readLine())[0] === 'list_end') break;
-            write(['chunks', []]);
-          }
+        if (!state.gotRow) {
+          // The function asked for no row: its start now, then the host's first row (or the
+          // end of the rows) is answered with the end, as couchjs's runList does.
+          write(['start', state.chunks.splice(0), state.startResp || {}]);
+          state.gotRow = true;
+          if (!state.lastRow) parse(readLine());
         }
+        // Else the host waits for the answer to the last row the function read: the end. It
+        // sends no more rows once it has it.
         if (tail !== undefined && tail !== null) state.chunks.push(StringOf(tail));
         return ['end', state.chunks.splice(0)];
       }

@@ -405,8 +405,6 @@ import Testing
         (.post, "/db/_sync_shards", "shards"),
         (.post, "/db/_search_cleanup", "full-text search"),
         (.post, "/db/_nouveau_cleanup", "full-text search"),
-        (.get, "/db/_partition/p1", "partitioned"),
-        (.get, "/db/_partition/p1/_all_docs", "partitioned"),
         (.get, "/db/_design/d/_rewrite/x", "rewrites"),
         (.get, "/db/_design/d/_search/i", "full-text search"),
         (.get, "/db/_design/d/_search_info/i", "full-text search"),
@@ -512,11 +510,11 @@ import Testing
   }
 
   @Test(
-    "PUT /db: q and n taken as a single-node CouchDB takes them (q reported, n 1); partitioned=true and placement refused, nothing made"
+    "PUT /db: q and n taken as a single-node CouchDB takes them (q reported, n 1); placement refused, nothing made"
   )
   func creationOptions() async throws {
     try await withServer { client, _ in
-      for query in ["partitioned=true", "placement=a:1"] {
+      for query in ["placement=a:1"] {
         let r = try await client.call(.put, "/db2?\(query)")
         #expect(r.code == 501, "\(query)")
         #expect(r.error == "not_implemented", "\(query)")
