@@ -101,6 +101,19 @@ public final class Authenticator: Sendable {
     serverAdmins.withLock { $0[name] = credentials }
   }
 
+  /// Removes server administrator `name`; false when there is none.
+  @discardableResult
+  public func removeServerAdmin(name: String) -> Bool {
+    serverAdmins.withLock { $0.removeValue(forKey: name) != nil }
+  }
+
+  /// Server administrator `name`'s password hash as CouchDB's `[admins]` shows one:
+  /// `-pbkdf2-<derived key>,<salt>,<iterations>`; nil when there is none.
+  public func serverAdminHash(name: String) -> String? {
+    guard let c = serverAdmins.withLock({ $0[name] }) else { return nil }
+    return "-pbkdf2-\(Hex.encode(c.derivedKey)),\(c.salt),\(c.iterations)"
+  }
+
   /// The names of the server administrators kept outside `_users`.
   public var serverAdminNames: [String] { serverAdmins.withLock { $0.keys.sorted() } }
 

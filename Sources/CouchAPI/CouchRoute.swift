@@ -34,6 +34,8 @@ indirect enum CouchRoute: Equatable, Sendable {
   case nodeStats(node: String, path: [String])
   /// `GET /_node/{node}/_prometheus`: the statistics in Prometheus's text format.
   case prometheus(node: String)
+  /// `/_node/{node}/_config[/{section}[/{key}]]` (`path`: the segments after `_config`).
+  case config(node: String, path: [String])
   case database(String)
   /// A database endpoint such as `_all_docs` or `_changes`.
   case databaseEndpoint(String, DatabaseEndpoint)
@@ -68,7 +70,7 @@ indirect enum CouchRoute: Equatable, Sendable {
   /// ``CouchServer/serverEndpoints``.
   enum ServerEndpoint: Sendable, CaseIterable {
     case root, session, allDatabases, databasesInfo, up, uuids, replicate, activeTasks
-    case schedulerJobs, schedulerDocs, node, nodeStats, membership, prometheus
+    case schedulerJobs, schedulerDocs, node, nodeStats, membership, prometheus, config
   }
 
   /// The server endpoint this route is, nil for a database's route.
@@ -88,6 +90,7 @@ indirect enum CouchRoute: Equatable, Sendable {
     case .nodeStats: .nodeStats
     case .prometheus: .prometheus
     case .membership: .membership
+    case .config: .config
     default: nil
     }
   }
@@ -259,9 +262,9 @@ indirect enum CouchRoute: Equatable, Sendable {
     let endpoint = rest[1]
     if endpoint == "_stats" { return .nodeStats(node: node, path: Array(rest.dropFirst(2))) }
     if endpoint == "_prometheus", rest.count == 2 { return .prometheus(node: node) }
+    if endpoint == "_config" { return .config(node: node, path: Array(rest.dropFirst(2))) }
     let feature =
       switch endpoint {
-      case "_config": "server configuration"
       case "_system": "system statistics"
       case "_versions": "the versions of the server's components"
       case "_restart": "restarting the server"

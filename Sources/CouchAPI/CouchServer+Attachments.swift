@@ -120,7 +120,7 @@ extension CouchServer {
       throw CouchError.badRequest(
         "Attachment name '\(name)' starts with prohibited character '_'")
     }
-    let limit = options.maxAttachmentBytes
+    let limit = settings.current.maxAttachmentBytes
     let tooLarge = CouchError("attachment_too_large", name, status: 413)
     let declared = request.headers[.contentLength].flatMap { Int($0) }
     if let limit, let declared, declared > limit { throw tooLarge }

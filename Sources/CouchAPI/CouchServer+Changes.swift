@@ -143,7 +143,7 @@ extension CouchServer {
     default:
       throw CouchError.methodNotAllowed(["GET", "HEAD", "POST"])
     }
-    let maxTimeout = options.maxChangesTimeoutMilliseconds
+    let maxTimeout = settings.current.maxChangesTimeoutMilliseconds
     var parsed = ChangesRequest(timeout: .milliseconds(maxTimeout))
     // CouchDB reads these options with their names lowercased, the last of a repeated one
     // counting; flags are set by `true` alone, any other value is ignored.

@@ -41,7 +41,7 @@ extension CouchServer {
       guard let n = Int(text), n >= 0 else {
         throw CouchError.badRequest("count must be a positive integer")
       }
-      guard n <= options.maxUUIDCount else {
+      guard n <= settings.current.maxUUIDCount else {
         throw CouchError.badRequest("count parameter too large")
       }
       count = n

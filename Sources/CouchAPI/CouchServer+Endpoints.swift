@@ -227,6 +227,10 @@ extension CouchServer {
       guard case .prometheus(let node) = c.route else { throw CouchError.notFound() }
       return try c.server.prometheus(node: node, head: c.head)
     },
+    .config: ServerRule(methods: nil, role: .serverAdmin) { c in
+      guard case .config(let node, let path) = c.route else { throw CouchError.notFound() }
+      return try await c.server.config(node: node, path: path, request: c.request)
+    },
     .nodeStats: ServerRule(role: .serverAdmin) { c in
       guard case .nodeStats(let node, let path) = c.route else { throw CouchError.notFound() }
       return try c.server.nodeStats(node: node, path: path, head: c.head)

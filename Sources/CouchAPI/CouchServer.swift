@@ -66,6 +66,8 @@ public struct CouchServer: Sendable {
   public let replicatorDocuments: ReplicatorDocuments
   /// The endpoints of ``CouchServerOptions/features``, in order.
   let featureEndpoints: [DatabaseEndpoint]
+  /// What `/_node/{node}/_config` may change while the server runs.
+  let settings: ServerSettings
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
@@ -78,6 +80,7 @@ public struct CouchServer: Sendable {
     // `validate_doc_update` on every write).
     for feature in options.features { feature.prepare(dataDirectory) }
     featureEndpoints = options.features.flatMap(\.databaseEndpoints)
+    settings = ServerSettings(options)
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
     replications = ReplicationJobs(
       maxHistory: options.replicator.maxHistory,
@@ -177,7 +180,7 @@ public struct CouchServer: Sendable {
   func holdingBody(_ request: inout Request, route: CouchRoute?) async throws -> Bool {
     if request.method == .get || request.method == .head { return true }
     guard let length = request.headers[.contentLength].flatMap({ Int($0) }),
-      length <= options.maxRequestBytes
+      length <= settings.current.maxRequestBytes
     else { return false }
     if case .attachment = route { return false }
     _ = try await request.collectBody(upTo: length)
@@ -196,7 +199,7 @@ public struct CouchServer: Sendable {
     let method = request.method
     switch route {
     case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
-      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership, .prometheus:
+      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership, .prometheus, .config:
       // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
       guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
       return try await serverEndpoint(
@@ -388,7 +391,7 @@ public struct CouchServer: Sendable {
   /// gzip and identity is `415`, as `chttpd:maybe_decompress` does for JSON bodies (multipart
   /// ones are read as they come).
   func body(of request: Request) async throws -> [UInt8] {
-    let limit = options.maxRequestBytes
+    let limit = settings.current.maxRequestBytes
     func tooLarge(_ what: String) -> CouchError {
       CouchError(
         "too_large", "the request body is \(what); the server accepts at most \(limit)",

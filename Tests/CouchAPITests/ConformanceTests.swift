@@ -385,8 +385,6 @@ import Testing
         (.get, "/_db_updates", "database updates"),
         (.get, "/_replicator", "replication"),
         (.put, "/_replicator/x", "replication"),
-        (.get, "/_node/_local/_config", "configuration"),
-        (.put, "/_node/_local/_config/s/k", "configuration"),
         (.get, "/_node/nonode@nohost/_system", "system statistics"),
         (.get, "/_node/_local/_versions", "versions"),
         (.post, "/_node/_local/_restart", "restarting"),

@@ -1,5 +1,7 @@
+import Auth
 import CouchAPI
 import CouchTestSupport
+import Formats
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -132,6 +134,69 @@ import Testing
       _ = try await client.call(.put, "/db/d1", #"{"_rev":"\#(revs["d1"]!)","v":10}"#)
       #expect(
         try await Self.raw(client, .get, "/db/_design/l/_show/s/d1", headers: showMatch).0 == 200)
+    }
+  }
+}
+
+/// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
+/// they can change, refused with a reason where they cannot.
+@Suite struct ConfigTests {
+  @Test("read every setting, a section, a key; PUT one that applies, refuse the rest; admins")
+  func config() async throws {
+    try await withAccessServer { client, fixture in
+      let admin = AccessFixture.basic("admin")
+      try fixture.auth.addServerAdmin(name: "root", password: "pw-root")
+      #expect(try await client.call(.get, "/_node/_local/_config").code == 401)
+      #expect(
+        try await client.call(.get, "/_node/_local/_config", headers: AccessFixture.basic("bob"))
+          .code == 401)
+      let all = try await client.call(.get, "/_node/_local/_config", headers: admin)
+      #expect(all["uuids"]?["max_count"]?.stringValue == "1000")
+      #expect(all["admins"]?["root"]?.stringValue?.hasPrefix("-pbkdf2-") == true)
+      #expect(
+        try await client.call(.get, "/_node/nonode@nohost/_config/uuids", headers: admin)[
+          "max_count"] == .string("1000"))
+      #expect(
+        try await client.call(.get, "/_node/_local/_config/nosuch", headers: admin).json
+          == .object(JSONObject()))
+      let missing = try await client.call(.get, "/_node/_local/_config/uuids/x", headers: admin)
+      #expect(missing.code == 404 && missing["reason"]?.stringValue == "unknown_config_value")
+      // A setting that applies at once: the old value answers.
+      let old = try await client.call(
+        .put, "/_node/_local/_config/uuids/max_count", #""5""#, headers: admin)
+      #expect(old.json == .string("1000"))
+      #expect(try await client.call(.get, "/_uuids?count=6").code == 400)
+      #expect(try await client.call(.get, "/_uuids?count=5").code == 200)
+      // Refused: not a JSON string, a bad value, fixed at start, unknown.
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/uuids/max_count", "5", headers: admin
+        ).code == 400)
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/uuids/max_count", #""many""#, headers: admin
+        ).code == 400)
+      let fixed = try await client.call(
+        .put, "/_node/_local/_config/couchdb/max_document_size", #""10""#, headers: admin)
+      #expect(fixed.code == 400)
+      #expect(fixed["reason"]?.stringValue?.contains("set when the server starts") == true)
+      #expect(
+        try await client.call(.put, "/_node/_local/_config/foo/bar", #""1""#, headers: admin)
+          .code == 400)
+      // A server administrator made and removed through [admins].
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/admins/ops", #""pw-ops""#, headers: admin
+        ).json == .string(""))
+      var ops = HTTPFields()
+      ops[.authorization] = "Basic " + Base64.encode(Array("ops:pw-ops".utf8))
+      #expect(
+        try await client.call(.get, "/_session", headers: ops)["userCtx"]?["roles"]?.strings
+          == ["_admin"])
+      #expect(
+        try await client.call(.delete, "/_node/_local/_config/admins/ops", headers: admin).code
+          == 200)
+      #expect(try await client.call(.get, "/_session", headers: ops).code == 401)
     }
   }
 }

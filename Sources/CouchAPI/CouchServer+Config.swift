@@ -1,0 +1,208 @@
+import Auth
+import HTTPTypes
+import Hummingbird
+import JSON
+import Projections
+import Replication
+import Synchronization
+
+/// The settings a running server reads on every request that `/_node/{node}/_config` may
+/// change (``CouchServerOptions`` gives their first values): kept in memory for the server's
+/// lifetime, as CouchDB's `X-Couch-Persist: false` keeps a change; a restart takes the command
+/// line's again.
+final class ServerSettings: Sendable {
+  struct Values: Sendable {
+    var maxRequestBytes: Int
+    var maxAttachmentBytes: Int?
+    var maxUUIDCount: Int
+    var maxChangesTimeoutMilliseconds: Int
+  }
+
+  private let values: Mutex<Values>
+
+  init(_ options: CouchServerOptions) {
+    values = Mutex(
+      Values(
+        maxRequestBytes: options.maxRequestBytes, maxAttachmentBytes: options.maxAttachmentBytes,
+        maxUUIDCount: options.maxUUIDCount,
+        maxChangesTimeoutMilliseconds: options.maxChangesTimeoutMilliseconds))
+  }
+
+  var current: Values { values.withLock { $0 } }
+
+  func update(_ change: (inout Values) -> Void) { values.withLock { change(&$0) } }
+}
+
+extension CouchServer {
+  /// A setting of `/_node/{node}/_config`, under CouchDB's section and key: its value now as
+  /// text, and how a `PUT` of a new one applies (nil: set when the server starts).
+  struct Setting {
+    let read: @Sendable (CouchServer) -> String?
+    var write: (@Sendable (CouchServer, String) throws(CouchError) -> Void)? = nil
+  }
+
+  /// The settings wikilog has, by CouchDB's section and key.
+  static let settings: [String: [String: Setting]] = [
+    "chttpd": [
+      "max_http_request_size": Setting(
+        read: { String($0.settings.current.maxRequestBytes) },
+        write: { server, text throws(CouchError) in
+          let n = try positive(text, "chttpd/max_http_request_size")
+          server.settings.update { $0.maxRequestBytes = n }
+        }),
+      "changes_timeout": Setting(
+        read: { String($0.settings.current.maxChangesTimeoutMilliseconds) },
+        write: { server, text throws(CouchError) in
+          let n = try positive(text, "chttpd/changes_timeout")
+          server.settings.update { $0.maxChangesTimeoutMilliseconds = n }
+        }),
+    ],
+    "couchdb": [
+      "max_attachment_size": Setting(
+        read: { $0.settings.current.maxAttachmentBytes.map(String.init) ?? "infinity" },
+        write: { server, text throws(CouchError) in
+          let n = text == "infinity" ? nil : try positive(text, "couchdb/max_attachment_size")
+          server.settings.update { $0.maxAttachmentBytes = n }
+        }),
+      "max_document_size": Setting(read: { _ in String(DocumentInput.maxBytes) }),
+      "uuid": Setting(read: { $0.serverUUID }),
+    ],
+    "uuids": [
+      "max_count": Setting(
+        read: { String($0.settings.current.maxUUIDCount) },
+        write: { server, text throws(CouchError) in
+          let n = try positive(text, "uuids/max_count")
+          server.settings.update { $0.maxUUIDCount = n }
+        }),
+      "algorithm": Setting(read: { _ in "random" }),
+    ],
+    "chttpd_auth": [
+      "authentication_db": Setting(read: { _ in UserStore.databaseName }),
+      "timeout": Setting(read: { $0.options.authenticator.map { String($0.sessions.timeout) } }),
+      "iterations": Setting(read: { _ in String(Password.iterations) }),
+    ],
+    "replicator": [
+      "max_jobs": Setting(read: { String($0.options.replicator.maxJobs) }),
+      "max_churn": Setting(read: { String($0.options.replicator.maxChurn) }),
+      "max_history": Setting(read: { String($0.options.replicator.maxHistory) }),
+    ],
+    "vendor": [
+      "name": Setting(read: { _ in "wikilog" }),
+      "version": Setting(read: { _ in CouchServer.version }),
+    ],
+  ]
+
+  static func positive(_ text: String, _ name: String) throws(CouchError) -> Int {
+    guard let n = Int(text.filter { $0 != " " }), n > 0 else {
+      throw .badRequest("\(name) must be a positive integer, not \"\(text.prefix(40))\"")
+    }
+    return n
+  }
+
+  /// Every section and key with its value now (server administrators' `[admins]` as
+  /// CouchDB shows them, hashed).
+  func configSections() -> [String: [(String, String)]] {
+    var sections: [String: [(String, String)]] = [:]
+    for (section, keys) in Self.settings {
+      for (key, setting) in keys.sorted(by: { $0.key < $1.key }) {
+        if let value = setting.read(self) { sections[section, default: []].append((key, value)) }
+      }
+    }
+    if let auth = options.authenticator {
+      for name in auth.serverAdminNames {
+        if let hash = auth.serverAdminHash(name: name) {
+          sections["admins", default: []].append((name, hash))
+        }
+      }
+    }
+    return sections
+  }
+
+  /// `/_node/{node}/_config[/{section}[/{key}]]` (server administrators), as
+  /// `chttpd_node:handle_node_req` answers: `GET` of everything, a section (`{}` when wikilog
+  /// has none of that name) or a key (`404 unknown_config_value`); `PUT` of a JSON string sets
+  /// a key that can change at run time and answers the old value; `DELETE` of `admins/NAME`
+  /// removes a server administrator. A setting fixed when the server starts, or one wikilog
+  /// does not have, is `400` and names itself: nothing is accepted that would not apply.
+  func config(node: String, path: [String], request: Request) async throws -> Response {
+    _ = try Self.checkedNodeName(node)
+    let method = request.method
+    let head = method == .head
+    func text(_ value: String) -> Response {
+      CouchResponse.json(.string(value), includeBody: !head)
+    }
+    switch path.count {
+    case 0:
+      try allow(method, [.get, .head])
+      let all = configSections().sorted { $0.key < $1.key }.map { section, keys in
+        JSONObject.Member(
+          key: section,
+          value: .object(JSONObject(keys.map { .init(key: $0.0, value: .string($0.1)) })))
+      }
+      return CouchResponse.json(.object(JSONObject(all)), includeBody: !head)
+    case 1:
+      if path[0] == "_reload" {
+        try allow(method, [.post])
+        return CouchResponse.ok()
+      }
+      try allow(method, [.get, .head])
+      let keys = configSections()[path[0]] ?? []
+      return CouchResponse.json(
+        .object(JSONObject(keys.map { .init(key: $0.0, value: .string($0.1)) })),
+        includeBody: !head)
+    case 2:
+      let (section, key) = (path[0], path[1])
+      let current = configSections()[section]?.first { $0.0 == key }?.1
+      switch method {
+      case .get, .head:
+        guard let current else {
+          throw CouchError("not_found", "unknown_config_value", status: 404)
+        }
+        return text(current)
+      case .put:
+        guard case .string(let raw) = try await jsonBody(of: request) else {
+          throw CouchError.badRequest("a JSON string expected")
+        }
+        let value = String(
+          raw.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+        if section == "admins" {
+          guard let auth = options.authenticator else {
+            throw CouchError.badRequest("this server signs no one in: it has no administrators")
+          }
+          do { try auth.addServerAdmin(name: key, password: value) } catch {
+            throw CouchError(error)
+          }
+          return text(current ?? "")
+        }
+        guard let setting = Self.settings[section]?[key] else {
+          throw CouchError.badRequest("wikilog has no setting \(section)/\(key)")
+        }
+        guard let write = setting.write else {
+          throw CouchError.badRequest(
+            "\(section)/\(key) is set when the server starts; wikilog does not change it while it runs"
+          )
+        }
+        try write(self, value)
+        return text(current ?? "")
+      case .delete:
+        guard let current else {
+          throw CouchError("not_found", "unknown_config_value", status: 404)
+        }
+        guard section == "admins", let auth = options.authenticator else {
+          throw CouchError.badRequest(
+            "\(section)/\(key) cannot be removed: wikilog always has a value for it")
+        }
+        if auth.serverAdminNames == [key], try !auth.users.users().contains(where: \.isAdmin) {
+          throw CouchError.badRequest(
+            "\(key) is this server's last administrator: removing it would leave none")
+        }
+        auth.removeServerAdmin(name: key)
+        return text(current)
+      default:
+        throw CouchError.methodNotAllowed(["GET", "PUT", "DELETE"])
+      }
+    default:
+      throw CouchError.notFound()
+    }
+  }
+}
