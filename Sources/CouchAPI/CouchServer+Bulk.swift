@@ -130,7 +130,7 @@ extension CouchServer {
       }
       // A document without an id gets its generated one here, so that it is checked too.
       if object["_id"] == nil && edits {
-        object.members.insert(.init(key: "_id", value: .string(Self.randomUUID())), at: 0)
+        object.members.insert(.init(key: "_id", value: .string(newUUID())), at: 0)
         doc = .object(object)
       }
       guard let id = object["_id"]?.stringValue else {
@@ -234,7 +234,7 @@ extension CouchServer {
       results.append(
         .object(
           JSONObject([
-            "id": .string(input.id ?? Self.randomUUID()),
+            "id": .string(input.id ?? newUUID()),
             "rev": .string(input.rev ?? "0-"),
             "error": .string("not_implemented"),
             "reason": .string("all_or_nothing is not supported"),

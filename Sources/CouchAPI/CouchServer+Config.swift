@@ -6,6 +6,79 @@ import Projections
 import Replication
 import Synchronization
 
+#if canImport(FoundationEssentials)
+  import FoundationEssentials
+#else
+  import Foundation
+#endif
+
+/// CouchDB's uuid algorithms (`[uuids] algorithm`, `couch_uuids`): `random` (128 random bits),
+/// `sequential` (the default: 26 random hex digits, then 6 that grow by a random step up to
+/// 0xffe; a new prefix when they overflow), `utc_random` (14 hex digits of microseconds since
+/// 1970, then 18 random) and `utc_id` (the same 14, then `utc_id_suffix`).
+final class UUIDs: Sendable {
+  enum Algorithm: String, Sendable {
+    case random, sequential
+    case utcRandom = "utc_random"
+    case utcID = "utc_id"
+  }
+
+  private struct State {
+    var algorithm = Algorithm.sequential
+    var suffix = ""
+    var prefix = UUIDs.randomHex(26)
+    var counter = Int.random(in: 1...0xfff)
+  }
+
+  private let state = Mutex(State())
+
+  var algorithm: Algorithm {
+    get { state.withLock { $0.algorithm } }
+    set { state.withLock { $0.algorithm = newValue } }
+  }
+
+  var utcIDSuffix: String {
+    get { state.withLock { $0.suffix } }
+    set { state.withLock { $0.suffix = newValue } }
+  }
+
+  /// `count` new ids, in the order they were made.
+  func next(_ count: Int) -> [String] {
+    state.withLock { s in
+      (0..<count).map { _ in
+        switch s.algorithm {
+        case .random:
+          return UUIDs.randomHex(32)
+        case .sequential:
+          s.counter += Int.random(in: 1...0xffe)
+          if s.counter >= 0x1000000 {
+            s.prefix = UUIDs.randomHex(26)
+            s.counter = Int.random(in: 1...0xfff)
+          }
+          return s.prefix + UUIDs.hex(UInt64(s.counter), digits: 6)
+        case .utcRandom:
+          return UUIDs.hex(UUIDs.microseconds(), digits: 14) + UUIDs.randomHex(18)
+        case .utcID:
+          return UUIDs.hex(UUIDs.microseconds(), digits: 14) + s.suffix
+        }
+      }
+    }
+  }
+
+  static func microseconds() -> UInt64 {
+    UInt64(max(0, Date().timeIntervalSince1970 * 1_000_000))
+  }
+
+  static func hex(_ value: UInt64, digits: Int) -> String {
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, digits - text.count)) + text
+  }
+
+  static func randomHex(_ digits: Int) -> String {
+    String((0..<digits).map { _ in "0123456789abcdef".randomElement()! })
+  }
+}
+
 /// The settings a running server reads on every request that `/_node/{node}/_config` may
 /// change (``CouchServerOptions`` gives their first values): kept in memory for the server's
 /// lifetime, as CouchDB's `X-Couch-Persist: false` keeps a change; a restart takes the command
@@ -39,6 +112,8 @@ extension CouchServer {
   struct Setting {
     let read: @Sendable (CouchServer) -> String?
     var write: (@Sendable (CouchServer, String) throws(CouchError) -> Void)? = nil
+    /// The value a `DELETE` goes back to: the one the server started with.
+    var initial: (@Sendable (CouchServer) -> String)? = nil
   }
 
   /// The settings wikilog has, by CouchDB's section and key.
@@ -49,13 +124,13 @@ extension CouchServer {
         write: { server, text throws(CouchError) in
           let n = try positive(text, "chttpd/max_http_request_size")
           server.settings.update { $0.maxRequestBytes = n }
-        }),
+        }, initial: { String($0.options.maxRequestBytes) }),
       "changes_timeout": Setting(
         read: { String($0.settings.current.maxChangesTimeoutMilliseconds) },
         write: { server, text throws(CouchError) in
           let n = try positive(text, "chttpd/changes_timeout")
           server.settings.update { $0.maxChangesTimeoutMilliseconds = n }
-        }),
+        }, initial: { String($0.options.maxChangesTimeoutMilliseconds) }),
     ],
     "couchdb": [
       "max_attachment_size": Setting(
@@ -63,7 +138,7 @@ extension CouchServer {
         write: { server, text throws(CouchError) in
           let n = text == "infinity" ? nil : try positive(text, "couchdb/max_attachment_size")
           server.settings.update { $0.maxAttachmentBytes = n }
-        }),
+        }, initial: { $0.options.maxAttachmentBytes.map(String.init) ?? "infinity" }),
       "max_document_size": Setting(read: { _ in String(DocumentInput.maxBytes) }),
       "uuid": Setting(read: { $0.serverUUID }),
     ],
@@ -73,8 +148,21 @@ extension CouchServer {
         write: { server, text throws(CouchError) in
           let n = try positive(text, "uuids/max_count")
           server.settings.update { $0.maxUUIDCount = n }
-        }),
-      "algorithm": Setting(read: { _ in "random" }),
+        }, initial: { String($0.options.maxUUIDCount) }),
+      "algorithm": Setting(
+        read: { $0.uuids.algorithm.rawValue },
+        write: { server, text throws(CouchError) in
+          guard let algorithm = UUIDs.Algorithm(rawValue: text) else {
+            throw .badRequest(
+              "uuids/algorithm must be random, sequential, utc_random or utc_id, not \"\(text.prefix(40))\""
+            )
+          }
+          server.uuids.algorithm = algorithm
+        }, initial: { _ in UUIDs.Algorithm.sequential.rawValue }),
+      "utc_id_suffix": Setting(
+        read: { $0.uuids.utcIDSuffix },
+        write: { server, text throws(CouchError) in server.uuids.utcIDSuffix = text },
+        initial: { _ in "" }),
     ],
     "chttpd_auth": [
       "authentication_db": Setting(read: { _ in UserStore.databaseName }),
@@ -188,9 +276,20 @@ extension CouchServer {
         guard let current else {
           throw CouchError("not_found", "unknown_config_value", status: 404)
         }
-        guard section == "admins", let auth = options.authenticator else {
-          throw CouchError.badRequest(
-            "\(section)/\(key) cannot be removed: wikilog always has a value for it")
+        if section != "admins" {
+          // Back to the value the server started with.
+          guard let setting = Self.settings[section]?[key], let write = setting.write,
+            let initial = setting.initial
+          else {
+            throw CouchError.badRequest(
+              "\(section)/\(key) is set when the server starts; wikilog does not change it while it runs"
+            )
+          }
+          try write(self, initial(self))
+          return text(current)
+        }
+        guard let auth = options.authenticator else {
+          throw CouchError("not_found", "unknown_config_value", status: 404)
         }
         if auth.serverAdminNames == [key], try !auth.users.users().contains(where: \.isAdmin) {
           throw CouchError.badRequest(

@@ -46,7 +46,7 @@ extension CouchServer {
       }
       count = n
     }
-    let ids = (0..<count).map { _ in Self.randomUUID() }
+    let ids = uuids.next(count)
     var headers = HTTPFields()
     headers[HTTPField.Name("Pragma")!] = "no-cache"
     headers[HTTPField.Name("Expires")!] = "Mon, 01 Jan 1990 00:00:00 GMT"
@@ -61,6 +61,10 @@ extension CouchServer {
   static func randomUUID() -> String {
     String(UUID().uuidString.lowercased().filter { $0 != "-" })
   }
+
+  /// A new document id by the server's uuid algorithm (``UUIDs``), as CouchDB gives a
+  /// document posted without `_id`.
+  func newUUID() -> String { uuids.next(1)[0] }
 
   /// The most keys one `POST /_dbs_info` may ask for (CouchDB's
   /// `max_db_number_for_dbs_info_req`).
@@ -222,7 +226,7 @@ extension CouchServer {
     // The body is parsed once: the checks and the store share the value.
     var parsed = try DocumentInput.parse(try await self.body(of: request))
     if name == UserStore.databaseName { parsed = try Self.hashingPassword(parsed) }
-    let docID = parsed["_id"]?.stringValue ?? Self.randomUUID()
+    let docID = parsed["_id"]?.stringValue ?? newUUID()
     if case .object(let object) = parsed {
       parsed = .object(try access.owned(object, id: docID))
     }

@@ -68,6 +68,8 @@ public struct CouchServer: Sendable {
   let featureEndpoints: [DatabaseEndpoint]
   /// What `/_node/{node}/_config` may change while the server runs.
   let settings: ServerSettings
+  /// `/_uuids` and the ids of documents posted without one.
+  let uuids = UUIDs()
 
   public init(
     dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),

@@ -183,6 +183,24 @@ import Testing
       #expect(
         try await client.call(.put, "/_node/_local/_config/foo/bar", #""1""#, headers: admin)
           .code == 400)
+      // uuids: sequential by default (one random prefix, a growing tail), then utc_id.
+      let sequential = try await client.call(.get, "/_uuids?count=3")["uuids"]?.strings ?? []
+      #expect(sequential.count == 3 && Set(sequential.map { $0.prefix(26) }).count == 1)
+      #expect(sequential == sequential.sorted())
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/uuids/algorithm", #""utc_id""#, headers: admin
+        ).json == .string("sequential"))
+      _ = try await client.call(
+        .put, "/_node/_local/_config/uuids/utc_id_suffix", #""-x""#, headers: admin)
+      let timed = try await client.call(.get, "/_uuids?count=2")["uuids"]?.strings ?? []
+      #expect(timed.count == 2 && timed.allSatisfy { $0.count == 16 && $0.hasSuffix("-x") })
+      #expect(
+        try await client.call(.delete, "/_node/_local/_config/uuids/algorithm", headers: admin)
+          .json == .string("utc_id"))
+      #expect(
+        try await client.call(.get, "/_node/_local/_config/uuids/algorithm", headers: admin).json
+          == .string("sequential"))
       // A server administrator made and removed through [admins].
       #expect(
         try await client.call(
