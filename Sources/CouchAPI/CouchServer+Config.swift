@@ -119,18 +119,11 @@ extension CouchServer {
   /// The settings wikilog has, by CouchDB's section and key.
   static let settings: [String: [String: Setting]] = [
     "chttpd": [
-      "max_http_request_size": Setting(
-        read: { String($0.settings.current.maxRequestBytes) },
-        write: { server, text throws(CouchError) in
-          let n = try positive(text, "chttpd/max_http_request_size")
-          server.settings.update { $0.maxRequestBytes = n }
-        }, initial: { String($0.options.maxRequestBytes) }),
-      "changes_timeout": Setting(
-        read: { String($0.settings.current.maxChangesTimeoutMilliseconds) },
-        write: { server, text throws(CouchError) in
-          let n = try positive(text, "chttpd/changes_timeout")
-          server.settings.update { $0.maxChangesTimeoutMilliseconds = n }
-        }, initial: { String($0.options.maxChangesTimeoutMilliseconds) }),
+      "max_http_request_size": integer(
+        "chttpd/max_http_request_size", \.maxRequestBytes, initial: \.maxRequestBytes),
+      "changes_timeout": integer(
+        "chttpd/changes_timeout", \.maxChangesTimeoutMilliseconds,
+        initial: \.maxChangesTimeoutMilliseconds),
     ],
     "couchdb": [
       "max_attachment_size": Setting(
@@ -143,12 +136,7 @@ extension CouchServer {
       "uuid": Setting(read: { $0.serverUUID }),
     ],
     "uuids": [
-      "max_count": Setting(
-        read: { String($0.settings.current.maxUUIDCount) },
-        write: { server, text throws(CouchError) in
-          let n = try positive(text, "uuids/max_count")
-          server.settings.update { $0.maxUUIDCount = n }
-        }, initial: { String($0.options.maxUUIDCount) }),
+      "max_count": integer("uuids/max_count", \.maxUUIDCount, initial: \.maxUUIDCount),
       "algorithm": Setting(
         read: { $0.uuids.algorithm.rawValue },
         write: { server, text throws(CouchError) in
@@ -179,6 +167,19 @@ extension CouchServer {
       "version": Setting(read: { _ in CouchServer.version }),
     ],
   ]
+
+  /// A positive integer setting of ``ServerSettings``, which `initial` gave its first value.
+  static func integer(
+    _ name: String, _ value: any WritableKeyPath<ServerSettings.Values, Int> & Sendable,
+    initial: any KeyPath<CouchServerOptions, Int> & Sendable
+  ) -> Setting {
+    Setting(
+      read: { String($0.settings.current[keyPath: value]) },
+      write: { server, text throws(CouchError) in
+        let n = try positive(text, name)
+        server.settings.update { $0[keyPath: value] = n }
+      }, initial: { String($0.options[keyPath: initial]) })
+  }
 
   static func positive(_ text: String, _ name: String) throws(CouchError) -> Int {
     guard let n = Int(text.filter { $0 != " " }), n > 0 else {

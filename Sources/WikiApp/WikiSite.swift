@@ -83,6 +83,13 @@ struct WikiSite: Sendable {
     let status: HTTPResponse.Status
     let message: String
     var heading: String? = nil
+
+    /// A post to a view of the past: it changes nothing, whatever is posted to it.
+    static let readOnlyPast = Failure(
+      status: .badRequest,
+      message:
+        "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
+      heading: "Read-only")
   }
 
   /// The controllers, in the order their routes are added.

@@ -144,12 +144,7 @@ struct PagesController: RoutedController {
             status: .forbidden, message: "Sign in as a user to edit: drafts are a user's own.")
         }
         guard query.as_of == nil else {
-          // A view of the past changes nothing, whatever is posted to it.
-          throw Failure(
-            status: .badRequest,
-            message:
-              "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
-            heading: "Read-only")
+          throw Failure.readOnlyPast
         }
         guard let found = table[Self.key(query.action ?? "", .post)] else {
           _ = try await site.form(TokenForm.self, request, session: session)

@@ -100,12 +100,7 @@ struct WikisController: RoutedController {
       }
       if request.method == .post {
         guard query.as_of == nil else {
-          // A view of the past changes nothing, whatever is posted to it.
-          throw Failure(
-            status: .badRequest,
-            message:
-              "This is the wiki as of a moment in the past: nothing here can be changed, and nothing was written.",
-            heading: "Read-only")
+          throw Failure.readOnlyPast
         }
         switch query.action {
         case "settings":
