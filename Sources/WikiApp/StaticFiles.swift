@@ -104,7 +104,7 @@ enum StaticFiles {
     .pick input { margin: 0 .15rem; }
     .compare-bar { margin: .3rem 0 .8rem; }
     .file-actions { margin-left: .5rem; font-size: .9rem; }
-    .replace-file { color: var(--accent); cursor: pointer; }
+    .replace-file { display: inline; color: var(--accent); cursor: pointer; position: relative; }
     .replace-file input { position: absolute; width: 1px; height: 1px; opacity: 0; }
     .replace-file:focus-within { outline: 2px solid var(--accent); }
     /* Diffs: translucent tints read on light and dark backgrounds; the signs and ins/del
@@ -121,7 +121,7 @@ enum StaticFiles {
     table.diff-table code { white-space: pre-wrap; overflow-wrap: anywhere; background: none; padding: 0; }
     table.diff-table .num { width: 3.2rem; text-align: right; color: var(--muted); font-family: ui-monospace, monospace; }
     table.diff-table .sign { width: 1.4rem; text-align: center; font-weight: 700; font-family: ui-monospace, monospace; }
-    table.diff-table.inline th:nth-child(1) { width: 1.4rem; } table.diff-table.inline th:nth-child(2), table.diff-table.inline th:nth-child(3) { width: 3.2rem; }
+    table.diff-table col.c-num { width: 3.2rem; } table.diff-table col.c-sign { width: 1.6rem; }
     table.diff-table tr.ins td, table.diff-table td.ins { background: var(--diff-ins); }
     table.diff-table tr.del td, table.diff-table td.del { background: var(--diff-del); }
     table.diff-table ins, table.diff-table del { text-decoration: none; }
@@ -130,6 +130,9 @@ enum StaticFiles {
     table.diff-table tr.gap td { text-align: center; color: var(--muted); background: rgba(127, 127, 127, .1); }
     table.diff-table td.empty { background: rgba(127, 127, 127, .08); }
     ul.relink-pages { list-style: none; padding-left: 0; }
+    ul.relink-pages label { display: inline; }
+    #page-rename select { display: block; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; font: inherit; min-width: 16rem; }
+    .confirm a, #page-rename a, #relink a#skip-relink { margin-left: .6rem; }
     fieldset { border: 1px solid var(--line); border-radius: 6px; }
     .leaves { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
     .leaf { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem; }

@@ -61,10 +61,12 @@ struct HistoryController: WikiController {
         "plainTime": WikiSite.plainTime(e.timestampMicroseconds),
         "origin": e.origin.isEmpty ? "" : "from \(e.origin)", "deleted": e.deleted,
         "viewable": !e.deleted && e.redaction == nil, "seq": String(e.seq.rawValue),
-        "pageHref": Self.pageHref(wiki, title), "description": e.description,
+        "pageHref": Self.pageHref(wiki, title),
         "fromChecked": e.rev == from, "toChecked": e.rev == to, "canCompare": canCompare,
       ]
       if !e.markdownDiff.isEmpty { row["diff"] = e.markdownDiff }
+      // (An empty string is a true section in Mustache: only a description that says something.)
+      if !e.description.isEmpty { row["description"] = e.description }
       if moment == nil, let parent = e.parentRev, readable.contains(parent),
         readable.contains(e.rev), !e.markdownDiff.isEmpty
       {
@@ -174,7 +176,7 @@ struct HistoryController: WikiController {
       object[key + "Short"] = Self.shortRev(e.rev)
       object[key + "Time"] = Self.time(e.timestampMicroseconds)
       object[key + "Actor"] = e.actor
-      object[key + "Summary"] = e.description
+      if !e.description.isEmpty { object[key + "Summary"] = e.description }
     }
     return Page(title: "Changes to \(title)", body: Templates.render("compare", object))
   }
@@ -210,12 +212,13 @@ struct HistoryController: WikiController {
     base["lines"] = lines.map { line -> [String: Any] in
       // The summary beside the first line of each revision: the rest repeat it.
       let first = shown.insert(line.rev).inserted
-      return [
+      var row: [String: Any] = [
         "rev": line.rev, "shortRev": Self.shortRev(line.rev), "actor": line.actor,
         "time": Self.time(line.micros), "text": line.text,
         "pageHref": Self.pageHref(wiki, title),
-        "summary": first ? described[line.rev] ?? "" : "",
       ]
+      if first, let summary = described[line.rev], !summary.isEmpty { row["summary"] = summary }
+      return row
     }
     var page = Page(title: "Blame of \(title)", body: "")
     if let moment {

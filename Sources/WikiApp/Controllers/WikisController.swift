@@ -420,10 +420,12 @@ struct WikisController: RoutedController {
     var summary = ""
 
     var template: [String: Any] {
-      [
+      var row: [String: Any] = [
         "href": href, "title": title, "wikiTitle": wikiTitle, "actor": actor, "time": time,
-        "deleted": deleted, "summary": summary,
+        "deleted": deleted,
       ]
+      if !summary.isEmpty { row["summary"] = summary }
+      return row
     }
   }
 

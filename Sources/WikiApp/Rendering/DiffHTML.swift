@@ -100,7 +100,7 @@ struct DiffHTML {
   /// The inline table: sign, old number, new number, text.
   var inline: String {
     var out =
-      "<table class=\"diff-table inline\" id=\"diff\"><thead><tr><th scope=\"col\"><span class=\"visually-hidden\">Change</span></th><th scope=\"col\">Old</th><th scope=\"col\">New</th><th scope=\"col\">Text</th></tr></thead><tbody>"
+      "<table class=\"diff-table inline\" id=\"diff\"><colgroup><col class=\"c-sign\"><col class=\"c-num\"><col class=\"c-num\"><col></colgroup><thead><tr><th scope=\"col\"><span class=\"visually-hidden\">Change</span></th><th scope=\"col\">Old</th><th scope=\"col\">New</th><th scope=\"col\">Text</th></tr></thead><tbody>"
     for row in rows {
       switch row {
       case .same(let o, let n, let text):
@@ -122,7 +122,7 @@ struct DiffHTML {
   /// The side-by-side table: the old line (number, sign, text) beside the new one.
   var sideBySide: String {
     var out =
-      "<table class=\"diff-table side\" id=\"diff\"><thead><tr><th scope=\"col\" colspan=\"3\">Old</th><th scope=\"col\" colspan=\"3\">New</th></tr></thead><tbody>"
+      "<table class=\"diff-table side\" id=\"diff\"><colgroup><col class=\"c-num\"><col class=\"c-sign\"><col><col class=\"c-num\"><col class=\"c-sign\"><col></colgroup><thead><tr><th scope=\"col\" colspan=\"3\">Old</th><th scope=\"col\" colspan=\"3\">New</th></tr></thead><tbody>"
     func oldCells(_ n: Int?, _ html: String?, deleted: Bool) -> String {
       guard let n, let html else {
         return "<td class=\"num\"></td><td class=\"sign\"></td><td class=\"text empty\"></td>"
