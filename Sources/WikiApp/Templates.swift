@@ -300,7 +300,7 @@ enum Templates {
     "file-remove": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
     <h1>Remove “{{name}}” from “{{title}}”?</h1>
-    <p>The page gets a new revision without <a href="{{fileHref}}">{{name}}</a> ({{size}}). Its earlier revisions keep it: the history can show it, and restoring one of them brings it back.</p>
+    <p>The page gets a new revision without <a href="{{fileHref}}">{{name}}</a> ({{size}}). Its earlier revisions keep it: an old revision from the history still shows it.</p>
     <form id="file-remove" class="confirm" method="post" action="{{pageHref}}?action=remove-file"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{rev}}"><input type="hidden" name="name" value="{{name}}">
       <button type="submit" class="danger">Remove the file</button> <a href="{{pageHref}}">Keep it</a>
     </form>
