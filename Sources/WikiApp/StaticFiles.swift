@@ -95,6 +95,45 @@ enum StaticFiles {
     table#blame { border-collapse: collapse; width: 100%; font-size: .9rem; }
     table#blame td, table#blame th { border-bottom: 1px solid var(--line); padding: .15rem .5rem; text-align: left; vertical-align: top; }
     table#blame td.text code { white-space: pre-wrap; }
+    .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+    .edit-summary { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; margin: .6rem 0 0; }
+    .edit-summary input { flex: 1 1 20rem; }
+    .summary { font-style: italic; }
+    .rev.meta { font-size: .8rem; font-family: ui-monospace, monospace; }
+    ol#history { padding-left: 1.2rem; }
+    .pick input { margin: 0 .15rem; }
+    .compare-bar { margin: .3rem 0 .8rem; }
+    .file-actions { margin-left: .5rem; font-size: .9rem; }
+    .replace-file { display: inline; color: var(--accent); cursor: pointer; position: relative; }
+    .replace-file input { position: absolute; width: 1px; height: 1px; opacity: 0; }
+    .replace-file:focus-within { outline: 2px solid var(--accent); }
+    /* Diffs: translucent tints read on light and dark backgrounds; the signs and ins/del
+       marks say it without colour. */
+    :root { --diff-ins: rgba(46, 160, 67, .16); --diff-del: rgba(248, 81, 73, .16);
+      --diff-ins-word: rgba(46, 160, 67, .42); --diff-del-word: rgba(248, 81, 73, .42); }
+    .compare-heads { display: grid; grid-template-columns: 1fr 1fr; gap: .6rem; }
+    .compare-head { margin: 0; padding: .4rem .6rem; border-radius: 6px; border: 1px solid var(--line); }
+    .del-head { background: var(--diff-del); } .ins-head { background: var(--diff-ins); }
+    .compare-head .sign { font-weight: 700; font-family: ui-monospace, monospace; }
+    table.diff-table { border-collapse: collapse; width: 100%; font-size: .88rem; table-layout: fixed; margin-top: .6rem; border: 1px solid var(--line); }
+    table.diff-table th { text-align: left; font-weight: 600; padding: .2rem .4rem; border-bottom: 1px solid var(--line); }
+    table.diff-table td { padding: .05rem .4rem; vertical-align: top; }
+    table.diff-table code { white-space: pre-wrap; overflow-wrap: anywhere; background: none; padding: 0; }
+    table.diff-table .num { width: 3.2rem; text-align: right; color: var(--muted); font-family: ui-monospace, monospace; }
+    table.diff-table .sign { width: 1.4rem; text-align: center; font-weight: 700; font-family: ui-monospace, monospace; }
+    table.diff-table col.c-num { width: 3.2rem; } table.diff-table col.c-sign { width: 1.6rem; }
+    table.diff-table tr.ins td, table.diff-table td.ins { background: var(--diff-ins); }
+    table.diff-table tr.del td, table.diff-table td.del { background: var(--diff-del); }
+    table.diff-table ins, table.diff-table del { text-decoration: none; }
+    table.diff-table ins.word { background: var(--diff-ins-word); text-decoration: underline; border-radius: 2px; }
+    table.diff-table del.word { background: var(--diff-del-word); text-decoration: line-through; border-radius: 2px; }
+    table.diff-table tr.gap td { text-align: center; color: var(--muted); background: rgba(127, 127, 127, .1); }
+    table.diff-table td.empty { background: rgba(127, 127, 127, .08); }
+    ul.relink-pages { list-style: none; padding-left: 0; }
+    ul.relink-pages label { display: inline; }
+    #page-rename select { display: block; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; font: inherit; min-width: 16rem; }
+    .confirm a, #page-rename a, #relink a#skip-relink { margin-left: .6rem; }
+    fieldset { border: 1px solid var(--line); border-radius: 6px; }
     .leaves { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
     .leaf { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem; }
     .actions { float: right; }
@@ -225,7 +264,7 @@ enum StaticFiles {
         function autosave() {
           timer = null;
           var text = area.value;
-          post(editor.getAttribute("data-autosave"), { markdown: text, base: base.value })
+          post(editor.getAttribute("data-autosave"), { markdown: text, base: base.value, summary: summaryField ? summaryField.value : "" })
             .then(function (r) {
               if (r.status === 401) { signInAgain(autosave); throw null; }
               var type = r.headers.get("Content-Type") || "";
@@ -270,6 +309,8 @@ enum StaticFiles {
           previewTimer = setTimeout(refreshPreview, 400);
         }
         area.addEventListener("input", changed);
+        var summaryField = document.getElementById("summary");
+        if (summaryField) { summaryField.addEventListener("input", changed); }
         // A text this browser kept that the server does not have: put back, and saved.
         var saved = kept();
         // (One sent with the form reached the server, which answered this page: not put back.)
@@ -385,6 +426,27 @@ enum StaticFiles {
           });
         }
       } else {
+        // A page's files: Replace streams the chosen file to the attachment API under the
+        // file's name, on the revision shown, then shows the page again.
+        Array.prototype.forEach.call(document.querySelectorAll("input.replace-input"), function (input) {
+          input.addEventListener("change", function () {
+            var file = input.files && input.files[0];
+            if (!file) { return; }
+            var name = input.getAttribute("data-name");
+            var replaceStatus = document.getElementById("replace-status");
+            replaceStatus.textContent = "Replacing " + name + "…";
+            fetch(input.getAttribute("data-upload") + "/" + encodeURIComponent(name) + "?rev=" +
+                encodeURIComponent(input.getAttribute("data-rev")),
+              { method: "PUT", body: file, credentials: "same-origin",
+                headers: { "Content-Type": file.type || "application/octet-stream" } })
+              .then(function (r) { return r.json().then(function (j) { return { ok: r.ok, j: j }; }); })
+              .then(function (res) {
+                if (!res.ok) { throw new Error(res.j.reason || res.j.error || "refused"); }
+                location.reload();
+              })
+              .catch(function (e) { replaceStatus.textContent = "Could not replace " + name + ": " + e.message; });
+          });
+        });
         // A page just published: the copy of its text the browser kept can go.
         if (location.hash === "#published") {
           var editLink = document.getElementById("edit");

@@ -126,10 +126,10 @@ enum Templates {
     {{#conflicted}}<div id="conflict-banner" class="bar warn">This page has conflicting revisions. <a id="resolve" href="{{wikiHref}}?action=conflicts">Resolve</a></div>{{/conflicted}}
     {{#oldRev}}<div id="old-revision" class="bar">You are viewing revision {{oldRev}}, not the current one.
       <form id="restore" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{oldRev}}"><button type="submit">Restore this revision</button></form></div>{{/oldRev}}
-    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}</div>
+    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="rename" href="{{pageHref}}?action=rename">Rename</a> · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}</div>
     <h1 class="page-title">{{title}}</h1>
     <article id="content" class="markdown">{{{html}}}</article>
-    {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span></li>{{/files}}</ul></section>{{/hasFiles}}
+    {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span>{{^readOnly}}{{^oldRev}} <span class="file-actions"><a class="remove-file" href="{{pageHref}}?action=remove-file&amp;name={{encodedName}}" aria-label="Remove {{name}}">Remove</a> · <label class="replace-file file-pick">Replace<span class="visually-hidden"> {{name}}</span> <input type="file" class="replace-input" data-name="{{name}}" data-upload="{{uploadURL}}" data-rev="{{rev}}"></label></span>{{/oldRev}}{{/readOnly}}</li>{{/files}}</ul><p id="replace-status" class="meta" aria-live="polite"></p></section>{{/hasFiles}}
     <footer class="page-meta">
       <p id="last-change">Last changed by {{updatedBy}} {{{updatedAt}}} · revision {{rev}}</p>
       <h2>What links here</h2>
@@ -147,6 +147,7 @@ enum Templates {
         <textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea>
         <div id="preview" class="markdown">{{{preview}}}</div>
       </div>
+      <p class="edit-summary"><label for="summary">Summary</label> <input id="summary" name="summary" value="{{summary}}" maxlength="500" placeholder="What you changed, in a few words" aria-describedby="summary-help"> <span id="summary-help" class="meta">shown in the history and recent changes</span></p>
       <p class="editor-bar"><span id="draft-status">{{{draftStatus}}}</span>
         <button id="publish" type="submit" accesskey="s">Publish</button>
         <button id="discard" type="submit" formaction="{{pageHref}}?action=discard" formnovalidate>Discard draft</button></p>
@@ -163,19 +164,37 @@ enum Templates {
     <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a> › <a href="{{pageHref}}{{asOfQuery}}">{{title}}</a></nav>
     <h1>History of {{title}}</h1>
     {{#asOf}}<p class="meta" id="history-asof">The revisions written up to that moment.</p>{{/asOf}}
+    {{#renamedFrom}}<p id="renamed-from" class="bar">This page was renamed from <a href="{{renamedFromHref}}?action=history">{{renamedFromName}}</a>: the history before the rename is that page’s.</p>{{/renamedFrom}}
+    {{#redirectTo}}<p id="redirect-to" class="bar">This page was renamed to <a href="{{redirectToHref}}">{{redirectToName}}</a>; this is its history before the rename.</p>{{/redirectTo}}
+    <form id="compare-form" method="get" action="{{pageHref}}">
+    <input type="hidden" name="action" value="compare">
+    {{#canCompare}}<p class="compare-bar"><button type="submit" id="compare">Compare the selected revisions</button> <span class="meta">Choose an older revision in the first column and a newer one in the second.</span></p>{{/canCompare}}
     <ol id="history">
-    {{#revisions}}<li class="revision{{#deleted}} deletion{{/deleted}}"><p>{{#viewable}}<a class="view" href="{{pageHref}}?rev={{rev}}">{{/viewable}}<span class="rev">{{rev}}</span>{{#viewable}}</a>{{/viewable}}
-      {{#deleted}}<strong class="deleted">deleted the page</strong>, {{/deleted}}by <span class="author">{{actor}}</span> <span class="time">{{{time}}}</span> <span class="origin">{{origin}}</span>
+    {{#revisions}}<li class="revision{{#deleted}} deletion{{/deleted}}"><p>{{#canCompare}}<span class="pick">{{#viewable}}<input type="radio" name="from" value="{{rev}}" aria-label="Compare from the revision of {{plainTime}} by {{actor}}"{{#fromChecked}} checked{{/fromChecked}}><input type="radio" name="to" value="{{rev}}" aria-label="Compare to the revision of {{plainTime}} by {{actor}}"{{#toChecked}} checked{{/toChecked}}>{{/viewable}}</span> {{/canCompare}}{{#viewable}}<a class="view" href="{{pageHref}}?rev={{rev}}">{{/viewable}}<span class="time">{{{time}}}</span>{{#viewable}}</a>{{/viewable}}
+      {{#deleted}}<strong class="deleted">deleted the page</strong>, {{/deleted}}by <span class="author">{{actor}}</span>{{#description}} — <span class="summary">{{description}}</span>{{/description}} <span class="origin">{{origin}}</span>
+      {{#diffHref}}<a class="diff-link" href="{{diffHref}}">diff</a>{{/diffHref}} <span class="rev meta" title="revision {{rev}}">{{shortRev}}</span>
       <span class="asof-links">· <a class="page-asof" href="{{pageHref}}?as_of={{seq}}">the page as of then</a> · <a class="wiki-asof" href="{{wikiHref}}?as_of={{seq}}">view the wiki as of this revision</a></span></p>
       {{#redaction}}<p class="redacted">Redacted by <span class="author">{{redactedBy}}</span> <span class="time">{{{redactedAt}}}</span>{{reason}}: its text is erased.</p>{{/redaction}}
       {{#diff}}<pre class="diff">{{diff}}</pre>{{/diff}}</li>{{/revisions}}
     </ol>
+    </form>
+    """,
+    "compare": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a> › <a href="{{pageHref}}?action=history">History</a></nav>
+    <h1>Changes to {{title}}</h1>
+    <div class="compare-heads">
+      <p id="compare-old" class="compare-head del-head"><span class="sign" aria-hidden="true">−</span> Old: <a href="{{pageHref}}?rev={{fromRev}}">{{{fromTime}}}</a> by {{fromActor}}{{#fromSummary}} — <span class="summary">{{fromSummary}}</span>{{/fromSummary}} <span class="rev meta">{{fromShort}}</span></p>
+      <p id="compare-new" class="compare-head ins-head"><span class="sign" aria-hidden="true">+</span> New: <a href="{{pageHref}}?rev={{toRev}}">{{{toTime}}}</a> by {{toActor}}{{#toSummary}} — <span class="summary">{{toSummary}}</span>{{/toSummary}} <span class="rev meta">{{toShort}}</span></p>
+    </div>
+    <p class="diff-toggle" id="diff-toggle">Show: {{#inline}}<strong aria-current="true">inline</strong> · <a id="view-side" href="{{sideHref}}">side by side</a>{{/inline}}{{^inline}}<a id="view-inline" href="{{inlineHref}}">inline</a> · <strong aria-current="true">side by side</strong>{{/inline}} <span class="meta">· {{stats}}</span></p>
+    {{#same}}<p id="no-changes" class="bar">The two revisions have the same text.</p>{{/same}}
+    {{^same}}{{{table}}}{{/same}}
     """,
     "blame": """
     <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a> › <a href="{{pageHref}}{{asOfQuery}}">{{title}}</a></nav>
     <h1>Blame of {{title}}</h1>
     <table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
-    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}">{{shortRev}}</a></td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
+    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}" title="revision {{rev}}">{{shortRev}}</a>{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
     """,
     "conflicts": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
@@ -191,7 +210,7 @@ enum Templates {
     "recent": """
     <h1>Recent changes</h1>
     <ol id="recent"{{#feed}} data-feed="{{feed}}"{{/feed}}>
-    {{#changes}}<li{{#deleted}} class="deleted"{{/deleted}}><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span></li>{{/changes}}
+    {{#changes}}<li{{#deleted}} class="deleted"{{/deleted}}><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span>{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</li>{{/changes}}
     {{^changes}}<li class="empty">No changes{{#asOf}} up to that moment{{/asOf}}.</li>{{/changes}}
     </ol>
     """,
@@ -255,6 +274,36 @@ enum Templates {
     {{#searched}}<p class="meta" id="search-count">{{count}}{{#wiki}} in {{wikiTitle}}{{/wiki}}{{^wiki}} in your wikis{{/wiki}}.</p>
     <ol id="results">{{#hits}}<li class="hit"><a class="title" href="{{href}}">{{title}}</a> <span class="meta">in <a href="{{wikiHref}}">{{wikiTitle}}</a> · {{updatedBy}} {{{updatedAt}}}</span>
       <p class="snippet">{{{snippet}}}</p></li>{{/hits}}</ol>{{/searched}}
+    """,
+    "page-rename": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>Rename “{{title}}”</h1>
+    <p>The page moves to its new name with its text and files; its old name becomes a redirect to it, and its history stays under the old name, linked from the new page’s history.{{#backlinkText}} {{backlinkText}}{{/backlinkText}}</p>
+    <form id="page-rename" class="stacked" method="post" action="{{pageHref}}?action=rename"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{rev}}">
+      <label>New name <input id="rename-name" name="name" value="{{name}}" required autofocus></label>
+      <label>Wiki <select id="rename-wiki" name="wiki">{{#wikis}}<option value="{{id}}"{{#selected}} selected{{/selected}}>{{title}}</option>{{/wikis}}</select></label>
+      <p><button type="submit">Rename the page</button> <a href="{{pageHref}}">Keep its name</a></p>
+    </form>
+    """,
+    "page-renamed": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{newHref}}">{{newTitle}}</a></nav>
+    <h1>“{{title}}” is now “{{newTitle}}”</h1>
+    <p id="renamed" class="bar">The page was renamed; “{{title}}” now sends readers to <a href="{{newHref}}">{{newTitle}}</a>.</p>
+    <form id="relink" method="post" action="{{relinkAction}}"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="from" value="{{title}}">
+      <fieldset><legend>Update the links to the old name in these pages</legend>
+      <ul class="relink-pages">{{#backlinks}}<li><label><input type="checkbox" name="pages[]" value="{{title}}" checked> {{title}}</label> <a class="meta" href="{{href}}">view</a></li>{{/backlinks}}</ul>
+      <p class="meta">Each chosen page gets a new revision by you, “link to renamed page”, with its <code>[[{{title}}]]</code> links naming “{{newTitle}}”.</p>
+      </fieldset>
+      <p><button type="submit" id="relink-submit">Update the chosen pages</button> <a id="skip-relink" href="{{newHref}}">Leave the links as they are</a></p>
+    </form>
+    """,
+    "file-remove": """
+    <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>
+    <h1>Remove “{{name}}” from “{{title}}”?</h1>
+    <p>The page gets a new revision without <a href="{{fileHref}}">{{name}}</a> ({{size}}). Its earlier revisions keep it: an old revision from the history still shows it.</p>
+    <form id="file-remove" class="confirm" method="post" action="{{pageHref}}?action=remove-file"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{rev}}"><input type="hidden" name="name" value="{{name}}">
+      <button type="submit" class="danger">Remove the file</button> <a href="{{pageHref}}">Keep it</a>
+    </form>
     """,
     "page-delete": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a> › <a href="{{pageHref}}">{{title}}</a></nav>

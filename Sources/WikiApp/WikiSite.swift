@@ -101,7 +101,8 @@ struct WikiSite: Sendable {
       PagesController(
         site: self,
         actions: EditController(site: self).actions
-          + HistoryController(site: self).actions),
+          + HistoryController(site: self).actions + MoveController(site: self).actions
+          + FilesController(site: self).actions),
     ]
   }
 
@@ -335,6 +336,15 @@ struct WikiSite: Sendable {
     func two(_ n: Int64) -> String { n < 10 ? "0\(n)" : "\(n)" }
     let text = "\(day) \(months[Int(month - 1)]) \(year), \(two(hour)):\(two(minute)) UTC"
     return "<time datetime=\"\(iso)\" title=\"\(iso)\">\(text)</time>"
+  }
+
+  /// ``time(_:)`` as plain text, for a label: `28 Nov 2026, 15:06 UTC`.
+  static func plainTime(_ micros: Int64) -> String {
+    let html = time(micros)
+    guard let open = html.firstIndex(of: ">"), let close = html.lastIndex(of: "<") else {
+      return html
+    }
+    return String(html[html.index(after: open)..<close])
   }
 
   /// A time that stays as written, as HTML: `<time class="exact" datetime="…">2 Dec 2026

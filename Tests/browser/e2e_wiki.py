@@ -1124,6 +1124,94 @@ class Scenario:
                 plural = page.eval("(document.body.innerText.match(/\\b1 (pages|members|changes)\\b/) || [''])[0]")
                 expect(not plural, f"{url} says {plural!r}")
 
+        # 9. summaries, comparing revisions, files, renaming --------------------------------
+
+        @self.check("an edit summary typed in the editor names the revision in history; the upload is described",
+                    needs=("alice_again", "home_url"))
+        def _():
+            self.go(st["home_url"] + "?action=edit")
+            page.wait_for_selector("form#editor input#summary")
+            expect(page.exists("label[for=summary]"), "the Summary field has no label")
+            text = page.value("form#editor textarea[name=markdown]")
+            page.fill("form#editor textarea[name=markdown]", text.rstrip() + "\nA line with a summary.\n")
+            page.fill("form#editor input#summary", "added a line about summaries")
+            self.publish()
+            self.expect_page_view("Home")
+            self.follow("a#history")
+            summaries = page.texts("ol#history > li.revision .summary")
+            expect(summaries and summaries[0] == "added a line about summaries",
+                   f"the newest revision's summary: {summaries[:3]}")
+            expect("added pixel.png" in summaries, f"the upload's revision is not described: {summaries}")
+            self.shot("history-summaries.png")
+            st["summarized"] = True
+
+        @self.check("history compares two chosen revisions: inline and side by side, signed + and −",
+                    needs=("summarized",))
+        def _():
+            self.go(st["home_url"] + "?action=history")
+            page.wait_for_selector("form#compare-form input[name=from]")
+            # The oldest revision against the newest.
+            page.eval("(() => { const f = document.querySelectorAll('input[name=from]');"
+                      " f[f.length - 1].checked = true; document.querySelector('input[name=to]').checked = true;"
+                      " return true; })()")
+            self.send("form#compare-form")
+            expect(self.query().get("action") == ["compare"], f"expected the comparison, {self.where()}")
+            page.wait_for_selector("table#diff.inline")
+            signs = page.texts("table#diff td.sign")
+            expect("+" in signs and "−" in signs, f"the inline diff's signs: {sorted(set(signs))}")
+            expect(page.exists("table#diff ins") and page.exists("table#diff del"), "no ins and del marks")
+            self.shot("compare-inline.png")
+            self.follow("a#view-side")
+            page.wait_for_selector("table#diff.side")
+            expect(page.exists("table#diff td.text.ins") and page.exists("table#diff td.text.del"),
+                   "the side-by-side diff marks no added and deleted lines")
+            self.shot("compare-side.png")
+
+        @self.check("Remove on a page's file asks first, then the file is gone and history says so",
+                    needs=("summarized",))
+        def _():
+            self.go(st["home_url"])
+            self.follow(page.mark("section#files a.remove-file", "Remove"))
+            page.wait_for_selector("form#file-remove")
+            expect("pixel.png" in page.text("h1"), f"the confirmation's heading: {page.text('h1')!r}")
+            self.shot("file-remove.png")
+            self.send("form#file-remove")
+            self.expect_page_view("Home")
+            expect(not page.exists("section#files"), "the page still lists files")
+            self.follow("a#history")
+            summaries = page.texts("ol#history > li.revision .summary")
+            expect(summaries and summaries[0] == "removed pixel.png", f"summaries: {summaries[:3]}")
+
+        @self.check("renaming Second Page: the links are offered, the old name redirects with a note, "
+                    "the histories link each other", needs=("second_url", "home_url"))
+        def _():
+            self.go(st["second_url"])
+            self.follow("a#rename")
+            page.wait_for_selector("form#page-rename")
+            page.fill("form#page-rename input#rename-name", "Page Two")
+            self.shot("rename.png")
+            self.send("form#page-rename")
+            page.wait_for_selector("form#relink")
+            expect("Home" in " ".join(page.texts("form#relink li label")), "Home is not offered for relinking")
+            self.shot("renamed-relink.png")
+            self.send("form#relink")
+            self.expect_page_view("Page Two")
+            st["second_text_now"] = self.content_text()
+            expect(st["second_text_now"].strip(), "Page Two has no text")
+            self.go(st["home_url"])
+            link = page.mark("article#content a.wikilink", "Page Two")
+            expect(link, "Home does not link to Page Two")
+            self.go(st["second_url"])
+            expect(self.path().endswith("/Page Two"), f"the old name did not redirect, {self.where()}")
+            page.wait_for_selector("#redirected-from")
+            expect("Second Page" in page.text("#redirected-from"), f"note: {page.text('#redirected-from')!r}")
+            self.shot("redirected.png")
+            self.follow("a#redirect-history")
+            page.wait_for_selector("#redirect-to")
+            self.go(st["wiki_url"] + quote("Page Two") + "?action=history")
+            page.wait_for_selector("#renamed-from a")
+            self.shot("history-renamed.png")
+
         remote = os.environ.get("WIKI_REMOTE_URL")
         if remote:
             remote_user = os.environ.get("WIKI_REMOTE_USER", "")

@@ -25,6 +25,10 @@ public import Projections
 /// string published rev ("" unless a publish) · the Markdown as UTF-8 (the rest)
 /// ```
 ///
+/// Format 2 is format 1 with `string summary` (the edit summary the user wrote, which a publish
+/// writes as the page's `edit_summary`) before the Markdown; an event without a summary is
+/// written in format 1, as before summaries existed.
+///
 /// The base position is the log position of the base revision's body, so the common ancestor
 /// of a three-way merge stays readable even after the revision is stemmed out of the tree.
 public struct DraftEvent: Sendable, Hashable {
@@ -69,10 +73,12 @@ public struct DraftEvent: Sendable, Hashable {
   public var merged: Bool
   /// The draft's Markdown (for a publish: the text published).
   public var markdown: String
+  /// The edit summary written with the draft ("" when none).
+  public var summary: String
 
   public init(
     kind: Kind, pageID: String, baseRev: String? = nil, basePosition: UInt64 = 0,
-    publishedRev: String = "", merged: Bool = false, markdown: String = ""
+    publishedRev: String = "", merged: Bool = false, markdown: String = "", summary: String = ""
   ) {
     self.kind = kind
     self.pageID = pageID
@@ -81,9 +87,12 @@ public struct DraftEvent: Sendable, Hashable {
     self.publishedRev = publishedRev
     self.merged = merged
     self.markdown = markdown
+    self.summary = summary
   }
 
   static let format: UInt8 = 1
+  /// Format 1 with the summary before the Markdown.
+  static let formatWithSummary: UInt8 = 2
 
   /// The stream of one user's draft events for one page. The user's length comes first, so two
   /// (user, page) pairs never share a stream.
@@ -92,14 +101,16 @@ public struct DraftEvent: Sendable, Hashable {
   }
 
   public func encoded() -> [UInt8] {
-    var w = ByteWriter(capacity: 32 + pageID.utf8.count + markdown.utf8.count)
-    w.byte(Self.format)
+    var w = ByteWriter(
+      capacity: 32 + pageID.utf8.count + summary.utf8.count + markdown.utf8.count)
+    w.byte(summary.isEmpty ? Self.format : Self.formatWithSummary)
     w.byte(kind.rawValue)
     w.byte((baseRev == nil ? 0 : 1) | (merged ? 2 : 0))
     w.string(pageID)
     w.string(baseRev ?? "")
     w.varint(basePosition)
     w.string(publishedRev)
+    if !summary.isEmpty { w.string(summary) }
     w.raw(markdown.utf8)
     return w.bytes
   }
@@ -110,7 +121,9 @@ public struct DraftEvent: Sendable, Hashable {
   public init(decoding event: RecordedEvent) throws(StoreError) {
     var r = ByteReader(event.payload)
     do {
-      guard Kind(eventType: event.type) != nil, try r.byte() == Self.format,
+      let format = try r.byte()
+      guard Kind(eventType: event.type) != nil,
+        format == Self.format || format == Self.formatWithSummary,
         let kind = Kind(rawValue: try r.byte())
       else { throw ByteReader.Truncated() }
       self.kind = kind
@@ -121,6 +134,7 @@ public struct DraftEvent: Sendable, Hashable {
       basePosition = try r.varint()
       publishedRev = try r.string()
       merged = flags & 2 != 0
+      summary = format == Self.formatWithSummary ? try r.string() : ""
       markdown = String(decoding: r.rest(), as: UTF8.self)
     } catch {
       throw StoreError.internalError("event \(event.position) is not a well-formed draft event")

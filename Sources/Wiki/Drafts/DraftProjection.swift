@@ -17,6 +17,8 @@ public struct Draft: Sendable, Hashable {
   public let baseRev: String?
   /// The text so far.
   public let markdown: String
+  /// The edit summary so far ("" when none): what publishing writes as `edit_summary`.
+  public let summary: String
   /// When the draft was first saved (since it was last discarded or published), µs since 1970.
   public let createdMicroseconds: Int64
   /// When it was last saved, µs since 1970.
@@ -47,6 +49,8 @@ public struct Draft: Sendable, Hashable {
 /// varint seq · the Markdown (the rest)
 /// ```
 ///
+/// Format 2 has `string summary` before the Markdown (a draft with an edit summary).
+///
 /// A save (or autosave) writes the row, keeping its creation time; a discard or a publish
 /// removes it. The projection ignores every other event, so drafts never count as documents.
 ///
@@ -61,6 +65,7 @@ public final class DraftProjection: AuditedProjection {
   public init() {}
 
   static let format: UInt8 = 1
+  static let formatWithSummary: UInt8 = 2
 
   public func apply(_ event: RecordedEvent, to storage: ProjectionStorage, in txn: WriteTransaction)
     throws
@@ -76,14 +81,15 @@ public final class DraftProjection: AuditedProjection {
       if let old = try txn.get(key, in: db) {
         created = try Self.decode(old, user: event.actor, page: e.pageID).createdMicroseconds
       }
-      var w = ByteWriter(capacity: 48 + e.markdown.utf8.count)
-      w.byte(Self.format)
+      var w = ByteWriter(capacity: 48 + e.summary.utf8.count + e.markdown.utf8.count)
+      w.byte(e.summary.isEmpty ? Self.format : Self.formatWithSummary)
       w.byte((e.baseRev == nil ? 0 : 1) | (e.kind == .autosave ? 2 : 0))
       w.string(e.baseRev ?? "")
       w.varint(e.basePosition)
       w.varint(UInt64(bitPattern: created))
       w.varint(UInt64(bitPattern: event.timestampMicroseconds))
       w.varint(event.position.rawValue)
+      if !e.summary.isEmpty { w.string(e.summary) }
       w.raw(e.markdown.utf8)
       try txn.put(w.bytes, forKey: key, in: db)
     case .discard, .publish:
@@ -111,18 +117,22 @@ public final class DraftProjection: AuditedProjection {
   static func decode(_ bytes: [UInt8], user: String, page: String) throws -> Draft {
     var r = ByteReader(bytes)
     do {
-      guard try r.byte() == format else { throw ByteReader.Truncated() }
+      let version = try r.byte()
+      guard version == format || version == formatWithSummary else {
+        throw ByteReader.Truncated()
+      }
       let flags = try r.byte()
       let base = try r.string()
       let basePosition = try r.varint()
       let created = Int64(bitPattern: try r.varint())
       let updated = Int64(bitPattern: try r.varint())
       let seq = try r.varint()
+      let summary = version == formatWithSummary ? try r.string() : ""
       return Draft(
         user: user, pageID: page, baseRev: flags & 1 != 0 ? base : nil,
-        markdown: String(decoding: r.rest(), as: UTF8.self), createdMicroseconds: created,
-        updatedMicroseconds: updated, autosaved: flags & 2 != 0, seq: LogPosition(seq),
-        basePosition: basePosition)
+        markdown: String(decoding: r.rest(), as: UTF8.self), summary: summary,
+        createdMicroseconds: created, updatedMicroseconds: updated, autosaved: flags & 2 != 0,
+        seq: LogPosition(seq), basePosition: basePosition)
     } catch {
       throw StoreError.internalError("the stored draft of '\(page)' by '\(user)' is corrupt")
     }

@@ -98,8 +98,9 @@ public struct DraftPublishResult: Sendable, Hashable {
 ///
 /// The new revision keeps the fields of the revision it is written on and sets `markdown`,
 /// `updated_at` (now, ISO-8601) and `updated_by` (the user); a created page gets `type`,
-/// `wiki_id`, `markdown`, `created_at`, `updated_at` and `updated_by`. It is validated like any
-/// local edit.
+/// `wiki_id`, `markdown`, `created_at`, `updated_at` and `updated_by`. The draft's summary
+/// becomes `edit_summary` with `edit_summary_on` (``EditSummary``); without one, a summary the
+/// parent had is removed. It is validated like any local edit.
 ///
 /// ```swift
 /// let store = try DocumentStore(directory: path, projections: [WikiProjection(), DraftProjection()])
@@ -167,14 +168,18 @@ public struct Drafts: Sendable {
   ///   - baseRev: the revision the user started editing, nil for a new page. It must be a
   ///     revision of the page with a body that is not a deletion.
   ///   - autosave: recorded as `draft.autosave` rather than `draft.save`.
+  ///   - summary: the edit summary so far (trimmed; "" for none), which publishing writes as
+  ///     the page's `edit_summary`.
   /// - Returns: the draft as stored.
   /// - Throws: ``StoreError`` `bad_request` for an empty user, a page id that is not
   ///   `<wiki>:<title>`, an unknown or deleted base revision.
   @discardableResult
   public func save(
-    user: String, page: String, baseRev: String?, markdown: String, autosave: Bool = false
+    user: String, page: String, baseRev: String?, markdown: String, autosave: Bool = false,
+    summary: String = ""
   ) throws -> Draft {
     try Self.check(user: user, page: page)
+    let summary = Self.summary(summary)
     return try store.writeDocuments { txn in
       // A draft is a page write to come: the signed-in user (``WriteAccess``) must be one who
       // may write the page, as of this transaction.
@@ -199,13 +204,13 @@ public struct Drafts: Sendable {
         basePosition = body
       }
       if autosave, let old = try draft(of: user, page: page, using: txn), old.baseRev == baseRev,
-        old.markdown.utf8.elementsEqual(markdown.utf8)
+        old.markdown.utf8.elementsEqual(markdown.utf8), old.summary == summary
       {
         return old
       }
       let e = DraftEvent(
         kind: autosave ? .autosave : .save, pageID: page, baseRev: baseRev,
-        basePosition: basePosition, markdown: markdown)
+        basePosition: basePosition, markdown: markdown, summary: summary)
       try store.appendEvent(draftEvent(e, user: user), txn: txn)
       guard let saved = try draft(of: user, page: page, using: txn) else {
         throw StoreError.internalError("the saved draft is missing")
@@ -302,6 +307,7 @@ public struct Drafts: Sendable {
       body["markdown"] = .string(text)
       body["updated_at"] = .string(now)
       body["updated_by"] = .string(user)
+      EditSummary.set(d.summary, on: parent?.rev.description, in: &body)
       var input = try DocumentInput(.object(body))
       // The page keeps its attachments (stubs of the parent's, resolved by the writer).
       if let parent, let at = parent.body {
@@ -316,13 +322,17 @@ public struct Drafts: Sendable {
         draftEvent(
           DraftEvent(
             kind: .publish, pageID: page, baseRev: d.baseRev, basePosition: d.basePosition,
-            publishedRev: rev, merged: merged, markdown: text), user: user), txn: txn)
+            publishedRev: rev, merged: merged, markdown: text, summary: d.summary), user: user),
+        txn: txn)
       return DraftPublishResult(
         id: page, rev: rev, parentRev: parent?.rev.description, merged: merged, markdown: text)
     }
   }
 
   // MARK: Helpers
+
+  /// A summary as kept: one line, trimmed, at most ``EditSummary/maxBytes`` bytes.
+  static func summary(_ text: String) -> String { EditSummary.clean(text) }
 
   func draftEvent(_ e: DraftEvent, user: String) -> NewEvent {
     NewEvent(

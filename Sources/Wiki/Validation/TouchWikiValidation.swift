@@ -21,6 +21,9 @@ import RevTree
 /// | `markdown` | string, optional | string, required |
 /// | `created_at`, `updated_at` | ISO-8601 date-time string, optional | the same |
 /// | `updated_by` | — | string, optional |
+/// | `edit_summary`, `edit_summary_on` | — | strings, optional (``EditSummary``) |
+/// | `redirect_to` | — | a page id (`<wikiId>:<Page Name>`), optional: the page moved there |
+/// | `renamed_from` | — | a page id, optional: the page was moved here from there |
 ///
 /// Timestamps and `updated_by` may be absent (older TouchWiki clients did not always write
 /// them), but when present they must have these types. Other fields are free.
@@ -102,6 +105,17 @@ enum TouchWikiSchema {
       }
       try string(body, "markdown", of: "page")
       try string(body, "updated_by", of: "page", optional: true)
+      try string(body, "edit_summary", of: "page", optional: true)
+      try string(body, "edit_summary_on", of: "page", optional: true)
+      for key in ["redirect_to", "renamed_from"] {
+        guard let value = body[key] else { continue }
+        guard let target = value.stringValue, let parts = WikiID.split(target),
+          !parts.wiki.isEmpty, !parts.title.isEmpty
+        else {
+          throw StoreError.validation(
+            "a page's '\(key)' must be a page id, <wikiId>:<Page Name>")
+        }
+      }
       try timestamps(body, of: "page")
       return wiki
     default:

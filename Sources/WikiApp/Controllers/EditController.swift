@@ -26,6 +26,8 @@ struct EditController: WikiController {
     var csrf: String?
     var markdown: String?
     var base: String?
+    /// The edit summary: a line about the change, written with the revision.
+    var summary: String?
     /// `drafts`: a discard from My drafts goes back there.
     var back: String?
   }
@@ -45,7 +47,8 @@ struct EditController: WikiController {
 
   func editPage(
     wiki: String, title: String, id: String, _ session: Session, _ store: DocumentStore,
-    base: [String: Any], conflict: String? = nil, text: String? = nil, baseRev: String? = nil
+    base: [String: Any], conflict: String? = nil, text: String? = nil, baseRev: String? = nil,
+    summary: String? = nil
   ) throws -> Page {
     var object = base
     let limit = Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki)
@@ -60,6 +63,7 @@ struct EditController: WikiController {
     let draft = try session.user.name.flatMap { try Drafts(store).draft(of: $0, page: id) }
     let markdown = text ?? draft?.markdown ?? current?["markdown"]?.stringValue ?? ""
     object["markdown"] = markdown
+    object["summary"] = summary ?? draft?.summary ?? ""
     // After a merge conflict the settled text goes onto the current revision.
     object["base"] = baseRev ?? draft?.baseRev ?? current?["_rev"]?.stringValue ?? ""
     let files = current.map { self.files(of: $0, id: id, rev: nil) } ?? []
@@ -94,6 +98,7 @@ struct EditController: WikiController {
     let form = try await site.form(EditForm.self, r.request, session: session)
     let markdown = (form.markdown ?? "").replacingOccurrences(of: "\r\n", with: "\n")
     let baseRev = form.base.flatMap { $0.isEmpty ? nil : $0 }
+    let summary = EditSummary.clean(form.summary ?? "")
     switch action {
     case "preview":
       let current = try? store.get(id).objectValue
@@ -110,7 +115,8 @@ struct EditController: WikiController {
         store)
       let draft = try await blocking {
         try Drafts(store).save(
-          user: user, page: id, baseRev: baseRev, markdown: markdown, autosave: true)
+          user: user, page: id, baseRev: baseRev, markdown: markdown, autosave: true,
+          summary: summary)
       }
       var headers = HTTPFields()
       headers[.contentType] = "application/json"
@@ -131,18 +137,21 @@ struct EditController: WikiController {
       if ConflictMarkers.remain(in: markdown) {
         // Kept as the draft, not published: marked lines are not the page's text.
         _ = try await blocking {
-          try Drafts(store).save(user: user, page: id, baseRev: baseRev, markdown: markdown)
+          try Drafts(store).save(
+            user: user, page: id, baseRev: baseRev, markdown: markdown, summary: summary)
         }
         var page = try editPage(
           wiki: wiki, title: title, id: id, session, store, base: base,
-          conflict: ConflictMarkers.unsettled, text: markdown, baseRev: baseRev ?? "")
+          conflict: ConflictMarkers.unsettled, text: markdown, baseRev: baseRev ?? "",
+          summary: summary)
         page.status = .conflict
         return .page(page)
       }
       do {
         _ = try await blocking {
           let drafts = try Drafts(store)
-          try drafts.save(user: user, page: id, baseRev: baseRev, markdown: markdown)
+          try drafts.save(
+            user: user, page: id, baseRev: baseRev, markdown: markdown, summary: summary)
           return try drafts.publish(user: user, page: id)
         }
       } catch let error as StoreError {
@@ -152,7 +161,7 @@ struct EditController: WikiController {
             conflict: conflict.markedText == nil
               ? "The page was deleted since you started." : ConflictMarkers.overlap,
             text: conflict.markedText ?? markdown,
-            baseRev: conflict.currentDeleted ? "" : conflict.currentRev)
+            baseRev: conflict.currentDeleted ? "" : conflict.currentRev, summary: summary)
           page.status = .conflict
           return .page(page)
         }

@@ -28,6 +28,7 @@ struct HistoryController: WikiController {
       PageAction(name: "history", verb: .get) { r in try history(r) },
       PageAction(name: "blame", verb: .get) { r in try await blamePage(r) },
       PageAction(name: "as_of", verb: .get) { r in .page(try await pageAsOf(r)) },
+      PageAction(name: "compare", verb: .get) { r in .page(try compare(r)) },
     ]
   }
 
@@ -47,14 +48,32 @@ struct HistoryController: WikiController {
       }
       return .page(page)
     }
+    let viewable = entries.filter { !$0.deleted && $0.redaction == nil }.map(\.rev)
+    let to = viewable.last
+    let from = viewable.count > 1 ? viewable[viewable.count - 2] : nil
+    let readable = Set(viewable)
+    let canCompare = moment == nil && viewable.count > 1
+    base["canCompare"] = canCompare
     base["revisions"] = entries.reversed().map { e -> [String: Any] in
       var row: [String: Any] = [
-        "rev": e.rev, "actor": e.actor, "time": Self.time(e.timestampMicroseconds),
+        "rev": e.rev, "shortRev": Self.shortRev(e.rev), "actor": e.actor,
+        "time": Self.time(e.timestampMicroseconds),
+        "plainTime": WikiSite.plainTime(e.timestampMicroseconds),
         "origin": e.origin.isEmpty ? "" : "from \(e.origin)", "deleted": e.deleted,
         "viewable": !e.deleted && e.redaction == nil, "seq": String(e.seq.rawValue),
         "pageHref": Self.pageHref(wiki, title),
+        "fromChecked": e.rev == from, "toChecked": e.rev == to, "canCompare": canCompare,
       ]
       if !e.markdownDiff.isEmpty { row["diff"] = e.markdownDiff }
+      // (An empty string is a true section in Mustache: only a description that says something.)
+      if !e.description.isEmpty { row["description"] = e.description }
+      if moment == nil, let parent = e.parentRev, readable.contains(parent),
+        readable.contains(e.rev), !e.markdownDiff.isEmpty
+      {
+        row["diffHref"] =
+          Self.pageHref(wiki, title) + "?action=compare&from=" + Self.encode(parent) + "&to="
+          + Self.encode(e.rev)
+      }
       if let r = e.redaction {
         row["redaction"] = [
           "redactedBy": r.actor, "redactedAt": Self.time(r.timestampMicroseconds),
@@ -62,6 +81,14 @@ struct HistoryController: WikiController {
         ]
       }
       return row
+    }
+    if moment == nil, let current = try? store.get(id).objectValue {
+      Self.moveLinks(current, wiki: wiki, into: &base)
+    }
+    if base["renamedFrom"] == nil, let first = entries.first(where: { !$0.deleted }),
+      let body = (try? JSONValue(parsing: first.body))?.objectValue
+    {
+      Self.moveLinks(body, wiki: wiki, into: &base, redirect: false)
     }
     var page = Page(title: "History of \(title)", body: "")
     if let moment {
@@ -72,6 +99,86 @@ struct HistoryController: WikiController {
     }
     page.body = Templates.render("history", base)
     return .page(page)
+  }
+
+  /// The links of a renamed page's history: to the page it was renamed from (`renamed_from`),
+  /// or, for a redirect, to the page it moved to (`redirect_to`).
+  static func moveLinks(
+    _ body: JSONObject, wiki: String, into base: inout [String: Any], redirect: Bool = true
+  ) {
+    if let from = body["renamed_from"]?.stringValue, let (w, t) = WikiID.split(from) {
+      base["renamedFrom"] = from
+      base["renamedFromHref"] = pageHref(w, t)
+      base["renamedFromName"] = w == wiki ? t : from
+    }
+    if redirect, let to = body["redirect_to"]?.stringValue, let (w, t) = WikiID.split(to) {
+      base["redirectTo"] = to
+      base["redirectToHref"] = pageHref(w, t) + "?action=history"
+      base["redirectToName"] = w == wiki ? t : to
+    }
+  }
+
+  /// A revision id short enough to sit beside its time: `5-2cdff9fe`.
+  static func shortRev(_ rev: String) -> String {
+    guard let dash = rev.firstIndex(of: "-") else { return rev }
+    return String(rev[...dash]) + String(rev[rev.index(after: dash)...].prefix(8))
+  }
+
+  struct CompareQuery: Decodable {
+    var from: String?
+    var to: String?
+    var view: String?
+  }
+
+  /// `?action=compare&from=A&to=B` (`&view=side` side by side): the two revisions' Markdown
+  /// compared line by line, the words that changed in a changed line marked.
+  func compare(_ r: PageRequest) throws -> Page {
+    let (wiki, title, id, store) = (r.wiki, r.title, r.id, r.store)
+    let q = try site.query(CompareQuery.self, r.request)
+    guard let from = q.from, let to = q.to, !from.isEmpty, !to.isEmpty else {
+      throw Failure(
+        status: .badRequest,
+        message: "Choose two revisions to compare in the page’s history.",
+        heading: "Which revisions?")
+    }
+    let entries = try store.history(of: id)
+    guard let old = entries.first(where: { $0.rev == from }),
+      let new = entries.first(where: { $0.rev == to })
+    else {
+      throw Failure(
+        status: .notFound,
+        message: "The page “\(title)” has no such revision: choose two in its history.",
+        heading: "No such revision")
+    }
+    guard let oldText = try store.markdown(of: id, rev: from),
+      let newText = try store.markdown(of: id, rev: to)
+    else {
+      throw Failure(
+        status: .badRequest,
+        message:
+          "One of the two revisions is a deletion or was redacted: it has no text to compare.",
+        heading: "No text to compare")
+    }
+    let diff = DiffHTML(old: oldText, new: newText)
+    let inline = q.view != "side"
+    var object = r.base
+    let page = Self.pageHref(wiki, title)
+    let query = "?action=compare&from=" + Self.encode(from) + "&to=" + Self.encode(to)
+    object["inline"] = inline
+    object["inlineHref"] = page + query
+    object["sideHref"] = page + query + "&view=side"
+    object["same"] = !diff.diff.hasChanges
+    object["table"] = inline ? diff.inline : diff.sideBySide
+    object["stats"] =
+      "\(WikiSite.count(diff.diff.insertions, "line")) added, \(WikiSite.count(diff.diff.deletions, "line")) removed"
+    for (key, e) in [("from", old), ("to", new)] {
+      object[key + "Rev"] = e.rev
+      object[key + "Short"] = Self.shortRev(e.rev)
+      object[key + "Time"] = Self.time(e.timestampMicroseconds)
+      object[key + "Actor"] = e.actor
+      if !e.description.isEmpty { object[key + "Summary"] = e.description }
+    }
+    return Page(title: "Changes to \(title)", body: Templates.render("compare", object))
   }
 
   /// `?action=blame` (with `as_of`: the page's text then, each line with the revision that
@@ -99,12 +206,19 @@ struct HistoryController: WikiController {
       }
       return .page(page)
     }
+    let described = Dictionary(
+      try store.history(of: id).map { ($0.rev, $0.description) }, uniquingKeysWith: { a, _ in a })
+    var shown: Set<String> = []
     base["lines"] = lines.map { line -> [String: Any] in
-      [
-        "rev": line.rev, "shortRev": String(line.rev.prefix(10)), "actor": line.actor,
+      // The summary beside the first line of each revision: the rest repeat it.
+      let first = shown.insert(line.rev).inserted
+      var row: [String: Any] = [
+        "rev": line.rev, "shortRev": Self.shortRev(line.rev), "actor": line.actor,
         "time": Self.time(line.micros), "text": line.text,
         "pageHref": Self.pageHref(wiki, title),
       ]
+      if first, let summary = described[line.rev], !summary.isEmpty { row["summary"] = summary }
+      return row
     }
     var page = Page(title: "Blame of \(title)", body: "")
     if let moment {

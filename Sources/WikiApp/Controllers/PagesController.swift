@@ -81,6 +81,10 @@ struct PagesController: RoutedController {
     var as_of: String?
     var rev: String?
     var title: String?
+    /// `no`: a redirect's own page, not where it sends readers.
+    var redirect: String?
+    /// The page id a redirect came from (its note on this page).
+    var redirected_from: String?
   }
 
   struct RestoreForm: PostedForm {
@@ -189,9 +193,42 @@ struct PagesController: RoutedController {
         }
       }
     }
-    return try viewPage(
+    if r.query.rev == nil, r.query.redirect != "no", let target = try redirectTarget(r) {
+      throw Redirect(
+        location: Self.pageHref(target.wiki, target.title) + "?redirected_from="
+          + Self.encode(r.id))
+    }
+    var page = try viewPage(
       wiki: r.wiki, title: r.title, id: r.id, rev: r.query.rev,
       version: r.summary.lastUpdate.rawValue, r.store, base: r.base)
+    if let from = r.query.redirected_from, let note = try redirectNote(r, from: from) {
+      page.body = note + page.body
+    }
+    return page
+  }
+
+  /// Where the page's current revision redirects to (`redirect_to`, left by a rename), when the
+  /// reader may see that wiki; nil otherwise (the redirect's own page is shown).
+  func redirectTarget(_ r: PageRequest) throws -> (wiki: String, title: String)? {
+    guard let winner = try r.store.record(r.id)?.tree.winner, !winner.isDeleted,
+      let doc = try? r.store.get(r.id).objectValue,
+      let to = doc["redirect_to"]?.stringValue, to != r.id,
+      let (wiki, title) = WikiID.split(to), !wiki.isEmpty, !title.isEmpty,
+      try self.wiki(wiki, for: r.session, r.store) != nil
+    else { return nil }
+    return (wiki, title)
+  }
+
+  /// "Redirected from Old": when page `from` (which the reader may see) redirects here.
+  func redirectNote(_ r: PageRequest, from: String) throws -> String? {
+    guard let (wiki, title) = WikiID.split(from), !title.isEmpty,
+      try self.wiki(wiki, for: r.session, r.store) != nil,
+      (try? r.store.get(from))?["redirect_to"]?.stringValue == r.id
+    else { return nil }
+    let href = Self.pageHref(wiki, title)
+    let name = wiki == r.wiki ? title : from
+    return
+      "<p id=\"redirected-from\" class=\"bar\">Redirected from <a id=\"redirect-source\" href=\"\(WikiSite.escape(href))?redirect=no\">\(WikiSite.escape(name))</a> (<a id=\"redirect-history\" href=\"\(WikiSite.escape(href))?action=history\">its history</a>).</p>"
   }
 
   /// A page whose winning revision is `tombstone`, a deletion: who deleted it and when (from
@@ -297,6 +334,12 @@ struct PagesController: RoutedController {
     throw Redirect(location: Self.pageHref(wiki, title))
   }
 
+  /// When revision `rev` of `id` was written, from the log (0 when it does not say).
+  static func revisionTime(_ rev: String, _ id: String, _ store: DocumentStore) -> Int64 {
+    ((try? store.revisionEvents(of: id)) ?? []).first { $0.rev == rev }?.timestampMicroseconds
+      ?? 0
+  }
+
   /// `version`: the wiki's last update, which changes whenever a page of it is created,
   /// changed or deleted (and with it which links are to missing pages, and the backlinks).
   func viewPage(
@@ -340,6 +383,8 @@ struct PagesController: RoutedController {
       markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store, files: files)
     object["files"] = files.map(\.template)
     object["hasFiles"] = !files.isEmpty
+    object["uploadURL"] =
+      "/" + PercentDecoding.encode(options.database) + "/" + PercentDecoding.encode(id)
     object["rev"] = currentRev
     let (by, at) = Self.lastChange(doc, id: id, rev: currentRev, store)
     object["updatedBy"] = by
@@ -393,6 +438,9 @@ struct PagesController: RoutedController {
     body.members.removeAll { $0.key.hasPrefix("_") }
     body["updated_by"] = .string(user)
     body["updated_at"] = .string(Timestamp.iso8601())
+    EditSummary.set(
+      "restored the revision of \(WikiSite.plainTime(Self.revisionTime(rev, id, store)))",
+      on: winner.rev.description, in: &body)
     try checkWrite(session, id: id, body: body, store)
     do {
       // A deleted page is written again without a `_rev`, as CouchDB recreates a deleted

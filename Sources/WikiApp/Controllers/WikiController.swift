@@ -38,7 +38,10 @@ struct PageFile: Sendable {
   let isImage: Bool
 
   var template: [String: Any] {
-    ["name": name, "type": type, "size": size, "href": href, "isImage": isImage]
+    [
+      "name": name, "type": type, "size": size, "href": href, "isImage": isImage,
+      "encodedName": WikiSite.encode(name),
+    ]
   }
 }
 

@@ -411,12 +411,16 @@ struct WikisController: RoutedController {
     let actor: String
     let time: String
     let deleted: Bool
+    /// The last revision's edit summary ("" for none).
+    var summary = ""
 
     var template: [String: Any] {
-      [
+      var row: [String: Any] = [
         "href": href, "title": title, "wikiTitle": wikiTitle, "actor": actor, "time": time,
         "deleted": deleted,
       ]
+      if !summary.isEmpty { row["summary"] = summary }
+      return row
     }
   }
 
@@ -437,11 +441,15 @@ struct WikisController: RoutedController {
       var events = try store.revisionEvents(of: row.id)
       if let moment { events = events.filter { $0.seq <= moment.position } }
       let last = events.last
-      return RecentRow(
+      var recent = RecentRow(
         href: (page.map { Self.pageHref(wiki, $0) } ?? Self.wikiHref(wiki))
           + (moment?.query ?? ""),
         title: page ?? titles[wiki]!, wikiTitle: titles[wiki]!, actor: last?.actor ?? "",
         time: last.map { Self.time($0.timestampMicroseconds) } ?? "", deleted: row.deleted)
+      if let last, !last.deleted, let body = (try? JSONValue(parsing: last.body))?.objectValue {
+        recent.summary = EditSummary.summary(of: body, parentRev: last.parentRev) ?? ""
+      }
+      return recent
     }
   }
 
