@@ -78,6 +78,11 @@ enum StaticFiles {
     .deleted-mark, strong.deleted { color: #a4262c; }
     li.deleted > a { text-decoration: line-through; }
     .asof-links { font-size: .92rem; }
+    form.watch { display: inline; margin: 0 0 0 .5rem; }
+    form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: #fff; color: var(--accent); }
+    .edit-links { font-size: .9rem; white-space: nowrap; }
+    ol#recent li, ol#watch-changes li { margin: .25rem 0; }
+    code.token { overflow-wrap: anywhere; background: #f3f5f7; padding: .1rem .3rem; border-radius: 4px; }
     form.discard-draft { display: inline; margin-left: .6rem; }
     form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }

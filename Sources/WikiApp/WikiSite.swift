@@ -70,6 +70,9 @@ struct WikiSite: Sendable {
     var asOfExit: String? = nil
     /// The wiki the page belongs to: the header's search box searches it first.
     var wiki: String? = nil
+    /// An Atom feed of the page (its address and title), advertised in the head for feed
+    /// readers' autodiscovery.
+    var feed: (href: String, title: String)? = nil
   }
 
   struct Redirect: Error {
@@ -95,6 +98,7 @@ struct WikiSite: Sendable {
         site: self,
         actions: EditController(site: self).actions
           + HistoryController(site: self).actions),
+      FeedsController(site: self), WatchController(site: self), UsersController(site: self),
     ]
   }
 
@@ -257,6 +261,10 @@ struct WikiSite: Sendable {
       }
     }
     if let wiki = page.wiki { object["searchWiki"] = wiki }
+    if let feed = page.feed {
+      object["feedHref"] = feed.href
+      object["feedTitle"] = feed.title
+    }
     if let asOf = page.asOf {
       object["asOf"] = asOf.parameter
       object["asOfLabel"] = asOf.label
