@@ -18,7 +18,6 @@ extension Templates {
     <h1>Settings</h1>
     <p class="meta">Signed in as <strong>{{name}}</strong>.</p>
     {{#saved}}<p class="bar" id="settings-saved" role="status">{{saved}}</p>{{/saved}}
-    {{#error}}<p class="bar warn error" id="settings-error" role="alert">{{error}}</p>{{/error}}
     <section id="feed-token">
     <h2>Feeds</h2>
     <p class="meta">Feed readers cannot sign in: they read your Atom feeds with a feed token in the address. It shows what you may read, and nothing else can be done with it (it cannot write, nor sign in). Anyone with the address can read those feeds: make a new token if it leaks.</p>
@@ -31,6 +30,7 @@ extension Templates {
     </section>
     <section id="password">
     <h2>Password</h2>
+    {{#error}}<p class="bar warn error" id="settings-error" role="alert">{{error}}</p>{{/error}}
     <form id="password-form" class="stacked" method="post" action="/_wiki/_settings"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="password">
       <label>Current password <input name="old_password" type="password" autocomplete="current-password" required></label>
       <label>New password (at least 8 characters) <input name="new_password" type="password" autocomplete="new-password" minlength="8" required></label>

@@ -93,7 +93,7 @@ extension WikiController {
       "href": edit.href, "title": edit.page ?? wikiTitle, "wikiTitle": wikiTitle,
       "wikiHref": WikiSite.wikiHref(edit.wiki), "actor": edit.actor,
       "time": WikiSite.time(edit.timestampMicroseconds), "deleted": edit.deleted,
-      "settings": edit.page == nil, "rev": edit.rev,
+      "settings": edit.page == nil, "created": edit.rev.hasPrefix("1-"), "rev": edit.rev,
       "shortRev": String(edit.rev.prefix(while: { $0 != "-" })) + "-"
         + String(edit.rev.drop(while: { $0 != "-" }).dropFirst().prefix(7)),
     ]

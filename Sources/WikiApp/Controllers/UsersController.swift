@@ -70,7 +70,7 @@ struct UsersController: RoutedController {
       object["saved"] = "Your password is changed. Other sessions with the old one have ended."
     case "token":
       object["saved"] =
-        "Your new feed token is made: feed readers with the old one get nothing now."
+        "Your feed token is made. Any token you had before no longer works."
     case "revoked":
       object["saved"] = "Your feed token is revoked: no feed reader can read your feeds."
     default: break
