@@ -70,6 +70,7 @@ enum Templates {
     "wikis": """
     <h1>My wikis</h1>
     {{{watchChanges}}}
+    {{#watchChanges}}<h2>Your wikis</h2>{{/watchChanges}}
     <ul id="wikis" class="cards">
     {{#wikis}}
       <li><a class="wiki" href="{{href}}">{{title}}</a>
