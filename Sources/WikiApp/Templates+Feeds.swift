@@ -14,9 +14,23 @@ extension Templates {
       <form class="watch" method="post" action="/_wiki/_watch"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><input type="hidden" name="back" value="/_wiki/"><button type="submit" name="action" value="unwatch" aria-label="Stop watching {{title}}">Stop watching</button></form></li>{{/watching}}</ul></details>{{/hasWatching}}
     </section>
     """,
+    "users": """
+    <h1>Users</h1>
+    <p class="meta">{{count}} users of this server. Users are made with <code>wikilog user add</code>.</p>
+    <table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th></th></tr></thead>
+    <tbody>{{#users}}<tr><td class="name">{{name}}{{#isYou}} (you){{/isYou}}</td><td>{{roles}}{{#isAdmin}} (administrator){{/isAdmin}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}none{{/hasPassword}}</td>
+      <td>{{^isYou}}<form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table>
+    """,
+    "user-remove": """
+    <h1>Remove the user {{name}}?</h1>
+    <p>{{name}} can no longer sign in, and their API and feed tokens stop working. Nothing they wrote is removed: the wikis keep every revision with its author. A user made again under this name gets this name's wikis back.</p>
+    <form id="user-remove" class="confirm" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><input type="hidden" name="confirm" value="yes">
+      <button type="submit" class="danger">Remove {{name}}</button> <a href="/_wiki/_users">Keep them</a>
+    </form>
+    """,
     "user-settings": """
     <h1>Settings</h1>
-    <p class="meta">Signed in as <strong>{{name}}</strong>.</p>
+    <p class="meta">Signed in as <strong>{{name}}</strong>.{{#isAdmin}} <a id="manage-users" href="/_wiki/_users">Manage users</a>{{/isAdmin}}</p>
     {{#saved}}<p class="bar" id="settings-saved" role="status">{{saved}}</p>{{/saved}}
     <section id="feed-token">
     <h2>Feeds</h2>

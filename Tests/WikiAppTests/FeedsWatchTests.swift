@@ -419,3 +419,46 @@ extension TestClientProtocol {
     }
   }
 }
+
+@Suite struct UserAdminTests {
+  @Test("administrators list and remove users (asked first, not themselves); others may not")
+  func listAndRemove() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let refused = try await client.page(.get, "/_wiki/_users", as: "alice")
+      #expect(refused.status == 403 && !refused.text.contains("carol"))
+      let alice = try await client.page(.get, "/_wiki/_settings", as: "alice")
+      let forbidden = try await client.page(
+        .post, "/_wiki/_users", as: "alice",
+        form: [
+          "csrf": try #require(alice.csrf), "action": "remove", "name": "carol",
+          "confirm": "yes",
+        ])
+      #expect(forbidden.status == 403)
+      #expect(try fixture.auth.users.user(named: "carol") != nil)
+      let list = try await client.page(.get, "/_wiki/_users", as: "admin")
+      #expect(list.status == 200)
+      for name in ["admin", "alice", "bob", "carol"] { #expect(list.text.contains(">\(name)")) }
+      let csrf = try #require(list.csrf)
+      let ask = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "remove", "name": "carol"])
+      #expect(ask.status == 200 && ask.text.contains("Remove the user carol?"))
+      #expect(try fixture.auth.users.user(named: "carol") != nil)
+      let yourself = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "remove", "name": "admin", "confirm": "yes"])
+      #expect(yourself.status == 400)
+      let noToken = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["action": "remove", "name": "carol", "confirm": "yes"])
+      #expect(noToken.status == 403)
+      let removed = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "remove", "name": "carol", "confirm": "yes"])
+      #expect(removed.status == 303)
+      #expect(try fixture.auth.users.user(named: "carol") == nil)
+      #expect(try await client.page(.get, "/_wiki/", as: "carol").status == 303)
+    }
+  }
+}

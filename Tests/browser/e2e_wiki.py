@@ -1328,6 +1328,23 @@ class Scenario:
             self.sign_out()
             self.sign_in("alice")
 
+        @self.check("the administrator's Users page lists the users, each but themselves with Remove "
+                    "(asked first); Settings links it")
+        def _():
+            self.sign_out()
+            self.sign_in("admin")
+            self.go(self.ui("_settings"))
+            self.follow("a#manage-users")
+            page.wait_for_selector("table#users")
+            names = page.texts("table#users td.name")
+            expect(any(alice in n for n in names) and any(carol in n for n in names), f"users: {names}")
+            self.shot("users.png")
+            self.send(f"form.remove-user button[aria-label='Remove {carol}']")
+            page.wait_for_selector("form#user-remove")
+            self.shot("user-remove.png")
+            self.follow("form#user-remove a")
+            page.wait_for_selector("table#users")
+
         @self.check("every POST form carries a hidden, non-empty input[name=csrf]")
         def _():
             expect(not self.csrf_violations, "; ".join(self.csrf_violations[:8]))

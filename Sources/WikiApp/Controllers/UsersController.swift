@@ -22,7 +22,70 @@ struct UsersController: RoutedController {
           session)
       }
     }
+    routes.get("_users") { request, context in
+      try await site.signedInPage(request, context) { session, _ in try usersPage(session) }
+    }
+    routes.post("_users") { request, context in
+      try await site.signedIn(request, context) { session, _ in
+        try await postUsers(
+          try await site.form(UsersForm.self, request, session: session), session)
+      }
+    }
     return routes
+  }
+
+  struct UsersForm: PostedForm {
+    var csrf: String?
+    var action: String?
+    var name: String?
+    var confirm: String?
+  }
+
+  /// The users' administration is an administrator's; anyone else gets a 403 in the frame.
+  func requireAdmin(_ session: Session) throws -> Authenticator {
+    guard session.user.isAdmin, let auth = couch.options.authenticator else {
+      throw Failure(status: .forbidden, message: "Only administrators manage users.")
+    }
+    return auth
+  }
+
+  /// `/_wiki/_users`: every user, their roles, and Remove (asked first).
+  func usersPage(_ session: Session) throws -> Page {
+    let auth = try requireAdmin(session)
+    let rows: [[String: Any]] = try auth.users.users().sorted { $0.name < $1.name }.map { u in
+      [
+        "name": u.name, "roles": u.roles.joined(separator: ", "), "isAdmin": u.isAdmin,
+        "isYou": u.name == session.user.name, "hasPassword": u.hasPassword,
+        "csrf": session.csrf,
+      ]
+    }
+    return Page(
+      title: "Users", body: Templates.render("users", ["users": rows, "count": rows.count]))
+  }
+
+  func postUsers(_ form: UsersForm, _ session: Session) async throws -> Response {
+    let auth = try requireAdmin(session)
+    guard form.action == "remove" else {
+      throw Failure(status: .badRequest, message: "Unknown action.")
+    }
+    let name = form.name ?? ""
+    guard try auth.users.user(named: name) != nil else {
+      throw Failure(status: .notFound, message: "There is no user called “\(name)”.")
+    }
+    guard name != session.user.name else {
+      throw Failure(
+        status: .badRequest,
+        message: "You cannot remove yourself: another administrator can. Nothing was changed.")
+    }
+    guard form.confirm == "yes" else {
+      return html(
+        Page(
+          title: "Remove \(name)?",
+          body: Templates.render("user-remove", ["name": name, "csrf": session.csrf])),
+        session: session)
+    }
+    try await blocking { try auth.users.remove(name: name, actor: session.actor) }
+    throw Redirect(location: "/_wiki/_users")
   }
 
   struct SettingsQuery: Decodable {
@@ -55,7 +118,9 @@ struct UsersController: RoutedController {
           "Settings are a signed-in user's: this server has no users, or you are not signed in as one."
       )
     }
-    var object: [String: Any] = ["csrf": session.csrf, "name": name]
+    var object: [String: Any] = [
+      "csrf": session.csrf, "name": name, "isAdmin": session.user.isAdmin,
+    ]
     if let (token, record) = try site.feedToken(for: session) {
       let base = site.baseURL(request)
       object["token"] = token
