@@ -15,6 +15,11 @@ public struct APIToken: Sendable, Hashable {
   public var createdAt: Date
   /// When it last signed a request in (to within ``APITokens/lastUsedGranularity``).
   public var lastUsedAt: Date?
+  /// What the token is for: nil for an API token (it signs requests in as its user), or a
+  /// scope such as ``APITokens/feedScope``: a scoped token signs nothing in
+  /// (``APITokens/verify(_:)`` refuses it) and is checked only by
+  /// ``APITokens/verify(_:scope:)``, by the one reader of that scope.
+  public var scope: String? = nil
 }
 
 /// API tokens (`Authorization: Token token=...`, as PingPong sends them): per user, random,
@@ -45,6 +50,9 @@ public final class APITokens: Sendable {
   public static let idPrefix = "org.wikilog.token:"
   /// What every token begins with.
   public static let tokenPrefix = "wlt_"
+  /// The scope of a feed reader's token: it reads a user's Atom feeds and nothing else (it
+  /// cannot sign a request in, so it cannot write).
+  public static let feedScope = "feed"
   public let users: UserStore
   /// A use is recorded when the recorded last use is at least this old (a write per request
   /// would grow the log by one event per request).
@@ -62,9 +70,17 @@ public final class APITokens: Sendable {
 
   /// Makes a token for user `user`, which must exist; returns the token (shown once: only its
   /// hash is kept) and its record.
-  public func create(user: String, label: String? = nil, actor: String) throws -> (
-    token: String, record: APIToken
-  ) {
+  ///
+  /// - Parameters:
+  ///   - scope: nil for an API token; a scope (``feedScope``) for a token only
+  ///     ``verify(_:scope:)`` accepts.
+  ///   - key: when given, the token's secret is derived from its id under this key
+  ///     (``derivedToken(id:key:)``), so whoever holds the key can show the token again
+  ///     (a feed token, which a page links to); without it the secret is random and shown once.
+  public func create(
+    user: String, label: String? = nil, scope: String? = nil, key: [UInt8]? = nil,
+    actor: String
+  ) throws -> (token: String, record: APIToken) {
     guard try users.user(named: user) != nil else {
       throw StoreError.notFound("no user \(user)")
     }
@@ -74,7 +90,9 @@ public final class APITokens: Sendable {
       throw StoreError.badRequest("a token's label may not contain control characters")
     }
     let id = Hex.encode(Random.bytes(8))
-    let token = Self.tokenPrefix + id + "_" + Hex.encode(Random.bytes(32))
+    let token =
+      key.map { Self.derivedToken(id: id, key: $0) }
+      ?? Self.tokenPrefix + id + "_" + Hex.encode(Random.bytes(32))
     let created = now()
     var body = JSONObject([
       "type": .string("api_token"), "user": .string(user),
@@ -82,8 +100,21 @@ public final class APITokens: Sendable {
       "created_at": .string(Self.timestamp(created)),
     ])
     if let label { body["label"] = .string(label) }
+    if let scope { body["scope"] = .string(scope) }
     try users.store.putLocal(Self.idPrefix + id, JSONValue.object(body).serialized(), actor: actor)
-    return (token, APIToken(id: id, user: user, label: label, createdAt: created, lastUsedAt: nil))
+    return (
+      token,
+      APIToken(
+        id: id, user: user, label: label, createdAt: created, lastUsedAt: nil, scope: scope)
+    )
+  }
+
+  /// The token of id `id` whose secret is the HMAC-SHA256 of the id under `key`: what
+  /// ``create(user:label:scope:key:actor:)`` made with that key.
+  public static func derivedToken(id: String, key: [UInt8]) -> String {
+    let mac = HMAC<SHA256>.authenticationCode(
+      for: Array(("wikilog-token:" + id).utf8), using: SymmetricKey(data: key))
+    return tokenPrefix + id + "_" + Hex.encode(Array(mac))
   }
 
   /// The tokens of `user` (every token when nil), by id.
@@ -105,8 +136,15 @@ public final class APITokens: Sendable {
   }
 
   /// The user a presented token signs in, or nil when it is not a live token of an existing
-  /// user. Records the use (see ``lastUsedGranularity``).
+  /// user, or is a scoped token (a feed token signs nothing in). Records the use (see
+  /// ``lastUsedGranularity``).
   public func verify(_ token: String) throws -> User? {
+    try verify(token, scope: nil)
+  }
+
+  /// The user of a live token of scope `scope` (nil: an API token), or nil when the token is
+  /// not one, of an existing user. Records the use.
+  public func verify(_ token: String, scope: String?) throws -> User? {
     guard token.hasPrefix(Self.tokenPrefix) else { return nil }
     let rest = token.dropFirst(Self.tokenPrefix.count)
     guard rest.count == 16 + 1 + 64, rest.dropFirst(16).first == "_" else { return nil }
@@ -126,7 +164,7 @@ public final class APITokens: Sendable {
     } catch let error as LogError {
       throw StoreError.storage(error)
     }
-    guard let found else { return nil }
+    guard let found, found.body["scope"]?.stringValue == scope else { return nil }
     let time = now()
     if found.lastUsedAt.map({ time.timeIntervalSince($0) >= lastUsedGranularity }) ?? true {
       var updated = found.body
@@ -180,7 +218,8 @@ public final class APITokens: Sendable {
     else { return nil }
     return APIToken(
       id: id, user: user, label: body["label"]?.stringValue, createdAt: created,
-      lastUsedAt: body["last_used_at"]?.stringValue.flatMap(parseTimestamp))
+      lastUsedAt: body["last_used_at"]?.stringValue.flatMap(parseTimestamp),
+      scope: body["scope"]?.stringValue)
   }
 
   static func timestamp(_ date: Date) -> String {

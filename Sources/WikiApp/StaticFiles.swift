@@ -78,6 +78,14 @@ enum StaticFiles {
     .deleted-mark, strong.deleted { color: #a4262c; }
     li.deleted > a { text-decoration: line-through; }
     .asof-links { font-size: .92rem; }
+    form.watch { display: inline; margin: 0 0 0 .5rem; }
+    form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: #fff; color: var(--accent); }
+    .edit-links { font-size: .9rem; white-space: nowrap; }
+    ol#recent li, ol#watch-changes li { margin: .25rem 0; }
+    table.users { border-collapse: collapse; width: 100%; }
+    table.users th, table.users td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); }
+    form.remove-user { margin: 0; }
+    code.token { overflow-wrap: anywhere; background: #f3f5f7; padding: .1rem .3rem; border-radius: 4px; }
     form.discard-draft { display: inline; margin-left: .6rem; }
     form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }

@@ -6,7 +6,7 @@ import Mustache
 enum Templates {
   static let library: MustacheLibrary = {
     var library = MustacheLibrary()
-    for (name, text) in sources {
+    for (name, text) in sources.merging(feedSources, uniquingKeysWith: { a, _ in a }) {
       // The templates are constants of this file: a parse error is a programming error that
       // every test run would show.
       try! library.register(text, named: name)
@@ -32,12 +32,13 @@ enum Templates {
     <title>{{title}} · wikilog</title>
     <link rel="stylesheet" href="/_wiki/_static/app.css">
     <script src="/_wiki/_static/app.js" defer></script>
+    {{#feedHref}}<link rel="alternate" type="application/atom+xml" title="{{feedTitle}}" href="{{feedHref}}">{{/feedHref}}
     </head>
     <body data-csrf="{{csrf}}">
     <header class="top">
       <a class="brand" href="/_wiki/">wikilog</a>
       <nav>
-        {{#user}}<a href="/_wiki/">My wikis</a> <a id="nav-recent" href="/_wiki/_recent{{asOfQuery}}">Recent changes</a> <a id="nav-drafts" href="/_wiki/_drafts">My drafts</a> <a href="/_wiki/_sync">Sync</a>{{/user}}
+        {{#user}}<a href="/_wiki/">My wikis</a> <a id="nav-recent" href="/_wiki/_recent{{asOfQuery}}">Recent changes</a> <a id="nav-drafts" href="/_wiki/_drafts">My drafts</a> <a href="/_wiki/_sync">Sync</a> <a id="nav-settings" href="/_wiki/_settings">Settings</a>{{/user}}
       </nav>
       {{#user}}<form id="search" class="search" method="get" action="/_wiki/_search" role="search">{{#searchWiki}}<input type="hidden" name="wiki" value="{{searchWiki}}">{{/searchWiki}}{{#asOf}}<input type="hidden" name="as_of" value="{{asOf}}">{{/asOf}}<input name="q" type="search" placeholder="{{#searchWiki}}Search this wiki{{/searchWiki}}{{^searchWiki}}Search my wikis{{/searchWiki}}" aria-label="Search"></form>{{/user}}
       <div class="who">
@@ -68,6 +69,8 @@ enum Templates {
     """,
     "wikis": """
     <h1>My wikis</h1>
+    {{{watchChanges}}}
+    {{#watchChanges}}<h2>Your wikis</h2>{{/watchChanges}}
     <ul id="wikis" class="cards">
     {{#wikis}}
       <li><a class="wiki" href="{{href}}">{{title}}</a>
@@ -86,7 +89,8 @@ enum Templates {
     <h1>{{title}}</h1>
     {{#owner}}<p class="meta" id="wiki-meta">owner {{owner}} · members: <span id="wiki-members">{{#members}}{{.}} {{/members}}{{^members}}none{{/members}}</span>
      {{^readOnly}}· <a id="settings" href="?action=settings">Settings</a> · <a id="conflicts" href="?action=conflicts">Conflicts</a>{{/readOnly}}
-     · <a id="recent" href="/_wiki/_recent{{asOfQuery}}">Recent changes</a></p>{{/owner}}
+     · <a id="recent" href="{{recentHref}}">Recent changes</a>{{#feedHref}} · <a id="wiki-feed" href="{{feedHref}}" type="application/atom+xml">Atom feed</a>{{/feedHref}}</p>{{/owner}}
+    {{{watch}}}
     {{^readOnly}}<form id="new-page" method="get" action="{{newPageAction}}">
       <input type="hidden" name="action" value="edit">
       <label>New page <input name="title" required maxlength="{{maxTitle}}" placeholder="Page Name" aria-describedby="title-limit"></label>
@@ -106,6 +110,7 @@ enum Templates {
     """,
     "settings": """
     <h1>Settings of {{title}}</h1>
+    {{#saved}}<p class="bar" id="settings-saved" role="status">Settings saved.</p>{{/saved}}
     <p class="meta">owner {{owner}}</p>
     <h2>Members</h2>
     <ul id="members">{{#members}}<li>{{.}}</li>{{/members}}{{^members}}<li class="empty">none</li>{{/members}}</ul>
@@ -126,7 +131,7 @@ enum Templates {
     {{#conflicted}}<div id="conflict-banner" class="bar warn">This page has conflicting revisions. <a id="resolve" href="{{wikiHref}}?action=conflicts">Resolve</a></div>{{/conflicted}}
     {{#oldRev}}<div id="old-revision" class="bar">You are viewing revision {{oldRev}}, not the current one.
       <form id="restore" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{oldRev}}"><button type="submit">Restore this revision</button></form></div>{{/oldRev}}
-    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="rename" href="{{pageHref}}?action=rename">Rename</a> · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}</div>
+    <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="rename" href="{{pageHref}}?action=rename">Rename</a> · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}<!--watch--></div>
     <h1 class="page-title">{{title}}</h1>
     <article id="content" class="markdown">{{{html}}}</article>
     {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span>{{^readOnly}}{{^oldRev}} <span class="file-actions"><a class="remove-file" href="{{pageHref}}?action=remove-file&amp;name={{encodedName}}" aria-label="Remove {{name}}">Remove</a> · <label class="replace-file file-pick">Replace<span class="visually-hidden"> {{name}}</span> <input type="file" class="replace-input" data-name="{{name}}" data-upload="{{uploadURL}}" data-rev="{{rev}}"></label></span>{{/oldRev}}{{/readOnly}}</li>{{/files}}</ul><p id="replace-status" class="meta" aria-live="polite"></p></section>{{/hasFiles}}
@@ -208,9 +213,11 @@ enum Templates {
     {{^pages}}<p id="no-conflicts">No conflicts.</p>{{/pages}}
     """,
     "recent": """
-    <h1>Recent changes</h1>
+    {{#wikiHref}}<nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>{{/wikiHref}}
+    <h1>{{heading}}</h1>
+    {{#feedHref}}<p class="meta" id="recent-feed"><a href="{{feedHref}}" type="application/atom+xml">Atom feed</a> of these changes, for a feed reader (it carries your feed token: <a href="/_wiki/_settings">Settings</a>).</p>{{/feedHref}}
     <ol id="recent"{{#feed}} data-feed="{{feed}}"{{/feed}}>
-    {{#changes}}<li{{#deleted}} class="deleted"{{/deleted}}><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span>{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</li>{{/changes}}
+    {{#changes}}<li class="edit{{#deleted}} deleted{{/deleted}}"><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}}{{#settings}} <span class="meta">{{#created}}created{{/created}}{{^created}}settings{{/created}}</span>{{/settings}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span>{{#rev}} <span class="edit-links">{{#revisionHref}}<a class="revision" href="{{revisionHref}}">revision {{shortRev}}</a>{{/revisionHref}}{{#diffHref}} · <a class="diff" href="{{diffHref}}">diff</a>{{/diffHref}}</span>{{/rev}}{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</li>{{/changes}}
     {{^changes}}<li class="empty">No changes{{#asOf}} up to that moment{{/asOf}}.</li>{{/changes}}
     </ol>
     """,

@@ -70,6 +70,9 @@ struct WikiSite: Sendable {
     var asOfExit: String? = nil
     /// The wiki the page belongs to: the header's search box searches it first.
     var wiki: String? = nil
+    /// An Atom feed of the page (its address and title), advertised in the head for feed
+    /// readers' autodiscovery.
+    var feed: (href: String, title: String)? = nil
   }
 
   struct Redirect: Error {
@@ -103,6 +106,7 @@ struct WikiSite: Sendable {
         actions: EditController(site: self).actions
           + HistoryController(site: self).actions + MoveController(site: self).actions
           + FilesController(site: self).actions),
+      FeedsController(site: self), WatchController(site: self), UsersController(site: self),
     ]
   }
 
@@ -265,6 +269,10 @@ struct WikiSite: Sendable {
       }
     }
     if let wiki = page.wiki { object["searchWiki"] = wiki }
+    if let feed = page.feed {
+      object["feedHref"] = feed.href
+      object["feedTitle"] = feed.title
+    }
     if let asOf = page.asOf {
       object["asOf"] = asOf.parameter
       object["asOfLabel"] = asOf.label

@@ -94,7 +94,7 @@ func formIDs(_ text: String) -> [String] {
       let recent = try await client.page(.get, "/_wiki/_recent", as: "alice")
       #expect(
         recent.text.contains(
-          #"<li class="deleted"><a href="/_wiki/w1/Other">Other</a> <strong class="deleted-mark">deleted</strong>"#
+          #"<li class="edit deleted"><a href="/_wiki/w1/Other">Other</a> <strong class="deleted-mark">deleted</strong>"#
         ))
       let wiki = try await client.page(.get, "/_wiki/w1/", as: "alice")
       #expect(!wiki.text.contains(#"href="/_wiki/w1/Other""#))

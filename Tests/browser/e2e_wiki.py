@@ -1064,6 +1064,66 @@ class Scenario:
                 items = page.texts("ol#recent li")
                 raise CheckFailed(f"no ol#recent li names the wiki or its pages; rows: {items[:5]}") from None
 
+        @self.check("Settings makes alice's feed token; her wiki advertises its Atom feed "
+                    "(link rel=alternate), which a reader without cookies reads with the token",
+                    needs=("alice_again", "wiki_url"))
+        def _():
+            self.go(self.ui("_settings"))
+            page.wait_for_selector("form#feed-token-form")
+            self.send("form#feed-token-form button[value=token]")
+            page.wait_for_selector("code#token")
+            expect(page.exists("#settings-saved"), f"no #settings-saved, {self.where()}")
+            self.shot("settings.png")
+            self.go(st["wiki_url"])
+            href = page.eval("(() => { const l = document.querySelector("
+                             "'link[rel=alternate][type=\"application/atom+xml\"]'); "
+                             "return l ? l.href + '\\n' + l.title : null; })()")
+            expect(href, f"no link rel=alternate of type application/atom+xml on the wiki, {self.where()}")
+            url, title = href.split("\n", 1)
+            expect("token=wlt_" in url and self.title in title, f"the feed link is {url!r} titled {title!r}")
+            with OPENER.open(urllib.request.Request(url), timeout=30) as resp:  # no cookie, no Basic
+                kind, body = resp.headers.get("Content-Type", ""), resp.read()
+            expect(kind.startswith("application/atom+xml"), f"the feed is {kind!r}")
+            import xml.etree.ElementTree as ET
+            atom = "{http://www.w3.org/2005/Atom}"
+            root = ET.fromstring(body)
+            expect(root.tag == atom + "feed", f"the feed's root is {root.tag}")
+            for name in ("id", "title", "updated"):
+                expect((root.findtext(atom + name) or "").strip(), f"the feed has no {name}")
+            entries = root.findall(atom + "entry")
+            expect(entries and all(e.findtext(f"{atom}author/{atom}name") for e in entries),
+                   f"{len(entries)} entries, each with an author")
+            wrong = urllib.request.Request(url.split("token=")[0] + "token=wlt_0")
+            try:
+                OPENER.open(wrong, timeout=30)
+                raise CheckFailed("a wrong token read the feed")
+            except urllib.error.HTTPError as e:
+                expect(e.code == 401, f"a wrong token answers {e.code}")
+            self.go(self.ui("_recent?wiki=" + quote(st["wiki_id"])))
+            page.wait_for_selector("ol#recent li.edit a.diff")
+            self.shot("recent-wiki.png")
+
+        @self.check("alice watches Home; a change by another user then shows on My wikis, "
+                    "with who and a diff link; Mark all as seen clears it",
+                    needs=("alice_again", "home_url"))
+        def _():
+            self.go(st["home_url"])
+            self.send("form.watch button#watch")
+            expect("Stop watching" in page.text("form.watch button#watch"), f"not watching, {self.where()}")
+            self.shot("page-watched.png")
+            status, doc = self.api("GET", self.doc_path("Home"), "admin")
+            expect(status == 200, f"GET Home as admin: {status} {doc}")
+            doc["markdown"] = doc.get("markdown", "") + "\nA line the administrator added."
+            status, put = self.api("PUT", self.doc_path("Home"), "admin", doc)
+            expect(status in (200, 201), f"PUT Home as admin: {status} {put}")
+            self.go(self.ui())
+            page.wait_for_selector("ol#watch-changes li a.diff")
+            rows = page.texts("ol#watch-changes li")
+            expect(any("Home" in r and self.creds["admin"][0] in r for r in rows), f"watch rows: {rows}")
+            self.shot("watch-changes.png")
+            self.send("form#mark-seen button")
+            page.wait_for_selector("#watch-nothing")
+
         @self.check("/_wiki/_sync offers to set up a sync, and alice has none yet", needs=("alice_again",))
         def _():
             self.go(self.ui("_sync"))
@@ -1331,6 +1391,47 @@ class Scenario:
                         return
                     time.sleep(0.1)
                 raise CheckFailed(f"{path} did not arrive at {remote} in 20 s")
+
+        @self.check("alice changes her password in Settings: a wrong current one is refused in the "
+                    "frame, the right one changes it, and she signs in with the new one",
+                    needs=("alice_again",))
+        def _():
+            user, old = self.creds["alice"]
+            new = old + "-new-" + self.rand
+            if not page.exists("form#signout"):
+                self.sign_in("alice")
+            self.go(self.ui("_settings"))
+            page.fill("form#password-form input[name=old_password]", "not-" + old)
+            page.fill("form#password-form input[name=new_password]", new)
+            page.fill("form#password-form input[name=new_password2]", new)
+            self.send("form#password-form")
+            expect(page.exists("#settings-error"), f"no #settings-error, {self.where()}")
+            self.shot("password-refused.png")
+            page.fill("form#password-form input[name=old_password]", old)
+            page.fill("form#password-form input[name=new_password]", new)
+            page.fill("form#password-form input[name=new_password2]", new)
+            self.send("form#password-form")
+            expect(page.exists("#settings-saved"), f"no #settings-saved, {self.where()}")
+            self.creds["alice"] = (user, new)
+            self.sign_out()
+            self.sign_in("alice")
+
+        @self.check("the administrator's Users page lists the users, each but themselves with Remove "
+                    "(asked first); Settings links it")
+        def _():
+            self.sign_out()
+            self.sign_in("admin")
+            self.go(self.ui("_settings"))
+            self.follow("a#manage-users")
+            page.wait_for_selector("table#users")
+            names = page.texts("table#users td.name")
+            expect(any(alice in n for n in names) and any(carol in n for n in names), f"users: {names}")
+            self.shot("users.png")
+            self.send(f"form.remove-user button[aria-label='Remove {carol}']")
+            page.wait_for_selector("form#user-remove")
+            self.shot("user-remove.png")
+            self.follow("form#user-remove a")
+            page.wait_for_selector("table#users")
 
         @self.check("every POST form carries a hidden, non-empty input[name=csrf]")
         def _():

@@ -94,7 +94,7 @@ struct PagesController: RoutedController {
 
   var ownActions: [PageAction] {
     [
-      PageAction(name: "", verb: .get) { r in .page(try view(r)) },
+      PageAction(name: "", verb: .get) { r in .page(try site.withWatchAndFeed(try view(r), r)) },
       PageAction(name: "restore", verb: .post) { r in try await restore(r) },
       PageAction(name: "delete", verb: .get) { r in .page(try deleteConfirmation(r)) },
       PageAction(name: "delete", verb: .post) { r in try await delete(r) },

@@ -51,6 +51,8 @@ struct WikisController: RoutedController {
   struct WikiQuery: Decodable {
     var action: String?
     var as_of: String?
+    /// `saved=1` after the settings were written: the page says so.
+    var saved: String?
   }
 
   struct CreateForm: PostedForm {
@@ -73,15 +75,26 @@ struct WikisController: RoutedController {
 
   struct RecentQuery: Decodable {
     var as_of: String?
+    /// One wiki's changes (`?wiki=ID`), else those of every wiki the user may read.
+    var wiki: String?
   }
 
   func recent(_ request: Request, _ context: Context) async throws -> Response {
     let query = try site.query(RecentQuery.self, request)
     return try await site.signedInPage(request, context) { session, store in
-      if let asOf = query.as_of {
-        return try await recentChanges(session, store, asOf: try moment(asOf, store, session))
+      var scope: (id: String, title: String)? = nil
+      if let wiki = query.wiki {
+        guard !wiki.hasPrefix("_"), let (summary, _) = try self.wiki(wiki, for: session, store)
+        else { return notFound("There is no wiki here, or it is not yours to see.") }
+        scope = (wiki, summary.title.isEmpty ? wiki : summary.title)
       }
-      return try recentChanges(session, store)
+      if let asOf = query.as_of {
+        return try await recentChanges(
+          session, store, asOf: try moment(asOf, store, session), wiki: scope?.id)
+      }
+      var page = try recentChanges(session, store, wiki: scope)
+      page.wiki = scope?.id
+      return page
     }
   }
 
@@ -141,7 +154,7 @@ struct WikisController: RoutedController {
             "members": summary.members.filter { $0 != summary.owner },
             "membersText": summary.members.filter { $0 != summary.owner }.joined(separator: "\n"),
             "isOwner": rights == .owner, "csrf": session.csrf, "rev": summary.rev,
-            "wikiHref": Self.wikiHref(wiki),
+            "wikiHref": Self.wikiHref(wiki), "saved": query.saved != nil,
           ]))
     case "conflicts":
       return try conflicts(wiki, title: title, session, store)
@@ -154,17 +167,20 @@ struct WikisController: RoutedController {
         ]
       }
       let recent = pages.sorted { ($0.updatedAt ?? "") > ($1.updatedAt ?? "") }.prefix(10)
-      return Page(
-        title: title,
-        body: Templates.render(
-          "wiki",
-          [
-            "title": title, "owner": summary.owner ?? "-",
-            "members": summary.members.filter { $0 != summary.owner },
-            "pages": pages.map(row), "recent": recent.map(row),
-            "newPageAction": Self.wikiHref(wiki) + "_new",
-            "maxTitle": Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki),
-          ]))
+      let feed = try site.feedURL(for: session, wiki: wiki, page: nil)
+      var object: [String: Any] = [
+        "title": title, "owner": summary.owner ?? "-",
+        "members": summary.members.filter { $0 != summary.owner },
+        "pages": pages.map(row), "recent": recent.map(row),
+        "newPageAction": Self.wikiHref(wiki) + "_new",
+        "maxTitle": Drafts.maxTitleBytes(user: session.user.name ?? "", wiki: wiki),
+        "recentHref": "/_wiki/_recent?wiki=" + Self.encode(wiki),
+      ]
+      object["watch"] = try site.watchButton(for: session, id: wiki, store)
+      if let feed { object["feedHref"] = feed }
+      var page = Page(title: title, body: Templates.render("wiki", object))
+      if let feed { page.feed = (feed, "Recent changes in \(title)") }
+      return page
     }
   }
 
@@ -182,7 +198,13 @@ struct WikisController: RoutedController {
       ]
     }
     return Page(
-      title: "My wikis", body: Templates.render("wikis", ["wikis": rows, "csrf": session.csrf]))
+      title: "My wikis",
+      body: Templates.render(
+        "wikis",
+        [
+          "wikis": rows, "csrf": session.csrf,
+          "watchChanges": try watchSection(session, store),
+        ]))
   }
 
   func createWiki(_ form: CreateForm, _ session: Session, _ store: DocumentStore) async throws
@@ -208,10 +230,46 @@ struct WikisController: RoutedController {
       "type": .string("wiki"), "title": .string(title), "owner_id": .string(owner),
       "members": .array([]), "created_at": .string(now), "updated_at": .string(now),
     ])
+    try refuseDuplicate(title: title, except: nil, session, store)
     try checkWrite(session, id: id, body: body, store)
     _ = try await store.putAsync(
       JSONValue.object(body).serialized(), id: id, actor: session.actor, origin: session.origin)
     throw Redirect(location: Self.wikiHref(id))
+  }
+
+  /// Refuses (400, nothing written) a title another wiki the user may read already has
+  /// (letter case and spaces around aside): two wikis of one name cannot be told apart in
+  /// My wikis, search or recent changes. Wikis the user may not read are not compared, so the
+  /// answer tells nothing about them.
+  func refuseDuplicate(
+    title: String, except wiki: String?, _ session: Session, _ store: DocumentStore
+  ) throws {
+    let view = try self.view(session, store)
+    let wanted = title.lowercased()
+    let taken = try WikiQueries(store).wikis().contains { w in
+      w.id != wiki && (view?.includes(w.id) ?? true)
+        && w.title.trimmingCharacters(in: .whitespacesAndNewlines).lowercased() == wanted
+    }
+    if taken {
+      throw Failure(
+        status: .badRequest,
+        message:
+          "A wiki called “\(title)” is already in your wikis: choose another title. Nothing was written.",
+        heading: "That title is taken")
+    }
+  }
+
+  /// Refuses (400, nothing written) member names that are no user of this server's.
+  func refuseUnknownMembers(_ names: [String]) throws {
+    guard let users = couch.options.authenticator?.users else { return }
+    let unknown = try names.filter { try users.user(named: $0) == nil }
+    guard unknown.isEmpty else {
+      throw Failure(
+        status: .badRequest,
+        message:
+          "\(unknown.count == 1 ? "There is no user" : "There are no users") called \(unknown.map { "“\($0)”" }.joined(separator: ", ")) on this server: check the spelling, or ask an administrator to invite them. Nothing was saved.",
+        heading: "Unknown member")
+    }
   }
 
   // MARK: Settings and conflicts
@@ -223,20 +281,27 @@ struct WikisController: RoutedController {
     let rev = form.rev ?? body["_rev"]?.stringValue ?? ""
     body.members.removeAll { $0.key == "_id" || $0.key == "_rev" }
     let title = (form.title ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-    if !title.isEmpty { body["title"] = .string(title) }
+    guard !title.isEmpty else {
+      throw Failure(status: .badRequest, message: "A wiki needs a title. Nothing was saved.")
+    }
+    if title != body["title"]?.stringValue {
+      try refuseDuplicate(title: title, except: wiki, session, store)
+    }
+    body["title"] = .string(title)
     let owner = body["owner_id"]?.stringValue
     let members = (form.members ?? "").split(whereSeparator: \.isNewline)
       .map { $0.trimmingCharacters(in: .whitespaces) }
       .filter { !$0.isEmpty && $0 != owner }
     var unique: [String] = []
     for m in members where !unique.contains(m) { unique.append(m) }
+    try refuseUnknownMembers(unique)
     body["members"] = .array(unique.map(JSONValue.string))
     body["updated_at"] = .string(Timestamp.iso8601())
     try checkWrite(session, id: wiki, body: body, store)
     _ = try await store.putAsync(
       JSONValue.object(body).serialized(), id: wiki, rev: rev, actor: session.actor,
       origin: session.origin)
-    throw Redirect(location: Self.wikiHref(wiki) + "?action=settings")
+    throw Redirect(location: Self.wikiHref(wiki) + "?action=settings&saved=1")
   }
 
   func conflicts(_ wiki: String, title: String, _ session: Session, _ store: DocumentStore) throws
@@ -371,6 +436,8 @@ struct WikisController: RoutedController {
           "members": summary.members.filter { $0 != summary.owner },
           "pages": then.pages.map(row), "recent": recent.map(row), "readOnly": true,
           "asOfQuery": moment.query,
+          "recentHref": "/_wiki/_recent?wiki=" + Self.encode(wiki) + "&as_of="
+            + moment.parameter,
         ]
       ))
     page.asOf = moment
@@ -380,10 +447,18 @@ struct WikisController: RoutedController {
 
   /// Recent changes as of a moment: the changes feed of the view then (of the wikis the user
   /// may read now), newest first, without the live feed.
-  func recentChanges(_ session: Session, _ store: DocumentStore, asOf moment: AsOfMoment)
+  func recentChanges(
+    _ session: Session, _ store: DocumentStore, asOf moment: AsOfMoment, wiki: String? = nil
+  )
     async throws -> Page
   {
-    let filter = try view(session, store)?.filter
+    let access = try view(session, store)?.filter
+    let filter: DocumentFilter? =
+      wiki.map { wiki in
+        DocumentFilter(
+          name: "wikilog-wiki", parameters: ["wiki": wiki], wakeKeys: [], keys: { _ in [] },
+          includes: { id in WikiID.of(id) == wiki && (access?.includes(id) ?? true) })
+      } ?? access
     let rows: [RecentRow] = try await withAsOf(moment, store) { view in
       var options = ChangesOptions()
       options.descending = true
@@ -396,9 +471,12 @@ struct WikisController: RoutedController {
     var page = Page(
       title: "Recent changes (as of event \(moment.parameter))",
       body: Templates.render(
-        "recent", ["changes": rows.map(\.template), "asOf": moment.parameter]))
+        "recent",
+        [
+          "changes": rows.map(\.template), "asOf": moment.parameter, "heading": "Recent changes",
+        ]))
     page.asOf = moment
-    page.asOfExit = "/_wiki/_recent"
+    page.asOfExit = "/_wiki/_recent" + (wiki.map { "?wiki=" + Self.encode($0) } ?? "")
     return page
   }
 
@@ -453,24 +531,33 @@ struct WikisController: RoutedController {
     }
   }
 
-  func recentChanges(_ session: Session, _ store: DocumentStore) throws -> Page {
-    var options = ChangesOptions()
-    options.descending = true
-    options.limit = 50
-    let result: ChangesResult
-    if let view = try view(session, store) {
-      result = try view.changes(options)
+  /// Recent changes, one row per edit (who, when, the revision and its diff), of every wiki
+  /// the user may read or of one (`wiki`), live through the changes feed (every wiki's list).
+  func recentChanges(
+    _ session: Session, _ store: DocumentStore, wiki: (id: String, title: String)?
+  ) throws -> Page {
+    var includes: (@Sendable (String) -> Bool)? = nil
+    if let id = wiki?.id { includes = { WikiID.of($0) == id } }
+    let edits = try recentEdits(session, store, limit: 100, includes: includes)
+    let titles = try wikiTitles(edits, store)
+    var object: [String: Any] = [
+      "changes": edits.map { editRow($0, wikiTitle: titles[$0.wiki] ?? $0.wiki) },
+      "heading": wiki.map { "Recent changes in \($0.title)" } ?? "Recent changes",
+    ]
+    if let wiki {
+      object["wikiHref"] = Self.wikiHref(wiki.id)
+      object["wikiTitle"] = wiki.title
+      object["feedHref"] = try site.feedURL(for: session, wiki: wiki.id, page: nil)
     } else {
-      result = try store.changes(options)
+      object["feed"] =
+        "/" + Self.encode(self.options.database) + "/_changes?feed=eventsource&since=now"
     }
-    let rows = try recentRows(result.results, queries: try WikiQueries(store), store)
-    return Page(
-      title: "Recent changes",
-      body: Templates.render(
-        "recent",
-        [
-          "changes": rows.map(\.template),
-          "feed": "/" + Self.encode(self.options.database) + "/_changes?feed=eventsource&since=now",
-        ]))
+    var page = Page(
+      title: wiki.map { "Recent changes in \($0.title)" } ?? "Recent changes",
+      body: Templates.render("recent", object))
+    if let wiki, let href = try site.feedURL(for: session, wiki: wiki.id, page: nil) {
+      page.feed = (href, "Recent changes in \(wiki.title)")
+    }
+    return page
   }
 }
