@@ -73,7 +73,14 @@ public final class ChildProcess: @unchecked Sendable {
       if predicate(lines) { return true }
       usleep(2_000)
     }
-    usleep(20_000)  // let the reader drain what the pipe still holds
+    // The process ended (or the time is up): what it printed last may still be in the pipe.
+    // Waited for until the reader meets the pipe's end, not for a fixed time: a loaded machine
+    // can take longer than any pause to hand over a line written just before the exit.
+    let drained = Date().addingTimeInterval(5)
+    while !process.isRunning && Date() < drained && !lock.withLock({ ended }) {
+      if predicate(lines) { return true }
+      usleep(2_000)
+    }
     return predicate(lines)
   }
 
