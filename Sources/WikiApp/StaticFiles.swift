@@ -54,8 +54,11 @@ enum StaticFiles {
     .attach { margin-top: 1.2rem; padding: .6rem 1rem; border: 2px dashed var(--line); border-radius: 8px; }
     .attach.dropping { border-color: var(--accent); background: var(--info-bg); }
     .file-pick input { margin-left: .4rem; }
+    label.file-pick { display: inline; }
+    input[type=file] { border: 0; padding: 0; background: none; }
     ul.files { padding-left: 1.2rem; }
     .markdown img { max-width: 100%; }
+    .markdown > :first-child { margin-top: 0; }
     header.top form.search { margin-left: auto; margin-right: .8rem; }
     header.top form.search input { padding: .3rem .6rem; border: 1px solid var(--line); border-radius: 6px; width: 14rem; max-width: 40vw; }
     .search-page input[type=search] { padding: .4rem .6rem; width: 24rem; max-width: 70vw; }
@@ -174,14 +177,15 @@ enum StaticFiles {
     main { overflow-wrap: break-word; }
     /* Phones: the header wraps in a few short rows; the search takes a row of its own. */
     @media (max-width: 600px) {
-      header.top { gap: .35rem .9rem; padding: .45rem .7rem; }
+      header.top { gap: .35rem .9rem; padding: .45rem .6rem; }
       header.top .brand { order: 1; }
       header.top .who { order: 2; margin-left: auto; gap: .45rem; font-size: .92rem; }
-      header.top nav { order: 3; flex: 1 1 100%; flex-wrap: wrap; gap: .15rem .9rem; font-size: .95rem; }
+      header.top nav { order: 3; flex: 1 1 100%; flex-wrap: wrap; gap: .15rem .55rem; font-size: .88rem; }
       header.top form.search { order: 4; flex: 1 1 100%; margin: 0; }
       header.top form.search input { width: 100%; max-width: none; padding: .25rem .5rem; }
       header.top button { padding: .2rem .6rem; }
       .search-page input[type=search] { width: 100%; max-width: none; }
+      textarea#markdown { height: 45vh; min-height: 12rem; }
       h1 { font-size: 1.4rem; }
       .markdown { padding: .7rem .8rem; }
       .bar { margin: .5rem .7rem; }
