@@ -1508,8 +1508,8 @@ class Scenario:
             page.wait_for("document.activeElement && document.activeElement.id === 'main'",
                           what="the focus on main#main")
 
-        @self.check("dark (prefers-color-scheme: dark): a page, the editor and a compare in the dark "
-                    "palette", needs=("home_url",))
+        @self.check("dark (prefers-color-scheme: dark): a page, the editor, a compare, recent changes "
+                    "and a history with a deletion in the dark palette", needs=("home_url",))
         def _():
             self.go(st["home_url"])
             light = page.eval("getComputedStyle(document.body).backgroundColor")
@@ -1528,6 +1528,12 @@ class Scenario:
                     self.follow("a.diff-link")
                     page.wait_for_selector("table.diff-table")
                     self.shot("compare-dark.png")
+                # Red marks: recent changes (deleted pages), a history with its deletion.
+                self.go(self.ui("_recent"))
+                self.shot("recent-dark.png")
+                if st.get("scratch_url"):
+                    self.go(st["scratch_url"] + "?action=history")
+                    self.shot("history-deleted-dark.png")
             finally:
                 page.send("Emulation.setEmulatedMedia", {"features": []})
 
