@@ -9,93 +9,114 @@ enum StaticFiles {
 
   static let css = """
     :root { --ink: #1d232a; --muted: #5d6873; --line: #d8dee4; --accent: #0b63c5; --warn: #fff4d6;
-      --bg: #fbfcfd; --missing: #c0392b; font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
+      --bg: #fbfcfd; --missing: #c0392b; --surface: #fff; --code-bg: #f3f5f7; --info-bg: #eaf2fc;
+      --info-line: #c9ddf5; --warn-line: #efd38a; --mark: #fff1a8; --danger: #a4262c; --on-accent: #fff;
+      --focus: #0b63c5; color-scheme: light dark;
+      font-family: system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif; }
+    /* Dark: the same custom properties, another palette (each text colour keeps at least
+       4.5:1 on its background). */
+    @media (prefers-color-scheme: dark) {
+      :root { --ink: #e3e7eb; --muted: #a5afb9; --line: #3b444e; --accent: #78b6ff; --warn: #3a3016;
+        --bg: #121619; --missing: #ff8a80; --surface: #1b2127; --code-bg: #232a31; --info-bg: #15263a;
+        --info-line: #2b4a6e; --warn-line: #7c6424; --mark: #5c4d0c; --danger: #c2414a; --on-accent: #0a1a2c;
+        --focus: #9ccaff; }
+    }
     * { box-sizing: border-box; }
     body { margin: 0; color: var(--ink); background: var(--bg); line-height: 1.55; }
     a { color: var(--accent); text-decoration: none; }
     a:hover { text-decoration: underline; }
+    :focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+    main:focus { outline: none; }
+    a.skip { position: absolute; left: .5rem; top: -10rem; z-index: 10; padding: .5rem .9rem; background: var(--surface);
+      color: var(--accent); border: 2px solid var(--focus); border-radius: 6px; font-weight: 600; }
+    a.skip:focus { top: .5rem; }
     header.top { display: flex; gap: 1.5rem; align-items: center; padding: .6rem 1.2rem;
-      background: #fff; border-bottom: 1px solid var(--line); flex-wrap: wrap; }
+      background: var(--surface); border-bottom: 1px solid var(--line); flex-wrap: wrap; }
     header.top .brand { font-weight: 700; color: var(--ink); font-size: 1.15rem; }
-    header.top nav { display: flex; gap: 1rem; flex: 1; }
+    header.top nav { display: flex; flex-wrap: wrap; gap: .2rem 1rem; flex: 1; }
     header.top .who { display: flex; gap: .6rem; align-items: center; color: var(--muted); }
     header.top form { display: inline; margin: 0; }
     main { max-width: 68rem; margin: 0 auto; padding: 1.2rem; }
     h1 { font-size: 1.7rem; margin: .4rem 0 .8rem; }
+    p.page-title { margin: .4rem 0 .5rem; color: var(--muted); font-weight: 600; }
     h1, h2, .crumbs, #pages a, .page, td, li { overflow-wrap: anywhere; }
-    .conflicts .hunk { border: 1px solid #efd38a; background: var(--warn); border-radius: 6px; padding: .4rem .6rem; margin: .6rem 0; }
+    .conflicts .hunk { border: 1px solid var(--warn-line); background: var(--warn); border-radius: 6px; padding: .4rem .6rem; margin: .6rem 0; }
     .hunk-title { margin: 0 0 .3rem; font-weight: 600; }
     .hunk-sides { display: flex; gap: .6rem; flex-wrap: wrap; }
-    .hunk-side { flex: 1 1 12rem; min-width: 0; background: #fff; border: 1px solid var(--line); border-radius: 4px; padding: .3rem .5rem; }
+    .hunk-side { flex: 1 1 12rem; min-width: 0; background: var(--surface); border: 1px solid var(--line); border-radius: 4px; padding: .3rem .5rem; }
     .hunk-side p { margin: 0; }
     .hunk-side pre { white-space: pre-wrap; margin: .3rem 0; }
-    dialog#signin-dialog { border: 1px solid var(--line); border-radius: 8px; max-width: 24rem; }
+    dialog#signin-dialog { color: var(--ink); background: var(--surface); border: 1px solid var(--line); border-radius: 8px; max-width: 24rem; }
     dialog#signin-dialog label { display: block; margin: .4rem 0; }
     dialog#signin-dialog input { width: 100%; }
     h2 { font-size: 1.15rem; margin-top: 1.6rem; }
     .meta, .crumbs { color: var(--muted); font-size: .92rem; }
-    .attach { margin-top: 1.2rem; padding: .6rem 1rem; border: 2px dashed #ccd3db; border-radius: 8px; }
-    .attach.dropping { border-color: #2b6cb0; background: #eef5fd; }
+    .attach { margin-top: 1.2rem; padding: .6rem 1rem; border: 2px dashed var(--line); border-radius: 8px; }
+    .attach.dropping { border-color: var(--accent); background: var(--info-bg); }
     .file-pick input { margin-left: .4rem; }
+    label.file-pick { display: inline; }
+    input[type=file] { border: 0; padding: 0; background: none; }
     ul.files { padding-left: 1.2rem; }
     .markdown img { max-width: 100%; }
+    .markdown > :first-child { margin-top: 0; }
     header.top form.search { margin-left: auto; margin-right: .8rem; }
-    header.top form.search input { padding: .3rem .6rem; border: 1px solid #ccd3db; border-radius: 6px; width: 14rem; max-width: 40vw; }
+    header.top form.search input { padding: .3rem .6rem; border: 1px solid var(--line); border-radius: 6px; width: 14rem; max-width: 40vw; }
     .search-page input[type=search] { padding: .4rem .6rem; width: 24rem; max-width: 70vw; }
     ol#results { padding-left: 1.4rem; }
     li.hit { margin: .8rem 0; }
     li.hit .title { font-weight: 600; }
     .snippet { margin: .2rem 0; }
-    mark { background: #fff1a8; padding: 0 .1rem; }
-    .sync-indicator { font-size: .88rem; padding: .15rem .5rem; border-radius: 999px; border: 1px solid var(--border, #ccd); text-decoration: none; }
+    mark { background: var(--mark); color: var(--ink); padding: 0 .1rem; }
+    .sync-indicator { font-size: .88rem; padding: .15rem .5rem; border-radius: 999px; border: 1px solid var(--line); text-decoration: none; }
     .sync-offline, .sync-failed, .sync-needs-attention, .sync-not-all-sent, .sync-not-all-received { background: var(--warn); }
     .sync-advice { display: block; font-weight: 600; }
     .sync-advice:empty { display: none; }
     .sync-credentials { margin: 0 0 1.2rem; }
     .sync-state { font-size: .9rem; font-weight: normal; color: var(--muted); }
     .sync-directions { border-collapse: collapse; width: 100%; margin: .4rem 0; }
-    .sync-directions th, .sync-directions td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid #e3e6ea; font-size: .92rem; }
+    .sync-directions th, .sync-directions td { text-align: left; padding: .25rem .5rem; border-bottom: 1px solid var(--line); font-size: .92rem; }
     .sync-actions { margin: .4rem 0 1.2rem; }
     form.stacked label { display: block; margin: .4rem 0; }
     form.stacked input { display: block; width: 100%; max-width: 32rem; }
-    .bar { padding: .6rem 1rem; background: #eaf2fc; border: 1px solid #c9ddf5; border-radius: 6px; margin: .8rem auto; max-width: 68rem; }
-    .bar.warn { background: var(--warn); border-color: #efd38a; }
+    .bar { padding: .6rem 1rem; background: var(--info-bg); border: 1px solid var(--info-line); border-radius: 6px; margin: .8rem auto; max-width: 68rem; }
+    .bar.warn { background: var(--warn); border-color: var(--warn-line); }
     .bar form { display: inline; }
     .error { color: var(--missing); }
     .empty { color: var(--muted); }
     ul.cards { list-style: none; padding: 0; display: grid; gap: .6rem; }
-    ul.cards li { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem 1rem; }
+    ul.cards li { background: var(--surface); border: 1px solid var(--line); border-radius: 8px; padding: .7rem 1rem; }
     ul.cards .wiki { font-weight: 600; font-size: 1.08rem; display: block; }
     form { margin: 1rem 0; }
     label { display: block; margin: .4rem 0; }
     input, textarea, button { font: inherit; }
-    input, textarea { padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; }
+    input, textarea, select { padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: var(--surface); color: var(--ink); max-width: 100%; }
     textarea { width: 100%; font-family: "DejaVu Sans Mono", ui-monospace, monospace; font-size: .92rem; }
-    button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: #fff; border-radius: 5px; cursor: pointer; }
-    button#discard, header.top button, form.discard-draft button { background: #fff; color: var(--accent); }
-    button.danger { background: #a4262c; border-color: #a4262c; }
+    button { padding: .4rem .9rem; border: 1px solid var(--accent); background: var(--accent); color: var(--on-accent); border-radius: 5px; cursor: pointer; }
+    button#discard, header.top button, form.discard-draft button { background: var(--surface); color: var(--accent); }
+    button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
     #sync-remove a, form.confirm a { margin-left: .8rem; }
-    .deleted-mark, strong.deleted { color: #a4262c; }
+    .deleted-mark, strong.deleted { color: var(--missing); }
     li.deleted > a { text-decoration: line-through; }
     .asof-links { font-size: .92rem; }
     form.watch { display: inline; margin: 0 0 0 .5rem; }
-    form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: #fff; color: var(--accent); }
+    form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: var(--surface); color: var(--accent); }
     .edit-links { font-size: .9rem; white-space: nowrap; }
     ol#recent li, ol#watch-changes li { margin: .25rem 0; }
     table.users { border-collapse: collapse; width: 100%; }
     table.users th, table.users td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); }
     form.remove-user { margin: 0; }
-    code.token { overflow-wrap: anywhere; background: #f3f5f7; padding: .1rem .3rem; border-radius: 4px; }
+    code.token { overflow-wrap: anywhere; background: var(--code-bg); padding: .1rem .3rem; border-radius: 4px; }
     form.discard-draft { display: inline; margin-left: .6rem; }
     form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
     .columns { display: grid; grid-template-columns: 1fr 1fr; gap: 1.5rem; }
     .narrow { max-width: 24rem; margin: 3rem auto; }
-    .markdown { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
-    .markdown table { border-collapse: collapse; }
+    .markdown { min-width: 0; background: var(--surface); border: 1px solid var(--line); border-radius: 8px; padding: 1rem 1.3rem; overflow-wrap: anywhere; }
+    .markdown table { border-collapse: collapse; display: block; max-width: 100%; overflow-x: auto; }
     .markdown th, .markdown td { border: 1px solid var(--line); padding: .3rem .6rem; }
-    .markdown pre, pre { background: #f3f5f7; padding: .7rem; border-radius: 6px; overflow-x: auto; }
+    .markdown pre, pre { background: var(--code-bg); padding: .7rem; border-radius: 6px; overflow-x: auto; }
     a.missing-page { color: var(--missing); border-bottom: 1px dashed var(--missing); }
     .editor-panes { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+    .editor-panes > * { min-width: 0; }
     .editor-bar { display: flex; gap: .8rem; align-items: center; }
     #draft-status { flex: 1; color: var(--muted); }
     pre.diff { white-space: pre-wrap; }
@@ -105,7 +126,7 @@ enum StaticFiles {
     table#blame td.text code { white-space: pre-wrap; }
     .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
     .edit-summary { display: flex; gap: .5rem; align-items: center; flex-wrap: wrap; margin: .6rem 0 0; }
-    .edit-summary input { flex: 1 1 20rem; }
+    .edit-summary input { flex: 1 1 20rem; min-width: 0; }
     .summary { font-style: italic; }
     .rev.meta { font-size: .8rem; font-family: ui-monospace, monospace; }
     ol#history { padding-left: 1.2rem; }
@@ -139,16 +160,35 @@ enum StaticFiles {
     table.diff-table td.empty { background: rgba(127, 127, 127, .08); }
     ul.relink-pages { list-style: none; padding-left: 0; }
     ul.relink-pages label { display: inline; }
-    #page-rename select { display: block; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: #fff; font: inherit; min-width: 16rem; }
+    #page-rename select { display: block; padding: .4rem .5rem; border: 1px solid var(--line); border-radius: 5px; background: var(--surface); font: inherit; min-width: min(16rem, 100%); }
     .confirm a, #page-rename a, #relink a#skip-relink { margin-left: .6rem; }
     fieldset { border: 1px solid var(--line); border-radius: 6px; }
     .leaves { display: grid; grid-template-columns: repeat(auto-fit, minmax(18rem, 1fr)); gap: 1rem; }
-    .leaf { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: .7rem; }
+    .leaf { background: var(--surface); border: 1px solid var(--line); border-radius: 8px; padding: .7rem; }
     .actions { float: right; }
     @media (max-width: 760px) {
       .columns, .editor-panes { grid-template-columns: 1fr; }
       .actions { float: none; }
       main { padding: .7rem; }
+      .compare-heads { grid-template-columns: 1fr; }
+    }
+    /* A tables' box scrolls sideways on its own when the table is wider than the screen. */
+    .table-scroll { max-width: 100%; overflow-x: auto; }
+    main { overflow-wrap: break-word; }
+    /* Phones: the header wraps in a few short rows; the search takes a row of its own. */
+    @media (max-width: 600px) {
+      header.top { gap: .35rem .9rem; padding: .45rem .6rem; }
+      header.top .brand { order: 1; }
+      header.top .who { order: 2; margin-left: auto; gap: .45rem; font-size: .92rem; }
+      header.top nav { order: 3; flex: 1 1 100%; flex-wrap: wrap; gap: .15rem .55rem; font-size: .88rem; }
+      header.top form.search { order: 4; flex: 1 1 100%; margin: 0; }
+      header.top form.search input { width: 100%; max-width: none; padding: .25rem .5rem; }
+      header.top button { padding: .2rem .6rem; }
+      .search-page input[type=search] { width: 100%; max-width: none; }
+      textarea#markdown { height: 45vh; min-height: 12rem; }
+      h1 { font-size: 1.4rem; }
+      .markdown { padding: .7rem .8rem; }
+      .bar { margin: .5rem .7rem; }
     }
     """
 

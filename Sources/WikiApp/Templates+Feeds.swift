@@ -17,9 +17,9 @@ extension Templates {
     "users": """
     <h1>Users</h1>
     <p class="meta">{{count}} users of this server. Users are made with <code>wikilog user add</code>.</p>
-    <table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th></th></tr></thead>
+    <div class="table-scroll"><table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th></th></tr></thead>
     <tbody>{{#users}}<tr><td class="name">{{name}}{{#isYou}} (you){{/isYou}}</td><td>{{roles}}{{#isAdmin}} (administrator){{/isAdmin}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}none{{/hasPassword}}</td>
-      <td>{{^isYou}}<form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table>
+      <td>{{^isYou}}<form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table></div>
     """,
     "user-remove": """
     <h1>Remove the user {{name}}?</h1>

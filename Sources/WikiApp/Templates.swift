@@ -35,6 +35,7 @@ enum Templates {
     {{#feedHref}}<link rel="alternate" type="application/atom+xml" title="{{feedTitle}}" href="{{feedHref}}">{{/feedHref}}
     </head>
     <body data-csrf="{{csrf}}">
+    <a class="skip" href="#main">Skip to content</a>
     <header class="top">
       <a class="brand" href="/_wiki/">wikilog</a>
       <nav>
@@ -48,7 +49,7 @@ enum Templates {
       </div>
     </header>
     {{#asOf}}<div id="asof-bar" class="bar" role="status">Read-only: as of {{{asOfLabel}}}. Nothing here can be changed. <a id="asof-exit" href="{{asOfExit}}">Back to now</a></div>{{/asOf}}
-    <main>
+    <main id="main" tabindex="-1">
     {{{body}}}
     </main>
     </body>
@@ -132,7 +133,7 @@ enum Templates {
     {{#oldRev}}<div id="old-revision" class="bar">You are viewing revision {{oldRev}}, not the current one.
       <form id="restore" method="post" action="{{pageHref}}?action=restore"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="rev" value="{{oldRev}}"><button type="submit">Restore this revision</button></form></div>{{/oldRev}}
     <div class="actions">{{^readOnly}}<a id="edit" href="{{pageHref}}?action=edit" accesskey="e">Edit</a> · {{/readOnly}}<a id="history" href="{{pageHref}}?action=history{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">History</a> · <a id="blame" href="{{pageHref}}?action=blame{{#asOf}}&amp;as_of={{asOf}}{{/asOf}}">Blame</a>{{^readOnly}} · <a id="rename" href="{{pageHref}}?action=rename">Rename</a> · <a id="delete" href="{{pageHref}}?action=delete">Delete</a>{{/readOnly}}<!--watch--></div>
-    <h1 class="page-title">{{title}}</h1>
+    {{#titleHeading}}<h1 class="page-title">{{title}}</h1>{{/titleHeading}}{{^titleHeading}}<p class="page-title">{{title}}</p>{{/titleHeading}}
     <article id="content" class="markdown">{{{html}}}</article>
     {{#hasFiles}}<section id="files"><h2>Files</h2><ul class="files">{{#files}}<li><a href="{{href}}">{{name}}</a> <span class="meta">{{type}} · {{size}}</span>{{^readOnly}}{{^oldRev}} <span class="file-actions"><a class="remove-file" href="{{pageHref}}?action=remove-file&amp;name={{encodedName}}" aria-label="Remove {{name}}">Remove</a> · <label class="replace-file file-pick">Replace<span class="visually-hidden"> {{name}}</span> <input type="file" class="replace-input" data-name="{{name}}" data-upload="{{uploadURL}}" data-rev="{{rev}}"></label></span>{{/oldRev}}{{/readOnly}}</li>{{/files}}</ul><p id="replace-status" class="meta" aria-live="polite"></p></section>{{/hasFiles}}
     <footer class="page-meta">
@@ -149,8 +150,8 @@ enum Templates {
       <input type="hidden" name="csrf" value="{{csrf}}">
       <input type="hidden" name="base" value="{{base}}">
       <div class="editor-panes">
-        <textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea>
-        <div id="preview" class="markdown">{{{preview}}}</div>
+        <div class="editor-text"><label for="markdown" class="visually-hidden">Text of {{title}}, in Markdown</label><textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea></div>
+        <section id="preview" class="markdown" aria-label="Preview">{{{preview}}}</section>
       </div>
       <p class="edit-summary"><label for="summary">Summary</label> <input id="summary" name="summary" value="{{summary}}" maxlength="500" placeholder="What you changed, in a few words" aria-describedby="summary-help"> <span id="summary-help" class="meta">shown in the history and recent changes</span></p>
       <p class="editor-bar"><span id="draft-status">{{{draftStatus}}}</span>
@@ -198,8 +199,8 @@ enum Templates {
     "blame": """
     <nav class="crumbs"><a href="{{wikiHref}}{{asOfQuery}}">{{wikiTitle}}</a> › <a href="{{pageHref}}{{asOfQuery}}">{{title}}</a></nav>
     <h1>Blame of {{title}}</h1>
-    <table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
-    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}" title="revision {{rev}}">{{shortRev}}</a>{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table>
+    <div class="table-scroll"><table id="blame"><thead><tr><th>Revision</th><th>Author</th><th>Time</th><th>Line</th></tr></thead>
+    <tbody>{{#lines}}<tr><td class="rev"><a href="{{pageHref}}?rev={{rev}}" title="revision {{rev}}">{{shortRev}}</a>{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</td><td class="author">{{actor}}</td><td class="time">{{{time}}}</td><td class="text"><code>{{text}}</code></td></tr>{{/lines}}</tbody></table></div>
     """,
     "conflicts": """
     <nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>
@@ -238,10 +239,10 @@ enum Templates {
     {{#syncs}}<section class="sync" data-sync="{{id}}">
       <h2>{{remote}} <span class="sync-state" data-field="sync-state">{{state}}</span></h2>
       <p class="meta">Owned by {{owner}}.</p>
-      <table class="sync-directions">
+      <div class="table-scroll"><table class="sync-directions">
         <thead><tr><th>Direction</th><th>State</th><th>Changes read</th><th>Written</th><th>Pending</th><th>Last activity</th><th>Problem</th></tr></thead>
         <tbody>{{#directions}}<tr data-doc="{{docID}}" data-refused="{{refusedCount}}"><td>{{name}}</td><td data-field="state">{{state}}</td><td data-field="docs_read">{{docsRead}}</td><td data-field="docs_written">{{docsWritten}}</td><td data-field="pending">{{pending}}</td><td data-field="last_activity">{{{lastActivity}}}</td><td data-field="problem"><span data-field="error">{{#error}}{{error}}{{/error}}</span> <span data-field="next_retry">{{#nextRetry}}Next try {{{nextRetry}}}.{{/nextRetry}}</span> <strong class="sync-advice" data-field="advice">{{advice}}</strong></td></tr>{{/directions}}</tbody>
-      </table>
+      </table></div>
       {{#directions}}{{#refusedSummary}}<div class="sync-refused" data-refused-doc="{{docID}}"><p class="error">{{name}}: {{refusedSummary}}:</p><ul>{{#refused}}<li><code>{{id}}</code>: {{reason}}</li>{{/refused}}</ul></div>{{/refusedSummary}}{{/directions}}
       <form class="sync-actions" method="post" action="/_wiki/_sync"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="sync" value="{{id}}">{{#paused}}<button name="action" value="resume">Resume</button>{{/paused}}{{^paused}}<button name="action" value="retry">Retry now</button> <button name="action" value="pause">Pause</button>{{/paused}} <button name="action" value="remove">Remove…</button></form>
       <details class="sync-credentials"><summary>Change credentials</summary>

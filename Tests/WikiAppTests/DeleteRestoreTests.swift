@@ -8,11 +8,10 @@ import RevTree
 import Testing
 import Wiki
 
-/// The number of `<h1` in a page, outside the page's own Markdown (whose `# Title` is the
-/// writer's): one a page.
+/// The number of `<h1` in a page, its Markdown's included (a Markdown that opens with its
+/// only `# Title` has it as the page's h1; any other's headings are one level down): one a page.
 func headings(_ text: String) -> Int {
-  let outside = text.replacing(#/<article id="content"[\s\S]*?</article>/#, with: "")
-  return outside.components(separatedBy: "<h1").count - 1
+  text.components(separatedBy: "<h1").count - 1
 }
 
 /// The ids of the forms of a page.

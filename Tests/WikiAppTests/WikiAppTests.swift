@@ -232,6 +232,35 @@ extension TestClientProtocol {
   }
 
   @Test(
+    "one h1 a page: a Markdown opening with its only # heading has it as the h1, any other the title; the editor's own h1 is its only one"
+  )
+  func oneHeadingAPage() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      func h1s(_ text: String) -> Int { text.components(separatedBy: "<h1").count - 1 }
+      // Home is "# Home\n…": its heading is the page's h1, the title above it is not a heading.
+      let home = try await client.page(.get, "/_wiki/w1/Home", as: "alice")
+      #expect(h1s(home.text) == 1)
+      #expect(home.text.contains(#"<p class="page-title">Home</p>"#))
+      // Other has no heading: its title is the h1.
+      let other = try await client.page(.get, "/_wiki/w1/Other", as: "alice")
+      #expect(h1s(other.text) == 1 && other.text.contains(#"<h1 class="page-title">Other</h1>"#))
+      // The editor: "Editing Home" is the h1; the preview's headings are one level down.
+      let edit = try await client.page(.get, "/_wiki/w1/Home?action=edit", as: "alice")
+      #expect(h1s(edit.text) == 1 && edit.text.contains("<h2>Home</h2>"))
+      #expect(edit.text.contains(#"<label for="markdown""#))
+      // Two # headings: the title is the h1, the Markdown's headings one level down.
+      try fixture.store.put(
+        ##"{"type":"page","wiki_id":"w1","markdown":"# One\n\ntext\n\n# Two\n\n###### Six"}"##,
+        id: "w1:Twice", actor: "alice")
+      let twice = try await client.page(.get, "/_wiki/w1/Twice", as: "alice")
+      #expect(h1s(twice.text) == 1 && twice.text.contains(#"<h1 class="page-title">Twice</h1>"#))
+      #expect(twice.text.contains("<h2>One</h2>") && twice.text.contains("<h2>Two</h2>"))
+      #expect(twice.text.contains("<h6>Six</h6>"))
+    }
+  }
+
+  @Test(
     "without access rules the security object decides: a signed-in non-member sees no wiki, an administrator every one"
   )
   func noRules() async throws {

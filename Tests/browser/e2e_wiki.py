@@ -62,6 +62,39 @@ Array.from(document.forms)
                    + '[action=' + (f.getAttribute('action') || '') + ']')
 """
 
+# The accessibility audit of a page of the app (one with its header.top): every control shown
+# (input, textarea, select; not hidden ones) has a name (a <label>, for= or around it,
+# aria-label or aria-labelledby), exactly one h1, every img an alt, <html> a lang, and the
+# first focusable element is the "Skip to content" link to an element of the page.
+JS_A11Y_AUDIT = r"""
+(() => {
+  if (!document.querySelector('header.top')) { return []; }
+  const bad = [];
+  const what = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    (el.name ? '[name=' + el.name + ']' : '') + (el.type && el.tagName === 'INPUT' ? '[type=' + el.type + ']' : '');
+  const text = el => (el ? (el.textContent || '') : '').trim();
+  for (const el of document.querySelectorAll('input, textarea, select')) {
+    if (el.type === 'hidden') { continue; }
+    const named = (el.getAttribute('aria-label') || '').trim() ||
+      (el.getAttribute('aria-labelledby') || '').split(/\s+/).filter(Boolean)
+        .map(id => text(document.getElementById(id))).join(' ').trim() ||
+      Array.from(el.labels || []).map(text).join(' ').trim();
+    if (!named) { bad.push('no accessible name: ' + what(el)); }
+  }
+  const h1 = document.querySelectorAll('h1').length;
+  if (h1 !== 1) { bad.push(h1 + ' h1 elements'); }
+  for (const img of document.querySelectorAll('img')) {
+    if (!img.hasAttribute('alt')) { bad.push('img without alt: ' + img.getAttribute('src')); }
+  }
+  if (!(document.documentElement.getAttribute('lang') || '').trim()) { bad.push('html without lang'); }
+  const first = document.querySelector('a[href], button, input:not([type=hidden]), select, textarea, ' +
+                                       '[tabindex]:not([tabindex="-1"])');
+  const target = first && first.classList.contains('skip') && document.querySelector(first.getAttribute('href'));
+  if (!target) { bad.push('the first focusable element is not a skip link to the content: ' + (first ? first.outerHTML.slice(0, 60) : 'none')); }
+  return bad;
+})()
+"""
+
 JS_HISTORY = r"""
 Array.from(document.querySelectorAll('ol#history > li.revision')).map(li => {
   const q = s => li.querySelector(s);
@@ -136,6 +169,8 @@ class Scenario:
         self.n = 0
         self.state: dict = {}
         self.csrf_violations: list[str] = []
+        self.a11y_violations: list[str] = []
+        self.a11y_pages = 0
         self.page = None
         self.rand = secrets.token_hex(4)
         self.title = f"Browser Test {self.rand}"
@@ -218,6 +253,41 @@ class Scenario:
             entry = f"{where.path}{'?' + where.query if where.query else ''}: {', '.join(bad)}"
             if entry not in self.csrf_violations:
                 self.csrf_violations.append(entry)
+        self.a11y_audit()
+
+    def narrow(self, width: int = 390, height: int = 844) -> None:
+        """A phone's viewport (until wide())."""
+        self.page.send("Emulation.setDeviceMetricsOverride",
+                       {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+
+    def wide(self) -> None:
+        """The window's own viewport again (once the page has it: a screenshot right after
+        would otherwise be cut to the phone's width)."""
+        self.page.send("Emulation.clearDeviceMetricsOverride")
+        self.page.wait_for("window.innerWidth > 390", timeout=5, what="the window's width back")
+
+    def a11y_audit(self) -> None:
+        """Records the accessibility audit's findings on the current page, and whether it
+        scrolls sideways in a 390 px wide viewport."""
+        try:
+            bad = self.page.eval(JS_A11Y_AUDIT)
+            if bad is None or not self.page.eval("!!document.querySelector('header.top')"):
+                return
+            self.narrow()
+            try:
+                width = self.page.eval("document.documentElement.scrollWidth")
+            finally:
+                self.wide()
+        except Exception:  # noqa: BLE001
+            return
+        self.a11y_pages += 1
+        if width > 390:
+            bad = bad + [f"{width} px wide at 390 px"]
+        if bad:
+            where = urlsplit(self.page.url)
+            entry = f"{where.path}{'?' + where.query if where.query else ''}: {', '.join(bad)}"
+            if entry not in self.a11y_violations:
+                self.a11y_violations.append(entry)
 
     def go(self, url: str):
         status = self.page.goto(url)
@@ -399,8 +469,9 @@ class Scenario:
         @self.check("typing into the editor updates the #preview", needs=("home_edit_url",))
         def _():
             page.fill("form#editor textarea[name=markdown]", home_v1)
-            page.wait_for("(() => { const h = document.querySelector('#preview h1'); "
-                          "return h && h.textContent.trim() === 'Home'; })()", what="#preview h1 'Home'")
+            # (Under the editor's own h1, the preview's headings are one level down.)
+            page.wait_for("(() => { const h = document.querySelector('#preview h2'); "
+                          "return h && h.textContent.trim() === 'Home'; })()", what="#preview h2 'Home'")
             page.wait_for("document.querySelector('#preview').textContent.includes('Second Page')",
                           what="#preview mentioning 'Second Page'")
             self.shot("edit.png")
@@ -1010,7 +1081,7 @@ class Scenario:
                    f"the merged text lacks a side: {merged!r}")
             # The preview shows the change's versions side by side, never the markers as Markdown.
             page.wait_for_selector("#preview .hunk button[data-choice=theirs]")
-            headings = " ".join(page.texts("#preview h1, #preview h2"))
+            headings = " ".join(page.texts("#preview h1, #preview h2, #preview h3"))
             expect("=======" not in headings and "<<<<<<<" not in headings,
                    f"markers rendered as headings: {headings!r}")
             expect(not page.exists("#preview blockquote"), "markers rendered as a blockquote")
@@ -1416,6 +1487,69 @@ class Scenario:
             self.sign_out()
             self.sign_in("alice")
 
+        @self.check("the keyboard's first Tab lands on a visible 'Skip to content' link with a focus ring; "
+                    "it moves the focus to the main content", needs=("home_url",))
+        def _():
+            self.go(st["home_url"])
+            for kind in ("keyDown", "keyUp"):
+                page.send("Input.dispatchKeyEvent", {"type": kind, "key": "Tab", "code": "Tab",
+                                                     "windowsVirtualKeyCode": 9})
+            probe = page.eval("(() => { const a = document.activeElement, r = a.getBoundingClientRect(), "
+                              "s = getComputedStyle(a); return {cls: a.className, href: a.getAttribute('href'), "
+                              "top: r.top, height: r.height, outline: s.outlineStyle, "
+                              "ring: a.matches(':focus-visible')}; })()")
+            expect(probe["cls"] == "skip" and probe["href"] == "#main", f"the first Tab focused {probe}")
+            expect(probe["top"] >= 0 and probe["height"] > 0, f"the skip link is not in view: {probe}")
+            expect(probe["ring"] and probe["outline"] != "none", f"no focus ring on the skip link: {probe}")
+            page.screenshot(os.path.join(self.outdir, "skip-link.png"), full_page=False)
+            for kind in ("keyDown", "keyUp"):
+                page.send("Input.dispatchKeyEvent", {"type": kind, "key": "Enter", "code": "Enter",
+                                                     "windowsVirtualKeyCode": 13})
+            page.wait_for("document.activeElement && document.activeElement.id === 'main'",
+                          what="the focus on main#main")
+
+        @self.check("dark (prefers-color-scheme: dark): a page, the editor, a compare, recent changes "
+                    "and a history with a deletion in the dark palette", needs=("home_url",))
+        def _():
+            self.go(st["home_url"])
+            light = page.eval("getComputedStyle(document.body).backgroundColor")
+            page.send("Emulation.setEmulatedMedia",
+                      {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+            try:
+                self.go(st["home_url"])
+                dark = page.eval("getComputedStyle(document.body).backgroundColor")
+                expect(dark != light, f"the background stays {light} in the dark")
+                self.shot("page-dark.png")
+                self.go(st["home_url"] + "?action=edit")
+                page.wait_for_selector("form#editor textarea[name=markdown]")
+                self.shot("edit-dark.png")
+                self.go(st["home_url"] + "?action=history")
+                if page.exists("a.diff-link"):
+                    self.follow("a.diff-link")
+                    page.wait_for_selector("table.diff-table")
+                    self.shot("compare-dark.png")
+                # Red marks: recent changes (deleted pages), a history with its deletion.
+                self.go(self.ui("_recent"))
+                self.shot("recent-dark.png")
+                if st.get("scratch_url"):
+                    self.go(st["scratch_url"] + "?action=history")
+                    self.shot("history-deleted-dark.png")
+            finally:
+                page.send("Emulation.setEmulatedMedia", {"features": []})
+
+        @self.check("390 px wide: a page and the Sync page fit, no sideways scroll", needs=("home_url",))
+        def _():
+            self.narrow()
+            try:
+                for url, name in ((st["home_url"], "page-390.png"), (self.ui("_sync"), "sync-390.png"),
+                                  (st["home_url"] + "?action=edit", "edit-390.png")):
+                    page.goto(url)
+                    width = page.eval("document.documentElement.scrollWidth")
+                    expect(width <= 390, f"{urlsplit(url).path} is {width} px wide at 390 px")
+                    self.shot(name)
+            finally:
+                self.wide()
+
         @self.check("the administrator's Users page lists the users, each but themselves with Remove "
                     "(asked first); Settings links it")
         def _():
@@ -1436,6 +1570,13 @@ class Scenario:
         @self.check("every POST form carries a hidden, non-empty input[name=csrf]")
         def _():
             expect(not self.csrf_violations, "; ".join(self.csrf_violations[:8]))
+
+        @self.check("every page of the app visited: each control named, one h1, img alt, html lang, "
+                    "the skip link first, no sideways scroll at 390 px")
+        def _():
+            expect(self.a11y_pages > 10, f"only {self.a11y_pages} pages audited")
+            expect(not self.a11y_violations, f"{len(self.a11y_violations)} pages: " +
+                   "; ".join(self.a11y_violations[:12]))
 
 
 def main(argv: list[str]) -> int:

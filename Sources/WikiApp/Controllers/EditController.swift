@@ -183,10 +183,12 @@ struct EditController: WikiController {
   func preview(_ markdown: String, wiki: String, _ store: DocumentStore, files: [PageFile])
     throws -> String
   {
+    // Under the editor's own h1: the Markdown's headings one level down.
     guard let conflicts = ConflictMarkers(markdown) else {
-      return try rendered(markdown, wiki: wiki, key: nil, store, files: files)
+      return PageHeadings.shifted(try rendered(markdown, wiki: wiki, key: nil, store, files: files))
     }
-    return try conflicts.html { try rendered($0, wiki: wiki, key: nil, store, files: files) }
+    return PageHeadings.shifted(
+      try conflicts.html { try rendered($0, wiki: wiki, key: nil, store, files: files) })
   }
 }
 

@@ -269,7 +269,9 @@ struct HistoryController: WikiController {
       return page
     }
     var object = r.base
-    object["html"] = then.html
+    let headings = PageHeadings.arranged(then.html)
+    object["html"] = headings.html
+    object["titleHeading"] = headings.titleHeading
     object["files"] = then.files.map(\.template)
     object["hasFiles"] = !then.files.isEmpty
     object["rev"] = doc["_rev"]?.stringValue ?? ""

@@ -379,8 +379,11 @@ struct PagesController: RoutedController {
     let markdown = doc["markdown"]?.stringValue ?? ""
     var object = base
     let files = self.files(of: doc, id: id, rev: rev)
-    object["html"] = try rendered(
-      markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store, files: files)
+    let headings = PageHeadings.arranged(
+      try rendered(
+        markdown, wiki: wiki, key: "\(id)@\(currentRev)@\(version)", store, files: files))
+    object["html"] = headings.html
+    object["titleHeading"] = headings.titleHeading
     object["files"] = files.map(\.template)
     object["hasFiles"] = !files.isEmpty
     object["uploadURL"] =
