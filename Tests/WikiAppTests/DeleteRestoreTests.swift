@@ -182,3 +182,28 @@ func formIDs(_ text: String) -> [String] {
     }
   }
 }
+
+@Suite struct RestoreKeepsFilesTests {
+  @Test("restoring an old revision of a live page brings its text back and keeps the page's files")
+  func restoreKeepsFiles() async throws {
+    let fixture = try UIFixture()
+    let first = try fixture.store.put(
+      #"{"type":"page","wiki_id":"w1","markdown":"first text","_attachments":{"a.txt":{"content_type":"text/plain","data":"aGk="}}}"#,
+      id: "w1:Files", actor: "alice")
+    let firstRev = try #require(first.rev)
+    _ = try fixture.store.put(
+      #"{"_rev":"\#(firstRev)","type":"page","wiki_id":"w1","markdown":"second text","_attachments":{"a.txt":{"stub":true}}}"#,
+      id: "w1:Files", actor: "alice")
+    try await fixture.withServer { client in
+      let token = try #require(try await client.page(.get, "/_wiki/w1/Files", as: "alice").csrf)
+      let restored = try await client.page(
+        .post, "/_wiki/w1/Files?action=restore", as: "alice",
+        form: ["rev": firstRev, "csrf": token])
+      #expect(restored.status == 303)
+      let back = try fixture.store.get("w1:Files")
+      #expect(back["markdown"]?.stringValue == "first text")
+      #expect(back["_attachments"]?["a.txt"] != nil)
+      #expect(try fixture.store.attachment("w1:Files", name: "a.txt").attachment.name == "a.txt")
+    }
+  }
+}

@@ -438,7 +438,11 @@ struct PagesController: RoutedController {
       body = try store.get(id).objectValue ?? JSONObject()
       body["markdown"] = old["markdown"] ?? .string("")
     }
-    body.members.removeAll { $0.key.hasPrefix("_") }
+    // A live page keeps the files it has now (their stubs: the store keeps them from the
+    // current revision); only the text goes back. A deleted page comes back with its text.
+    body.members.removeAll {
+      $0.key.hasPrefix("_") && !($0.key == "_attachments" && !winner.isDeleted)
+    }
     body["updated_by"] = .string(user)
     body["updated_at"] = .string(Timestamp.iso8601())
     EditSummary.set(
