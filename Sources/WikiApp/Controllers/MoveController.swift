@@ -118,20 +118,13 @@ struct MoveController: WikiController {
           "A page named “\(name)” exists in \(targetTitle) already: nothing was written. Choose another name, or rename or delete that page first.",
         heading: "That page exists")
     }
-    guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
-    else {
-      throw Failure(
-        status: .conflict,
-        message: "The page “\(title)” is not there to rename: nothing was written.",
-        heading: "Nothing to rename")
-    }
-    try PagesController.refuseConflicted(record, wiki: wiki)
     let changed = Failure(
       status: .conflict,
       message:
         "The page changed since you opened the form: nothing was written. Look at it again, then rename it.",
       heading: "The page changed")
-    guard winner.rev.description == form.rev else { throw changed }
+    try PagesController.checkCurrentRevision(
+      of: id, title: title, in: store, rev: form.rev, action: "rename", changed: changed)
     let user = session.user.name ?? ""
     for (docID, w) in [(id, wiki), (newID, target)] {
       try checkWrite(

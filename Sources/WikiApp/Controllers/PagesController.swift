@@ -273,7 +273,7 @@ struct PagesController: RoutedController {
     }
     guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
     else { return try view(r) }
-    try Self.refuseConflicted(record, wiki: wiki)
+    try Self.refuseConflicted(record, action: "delete")
     var object = r.base
     object["rev"] = winner.rev.description
     let backlinks = try WikiQueries(store).backlinks(to: title, in: wiki)
@@ -285,15 +285,32 @@ struct PagesController: RoutedController {
     return Page(title: "Delete \(title)?", body: Templates.render("page-delete", object))
   }
 
-  /// A page with conflicting live revisions is not deleted: deleting the winner would make
-  /// another one the page.
-  static func refuseConflicted(_ record: DocumentRecord, wiki: String) throws {
+  /// A page with conflicting live revisions is not deleted or renamed: acting on the winner
+  /// would leave another one as the page.
+  static func refuseConflicted(_ record: DocumentRecord, action: String) throws {
     guard record.tree.leaves.filter({ !$0.isDeleted }).count > 1 else { return }
     throw Failure(
       status: .conflict,
       message:
-        "This page has conflicting revisions: deleting the current one would make another the page. Keep one on the wiki’s Conflicts page first, then delete it.",
+        "This page has conflicting revisions: to \(action) the current one would leave another as the page. Keep one on the wiki’s Conflicts page first, then \(action) it.",
       heading: "Resolve the conflict first")
+  }
+
+  /// What Delete and Rename act on: the page's live, unconflicted current revision, which must
+  /// be `rev`, the one their form showed (`changed` otherwise). Each refusal writes nothing.
+  static func checkCurrentRevision(
+    of id: String, title: String, in store: DocumentStore, rev: String?, action: String,
+    changed: Failure
+  ) throws {
+    guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
+    else {
+      throw Failure(
+        status: .conflict,
+        message: "The page “\(title)” is not there to \(action): nothing was written.",
+        heading: "Nothing to \(action)")
+    }
+    try refuseConflicted(record, action: action)
+    guard winner.rev.description == rev else { throw changed }
   }
 
   /// The posted Delete: a CouchDB deletion (a tombstone on the revision the confirmation
@@ -305,20 +322,13 @@ struct PagesController: RoutedController {
     guard let rev = form.rev, !rev.isEmpty else {
       throw Failure(status: .badRequest, message: "Which revision? Delete the page from its page.")
     }
-    guard let record = try store.record(id), let winner = record.tree.winner, !winner.isDeleted
-    else {
-      throw Failure(
-        status: .conflict,
-        message: "The page “\(title)” is not there to delete: nothing was written.",
-        heading: "Nothing to delete")
-    }
-    try Self.refuseConflicted(record, wiki: wiki)
     let changed = Failure(
       status: .conflict,
       message:
         "The page changed since you asked to delete it: nothing was written. Read its latest text, then delete it again if you still mean to.",
       heading: "The page changed")
-    guard winner.rev.description == rev else { throw changed }
+    try Self.checkCurrentRevision(
+      of: id, title: title, in: store, rev: rev, action: "delete", changed: changed)
     let tombstone = JSONObject([
       "_deleted": .bool(true), "type": .string("page"), "wiki_id": .string(wiki),
       "updated_by": .string(session.user.name ?? ""), "updated_at": .string(Timestamp.iso8601()),

@@ -123,21 +123,23 @@ struct DiffHTML {
   var sideBySide: String {
     var out =
       "<table class=\"diff-table side\" id=\"diff\"><colgroup><col class=\"c-num\"><col class=\"c-sign\"><col><col class=\"c-num\"><col class=\"c-sign\"><col></colgroup><thead><tr><th scope=\"col\" colspan=\"3\">Old</th><th scope=\"col\" colspan=\"3\">New</th></tr></thead><tbody>"
-    func oldCells(_ n: Int?, _ html: String?, deleted: Bool) -> String {
+    // One side's three cells: a changed line marked with its tag (`del` or `ins`), its sign
+    // and the sign's name; nothing for a line the other side has alone.
+    func cells(_ n: Int?, _ html: String?, changed: Bool, tag: String, sign: String, label: String)
+      -> String
+    {
       guard let n, let html else {
         return "<td class=\"num\"></td><td class=\"sign\"></td><td class=\"text empty\"></td>"
       }
-      return deleted
-        ? "<td class=\"num\">\(n + 1)</td><td class=\"sign del\" aria-label=\"deleted\">−</td><td class=\"text del\"><del><code>\(html)</code></del></td>"
+      return changed
+        ? "<td class=\"num\">\(n + 1)</td><td class=\"sign \(tag)\" aria-label=\"\(label)\">\(sign)</td><td class=\"text \(tag)\"><\(tag)><code>\(html)</code></\(tag)></td>"
         : "<td class=\"num\">\(n + 1)</td><td class=\"sign\"></td><td class=\"text\"><code>\(html)</code></td>"
     }
+    func oldCells(_ n: Int?, _ html: String?, deleted: Bool) -> String {
+      cells(n, html, changed: deleted, tag: "del", sign: "−", label: "deleted")
+    }
     func newCells(_ n: Int?, _ html: String?, inserted: Bool) -> String {
-      guard let n, let html else {
-        return "<td class=\"num\"></td><td class=\"sign\"></td><td class=\"text empty\"></td>"
-      }
-      return inserted
-        ? "<td class=\"num\">\(n + 1)</td><td class=\"sign ins\" aria-label=\"added\">+</td><td class=\"text ins\"><ins><code>\(html)</code></ins></td>"
-        : "<td class=\"num\">\(n + 1)</td><td class=\"sign\"></td><td class=\"text\"><code>\(html)</code></td>"
+      cells(n, html, changed: inserted, tag: "ins", sign: "+", label: "added")
     }
     let all = rows
     var i = 0
