@@ -111,22 +111,22 @@ import Wiki
     // A posting row lost, and a document's forward record changed.
     try store.writeSearchIndex { txn, storage in
       var key: [UInt8]? = nil
-      try txn.scan(storage["terms"]) { k, _ in
+      try txn.scan(storage["postings"]) { k, _ in
         key = k
         return false
       }
-      try txn.delete(try #require(key), in: storage["terms"])
+      try txn.delete(try #require(key), in: storage["postings"])
       var forward: ([UInt8], [UInt8])? = nil
-      try txn.scan(storage["forward"]) { k, v in
+      try txn.scan(storage["records"]) { k, v in
         forward = (k, v)
         return false
       }
       let (k, v) = try #require(forward)
-      try txn.put(v + [0], forKey: k, in: storage["forward"])
+      try txn.put(v + [0], forKey: k, in: storage["records"])
     }
     let problems = try store.verify("search")
-    #expect(problems.contains { $0.hasPrefix("search.terms") })
-    #expect(problems.contains { $0.hasPrefix("search.forward") })
+    #expect(problems.contains { $0.hasPrefix("search.postings") })
+    #expect(problems.contains { $0.hasPrefix("search.records") })
     try store.rebuild("search")
     #expect(try store.verify("search") == [])
     #expect(try ids(store, "alpha").count == 10)

@@ -75,6 +75,15 @@ public protocol IndexBehindLog: AnyObject, Sendable {
   /// neither reads nor hands over a document the index says no to: an index of wiki pages
   /// costs a note nothing. The answer must depend on the id alone and never change.
   func mayIndex(_ docID: String) -> Bool
+  /// The version of the index's rows (1 by default). When an index's environment was written
+  /// with another version, it is removed and built again from the documents as the store
+  /// opens: a new layout needs no conversion (the index is derived data).
+  var layoutVersion: Int { get }
+  /// Called in a write transaction of the index's environment before its file is compacted
+  /// (an erasure, or `_compact`): an index that leaves rows of removed documents to be
+  /// cleaned up later cleans them up here, so that nothing erased stays in the file. Nothing
+  /// by default.
+  func compacting(storage: ProjectionStorage, txn: WriteTransaction) throws
 }
 
 extension IndexBehindLog {
@@ -92,6 +101,8 @@ extension IndexBehindLog {
   public var taskDesignDocument: String { "_" + name }
   public var quietPeriod: Duration? { nil }
   public var quietGap: Int { 10_000 }
+  public var layoutVersion: Int { 1 }
+  public func compacting(storage: ProjectionStorage, txn: WriteTransaction) throws {}
 
   public func compare(
     live: ProjectionStorage, rebuilt: ProjectionStorage, txn: ReadTransaction, maxDifferences: Int

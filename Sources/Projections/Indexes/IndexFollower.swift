@@ -102,6 +102,23 @@ public final class IndexFollower: Sendable {
       opened = try EventLog(directory: directory, options: options)
     }
     do {
+      // Rows of another layout (``IndexBehindLog/layoutVersion``) are built again, from nothing.
+      if try Self.layout(of: opened, index) != index.layoutVersion {
+        opened.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        opened = try EventLog(directory: directory, options: options)
+      }
+      let state = try opened.database(named: index.name + ".state")
+      let stored = try opened.read { try $0.get(Self.layoutKey, in: state) }
+      let version = UInt64(index.layoutVersion).bigEndianBytes
+      if stored != version {
+        try opened.write { try $0.put(version, forKey: Self.layoutKey, in: state) }
+      }
+    } catch {
+      opened.close()
+      throw StoreError.from(error)
+    }
+    do {
       storage = try ProjectionStorage.open(for: index, in: opened)
       let state = try opened.database(named: index.name + ".state")
       stateDatabase = state
@@ -242,6 +259,21 @@ public final class IndexFollower: Sendable {
     }
   }
 
+  /// The layout version of the rows in the index environment `env`: the one it records, or 1
+  /// for one that records none but has rows (written before versions were recorded), or the
+  /// index's own for an empty one.
+  static func layout(of env: EventLog, _ index: any IndexBehindLog) throws -> Int {
+    let state = try env.database(named: index.name + ".state")
+    return try env.read { txn in
+      if let stored = try txn.get(layoutKey, in: state) {
+        return Int(truncatingIfNeeded: UInt64(bigEndianArray: stored) ?? 0)
+      }
+      return try checkpoint(txn, state) > 0 ? 1 : index.layoutVersion
+    }
+  }
+
+  static let layoutKey = Array("layout".utf8)
+
   /// The options of an index's environment: its log's durability, no events and so no tree.
   static func environmentOptions(_ index: any IndexBehindLog, durability: EventLog.Durability)
     -> EventLog.Options
@@ -262,6 +294,8 @@ public final class IndexFollower: Sendable {
       let env = try EventLog(
         directory: directory, options: environmentOptions(index, durability: durability))
       defer { env.close() }
+      let storage = try ProjectionStorage.open(for: index, in: env)
+      try env.write { txn in try index.compacting(storage: storage, txn: txn) }
       try env.compact()
     } catch {
       throw StoreError.from(error)

@@ -121,9 +121,9 @@ extension DocumentStore {
     guard hasTextSearch else { return [] }
     return try readSearchIndex(update: update) { txn, storage in
       var out: [String] = []
-      try txn.scan(storage["stats"]) { key, value in
+      try txn.scan(storage["totals"]) { key, value in
         // A hashed group's name follows the numbers (``TextSearchProjection/groupKey(_:)``).
-        let name = key.first == 1 ? Array(value.dropFirst(24)) : key
+        let name = key.first == 1 ? Array(value.dropFirst(16)) : key
         out.append(String(decoding: name, as: UTF8.self))
         return true
       }
@@ -138,10 +138,11 @@ extension DocumentStore {
   /// consecutive positions, scored as its words); each distinct word of the query scores once
   /// per document. Ties go by document id.
   ///
-  /// The posting rows of each word are read in order (a document is its group's index in
-  /// `groups` and its number: one integer), the clauses intersected as sorted lists, lengths
-  /// read per bucket of 128 documents, and document ids only for the page returned (and the
-  /// hits tied with its last one).
+  /// Each word's rows are read segment by segment (``TextSearchProjection``), for each group
+  /// asked for, in number order (a document is its group's index in `groups` and its number:
+  /// one integer), dead documents left out; the clauses are intersected as sorted lists,
+  /// lengths read per group and segment, and records (document ids) only for phrases and the
+  /// page returned (and the hits tied with its last one).
   ///
   /// - Throws: 501 when the store has no full-text index.
   ///
@@ -158,17 +159,20 @@ extension DocumentStore {
       var n = 0
       var totalLength = 0
       for g in groupBytes {
-        if let v = try txn.get(g, in: storage["stats"]), v.count >= 16 {
-          n += Int(UInt64(bigEndianArray: v) ?? 0)
-          totalLength += Int(UInt64(bigEndianArray: Array(v[8..<16])) ?? 0)
+        if let v = try txn.get(g, in: storage["totals"]), v.count >= 16 {
+          n += Int(truncatingIfNeeded: SearchKeys.readU64(v))
+          totalLength += Int(truncatingIfNeeded: SearchKeys.readU64(v[8..<16]))
         }
       }
       guard n > 0 else { return SearchResult(total: 0, hits: []) }
       let avgdl = max(Double(totalLength) / Double(n), 1)
-      let bucketSize = UInt64(TextSearchProjection.bucketSize)
+      let segments = try SearchSegment.all(storage, txn)
+      let dead = try DeadSet(storage, txn)
+      let numBits: UInt64 = 40
+      let numMask: UInt64 = 1 << numBits - 1
 
       // The distinct terms of the query, each with its postings: (doc, tf) sorted by doc,
-      // where doc = group index << 32 | num.
+      // where doc = group index << 40 | num.
       var termIndex: [[UInt8]: Int] = [:]
       var termNames: [String] = []
       var postings: [[(doc: UInt64, tf: Int)]] = []
@@ -179,43 +183,60 @@ extension DocumentStore {
         postings.append([])
         return termNames.count - 1
       }
+      /// Appends a row's postings (the row of segment `segment`, group `gi`) to term `t`'s.
+      func decode(_ value: Span<UInt8>, _ segment: SearchSegment, _ gi: Int, into t: Int) {
+        var i = 0
+        var num = segment.lo
+        let base = UInt64(gi) << numBits
+        while i < value.count {
+          guard let delta = SearchKeys.varint(value, &i), let tf = SearchKeys.varint(value, &i)
+          else { return }
+          num += delta
+          if dead.contains(num) { continue }
+          postings[t].append((base | num & numMask, Int(truncatingIfNeeded: tf)))
+        }
+      }
       /// Reads the rows of `word` (or of every term it begins, for a prefix); the indexes of
       /// the terms found.
       func read(_ word: String, prefix: Bool) throws -> [Int] {
         let wordBytes = Array(word.utf8)
         var found: [Int] = []
         var seen: Set<Int> = []
-        // A term read before (a word and then a prefix of it) keeps the rows it has.
+        // A term read before (a word and then a prefix of it) keeps the postings it has.
         let new = termNames.count
+        if !prefix {
+          let t = add(wordBytes)
+          let fresh = t >= new
+          for (gi, g) in groupBytes.enumerated() where fresh {
+            for segment in segments {
+              let key = SearchKeys.postingKey(segment.id, g, wordBytes)
+              _ = try txn.withValue(forKey: key, in: storage["postings"]) { value in
+                decode(value, segment, gi, into: t)
+              }
+            }
+          }
+          return postings[t].isEmpty ? [] : [t]
+        }
+        // Terms with the prefix, group by group and segment by segment: each term's postings
+        // stay in document order.
         for (gi, g) in groupBytes.enumerated() {
-          let base = g + [0] + wordBytes + (prefix ? [] : [0])
-          var current = -1
-          var currentTerm: ArraySlice<UInt8> = []
-          try txn.scan(storage["terms"], from: base) { key, value in
-            guard key.starts(with: base) else { return false }
-            let termStart = g.count + 1
-            guard key.count >= termStart + 5, key[key.count - 5] == 0 else { return true }
-            let term = key[termStart..<(key.count - 5)]
-            if current < 0 || term != currentTerm {
-              currentTerm = term
-              current = add(Array(term))
-              if seen.insert(current).inserted { found.append(current) }
+          for segment in segments {
+            let start = SearchKeys.postingKey(segment.id, g, wordBytes)
+            let termStart = 4 + g.count + 1
+            try txn.scanBorrowed(storage["postings"], from: start) { key, value in
+              guard key.count >= start.count else { return false }
+              for k in 0..<start.count where key[k] != start[k] { return false }
+              var term: [UInt8] = []
+              term.reserveCapacity(key.count - termStart)
+              for k in termStart..<key.count { term.append(key[k]) }
+              let t = add(term)
+              if seen.insert(t).inserted { found.append(t) }
+              if t >= new { decode(value, segment, gi, into: t) }
+              return true
             }
-            guard current >= new else { return true }
-            var bucket: UInt64 = 0
-            for byte in key[(key.count - 4)...] { bucket = bucket << 8 | UInt64(byte) }
-            let docBase = UInt64(gi) << 32 | bucket * bucketSize
-            var i = 0
-            while i < value.count {
-              let slot = UInt64(value[i])
-              i += 1
-              let tf = Varint.read(value, at: &i).map { Int(truncatingIfNeeded: $0) } ?? 0
-              postings[current].append((docBase | slot, tf))
-            }
-            return true
           }
         }
-        return found
+        return found.filter { !postings[$0].isEmpty }
       }
       var terms: [[UInt8]: [Int]] = [:]
       func termsOf(_ word: String, prefix: Bool) throws -> [Int] {
@@ -236,7 +257,10 @@ extension DocumentStore {
           docs = try termsOf(t, prefix: false).first.map { postings[$0].map(\.doc) } ?? []
         case .prefix(let t):
           let found = try termsOf(t, prefix: true)
-          docs = Array(Set(found.flatMap { postings[$0].map(\.doc) })).sorted()
+          docs =
+            found.count == 1
+            ? postings[found[0]].map(\.doc)
+            : Array(Set(found.flatMap { postings[$0].map(\.doc) })).sorted()
         case .phrase(let words):
           var indices: [Int] = []
           docs = []
@@ -257,12 +281,11 @@ extension DocumentStore {
       }
       var docs = candidates ?? []
 
-      // Forward records, read once per document.
+      // Records, read once per document.
       var records: [UInt64: [UInt8]] = [:]
       func record(_ doc: UInt64) throws -> [UInt8]? {
         if let r = records[doc] { return r }
-        let key = groupBytes[Int(doc >> 32)] + [0] + UInt32(truncatingIfNeeded: doc).bigEndianBytes4
-        let r = try txn.get(key, in: storage["forward"])
+        let r = try txn.get(SearchKeys.u64(doc & numMask), in: storage["records"])
         records[doc] = r
         return r
       }
@@ -281,31 +304,44 @@ extension DocumentStore {
       }
       guard !docs.isEmpty else { return SearchResult(total: 0, hits: []) }
 
-      // Lengths, a bucket at a time.
-      var lengthRows: [UInt64: [UInt8: Int]] = [:]
-      func length(_ doc: UInt64) throws -> Int {
-        let bucket = doc / bucketSize
-        if lengthRows[bucket] == nil {
-          let g = Int(doc >> 32)
-          let key =
-            groupBytes[g] + [0]
-            + UInt32(truncatingIfNeeded: (doc & 0xFFFF_FFFF) / bucketSize)
-            .bigEndianBytes4
-          var row: [UInt8: Int] = [:]
-          if let bytes = try txn.get(key, in: storage["lengths"]) {
-            for (slot, l) in try SlotList.decode(bytes) { row[slot] = l }
+      // Lengths: each group's norms rows, segment by segment (in number order), walked beside
+      // the candidates (sorted by group, then number).
+      var dl = [Double](repeating: 1, count: docs.count)
+      var i = 0
+      while i < docs.count {
+        let gi = Int(docs[i] >> numBits)
+        var j = i
+        while j < docs.count && Int(docs[j] >> numBits) == gi { j += 1 }
+        var k = i
+        for segment in segments where k < j {
+          // Candidates of this group in this segment.
+          guard docs[k] & numMask < segment.hi else { continue }
+          _ = try txn.withValue(
+            forKey: SearchKeys.u32(segment.id) + groupBytes[gi], in: storage["norms"]
+          ) { value in
+            var at = 0
+            var num = segment.lo
+            while at < value.count && k < j {
+              guard let delta = SearchKeys.varint(value, &at),
+                let length = SearchKeys.varint(value, &at)
+              else { return }
+              num += delta
+              while k < j && docs[k] & numMask < num { k += 1 }
+              if k < j && docs[k] & numMask == num {
+                dl[k] = Double(length)
+                k += 1
+              }
+            }
           }
-          lengthRows[bucket] = row
+          while k < j && docs[k] & numMask < segment.hi { k += 1 }
         }
-        return lengthRows[bucket]![UInt8(doc % bucketSize)] ?? 1
+        i = j
       }
 
       // BM25: each term of the query the document has, once.
       var scores = [Double](repeating: 0, count: docs.count)
       let k1 = 1.2
       let b = 0.75
-      var dl = [Double](repeating: 0, count: docs.count)
-      for (i, doc) in docs.enumerated() { dl[i] = Double(try length(doc)) }
       for list in postings where !list.isEmpty {
         let d = Double(list.count)
         let idf = Foundation.log(1 + (Double(n) - d + 0.5) / (d + 0.5))
@@ -343,7 +379,8 @@ extension DocumentStore {
           matched.insert(termNames[t])
         }
         hits.append(
-          SearchHit(docID: id, group: groups[Int(doc >> 32)], score: scores[i], matched: matched))
+          SearchHit(
+            docID: id, group: groups[Int(doc >> numBits)], score: scores[i], matched: matched))
       }
       return SearchResult(total: docs.count, hits: hits)
     }

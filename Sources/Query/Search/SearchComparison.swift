@@ -1,9 +1,11 @@
+import Formats
 import Log
 import Projections
 
 /// A live search index compared with one rebuilt from the same documents
-/// (``IndexFollower/verify(maxDifferences:)``), document by document: the rebuilt one's numbers
-/// stand for the documents in both.
+/// (``IndexFollower/verify(maxDifferences:)``), document by document: numbers and segments
+/// differ between the two (they depend on the order the indexer met the documents), so each
+/// index's postings and lengths are read back as (document id, value) pairs.
 struct SearchComparison {
   let max: Int
   var differences: [String] = []
@@ -16,13 +18,13 @@ struct SearchComparison {
     if !full { differences.append("search." + s) }
   }
 
-  /// group key and num in `ids` values, by document id.
+  /// Each document's number and group (`refs`), by document id.
   static func refs(_ storage: ProjectionStorage, _ txn: ReadTransaction) throws
-    -> [[UInt8]: SearchDocRef]
+    -> [[UInt8]: SearchRef]
   {
-    var out: [[UInt8]: SearchDocRef] = [:]
-    try txn.scan(storage["ids"]) { id, value in
-      out[id] = try SearchDocRef(idValue: value)
+    var out: [[UInt8]: SearchRef] = [:]
+    try txn.scan(storage["refs"]) { id, value in
+      out[id] = try SearchRef(value: value)
       return true
     }
     return out
@@ -33,98 +35,103 @@ struct SearchComparison {
   {
     let liveRefs = try Self.refs(live, txn)
     let rebuiltRefs = try Self.refs(rebuilt, txn)
-    // Documents: the same ids, groups and forward records; live numbers mapped to rebuilt ones.
-    var numbers: [[UInt8]: [UInt32: UInt32]] = [:]
     for (id, ref) in rebuiltRefs.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
       let name = ProjectionRunner.show(id)
       guard let mine = liveRefs[id] else {
-        note("ids: live lacks \(name)")
+        note("refs: live lacks \(name)")
         continue
       }
       guard mine.group == ref.group else {
-        note("ids: \(name) is in another group")
+        note("refs: \(name) is in another group")
         continue
       }
-      numbers[ref.group, default: [:]][mine.num] = ref.num
-      if try txn.get(mine.forwardKey, in: live["forward"])
-        != txn.get(ref.forwardKey, in: rebuilt["forward"])
+      if try txn.get(SearchKeys.u64(mine.num), in: live["records"])
+        != txn.get(SearchKeys.u64(ref.num), in: rebuilt["records"])
       {
-        note("forward: the record of \(name) differs from the rebuilt one")
+        note("records: the record of \(name) differs from the rebuilt one")
       }
     }
     for id in liveRefs.keys where rebuiltRefs[id] == nil {
-      note("ids: live has \(ProjectionRunner.show(id)), which the rebuild does not")
+      note("refs: live has \(ProjectionRunner.show(id)), which the rebuild does not")
     }
-    if try txn.count(of: live["forward"]) != txn.count(of: rebuilt["forward"]) {
-      note("forward: live has a different number of records")
+    if try txn.count(of: live["records"]) != txn.count(of: rebuilt["records"]) {
+      note("records: live has a different number of records")
     }
-    // Postings and lengths, as sets of (rebuilt number, value) per row group.
-    try compareSlots("terms", live: live, rebuilt: rebuilt, numbers: numbers, txn: txn)
-    try compareSlots("lengths", live: live, rebuilt: rebuilt, numbers: numbers, txn: txn)
-    // Totals per group (documents, words, hashed name), not the next number.
-    var liveStats: [[UInt8]: [UInt8]] = [:]
-    try txn.scan(live["stats"]) { k, v in
-      liveStats[k] = Array(v.prefix(16)) + Array(v.dropFirst(24))
+    // Postings and lengths, as sets of (document, value) per group and term.
+    for name in ["postings", "norms"] {
+      let a = try Self.rows(name, live, liveRefs, txn, &self)
+      var b = try Self.rows(name, rebuilt, rebuiltRefs, txn, &self)
+      for (key, pairs) in a.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+        if b.removeValue(forKey: key) != pairs {
+          note("\(name): the rows of \(ProjectionRunner.show(key)) differ from the rebuilt ones")
+        }
+        if full { return }
+      }
+      for key in b.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+        note("\(name): live lacks the rows of \(ProjectionRunner.show(key))")
+      }
+    }
+    // Totals per group (documents, words, hashed name).
+    var liveTotals: [[UInt8]: [UInt8]] = [:]
+    try txn.scan(live["totals"]) { k, v in
+      liveTotals[k] = v
       return true
     }
-    try txn.scan(rebuilt["stats"]) { k, v in
-      let mine = liveStats.removeValue(forKey: k)
-      // A group with no documents left keeps its row (its counter) in one index only.
-      let empty = Array(repeating: UInt8(0), count: 16)
-      let theirs = Array(v.prefix(16)) + Array(v.dropFirst(24))
-      if (mine ?? empty + Array(v.dropFirst(24))) != theirs {
-        note("stats: the totals of \(ProjectionRunner.show(k)) differ from the rebuilt ones")
+    try txn.scan(rebuilt["totals"]) { k, v in
+      if liveTotals.removeValue(forKey: k) != v {
+        note("totals: the totals of \(ProjectionRunner.show(k)) differ from the rebuilt ones")
       }
       return !full
     }
-    for (k, v) in liveStats where v.prefix(16) != Array(repeating: 0, count: 16)[...] {
-      note("stats: live has totals for \(ProjectionRunner.show(k)), which the rebuild does not")
+    for k in liveTotals.keys {
+      note("totals: live has totals for \(ProjectionRunner.show(k)), which the rebuild does not")
     }
   }
 
-  /// Compares `terms` (key group · 0 · term · 0 · bucket) or `lengths` (group · 0 · bucket):
-  /// the (document, value) pairs of each key without its bucket, live documents given their
-  /// rebuilt numbers.
-  private mutating func compareSlots(
-    _ name: String, live: ProjectionStorage, rebuilt: ProjectionStorage,
-    numbers: [[UInt8]: [UInt32: UInt32]], txn: ReadTransaction
-  ) throws {
-    func collect(_ db: Database, mapped: Bool) throws -> [[UInt8]: [UInt64]] {
-      var out: [[UInt8]: [UInt64]] = [:]
-      try txn.scan(db) { key, value in
-        guard key.count > 4, let cut = key.firstIndex(of: 0) else {
-          note("\(name): malformed key \(ProjectionRunner.show(key))")
-          return !full
-        }
-        let group = Array(key[..<cut])
-        let base =
-          key.suffix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-          * UInt32(TextSearchProjection.bucketSize)
-        for (slot, n) in try SlotList.decode(value) {
-          var num = base + UInt32(slot)
-          if mapped {
-            guard let m = numbers[group]?[num] else {
-              note("\(name): \(ProjectionRunner.show(key)) names a document the rebuild lacks")
-              continue
-            }
-            num = m
-          }
-          out[Array(key.dropLast(4)), default: []].append(UInt64(num) << 32 | UInt64(n))
-        }
-        return !full
+  /// The live (not dead) documents' values of every row of `postings` (key without the
+  /// segment: group · 0x00 · term) or `norms` (group), as sorted (document id, value) pairs.
+  /// A posting of a number no document has is a difference.
+  static func rows(
+    _ name: String, _ storage: ProjectionStorage, _ refs: [[UInt8]: SearchRef],
+    _ txn: ReadTransaction, _ report: inout SearchComparison
+  ) throws -> [[UInt8]: [SearchPair]] {
+    var ids: [UInt64: [UInt8]] = [:]
+    for (id, ref) in refs { ids[ref.num] = id }
+    let segments = Dictionary(
+      try SearchSegment.all(storage, txn).map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+    let dead = try DeadSet(storage, txn)
+    var out: [[UInt8]: [SearchPair]] = [:]
+    try txn.scan(storage[name]) { key, value in
+      guard key.count > 4,
+        let segment = segments[UInt32(SearchKeys.readU64([0, 0, 0, 0] + key.prefix(4)))]
+      else {
+        report.note("\(name): a row of no segment, \(ProjectionRunner.show(key))")
+        return !report.full
       }
-      return out
-    }
-    var a = try collect(live[name], mapped: true)
-    let b = try collect(rebuilt[name], mapped: false)
-    for (key, pairs) in b.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-      if a.removeValue(forKey: key)?.sorted() != pairs.sorted() {
-        note("\(name): the rows of \(ProjectionRunner.show(key)) differ from the rebuilt ones")
+      let suffix = Array(key.dropFirst(4))
+      var i = 0
+      var num = segment.lo
+      while i < value.count {
+        guard let delta = Varint.read(value, at: &i), let v = Varint.read(value, at: &i) else {
+          report.note("\(name): the row \(ProjectionRunner.show(key)) cannot be read")
+          break
+        }
+        num += delta
+        if dead.contains(num) { continue }
+        guard let id = ids[num] else {
+          report.note("\(name): \(ProjectionRunner.show(key)) names a document the index lacks")
+          continue
+        }
+        out[suffix, default: []].append(SearchPair(id: id, value: v))
       }
-      if full { return }
+      return !report.full
     }
-    for key in a.keys {
-      note("\(name): live has rows for \(ProjectionRunner.show(key)), which the rebuild does not")
-    }
+    for key in out.keys { out[key]!.sort { $0.id.lexicographicallyPrecedes($1.id) } }
+    return out
   }
+}
+
+struct SearchPair: Hashable {
+  var id: [UInt8]
+  var value: UInt64
 }
