@@ -153,7 +153,7 @@ func httpStatus(_ method: HTTPMethod, _ url: String, _ body: String?) async thro
     request.headers.add(name: "Content-Type", value: "application/json")
     request.body = .bytes(ByteBuffer(string: body))
   }
-  let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+  let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
   _ = try await response.body.collect(upTo: 1 << 20)
   return Int(response.status.code)
 }

@@ -360,10 +360,8 @@ extension DocumentStore {
       let wanted = query.skip + query.limit
       var order = Array(docs.indices)
       if wanted < docs.count {
-        var top = order.sorted { scores[$0] > scores[$1] }
-        let cut = scores[top[max(wanted - 1, 0)]]
-        top = top.prefix { scores[$0] >= cut }
-        order = top
+        let cut = Self.largest(scores, max(wanted, 1))
+        order = order.filter { scores[$0] >= cut }
       }
       var ranked: [(index: Int, id: String)] = []
       for i in order {
@@ -384,6 +382,40 @@ extension DocumentStore {
       }
       return SearchResult(total: docs.count, hits: hits)
     }
+  }
+
+  /// The `k`-th largest of `values` (1 ≤ `k` ≤ its count), kept in a min-heap of `k`: the page
+  /// of a search that matched a million documents costs no sort of them all.
+  static func largest(_ values: [Double], _ k: Int) -> Double {
+    var heap: [Double] = []
+    heap.reserveCapacity(k)
+    func siftDown(_ start: Int) {
+      var i = start
+      while true {
+        let l = 2 * i + 1
+        let r = l + 1
+        var m = i
+        if l < heap.count && heap[l] < heap[m] { m = l }
+        if r < heap.count && heap[r] < heap[m] { m = r }
+        if m == i { return }
+        heap.swapAt(i, m)
+        i = m
+      }
+    }
+    for v in values {
+      if heap.count < k {
+        heap.append(v)
+        var i = heap.count - 1
+        while i > 0 && heap[(i - 1) / 2] > heap[i] {
+          heap.swapAt(i, (i - 1) / 2)
+          i = (i - 1) / 2
+        }
+      } else if v > heap[0] {
+        heap[0] = v
+        siftDown(0)
+      }
+    }
+    return heap[0]
   }
 
   /// The elements of two sorted lists both have.

@@ -280,7 +280,7 @@ struct SearchWrites {
   static let mergeFactor = 8
   /// The most documents a merge makes one segment of (a merge holds its segments' rows in
   /// memory): segments past it stay as they are.
-  static let maxMergedDocs = 1 << 20
+  static let maxMergedDocs = 1 << 19
 
   let work: SearchWork?
 
