@@ -41,7 +41,7 @@ import Testing
 
   static let queries = [
     "apple", "band*", "ap*", "\"cherry chess\"", "delta echo", "fig grape honey", "iris*",
-    "\"ember fig\" dune", "bandit", "zzz", "gr*",
+    "\"ember fig\" dune", "bandit", "zzz", "gr*", "ap* \"apple apricot\"",
   ]
 
   /// Every query's hits (id, group, score) over `groups`, all of them.
@@ -98,6 +98,20 @@ import Testing
     #expect(try answers(store, groups: groups) == live)
     #expect(try answers(store, groups: ["g2"]) == one)
     _ = projection
+  }
+
+  @Test("a phrase's words read first as a prefix or a word still have their positions")
+  func phraseAfterPrefix() throws {
+    let (t, _) = try store()
+    _ = try t.store.put(doc("g1", "", "apple pie with cream"), id: "a", actor: "a")
+    _ = try t.store.put(doc("g1", "", "pie apple with cream"), id: "b", actor: "a")
+    for q in [#"app* "apple pie""#, #"apple "apple pie""#, #""apple pie" pie"#, #""apple pie""#] {
+      let hits = try t.store.search(SearchQuery(q), groups: ["g1"]).hits.map(\.docID)
+      #expect(hits == ["a"], "\(q)")
+    }
+    #expect(
+      try t.store.search(SearchQuery(#""pie apple" cre*"#), groups: ["g1"]).hits.map(\.docID)
+        == ["b"])
   }
 
   @Test("the bytes written per page (merges included) do not grow with the index")

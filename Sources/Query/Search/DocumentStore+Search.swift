@@ -184,7 +184,17 @@ extension DocumentStore {
         return termNames.count - 1
       }
       /// Appends a row's postings (the row of segment `segment`, group `gi`) to term `t`'s.
-      func decode(_ value: Span<UInt8>, _ segment: SearchSegment, _ gi: Int, into t: Int) {
+      // Positions are kept only for the words of phrases: per term, where each posting's
+      // positions start in its arena.
+      var phraseWords: Set<[UInt8]> = []
+      for case .phrase(let words) in query.clauses {
+        for w in words { phraseWords.insert(Array(w.utf8)) }
+      }
+      var positionStarts: [Int: [Int32]] = [:]
+      var positionArenas: [Int: [Int32]] = [:]
+      func decode(
+        _ value: Span<UInt8>, _ segment: SearchSegment, _ gi: Int, into t: Int, positions: Bool
+      ) {
         var i = 0
         var num = segment.lo
         let base = UInt64(gi) << numBits
@@ -192,7 +202,19 @@ extension DocumentStore {
           guard let delta = SearchKeys.varint(value, &i), let tf = SearchKeys.varint(value, &i)
           else { return }
           num += delta
-          if dead.contains(num) { continue }
+          let isDead = dead.contains(num)
+          if positions && !isDead {
+            positionStarts[t, default: []].append(Int32(positionArenas[t]?.count ?? 0))
+            var p: UInt64 = 0
+            for _ in 0..<tf {
+              guard let d = SearchKeys.varint(value, &i) else { return }
+              p += d
+              positionArenas[t, default: []].append(Int32(truncatingIfNeeded: p))
+            }
+          } else {
+            for _ in 0..<tf { guard SearchKeys.varint(value, &i) != nil else { return } }
+          }
+          if isDead { continue }
           postings[t].append((base | num & numMask, Int(truncatingIfNeeded: tf)))
         }
       }
@@ -211,7 +233,7 @@ extension DocumentStore {
             for segment in segments {
               let key = SearchKeys.postingKey(segment.id, g, wordBytes)
               _ = try txn.withValue(forKey: key, in: storage["postings"]) { value in
-                decode(value, segment, gi, into: t)
+                decode(value, segment, gi, into: t, positions: phraseWords.contains(wordBytes))
               }
             }
           }
@@ -231,7 +253,9 @@ extension DocumentStore {
               for k in termStart..<key.count { term.append(key[k]) }
               let t = add(term)
               if seen.insert(t).inserted { found.append(t) }
-              if t >= new { decode(value, segment, gi, into: t) }
+              if t >= new {
+                decode(value, segment, gi, into: t, positions: phraseWords.contains(term))
+              }
               return true
             }
           }
@@ -290,15 +314,20 @@ extension DocumentStore {
         return r
       }
       // Phrases: their words at consecutive positions.
+      /// Term `t`'s positions in `doc` (a posting of it).
+      func positions(_ t: Int, _ doc: UInt64) -> [Int32] {
+        guard let k = Self.index(postings[t], doc), let starts = positionStarts[t],
+          let arena = positionArenas[t], k < starts.count
+        else { return [] }
+        let end = k + 1 < starts.count ? Int(starts[k + 1]) : arena.count
+        return Array(arena[Int(starts[k])..<end])
+      }
       for words in phrases where !docs.isEmpty {
-        let wanted = Set(words.map { Array(termNames[$0].utf8) })
-        docs = try docs.filter { doc in
-          guard let bytes = try record(doc) else { return false }
-          let positions = try SearchForward.positions(bytes, of: wanted)
-          let lists = words.map { positions[Array(termNames[$0].utf8)] ?? [] }
+        docs = docs.filter { doc in
+          let lists = words.map { positions($0, doc) }
           let sets = lists.map(Set.init)
           return lists[0].contains { s in
-            sets.indices.allSatisfy { i in sets[i].contains(s + i) }
+            sets.indices.allSatisfy { i in sets[i].contains(s + Int32(i)) }
           }
         }
       }
@@ -436,6 +465,17 @@ extension DocumentStore {
       }
     }
     return out
+  }
+
+  /// Where a sorted posting list has `doc`, if it does.
+  static func index(_ list: [(doc: UInt64, tf: Int)], _ doc: UInt64) -> Int? {
+    var lo = 0
+    var hi = list.count
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if list[mid].doc < doc { lo = mid + 1 } else { hi = mid }
+    }
+    return lo < list.count && list[lo].doc == doc ? lo : nil
   }
 
   /// Whether a sorted posting list has `doc`.

@@ -117,12 +117,20 @@ struct SearchComparison {
           break
         }
         num += delta
+        // A posting's frequency, then as many positions.
+        var values = [v]
+        if name == "postings" {
+          for _ in 0..<v {
+            guard let p = Varint.read(value, at: &i) else { break }
+            values.append(p)
+          }
+        }
         if dead.contains(num) { continue }
         guard let id = ids[num] else {
           report.note("\(name): \(ProjectionRunner.show(key)) names a document the index lacks")
           continue
         }
-        out[suffix, default: []].append(SearchPair(id: id, value: v))
+        out[suffix, default: []].append(SearchPair(id: id, values: values))
       }
       return !report.full
     }
@@ -133,5 +141,5 @@ struct SearchComparison {
 
 struct SearchPair: Hashable {
   var id: [UInt8]
-  var value: UInt64
+  var values: [UInt64]
 }

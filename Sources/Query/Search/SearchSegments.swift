@@ -225,6 +225,8 @@ struct SearchWrites {
   struct Entry {
     var num: UInt64
     var value: Int
+    /// Where its `value` positions start in ``positionArena`` (-1: none, a length).
+    var positions: Int32 = -1
     var next: Int32 = -1
   }
 
@@ -263,6 +265,8 @@ struct SearchWrites {
   var table = [Int32](repeating: -1, count: 1024)
   var postingEntries: [Entry] = []
   var normEntries: [Entry] = []
+  /// The new documents' positions of each term.
+  var positionArena: [Int32] = []
 
   /// The next document number (read from `search.meta` when first needed).
   var nextNum: UInt64? = nil
@@ -414,10 +418,15 @@ struct SearchWrites {
     s.docs += 1
     s.length += new.length
     setStat(g, s)
+    let arena = Int32(positionArena.count)
+    positionArena.append(contentsOf: new.positions)
+    var start = arena
     for (k, entry) in new.entries.enumerated() {
       let r = row(g, entry.hash, new.termBytes[new.termRange(k)])
       Self.append(
-        Entry(num: num, value: Int(entry.count)), to: &rows[Int(r)].postings, in: &postingEntries)
+        Entry(num: num, value: Int(entry.count), positions: start), to: &rows[Int(r)].postings,
+        in: &postingEntries)
+      start += entry.count
     }
     Self.append(Entry(num: num, value: new.length), to: &groups[Int(g)].norms, in: &normEntries)
     records.append(new.record)
@@ -437,6 +446,13 @@ struct SearchWrites {
       guard records[Int(e.num - firstNum)] != nil else { continue }
       Varint.append(e.num - last, to: &out)
       Varint.append(UInt64(e.value), to: &out)
+      if e.positions >= 0 {
+        var p: Int32 = 0
+        for q in positionArena[Int(e.positions)..<Int(e.positions) + e.value] {
+          Varint.append(UInt64(q - p), to: &out)
+          p = q
+        }
+      }
       last = e.num
     }
   }
@@ -575,6 +591,7 @@ struct SearchWrites {
     for i in table.indices { table[i] = -1 }
     postingEntries.removeAll(keepingCapacity: true)
     normEntries.removeAll(keepingCapacity: true)
+    positionArena.removeAll(keepingCapacity: true)
     records.removeAll(keepingCapacity: true)
     killedNew = 0
     refs.removeAll(keepingCapacity: true)
@@ -680,9 +697,22 @@ struct SearchWrites {
                 code: .internalError)
             }
             num += delta
+            // A posting's positions follow its frequency.
+            let from = i
+            if name == "postings" {
+              for _ in 0..<v {
+                guard Varint.read(value, at: &i) != nil else {
+                  throw StoreError(
+                    "database_damaged",
+                    "a row of the search index's postings cannot be read (wikilog rebuild search)",
+                    code: .internalError)
+                }
+              }
+            }
             if dead.contains(num) { continue }
             Varint.append(num - last, to: &out)
             Varint.append(v, to: &out)
+            out.append(contentsOf: value[from..<i])
             last = num
             if name == "norms" { docs += 1 }
           }

@@ -57,9 +57,9 @@ public struct TextSearchSchema: Sendable {
 ///
 /// | database | key | value |
 /// | --- | --- | --- |
-/// | `search.postings` | segment (4 bytes) · group · 0x00 · term | the segment's live documents of the group with the term: (num delta, term frequency) varints, by num |
+/// | `search.postings` | segment (4 bytes) · group · 0x00 · term | the segment's live documents of the group with the term, by num: num delta, term frequency and that many position deltas (varints) |
 /// | `search.norms` | segment · group | the segment's live documents of the group: (num delta, length in words) varints |
-/// | `search.records` | num (8 bytes) | a live document's id, length, and each term (sorted) with its positions, delta-coded |
+/// | `search.records` | num (8 bytes) | a live document's id, length, and a hash of its terms with their positions |
 /// | `search.refs` | doc id | num (8 bytes), group |
 /// | `search.totals` | group | live documents, total length in words (8 + 8 bytes), then the group's name when its key is hashed |
 /// | `search.segments` | segment | its first and end nums, level, documents, dead documents |
@@ -95,8 +95,9 @@ public final class TextSearchProjection: IndexBehindLog {
   public let databaseNames = [
     "postings", "norms", "records", "refs", "totals", "segments", "dead", "meta",
   ]
-  /// 2: segments (1 was rows per group, term and bucket of 128 documents, rewritten in place).
-  public var layoutVersion: Int { 2 }
+  /// 3: segments with positions in the postings (2: positions in the records; 1: rows per
+  /// group, term and bucket of 128 documents, rewritten in place).
+  public var layoutVersion: Int { 3 }
   /// The databases of the index when it was written inline, in the append transaction, in
   /// the log's environment (a layout of days before any release): such a store is refused.
   public let retiredDatabaseNames = [
@@ -133,7 +134,23 @@ public final class TextSearchProjection: IndexBehindLog {
     /// `termBytes[(k == 0 ? 0 : entries[k - 1].end)..<entries[k].end]`.
     let termBytes: [UInt8]
     let entries: [Term]
+    /// Each term's positions (ascending), one term's after the other's.
+    let positions: [Int32]
+    /// The `search.records` value: the id, the length and ``contentHash(_:)`` of the terms
+    /// with their positions.
     let record: [UInt8]
+
+    /// Each term with its positions.
+    func positionsByTerm() -> [[UInt8]: [Int]] {
+      var out: [[UInt8]: [Int]] = [:]
+      var start = 0
+      for k in entries.indices {
+        let n = Int(entries[k].count)
+        out[Array(termBytes[termRange(k)])] = positions[start..<start + n].map(Int.init)
+        start += n
+      }
+      return out
+    }
 
     struct Term {
       /// Where the term ends in ``termBytes``.
@@ -178,26 +195,26 @@ public final class TextSearchProjection: IndexBehindLog {
     } else {
       terms.addEquivalent(words, ends, titleWords: titleWords)
     }
-    var record = ByteWriter(capacity: 16 + docID.utf8.count + terms.bytes.count + ends.count * 2)
-    record.string(docID)
-    record.varint(ends.count)
-    record.varint(terms.entries.count)
+    // The record: the id, the length, and a hash of the terms with their positions (what the
+    // postings hold of the document), so that an unchanged page is known without reading them.
+    var content = ByteWriter(capacity: terms.bytes.count + ends.count * 2 + 16)
+    content.varint(ends.count)
     var start = 0
     for (k, entry) in terms.entries.enumerated() {
       let term = Int(k == 0 ? 0 : terms.entries[k - 1].end)..<Int(entry.end)
-      record.varint(term.count)
-      record.raw(terms.bytes[term])
-      record.varint(Int(entry.count))
-      var last = 0
-      for p in terms.positions[start..<start + Int(entry.count)] {
-        record.varint(Int(p) - last)
-        last = Int(p)
-      }
+      content.varint(term.count)
+      content.raw(terms.bytes[term])
+      content.varint(Int(entry.count))
+      for p in terms.positions[start..<start + Int(entry.count)] { content.varint(Int(p)) }
       start += Int(entry.count)
     }
+    var record = ByteWriter(capacity: 20 + docID.utf8.count)
+    record.string(docID)
+    record.varint(ends.count)
+    record.raw(Self.contentHash(content.bytes).bigEndianBytes)
     return Indexed(
       group: Self.groupKey(s.group), name: s.group, length: ends.count, termBytes: terms.bytes,
-      entries: terms.entries, record: record.bytes)
+      entries: terms.entries, positions: terms.positions, record: record.bytes)
   }
 
   /// Appends the terms of `text`'s words to `words`, and where each ends to `ends`; true when
@@ -323,6 +340,17 @@ public final class TextSearchProjection: IndexBehindLog {
     return ra.count - rb.count
   }
 
+  /// FNV-1a, 64 bits: the same in every process (a record written by one is compared by
+  /// another), enough to tell an edited page from an unchanged one.
+  static func contentHash(_ bytes: [UInt8]) -> UInt64 {
+    var h: UInt64 = 0xcbf2_9ce4_8422_2325
+    for b in bytes {
+      h ^= UInt64(b)
+      h = h &* 0x100_0000_01b3
+    }
+    return h
+  }
+
   /// Indexes document `docID` as its winning revision `winner` stands (or removes it: deleted,
   /// or not searched).
   public func update(
@@ -371,55 +399,8 @@ extension UInt32 {
   }
 }
 
-/// A `search.records` record read back: the id, the length and each term with how often it
-/// occurs (positions are skipped; ``positions(_:of:)`` reads them).
-struct SearchForward {
-  var docID: String
-  var length: Int
-  /// Each term with its number of positions, in the record's (byte) order.
-  var terms: [(term: [UInt8], count: Int)]
-
-  init(_ bytes: [UInt8]) throws {
-    var r = ByteReader(bytes)
-    docID = try r.string()
-    length = try r.int()
-    let count = try r.int()
-    terms = []
-    terms.reserveCapacity(count)
-    for _ in 0..<count {
-      let term = Array(try r.data())
-      let n = try r.int()
-      for _ in 0..<n { _ = try r.varint() }
-      terms.append((term, n))
-    }
-  }
-
-  /// The positions of `wanted`'s terms in the record (a term it does not have is left out).
-  static func positions(_ bytes: [UInt8], of wanted: Set<[UInt8]>) throws -> [[UInt8]: [Int]] {
-    var r = ByteReader(bytes)
-    _ = try r.data()
-    _ = try r.varint()
-    let count = try r.int()
-    var out: [[UInt8]: [Int]] = [:]
-    for _ in 0..<count {
-      let term = Array(try r.data())
-      let n = try r.int()
-      guard wanted.contains(term) else {
-        for _ in 0..<n { _ = try r.varint() }
-        continue
-      }
-      var positions: [Int] = []
-      var p = 0
-      for _ in 0..<n {
-        p += try r.int()
-        positions.append(p)
-      }
-      out[term] = positions
-      if out.count == wanted.count { break }
-    }
-    return out
-  }
-
+/// A `search.records` record read back: the document id, then its length.
+enum SearchForward {
   /// The document id alone.
   static func docID(_ bytes: [UInt8]) throws -> String {
     var r = ByteReader(bytes)
