@@ -467,6 +467,15 @@ public final class WriteTransaction: ReadTransaction {
     return try performWrite { try raw.delete(database.handle, key) }
   }
 
+  /// Removes every entry of `database` whose key starts with `prefix` (at least one byte), one
+  /// cursor walking them in key order: cheaper than a ``delete(_:in:)`` of each, which searches
+  /// from the root. Returns how many it removed.
+  @discardableResult
+  public func removeAll(withPrefix prefix: [UInt8], in database: Database) throws(LogError) -> Int {
+    try checkKey(prefix.count)
+    return try performWrite { try cursor(for: database.handle).deleteAll(withPrefix: prefix) }
+  }
+
   /// Removes every entry of `database` (to rebuild a projection, say).
   public func removeAll(in database: Database) throws(LogError) {
     try performWrite { try raw.clear(database.handle) }

@@ -265,6 +265,20 @@ import CLMDB
     try check(rc, "mdb_cursor_put")
   }
 
+  /// Deletes every entry whose key starts with `prefix`, walking them in order from the first
+  /// (after `mdb_cursor_del` the cursor stands on the entry that followed, which `MDB_NEXT`
+  /// then returns); returns how many.
+  func deleteAll(withPrefix prefix: [UInt8]) throws(LMDBError) -> Int {
+    var removed = 0
+    var entry = try unsafe get(.atOrAfter, key: prefix)
+    while let current = unsafe entry, unsafe current.key.starts(with: prefix) {
+      try deleteCurrent()
+      removed += 1
+      entry = try unsafe get(.next)
+    }
+    return removed
+  }
+
   /// Deletes the entry under the cursor.
   func deleteCurrent() throws(LMDBError) {
     unsafe try check(mdb_cursor_del(pointer, 0), "mdb_cursor_del")

@@ -722,10 +722,7 @@ struct SearchWrites {
           written += 4 + suffix.count + out.count
         }
       }
-      for (s, segment) in run.enumerated() {
-        let prefix = SearchKeys.u32(segment.id)
-        for row in sources[s] { _ = try txn.delete(prefix + row.suffix, in: db) }
-      }
+      for segment in run { try txn.removeAll(withPrefix: SearchKeys.u32(segment.id), in: db) }
     }
     for segment in run { _ = try txn.delete(SearchKeys.u32(segment.id), in: storage["segments"]) }
     // The dead documents of the range are in no segment any more.
