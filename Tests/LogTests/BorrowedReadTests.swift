@@ -261,3 +261,35 @@ import Testing
     #expect(rows.map(\.1) == [[3], [7], [9]])
   }
 }
+
+/// `removeAll(withPrefix:in:)`: one cursor removes a key range.
+@Suite struct RemovePrefixTests {
+  @Test("removeAll(withPrefix:) removes exactly the keys with the prefix, across many pages")
+  func removesTheRange() throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    let db = try log.database(named: "rows")
+    try log.write { txn throws in
+      for a in [UInt8(1), 2, 3] {
+        for n in 0..<3_000 {
+          try txn.put(
+            [UInt8](repeating: a, count: 40), forKey: [a] + UInt64(n).bigEndianBytes, in: db)
+        }
+      }
+      #expect(try txn.removeAll(withPrefix: [2], in: db) == 3_000)
+      #expect(try txn.removeAll(withPrefix: [9], in: db) == 0)
+      // The last range of the database, to its end.
+      #expect(try txn.removeAll(withPrefix: [3], in: db) == 3_000)
+    }
+    var keys: [[UInt8]] = []
+    try log.read { txn in
+      try txn.scan(db) { k, _ in
+        keys.append(k)
+        return true
+      }
+    }
+    #expect(keys.count == 3_000)
+    #expect(keys.allSatisfy { $0.first == 1 })
+    log.close()
+  }
+}
