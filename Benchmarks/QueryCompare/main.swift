@@ -2,6 +2,8 @@
 //
 //   QueryCompare DIR [--docs N] [--pages N] [--runs N] [--queries N] [--only index,find,search]
 //                    [--reuse]
+//   QueryCompare DIR --only search-growth [--batch N] [--batches N] [--queries N] [--plain]
+//                    [--tsv PATH] [--queries-out PATH] [--generate-only]
 //
 //   index   N documents (--docs, 1,000,000; ~200 bytes, `owner` one of N/100 values) created by
 //           _bulk_docs in calls of 1,000 into a store with the Mango projection, then a JSON
@@ -18,6 +20,18 @@
 //           and their snippets made ("search-two-words"); and two of the most common words
 //           ("search-two-common-words"); "-ranking-only" lines time the search without the
 //           page's titles and snippets. --reuse searches DIR/search as an earlier run left it.
+//   search-growth (issue 56; only when named in --only): --batches (6) batches of --batch
+//           (20,000) TouchWiki pages of 60 words (Zipf, s = 1, over 50,000 words) in 97 wikis,
+//           each batch written by _bulk_docs in calls of 1,000 and the index brought up to the
+//           log's end; per batch its time ("search-growth-batch <k> <pages> <seconds> <rate>"),
+//           the process's resident memory and the sizes of data.mdb and search/data.mdb. Then
+//           --queries (50, after 5 that warm up) queries of each class (a very common word, a
+//           rare one, two mid-rank words, a prefix, a phrase of a page), over the 97 wikis and
+//           over 3 of them, timed with and without their page of snippets. --plain writes the
+//           same documents without "type":"page" (nothing indexed; "search-growth-plain-*"
+//           lines) to tell the writes from the indexing. --tsv writes the pages ("id\twiki\ttext"
+//           lines) and --queries-out the queries, for Benchmarks/baselines/fts5_pages.c;
+//           --generate-only writes just those two files (scripts/compare-search).
 //
 // Lines are "<workload> <count> <seconds> <per_second>" like DocCompare's, then for the
 // timed-per-operation workloads "<workload>-ms median <m> p90 <p> max <x>".
@@ -45,7 +59,13 @@ let queryCount = option("--queries", 200)
 let only: Set<String>? = arguments.firstIndex(of: "--only").flatMap {
   $0 + 1 < arguments.count ? Set(arguments[$0 + 1].split(separator: ",").map(String.init)) : nil
 }
-func enabled(_ name: String) -> Bool { only?.contains(name) ?? true }
+/// The sections that run when `--only` is not given; the others run only when named.
+let defaultSections: Set<String> = ["index", "find", "search"]
+func enabled(_ name: String) -> Bool { only?.contains(name) ?? defaultSections.contains(name) }
+func stringOption(_ name: String) -> String? {
+  guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count else { return nil }
+  return arguments[i + 1]
+}
 
 func now() -> Double {
   var ts = timespec()
@@ -284,4 +304,225 @@ if enabled("search") {
   let common = (0..<25).map { k in "\(vocabulary[k % 5]) \(vocabulary[5 + k % 5])" }
   try run("search-two-common-words", common)
   store.close()
+}
+
+// MARK: Search growth (issue 56): indexing cost per page as the wiki grows, index size, queries
+
+/// The process's resident memory now and at its peak, in kB (/proc/self/status).
+func residentKB() -> (current: Int, peak: Int) {
+  guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else {
+    return (0, 0)
+  }
+  var current = 0
+  var peak = 0
+  for line in status.split(separator: "\n") {
+    let fields = line.split(whereSeparator: \.isWhitespace)
+    guard fields.count >= 2 else { continue }
+    if fields[0] == "VmRSS:" { current = Int(fields[1]) ?? 0 }
+    if fields[0] == "VmHWM:" { peak = Int(fields[1]) ?? 0 }
+  }
+  return (current, peak)
+}
+
+/// A file's size and the bytes it takes on disk (st_blocks × 512: LMDB's files may be sparse).
+func fileSizes(_ path: String) -> (bytes: Int, disk: Int) {
+  var st = stat()
+  guard stat(path, &st) == 0 else { return (0, 0) }
+  return (Int(st.st_size), Int(st.st_blocks) * 512)
+}
+
+if only?.contains("search-growth") ?? false {
+  let batchSize = option("--batch", 20_000)
+  let batchCount = option("--batches", 6)
+  let perClass = option("--queries", 50)
+  let plain = arguments.contains("--plain")
+  let generateOnly = arguments.contains("--generate-only")
+  let prefix = plain ? "search-growth-plain" : "search-growth"
+  let total = batchSize * batchCount
+  let wikiCount = 97
+  let wordsPerPage = 60
+
+  // 50,000 pronounceable words (one to four syllables), ranked; Zipf (s = 1) over the ranks.
+  let syllables = [
+    "ka", "lo", "mi", "ter", "an", "sur", "pel", "do", "ri", "ven", "ta", "gor", "ne", "shi", "bal",
+    "cu", "fen", "ro", "wi", "zan", "de", "mor", "it", "pla", "qua", "sen", "tol", "ux", "ber",
+    "ly",
+  ]
+  var vocabulary: [String] = []
+  var seen: Set<String> = []
+  var vr = Random(state: 7)
+  while vocabulary.count < 50_000 {
+    var w = ""
+    for _ in 0..<(1 + vr.below(4)) { w += syllables[vr.below(syllables.count)] }
+    if seen.insert(w).inserted { vocabulary.append(w) }
+  }
+  var cumulative: [Double] = []
+  var harmonic = 0.0
+  for rank in 1...vocabulary.count {
+    harmonic += 1 / Double(rank)
+    cumulative.append(harmonic)
+  }
+  /// A word's index in `vocabulary` (its rank − 1), drawn from the Zipf distribution.
+  func rank(_ r: inout Random) -> Int {
+    let x = r.unit() * harmonic
+    var lo = 0
+    var hi = cumulative.count - 1
+    while lo < hi {
+      let mid = (lo + hi) / 2
+      if cumulative[mid] < x { lo = mid + 1 } else { hi = mid }
+    }
+    return lo
+  }
+
+  // The pages whose text the phrase queries take two adjacent words of, chosen before the
+  // pages are made (the same in every variant and in --generate-only).
+  var qr = Random(state: 5_699)
+  let phrasePages = (0..<perClass + 5).map { _ in qr.below(max(1, total)) }
+  let phraseSet = Set(phrasePages)
+  var pageWords: [Int: [Int]] = [:]
+  var occurrences = [Int](repeating: 0, count: vocabulary.count)
+
+  let tsv = stringOption("--tsv").map { fopen($0, "w")! }
+  let store =
+    generateOnly
+    ? nil
+    : try openStore(
+      plain ? "search-growth-plain" : "search-growth", [],
+      indexes: [TextSearchProjection(schema: .wikiPages)], fresh: true)
+  let dir = base + "/" + (plain ? "search-growth-plain" : "search-growth")
+  let allWikis = (0..<wikiCount).map { "w\($0)" }
+  var pr = Random(state: 56)
+  var textBytes = 0
+  for batch in stride(from: 1, through: batchCount, by: 1) {
+    var writeSeconds = 0.0
+    let first = (batch - 1) * batchSize
+    for start in stride(from: first, to: first + batchSize, by: 1000) {
+      var s = #"{"docs":["#
+      for i in start..<min(first + batchSize, start + 1000) {
+        var text = ""
+        var sentence = 0
+        var ranks: [Int] = []
+        for n in 0..<wordsPerPage {
+          let k = rank(&pr)
+          ranks.append(k)
+          occurrences[k] += 1
+          let w = vocabulary[k]
+          text += sentence == 0 ? w.prefix(1).uppercased() + w.dropFirst() : w
+          sentence += 1
+          if n == wordsPerPage - 1 {
+            text += "."
+          } else if sentence > 8 + pr.below(8) {
+            text += ". "
+            sentence = 0
+          } else {
+            text += " "
+          }
+        }
+        if phraseSet.contains(i) { pageWords[i] = ranks }
+        textBytes += text.utf8.count
+        let wiki = "w\(i % wikiCount)"
+        if let tsv { fputs("\(wiki):Page \(i)\t\(wiki)\t\(text)\n", tsv) }
+        if i != start { s += "," }
+        let type = plain ? "" : #""type":"page","#
+        s += #"{"_id":"\#(wiki):Page \#(i)",\#(type)"wiki_id":"\#(wiki)","markdown":"\#(text)"}"#
+      }
+      s += "]}"
+      guard let store else { continue }
+      let t0 = now()
+      try write(store, s)
+      writeSeconds += now() - t0
+    }
+    guard let store else { continue }
+    // The index is up when a search has brought it to the log's end: the writes and the
+    // catch-up together are the batch's cost.
+    let caughtUp = now()
+    _ = try store.search(SearchQuery(vocabulary[0]), groups: allWikis)
+    let catchUp = now() - caughtUp
+    let seconds = writeSeconds + catchUp
+    print(
+      "\(prefix)-batch", batch, batchSize, String(format: "%.6f", seconds),
+      String(format: "%.0f", Double(batchSize) / seconds))
+    print(
+      "\(prefix)-batch-parts", batch, "write", String(format: "%.6f", writeSeconds), "catchup",
+      String(format: "%.6f", catchUp))
+    let memory = residentKB()
+    print("\(prefix)-rss", batch, "current_kb", memory.current, "peak_kb", memory.peak)
+    let index = fileSizes(dir + "/search/data.mdb")
+    let log = fileSizes(dir + "/data.mdb")
+    print(
+      "\(prefix)-size", batch, "search_bytes", index.bytes, "search_disk", index.disk,
+      "store_bytes", log.bytes, "store_disk", log.disk)
+    fflush(nil)
+  }
+  if let tsv { fclose(tsv) }
+  print("\(prefix)-text-bytes", total, textBytes)
+
+  // The queries, the same for wikilog and for the FTS5 baseline: five that warm up, then
+  // --queries of each class.
+  let n = perClass + 5
+  func midWord() -> String { vocabulary[20 + qr.below(1980)] }
+  var rare: [String] = []
+  while rare.count < n {
+    let k = 20_000 + qr.below(29_000)
+    if occurrences[k] > 0 { rare.append(vocabulary[k]) }
+  }
+  var prefixes: [String] = []
+  while prefixes.count < n {
+    let w = midWord()
+    if w.utf8.count > 3 { prefixes.append(String(w.prefix(3)) + "*") }
+  }
+  let classes: [(String, [String])] = [
+    ("common", (0..<n).map { vocabulary[$0 % 5] }),
+    ("rare", rare),
+    ("two", (0..<n).map { _ in "\(midWord()) \(midWord())" }),
+    ("prefix", prefixes),
+    (
+      "phrase",
+      phrasePages.map { page in
+        let words = pageWords[page] ?? [0, 0]
+        let at = qr.below(words.count - 1)
+        return "\"\(vocabulary[words[at]]) \(vocabulary[words[at + 1]])\""
+      }
+    ),
+  ]
+  let fewWikis = ["w5", "w42", "w77"]
+  if let path = stringOption("--queries-out") {
+    var out = "wikis\t" + fewWikis.joined(separator: ",") + "\n"
+    for (name, queries) in classes {
+      for q in queries { out += "\(name)\t\(q)\n" }
+    }
+    try out.write(toFile: path, atomically: true, encoding: .utf8)
+  }
+  if let store, !plain {
+    for (name, queries) in classes {
+      for (scope, groups) in [("all", allWikis), ("few", fewWikis)] {
+        var times: [Double] = []
+        var ranking: [Double] = []
+        var totals: [Int] = []
+        for (q, text) in queries.enumerated() {
+          let t0 = now()
+          let result = try store.search(SearchQuery(text), groups: groups)
+          let t1 = now()
+          let json = try store.searchJSON(result).serialized()
+          let dt = now() - t0
+          _ = json
+          guard q >= 5 else { continue }
+          times.append(dt)
+          ranking.append(t1 - t0)
+          totals.append(result.total)
+          print("\(prefix)-match", name, scope, q, result.total)
+        }
+        let label = "\(prefix)-\(name)-\(scope)"
+        reportTimes(label, times)
+        reportTimes(label + "-ranking-only", ranking)
+        let sorted = totals.sorted()
+        print(label + "-matches", "median", sorted[sorted.count / 2], "max", sorted.last ?? 0)
+      }
+    }
+  }
+  if let store {
+    let memory = residentKB()
+    print("\(prefix)-rss-end current_kb", memory.current, "peak_kb", memory.peak)
+    store.close()
+  }
 }
