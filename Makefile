@@ -3,7 +3,7 @@ SWIFT ?= swift
 DB ?=
 PORT ?=
 
-.PHONY: bootstrap build test serve bench compare compare-log fuzz docs clean
+.PHONY: bootstrap build test serve bench compare compare-search compare-log fuzz docs clean
 
 bootstrap:
 	@scripts/bootstrap
@@ -38,6 +38,12 @@ bench:
 # and writes it to docs/benchmarks.md (see there).
 compare:
 	scripts/compare
+
+# Issue 56: wikilog's full-text index as the wiki grows (pages/s per batch, index size, query
+# times) beside SQLite FTS5 on the same pages; BATCH, BATCHES, ROUNDS in the environment.
+# `scripts/compare-search --write` also puts its table into docs/benchmarks.md.
+compare-search:
+	scripts/compare-search
 
 # The log's workloads on wikilog and on a C program using liblmdb directly, with ratios.
 compare-log:
