@@ -139,8 +139,8 @@ import Testing
       return
     }
     #expect(e.position == 2)
-    // No one waits now: the next write drops the watch.
-    #expect(log.notifier.isWatching)
+    // No one waits now: the next write drops the watch. (It may be gone already: one commit
+    // writes the data file more than once, and a report after the waiter left drops it.)
     let second = try startWorker(["appendN", dir.path, "1"])
     #expect(second.waitFor(timeout: 30) { $0.contains { $0.hasPrefix("done") } })
     #expect(try await eventually(60) { !log.notifier.isWatching })
