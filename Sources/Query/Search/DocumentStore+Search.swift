@@ -176,22 +176,24 @@ extension DocumentStore {
       var termIndex: [[UInt8]: Int] = [:]
       var termNames: [String] = []
       var postings: [[(doc: UInt64, tf: Int)]] = []
+      // Positions are kept only for the words of phrases: per term (parallel to `postings`),
+      // where each posting's positions start in the term's arena.
+      var positionStarts: [[Int32]] = []
+      var positionArenas: [[Int32]] = []
       func add(_ term: [UInt8]) -> Int {
         if let i = termIndex[term] { return i }
         termIndex[term] = termNames.count
         termNames.append(String(decoding: term, as: UTF8.self))
         postings.append([])
+        positionStarts.append([])
+        positionArenas.append([])
         return termNames.count - 1
       }
       /// Appends a row's postings (the row of segment `segment`, group `gi`) to term `t`'s.
-      // Positions are kept only for the words of phrases: per term, where each posting's
-      // positions start in its arena.
       var phraseWords: Set<[UInt8]> = []
       for case .phrase(let words) in query.clauses {
         for w in words { phraseWords.insert(Array(w.utf8)) }
       }
-      var positionStarts: [Int: [Int32]] = [:]
-      var positionArenas: [Int: [Int32]] = [:]
       func decode(
         _ value: Span<UInt8>, _ segment: SearchSegment, _ gi: Int, into t: Int, positions: Bool
       ) {
@@ -204,12 +206,12 @@ extension DocumentStore {
           num += delta
           let isDead = dead.contains(num)
           if positions && !isDead {
-            positionStarts[t, default: []].append(Int32(positionArenas[t]?.count ?? 0))
+            positionStarts[t].append(Int32(positionArenas[t].count))
             var p: UInt64 = 0
             for _ in 0..<tf {
               guard let d = SearchKeys.varint(value, &i) else { return }
               p += d
-              positionArenas[t, default: []].append(Int32(truncatingIfNeeded: p))
+              positionArenas[t].append(Int32(truncatingIfNeeded: p))
             }
           } else {
             for _ in 0..<tf { guard SearchKeys.varint(value, &i) != nil else { return } }
@@ -316,9 +318,9 @@ extension DocumentStore {
       // Phrases: their words at consecutive positions.
       /// Term `t`'s positions in `doc` (a posting of it).
       func positions(_ t: Int, _ doc: UInt64) -> [Int32] {
-        guard let k = Self.index(postings[t], doc), let starts = positionStarts[t],
-          let arena = positionArenas[t], k < starts.count
-        else { return [] }
+        let starts = positionStarts[t]
+        let arena = positionArenas[t]
+        guard let k = Self.index(postings[t], doc), k < starts.count else { return [] }
         let end = k + 1 < starts.count ? Int(starts[k + 1]) : arena.count
         return Array(arena[Int(starts[k])..<end])
       }

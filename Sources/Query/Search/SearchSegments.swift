@@ -457,7 +457,9 @@ struct SearchWrites {
     }
   }
 
-  mutating func nextSegmentID(txn: WriteTransaction) throws -> UInt32 {
+  /// Takes the next segment id from the index's counter.
+  static func nextSegmentID(_ storage: ProjectionStorage, _ txn: WriteTransaction) throws -> UInt32
+  {
     let stored = try txn.get(SearchKeys.nextSegmentKey, in: storage["meta"])
     let id = stored.map { UInt32(truncatingIfNeeded: SearchKeys.readU64($0)) } ?? 0
     guard id < UInt32.max else {
@@ -480,7 +482,7 @@ struct SearchWrites {
     let live = records.count - killedNew
     var written = 0
     if live > 0 {
-      let id = try nextSegmentID(txn: txn)
+      let id = try Self.nextSegmentID(storage, txn)
       let segmentKey = SearchKeys.u32(id)
       var rank = [Int32](repeating: 0, count: groups.count)
       for (k, g) in groupOrder.enumerated() { rank[g] = Int32(k) }
@@ -654,7 +656,7 @@ struct SearchWrites {
     let lo = run.first!.lo
     let hi = run.last!.hi
     let dead = try DeadSet(storage, txn, from: lo, to: hi)
-    let id = try Self.mergeTarget(storage, txn)
+    let id = try Self.nextSegmentID(storage, txn)
     let target = SearchKeys.u32(id)
     var docs = 0
     for name in ["postings", "norms"] {
@@ -748,11 +750,6 @@ struct SearchWrites {
     let merged = SearchSegment(id: id, lo: lo, hi: hi, level: level, docs: docs, dead: 0)
     try txn.put(merged.value, forKey: target, in: storage["segments"])
     return merged
-  }
-
-  static func mergeTarget(_ storage: ProjectionStorage, _ txn: WriteTransaction) throws -> UInt32 {
-    var writes = SearchWrites(storage, work: nil)
-    return try writes.nextSegmentID(txn: txn)
   }
 
   /// Writes every segment with dead documents again without them: before the index's file is

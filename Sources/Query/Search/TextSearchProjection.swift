@@ -123,7 +123,7 @@ public final class TextSearchProjection: IndexBehindLog {
   public func mayIndex(_ docID: String) -> Bool { schema.mayIndex(docID) }
 
   /// A revision's group, length and terms (sorted by their bytes) with their frequencies, and
-  /// the `search.forward` record made of them, worked out off the writer thread. Flat arrays,
+  /// the `records` row made of them, worked out off the writer thread. Flat arrays,
   /// so that handing it to the writer costs no more than a few references.
   public struct Indexed: Sendable {
     /// ``TextSearchProjection/groupKey(_:)`` of ``name``.
