@@ -103,15 +103,16 @@ public final class IndexFollower: Sendable {
     }
     do {
       // Rows of another layout (``IndexBehindLog/layoutVersion``) are built again, from nothing.
-      if try Self.layout(of: opened, index) != index.layoutVersion {
+      var (layout, recorded) = try Self.layout(of: opened, index)
+      if layout != index.layoutVersion {
         opened.close()
         try? FileManager.default.removeItem(atPath: directory)
         opened = try EventLog(directory: directory, options: options)
+        recorded = false
       }
-      let state = try opened.database(named: index.name + ".state")
-      let stored = try opened.read { try $0.get(Self.layoutKey, in: state) }
-      let version = UInt64(index.layoutVersion).bigEndianBytes
-      if stored != version {
+      if !recorded {
+        let state = try opened.database(named: index.name + ".state")
+        let version = UInt64(index.layoutVersion).bigEndianBytes
         try opened.write { try $0.put(version, forKey: Self.layoutKey, in: state) }
       }
     } catch {
@@ -261,14 +262,16 @@ public final class IndexFollower: Sendable {
 
   /// The layout version of the rows in the index environment `env`: the one it records, or 1
   /// for one that records none but has rows (written before versions were recorded), or the
-  /// index's own for an empty one.
-  static func layout(of env: EventLog, _ index: any IndexBehindLog) throws -> Int {
+  /// index's own for an empty one; and whether it was recorded.
+  static func layout(of env: EventLog, _ index: any IndexBehindLog) throws -> (
+    version: Int, recorded: Bool
+  ) {
     let state = try env.database(named: index.name + ".state")
     return try env.read { txn in
       if let stored = try txn.get(layoutKey, in: state) {
-        return Int(truncatingIfNeeded: UInt64(bigEndianArray: stored) ?? 0)
+        return (Int(truncatingIfNeeded: UInt64(bigEndianArray: stored) ?? 0), true)
       }
-      return try checkpoint(txn, state) > 0 ? 1 : index.layoutVersion
+      return (try checkpoint(txn, state) > 0 ? 1 : index.layoutVersion, false)
     }
   }
 
