@@ -203,36 +203,10 @@ if enabled("index") || enabled("find") {
 // MARK: Full-text search: two-word queries over 2 KB pages
 
 if enabled("search") {
-  // 20,000 pronounceable words, ranked; Zipf (s = 1) over the ranks.
-  let syllables = [
-    "ka", "lo", "mi", "ter", "an", "sur", "pel", "do", "ri", "ven", "ta", "gor", "ne", "shi", "bal",
-    "cu", "fen", "ro", "wi", "zan", "de", "mor", "it", "pla", "qua", "sen", "tol", "ux", "ber",
-    "ly",
-  ]
-  var vocabulary: [String] = []
-  var seen: Set<String> = []
+  // 20,000 pronounceable words (one to three syllables), ranked; Zipf (s = 1) over the ranks.
   var r = Random(state: 7)
-  while vocabulary.count < 20_000 {
-    var w = ""
-    for _ in 0..<(1 + r.below(3)) { w += syllables[r.below(syllables.count)] }
-    if seen.insert(w).inserted { vocabulary.append(w) }
-  }
-  var cumulative: [Double] = []
-  var total = 0.0
-  for rank in 1...vocabulary.count {
-    total += 1 / Double(rank)
-    cumulative.append(total)
-  }
-  func word(_ r: inout Random) -> String {
-    let x = r.unit() * total
-    var lo = 0
-    var hi = cumulative.count - 1
-    while lo < hi {
-      let mid = (lo + hi) / 2
-      if cumulative[mid] < x { lo = mid + 1 } else { hi = mid }
-    }
-    return vocabulary[lo]
-  }
+  let vocabulary = ZipfVocabulary(count: 20_000, maxSyllables: 3, &r)
+  func word(_ r: inout Random) -> String { vocabulary.word(&r) }
   let reuse =
     arguments.contains("--reuse") && FileManager.default.fileExists(atPath: base + "/search")
   // The search index follows the log (an index behind it, as `wikilog serve` keeps it).
@@ -343,36 +317,9 @@ if only?.contains("search-growth") ?? false {
   let wordsPerPage = 60
 
   // 50,000 pronounceable words (one to four syllables), ranked; Zipf (s = 1) over the ranks.
-  let syllables = [
-    "ka", "lo", "mi", "ter", "an", "sur", "pel", "do", "ri", "ven", "ta", "gor", "ne", "shi", "bal",
-    "cu", "fen", "ro", "wi", "zan", "de", "mor", "it", "pla", "qua", "sen", "tol", "ux", "ber",
-    "ly",
-  ]
-  var vocabulary: [String] = []
-  var seen: Set<String> = []
   var vr = Random(state: 7)
-  while vocabulary.count < 50_000 {
-    var w = ""
-    for _ in 0..<(1 + vr.below(4)) { w += syllables[vr.below(syllables.count)] }
-    if seen.insert(w).inserted { vocabulary.append(w) }
-  }
-  var cumulative: [Double] = []
-  var harmonic = 0.0
-  for rank in 1...vocabulary.count {
-    harmonic += 1 / Double(rank)
-    cumulative.append(harmonic)
-  }
-  /// A word's index in `vocabulary` (its rank − 1), drawn from the Zipf distribution.
-  func rank(_ r: inout Random) -> Int {
-    let x = r.unit() * harmonic
-    var lo = 0
-    var hi = cumulative.count - 1
-    while lo < hi {
-      let mid = (lo + hi) / 2
-      if cumulative[mid] < x { lo = mid + 1 } else { hi = mid }
-    }
-    return lo
-  }
+  let vocabulary = ZipfVocabulary(count: 50_000, maxSyllables: 4, &vr)
+  func rank(_ r: inout Random) -> Int { vocabulary.rank(&r) }
 
   // The pages whose text the phrase queries take two adjacent words of, chosen before the
   // pages are made (the same in every variant and in --generate-only).
