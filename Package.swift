@@ -13,7 +13,8 @@ let swiftSettings: [SwiftSetting] = [
 /// What the server's and the replicator's tests use (CouchAPITests, ReplicationTests).
 let serverTestDependencies: [Target.Dependency] = [
   "Formats",
-  "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON", "RevTree", "Log", "Wiki",
+  "CouchAPI", "CouchQuery", "CouchReplicator", "Replication", "Projections", "Query", "JSON",
+  "RevTree", "Log", "Wiki",
   "TestSupport",
   "Auth", "CouchTestSupport",
   .product(name: "Crypto", package: "swift-crypto"),
@@ -44,6 +45,7 @@ let package = Package(
     .library(name: "Replication", targets: ["Replication"]),
     .library(name: "CouchAPI", targets: ["CouchAPI"]),
     .library(name: "CouchQuery", targets: ["CouchQuery"]),
+    .library(name: "CouchReplicator", targets: ["CouchReplicator"]),
     .library(name: "Auth", targets: ["Auth"]),
     .library(name: "WikiMarkdown", targets: ["WikiMarkdown"]),
     .library(name: "WikiApp", targets: ["WikiApp"]),
@@ -165,7 +167,7 @@ let package = Package(
       name: "CouchAPI",
       dependencies: [
         "Formats",
-        "Auth", "Projections", "Replication", "JSON", "RevTree", "Log",
+        "Auth", "Projections", "JSON", "RevTree", "Log",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
         .product(name: "Logging", package: "swift-log"),
@@ -184,9 +186,21 @@ let package = Package(
     .target(
       name: "CouchQuery",
       dependencies: [
-        "Formats", "CouchAPI", "Query", "Projections", "JSON", "Log", "Replication", "RevTree",
+        "Formats", "CouchAPI", "Query", "Projections", "JSON", "Log", "RevTree",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "NIOCore", package: "swift-nio"),
+      ],
+      swiftSettings: swiftSettings + [.strictMemorySafety()]
+    ),
+    // The replicator's endpoints and the `_replicator` database, a feature of CouchAPI's server.
+    .target(
+      name: "CouchReplicator",
+      dependencies: [
+        "Formats", "CouchAPI", "Replication", "Projections", "JSON", "RevTree",
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
       ],
       swiftSettings: swiftSettings + [.strictMemorySafety()]
@@ -209,8 +223,8 @@ let package = Package(
       name: "WikiApp",
       dependencies: [
         "Formats",
-        "Auth", "CouchAPI", "CouchQuery", "JSON", "Log", "Projections", "Query", "Replication",
-        "RevTree",
+        "Auth", "CouchAPI", "CouchQuery", "CouchReplicator", "JSON", "Log", "Projections", "Query",
+        "Replication", "RevTree",
         "Wiki", "WikiMarkdown",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -241,8 +255,8 @@ let package = Package(
       name: "wikilog",
       dependencies: [
         "Formats",
-        "Auth", "CouchAPI", "CouchQuery", "JSON", "Log", "Projections", "Query", "RevTree",
-        "Replication",
+        "Auth", "CouchAPI", "CouchQuery", "CouchReplicator", "JSON", "Log", "Projections", "Query",
+        "RevTree", "Replication",
         "Wiki", "WikiApp", "JSSandbox",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Hummingbird", package: "hummingbird"),
@@ -330,7 +344,9 @@ let package = Package(
       name: "WikiAppTests",
       dependencies: [
         "Formats",
-        "WikiApp", "Auth", "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON",
+        "WikiApp", "Auth", "CouchAPI", "CouchQuery", "CouchReplicator", "Replication",
+        "Projections",
+        "Query", "JSON",
         "Log", "Wiki",
         "TestSupport",
         "wikilog",
@@ -346,8 +362,8 @@ let package = Package(
       name: "CouchTestSupport",
       dependencies: [
         "Formats",
-        "CouchAPI", "CouchQuery", "Replication", "Projections", "Query", "JSON", "Log", "Wiki",
-        "Auth",
+        "CouchAPI", "CouchQuery", "CouchReplicator", "Replication", "Projections", "Query", "JSON",
+        "Log", "Wiki", "Auth",
         "TestSupport",
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HummingbirdTesting", package: "hummingbird"),

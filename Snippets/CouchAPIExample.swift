@@ -1,5 +1,6 @@
 // CouchDB's HTTP API, answered in process (the same server `wikilog serve` runs on a port).
 import CouchAPI
+import CouchReplicator
 import Foundation
 import Logging
 import Projections

@@ -1,6 +1,7 @@
 // The replicator between two data directories (over HTTP, an `HTTPTransport` takes the place
 // of the in-process transports used here).
 import CouchAPI
+import CouchReplicator
 import Foundation
 import Logging
 import Projections

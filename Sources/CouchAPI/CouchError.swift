@@ -1,10 +1,10 @@
+import Formats
 import HTTPTypes
 public import Hummingbird
 public import JSON
 import Log
 import NIOCore
 public import Projections
-import Replication
 import RevTree
 
 /// An HTTP error in CouchDB's shape: `{"error": name, "reason": text}` with CouchDB's status.
@@ -32,7 +32,7 @@ public struct CouchError: Error, Sendable, Hashable, HTTPResponseError {
     self.statusCode = status
   }
 
-  /// A failed replication as CouchDB answers it (`ReplicatorError.answer`).
+  /// An error given as CouchDB answers it (a failed replication's `ReplicatorError.answer`).
   public init(_ answer: (error: String, reason: String, status: Int)) {
     self.init(answer.error, answer.reason, status: answer.status)
   }
@@ -123,7 +123,7 @@ extension PercentDecoding {
     do {
       return try decode(text, plusIsSpace: plusIsSpace)
     } catch {
-      throw CouchError(error)
+      throw CouchError.badRequest(error.reason)
     }
   }
 }

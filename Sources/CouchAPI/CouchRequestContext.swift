@@ -1,4 +1,5 @@
 public import Hummingbird
+public import Logging
 import NIOCore
 
 /// The request context of ``CouchServer``: Hummingbird's core storage plus the peer's address,
@@ -20,5 +21,18 @@ public struct CouchRequestContext: RequestContext {
       guard let ip = address.ipAddress, let port = address.port else { return nil }
       return (ip.contains(":") ? "[\(ip)]" : ip) + ":\(port)"
     }
+  }
+}
+
+extension CouchRequestContext {
+  /// A context for a request made inside the process (CouchReplicator's `LocalTransport`): no peer address.
+  public init(local logger: Logger) {
+    coreContext = CoreRequestContextStorage(source: LocalSource(logger: logger))
+    peerAddress = nil
+    localAddress = nil
+  }
+
+  struct LocalSource: RequestContextSource {
+    let logger: Logger
   }
 }

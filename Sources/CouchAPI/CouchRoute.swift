@@ -1,4 +1,4 @@
-import Replication
+import Formats
 
 /// Where a request goes, from its raw (still percent-encoded) path.
 ///
@@ -22,12 +22,12 @@ indirect enum CouchRoute: Equatable, Sendable {
   case uuids
   /// `GET /_membership`: this one node.
   case membership
-  /// `/_active_tasks`: the Mango index builds and the replications under way.
+  /// `/_active_tasks`: the index builds, and what the features list (the replications).
   case activeTasks
-  /// `/_replicate`, `/_scheduler/jobs[/{id}]`, `/_scheduler/docs[/_replicator[/{docid}]]`.
-  case replicate
-  case schedulerJobs(String?)
-  case schedulerDocs(String?)
+  /// An endpoint at the root a feature contributes (``CouchFeature/Instance/serverEndpoints``:
+  /// the replicator's `/_replicate` and `/_scheduler/...`), by its index in the server's list,
+  /// with what its pattern matched.
+  case serverFeature(endpoint: Int, parameters: [String: String], rest: [String])
   /// `GET /_node/{node}`: the node's name.
   case node(String)
   /// `/_node/{node}/_stats` and below it (`path`: the segments after `_stats`).
@@ -69,8 +69,8 @@ indirect enum CouchRoute: Equatable, Sendable {
   /// The server's own endpoints (not a database's), as keys of
   /// ``CouchServer/serverEndpoints``.
   enum ServerEndpoint: Sendable, CaseIterable {
-    case root, session, allDatabases, databasesInfo, up, uuids, replicate, activeTasks
-    case schedulerJobs, schedulerDocs, node, nodeStats, membership, prometheus, config
+    case root, session, allDatabases, databasesInfo, up, uuids, activeTasks
+    case node, nodeStats, membership, prometheus, config
   }
 
   /// The server endpoint this route is, nil for a database's route.
@@ -82,10 +82,7 @@ indirect enum CouchRoute: Equatable, Sendable {
     case .databasesInfo: .databasesInfo
     case .up: .up
     case .uuids: .uuids
-    case .replicate: .replicate
     case .activeTasks: .activeTasks
-    case .schedulerJobs: .schedulerJobs
-    case .schedulerDocs: .schedulerDocs
     case .node: .node
     case .nodeStats: .nodeStats
     case .prometheus: .prometheus
@@ -135,21 +132,37 @@ indirect enum CouchRoute: Equatable, Sendable {
   }
 
   /// Parses a path such as `/wiki/_local/abc%2Fdef`; the paths below a database that one of
-  /// `endpoints` matches (the server's features') are theirs, before any built-in route.
-  static func parse(_ path: String, endpoints: [CouchAPI.DatabaseEndpoint] = []) throws(CouchError)
-    -> CouchRoute
-  {
+  /// `endpoints` matches, and the paths from the root one of `serverEndpoints` matches (the
+  /// server's features'), are theirs, before any built-in route.
+  static func parse(
+    _ path: String, endpoints: [CouchAPI.DatabaseEndpoint] = [],
+    serverEndpoints: [CouchAPI.ServerEndpoint] = []
+  ) throws(CouchError) -> CouchRoute {
     var segments: [String] = []
     for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
       segments.append(try PercentDecoding.decoded(raw))
     }
-    return parse(segments: segments, endpoints: endpoints)
+    return parse(segments: segments, endpoints: endpoints, serverEndpoints: serverEndpoints)
   }
 
-  /// ``parse(_:endpoints:)`` of the percent-decoded segments.
-  static func parse(segments: [String], endpoints: [CouchAPI.DatabaseEndpoint]) -> CouchRoute {
+  /// ``parse(_:endpoints:serverEndpoints:)`` of the percent-decoded segments.
+  static func parse(
+    segments: [String], endpoints: [CouchAPI.DatabaseEndpoint],
+    serverEndpoints: [CouchAPI.ServerEndpoint] = []
+  ) -> CouchRoute {
     guard let first = segments.first else { return .root }
     let rest = Array(segments.dropFirst())
+    if first.hasPrefix("_") {
+      for (index, endpoint) in serverEndpoints.enumerated() {
+        if let (parameters, remaining) = endpoint.match(segments) {
+          return .serverFeature(endpoint: index, parameters: parameters, rest: remaining)
+        }
+      }
+      // A feature's path with segments none of its patterns takes.
+      if serverEndpoints.contains(where: { $0.path.first == .literal(first) }) {
+        return .unserved(.notFound())
+      }
+    }
     if let route = serverRoute(first, rest) { return route }
     let db = first
     guard let head = rest.first else { return .database(db) }
@@ -219,21 +232,7 @@ indirect enum CouchRoute: Equatable, Sendable {
     case "_active_tasks": return only(.activeTasks)
     case "_uuids": return only(.uuids)
     case "_node": return nodeRoute(rest)
-    case "_replicate": return only(.replicate)
     case "_global_changes": return .globalChanges
-    case "_scheduler":
-      if rest.first == "jobs" && rest.count <= 2 { return .schedulerJobs(rest.dropFirst().first) }
-      if rest.first == "docs" {
-        // `/_scheduler/docs`, `/_scheduler/docs/_replicator` and a document of it; other
-        // replicator databases (`{prefix}/_replicator`) do not exist here.
-        switch rest.count {
-        case 1: return .schedulerDocs(nil)
-        case 2 where rest[1] == "_replicator": return .schedulerDocs(nil)
-        case 3 where rest[1] == "_replicator": return .schedulerDocs(rest[2])
-        default: return .unserved(.badRequest("Invalid path"))
-        }
-      }
-      return .unserved(.notFound())
     case "favicon.ico": return .unserved(.notFound("wikilog serves no favicon.ico"))
     default:
       guard let feature = unservedServerFeatures[first] else { return nil }
@@ -248,7 +247,9 @@ indirect enum CouchRoute: Equatable, Sendable {
     "_db_updates": "the feed of database updates (/_db_updates)",
     "_nouveau_analyze": "full-text search (/_nouveau_analyze)",
     "_reload_query_servers": "query servers (/_reload_query_servers)",
+    "_replicate": "replication on this server (/_replicate: it has no replicator feature)",
     "_reshard": "resharding (/_reshard)",
+    "_scheduler": "the replication scheduler (/_scheduler: it has no replicator feature)",
     "_search_analyze": "full-text search (/_search_analyze)",
     "_utils": "Fauxton, the web interface at /_utils,",
   ]

@@ -4,7 +4,6 @@ public import Hummingbird
 public import JSON
 import Log
 public import Projections
-import Replication
 
 /// Who makes a request: the signed-in user (CouchDB's `userCtx`), the actor their writes are
 /// recorded under, and a refreshed session cookie to send back.
@@ -33,6 +32,8 @@ public struct DatabaseAccess: Sendable {
   public let security: SecurityObject
   /// Per-document rules (the wiki's membership); nil for a plain database.
   public let rules: (any DocumentAccess)?
+  /// How the database is served when it is a system database (``SystemDatabasePolicy``).
+  public let policy: SystemDatabasePolicy?
 
   public var isServerAdmin: Bool { user.isAdmin }
   public var isAdmin: Bool { security.isAdmin(user) }
@@ -62,24 +63,34 @@ public struct DatabaseAccess: Sendable {
     return rights >= .member
   }
 
-  /// `doc` as the caller may see it: in `_replicator`, another user's document without its
-  /// credentials (``ReplicatorOwnership/shown(_:access:)``); elsewhere as it is.
+  /// Whether documents are shown as stored (no ``SystemDatabasePolicy/shown`` of a system
+  /// database changes them).
+  public var showsAsStored: Bool { policy?.shown == nil }
+
+  /// Whether bodies are stored as sent (no ``SystemDatabasePolicy/owned`` changes them).
+  public var storesAsSent: Bool { policy?.owned == nil }
+
+  /// `doc` as the caller may see it: by the system database's policy (in `_replicator`,
+  /// another user's document without its credentials); elsewhere as it is.
   public func shown(_ doc: JSONValue, madeUpRev: Bool = true) -> JSONValue {
-    guard name == ReplicatorDocuments.databaseName else { return doc }
-    return ReplicatorOwnership.shown(doc, access: self, madeUpRev: madeUpRev)
+    guard let shown = policy?.shown else { return doc }
+    return shown(doc, self, madeUpRev)
   }
 
-  /// The body of a write to `docID` with its `owner` set, in `_replicator`
-  /// (``ReplicatorOwnership/owned(_:id:access:)``); elsewhere as it is.
+  /// The body of a write to `docID` as the system database's policy stores it (in
+  /// `_replicator`, with its `owner` set); elsewhere as it is. A body that is not a JSON
+  /// object is left as it is (the write then fails on its own).
   public func owned(_ body: [UInt8], id: String?) throws -> [UInt8] {
-    guard name == ReplicatorDocuments.databaseName else { return body }
-    return try ReplicatorOwnership.owned(body, id: id, access: self)
+    guard let owned = policy?.owned else { return body }
+    guard case .object(let object)? = try? JSONValue(parsing: body) else { return body }
+    let docID = id ?? object["_id"]?.stringValue ?? ""
+    return JSONValue.object(try owned(object, docID, self)).serialized()
   }
 
   /// ``owned(_:id:)`` for a parsed document.
   public func owned(_ object: JSONObject, id: String) throws -> JSONObject {
-    guard name == ReplicatorDocuments.databaseName else { return object }
-    return try ReplicatorOwnership.owned(object, id: id, access: self)
+    guard let owned = policy?.owned else { return object }
+    return try owned(object, id, self)
   }
 
   /// Throws 404 `not_found` (as for a document that does not exist) unless the caller may
@@ -94,9 +105,7 @@ public struct DatabaseAccess: Sendable {
     _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
   ) throws {
     try security.checkDesignWrite(write.docID, by: user)
-    if name == ReplicatorDocuments.databaseName {
-      try ReplicatorOwnership.checkWrite(write.docID, body: write.body, access: self, store: store)
-    }
+    if let check = policy?.checkWrite { try check(write.docID, write.body, self, store) }
     guard let rules, !user.isAdmin else { return }
     do {
       try store.read { txn in
@@ -175,10 +184,10 @@ extension CouchServer {
     let access = DatabaseAccess(
       name: name, user: caller.user,
       security: caller.user.isAdmin ? .empty : try securityCache.security(of: store),
-      rules: dataDirectory.access(of: name))
+      rules: dataDirectory.access(of: name), policy: systemPolicies[name])
     if access.isServerAdmin { return access }
-    if name == UserStore.databaseName {
-      // `_users`: each user reaches their own document only (``usersDocumentAccess``).
+    if access.policy?.admitsEveryone == true {
+      // `_users`: each user reaches their own document only (its policy's gate).
       return access
     }
     if access.isMember { return access }
@@ -227,20 +236,6 @@ extension CouchServer {
   }
 
   // MARK: _users
-
-  /// What a user who is not a server administrator may do in `_users`: read, write and delete
-  /// their own `org.couchdb.user:NAME` document, without changing its roles. Everything else
-  /// of the database (listings, feeds, other users) is refused.
-  func usersDocumentAccess(_ id: String, caller: Caller) throws {
-    guard let name = caller.user.name else {
-      throw CouchError(
-        "unauthorized", "You are not authorized to access this db.", status: 401)
-    }
-    guard id == UserStore.documentID(of: name) else {
-      // Another user's document: as if it did not exist.
-      throw StoreError.notFound("missing")
-    }
-  }
 
   /// Refuses, for a user who is not a server administrator, what could change their roles:
   /// a body whose roles differ from the winner's, a replicated revision (`new_edits=false`,

@@ -6,7 +6,6 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
-import Replication
 import RevTree
 
 extension CouchServer {

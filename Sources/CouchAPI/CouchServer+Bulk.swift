@@ -4,7 +4,6 @@ import Hummingbird
 import JSON
 import Log
 import Projections
-import Replication
 import RevTree
 
 extension CouchServer {
@@ -97,9 +96,10 @@ extension CouchServer {
         do { try Partitions.validate(documentID: id) } catch { throw CouchError(error) }
       }
     }
-    if access.name == ReplicatorDocuments.databaseName {
-      // `_replicator`: each document gets its owner, and one that belongs to another user
-      // fails the whole request, as CouchDB's `before_doc_update` does in `fabric_doc_update`.
+    if !access.storesAsSent {
+      // A system database's policy (`_replicator`: each document gets its owner, and one
+      // that belongs to another user fails the whole request, as CouchDB's
+      // `before_doc_update` does in `fabric_doc_update`).
       docs = try docs.map { (doc: JSONValue) throws -> JSONValue in
         guard case .object(let object) = doc else { return doc }
         let id = object["_id"]?.stringValue ?? ""
@@ -304,7 +304,7 @@ extension CouchServer {
     _ store: DocumentStore, _ item: JSONValue, options: GetOptions, access: DatabaseAccess,
     txn: ReadTransaction, into bytes: inout [UInt8]
   ) -> Bool {
-    guard access.name != ReplicatorDocuments.databaseName, let object = item.objectValue,
+    guard access.showsAsStored, let object = item.objectValue,
       let id = object["id"]?.stringValue, let rev = object["rev"]?.stringValue
     else { return false }
     var options = options

@@ -3,7 +3,6 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import Projections
-import Replication
 import Synchronization
 
 #if canImport(FoundationEssentials)
@@ -157,16 +156,22 @@ extension CouchServer {
       "timeout": Setting(read: { $0.options.authenticator.map { String($0.sessions.timeout) } }),
       "iterations": Setting(read: { _ in String(Password.iterations) }),
     ],
-    "replicator": [
-      "max_jobs": Setting(read: { String($0.options.replicator.maxJobs) }),
-      "max_churn": Setting(read: { String($0.options.replicator.maxChurn) }),
-      "max_history": Setting(read: { String($0.options.replicator.maxHistory) }),
-    ],
     "vendor": [
       "name": Setting(read: { _ in "wikilog" }),
       "version": Setting(read: { _ in CouchServer.version }),
     ],
   ]
+
+  /// ``settings`` with the features' read-only ones (the replicator's `[replicator]`).
+  var allSettings: [String: [String: Setting]] {
+    var all = Self.settings
+    for feature in featureInstances {
+      for (section, keys) in feature.configuration {
+        for (key, read) in keys { all[section, default: [:]][key] = Setting(read: { _ in read() }) }
+      }
+    }
+    return all
+  }
 
   /// A positive integer setting of ``ServerSettings``, which `initial` gave its first value.
   static func integer(
@@ -192,7 +197,7 @@ extension CouchServer {
   /// CouchDB shows them, hashed).
   func configSections() -> [String: [(String, String)]] {
     var sections: [String: [(String, String)]] = [:]
-    for (section, keys) in Self.settings {
+    for (section, keys) in allSettings {
       for (key, setting) in keys.sorted(by: { $0.key < $1.key }) {
         if let value = setting.read(self) { sections[section, default: []].append((key, value)) }
       }
@@ -263,7 +268,7 @@ extension CouchServer {
           }
           return text(current ?? "")
         }
-        guard let setting = Self.settings[section]?[key] else {
+        guard let setting = allSettings[section]?[key] else {
           throw CouchError.badRequest("wikilog has no setting \(section)/\(key)")
         }
         guard let write = setting.write else {
@@ -279,7 +284,7 @@ extension CouchServer {
         }
         if section != "admins" {
           // Back to the value the server started with.
-          guard let setting = Self.settings[section]?[key], let write = setting.write,
+          guard let setting = allSettings[section]?[key], let write = setting.write,
             let initial = setting.initial
           else {
             throw CouchError.badRequest(

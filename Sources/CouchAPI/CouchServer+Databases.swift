@@ -1,11 +1,11 @@
 import Auth
+import Formats
 import HTTPTypes
 import Hummingbird
 import JSON
 import Log
 import Logging
 import Projections
-import Replication
 import RevTree
 
 #if canImport(FoundationEssentials)
@@ -169,7 +169,7 @@ extension CouchServer {
     }
     let shards = query["q"].flatMap { Int($0) } ?? 1
     let partitioned = query["partitioned"] == "true"
-    if partitioned && (name == UserStore.databaseName || name == ReplicatorDocuments.databaseName) {
+    if partitioned && (systemPolicies[name] != nil || dataDirectory.systemDatabases[name] != nil) {
       throw CouchError.badRequest("Cannot partition a system database")
     }
     let actor = caller.actor

@@ -5,7 +5,6 @@ import Hummingbird
 import JSON
 import NIOCore
 import Projections
-import Replication
 import RevTree
 
 extension CouchServer {

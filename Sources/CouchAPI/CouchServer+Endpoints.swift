@@ -2,7 +2,6 @@ import HTTPTypes
 import Hummingbird
 import JSON
 import Projections
-import Replication
 
 /// The database endpoints (`/{db}/_all_docs`, `/{db}/_bulk_docs`, ...) as a table: for each,
 /// who may call it, with which methods, how its query's errors are named, and its handler.
@@ -143,14 +142,12 @@ extension CouchServer {
   }
 }
 
-/// The server's own endpoints (`/`, `/_all_dbs`, `/_active_tasks`, `/_scheduler/...`, ...) as a
+/// The server's own endpoints (`/`, `/_all_dbs`, `/_active_tasks`, `/_node/...`, ...) as a
 /// table: the methods each answers (checked first, `405` with `Allow`), then who may call it,
 /// then its handler.
 struct ServerEndpointRule: Sendable {
   enum Role: Sendable {
     case anyone
-    /// A signed-in user (CouchDB 3.4's `require_authenticated_user` for `_replicate`: `401`).
-    case signedIn
     /// A server administrator (`401 You are not a server admin.`).
     case serverAdmin
   }
@@ -198,25 +195,11 @@ extension CouchServer {
       return CouchResponse.json(
         .object(JSONObject(["all_nodes": nodes, "cluster_nodes": nodes])), includeBody: !c.head)
     },
-    .replicate: ServerRule(methods: [.post], role: .signedIn) { c in
-      try await c.server.replicate(c.request, caller: c.caller)
-    },
     .activeTasks: ServerRule(role: .serverAdmin) { c in
       let tasks =
         (c.server.activeTasks().arrayValue ?? [])
-        + (c.server.replications.activeTasks().arrayValue ?? [])
+        + c.server.featureInstances.flatMap { $0.activeTasks() }
       return CouchResponse.json(.array(tasks), includeBody: !c.head)
-    },
-    .schedulerJobs: ServerRule(role: .serverAdmin) { c in
-      guard case .schedulerJobs(let id) = c.route else { throw CouchError.notFound() }
-      let jobs = try c.server.replications.schedulerJobs(
-        id, skip: try c.query.int("skip") ?? 0, limit: try c.query.int("limit") ?? 100)
-      return CouchResponse.json(jobs, includeBody: !c.head)
-    },
-    .schedulerDocs: ServerRule(role: .serverAdmin) { c in
-      guard case .schedulerDocs(let id) = c.route else { throw CouchError.notFound() }
-      return CouchResponse.json(
-        try await c.server.schedulerDocs(id, query: c.query), includeBody: !c.head)
     },
     .node: ServerRule { c in
       guard case .node(let node) = c.route else { throw CouchError.notFound() }
@@ -245,10 +228,6 @@ extension CouchServer {
     if let methods = rule.methods { try allow(call.request.method, methods) }
     switch rule.role {
     case .anyone: break
-    case .signedIn:
-      if call.caller.user.name == nil && !call.caller.user.isAdmin {
-        throw CouchError("unauthorized", "You are not an authenticated user", status: 401)
-      }
     case .serverAdmin: try requireServerAdmin(call.caller)
     }
     return try await rule.handler(call)

@@ -2,7 +2,6 @@ import Hummingbird
 import JSON
 import Log
 import Projections
-import Replication
 import RevTree
 
 #if canImport(FoundationEssentials)
@@ -99,13 +98,12 @@ extension CouchServer {
   /// text exposition format, under CouchDB's metric names where CouchDB has the same metric
   /// (`couchdb_uptime_seconds`, `couchdb_database_writes_total`, `couchdb_open_databases_total`,
   /// `couchdb_httpd_request_methods`, `couchdb_httpd_status_codes`), and wikilog's own beside
-  /// them (`wikilog_…`: commits, group commit, feeds waiting, index builds, replication jobs).
+  /// them (`wikilog_…`: commits, group commit, feeds waiting, index builds; and the features', such as the replication jobs).
   func prometheus(node: String, head: Bool) throws -> Response {
     _ = try Self.checkedNodeName(node)
     let (open, total) = openStatistics()
     let feeds = hubs.counts
     let http = metrics.snapshot
-    let jobs = replications.counts
     var text = ""
     func metric(
       _ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: Int)]
@@ -149,10 +147,9 @@ extension CouchServer {
     metric(
       "wikilog_index_builds", "gauge", "index builds under way (as _active_tasks lists them)",
       [("", dataDirectory.state.indexTasks.running.count)])
-    metric("wikilog_replication_jobs", "gauge", "replication jobs", [("", jobs.jobs)])
-    metric(
-      "wikilog_replication_jobs_running", "gauge", "replication jobs running now",
-      [("", jobs.running)])
+    for feature in featureInstances {
+      for m in feature.metrics() { metric(m.name, m.type, m.help, m.samples) }
+    }
     var fields = HTTPFields()
     fields[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
     fields[.cacheControl] = "must-revalidate"

@@ -6,7 +6,6 @@ public import Logging
 import NIOCore
 import NIOPosix
 public import Projections
-public import Replication
 import RevTree
 public import ServiceLifecycle
 
@@ -60,12 +59,14 @@ public struct CouchServer: Sendable {
   let adminPresence = AdminPresence()
   /// The databases' security objects.
   let securityCache = SecurityCache()
-  /// Replications started with `POST /_replicate` and by `_replicator` documents.
-  let replications: ReplicationJobs
-  /// The jobs of the `_replicator` database, when the data directory has one.
-  public let replicatorDocuments: ReplicatorDocuments
-  /// The endpoints of ``CouchServerOptions/features``, in order.
+  /// The endpoints under databases of ``CouchServerOptions/features``, in order.
   let featureEndpoints: [DatabaseEndpoint]
+  /// What each feature made for this server (``CouchFeature/perServer``).
+  let featureInstances: [CouchFeature.Instance]
+  /// The endpoints at the root of the features, in order.
+  let serverFeatureEndpoints: [ServerEndpoint]
+  /// How each system database is served, by name: `_users`' own, and the features'.
+  let systemPolicies: [String: SystemDatabasePolicy]
   /// What `/_node/{node}/_config` may change while the server runs.
   let settings: ServerSettings
   /// `/_uuids` and the ids of documents posted without one.
@@ -82,22 +83,21 @@ public struct CouchServer: Sendable {
     // `validate_doc_update` on every write).
     for feature in options.features { feature.prepare(dataDirectory) }
     featureEndpoints = options.features.flatMap(\.databaseEndpoints)
+    let setup = CouchFeature.Setup(dataDirectory: dataDirectory, logger: logger)
+    featureInstances = options.features.compactMap { $0.perServer?(setup) }
+    serverFeatureEndpoints = featureInstances.flatMap(\.serverEndpoints)
+    var policies = [SystemDatabasePolicy.users.name: SystemDatabasePolicy.users]
+    for policy in featureInstances.flatMap(\.systemDatabases) { policies[policy.name] = policy }
+    systemPolicies = policies
     settings = ServerSettings(options)
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
-    replications = ReplicationJobs(
-      maxHistory: options.replicator.maxHistory,
-      healthThreshold: options.replicator.healthThreshold)
-    replicatorDocuments = ReplicatorDocuments(
-      data: dataDirectory, jobs: replications, options: options.replicator, logger: logger)
   }
 
-  /// What runs beside the server for its lifetime: the `_replicator` database's jobs when the
-  /// data directory knows `_replicator` (`SystemDatabase.replicator`); pass
-  /// them to the application (``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
+  /// What runs beside the server for its lifetime, from its features (the replicator's: the
+  /// `_replicator` database's jobs); pass them to the application
+  /// (``buildApplication(dataDirectory:options:server:configuration:logger:onServerRunning:)``
   /// does).
-  public var services: [any Service] {
-    replicatorDocuments.isEnabled ? [replicatorDocuments.service] : []
-  }
+  public var services: [any Service] { featureInstances.flatMap(\.services) }
 
   /// The CouchDB version whose API this server follows, reported in `GET /`.
   public static let couchDBVersion = "3.4.2"
@@ -117,8 +117,10 @@ public struct CouchServer: Sendable {
     // The route, parsed once for the whole request (a malformed path is answered where it is
     // first needed, after the caller is signed in, as before).
     let endpoints = featureEndpoints
+    let serverEndpoints = serverFeatureEndpoints
     let parsed = Result { () throws(CouchError) in
-      try CouchRoute.parse(request.uri.path, endpoints: endpoints)
+      try CouchRoute.parse(
+        request.uri.path, endpoints: endpoints, serverEndpoints: serverEndpoints)
     }
     var setCookie: String?
     var response: Response
@@ -195,13 +197,17 @@ public struct CouchServer: Sendable {
     async throws -> Response
   {
     let query = try QueryParameters(request.uri.query)
-    if route.database == ReplicatorDocuments.databaseName {
-      try replicatorAccess(route, caller: caller)
+    if let db = route.database {
+      try systemDatabaseGate(db, route, request: request, caller: caller)
     }
     let method = request.method
     switch route {
-    case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .replicate, .activeTasks,
-      .schedulerJobs, .schedulerDocs, .node, .nodeStats, .membership, .prometheus, .config:
+    case .serverFeature(let index, let parameters, let rest):
+      return try await featureServerEndpoint(
+        serverFeatureEndpoints[index], parameters: parameters, rest: rest, request: request,
+        query: query, context: context, caller: caller)
+    case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .activeTasks, .node,
+      .nodeStats, .membership, .prometheus, .config:
       // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
       guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
       return try await serverEndpoint(
@@ -241,14 +247,6 @@ public struct CouchServer: Sendable {
     let method = request.method
     switch route {
     case .databaseEndpoint(let db, let endpoint):
-      if db == UserStore.databaseName && !caller.user.isAdmin {
-        throw caller.user.name == nil
-          ? CouchError(
-            "unauthorized", "You are not authorized to access this db.", status: 401)
-          : CouchError(
-            "forbidden", "Only admins can access \(endpoint.rawValue) of system databases.",
-            status: 403)
-      }
       return try await databaseEndpoint(
         endpoint,
         DatabaseEndpointRule.Call(
@@ -284,32 +282,23 @@ public struct CouchServer: Sendable {
       return try await self.route(
         request, inner, in: store, access: access, query: within, context: context,
         caller: caller)
-    case .local(let db, let id):
+    case .local(_, let id):
       if id.hasPrefix("org.wikilog.") && !(caller.user.isAdmin && request.method == .get) {
         // The security object and the API tokens' records: reached through their own APIs.
         throw CouchError(
           "forbidden", "_local/org.wikilog.* documents are reserved to wikilog.", status: 403)
       }
-      if db == UserStore.databaseName && !caller.user.isAdmin {
-        throw Self.notMember(caller.user)
-      }
       return try await local(
         store, id: id, request: request, query: query, caller: caller, access: access)
     case .document(let db, let id):
-      if db == UserStore.databaseName && !caller.user.isAdmin {
-        try usersDocumentAccess(id, caller: caller)
-      }
       return try await document(
         store, db: db, id: id, request: request, query: query, context: context, caller: caller,
         access: access)
     case .attachment(let db, let id, let name):
-      if db == UserStore.databaseName && !caller.user.isAdmin {
-        try usersDocumentAccess(id, caller: caller)
-      }
       return try await attachment(
         store, db: db, id: id, name: name, request: request, query: query, caller: caller,
         access: access)
-    case .log(let db, let endpoint):
+    case .log(_, let endpoint):
       // The log holds every event of every document: for administrators only.
       guard access.isAdmin else { throw Self.notDatabaseAdmin(caller.user) }
       try allow(method, [.get, .head])
@@ -319,6 +308,34 @@ public struct CouchServer: Sendable {
     default:
       throw CouchError.notFound()
     }
+  }
+
+  /// The gate of a system database (``SystemDatabasePolicy``), before the database is opened:
+  /// `501` when no feature serves it (or its feature serves it not now), then what its policy
+  /// refuses a caller who is not a server administrator.
+  func systemDatabaseGate(_ db: String, _ route: CouchRoute, request: Request, caller: Caller)
+    throws
+  {
+    guard let policy = systemPolicies[db] else {
+      if dataDirectory.systemDatabases[db] != nil {
+        throw CouchError.notImplemented(
+          "the \(db) database", "no feature of this server serves it")
+      }
+      return
+    }
+    if let error = policy.unserved() { throw error }
+    guard !caller.user.isAdmin else { return }
+    let resource: SystemDatabasePolicy.Resource
+    switch route {
+    case .databaseEndpoint(_, let endpoint): resource = .endpoint(endpoint.rawValue)
+    case .feature(_, let index, _, _):
+      let name = request.uri.path.split(separator: "/").dropFirst().first.map(String.init) ?? ""
+      resource = .featureEndpoint(name, systemOnly: featureEndpoints[index].adminOnlyOnUsers)
+    case .local(_, let id): resource = .local(id)
+    case .document(_, let id), .attachment(_, let id, _): resource = .document(id)
+    default: resource = .database
+    }
+    try policy.gate(resource, caller.user)
   }
 
   /// The database names `_all_dbs` lists, as `chttpd_misc:handle_all_dbs_req` reads its

@@ -1,5 +1,4 @@
 public import Auth
-public import Replication
 
 /// Settings of a ``CouchServer``.
 public struct CouchServerOptions: Sendable {
@@ -27,10 +26,10 @@ public struct CouchServerOptions: Sendable {
   public var maxChangesTimeoutMilliseconds = 60_000
   /// The most uuids one `GET /_uuids` returns (CouchDB's `max_count`).
   public var maxUUIDCount = 1000
-  /// The scheduler of the `_replicator` database's jobs.
-  public var replicator = ReplicatorSchedulerOptions()
-  /// What other modules bring: endpoints under each database, `_changes` filters
-  /// (``CouchFeature``). CouchQuery's `.query` serves Mango, views and design functions.
+  /// What other modules bring: endpoints under each database and at the root, `_changes`
+  /// filters, system databases (``CouchFeature``). CouchQuery's `.query` serves Mango, views
+  /// and design functions; CouchReplicator's `.replicator(_:)` serves `_replicate`,
+  /// `_scheduler` and the `_replicator` database.
   public var features: [CouchFeature] = []
 
   public init() {}

@@ -1,6 +1,6 @@
+import Formats
 public import JSON
 public import Log
-import Replication
 import RevTree
 
 /// A request's query string, decoded, with CouchDB's typed readers.

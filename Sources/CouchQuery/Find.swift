@@ -6,7 +6,6 @@ import JSON
 import Log
 import Projections
 import Query
-import Replication
 import RevTree
 
 extension QueryEndpoints {
@@ -18,8 +17,10 @@ extension QueryEndpoints {
     try r.requireJSONContentType()
     let query = try FindQuery(try await r.jsonBody())
     var visible = try access.view(store)?.filter
-    if access.name == ReplicatorDocuments.databaseName && !access.isAdmin {
-      visible = try await r.blocking { try Self.ownDocuments(store, access: access) }
+    if let restrict = access.policy?.queryable, !access.isAdmin {
+      // A system database that shows some documents otherwise than stored: a query, which
+      // matches stored bodies, matches only those its policy lets it (``SystemDatabasePolicy``).
+      visible = try await r.blocking { try restrict(access, store) }
     }
     if let partition = try Self.findPartition(r) {
       let outer = visible
@@ -31,30 +32,6 @@ extension QueryEndpoints {
     let filter = visible
     let result = try await r.blocking { try store.find(query, visible: filter) }
     return CouchResponse.json(result.json)
-  }
-
-  /// What a user who is not a database admin of `_replicator` finds with `_find`: their own
-  /// documents (and design documents). CouchDB shows others' documents without credentials,
-  /// matched after stripping; wikilog's `_find` matches stored bodies, so a selector over
-  /// another user's `source` would reveal its password one guess at a time: others' documents
-  /// are left out instead.
-  static func ownDocuments(_ store: DocumentStore, access: DatabaseAccess) throws -> DocumentFilter
-  {
-    var options = AllDocsOptions()
-    options.includeDocs = true
-    var own = Set<String>()
-    for row in try store.allDocs(options).rows {
-      guard let id = row["id"]?.stringValue else { continue }
-      if id.hasPrefix("_design/")
-        || (access.user.name != nil && row["doc"]?["owner"]?.stringValue == access.user.name)
-      {
-        own.insert(id)
-      }
-    }
-    let ids = own
-    return DocumentFilter(
-      name: "_replicator_owner", parameters: ["owner": access.user.name ?? ""], wakeKeys: [],
-      keys: { _ in [] }, includes: { ids.contains($0) })
   }
 
   /// `POST /{db}/_explain`: the index a `_find` would use, and its range.

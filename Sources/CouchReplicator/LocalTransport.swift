@@ -1,3 +1,4 @@
+public import CouchAPI
 public import HTTPTypes
 public import Hummingbird
 public import Logging
@@ -62,18 +63,5 @@ public struct LocalTransport: CouchTransport {
       bytes.value.append(contentsOf: buffer.readableBytesView)
     }
     consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
-  }
-}
-
-extension CouchRequestContext {
-  /// A context for a request made inside the process (``LocalTransport``): no peer address.
-  public init(local logger: Logger) {
-    coreContext = CoreRequestContextStorage(source: LocalSource(logger: logger))
-    peerAddress = nil
-    localAddress = nil
-  }
-
-  struct LocalSource: RequestContextSource {
-    let logger: Logger
   }
 }

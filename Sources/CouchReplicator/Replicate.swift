@@ -1,3 +1,5 @@
+import CouchAPI
+import Formats
 import HTTPTypes
 import Hummingbird
 import JSON
@@ -10,7 +12,7 @@ import Replication
   import Foundation
 #endif
 
-extension CouchServer {
+extension ServerReplications {
   /// `POST /_replicate` (any signed-in user, as in CouchDB 3.4): `{"source", "target"}` as URLs
   /// or `{"url", "auth": {"basic": {"username", "password"}}, "headers": {...}}` objects, with
   /// `continuous`, `create_target`, `doc_ids`, `selector`, `filter` and `query_params`,
@@ -29,49 +31,49 @@ extension CouchServer {
   /// `_replicator` document's job owned by another user, is started over or cancelled by
   /// server administrators only (CouchDB's `check_authorization/2`: 401 `You are not a server
   /// admin.`).
-  func replicate(_ request: Request, caller: Caller) async throws -> Response {
-    let body = try await objectBody(of: request)
+  func replicate(_ r: ServerRequest) async throws -> Response {
+    let body = try await r.objectBody()
     let continuous = body["continuous"]?.boolValue ?? false
     if let cancel = body["cancel"] {
       guard let flag = cancel.boolValue else {
         throw CouchError.badRequest("parameter `cancel` must be a boolean")
       }
       if flag {
-        return try await cancelReplication(body, caller: caller, local: localEndpoint(request))
+        return try await cancelReplication(body, r, local: localEndpoint(r))
       }
     }
-    let replicator = try Replicator.described(body, local: localEndpoint(request))
+    let replicator = try Replicator.described(body, local: localEndpoint(r))
     let id = replicator.replicationID + (continuous ? "+continuous" : "")
     var job = ReplicationJobs.Job(
       id: id, source: replicator.source.identity, target: replicator.target.identity,
-      continuous: continuous, user: caller.user.name,
+      continuous: continuous, user: r.user.name,
       status: ReplicationStatus(
         state: .starting,
         report: ReplicationReport(sessionID: "", startSeq: .int(0), endSeq: .int(0))))
     job.checkpointInterval = replicator.options.checkpointInterval
-    if let existing = replications.job(id), existing.user != caller.user.name {
-      try requireServerAdmin(caller)
+    if let existing = jobs.job(id), existing.user != r.user.name {
+      try r.requireServerAdmin()
     }
     if continuous {
-      guard replications.add(job) else {
+      guard jobs.add(job) else {
         // Already running: CouchDB answers with the running job's id.
         return CouchResponse.json(
           .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])), status: .accepted)
       }
-      let jobs = replications
+      let jobs = self.jobs
       let task = Task {
         defer { jobs.remove(id) }
         return try await replicator.replicate { jobs.update(id, $0) }
       }
-      replications.attach(id, task)
+      jobs.attach(id, task)
       return CouchResponse.json(
         .object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])), status: .accepted)
     }
-    guard replications.add(job) else {
+    guard jobs.add(job) else {
       throw CouchError("conflict", "Replication `\(id)` is already running.", status: 409)
     }
-    defer { replications.remove(id) }
-    let jobs = replications
+    let jobs = self.jobs
+    defer { jobs.remove(id) }
     let report: ReplicationReport
     do {
       report = try await replicator.replicate { jobs.update(id, $0) }
@@ -94,7 +96,7 @@ extension CouchServer {
   /// stays, without a job, until it is edited into another replication or the server restarts.
   /// Answers `200 {"ok": true, "_local_id": id}`.
   func cancelReplication(
-    _ body: JSONObject, caller: Caller, local: (@Sendable (String) -> CouchEndpoint)? = nil
+    _ body: JSONObject, _ r: ServerRequest, local: (@Sendable (String) -> CouchEndpoint)? = nil
   ) async throws -> Response {
     var id: String?
     for member in body.members where ["_local_id", "replication_id", "id"].contains(member.key) {
@@ -109,15 +111,15 @@ extension CouchServer {
       let continuous = body["continuous"]?.boolValue ?? false
       id = replicator.replicationID + (continuous ? "+continuous" : "")
     }
-    guard let id, let job = replications.job(id) else {
+    guard let id, let job = jobs.job(id) else {
       throw CouchError("not_found", "missing", status: 404)
     }
-    if job.user != caller.user.name { try requireServerAdmin(caller) }
+    if job.user != r.user.name { try r.requireServerAdmin() }
     let cancelled: Bool
     if job.isPersistent {
-      cancelled = await replicatorDocuments.cancel(jobID: id)
+      cancelled = await documents.cancel(jobID: id)
     } else {
-      cancelled = replications.cancel(id)
+      cancelled = jobs.cancel(id)
     }
     guard cancelled else { throw CouchError("not_found", "missing", status: 404) }
     return CouchResponse.json(.object(JSONObject(["ok": .bool(true), "_local_id": .string(id)])))
@@ -126,13 +128,15 @@ extension CouchServer {
   /// The endpoint of this server's database `name` for a `_replicate` request: reached in
   /// process, with the request's `Authorization` and `Cookie` headers, so that the replication
   /// may do exactly what its caller may.
-  func localEndpoint(_ request: Request) -> @Sendable (String) -> CouchEndpoint {
+  func localEndpoint(_ r: ServerRequest) -> @Sendable (String) -> CouchEndpoint {
+    let request = r.request
     var credentials = HTTPFields()
     if let authorization = request.headers[.authorization] {
       credentials[.authorization] = authorization
     }
     if let cookie = request.headers[.cookie] { credentials[.cookie] = cookie }
-    let transport = LocalTransport(server: self, credentials: credentials, logger: logger)
+    let transport = LocalTransport(
+      server: r.server, credentials: credentials, logger: r.server.logger)
     return { name in
       CouchEndpoint(
         transport: transport, database: name,

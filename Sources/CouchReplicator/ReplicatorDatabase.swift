@@ -1,42 +1,85 @@
-import JSON
-import Projections
+public import CouchAPI
+public import JSON
+public import Projections
 import Replication
 import RevTree
 
-extension CouchServer {
-  /// Who may reach `_replicator` (CouchDB 3.4's `chttpd_auth_request`): the database exists
+extension ServerReplications {
+  /// How `_replicator` is served (CouchDB 3.4's `chttpd_auth_request`): the database exists
   /// only when the data directory knows it (`501` otherwise); creating or deleting it,
   /// `_all_docs` and `_changes` are for server administrators (401 `You are not a server
   /// admin.` for everyone else, signed in or not); everything else goes through its security
   /// object like any database's, whose default (none set) is CouchDB 3's `admin_only`. A
-  /// member named in it writes documents of their own (``ReplicatorOwnership``).
-  func replicatorAccess(_ route: CouchRoute, caller: Caller) throws(CouchError) {
-    guard replicatorDocuments.isEnabled else {
-      throw .notImplemented(
-        "server-side replication (the _replicator database)",
-        "this data directory was opened without it")
+  /// member named in it writes documents of their own (``ReplicatorOwnership``), and sees
+  /// other users' without their credentials.
+  var policy: SystemDatabasePolicy {
+    let documents = self.documents
+    return SystemDatabasePolicy(
+      name: ReplicatorDocuments.databaseName,
+      unserved: {
+        documents.isEnabled
+          ? nil
+          : CouchError.notImplemented(
+            "server-side replication (the _replicator database)",
+            "this data directory was opened without it")
+      },
+      gate: { resource, _ in
+        let listings: Set = [
+          "_all_docs", "_design_docs", "_local_docs", "_all_docs/queries",
+          "_design_docs/queries", "_local_docs/queries", "_changes",
+        ]
+        if case .endpoint(let name) = resource, listings.contains(name) {
+          throw CouchError("unauthorized", "You are not a server admin.", status: 401)
+        }
+      },
+      shown: { doc, access, madeUpRev in
+        ReplicatorOwnership.shown(doc, access: access, madeUpRev: madeUpRev)
+      },
+      owned: { object, id, access in try ReplicatorOwnership.owned(object, id: id, access: access)
+      },
+      checkWrite: { id, body, access, store in
+        try ReplicatorOwnership.checkWrite(id, body: body, access: access, store: store)
+      },
+      queryable: { access, store in try Self.ownDocuments(store, access: access) })
+  }
+
+  /// What a user who is not a database admin of `_replicator` finds with `_find` (the
+  /// policy's ``SystemDatabasePolicy/queryable``): their own
+  /// documents (and design documents). CouchDB shows others' documents without credentials,
+  /// matched after stripping; wikilog's `_find` matches stored bodies, so a selector over
+  /// another user's `source` would reveal its password one guess at a time: others' documents
+  /// are left out instead.
+  static func ownDocuments(_ store: DocumentStore, access: DatabaseAccess) throws
+    -> DocumentFilter
+  {
+    var options = AllDocsOptions()
+    options.includeDocs = true
+    var own = Set<String>()
+    for row in try store.allDocs(options).rows {
+      guard let id = row["id"]?.stringValue else { continue }
+      if id.hasPrefix("_design/")
+        || (access.user.name != nil && row["doc"]?["owner"]?.stringValue == access.user.name)
+      {
+        own.insert(id)
+      }
     }
-    guard !caller.user.isAdmin else { return }
-    if case .databaseEndpoint(_, let endpoint) = route,
-      [
-        .allDocs, .designDocs, .localDocs, .allDocsQueries, .designDocsQueries, .localDocsQueries,
-        .changes,
-      ].contains(endpoint)
-    {
-      throw CouchError("unauthorized", "You are not a server admin.", status: 401)
-    }
+    let ids = own
+    return DocumentFilter(
+      name: "_replicator_owner", parameters: ["owner": access.user.name ?? ""], wakeKeys: [],
+      keys: { _ in [] }, includes: { ids.contains($0) })
   }
 
   /// `GET /_scheduler/docs[/_replicator]` (`states`, `skip`, `limit`) and
   /// `/_scheduler/docs/_replicator/{docid}`.
-  func schedulerDocs(_ id: String?, query: QueryParameters) async throws -> JSONValue {
-    guard replicatorDocuments.isEnabled, dataDirectory.exists(ReplicatorDocuments.databaseName)
+  func schedulerDocs(_ id: String?, _ r: ServerRequest) async throws -> JSONValue {
+    let query = r.query
+    guard documents.isEnabled, r.server.dataDirectory.exists(ReplicatorDocuments.databaseName)
     else {
       if id != nil { throw CouchError.notFound() }
       return .object(
         JSONObject(["total_rows": .int(0), "offset": .int(0), "docs": .array([])]))
     }
-    if let id { return try replicatorDocuments.schedulerDoc(id) }
+    if let id { return try documents.schedulerDoc(id) }
     var requested = Set<String>()
     if let text = query["states"] {
       let known: Set = [
@@ -51,11 +94,11 @@ extension CouchServer {
           status: 400)
       }
     }
-    let documents = replicatorDocuments
+    let documents = self.documents
     let states = requested
     let skip = try query.int("skip") ?? 0
     let limit = try query.int("limit")
-    return try await blocking {
+    return try await r.blocking {
       try documents.schedulerDocs(states: states, skip: skip, limit: limit)
     }
   }
@@ -73,11 +116,11 @@ extension CouchServer {
 /// - A read by a user who is not a database admin, of a document owned by someone else, shows
 ///   `source` and `target` without credentials (URL userinfo, `headers`, `auth`) and a made-up
 ///   `_rev` (CouchDB's "technically non-existent document body").
-enum ReplicatorOwnership {
-  static let otherUsers = "Can't update replication documents from other users."
+public enum ReplicatorOwnership {
+  public static let otherUsers = "Can't update replication documents from other users."
 
   /// The body to write: `object` with its `owner` set, or a refusal.
-  static func owned(_ object: JSONObject, id: String, access: DatabaseAccess)
+  public static func owned(_ object: JSONObject, id: String, access: DatabaseAccess)
     throws(CouchError)
     -> JSONObject
   {
@@ -94,20 +137,10 @@ enum ReplicatorOwnership {
     return object
   }
 
-  /// ``owned(_:id:access:)`` for a raw body; a body that is not a JSON object is left as it is
-  /// (the write then fails on its own).
-  static func owned(_ body: [UInt8], id: String?, access: DatabaseAccess) throws(CouchError)
-    -> [UInt8]
-  {
-    guard case .object(let object)? = try? JSONValue(parsing: body) else { return body }
-    let docID = id ?? object["_id"]?.stringValue ?? ""
-    return JSONValue.object(try owned(object, id: docID, access: access)).serialized()
-  }
-
   /// Refuses a write of document `docID` by a user who is not a database admin when the body
   /// names another owner or the stored document (its winning revision, when live) belongs to
   /// someone else.
-  static func checkWrite(
+  public static func checkWrite(
     _ docID: String, body: JSONObject?, access: DatabaseAccess, store: DocumentStore
   )
     throws
@@ -130,7 +163,7 @@ enum ReplicatorOwnership {
 
   /// Whether `doc` is shown whole to the caller: always to a database admin, and to the
   /// document's owner.
-  static func showsWhole(_ doc: JSONValue, access: DatabaseAccess) -> Bool {
+  public static func showsWhole(_ doc: JSONValue, access: DatabaseAccess) -> Bool {
     if access.isAdmin { return true }
     if doc["_id"]?.stringValue?.hasPrefix("_design/") == true { return true }
     guard let name = access.user.name else { return false }
@@ -140,7 +173,9 @@ enum ReplicatorOwnership {
   /// `doc` as the caller may see it (`after_doc_read`).
   /// With `madeUpRev` false (a multipart answer, whose attachments are found by revision) the
   /// revision is left as it is.
-  static func shown(_ doc: JSONValue, access: DatabaseAccess, madeUpRev: Bool = true) -> JSONValue {
+  public static func shown(_ doc: JSONValue, access: DatabaseAccess, madeUpRev: Bool = true)
+    -> JSONValue
+  {
     guard case .object(var object) = doc, !showsWhole(doc, access: access) else { return doc }
     for name in ["source", "target"] {
       if let value = object[name] { object[name] = stripCredentials(value) }
@@ -168,7 +203,7 @@ enum ReplicatorOwnership {
 
   /// An endpoint without its credentials (`strip_credentials/1`): a URL without userinfo; an
   /// object without `headers` and `auth`, its `url` without userinfo.
-  static func stripCredentials(_ endpoint: JSONValue) -> JSONValue {
+  public static func stripCredentials(_ endpoint: JSONValue) -> JSONValue {
     switch endpoint {
     case .string(let url):
       return .string(strippedUserinfo(url))
@@ -183,7 +218,7 @@ enum ReplicatorOwnership {
   }
 
   /// `url` without the `user:password@` of its authority.
-  static func strippedUserinfo(_ url: String) -> String {
+  public static func strippedUserinfo(_ url: String) -> String {
     guard let scheme = url.firstRange(of: "://") else { return url }
     let rest = url[scheme.upperBound...]
     let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex

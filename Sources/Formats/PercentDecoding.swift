@@ -1,13 +1,15 @@
-import Formats
-public import Projections
-
 /// Percent-decoding of URL paths and query strings, strictly: a `%` not followed by two hex
-/// digits, or bytes that are not UTF-8 once decoded, are a `400 bad_request`; encoding of path
-/// segments for the replicator's requests.
+/// digits, or bytes that are not UTF-8 once decoded, are an error (the HTTP API's
+/// `400 bad_request`); encoding of path segments for the replicator's requests.
 public enum PercentDecoding {
+  /// Text that is not well percent-encoded: why, in a sentence.
+  public struct Malformed: Error, Sendable, Equatable {
+    public let reason: String
+  }
+
   /// Decodes `%XX` escapes; with `plusIsSpace` (query strings, as CouchDB's parser does) `+`
   /// becomes a space.
-  public static func decode(_ text: Substring, plusIsSpace: Bool = false) throws(StoreError)
+  public static func decode(_ text: Substring, plusIsSpace: Bool = false) throws(Malformed)
     -> String
   {
     let utf8 = text.utf8
@@ -21,11 +23,11 @@ public enum PercentDecoding {
       if byte == UInt8(ascii: "%") {
         let h = utf8.index(after: i)
         guard h != utf8.endIndex, let high = Hex.value(utf8[h]) else {
-          throw .badRequest("invalid percent-encoding in '\(text)'")
+          throw Malformed(reason: "invalid percent-encoding in '\(text)'")
         }
         let l = utf8.index(after: h)
         guard l != utf8.endIndex, let low = Hex.value(utf8[l]) else {
-          throw .badRequest("invalid percent-encoding in '\(text)'")
+          throw Malformed(reason: "invalid percent-encoding in '\(text)'")
         }
         bytes.append(high << 4 | low)
         i = utf8.index(after: l)
@@ -35,7 +37,7 @@ public enum PercentDecoding {
       i = utf8.index(after: i)
     }
     guard let decoded = String(validating: bytes, as: UTF8.self) else {
-      throw .badRequest("percent-encoded text is not UTF-8 in '\(text)'")
+      throw Malformed(reason: "percent-encoded text is not UTF-8 in '\(text)'")
     }
     return decoded
   }

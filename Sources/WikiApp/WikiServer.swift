@@ -1,5 +1,6 @@
 public import CouchAPI
 import CouchQuery
+import CouchReplicator
 import HTTPTypes
 public import Hummingbird
 public import HummingbirdCore
@@ -67,7 +68,8 @@ struct BrowserHome: RouterMiddleware {
 /// The `wikilog serve` application with the web UI: ``WikiServer`` on Hummingbird's HTTP/1.1
 /// server (or `server`, HTTPS). The command line and the tests build it the same way. Its API
 /// always has CouchQuery's feature (`_find`, views, design functions), which PouchDB apps and
-/// CouchDB's clients use beside the wiki, added to `options.features` when it is not there.
+/// CouchDB's clients use beside the wiki, and CouchReplicator's (`_replicate`, `_replicator`:
+/// the Sync page's jobs), each added to `options.features` when it is not there.
 public func buildWikiApplication(
   dataDirectory: DataDirectory, options: CouchServerOptions = CouchServerOptions(),
   wiki: WikiAppOptions = WikiAppOptions(), server: HTTPServerBuilder = .http1(),
@@ -79,6 +81,9 @@ public func buildWikiApplication(
   var options = options
   if !options.features.contains(where: { $0.name == CouchFeature.query.name }) {
     options.features.append(.query)
+  }
+  if !options.features.contains(where: { $0.name == "replicator" }) {
+    options.features.append(.replicator())
   }
   let couch = CouchServer(dataDirectory: dataDirectory, options: options, logger: logger)
   return buildApplication(

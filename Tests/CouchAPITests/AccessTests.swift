@@ -619,7 +619,7 @@ func encodeID(_ id: String) -> String {
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     let device = buildApplication(
-      dataDirectory: local.data, options: .withQuery,
+      dataDirectory: local.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await server.test(.live) { serverClient in

@@ -347,7 +347,7 @@ extension TestClientProtocol {
 
   @Test("an attachment larger than the server accepts is 413, nothing written")
   func tooLarge() async throws {
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions.standard
     options.maxAttachmentBytes = 1000
     try await withServer(options: options) { client, dir in
       try await client.call(.put, "/db")

@@ -86,7 +86,7 @@ import Testing
 
   @Test("an attachment over maxAttachmentBytes is 413 attachment_too_large, nothing stored")
   func overLimit() async throws {
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions.standard
     options.maxAttachmentBytes = 1 << 20
     options.maxRequestBytes = 1000  // does not bound a standalone attachment
     try await withServer(.live, options: options) { client, dir in

@@ -1,5 +1,6 @@
 import CouchAPI
 import CouchQuery
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import JSON
@@ -25,7 +26,7 @@ import Testing
   func onceEach() async throws {
     let dir = TestDirectory(users: true)
     let transport = LocalTransport(
-      server: CouchServer(dataDirectory: dir.data, options: .withQuery))
+      server: CouchServer(dataDirectory: dir.data, options: .standard))
     _ = try await transport.send("PUT", "/db", body: nil)
     _ = try await transport.send("PUT", "/_users", body: nil)
     let put = try await Self.parses(transport, "PUT", "/db/a", #"{"n":1}"#)

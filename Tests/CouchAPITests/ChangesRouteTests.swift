@@ -356,7 +356,7 @@ import Wiki
       #expect(ok.headers[.accessControlAllowOrigin] == "http://other.example")
       #expect(try await client.call(.get, "/").headers[.accessControlAllowOrigin] == nil)
     }
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions.standard
     options.cors = .origins(["https://wiki.example"])
     try await withServer(options: options) { client, _ in
       let allowed = try await client.call(.get, "/_up", headers: [.origin: "https://wiki.example"])

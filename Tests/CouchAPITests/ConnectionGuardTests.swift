@@ -25,7 +25,7 @@ import Testing
     let dir = TestDirectory(name)
     let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
     let app = buildApplication(
-      dataDirectory: dir.data, options: .withQuery, server: .couchHTTP1(limits: limits),
+      dataDirectory: dir.data, options: .standard, server: .couchHTTP1(limits: limits),
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger,
       onServerRunning: { port in

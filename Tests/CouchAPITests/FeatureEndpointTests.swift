@@ -119,7 +119,7 @@ import Testing
       #expect(find.code >= 400 && find.code < 500)
       // With it (as `wikilog serve` has it), the same view answers.
     }
-    try await withServer(options: CouchServerOptions.withQuery) { client, _ async throws in
+    try await withServer(options: CouchServerOptions.standard) { client, _ async throws in
       #expect(try await client.call(.put, "/db").code == 201)
       #expect(
         try await client.call(

@@ -1,4 +1,5 @@
 import CouchTestSupport
+import Formats
 import HTTPTypes
 import JSON
 import Log

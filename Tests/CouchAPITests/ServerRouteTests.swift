@@ -256,7 +256,7 @@ import Wiki
 
   @Test("requests larger than the limit are 413 too_large and write nothing")
   func bodyLimit() async throws {
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions.standard
     options.maxRequestBytes = 1000
     try await withServer(options: options) { client, dir in
       try await client.call(.put, "/db")

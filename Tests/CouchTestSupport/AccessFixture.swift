@@ -67,7 +67,7 @@ public final class AccessFixture: Sendable {
   }
 
   public var options: CouchServerOptions {
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions.standard
     options.authenticator = auth
     return options
   }

@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 public import Auth
 public import CouchAPI
 public import CouchQuery
+public import CouchReplicator
 public import Foundation
 public import HTTPTypes
 public import Hummingbird
@@ -50,7 +51,7 @@ public let quietLogger = Logger(label: "wikilog.tests") { _ in SwiftLogNoOpLogHa
 
 /// Runs `body` against a server on a fresh data directory.
 public func withServer<T: Sendable>(
-  _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions.withQuery,
+  _ setup: TestingSetup = .router, options: CouchServerOptions = CouchServerOptions.standard,
   logOptions: EventLog.Options = EventLog.Options(), name: String = #function,
   _ body: @Sendable (any TestClientProtocol, TestDirectory) async throws -> T
 ) async throws -> T {
@@ -138,4 +139,13 @@ public func waitingFeeds(_ client: any TestClientProtocol, headers: HTTPFields =
 {
   try await client.call(.get, "/_node/_local/_stats/wikilog/waiting_feeds", headers: headers)[
     "value"]?.int
+}
+
+extension CouchServerOptions {
+  /// The API `wikilog serve` answers: CouchQuery's feature and the replicator's.
+  public static var standard: CouchServerOptions {
+    var options = CouchServerOptions.withQuery
+    options.useReplicator()
+    return options
+  }
 }

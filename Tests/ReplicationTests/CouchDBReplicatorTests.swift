@@ -1,4 +1,5 @@
 import CouchTestSupport
+import Formats
 import Foundation
 import HummingbirdTesting
 import JSON

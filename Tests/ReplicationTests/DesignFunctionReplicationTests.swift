@@ -1,5 +1,6 @@
 import CouchAPI
 import CouchQuery
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import JSON
@@ -15,7 +16,7 @@ import Testing
     func endpoint(_ dir: TestDirectory, _ name: String) -> CouchEndpoint {
       CouchEndpoint(
         transport: LocalTransport(
-          server: CouchServer(dataDirectory: dir.data, options: .withQuery, logger: quietLogger)),
+          server: CouchServer(dataDirectory: dir.data, options: .standard, logger: quietLogger)),
         database: "db", identity: "\(name)/db")
     }
     return (endpoint(a, "a"), endpoint(b, "b"))

@@ -1,5 +1,6 @@
 import CouchAPI
 import CouchQuery
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import Hummingbird
@@ -34,7 +35,7 @@ import Testing
     // Another document, purged: the purge does not travel.
     let gone = try a.data.open("db").put(#"{"_id":"p","v":"PURGED-SECRET"}"#, actor: "ann")
     let app = buildApplication(
-      dataDirectory: a.data, options: .withQuery,
+      dataDirectory: a.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await app.test(.live) { client in
@@ -44,7 +45,7 @@ import Testing
         identity: "a/db")
       let target = CouchEndpoint(
         transport: LocalTransport(
-          server: CouchServer(dataDirectory: b.data, options: .withQuery, logger: quietLogger)),
+          server: CouchServer(dataDirectory: b.data, options: .standard, logger: quietLogger)),
         database: "db", identity: "b/db")
       _ = try await Replicator(source: source, target: target).replicate()
       let storeB = try b.data.open("db")
@@ -78,7 +79,7 @@ import Testing
     _ = try dir.data.create("db")
     let local = CouchEndpoint(
       transport: LocalTransport(
-        server: CouchServer(dataDirectory: dir.data, options: .withQuery, logger: quietLogger)),
+        server: CouchServer(dataDirectory: dir.data, options: .standard, logger: quietLogger)),
       database: "db", identity: "local/db")
     // Port 1 on loopback: nothing listens there.
     let nowhere = CouchEndpoint(

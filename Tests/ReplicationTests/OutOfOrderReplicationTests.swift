@@ -1,3 +1,4 @@
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import HTTPTypes
@@ -65,7 +66,7 @@ import Testing
     try seed(a, b, never: never)
     let optionsA = {
       var options = a.options
-      options.replicator = ReplicatorDatabaseTests.fast.replicator
+      options.useReplicator(ReplicatorDatabaseTests.fastReplicator)
       return options
     }()
     try await ReplicationRobustnessTests.live(b.dir, options: b.options).test(.live) { clientB in

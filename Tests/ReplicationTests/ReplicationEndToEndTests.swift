@@ -133,11 +133,11 @@ import Wiki
     let storeB = try b.data.create("wiki")
     try Self.seed(storeA)
     let appA = buildApplication(
-      dataDirectory: a.data, options: .withQuery,
+      dataDirectory: a.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     let appB = buildApplication(
-      dataDirectory: b.data, options: .withQuery,
+      dataDirectory: b.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await appA.test(.live) { clientA in
@@ -196,11 +196,11 @@ import Wiki
       "doc", name: "notes.txt", data: Array("some text".utf8), contentType: "text/plain",
       rev: r1.rev, actor: "a")
     let appA = buildApplication(
-      dataDirectory: a.data, options: .withQuery,
+      dataDirectory: a.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     let appB = buildApplication(
-      dataDirectory: b.data, options: .withQuery,
+      dataDirectory: b.data, options: .standard,
       configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
       logger: quietLogger)
     try await appA.test(.live) { clientA in

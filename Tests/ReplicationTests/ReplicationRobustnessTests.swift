@@ -50,7 +50,7 @@ import Wiki
     #expect(try store.bulkDocs(deletions, actor: "alice").allSatisfy(\.ok))
   }
 
-  static func live(_ dir: TestDirectory, options: CouchServerOptions = CouchServerOptions.withQuery)
+  static func live(_ dir: TestDirectory, options: CouchServerOptions = CouchServerOptions.standard)
     -> some ApplicationProtocol
   {
     buildApplication(

@@ -1,4 +1,5 @@
 import CouchQuery
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import HTTPTypes
@@ -19,11 +20,17 @@ import Testing
 /// when they crash, and for administrators only.
 @Suite struct ReplicatorDatabaseTests {
   /// A scheduler that gives up a request after one retry and backs off 200 ms, doubling.
+  static var fastReplicator: ReplicatorSchedulerOptions {
+    var replicator = ReplicatorSchedulerOptions()
+    replicator.backoff = .milliseconds(200)
+    replicator.retriesPerRequest = 1
+    replicator.retryDelay = .milliseconds(10)
+    return replicator
+  }
+
   static var fast: CouchServerOptions {
-    var options = CouchServerOptions.withQuery
-    options.replicator.backoff = .milliseconds(200)
-    options.replicator.retriesPerRequest = 1
-    options.replicator.retryDelay = .milliseconds(10)
+    var options = CouchServerOptions.standard
+    options.useReplicator(fastReplicator)
     return options
   }
 
@@ -182,7 +189,9 @@ import Testing
     let s2 = try dir.data.open("s2")
     try s2.put(#"{"n":1}"#, id: "x", actor: "alice")
     var options = Self.fast
-    options.replicator.maxJobs = 1
+    var replicator = Self.fastReplicator
+    replicator.maxJobs = 1
+    options.useReplicator(replicator)
     try await Self.app(dir, options: options).test(.live) { client in
       let url = "http://127.0.0.1:\(try #require(client.port))"
       let first = try await client.call(
@@ -372,7 +381,7 @@ import Testing
   func adminOnly() async throws {
     let fixture = try AccessFixture(replicator: true)
     var options = fixture.options
-    options.replicator = Self.fast.replicator
+    options.useReplicator(Self.fastReplicator)
     try await Self.app(fixture.dir, options: options).test(.router) { client in
       #expect(try await eventually { fixture.dir.data.exists("_replicator") })
       let admin = AccessFixture.basic("admin")

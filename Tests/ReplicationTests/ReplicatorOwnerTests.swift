@@ -1,3 +1,4 @@
+import CouchReplicator
 import CouchTestSupport
 import Foundation
 import HTTPTypes
@@ -22,7 +23,7 @@ import Testing
     _ fixture: AccessFixture, configure: (inout CouchServerOptions) -> Void = { _ in }
   ) -> some ApplicationProtocol {
     var options = fixture.options
-    options.replicator = ReplicatorDatabaseTests.fast.replicator
+    options.useReplicator(ReplicatorDatabaseTests.fastReplicator)
     configure(&options)
     return ReplicatorDatabaseTests.app(fixture.dir, options: options)
   }
@@ -392,7 +393,7 @@ import Testing
     }
     try await ReplicationRobustnessTests.live(b).test(.live) { clientB in
       let url = "http://127.0.0.1:\(try #require(clientB.port))"
-      var options = ReplicatorDatabaseTests.fast.replicator
+      var options = ReplicatorDatabaseTests.fastReplicator
       options.maxJobs = 2
       options.maxChurn = 1
       options.interval = .seconds(3600)  // rescheduled by hand below
@@ -452,9 +453,11 @@ import Testing
       try dir.data.create("d\(i)")
     }
     var options = ReplicatorDatabaseTests.fast
-    options.replicator.maxJobs = 2
-    options.replicator.maxChurn = 2
-    options.replicator.interval = .milliseconds(300)
+    var replicator = ReplicatorDatabaseTests.fastReplicator
+    replicator.maxJobs = 2
+    replicator.maxChurn = 2
+    replicator.interval = .milliseconds(300)
+    options.useReplicator(replicator)
     try await ReplicatorDatabaseTests.app(dir, options: options).test(.live) { client in
       let url = "http://127.0.0.1:\(try #require(client.port))"
       #expect(try await eventually { dir.data.exists("_replicator") })

@@ -1,5 +1,6 @@
 import Auth
 import CouchAPI
+import CouchReplicator
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -37,9 +38,11 @@ import WikiApp
     try await a.withServer(
       .live,
       options: {
-        $0.replicator.backoff = .milliseconds(100)
-        $0.replicator.retryDelay = .milliseconds(50)
-        $0.replicator.retriesPerRequest = 2
+        var replicator = ReplicatorSchedulerOptions()
+        replicator.backoff = .milliseconds(100)
+        replicator.retryDelay = .milliseconds(50)
+        replicator.retriesPerRequest = 2
+        $0.useReplicator(replicator)
       }
     ) { clientA in
       let empty = try await clientA.page(.get, "/_wiki/_sync", as: "alice")
@@ -198,9 +201,11 @@ import WikiApp
       .live,
       options: {
         // A crashed job waits a minute: only Retry now or a changed document starts it sooner.
-        $0.replicator.backoff = .seconds(60)
-        $0.replicator.retryDelay = .milliseconds(50)
-        $0.replicator.retriesPerRequest = 1
+        var replicator = ReplicatorSchedulerOptions()
+        replicator.backoff = .seconds(60)
+        replicator.retryDelay = .milliseconds(50)
+        replicator.retriesPerRequest = 1
+        $0.useReplicator(replicator)
       }
     ) { clientA in
       let csrf = try #require(try await clientA.page(.get, "/_wiki/_sync", as: "alice").csrf)

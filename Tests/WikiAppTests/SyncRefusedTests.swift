@@ -1,4 +1,5 @@
 import CouchAPI
+import CouchReplicator
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -38,9 +39,11 @@ import WikiApp
     try await a.withServer(
       .live,
       options: {
-        $0.replicator.backoff = .milliseconds(100)
-        $0.replicator.retryDelay = .milliseconds(50)
-        $0.replicator.retriesPerRequest = 2
+        var replicator = ReplicatorSchedulerOptions()
+        replicator.backoff = .milliseconds(100)
+        replicator.retryDelay = .milliseconds(50)
+        replicator.retriesPerRequest = 2
+        $0.useReplicator(replicator)
       }
     ) { clientA in
       let empty = try await clientA.page(.get, "/_wiki/_sync", as: "alice")

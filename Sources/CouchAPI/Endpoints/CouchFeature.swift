@@ -30,16 +30,21 @@ public struct CouchFeature: Sendable {
   public var changesFilter: (@Sendable (ChangesFilterRequest) throws -> DocumentBodyFilter?)?
   /// Runs once when a server is made with the feature, before it answers anything.
   public var prepare: @Sendable (DataDirectory) -> Void
+  /// Makes the feature's part of each server made with it (its server endpoints, system
+  /// databases, tasks, metrics and services, with the state they share), once per server.
+  public var perServer: (@Sendable (Setup) -> Instance)?
 
   public init(
     name: String, databaseEndpoints: [DatabaseEndpoint] = [],
     changesFilter: (@Sendable (ChangesFilterRequest) throws -> DocumentBodyFilter?)? = nil,
-    prepare: @escaping @Sendable (DataDirectory) -> Void = { _ in }
+    prepare: @escaping @Sendable (DataDirectory) -> Void = { _ in },
+    perServer: (@Sendable (Setup) -> Instance)? = nil
   ) {
     self.name = name
     self.databaseEndpoints = databaseEndpoints
     self.changesFilter = changesFilter
     self.prepare = prepare
+    self.perServer = perServer
   }
 }
 
@@ -80,8 +85,9 @@ public struct DatabaseEndpoint: Sendable {
   public var role: Role
   /// The error name of a malformed query parameter (`query_parse_error`), else `bad_request`.
   public var queryErrors: String?
-  /// Whether only server administrators may call it on `_users` (as CouchDB answers every
-  /// `/{db}/_...` endpoint of a system database).
+  /// Whether only server administrators may call it on a system database whose policy keeps
+  /// its `_` endpoints for them (`_users`, as CouchDB answers every `/{db}/_...` endpoint of a
+  /// system database: ``SystemDatabasePolicy``).
   public var adminOnlyOnUsers: Bool
   public var handler: @Sendable (DatabaseRequest) async throws -> Response
 
@@ -100,9 +106,18 @@ public struct DatabaseEndpoint: Sendable {
 
   /// The parameters and the rest of `segments` when they match ``path``, else nil.
   func match(_ segments: ArraySlice<String>) -> (parameters: [String: String], rest: [String])? {
+    Segment.match(path, segments)
+  }
+}
+
+extension DatabaseEndpoint.Segment {
+  /// The parameters and the rest of `segments` when they match `pattern`, else nil.
+  static func match(_ pattern: [Self], _ segments: ArraySlice<String>) -> (
+    parameters: [String: String], rest: [String]
+  )? {
     var parameters: [String: String] = [:]
     var index = segments.startIndex
-    for segment in path {
+    for segment in pattern {
       switch segment {
       case .rest:
         return (parameters, Array(segments[index...]))
@@ -194,12 +209,6 @@ extension CouchServer {
     request: Request, in store: DocumentStore, db: String, access: DatabaseAccess,
     query: QueryParameters, context: Context, caller: Caller
   ) async throws -> Response {
-    if endpoint.adminOnlyOnUsers && db == UserStore.databaseName && !caller.user.isAdmin {
-      throw caller.user.name == nil
-        ? CouchError("unauthorized", "You are not authorized to access this db.", status: 401)
-        : CouchError(
-          "forbidden", "Only admins can access \(name) of system databases.", status: 403)
-    }
     switch endpoint.role {
     case .reader: break
     case .member:

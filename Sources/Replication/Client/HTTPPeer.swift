@@ -1,3 +1,4 @@
+import Formats
 public import JSON
 import Synchronization
 

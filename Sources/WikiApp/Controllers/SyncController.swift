@@ -1,5 +1,6 @@
 import Auth
 import CouchAPI
+import CouchReplicator
 import Crypto
 import Formats
 import Foundation
@@ -156,9 +157,15 @@ struct SyncController: RoutedController {
     var state: String { SyncController.worst(directions.map(\.stateText)) }
   }
 
+  /// The jobs of the server's `_replicator` documents (CouchReplicator's feature), nil when it
+  /// has none.
+  var replicatorDocuments: ReplicatorDocuments? {
+    couch.featureState(ServerReplications.self)?.documents
+  }
+
   /// The `_replicator` database, nil when the server runs none.
   func replicator() throws -> DocumentStore? {
-    guard couch.replicatorDocuments.isEnabled else { return nil }
+    guard let documents = replicatorDocuments, documents.isEnabled else { return nil }
     let data = couch.dataDirectory
     return try data.storeIfOpen(ReplicatorDocuments.databaseName)
       ?? data.open(ReplicatorDocuments.databaseName, create: true)
@@ -183,7 +190,7 @@ struct SyncController: RoutedController {
         continue
       }
       // The document is read already: its state without a second read.
-      let state = couch.replicatorDocuments.state(ofDocument: id, body: doc)
+      guard let state = replicatorDocuments?.state(ofDocument: id, body: doc) else { continue }
       if byID[syncID] == nil {
         order.append(syncID)
         byID[syncID] = Sync(
@@ -227,7 +234,7 @@ struct SyncController: RoutedController {
     _ session: Session, _ store: DocumentStore, error: String? = nil,
     status: HTTPResponse.Status = .ok
   ) throws -> Page {
-    guard couch.replicatorDocuments.isEnabled else {
+    guard replicatorDocuments?.isEnabled == true else {
       return Page(
         title: "Sync",
         body: Templates.render("sync", ["disabled": true, "csrf": session.csrf]))
@@ -447,7 +454,7 @@ struct SyncController: RoutedController {
       throw Failure(status: .conflict, message: "The sync is paused: resume it first.")
     }
     for direction in directions {
-      _ = await couch.replicatorDocuments.retryNow(documentID: direction.docID)
+      _ = await replicatorDocuments?.retryNow(documentID: direction.docID)
     }
   }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Auth
 import CouchAPI
 import CouchQuery
+import CouchReplicator
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -172,7 +173,8 @@ struct Serve: AsyncParsableCommand {
       handler.logLevel = level
       return handler
     }
-    var options = CouchServerOptions.withQuery
+    var options = CouchServerOptions()
+    options.features = [.query, .replicator()]
     if corsOrigins.isEmpty {
       options.cors = Self.isLoopback(bind) ? .anyOrigin : .none
     } else {

@@ -1,0 +1,104 @@
+import Auth
+public import JSON
+public import Projections
+
+/// How the HTTP API serves a system database (`_users`, `_replicator`): whether it is served
+/// now, what a caller who is not a server administrator may reach of it, what they see of its
+/// documents, and what a write of theirs stores, declared by the module that owns the database
+/// instead of checked by name across the server.
+///
+/// The server keeps `_users`' policy (``users``); a feature declares its own in
+/// ``CouchFeature/Instance/systemDatabases`` (the replicator's `_replicator`). A system
+/// database of the data directory that no policy declares is not served (`501`). Server
+/// administrators pass every gate and see every document whole.
+public struct SystemDatabasePolicy: Sendable {
+  /// What a request reaches in the database, for ``gate``.
+  public enum Resource: Sendable, Equatable {
+    /// The database itself (`/db`).
+    case database
+    /// One of the server's own `/db/_name` endpoints (`_all_docs`, `_changes`, `_bulk_docs`,
+    /// `_all_docs/queries`, ...), by name.
+    case endpoint(String)
+    /// A feature's endpoint, by its first segment; `systemOnly` when it asked to be for
+    /// server administrators on system databases (``DatabaseEndpoint/adminOnlyOnUsers``).
+    case featureEndpoint(String, systemOnly: Bool)
+    /// A `_local` document.
+    case local(String)
+    /// A document, or one of its attachments.
+    case document(String)
+  }
+
+  /// The database's name.
+  public let name: String
+  /// The answer while the database is not served (its feature's `501`), or nil when it is.
+  public var unserved: @Sendable () -> CouchError?
+  /// Refuses, for a caller who is not a server administrator, what they may not reach
+  /// (before the database's own security object is consulted).
+  public var gate: @Sendable (Resource, UserContext) throws -> Void
+  /// Whether a caller who is not a server administrator passes the security object's member
+  /// check anyway (`_users`: everyone reaches their own document, which ``gate`` decides).
+  public var admitsEveryone: Bool
+  /// A document as the caller sees it (`doc`, their ``DatabaseAccess``, whether a made-up
+  /// revision may stand in for the stored one); nil when documents are shown as stored.
+  public var shown: (@Sendable (JSONValue, DatabaseAccess, Bool) -> JSONValue)?
+  /// The body a write of the caller stores (`object`, its id, their access); nil when bodies
+  /// are stored as sent.
+  public var owned: (@Sendable (JSONObject, String, DatabaseAccess) throws -> JSONObject)?
+  /// Refuses, in the write transaction, a write the caller may not make (its id, its body,
+  /// their access, the store); nil for none beyond the security object and rules.
+  public var checkWrite:
+    (@Sendable (String, JSONObject?, DatabaseAccess, DocumentStore) throws -> Void)?
+  /// The documents a query of the caller (`_find`, which matches stored bodies) may match,
+  /// when ``shown`` hides parts of some from them: a selector must not find what they cannot
+  /// see. Nil for every readable document.
+  public var queryable: (@Sendable (DatabaseAccess, DocumentStore) throws -> DocumentFilter)?
+
+  public init(
+    name: String, unserved: @escaping @Sendable () -> CouchError? = { nil },
+    gate: @escaping @Sendable (Resource, UserContext) throws -> Void = { _, _ in },
+    admitsEveryone: Bool = false,
+    shown: (@Sendable (JSONValue, DatabaseAccess, Bool) -> JSONValue)? = nil,
+    owned: (@Sendable (JSONObject, String, DatabaseAccess) throws -> JSONObject)? = nil,
+    checkWrite: (@Sendable (String, JSONObject?, DatabaseAccess, DocumentStore) throws -> Void)? =
+      nil,
+    queryable: (@Sendable (DatabaseAccess, DocumentStore) throws -> DocumentFilter)? = nil
+  ) {
+    self.name = name
+    self.unserved = unserved
+    self.gate = gate
+    self.admitsEveryone = admitsEveryone
+    self.shown = shown
+    self.owned = owned
+    self.checkWrite = checkWrite
+    self.queryable = queryable
+  }
+
+  /// `_users`, as CouchDB serves it: a user who is not a server administrator reads, writes
+  /// and deletes their own `org.couchdb.user:NAME` document only (anonymous callers `401`,
+  /// another user's document `404` as if missing); its `_` endpoints (listings, feeds, ...)
+  /// and `_local` documents are for server administrators (`401`/`403`).
+  public static let users = SystemDatabasePolicy(
+    name: UserStore.databaseName,
+    gate: { resource, user in
+      func adminsOnly(_ name: String) -> CouchError {
+        user.name == nil
+          ? CouchError("unauthorized", "You are not authorized to access this db.", status: 401)
+          : CouchError(
+            "forbidden", "Only admins can access \(name) of system databases.", status: 403)
+      }
+      switch resource {
+      case .database: break
+      case .endpoint(let name): throw adminsOnly(name)
+      case .featureEndpoint(let name, let systemOnly): if systemOnly { throw adminsOnly(name) }
+      case .local: throw CouchServer.notMember(user)
+      case .document(let id):
+        guard let name = user.name else {
+          throw CouchError(
+            "unauthorized", "You are not authorized to access this db.", status: 401)
+        }
+        // Another user's document: as if it did not exist.
+        guard id == UserStore.documentID(of: name) else { throw StoreError.notFound("missing") }
+      }
+    },
+    admitsEveryone: true)
+}
