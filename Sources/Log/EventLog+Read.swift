@@ -37,6 +37,19 @@ extension EventLog {
     try read(from: position.next, limit: limit)
   }
 
+  /// The position, type and stream of up to `limit` events after `position`, read from the
+  /// records' heads: no payload is copied and no checksum checked (``EventHeading``).
+  public func readHeadings(after position: LogPosition, limit: Int = .max) throws(LogError)
+    -> [EventHeading]
+  {
+    guard limit > 0 else { return [] }
+    return try readLog { txn throws(LogError) in
+      try txn.perform {
+        try txn.raw.readEventHeadings(dbs.events, from: position.next.rawValue, limit: limit)
+      }
+    }
+  }
+
   /// Up to `limit` events of `stream`, from `version` (1-based, inclusive), in `direction`.
   public func read(
     stream: String, fromVersion version: UInt64 = 1, direction: ReadDirection = .forward,

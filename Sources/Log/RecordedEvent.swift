@@ -42,3 +42,21 @@ public struct RecordedEvent: Sendable, Hashable {
     Date(timeIntervalSince1970: Double(timestampMicroseconds) / 1_000_000)
   }
 }
+
+/// What an event is about, without its payload: its position, type and stream.
+///
+/// Read from a record's head (``EventLog/readHeadings(after:limit:)``,
+/// ``EventLog/headings(after:)``) without checking its checksum: a hint for a follower deciding
+/// whom to wake, never the event itself (read that with ``EventLog/read(after:limit:)``, which
+/// checks every record).
+public struct EventHeading: Sendable, Hashable {
+  public let position: LogPosition
+  public let type: String
+  public let stream: String
+
+  public init(position: LogPosition, type: String, stream: String) {
+    self.position = position
+    self.type = type
+    self.stream = stream
+  }
+}

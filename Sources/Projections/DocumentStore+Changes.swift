@@ -330,13 +330,15 @@ public struct LiveChanges: AsyncSequence, Sendable {
   public func makeAsyncIterator() -> Iterator {
     Iterator(
       store: store, options: options,
-      events: store.log.subscribe(after: options.since).makeAsyncIterator())
+      events: store.log.headings(after: options.since).makeAsyncIterator())
   }
 
+  /// Reads the events' heads (``EventHeading``) to learn which document each changed, then the
+  /// document's record; a history feed reads the event itself.
   public struct Iterator: AsyncIteratorProtocol {
     let store: DocumentStore
     let options: ChangesOptions
-    var events: LogSubscription.Iterator
+    var events: EventHeadings.Iterator
     var skippedSince: LogPosition?
 
     public mutating func next() async throws -> Item? {
@@ -345,7 +347,7 @@ public struct LiveChanges: AsyncSequence, Sendable {
         case .caughtUp(let position):
           skippedSince = nil
           return .progress(position)
-        case .event(let event):
+        case .heading(let event):
           if let row = try row(for: event) {
             skippedSince = nil
             return .change(row)
@@ -364,13 +366,16 @@ public struct LiveChanges: AsyncSequence, Sendable {
       return nil
     }
 
-    func row(for event: RecordedEvent) throws -> ChangeRow? {
+    func row(for event: EventHeading) throws -> ChangeRow? {
       guard
         event.type == DocumentEvent.Kind.edit.eventType
           || event.type == DocumentEvent.Kind.replicated.eventType
       else { return nil }
       return try store.read { txn in
-        if options.history { return try store.historyRow(event, options: options, txn: txn) }
+        if options.history {
+          guard let recorded = try txn.event(at: event.position) else { return nil }
+          return try store.historyRow(recorded, options: options, txn: txn)
+        }
         // Only the document's latest change makes a row, as in CouchDB's feed.
         guard
           let record = try store.documents.record(
@@ -409,22 +414,28 @@ public struct ChangeNotices: AsyncSequence, Sendable {
   let after: LogPosition
 
   public func makeAsyncIterator() -> Iterator {
-    Iterator(events: log.subscribe(after: after).makeAsyncIterator())
+    Iterator(headings: log.headings(after: after).makeAsyncIterator())
   }
 
   public struct Iterator: AsyncIteratorProtocol {
-    var events: LogSubscription.Iterator
+    var headings: EventHeadings.Iterator
 
+    /// Read from the events' heads (``EventHeading``): no payload is copied or checked.
     public mutating func next() async throws -> ChangeNotice? {
-      while let item = try await events.next() {
-        guard case .event(let event) = item else { continue }
-        let isDocument =
-          event.type == DocumentEvent.Kind.edit.eventType
-          || event.type == DocumentEvent.Kind.replicated.eventType
-        // A document event's stream is its document id.
-        return ChangeNotice(position: event.position, docID: isDocument ? event.stream : nil)
+      var next: EventHeading?
+      while next == nil {
+        switch try await headings.next() {
+        case nil: return nil
+        case .caughtUp: continue
+        case .heading(let heading): next = heading
+        }
       }
-      return nil
+      let heading = next.unsafelyUnwrapped
+      let isDocument =
+        heading.type == DocumentEvent.Kind.edit.eventType
+        || heading.type == DocumentEvent.Kind.replicated.eventType
+      // A document event's stream is its document id.
+      return ChangeNotice(position: heading.position, docID: isDocument ? heading.stream : nil)
     }
   }
 }

@@ -38,6 +38,41 @@ import Testing
     try await writer.value
   }
 
+  @Test(
+    "headings: each event's position, type and stream as the events have them, erased ones too, then caught up, then live"
+  )
+  func headings() async throws {
+    let dir = TemporaryDirectory()
+    let log = try EventLog(directory: dir.path)
+    try await log.append(
+      (1...20).map { event($0, stream: "doc-\($0 % 3)", type: $0 % 2 == 0 ? "even" : "odd") })
+    try await log.write { txn in
+      let eraser = try txn.append(
+        NewEvent(type: "erasure", stream: "", actor: "admin", payload: [])
+      ).position
+      try txn.erase(5, by: eraser)
+    }
+    let events = try log.read(after: .start)
+    #expect(events.count == 21)
+    #expect(
+      try log.readHeadings(after: .start)
+        == events.map { EventHeading(position: $0.position, type: $0.type, stream: $0.stream) })
+    #expect(try log.readHeadings(after: 18, limit: 2).map(\.position) == [19, 20])
+    var iterator = log.headings(after: 19, batchSize: 1).makeAsyncIterator()
+    #expect(
+      try await iterator.next()
+        == .heading(EventHeading(position: 20, type: "even", stream: "doc-2")))
+    #expect(
+      try await iterator.next() == .heading(EventHeading(position: 21, type: "erasure", stream: ""))
+    )
+    #expect(try await iterator.next() == .caughtUp(21))
+    let writer = Task { try await log.append([event(22, stream: "live")]) }
+    #expect(
+      try await iterator.next()
+        == .heading(EventHeading(position: 22, type: "test", stream: "live")))
+    try await writer.value
+  }
+
   @Test("a subscription from a position skips what came before")
   func fromPosition() async throws {
     let dir = TemporaryDirectory()

@@ -183,6 +183,14 @@ enum EventRecord {
     -> Fields
   {
     let bodyEnd = try unsafe checkedBodyEnd(position: position, bytes: bytes)
+    return try unsafe layout(position: position, bytes: bytes, bodyEnd: bodyEnd)
+  }
+
+  /// The fields of a record whose length and format were checked, its checksum not.
+  @inline(__always)
+  private static func layout(position: UInt64, bytes: UnsafeRawBufferPointer, bodyEnd: Int)
+    throws(DecodingError) -> Fields
+  {
     let timestamp = Int64(bitPattern: unsafe readLittleEndian(bytes, at: 1))
     var offset = fixedHeaderSize
     let streamVersion = try unsafe readVarint(bytes, &offset, end: bodyEnd)
@@ -235,6 +243,27 @@ enum EventRecord {
       actor: unsafe string(bytes, f.actorStart, f.actorEnd, reusing: &strings.actor),
       payload: unsafe array(bytes, f.payloadStart, f.payloadEnd),
       erasedBy: f.erasedBy == 0 ? nil : LogPosition(f.erasedBy))
+  }
+
+  /// The type and stream of a record, read from its head without checking its checksum or
+  /// copying its payload: what a follower needs to know which stream an event concerns (it
+  /// reads the events it acts on with every check). Bounds and format are checked.
+  static func heading(position: UInt64, bytes: UnsafeRawBufferPointer) throws(DecodingError)
+    -> EventHeading
+  {
+    let count = bytes.count
+    guard count >= fixedHeaderSize + checksumSize else {
+      throw DecodingError(reason: "record of \(count) bytes is shorter than its header")
+    }
+    guard unsafe bytes[0] == format || bytes[0] == erasedFormat else {
+      throw DecodingError(reason: "unknown record format \(unsafe bytes[0])")
+    }
+    let f = try unsafe layout(position: position, bytes: bytes, bodyEnd: count - checksumSize)
+    var strings = RepeatedStrings()
+    return EventHeading(
+      position: LogPosition(position),
+      type: unsafe string(bytes, f.typeStart, f.typeEnd, reusing: &strings.type),
+      stream: unsafe string(bytes, f.streamStart, f.streamEnd))
   }
 
   /// Decodes a record, checking its checksum.

@@ -124,6 +124,27 @@ extension RawTransaction {
     return out
   }
 
+  /// The headings of up to `limit` events from `position` on (``EventRecord/heading``).
+  func readEventHeadings(_ events: UInt32, from position: UInt64, limit: Int) throws
+    -> [EventHeading]
+  {
+    var out: [EventHeading] = []
+    out.reserveCapacity(min(limit, 4096))
+    let cursor = try openCursor(events)
+    defer { cursor.close() }
+    var entry = try unsafe start(cursor, at: position, forward: true)
+    while let e = unsafe entry, out.count < limit {
+      let p = unsafe Keys.position(e.key)
+      do {
+        out.append(try unsafe EventRecord.heading(position: p, bytes: e.value))
+      } catch {
+        throw RecordFailure(position: p, reason: error.reason)
+      }
+      unsafe entry = try unsafe cursor.get(.next)
+    }
+    return out
+  }
+
   /// Positions `cursor` at `position`, or the nearest entry in the walking direction.
   private func start(_ cursor: RawCursor, at position: UInt64, forward: Bool) throws(LMDBError)
     -> RawCursor.Entry?
