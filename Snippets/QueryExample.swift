@@ -17,7 +17,8 @@ let store = try DocumentStore(
 defer { store.close() }
 try store.put(#"{"_id":"n1","owner":"ann","text":"leek and potato soup"}"#, actor: "ann")
 try store.put(#"{"_id":"n2","owner":"ann","text":"bread"}"#, actor: "ann")
-let found = try store.find(FindQuery(JSONValue(parsing: #"{"selector":{"owner":"ann"}}"#)))
+let found = try MangoQueries(store).find(
+  FindQuery(JSONValue(parsing: #"{"selector":{"owner":"ann"}}"#)))
 print(found.docs.count)  // 2
-let hits = try store.search(SearchQuery("soup"), groups: ["ann"])
+let hits = try TextSearch(store).search(SearchQuery("soup"), groups: ["ann"])
 print(hits.hits.map(\.docID))  // ["n1"]

@@ -215,9 +215,9 @@ if enabled("create") || enabled("rebuild") || enabled("changes") || enabled("aso
       // had left to do when they were acknowledged, and the rate counting that too.
       let behind =
         Int(try store.log.committedPosition.rawValue)
-        - Int(try store.searchCheckpoint()?.rawValue ?? 0)
+        - Int(try TextSearch(store).checkpoint()?.rawValue ?? 0)
       let t0 = now()
-      try store.updateSearchIndex()
+      try TextSearch(store).update()
       let dt = now() - t0
       note("search index \(behind) events behind at the last write; caught up in \(dt) s")
       report("doc-create-batched-indexed" + batchSuffix, docCount, seconds + dt)
@@ -286,7 +286,7 @@ if enabled("update") {
   let store = try openStore("update", .unsynced)
   let (_, revs) = try createPages(store, count: updateCount)
   try store.log.setDurability(batchDurability)
-  try store.updateSearchIndex()
+  try TextSearch(store).update()
   let batches = stride(from: 0, to: updateCount, by: 1000).map {
     bulkDocs($0..<min(updateCount, $0 + 1000), version: 2, revs: revs)
   }
@@ -300,7 +300,7 @@ if enabled("update") {
   report("doc-update-batched" + batchSuffix, updateCount, seconds)
   if withSearch {
     let t0 = now()
-    try store.updateSearchIndex()
+    try TextSearch(store).update()
     report("doc-update-batched-indexed" + batchSuffix, updateCount, seconds + now() - t0)
   }
   store.close()

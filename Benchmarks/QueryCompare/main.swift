@@ -181,7 +181,7 @@ if enabled("index") || enabled("find") {
             #"{"selector":{"owner":"\#(owner)"},"limit":100,"execution_stats":true\#(fields)}"#)
         let t0 = now()
         let query = try FindQuery(body)
-        let result = try store.find(query)
+        let result = try MangoQueries(store).find(query)
         let out = result.json.serialized()
         let dt = now() - t0
         guard result.docs.count == min(100, docCount / owners), result.warning == nil,
@@ -244,7 +244,7 @@ if enabled("search") {
   // Indexing is done when a search has brought the index up to the log: the writes and the
   // catch-up together are the time to index the pages.
   let caughtUp = now()
-  _ = try store.search(SearchQuery(vocabulary[0]), groups: wikis)
+  _ = try TextSearch(store).search(SearchQuery(vocabulary[0]), groups: wikis)
   seconds += now() - caughtUp
   if !reuse { report("search-create-2k", pageCount, seconds) }
   func run(_ name: String, _ queries: [String]) throws {
@@ -253,9 +253,9 @@ if enabled("search") {
     var totals: [Int] = []
     for (q, text) in queries.enumerated() {
       let t0 = now()
-      let result = try store.search(SearchQuery(text), groups: wikis)
+      let result = try TextSearch(store).search(SearchQuery(text), groups: wikis)
       let t1 = now()
-      let json = try store.searchJSON(result).serialized()
+      let json = try TextSearch(store).json(result).serialized()
       let dt = now() - t0
       _ = json
       if q >= 5 {
@@ -383,7 +383,7 @@ if only?.contains("search-growth") ?? false {
     // The index is up when a search has brought it to the log's end: the writes and the
     // catch-up together are the batch's cost.
     let caughtUp = now()
-    _ = try store.search(SearchQuery(vocabulary[0]), groups: allWikis)
+    _ = try TextSearch(store).search(SearchQuery(vocabulary[0]), groups: allWikis)
     let catchUp = now() - caughtUp
     let seconds = writeSeconds + catchUp
     print(
@@ -448,9 +448,9 @@ if only?.contains("search-growth") ?? false {
         var totals: [Int] = []
         for (q, text) in queries.enumerated() {
           let t0 = now()
-          let result = try store.search(SearchQuery(text), groups: groups)
+          let result = try TextSearch(store).search(SearchQuery(text), groups: groups)
           let t1 = now()
-          let json = try store.searchJSON(result).serialized()
+          let json = try TextSearch(store).json(result).serialized()
           let dt = now() - t0
           _ = json
           guard q >= 5 else { continue }

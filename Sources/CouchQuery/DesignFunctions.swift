@@ -147,7 +147,8 @@ extension QueryEndpoints {
     } else {
       let viewQuery = try Self.viewQueries(query: query, body: posted, queries: false)[0]
       let result = try await r.blocking {
-        try store.queryView(ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
+        try ViewQueries(store).query(
+          ddoc: viewDDoc, view: viewName, query: viewQuery, includes: includes)
       }
       head = .object(
         JSONObject([

@@ -30,7 +30,7 @@ extension QueryEndpoints {
         includes: { id in Partitions.isMember(id, of: partition) && outer?.includes(id) ?? true })
     }
     let filter = visible
-    let result = try await r.blocking { try store.find(query, visible: filter) }
+    let result = try await r.blocking { try MangoQueries(store).find(query, visible: filter) }
     return CouchResponse.json(result.json)
   }
 
@@ -50,7 +50,7 @@ extension QueryEndpoints {
     _ = try Self.findPartition(r)
     try r.requireJSONContentType()
     let query = try FindQuery(try await r.jsonBody())
-    return CouchResponse.json(try r.store.explain(query, databaseName: r.database))
+    return CouchResponse.json(try MangoQueries(r.store).explain(query, databaseName: r.database))
   }
 
   /// `GET /{db}/_index` lists the indexes (a caller whose reads are filtered sees those whose
@@ -62,7 +62,7 @@ extension QueryEndpoints {
     switch request.method {
     case .get, .head:
       let (limit, skip) = try Self.indexListParameters(request.uri.query)
-      var shown = try store.indexListing()["indexes"]?.arrayValue ?? []
+      var shown = try MangoQueries(store).indexListing()["indexes"]?.arrayValue ?? []
       if let view = try access.view(store) {
         shown = shown.filter { index in
           index["ddoc"]?.stringValue.map { view.includes($0) } ?? true
@@ -81,7 +81,7 @@ extension QueryEndpoints {
       try r.requireJSONContentType()
       let index = try MangoIndex.parseRequest(try await r.jsonBody())
       let existing = try? store.get(index.ddoc)
-      let (body, exists) = try DocumentStore.designDocument(adding: index, to: existing)
+      let (body, exists) = try MangoQueries.designDocument(adding: index, to: existing)
       if !exists {
         _ = try await store.putAsync(
           body.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue,
@@ -191,7 +191,7 @@ extension QueryEndpoints {
   {
     let store = r.store
     guard let doc = try? store.get(ddoc),
-      let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
+      let (rev, body) = MangoQueries.designDocument(removing: name, from: doc)
     else { return false }
     if let body {
       _ = try await store.putAsync(
@@ -211,10 +211,10 @@ extension QueryEndpoints {
       throw CouchError("not_found", "missing", status: 404)
     }
     // A design document of views: its view index (the Query module's views).
-    if doc["language"]?.stringValue != "query" { return try store.viewInfo(ddoc: id) }
+    if doc["language"]?.stringValue != "query" { return try ViewQueries(store).info(ddoc: id) }
     var md5 = MD5()
     md5.update((doc["views"] ?? .null).serialized())
-    let (active, external) = try store.mangoIndexSizes(ddoc: id)
+    let (active, external) = try MangoQueries(store).indexSizes(ddoc: id)
     let sizes = JSONObject([
       .init(key: "active", value: .number(JSONNumber(Int64(active)))),
       .init(key: "external", value: .number(JSONNumber(Int64(external)))),
@@ -257,7 +257,7 @@ extension QueryEndpoints {
     guard search.limit >= 0, search.skip >= 0 else {
       throw CouchError.badRequest("limit and skip must be 0 or more")
     }
-    guard store.hasTextSearch else {
+    guard TextSearch(store).isAvailable else {
       throw CouchError.notImplemented("full-text search in a database without pages")
     }
     // The index follows the log (an `IndexFollower`): by default a search first brings it up to
@@ -273,11 +273,11 @@ extension QueryEndpoints {
     let view = try access.view(store)
     let (wiki, asked) = (query["wiki"], search)
     let body = try await r.blocking {
-      var groups = try wiki.map { [$0] } ?? store.searchGroups(update: update)
+      var groups = try wiki.map { [$0] } ?? TextSearch(store).groups(update: update)
       if let view { groups = groups.filter { view.includes($0) } }
-      var result = try store.search(asked, groups: groups, update: update)
+      var result = try TextSearch(store).search(asked, groups: groups, update: update)
       if let view { result.hits = result.hits.filter { view.includes($0.docID) } }
-      return try store.searchJSON(result)
+      return try TextSearch(store).json(result)
     }
     return CouchResponse.json(body, includeBody: request.method != .head)
   }

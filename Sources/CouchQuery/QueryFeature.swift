@@ -30,7 +30,7 @@ extension CouchFeature {
         try await QueryEndpoints.search(r)
       },
       DatabaseEndpoint(["_view_cleanup"], methods: [.post], role: .databaseAdmin) { r in
-        try await r.blocking { try r.store.viewCleanup() }
+        try await r.blocking { try ViewQueries(r.store).cleanup() }
         return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
       },
       DatabaseEndpoint(
@@ -39,7 +39,7 @@ extension CouchFeature {
       ) { r in
         try r.requireJSONContentType()
         let ddoc = "_design/" + r.parameters["ddoc"]!
-        try await r.blocking { try r.store.compactViews(ddoc: ddoc) }
+        try await r.blocking { try ViewQueries(r.store).compact(ddoc: ddoc) }
         return CouchResponse.json(.object(JSONObject(["ok": .bool(true)])), status: .accepted)
       },
       DatabaseEndpoint(

@@ -95,13 +95,16 @@ extension QueryEndpoints {
   ) throws -> JSONValue {
     let results = try viewQueries(query: query, body: body, queries: queries).map { q in
       guard let asOf = q.asOf else {
-        let result = try store.queryView(ddoc: ddoc, view: view, query: q, includes: includes)
+        let result = try ViewQueries(store).query(
+          ddoc: ddoc, view: view, query: q, includes: includes)
         if q.update == .lazy {
           // Caught up after the answer: a query of no rows, which catches the index up first.
           var catchUp = ViewQuery()
           catchUp.reduce = false
           catchUp.limit = 0
-          Task.detached { _ = try? store.queryView(ddoc: ddoc, view: view, query: catchUp) }
+          Task.detached {
+            _ = try? ViewQueries(store).query(ddoc: ddoc, view: view, query: catchUp)
+          }
         }
         return result.json
       }

@@ -188,13 +188,13 @@ public final class DocumentDatabase: Sendable {
     query.skip = skip
     var docs: [JSONValue]
     do {
-      docs = try store.find(query).docs
+      docs = try MangoQueries(store).find(query).docs
     } catch let error as StoreError where error.error == "no_usable_index" && !sort.isEmpty {
       // No index orders them (CouchDB answers so too): sorted here, in CouchDB's collation.
       query.sort = []
       query.limit = Int(Int32.max)
       query.skip = 0
-      docs = try store.find(query).docs
+      docs = try MangoQueries(store).find(query).docs
       docs.sort { a, b in
         for key in sort {
           let path = key.field.split(separator: ".").map(String.init)
@@ -225,7 +225,7 @@ public final class DocumentDatabase: Sendable {
       ]))
     let index = try MangoIndex.parseRequest(request)
     let existing = try? store.get(index.ddoc)
-    let (body, exists) = try DocumentStore.designDocument(adding: index, to: existing)
+    let (body, exists) = try MangoQueries.designDocument(adding: index, to: existing)
     if !exists {
       try await store.putAsync(
         parsed: body, id: index.ddoc, rev: existing?["_rev"]?.stringValue, actor: actor)

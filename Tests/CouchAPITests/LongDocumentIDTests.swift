@@ -220,7 +220,7 @@ struct LongDocumentIDTests {
       #expect(found["rows"]?.arrayValue?.count == 2, "\(found.text)")
       #expect(found["rows"]?[0]?["wiki"]?.stringValue == wiki)
       let store = try dir.data.open("db")
-      #expect(try store.searchGroups() == [wiki])
+      #expect(try TextSearch(store).groups() == [wiki])
       #expect(try store.verify("search") == [])
     }
   }

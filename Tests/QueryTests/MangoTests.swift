@@ -26,7 +26,7 @@ import Testing
   func createIndex(_ store: DocumentStore, _ body: String) throws -> MangoIndex {
     let index = try MangoIndex.parseRequest(json(body))
     let existing = try? store.get(index.ddoc)
-    let (doc, exists) = try DocumentStore.designDocument(adding: index, to: existing)
+    let (doc, exists) = try MangoQueries.designDocument(adding: index, to: existing)
     if !exists {
       try store.put(
         doc.serialized(), id: index.ddoc, rev: existing?["_rev"]?.stringValue, actor: "admin")
@@ -39,7 +39,7 @@ import Testing
   func ids(_ result: FindResult) -> [String] { result.docs.compactMap { $0["_id"]?.stringValue } }
 
   func find(_ store: DocumentStore, _ body: String) throws -> FindResult {
-    try store.find(FindQuery(json(body)))
+    try MangoQueries(store).find(FindQuery(json(body)))
   }
 
   // MARK: Collation
@@ -425,7 +425,9 @@ import Testing
             + ids(try find(store, #"{"selector": {"name": "Dora"}, "limit": 99}"#))))
     #expect(
       try find(store, #"{"selector": {"$or": [{"name": "ann"}, {"age": 1}]}}"#).warning != nil)
-    #expect(try store.plan(FindQuery(json(#"{"selector": {"$or": []}}"#))).index?.name == "name")
+    #expect(
+      try MangoQueries(store).plan(FindQuery(json(#"{"selector": {"$or": []}}"#))).index?.name
+        == "name")
     // Text indexes need a service wikilog does not have: 503, as CouchDB without one.
     #expect(throws: StoreError("required index service unavailable", "text", code: .unavailable)) {
       try MangoIndex.parseRequest(json(#"{"index": {}, "type": "text"}"#))
@@ -452,7 +454,7 @@ import Testing
       #"{"index": {"fields": ["type"], "partial_filter_selector": {"type": "admin"}}, "ddoc": "adm", "name": "adm"}"#
     )
     func explain(_ body: String) throws -> JSONValue {
-      try store.explain(FindQuery(json(body)), databaseName: "db")
+      try MangoQueries(store).explain(FindQuery(json(body)), databaseName: "db")
     }
     func summary(_ e: JSONValue) -> [String] {
       (e["index_candidates"]?.arrayValue ?? []).map { c in
@@ -536,14 +538,14 @@ import Testing
     let store = t.store!
     try people(store, count: 5)
     try createIndex(store, #"{"index": {"fields": ["name"]}, "ddoc": "n", "name": "n"}"#)
-    let e = try store.explain(
+    let e = try MangoQueries(store).explain(
       FindQuery(json(#"{"selector": {"name": {"$beginsWith": "A"}}}"#)), databaseName: "db")
     #expect(e["mrargs"]?["start_key"] == json(#"["A"]"#))
     #expect(e["mrargs"]?["end_key"] == .array([.string("A\u{FFFF}"), .string("<MAX>")]))
-    let eq = try store.explain(
+    let eq = try MangoQueries(store).explain(
       FindQuery(json(#"{"selector": {"name": "ann"}}"#)), databaseName: "db")
     #expect(eq["mrargs"]?["end_key"] == json(#"["ann", "<MAX>"]"#))
-    let ids = try store.explain(
+    let ids = try MangoQueries(store).explain(
       FindQuery(json(#"{"selector": {"_id": {"$beginsWith": "p"}}}"#)), databaseName: "db")
     #expect(ids["mrargs"]?["end_key"] == .string("p\u{FFFF}"))
   }
@@ -604,12 +606,12 @@ import Testing
       store, #"{"index": {"fields": ["team", "info.level"]}, "ddoc": "c", "name": "team-level"}"#)
     for (q, expected) in zip(queries, scanned) {
       let query = try FindQuery(json(q))
-      let explain = try store.explain(query, databaseName: "db")
+      let explain = try MangoQueries(store).explain(query, databaseName: "db")
       #expect(explain["covering"] == .bool(true), "\(q)")
       #expect(explain["mrargs"]?["include_docs"] == .bool(false))
       var stats = query
       stats.executionStats = true
-      let r = try store.find(stats)
+      let r = try MangoQueries(store).find(stats)
       #expect(r.warning == nil)
       #expect(sortedByID(r) == expected, "\(q)")
       #expect(r.stats?.docsExamined == 0 && r.stats?.keysExamined ?? 0 > 0)
@@ -621,7 +623,7 @@ import Testing
       #"{"selector": {"team": "red", "info.level": 1}}"#,
       #"{"selector": {"team": "red", "info.level": 1}, "fields": ["_rev"]}"#,
     ] {
-      let explain = try store.explain(FindQuery(json(q)), databaseName: "db")
+      let explain = try MangoQueries(store).explain(FindQuery(json(q)), databaseName: "db")
       #expect(explain["covering"] == .bool(false), "\(q)")
       #expect(explain["mrargs"]?["include_docs"] == .bool(true))
     }
@@ -644,7 +646,7 @@ import Testing
     let onlyEven = DocumentFilter(
       name: "even", parameters: [:], wakeKeys: [], keys: { _ in [] },
       includes: { Int($0.dropFirst())! % 2 == 0 })
-    let visible = try store.find(
+    let visible = try MangoQueries(store).find(
       FindQuery(
         json(
           #"{"selector": {"team": {"$gt": null}, "info.level": {"$gt": null}}, "fields": ["_id"], "limit": 100}"#
@@ -702,11 +704,12 @@ import Testing
     #expect(stats.stats?.resultsReturned == 4)
     #expect(stats.stats?.docsExamined == 4)
     #expect(stats.json["execution_stats"]?["total_keys_examined"] == .number(4))
-    let explain = try store.explain(
+    let explain = try MangoQueries(store).explain(
       FindQuery(json(#"{"selector": {"name": "ann"}}"#)), databaseName: "db")
     #expect(explain["index"]?["name"] == .string("name"))
     #expect(explain["mrargs"]?["start_key"] == json(#"["ann"]"#))
-    let scan = try store.explain(FindQuery(json(#"{"selector": {"x": 1}}"#)), databaseName: "db")
+    let scan = try MangoQueries(store).explain(
+      FindQuery(json(#"{"selector": {"x": 1}}"#)), databaseName: "db")
     #expect(scan["index"]?["name"] == .string("_all_docs"))
     #expect(scan["index"]?["type"] == .string("special"))
     // conflicts: true adds _conflicts.
@@ -716,7 +719,7 @@ import Testing
     let conflicted = try find(
       store, #"{"selector": {"_id": "p001"}, "conflicts": true}"#)
     #expect(conflicted.docs.first?["_conflicts"]?.arrayValue?.count == 1)
-    let listing = try store.indexListing()
+    let listing = try MangoQueries(store).indexListing()
     #expect(listing["total_rows"] == .number(3))
     #expect(listing["indexes"]?[0]?["name"] == .string("_all_docs"))
     #expect(
@@ -806,7 +809,7 @@ import Testing
     // Dropping the design document removes both its definition and its rows.
     let ddoc = try store.get("_design/v")
     _ = try store.delete("_design/v", rev: ddoc["_rev"]!.stringValue!, actor: "t")
-    #expect(try store.mangoIndexes().map(\.name) == ["kv"])
+    #expect(try MangoQueries(store).indexes().map(\.name) == ["kv"])
     let storage = try #require(store.storage(of: "mango"))
     let rows = try store.read { txn in try txn.count(of: storage["entries"]) }
     let kvRows = try find(

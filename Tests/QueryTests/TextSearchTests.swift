@@ -28,7 +28,7 @@ import Wiki
   }
 
   func ids(_ store: DocumentStore, _ q: String, groups: [String] = ["w1"]) throws -> [String] {
-    try store.search(SearchQuery(q), groups: groups).hits.map(\.docID)
+    try TextSearch(store).search(SearchQuery(q), groups: groups).hits.map(\.docID)
   }
 
   @Test("ranking, phrases, prefixes, case folding and groups on a known corpus")
@@ -54,7 +54,7 @@ import Wiki
     #expect(try ids(store, "crème") == ["w1:Crème brûlée"])
     #expect(try ids(store, "CARAMÉLISÉE") == ["w1:Crème brûlée"])
     // Scores decrease; the pie's "apple" score is BM25's.
-    let hits = try store.search(SearchQuery("apple"), groups: ["w1"]).hits
+    let hits = try TextSearch(store).search(SearchQuery("apple"), groups: ["w1"]).hits
     #expect(hits[0].score > hits[1].score)
     #expect(throws: StoreError.self) { try SearchQuery("  ,, ") }
   }
@@ -63,13 +63,14 @@ import Wiki
   func snippetsAndUpdates() throws {
     let t = try corpus()
     let store = t.store!
-    let hit = try #require(store.search(SearchQuery("apple"), groups: ["w1"]).hits.first)
-    let text = try #require(store.searchable(hit.docID)?.text)
-    let snippet = DocumentStore.snippet(text, matched: hit.matched)
+    let hit = try #require(
+      TextSearch(store).search(SearchQuery("apple"), groups: ["w1"]).hits.first)
+    let text = try #require(TextSearch(store).searchable(hit.docID)?.text)
+    let snippet = TextSearch.snippet(text, matched: hit.matched)
     #expect(snippet.contains("<mark>Apple</mark> pie"))
     #expect(snippet.contains("the <mark>apple</mark> filling"))
     #expect(
-      DocumentStore.snippet("a <b> & apple", matched: ["apple"])
+      TextSearch.snippet("a <b> & apple", matched: ["apple"])
         == "a &lt;b&gt; &amp; <mark>apple</mark>")
 
     let bread = try store.get("w1:Banana Bread")
@@ -96,7 +97,7 @@ import Wiki
   }
 
   func total(_ store: DocumentStore, _ q: String, groups: [String] = ["w1"]) throws -> Int {
-    try store.search(SearchQuery(q), groups: groups).total
+    try TextSearch(store).search(SearchQuery(q), groups: groups).total
   }
 
   @Test(
@@ -155,7 +156,7 @@ import Wiki
       _ = try store.delete("w2:Q\(i)", rev: rev, actor: "ann")
     }
     #expect(try total(store, "other", groups: ["w2"]) == 0)
-    #expect(try store.searchGroups() == ["w1"])
+    #expect(try TextSearch(store).groups() == ["w1"])
     try store.put(page("w2:R", "fresh other").serialized(), actor: "ann")
     #expect(try ids(store, "other", groups: ["w2"]) == ["w2:R"])
 
@@ -179,9 +180,9 @@ import Wiki
     #expect(try total(store, "other", groups: ["w2"]) == 7)
 
     #expect(try store.verify("search") == [])
-    let before = try store.search(SearchQuery("common word"), groups: ["w1", "w2"])
+    let before = try TextSearch(store).search(SearchQuery("common word"), groups: ["w1", "w2"])
     try store.rebuild("search")
-    let after = try store.search(SearchQuery("common word"), groups: ["w1", "w2"])
+    let after = try TextSearch(store).search(SearchQuery("common word"), groups: ["w1", "w2"])
     #expect(before.total == after.total)
     #expect(before.hits == after.hits)
   }

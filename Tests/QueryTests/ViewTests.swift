@@ -22,7 +22,8 @@ import Testing
     _ store: DocumentStore, _ view: String, _ parameters: [(String, String)] = [],
     ddoc: String = "_design/d"
   ) throws -> JSONValue {
-    try store.queryView(ddoc: ddoc, view: view, query: ViewQuery(parameters: parameters)).json
+    try ViewQueries(store).query(ddoc: ddoc, view: view, query: ViewQuery(parameters: parameters))
+      .json
   }
 
   func rows(_ answer: JSONValue) -> [JSONValue] { answer["rows"]?.arrayValue ?? [] }
@@ -183,8 +184,8 @@ import Testing
     }
     var numbers = Array(0..<4_000)
     #expect(values(try query(s, "js", [("group_level", "1")])) == expected(numbers))
-    let group = try s.designViews("_design/d")
-    let follower = try s.viewIndex(group).follower
+    let group = try ViewQueries(s).designViews("_design/d")
+    let follower = try ViewQueries(s).index(group).follower
     let kept = try follower.read { try $0.count(of: follower.storage["reductions"]) }
     #expect(kept > 0)
     // Edits change some buckets: their kept reductions no longer count.
@@ -227,7 +228,7 @@ import Testing
     // The sum of `g`: 9, less d5's 2 (deleted); d4 and d6 kept theirs.
     #expect(values(try query(s, "n")) == [.int(7)])
     // The index rebuilt from the documents agrees with the one kept up.
-    let group = try s.designViews("_design/d")
+    let group = try ViewQueries(s).designViews("_design/d")
     #expect(try s.verify(group.indexName).isEmpty)
   }
 
@@ -411,7 +412,7 @@ import Testing
     let page = try query(s, "s", [("reduce", "false"), ("startkey", "[4]"), ("limit", "1")])
     #expect(page["offset"] == .int((0..<4).reduce(0) { $0 + expected[$1]!.count }))
     #expect(page["total_rows"] == .int(2_000))
-    let group = try s.designViews("_design/d")
+    let group = try ViewQueries(s).designViews("_design/d")
     #expect(try s.verify(group.indexName).isEmpty)
   }
 

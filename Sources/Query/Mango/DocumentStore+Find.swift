@@ -128,9 +128,7 @@ extension DocumentStore {
   /// The Mango projection's databases, when the store has one.
   var mangoStorage: ProjectionStorage? { projections.storage(of: "mango") }
 
-  /// The JSON indexes defined in the store's design documents (none without a
-  /// ``MangoProjection``).
-  public func mangoIndexes() throws -> [MangoIndex] {
+  func mangoIndexes() throws -> [MangoIndex] {
     try read { txn in try mangoIndexes(txn: txn) }
   }
 
@@ -141,10 +139,7 @@ extension DocumentStore {
     return try projection.definitions(storage: storage, txn: txn)
   }
 
-  /// How much the indexes of design document `ddoc` hold: `active`, the bytes of their rows as
-  /// stored (keys and values of `mango.entries` and `mango.byDoc`), and `external`, the bytes
-  /// of the document ids and field values they index. Read by a scan of their rows.
-  public func mangoIndexSizes(ddoc: String) throws -> (active: Int, external: Int) {
+  func mangoIndexSizes(ddoc: String) throws -> (active: Int, external: Int) {
     guard let storage = mangoStorage else { return (0, 0) }
     return try read { txn in
       let prefixes = try mangoIndexes(txn: txn).filter { $0.ddoc == ddoc }.map(\.prefix)
@@ -183,8 +178,7 @@ extension DocumentStore {
           ]))),
     ]))
 
-  /// `GET /db/_index`: the special `_all_docs` index, then the JSON indexes.
-  public func indexListing() throws -> JSONValue {
+  func indexListing() throws -> JSONValue {
     let indexes = try mangoIndexes()
     let special = Self.allDocsIndexListing
     return .object(
@@ -196,18 +190,7 @@ extension DocumentStore {
 
   // MARK: Planning
 
-  /// Chooses how to answer `query`, as CouchDB's planner does: an index every one of whose
-  /// fields the selector requires or the sort names (so the documents it leaves out cannot
-  /// match, or are left out by the sort as CouchDB leaves them out) and that serves the sort
-  /// (its fields start with the sort's once the leading ones the selector holds equal are
-  /// passed); `use_index` first when it qualifies; otherwise the one whose leading
-  /// fields the selector bounds most, then the one with the fewest fields. Indexes with a
-  /// `partial_filter_selector` are used only when named. With none, `_all_docs` (with the
-  /// warning).
-  ///
-  /// - Throws: 400 `no_usable_index` when a sort needs an index that does not exist, or when
-  ///   `allow_fallback` is false and the named index cannot serve the query.
-  public func plan(_ query: FindQuery) throws -> FindPlan {
+  func plan(_ query: FindQuery) throws -> FindPlan {
     try plan(query, selectIndex(query, indexes: try mangoIndexes()))
   }
 
@@ -386,12 +369,7 @@ extension DocumentStore {
 
   // MARK: Running
 
-  /// Runs a `_find`: plans it, reads the index range (or `_all_docs`), applies the selector to
-  /// each winning revision, skips and limits, and projects `fields`.
-  ///
-  /// - Parameter visible: the documents the caller may read (an ``AccessView``'s filter); the
-  ///   others are passed over before they are read or counted.
-  public func find(_ query: FindQuery, visible: DocumentFilter? = nil) throws -> FindResult {
+  func find(_ query: FindQuery, visible: DocumentFilter? = nil) throws -> FindResult {
     let clock = ContinuousClock.now
     let plan = try plan(query)
     var stats = FindResult.Stats()
@@ -586,8 +564,7 @@ extension DocumentStore {
 
   // MARK: _explain
 
-  /// `POST /db/_explain`: the index the query would use and how.
-  public func explain(_ query: FindQuery, databaseName: String) throws -> JSONValue {
+  func explain(_ query: FindQuery, databaseName: String) throws -> JSONValue {
     let selection = selectIndex(query, indexes: try mangoIndexes())
     let candidates = explainCandidates(query, selection)
     // No index serves the sort: `_find` refuses the query, `_explain` says so with a null index
@@ -646,12 +623,7 @@ extension DocumentStore {
 
   // MARK: Creating and dropping indexes
 
-  /// The design document that adds `index` to `existing` (the current winner's body, nil when
-  /// there is none), and whether the index was already there (`exists`).
-  ///
-  /// - Throws: 400 `invalid_ddoc_lang` when `existing` is not a `"language": "query"` design
-  ///   document (a JavaScript one, say), as CouchDB's `mango_util:check_lang` refuses it.
-  public static func designDocument(adding index: MangoIndex, to existing: JSONValue?)
+  static func designDocument(adding index: MangoIndex, to existing: JSONValue?)
     throws(StoreError) -> (body: JSONValue, exists: Bool)
   {
     if let existing, existing["language"] != .string("query") {
@@ -681,10 +653,7 @@ extension DocumentStore {
     return (.object(object), false)
   }
 
-  /// What dropping the index `name` (every index, for nil) does to the design document `doc`
-  /// (its current winner): nil when it is not a query design document with such an index; else
-  /// its revision and new body, nil when no view is left (the design document is deleted).
-  public static func designDocument(removing name: String?, from doc: JSONValue) -> (
+  static func designDocument(removing name: String?, from doc: JSONValue) -> (
     rev: String, body: JSONValue?
   )? {
     guard doc["language"]?.stringValue == "query", var object = doc.objectValue,

@@ -36,16 +36,7 @@ public struct GrepMatch: Sendable, Hashable {
 }
 
 extension DocumentStore {
-  /// Searches field values with a regular expression: the winning revision of every live
-  /// document, or with `history` every revision in the log (local edits and replicated
-  /// ones, deletions left out), oldest first.
-  ///
-  /// - Parameters:
-  ///   - field: a dotted path (``Selector/path(_:)``); nil searches every leaf value.
-  ///   - type: only documents whose `type` field is this.
-  ///   - visible: only the documents this filter passes.
-  ///   - body: gets each match; returns false to stop.
-  public func grep(
+  func grep(
     _ pattern: RegexPattern, field: String? = nil, type: String? = nil,
     history: Bool = false, visible: DocumentFilter? = nil, _ body: (GrepMatch) throws -> Bool
   ) throws {

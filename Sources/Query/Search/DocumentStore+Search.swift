@@ -79,12 +79,9 @@ extension DocumentStore {
     indexes.first { $0.index is TextSearchProjection }
   }
 
-  /// Whether the store keeps a full-text index (a ``TextSearchProjection``).
-  public var hasTextSearch: Bool { searchIndexer != nil }
+  var hasTextSearch: Bool { searchIndexer != nil }
 
-  /// Brings the full-text index up to the log's end (``IndexFollower``): what every search
-  /// does first, unless it asks for the index as it stands (`update: false`).
-  public func updateSearchIndex() throws {
+  func updateSearchIndex() throws {
     try searchIndexer?.catchUp()
   }
 
@@ -111,13 +108,11 @@ extension DocumentStore {
     try searchIndexer.write { try body($0, searchIndexer.storage) }
   }
 
-  /// The log position the full-text index is up to; nil without one.
-  public func searchCheckpoint() throws -> LogPosition? {
+  func searchCheckpoint() throws -> LogPosition? {
     try searchIndexer.map { LogPosition(try $0.checkpoint()) }
   }
 
-  /// The groups (wikis) the index holds.
-  public func searchGroups(update: Bool = true) throws -> [String] {
+  func searchGroups(update: Bool = true) throws -> [String] {
     guard hasTextSearch else { return [] }
     return try readSearchIndex(update: update) { txn, storage in
       var out: [String] = []
@@ -131,24 +126,7 @@ extension DocumentStore {
     }
   }
 
-  /// Runs `query` over the documents of `groups`, ranked by BM25 (k1 1.2, b 0.75) with the
-  /// statistics of those groups alone (documents, their mean length, each term's document
-  /// frequency), so documents outside them neither appear nor change a score. Every clause
-  /// must match: a word, any word with a prefix (each scored), or a phrase (its words at
-  /// consecutive positions, scored as its words); each distinct word of the query scores once
-  /// per document. Ties go by document id.
-  ///
-  /// Each word's rows are read segment by segment (``TextSearchProjection``), for each group
-  /// asked for, in number order (a document is its group's index in `groups` and its number:
-  /// one integer), dead documents left out; the clauses are intersected as sorted lists,
-  /// lengths read per group and segment, and records (document ids) only for phrases and the
-  /// page returned (and the hits tied with its last one).
-  ///
-  /// - Throws: 501 when the store has no full-text index.
-  ///
-  /// The index is first brought up to the log's end, so that the search sees every write
-  /// acknowledged before it; `update: false` takes it as it stands (CouchDB's `update=false`).
-  public func search(_ query: SearchQuery, groups: [String], update: Bool = true) throws
+  func search(_ query: SearchQuery, groups: [String], update: Bool = true) throws
     -> SearchResult
   {
     let groups = Array(Set(groups.filter { !$0.utf8.contains(0) })).sorted {
@@ -491,10 +469,7 @@ extension DocumentStore {
     return lo < list.count && list[lo].doc == doc
   }
 
-  /// A snippet of `text` around the first matched word: about `words` words, with each
-  /// matched word (or a word a matched prefix found) between `<mark>` and `</mark>`, the rest
-  /// HTML-escaped, `…` where text was cut.
-  public static func snippet(_ text: String, matched: Set<String>, words: Int = 24) -> String {
+  static func snippet(_ text: String, matched: Set<String>, words: Int = 24) -> String {
     let tokens = Tokenizer.tokens(text)
     let firstMatch = tokens.firstIndex { matched.contains($0.term) } ?? 0
     let from = max(0, firstMatch - words / 3)
@@ -529,9 +504,7 @@ extension DocumentStore {
 }
 
 extension DocumentStore {
-  /// What the full-text index takes of document `docID`'s winning revision (its group, title
-  /// and text), for a result's title and snippet; nil when it is not searched.
-  public func searchable(_ docID: String) throws -> TextSearchSchema.Searchable? {
+  func searchable(_ docID: String) throws -> TextSearchSchema.Searchable? {
     guard
       let projection = searchIndexer?.index as? TextSearchProjection,
       let doc = try? get(docID)
@@ -539,9 +512,7 @@ extension DocumentStore {
     return projection.schema.extract(docID, doc)
   }
 
-  /// A search's answer as `GET /db/_search` gives it: `total_rows` and per hit its `id`,
-  /// `wiki` (the group), `title`, `score` and `snippet` (HTML, matched words in `<mark>`).
-  public func searchJSON(_ result: SearchResult) throws -> JSONValue {
+  func searchJSON(_ result: SearchResult) throws -> JSONValue {
     var rows: [JSONValue] = []
     for hit in result.hits {
       let s = try searchable(hit.docID)

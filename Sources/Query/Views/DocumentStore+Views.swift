@@ -4,20 +4,13 @@ import Log
 public import Projections
 
 extension DocumentStore {
-  /// The views of design document `ddocID` (`_design/…`) as it stands.
-  ///
-  /// - Throws: `not_found` `missing` (or `deleted`) when there is no such design document.
-  public func designViews(_ ddocID: String) throws -> DesignViews {
+  func designViews(_ ddocID: String) throws -> DesignViews {
     let doc = try get(ddocID)
     let rev = doc.objectValue?["_rev"]?.stringValue ?? ""
     return try DesignViews(id: ddocID, rev: rev, body: doc)
   }
 
-  /// The index of `group`'s views, opened behind the log (built from the start the first
-  /// time); an index of an earlier version of the same design document stops following the
-  /// log (its files stay until ``viewCleanup()``).
-  public func viewIndex(_ group: DesignViews) throws -> (index: ViewIndex, follower: IndexFollower)
-  {
+  func viewIndex(_ group: DesignViews) throws -> (index: ViewIndex, follower: IndexFollower) {
     for follower in indexes {
       if let other = follower.index as? ViewIndex, other.group.id == group.id,
         other.name != group.indexName
@@ -32,11 +25,7 @@ extension DocumentStore {
     return (index, follower)
   }
 
-  /// Answers `query` on view `view` of design document `ddoc` (`_design/…`), as
-  /// `GET /{db}/_design/{ddoc}/_view/{view}` does: the index is caught up first unless
-  /// `update=false` (or `stale=ok`); `includes` keeps the rows of documents a restricted
-  /// reader may read.
-  public func queryView(
+  func queryView(
     ddoc: String, view: String, query: ViewQuery,
     includes: (@Sendable (String) -> Bool)? = nil
   ) throws -> ViewResult {
@@ -94,9 +83,7 @@ extension DocumentStore {
     }
   }
 
-  /// `GET /{db}/_design/{ddoc}/_info`: the view group's name and `view_index` (signature,
-  /// language, sizes, update seq, whether it is being built).
-  public func viewInfo(ddoc: String) throws -> JSONValue {
+  func viewInfo(ddoc: String) throws -> JSONValue {
     let group = try designViews(ddoc)
     let (index, follower) = try viewIndex(group)
     let seq = try follower.checkpoint()
@@ -151,19 +138,14 @@ extension DocumentStore {
       ]))
   }
 
-  /// `POST /{db}/_compact/{ddoc}`: compacts the index of design document `ddoc`'s views
-  /// (its file replaced by a compacted copy; the next query opens it again).
-  public func compactViews(ddoc: String) throws {
+  func compactViews(ddoc: String) throws {
     let group = try designViews(ddoc)
     let (index, _) = try viewIndex(group)
     try compactIndex(named: index.name)
   }
 
-  /// Opens the view index of every design document that has views (not built or caught up
-  /// here), so that `verify`, `rebuild` and `projectionNames` include them, as
-  /// `wikilog verify` and `wikilog rebuild` do. Returns their names.
   @discardableResult
-  public func openViewIndexes() throws -> [String] {
+  func openViewIndexes() throws -> [String] {
     var options = AllDocsOptions()
     options.startKey = "_design/"
     options.endKey = "_design0"
@@ -181,10 +163,8 @@ extension DocumentStore {
     return names
   }
 
-  /// `POST /{db}/_view_cleanup`: removes the index files of views no design document has
-  /// any more (CouchDB keeps them until this). Returns the number removed.
   @discardableResult
-  public func viewCleanup() throws -> Int {
+  func viewCleanup() throws -> Int {
     var wanted = Set<String>()
     let all = try allDocs(
       {

@@ -55,7 +55,7 @@ struct SearchController: RoutedController {
         page.body = Templates.render("search", object)
         return page
       }
-      guard store.hasTextSearch else {
+      guard TextSearch(store).isAvailable else {
         object["error"] = "This database has no full-text index."
         page.body = Templates.render("search", object)
         return page
@@ -73,9 +73,9 @@ struct SearchController: RoutedController {
       let view = try self.view(session, store)
       let (asked, only) = (query, wiki)
       let result = try await blocking { () throws -> SearchResult in
-        var groups = try only.map { [$0] } ?? store.searchGroups()
+        var groups = try only.map { [$0] } ?? TextSearch(store).groups()
         if let view { groups = groups.filter { view.includes($0) } }
-        var result = try store.search(asked, groups: groups)
+        var result = try TextSearch(store).search(asked, groups: groups)
         if let view { result.hits = result.hits.filter { view.includes($0.docID) } }
         return result
       }
@@ -89,13 +89,13 @@ struct SearchController: RoutedController {
           let title = try queries.wiki(parts.wiki)?.title ?? ""
           wikiTitles[parts.wiki] = title.isEmpty ? parts.wiki : title
         }
-        let searchable = try store.searchable(hit.docID)
+        let searchable = try TextSearch(store).searchable(hit.docID)
         let (by, at) = Self.lastChange(
           doc, id: hit.docID, rev: doc["_rev"]?.stringValue ?? "", store)
         hits.append([
           "href": Self.pageHref(parts.wiki, parts.title), "title": parts.title,
           "wikiHref": Self.wikiHref(parts.wiki), "wikiTitle": wikiTitles[parts.wiki] ?? parts.wiki,
-          "snippet": DocumentStore.snippet(searchable?.text ?? "", matched: hit.matched),
+          "snippet": TextSearch.snippet(searchable?.text ?? "", matched: hit.matched),
           "updatedBy": by, "updatedAt": at,
         ])
       }

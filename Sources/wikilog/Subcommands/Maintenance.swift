@@ -66,7 +66,7 @@ struct Verify: ParsableCommand {
     }
     var projections: [(String, [String])] = []
     // The design documents' view indexes (views-<signature>) are verified too.
-    try db.store.openViewIndexes()
+    try ViewQueries(db.store).openIndexes()
     for name in db.store.projectionNames {
       progress.update("verifying projection \(name)…")
       if name.hasPrefix("views-") {
@@ -211,7 +211,7 @@ struct Rebuild: ParsableCommand {
     let db = try global.openStore()
     defer { db.close() }
     // The design documents' view indexes (views-<signature>) too.
-    try db.store.openViewIndexes()
+    try ViewQueries(db.store).openIndexes()
     let names = db.store.projectionNames
     if let projection, !names.contains(projection) {
       throw CLIError(

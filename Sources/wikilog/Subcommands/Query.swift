@@ -37,10 +37,10 @@ struct Find: ParsableCommand {
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
     if explain {
-      printJSON(try db.store.explain(q, databaseName: global.database))
+      printJSON(try MangoQueries(db.store).explain(q, databaseName: global.database))
       return
     }
-    let result = try db.store.find(q)
+    let result = try MangoQueries(db.store).find(q)
     switch format {
     case .json:
       printJSON(result.json)
@@ -122,7 +122,7 @@ struct IndexCommand: ParsableCommand {
       let db = try global.openStore()
       defer { db.close() }
       let existing = try? db.store.get(definition.ddoc)
-      let (body, exists) = try DocumentStore.designDocument(adding: definition, to: existing)
+      let (body, exists) = try MangoQueries.designDocument(adding: definition, to: existing)
       if !exists {
         let reporter = ProgressReporter(tasks: db.store.state.indexTasks)
         reporter.start()
@@ -157,11 +157,11 @@ struct IndexCommand: ParsableCommand {
       let db = try global.openStore(readOnly: true)
       defer { db.close() }
       if json.json {
-        printJSON(try db.store.indexListing())
+        printJSON(try MangoQueries(db.store).indexListing())
         return
       }
       var lines = ["_all_docs\t(special)\t_id"]
-      for index in try db.store.mangoIndexes() {
+      for index in try MangoQueries(db.store).indexes() {
         var line = "\(index.ddoc)\t\(index.name)\t\(index.fields.joined(separator: ","))"
         if index.descending { line += " desc" }
         if let p = index.partialFilter {
@@ -187,7 +187,7 @@ struct IndexCommand: ParsableCommand {
       let db = try global.openStore()
       defer { db.close() }
       guard let doc = try? db.store.get(id),
-        let (rev, body) = DocumentStore.designDocument(removing: name, from: doc)
+        let (rev, body) = MangoQueries.designDocument(removing: name, from: doc)
       else { throw CLIError("no index \(name) in \(id)") }
       if let body {
         _ = try db.store.put(body.serialized(), id: id, rev: rev, actor: actor.name)
@@ -257,7 +257,7 @@ struct Grep: ParsableCommand {
     defer { db.close() }
     var out = OutputBuffer()
     var found = false
-    try db.store.grep(regex, field: field, type: type, history: history) { match in
+    try MangoQueries(db.store).grep(regex, field: field, type: type, history: history) { match in
       found = true
       if json.json {
         out.line(match.json)
@@ -308,12 +308,12 @@ struct Search: ParsableCommand {
     q.skip = skip
     let db = try global.openStore(readOnly: true)
     defer { db.close() }
-    guard db.store.hasTextSearch else {
+    guard TextSearch(db.store).isAvailable else {
       throw CLIError("database '\(global.database)' has no full-text index")
     }
-    let groups = try wiki.map { [$0] } ?? db.store.searchGroups()
-    let result = try db.store.search(q, groups: groups)
-    let body = try db.store.searchJSON(result)
+    let groups = try wiki.map { [$0] } ?? TextSearch(db.store).groups()
+    let result = try TextSearch(db.store).search(q, groups: groups)
+    let body = try TextSearch(db.store).json(result)
     if json.json {
       printJSON(body)
       return

@@ -82,7 +82,7 @@ struct View: ParsableCommand {
       defer { view.close() }
       result = try view.queryView(ddoc: id, view: self.view, query: query)
     } else {
-      result = try db.store.queryView(ddoc: id, view: self.view, query: query)
+      result = try ViewQueries(db.store).query(ddoc: id, view: self.view, query: query)
     }
     switch format {
     case .json: printJSON(result.json)
