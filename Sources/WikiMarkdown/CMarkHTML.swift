@@ -45,9 +45,12 @@ enum CMarkHTML {
   /// After parsing, adjacent text nodes are merged, and `rewrite` is called with the text of
   /// each text node that has a `[[` and is outside links and images (so never with code, which
   /// cmark keeps in code nodes). When it returns pieces, they replace the node.
+  ///
+  /// With `plainText`, the text of the document instead (``text(of:)``): no markup, links and
+  /// images as their text, code as written, raw HTML left out, blocks separated by a line break.
   static func render(
     _ markdown: String, rewritingURL rewriteURL: ((String, _ isImage: Bool) -> String?)? = nil,
-    rewritingText rewrite: (String) -> [InlinePiece]?
+    plainText: Bool = false, rewritingText rewrite: (String) -> [InlinePiece]?
   ) -> String {
     _ = coreExtensionsRegistered
     let mem = unsafe cmark_get_default_mem_allocator()
@@ -72,12 +75,42 @@ enum CMarkHTML {
     if let rewriteURL { unsafe rewriteURLs(of: document, rewriteURL) }
     unsafe rewriteTextNodes(of: document, mem: mem, rewrite)
 
+    if plainText { return unsafe text(of: document) }
     guard
       let html = unsafe cmark_render_html(
         document, options, cmark_parser_get_syntax_extensions(parser))
     else { return "" }
     defer { unsafe mem?.pointee.free(html) }
     return unsafe String(cString: html)
+  }
+
+  /// The literal text of `document`'s text and code nodes, a line break after each block
+  /// (paragraphs, headings, list items, table cells: `cmark_render_plaintext` would keep a
+  /// table's pipes and its delimiter row).
+  @unsafe
+  private static func text(of document: OpaquePointer) -> String {
+    guard let iterator = unsafe cmark_iter_new(document) else { return "" }
+    defer { unsafe cmark_iter_free(iterator) }
+    var out = ""
+    while true {
+      let event = unsafe cmark_iter_next(iterator)
+      if event == CMARK_EVENT_DONE { break }
+      guard let node = unsafe cmark_iter_get_node(iterator) else { continue }
+      let type = unsafe cmark_node_get_type(node)
+      switch type {
+      case CMARK_NODE_TEXT, CMARK_NODE_CODE, CMARK_NODE_CODE_BLOCK:
+        if let literal = unsafe cmark_node_get_literal(node) {
+          out += unsafe String(cString: literal)
+        }
+        if type == CMARK_NODE_CODE_BLOCK { out += "\n" }
+      case CMARK_NODE_SOFTBREAK, CMARK_NODE_LINEBREAK:
+        out += "\n"
+      default:
+        let isBlock = Int32(type.rawValue) & CMARK_NODE_TYPE_MASK == CMARK_NODE_TYPE_BLOCK
+        if isBlock && event == CMARK_EVENT_EXIT { out += "\n" }
+      }
+    }
+    return out
   }
 
   /// Whether the C string `text` has a `[[`.

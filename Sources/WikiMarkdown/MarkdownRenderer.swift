@@ -97,6 +97,49 @@ public struct MarkdownRenderer: Sendable {
     return Self.replacingPlaceholders(in: html, placeholder: placeholder, with: anchors)
   }
 
+  /// The text a reader sees of `markdown`, without markup, on one line: what a search result's
+  /// snippet quotes. A [[wiki link]] is its label (or its target), a link or image its text,
+  /// code as written, table cells and blocks separated by spaces.
+  ///
+  /// ```swift
+  /// MarkdownRenderer().plainText("# Plan\n\nSee [[Home|the home page]] and `make test`.")
+  /// // "Plan See the home page and make test."
+  /// ```
+  public func plainText(_ markdown: String) -> String {
+    var sourceTargets: Set<TitleKey>?
+    let text = CMarkHTML.render(markdown, plainText: true) { text in
+      let bytes = Array(text.utf8)
+      let matches = WikiLinkSyntax.matches(in: bytes)
+      if matches.isEmpty { return nil }
+      let known = sourceTargets ?? WikiLinkSyntax.targets(in: Array(markdown.utf8))
+      sourceTargets = known
+      var out = ""
+      var copied = 0
+      for match in matches where known.contains(TitleKey(title: match.target)) {
+        out += String(decoding: bytes[copied..<match.range.lowerBound], as: UTF8.self)
+        out += match.label ?? match.target
+        copied = match.range.upperBound
+      }
+      if copied == 0 { return nil }
+      out += String(decoding: bytes[copied...], as: UTF8.self)
+      return [.text(out)]
+    }
+    // One line: runs of white space (line breaks, table cells' separators) become one space.
+    var line = ""
+    line.reserveCapacity(text.utf8.count)
+    var pendingSpace = false
+    for character in text {
+      if character.isWhitespace {
+        pendingSpace = !line.isEmpty
+      } else {
+        if pendingSpace { line.append(" ") }
+        pendingSpace = false
+        line.append(character)
+      }
+    }
+    return line
+  }
+
   /// The HTML of a wiki link to `target` reading `text`.
   static func anchor(_ target: WikiLinkTarget, text: String) -> String {
     // The caller's href, unless it is one that cmark's safe mode would drop from a link.

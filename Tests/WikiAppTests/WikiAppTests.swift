@@ -321,6 +321,25 @@ extension TestClientProtocol {
     }
   }
 
+  @Test("search snippets quote the page as read: no Markdown, wiki links as their labels")
+  func renderedSnippets() async throws {
+    let fixture = try UIFixture()
+    try fixture.store.put(
+      ###"{"type":"page","wiki_id":"w1","markdown":"## Rota\n\n| day | who |\n| --- | --- |\n| monday | **zebedee** |\n\nAsk [[Home|the front desk]] or run `rota --zebedee`."}"###,
+      id: "w1:Rota", actor: "alice")
+    try await fixture.withServer { client in
+      let found = try await client.page(.get, "/_wiki/_search?q=zebedee", as: "alice")
+      #expect(found.status == 200)
+      #expect(found.text.contains(#"href="/_wiki/w1/Rota""#))
+      #expect(
+        found.text.contains(
+          "Rota day who monday <mark>zebedee</mark> Ask the front desk or run rota --<mark>zebedee</mark>."
+        ), "\(found.text)")
+      #expect(!found.text.contains("[[Home"))
+      #expect(!found.text.contains("| monday"))
+    }
+  }
+
   @Test(
     "pictures and files: a page lists its attachments, Markdown images and links that name one resolve to it, an old revision shows the files it had"
   )

@@ -23,6 +23,36 @@ func render(_ markdown: String) -> String {
         """)
   }
 
+  @Test(
+    "plain text: no markup, wiki links as their labels, links and images as their text, tables and code on one line"
+  )
+  func plainText() {
+    let text = MarkdownRenderer().plainText(
+      """
+      # Plan
+
+      See [[Home]] and [[Release notes|the notes]], *soon*; [site](https://example.com) ![a map](map.png)
+
+      | step | who |
+      | --- | --- |
+      | build | **ann** |
+
+      ```
+      make test
+      ```
+
+      Done <b>now</b>, `[[not a link]]` ~~old~~
+
+      <script>alert(1)</script>
+      """)
+    #expect(
+      text
+        == "Plan See Home and the notes, soon; site a map step who build ann make test Done now, [[not a link]] old"
+    )
+    #expect(MarkdownRenderer().plainText("") == "")
+    #expect(MarkdownRenderer().plainText("[[a|b]] [[c]]\n\n\n  x") == "b c x")
+  }
+
   @Test func smartPunctuationIsOff() {
     #expect(render(#"It's "quoted" -- here..."#) == "<p>It's &quot;quoted&quot; -- here...</p>\n")
   }

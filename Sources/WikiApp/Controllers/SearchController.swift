@@ -5,6 +5,7 @@ import JSON
 import Projections
 import Query
 import Wiki
+import WikiMarkdown
 
 /// `/_wiki/_search?q=…[&wiki=…]`: full-text search of the pages of the wikis the user may
 /// read (all of them, or one), ranked by the index's BM25 score, each result with its title,
@@ -95,7 +96,8 @@ struct SearchController: RoutedController {
         hits.append([
           "href": Self.pageHref(parts.wiki, parts.title), "title": parts.title,
           "wikiHref": Self.wikiHref(parts.wiki), "wikiTitle": wikiTitles[parts.wiki] ?? parts.wiki,
-          "snippet": TextSearch.snippet(searchable?.text ?? "", matched: hit.matched),
+          "snippet": TextSearch.snippet(
+            MarkdownRenderer().plainText(searchable?.text ?? ""), matched: hit.matched),
           "updatedBy": by, "updatedAt": at,
         ])
       }
