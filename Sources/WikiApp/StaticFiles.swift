@@ -458,6 +458,8 @@ enum StaticFiles {
                 li.appendChild(meta);
                 fileList.appendChild(li);
                 uploadStatus.textContent = "Uploaded " + file.name + ".";
+                // The text may already name the file: the preview shows it now, not at the next keystroke.
+                refreshPreview();
               })
               .catch(function (e) { uploadStatus.textContent = "Could not upload " + file.name + ": " + e.message; });
           }

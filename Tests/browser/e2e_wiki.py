@@ -1217,11 +1217,16 @@ class Scenario:
             expect(any(m.lower() == word.lower() for m in marks), f"{word!r} is not among the marked: {marks}")
             self.shot("search.png")
 
-        @self.check("a picture dropped on the editor is uploaded and ![pixel](pixel.png) shows it inline",
+        @self.check("a picture dropped on the editor is uploaded, the preview shows the ![pixel](pixel.png) already typed without another keystroke, and the page shows it inline",
                     needs=("alice_again", "home_url"))
         def _():
             self.go(st["home_url"] + "?action=edit")
             page.wait_for_selector("#attach[data-upload]")
+            # The text names the picture before it exists: the preview draws it broken.
+            text = page.value("form#editor textarea[name=markdown]")
+            page.fill("form#editor textarea[name=markdown]", text.rstrip() + "\n\n![pixel](pixel.png)\n")
+            page.wait_for("!!document.querySelector('#preview img[alt=pixel]')", timeout=15,
+                          what="the preview drawing the picture named in the text")
             # A 1×1 PNG, dropped as a file would be from the desktop.
             page.eval("""(() => {
               const b64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -1235,8 +1240,9 @@ class Scenario:
             page.wait_for("(() => /Uploaded pixel\\.png/.test(document.getElementById('upload-status').textContent))()",
                           timeout=15, what="#upload-status saying the picture is uploaded")
             expect("pixel.png" in " ".join(page.texts("#file-list li")), "pixel.png is not in the file list")
-            text = page.value("form#editor textarea[name=markdown]")
-            page.fill("form#editor textarea[name=markdown]", text.rstrip() + "\n\n![pixel](pixel.png)\n")
+            page.wait_for("(() => { const i = document.querySelector('#preview img[alt=pixel]');"
+                          " return !!i && i.complete && i.naturalWidth > 0; })()",
+                          timeout=15, what="the preview showing the uploaded picture (naturalWidth > 0)")
             self.publish()
             page.wait_for("(() => { const i = document.querySelector('#content img[alt=pixel]');"
                           " return !!i && i.complete && i.naturalWidth > 0; })()",
