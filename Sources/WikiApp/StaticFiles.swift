@@ -118,6 +118,12 @@ enum StaticFiles {
     .editor-panes { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
     .editor-panes > * { min-width: 0; }
     .editor-bar { display: flex; gap: .8rem; align-items: center; }
+    .md-toolbar { display: flex; flex-wrap: wrap; gap: .3rem; margin-bottom: .35rem; }
+    .md-toolbar button { padding: .15rem .55rem; font-size: .9rem; background: var(--surface); color: var(--accent); }
+    .md-toolbar button code { background: none; padding: 0; }
+    .md-help { margin-top: .4rem; font-size: .92rem; }
+    .md-help table { border-collapse: collapse; margin-top: .3rem; }
+    .md-help td, .md-help th { border: 1px solid var(--line); padding: .2rem .45rem; text-align: left; vertical-align: top; }
     #draft-status { flex: 1; color: var(--muted); }
     pre.diff { white-space: pre-wrap; }
     ol#history li { margin-bottom: 1rem; }
@@ -357,6 +363,45 @@ enum StaticFiles {
           previewTimer = setTimeout(refreshPreview, 400);
         }
         area.addEventListener("input", changed);
+        // The toolbar: wraps the selection (or a placeholder, selected) in the Markdown asked
+        // for, or starts each selected line with it; Ctrl+B and Ctrl+I in the text too.
+        function format(kind) {
+          var start = area.selectionStart, end = area.selectionEnd, text = area.value;
+          var chosen = text.slice(start, end);
+          var wraps = { bold: ["**", "**", "bold text"], italic: ["*", "*", "italic text"],
+            code: ["`", "`", "code"], wikilink: ["[[", "]]", "Page name"], link: ["[", "](https://)", "link text"] };
+          var prefixes = { heading: "## ", list: "- ", quote: "> " };
+          var replaced, selectFrom, selectTo;
+          if (wraps[kind]) {
+            var w = wraps[kind], inner = chosen || w[2];
+            replaced = w[0] + inner + w[1];
+            selectFrom = start + w[0].length;
+            selectTo = selectFrom + inner.length;
+          } else if (prefixes[kind]) {
+            var lineStart = text.lastIndexOf("\\n", start - 1) + 1;
+            chosen = text.slice(lineStart, end);
+            start = lineStart;
+            replaced = chosen.split("\\n").map(function (line) { return prefixes[kind] + line; }).join("\\n");
+            selectFrom = start;
+            selectTo = start + replaced.length;
+          } else { return; }
+          area.focus();
+          area.setRangeText(replaced, start, end, "end");
+          area.setSelectionRange(selectFrom, selectTo);
+          changed();
+        }
+        var toolbar = document.getElementById("md-toolbar");
+        if (toolbar) {
+          toolbar.addEventListener("click", function (e) {
+            var button = e.target.closest && e.target.closest("button[data-md]");
+            if (button) { format(button.getAttribute("data-md")); }
+          });
+        }
+        area.addEventListener("keydown", function (e) {
+          if (!(e.ctrlKey || e.metaKey) || e.altKey) { return; }
+          var key = e.key.toLowerCase();
+          if (key === "b" || key === "i") { e.preventDefault(); format(key === "b" ? "bold" : "italic"); }
+        });
         var summaryField = document.getElementById("summary");
         if (summaryField) { summaryField.addEventListener("input", changed); }
         // A text this browser kept that the server does not have: put back, and saved.

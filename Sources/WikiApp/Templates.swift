@@ -150,7 +150,23 @@ enum Templates {
       <input type="hidden" name="csrf" value="{{csrf}}">
       <input type="hidden" name="base" value="{{base}}">
       <div class="editor-panes">
-        <div class="editor-text"><label for="markdown" class="visually-hidden">Text of {{title}}, in Markdown</label><textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea></div>
+        <div class="editor-text">
+          <div id="md-toolbar" class="md-toolbar" role="toolbar" aria-label="Formatting" aria-controls="markdown"><button type="button" data-md="bold" title="Bold (Ctrl+B)" aria-label="Bold"><b>B</b></button><button type="button" data-md="italic" title="Italic (Ctrl+I)" aria-label="Italic"><i>I</i></button><button type="button" data-md="heading" title="Heading" aria-label="Heading">H</button><button type="button" data-md="wikilink" title="Link to a page of this wiki" aria-label="Link to a page">[[ ]]</button><button type="button" data-md="link" title="Link to a web address" aria-label="Web link">Link</button><button type="button" data-md="list" title="Bulleted list" aria-label="Bulleted list">• List</button><button type="button" data-md="code" title="Code" aria-label="Code"><code>&lt;/&gt;</code></button><button type="button" data-md="quote" title="Quote" aria-label="Quote">“ ”</button></div>
+          <label for="markdown" class="visually-hidden">Text of {{title}}, in Markdown</label><textarea id="markdown" name="markdown" rows="24" autofocus>{{markdown}}</textarea>
+          <details id="markdown-help" class="md-help"><summary>Markdown help</summary>
+            <table><thead><tr><th scope="col">Type</th><th scope="col">To get</th></tr></thead><tbody>
+            <tr><td><code>[[Page name]]</code>, <code>[[Page name|its label]]</code></td><td>a link to a page of this wiki (red while the page does not exist yet)</td></tr>
+            <tr><td><code>**bold**</code>, <code>*italic*</code>, <code>~~struck~~</code></td><td><strong>bold</strong>, <em>italic</em>, <del>struck</del></td></tr>
+            <tr><td><code># Title</code>, <code>## Section</code></td><td>headings</td></tr>
+            <tr><td><code>- item</code>, <code>1. item</code>, <code>- [ ] task</code></td><td>lists and task lists</td></tr>
+            <tr><td><code>[text](https://example.com)</code></td><td>a link to a web address</td></tr>
+            <tr><td><code>![what it shows](picture.png)</code></td><td>a picture attached to this page (drop it below)</td></tr>
+            <tr><td><code>`code`</code>, a line of <code>```</code> before and after</td><td>code, inline or as a block</td></tr>
+            <tr><td><code>&gt; quoted</code></td><td>a quotation</td></tr>
+            <tr><td><code>| a | b |</code>, then <code>| --- | --- |</code>, then rows</td><td>a table</td></tr>
+            </tbody></table>
+          </details>
+        </div>
         <section id="preview" class="markdown" aria-label="Preview">{{{preview}}}</section>
       </div>
       <p class="edit-summary"><label for="summary">Summary</label> <input id="summary" name="summary" value="{{summary}}" maxlength="500" placeholder="What you changed, in a few words" aria-describedby="summary-help"> <span id="summary-help" class="meta">shown in the history and recent changes</span></p>

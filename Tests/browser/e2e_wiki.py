@@ -1250,6 +1250,36 @@ class Scenario:
             expect(page.exists("section#files"), "the page lists no files")
             self.shot("files.png")
 
+        @self.check("the editor's toolbar wraps the selection in Markdown (Bold, a wiki link, a list), Ctrl+I too, the preview follows, and Markdown help opens",
+                    needs=("alice_again", "home_url"))
+        def _():
+            self.go(st["home_url"] + "?action=edit")
+            page.wait_for_selector("#md-toolbar button[data-md=bold]")
+            area = "form#editor textarea[name=markdown]"
+            page.fill(area, "alpha beta\ngamma")
+            page.eval("(() => { const a = document.getElementById('markdown'); a.setSelectionRange(0, 5); return true; })()")
+            page.click("#md-toolbar button[data-md=bold]")
+            expect(page.value(area) == "**alpha** beta\ngamma", f"after Bold: {page.value(area)!r}")
+            page.eval("(() => { const a = document.getElementById('markdown'); a.setSelectionRange(10, 14); return true; })()")
+            page.click("#md-toolbar button[data-md=wikilink]")
+            expect(page.value(area) == "**alpha** [[beta]]\ngamma", f"after the wiki link: {page.value(area)!r}")
+            page.eval("(() => { const a = document.getElementById('markdown'); a.setSelectionRange(19, 19); return true; })()")
+            page.click("#md-toolbar button[data-md=list]")
+            expect(page.value(area) == "**alpha** [[beta]]\n- gamma", f"after the list: {page.value(area)!r}")
+            page.eval("""(() => { const a = document.getElementById('markdown'); a.setSelectionRange(21, 26);
+              a.dispatchEvent(new KeyboardEvent('keydown', { key: 'i', ctrlKey: true, bubbles: true, cancelable: true }));
+              return true; })()""")
+            expect(page.value(area) == "**alpha** [[beta]]\n- *gamma*", f"after Ctrl+I: {page.value(area)!r}")
+            page.wait_for("(() => { const p = document.getElementById('preview');"
+                          " return !!p.querySelector('strong') && !!p.querySelector('li em') && !!p.querySelector('a.wikilink'); })()",
+                          timeout=15, what="the preview showing the bold text, the list item and the wiki link")
+            page.click("#markdown-help > summary")
+            page.wait_for("document.getElementById('markdown-help').open", timeout=5, what="the Markdown help open")
+            expect("[[Page name]]" in page.text("#markdown-help"), "the help does not show wiki links")
+            self.shot("editor-toolbar.png")
+            self.audit()
+            page.click("button#discard", navigate=True)
+
         @self.check("times read as people say them: no raw ISO-8601 timestamp is visible text",
                     needs=("alice_again", "home_url"))
         def _():
