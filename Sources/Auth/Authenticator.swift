@@ -48,6 +48,8 @@ public struct Authentication: Sendable, Hashable {
 public final class Authenticator: Sendable {
   public let users: UserStore
   public let tokens: APITokens
+  /// One-time links that make an account (the web UI's invitations).
+  public let invitations: Invitations
   public let sessions: SessionCookies
   public let jwt: JWTVerifier?
   public let throttle: SignInThrottle
@@ -65,6 +67,7 @@ public final class Authenticator: Sendable {
   ) {
     self.users = users
     self.tokens = APITokens(users: users, lastUsedGranularity: tokenLastUsedGranularity, now: now)
+    self.invitations = Invitations(users: users, now: now)
     self.sessions = sessions
     self.jwt = jwt
     self.throttle = throttle

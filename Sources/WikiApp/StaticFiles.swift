@@ -99,7 +99,8 @@ enum StaticFiles {
     li.deleted > a { text-decoration: line-through; }
     .asof-links { font-size: .92rem; }
     form.watch { display: inline; margin: 0 0 0 .5rem; }
-    form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: var(--surface); color: var(--accent); }
+    form.revoke-invitation { display: inline; margin-left: .4rem; }
+    form.revoke-invitation button, form.watch button, form#mark-seen button { padding: .1rem .6rem; font-size: .9rem; background: var(--surface); color: var(--accent); }
     .edit-links { font-size: .9rem; white-space: nowrap; }
     ol#recent li, ol#watch-changes li { margin: .25rem 0; }
     table.users { border-collapse: collapse; width: 100%; }
@@ -292,6 +293,12 @@ enum StaticFiles {
       function reasonOf(r) {
         return r.json().then(function (j) { return j.reason || j.error || ("the server answered " + r.status); },
           function () { return "the server answered " + r.status; });
+      }
+      // An invitation link's code comes after "#" (never sent to the server): into the form.
+      var inviteCode = document.getElementById("invite-code");
+      if (inviteCode && !inviteCode.value && location.hash.indexOf("#wli_") === 0) {
+        inviteCode.value = decodeURIComponent(location.hash.slice(1));
+        history.replaceState(null, "", location.pathname);
       }
       // The editor: live preview and a draft autosaved two seconds after the last keystroke.
       // The browser keeps what is typed (localStorage) until the server has it: a lost session,

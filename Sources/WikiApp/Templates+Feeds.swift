@@ -16,10 +16,35 @@ extension Templates {
     """,
     "users": """
     <h1>Users</h1>
-    <p class="meta">{{count}} users of this server. Users are made with <code>wikilog user add</code>.</p>
+    <p class="meta">{{count}} users of this server. Invite someone with a link below, or make users with <code>wikilog user add</code>.</p>
     <div class="table-scroll"><table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th></th></tr></thead>
     <tbody>{{#users}}<tr><td class="name">{{name}}{{#isYou}} (you){{/isYou}}</td><td>{{roles}}{{#isAdmin}} (administrator){{/isAdmin}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}none{{/hasPassword}}</td>
       <td>{{^isYou}}<form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table></div>
+    """,
+    "users-invitations": """
+    <section id="invitations">
+    <h2>Invitations</h2>
+    <p class="meta">An invitation is a link that makes one account: whoever opens it chooses a name and a password. It works once, for seven days. Send it to one person only.</p>
+    {{#link}}<div class="bar" id="invitation-made" role="status"><p>A new invitation link, shown this once (it is not kept):</p><p><code id="invitation-link" class="token">{{link}}</code></p></div>{{/link}}
+    {{#hasInvitations}}<ul id="invitation-list">{{#invitations}}<li>Made by {{createdBy}} {{{createdAt}}}, good until {{{expiresAt}}} <form class="revoke-invitation" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="revoke-invitation"><input type="hidden" name="name" value="{{id}}"><button type="submit" aria-label="Revoke the invitation made {{plainCreatedAt}}">Revoke</button></form></li>{{/invitations}}</ul>{{/hasInvitations}}
+    {{^hasInvitations}}<p id="no-invitations" class="empty">No invitation is waiting to be used.</p>{{/hasInvitations}}
+    <form id="invite-form" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="invite"><button type="submit">Make an invitation link</button></form>
+    </section>
+    """,
+    "invite": """
+    <section class="narrow">
+    <h1>Make your account</h1>
+    <p class="meta">You were invited to this wiki server. Choose the name you will sign in with, and a password.</p>
+    {{#error}}<p class="error" id="invite-error" role="alert">{{error}}</p>{{/error}}
+    <form id="invite" class="stacked" method="post" action="/_wiki/_invite">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <label>Invitation code (in the link, after #) <input id="invite-code" name="code" value="{{code}}" autocomplete="off" required></label>
+      <label>Name <input name="name" autocomplete="username" required value="{{name}}"></label>
+      <label>Password (at least 8 characters) <input name="password" type="password" autocomplete="new-password" minlength="8" required></label>
+      <label>Password again <input name="password2" type="password" autocomplete="new-password" minlength="8" required></label>
+      <button type="submit">Make my account</button>
+    </form>
+    </section>
     """,
     "user-remove": """
     <h1>Remove the user {{name}}?</h1>

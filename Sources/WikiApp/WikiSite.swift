@@ -107,6 +107,7 @@ struct WikiSite: Sendable {
           + HistoryController(site: self).actions + MoveController(site: self).actions
           + FilesController(site: self).actions),
       FeedsController(site: self), WatchController(site: self), UsersController(site: self),
+      InviteController(site: self),
     ]
   }
 

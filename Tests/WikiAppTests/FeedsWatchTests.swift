@@ -461,4 +461,100 @@ extension TestClientProtocol {
       #expect(try await client.page(.get, "/_wiki/", as: "carol").status == 303)
     }
   }
+
+  @Test(
+    "invitations: an administrator makes a one-time link; its code stays out of the address the server sees; it makes one account, signed in, once; revoked links and bad answers make nothing"
+  )
+  func invitations() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      let list = try await client.page(.get, "/_wiki/_users", as: "admin")
+      #expect(list.text.contains(#"id="no-invitations""#))
+      let csrf = try #require(list.csrf)
+      // Only administrators invite.
+      let alice = try await client.page(.get, "/_wiki/_settings", as: "alice")
+      let refused = try await client.page(
+        .post, "/_wiki/_users", as: "alice",
+        form: ["csrf": try #require(alice.csrf), "action": "invite"])
+      #expect(refused.status == 403)
+      #expect(try fixture.auth.invitations.list().isEmpty)
+
+      let made = try await client.page(
+        .post, "/_wiki/_users", as: "admin", form: ["csrf": csrf, "action": "invite"])
+      #expect(made.status == 200)
+      let link = try #require(
+        made.text.firstMatch(of: #/id="invitation-link" class="token">([^<]+)</#).map {
+          String($0.1)
+        })
+      #expect(link.contains("/_wiki/_invite#wli_"))
+      let code = String(try #require(link.split(separator: "#").last))
+      #expect(try fixture.auth.invitations.list().count == 1)
+      let again = try await client.page(.get, "/_wiki/_users", as: "admin")
+      #expect(again.text.contains(#"id="invitation-list""#) && !again.text.contains(code))
+
+      // The form, with its CSRF cookie.
+      let form = try await client.page(.get, "/_wiki/_invite", as: nil)
+      #expect(form.status == 200 && form.text.contains(#"id="invite-code""#))
+      let setCookie = try #require(form.headers[.setCookie])
+      let token = try #require(
+        setCookie.firstMatch(of: #/wikilog_invite=([0-9a-f]+)/#).map { String($0.1) })
+      var cookie = HTTPFields()
+      cookie[.cookie] = "wikilog_invite=\(token)"
+      func accept(_ fields: [String: String], cookie: HTTPFields = cookie) async throws -> Page {
+        try await client.page(
+          .post, "/_wiki/_invite", as: nil, form: fields.merging(["csrf": token]) { a, _ in a },
+          headers: cookie)
+      }
+      // Without the cookie, nothing is made.
+      let forged = try await accept(
+        ["code": code, "name": "dora", "password": "dora-pass-1", "password2": "dora-pass-1"],
+        cookie: [:])
+      #expect(forged.status == 403)
+      // Passwords that differ, a short one, a name taken: told, in the frame; nothing made.
+      let differ = try await accept(
+        ["code": code, "name": "dora", "password": "dora-pass-1", "password2": "dora-pass-2"])
+      #expect(differ.status == 400 && differ.text.contains("The two passwords differ"))
+      let short = try await accept(
+        ["code": code, "name": "dora", "password": "short", "password2": "short"])
+      #expect(short.status == 400 && short.text.contains("at least 8 characters"))
+      let taken = try await accept(
+        ["code": code, "name": "carol", "password": "dora-pass-1", "password2": "dora-pass-1"])
+      #expect(taken.status == 409 && taken.text.contains(#"id="invite-error""#))
+      #expect(try fixture.auth.users.user(named: "dora") == nil)
+      #expect(try fixture.auth.invitations.list().count == 1)
+      // The right answers: the account, signed in.
+      let accepted = try await accept(
+        ["code": code, "name": "dora", "password": "dora-pass-1", "password2": "dora-pass-1"])
+      #expect(accepted.status == 303)
+      let session = try #require(accepted.headers[.setCookie])
+      #expect(session.hasPrefix("AuthSession="))
+      #expect(try fixture.auth.checkPassword(name: "dora", password: "dora-pass-1") != nil)
+      var signedIn = HTTPFields()
+      signedIn[.cookie] = String(session.prefix { $0 != ";" })
+      let home = try await client.page(.get, "/_wiki/", as: nil, headers: signedIn)
+      #expect(home.status == 200 && home.text.contains("dora"))
+      // Once only.
+      let twice = try await accept(
+        ["code": code, "name": "eve", "password": "eve-pass-12", "password2": "eve-pass-12"])
+      #expect(twice.status == 404 && twice.text.contains("not valid any more"))
+      #expect(try fixture.auth.users.user(named: "eve") == nil)
+      #expect(try fixture.auth.invitations.list().isEmpty)
+
+      // A revoked link makes nothing.
+      let second = try await client.page(
+        .post, "/_wiki/_users", as: "admin", form: ["csrf": csrf, "action": "invite"])
+      let secondCode = String(
+        try #require(
+          second.text.firstMatch(of: #/_wiki/_invite#(wli_[0-9a-f_]+)/#).map { String($0.1) }))
+      let id = try #require(fixture.auth.invitations.list().first?.id)
+      let revoked = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "revoke-invitation", "name": id])
+      #expect(revoked.status == 303)
+      let late = try await accept(
+        ["code": secondCode, "name": "eve", "password": "eve-pass-12", "password2": "eve-pass-12"])
+      #expect(late.status == 404)
+      #expect(try fixture.auth.users.user(named: "eve") == nil)
+    }
+  }
 }

@@ -28,7 +28,7 @@ struct UsersController: RoutedController {
     routes.post("_users") { request, context in
       try await site.signedIn(request, context) { session, _ in
         try await postUsers(
-          try await site.form(UsersForm.self, request, session: session), session)
+          try await site.form(UsersForm.self, request, session: session), request, session)
       }
     }
     return routes
@@ -49,9 +49,23 @@ struct UsersController: RoutedController {
     return auth
   }
 
-  /// `/_wiki/_users`: every user, their roles, and Remove (asked first).
-  func usersPage(_ session: Session) throws -> Page {
+  /// `/_wiki/_users`: every user, their roles, and Remove (asked first); the invitations
+  /// waiting to be used, with Revoke, and a button that makes one (its link shown once, in
+  /// `link`).
+  func usersPage(_ session: Session, link: String? = nil) throws -> Page {
     let auth = try requireAdmin(session)
+    let micros = { (date: Date) in Int64(date.timeIntervalSince1970 * 1_000_000) }
+    let invitations: [[String: Any]] = try auth.invitations.list().map { i in
+      [
+        "id": i.id, "createdBy": i.createdBy, "createdAt": WikiSite.time(micros(i.createdAt)),
+        "plainCreatedAt": WikiSite.plainTime(micros(i.createdAt)),
+        "expiresAt": WikiSite.time(micros(i.expiresAt)), "csrf": session.csrf,
+      ]
+    }
+    var invitationData: [String: Any] = [
+      "invitations": invitations, "hasInvitations": !invitations.isEmpty, "csrf": session.csrf,
+    ]
+    if let link { invitationData["link"] = link }
     let rows: [[String: Any]] = try auth.users.users().sorted { $0.name < $1.name }.map { u in
       [
         "name": u.name, "roles": u.roles.joined(separator: ", "), "isAdmin": u.isAdmin,
@@ -60,11 +74,34 @@ struct UsersController: RoutedController {
       ]
     }
     return Page(
-      title: "Users", body: Templates.render("users", ["users": rows, "count": rows.count]))
+      title: "Users",
+      body: Templates.render("users", ["users": rows, "count": rows.count])
+        + Templates.render("users-invitations", invitationData))
   }
 
-  func postUsers(_ form: UsersForm, _ session: Session) async throws -> Response {
+  func postUsers(_ form: UsersForm, _ request: Request, _ session: Session) async throws
+    -> Response
+  {
     let auth = try requireAdmin(session)
+    switch form.action {
+    case "invite":
+      let made = try await blocking { try auth.invitations.create(actor: session.actor) }
+      let scheme = couch.options.secure ? "https" : "http"
+      let host = request.head.authority ?? "localhost"
+      let link = "\(scheme)://\(host)/_wiki/_invite#\(made.token)"
+      return html(try usersPage(session, link: link), session: session)
+    case "revoke-invitation":
+      let id = form.name ?? ""
+      do {
+        try await blocking { try auth.invitations.revoke(id: id, actor: session.actor) }
+      } catch let error as StoreError where error.code == .notFound {
+        throw Failure(
+          status: .notFound, message: "There is no such invitation: it was used or revoked.")
+      }
+      throw Redirect(location: "/_wiki/_users")
+    default:
+      break
+    }
     guard form.action == "remove" else {
       throw Failure(status: .badRequest, message: "Unknown action.")
     }
