@@ -30,78 +30,39 @@ public struct LogSubscription: AsyncSequence, Sendable {
   }
 
   public struct Iterator: AsyncIteratorProtocol {
-    var follower: LogFollower<RecordedEvent>
-
-    init(log: EventLog, position: LogPosition, batchSize: Int) {
-      follower = LogFollower(
-        log: log, position: position, batchSize: batchSize, positionOf: { $0.position }
-      ) { log, after, limit throws(LogError) in try log.read(after: after, limit: limit) }
-    }
+    let log: EventLog
+    /// The last position delivered.
+    var position: LogPosition
+    let batchSize: Int
+    var buffer: [RecordedEvent] = []
+    var index = 0
+    var caughtUpSent = false
 
     public mutating func next() async throws -> Item? {
-      switch try await follower.next() {
-      case nil: return nil
-      case .item(let event): return .event(event)
-      case .caughtUp(let position): return .caughtUp(position)
+      while true {
+        if index < buffer.count {
+          let event = buffer[index]
+          index += 1
+          position = event.position
+          return .event(event)
+        }
+        if Task.isCancelled || log.isClosed { return nil }
+        let generation = log.notifier.generation
+        let result = Result { () throws(LogError) in try log.read(after: position, limit: batchSize)
+        }
+        switch result {
+        case .success(let events): buffer = events
+        case .failure(.closed): return nil
+        case .failure(let error): throw error
+        }
+        index = 0
+        if !buffer.isEmpty { continue }
+        if !caughtUpSent {
+          caughtUpSent = true
+          return .caughtUp(position)
+        }
+        await log.notifier.wait(since: generation)
       }
-    }
-  }
-}
-
-/// Reads a log in batches from a position, then waits for appends: what ``LogSubscription``
-/// and ``EventHeadings`` share, over what each reads of an event (`read`).
-struct LogFollower<Element: Sendable>: Sendable {
-  enum Step {
-    case item(Element)
-    case caughtUp(LogPosition)
-  }
-
-  let log: EventLog
-  /// The last position delivered.
-  var position: LogPosition
-  let batchSize: Int
-  let read: @Sendable (EventLog, LogPosition, Int) throws(LogError) -> [Element]
-  let positionOf: @Sendable (Element) -> LogPosition
-  var buffer: [Element] = []
-  var index = 0
-  var caughtUpSent = false
-
-  init(
-    log: EventLog, position: LogPosition, batchSize: Int,
-    positionOf: @escaping @Sendable (Element) -> LogPosition,
-    read: @escaping @Sendable (EventLog, LogPosition, Int) throws(LogError) -> [Element]
-  ) {
-    self.log = log
-    self.position = position
-    self.batchSize = batchSize
-    self.read = read
-    self.positionOf = positionOf
-  }
-
-  mutating func next() async throws -> Step? {
-    while true {
-      if index < buffer.count {
-        let element = buffer[index]
-        index += 1
-        position = positionOf(element)
-        return .item(element)
-      }
-      if Task.isCancelled || log.isClosed { return nil }
-      let generation = log.notifier.generation
-      let (log, position, batchSize, read) = (self.log, self.position, self.batchSize, self.read)
-      let result = Result { () throws(LogError) in try read(log, position, batchSize) }
-      switch result {
-      case .success(let elements): buffer = elements
-      case .failure(.closed): return nil
-      case .failure(let error): throw error
-      }
-      index = 0
-      if !buffer.isEmpty { continue }
-      if !caughtUpSent {
-        caughtUpSent = true
-        return .caughtUp(position)
-      }
-      await log.notifier.wait(since: generation)
     }
   }
 }
@@ -137,19 +98,38 @@ public struct EventHeadings: AsyncSequence, Sendable {
   }
 
   public struct Iterator: AsyncIteratorProtocol {
-    var follower: LogFollower<EventHeading>
-
-    init(log: EventLog, position: LogPosition, batchSize: Int) {
-      follower = LogFollower(
-        log: log, position: position, batchSize: batchSize, positionOf: { $0.position }
-      ) { log, after, limit throws(LogError) in try log.readHeadings(after: after, limit: limit) }
-    }
+    let log: EventLog
+    var position: LogPosition
+    let batchSize: Int
+    var buffer: [EventHeading] = []
+    var index = 0
+    var caughtUpSent = false
 
     public mutating func next() async throws -> Item? {
-      switch try await follower.next() {
-      case nil: return nil
-      case .item(let heading): return .heading(heading)
-      case .caughtUp(let position): return .caughtUp(position)
+      while true {
+        if index < buffer.count {
+          let heading = buffer[index]
+          index += 1
+          position = heading.position
+          return .heading(heading)
+        }
+        if Task.isCancelled || log.isClosed { return nil }
+        let generation = log.notifier.generation
+        let result = Result { () throws(LogError) in
+          try log.readHeadings(after: position, limit: batchSize)
+        }
+        switch result {
+        case .success(let headings): buffer = headings
+        case .failure(.closed): return nil
+        case .failure(let error): throw error
+        }
+        index = 0
+        if !buffer.isEmpty { continue }
+        if !caughtUpSent {
+          caughtUpSent = true
+          return .caughtUp(position)
+        }
+        await log.notifier.wait(since: generation)
       }
     }
   }
