@@ -99,10 +99,15 @@ public final class Invitations: Sendable {
       try users.store.deleteLocal(
         Self.idPrefix + found.invitation.id, rev: found.rev, actor: name)
     } catch {
-      // Used by someone else between the two writes: theirs is the account.
+      // Not used up: the account goes again, whatever stopped the deletion.
       try? users.remove(name: name, actor: name)
-      throw StoreError(
-        "conflict", "This invitation was used by someone else a moment ago.", code: .conflict)
+      if let refusal = error as? StoreError, refusal.code == .conflict || refusal.code == .notFound
+      {
+        // Used (or revoked) by someone else between the two writes.
+        throw StoreError(
+          "conflict", "This invitation was used by someone else a moment ago.", code: .conflict)
+      }
+      throw error
     }
     return user
   }

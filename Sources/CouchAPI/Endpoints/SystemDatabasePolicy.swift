@@ -44,8 +44,10 @@ public struct SystemDatabasePolicy: Sendable {
   /// The body a write of the caller stores (`object`, its id, their access); nil when bodies
   /// are stored as sent.
   public var owned: (@Sendable (JSONObject, String, DatabaseAccess) throws -> JSONObject)?
-  /// Refuses, in the write transaction, a write the caller may not make (its id, its body,
-  /// their access, the store); nil for none beyond the security object and rules.
+  /// Refuses a write the caller may not make (its id, its body, their access, the store),
+  /// read from the store just before the write; nil for none beyond the security object and
+  /// rules. A document changed in between fails the write's own revision check (`conflict`),
+  /// so a decision taken on what was read never applies to a newer document.
   public var checkWrite:
     (@Sendable (String, JSONObject?, DatabaseAccess, DocumentStore) throws -> Void)?
   /// The documents a query of the caller (`_find`, which matches stored bodies) may match,
