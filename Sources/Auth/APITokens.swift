@@ -143,7 +143,7 @@ public final class APITokens: Sendable {
   }
 
   /// The user of a live token of scope `scope` (nil: an API token), or nil when the token is
-  /// not one, of an existing user. Records the use.
+  /// not one, of an existing user who is not disabled. Records the use.
   public func verify(_ token: String, scope: String?) throws -> User? {
     guard token.hasPrefix(Self.tokenPrefix) else { return nil }
     let rest = token.dropFirst(Self.tokenPrefix.count)
@@ -184,7 +184,7 @@ public final class APITokens: Sendable {
       let presented = Hex.decode(digest),
       Password.constantTimeEqual(stored, presented),
       let record = Self.record(id: id, body),
-      let user = try users.user(named: record.user)
+      let user = try users.user(named: record.user), !user.isDisabled
     else { return nil }
     return Verified(user: user, lastUsedAt: record.lastUsedAt, rev: rev, body: body)
   }

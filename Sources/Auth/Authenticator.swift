@@ -169,7 +169,8 @@ public final class Authenticator: Sendable {
   }
 
   /// User `name` if `password` is theirs; otherwise 401 "Name or password is incorrect."
-  /// whether or not the user exists. Waits first as long as the throttle says for this name
+  /// whether or not the user exists (and 401 ``AuthError/accountDisabled`` for the right
+  /// password of a disabled user). Waits first as long as the throttle says for this name
   /// and client address, and records the outcome.
   public func verifyPassword(name: String, password: String, client: String?)
     async throws(AuthError) -> User
@@ -186,6 +187,8 @@ public final class Authenticator: Sendable {
       throw AuthError.incorrectCredentials
     }
     throttle.recordSuccess(user: name, client: client)
+    // Said only to whoever knows the password: it tells nothing to anyone else.
+    if user.isDisabled { throw AuthError.accountDisabled }
     return user
   }
 
@@ -244,7 +247,7 @@ public final class Authenticator: Sendable {
     let parts = try SessionCookies.parse(value)
     let user: User?
     do { user = try self.user(named: parts.name) } catch { throw Self.internalError(error) }
-    guard let user else { return nil }
+    guard let user, !user.isDisabled else { return nil }
     let time = now()
     guard
       let verified = sessions.verify(

@@ -34,6 +34,10 @@ public struct AuthError: Error, Sendable, Hashable, CustomStringConvertible {
   /// CouchDB's answer to a wrong name or password, whether or not the user exists.
   public static let incorrectCredentials = unauthorized("Name or password is incorrect.")
 
+  /// The answer to the right password of a user an administrator disabled.
+  public static let accountDisabled = unauthorized(
+    "This account is disabled: an administrator can enable it again.")
+
   /// The body CouchDB sends.
   public var json: JSONValue {
     .object(JSONObject(["error": .string(error), "reason": .string(reason)]))

@@ -13,6 +13,10 @@ public struct User: Sendable, Hashable {
   public var rev: String
   /// The stored PBKDF2 hash, if the user has a password.
   let credentials: StoredCredentials?
+  /// Whether an administrator disabled the user (`"disabled": true` in the document): a
+  /// disabled user signs in no way — password, session, API or feed token — until enabled.
+  /// Only administrators change it (see ``UserStore/setDisabled(_:_:actor:)``).
+  public var isDisabled: Bool = false
 
   /// Whether the user can sign in with a password.
   public var hasPassword: Bool { credentials != nil }
@@ -198,6 +202,13 @@ public final class UserStore: Sendable {
     try update(name, actor: actor) { body in body["roles"] = .array(roles.map(JSONValue.string)) }
   }
 
+  /// Disables (`true`) or enables user `name`: a disabled user's password, sessions, API and
+  /// feed tokens sign nothing in until an administrator enables them again. Nothing else of
+  /// the user changes (their roles, password and tokens are kept, ready for the enable).
+  public func setDisabled(_ name: String, _ disabled: Bool, actor: String) throws {
+    try update(name, actor: actor) { body in body["disabled"] = disabled ? .bool(true) : nil }
+  }
+
   /// Removes user `name` (a deletion: the history stays in the log). Its API tokens stop
   /// working, since a token signs in only a user that exists.
   public func remove(name: String, actor: String) throws {
@@ -274,6 +285,8 @@ public final class UserStore: Sendable {
       let rev = body["_rev"]?.stringValue
     else { return nil }
     let roles = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-    return User(name: name, roles: roles, rev: rev, credentials: StoredCredentials(body))
+    return User(
+      name: name, roles: roles, rev: rev, credentials: StoredCredentials(body),
+      isDisabled: body["disabled"] == .bool(true))
   }
 }

@@ -64,6 +64,9 @@ public struct UsersValidator: DocumentValidator {
     if name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
       throw .validation("Usernames may not contain control characters (such as newlines).")
     }
+    if let disabled = body["disabled"], disabled.boolValue == nil {
+      throw .validation("doc.disabled must be true or false.")
+    }
     if body["password_sha"] != nil {
       throw .validation("Password scheme `simple` not supported: use pbkdf2.")
     }

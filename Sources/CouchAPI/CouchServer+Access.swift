@@ -238,7 +238,7 @@ extension CouchServer {
   // MARK: _users
 
   /// Refuses, for a user who is not a server administrator, what could change their roles:
-  /// a body whose roles differ from the winner's, a replicated revision (`new_edits=false`,
+  /// a body whose roles (or `disabled`) differ from the winner's, a replicated revision (`new_edits=false`,
   /// which can start a branch that wins later), and a deletion that would leave another live
   /// leaf of the document, with its roles, as the winner.
   func checkOwnRoles(
@@ -268,6 +268,9 @@ extension CouchServer {
       throw StoreError.forbidden(
         current == nil
           ? "Only admins may create users." : "Only admins may change a user's roles.")
+    }
+    if (body["disabled"] == .bool(true)) != (current?["disabled"] == .bool(true)) {
+      throw StoreError.forbidden("Only admins may disable or enable a user.")
     }
   }
 

@@ -105,7 +105,9 @@ enum StaticFiles {
     ol#recent li, ol#watch-changes li { margin: .25rem 0; }
     table.users { border-collapse: collapse; width: 100%; }
     table.users th, table.users td { text-align: left; padding: .3rem .6rem; border-bottom: 1px solid var(--line); }
-    form.remove-user { margin: 0; }
+    form.remove-user, form.disable-user, form.enable-user { margin: 0; display: inline; }
+    table.users td.user-actions { white-space: nowrap; }
+    table.users tr.disabled-user td.name { color: var(--muted); text-decoration: line-through; }
     code.token { overflow-wrap: anywhere; background: var(--code-bg); padding: .1rem .3rem; border-radius: 4px; }
     form.discard-draft { display: inline; margin-left: .6rem; }
     form.discard-draft button { padding: .15rem .6rem; font-size: .92rem; }
@@ -622,9 +624,15 @@ enum StaticFiles {
           try {
             var row = JSON.parse(m.data);
             var id = row.id, colon = id.indexOf(":");
+            if (id.charAt(0) === "_") return;
             var wiki = colon < 0 ? id : id.slice(0, colon);
+            var only = recent.getAttribute("data-wiki");
+            if (only !== null && wiki !== only) return;
+            var empty = recent.querySelector("li.empty");
+            if (empty) empty.remove();
             var href = "/_wiki/" + encodeURIComponent(wiki) + "/" + (colon < 0 ? "" : encodeURIComponent(id.slice(colon + 1)));
             var li = document.createElement("li");
+            li.className = "edit live";
             var a = document.createElement("a");
             a.href = href;
             a.textContent = colon < 0 ? id : id.slice(colon + 1);
@@ -639,8 +647,30 @@ enum StaticFiles {
             }
             var meta = document.createElement("span");
             meta.className = "meta";
-            meta.textContent = " just now";
+            var wikiTitle = recent.getAttribute("data-wiki-title");
+            meta.textContent = " " + (wikiTitle ? wikiTitle + " · " : "") + "just now";
             li.appendChild(meta);
+            var rev = row.changes && row.changes[0] && row.changes[0].rev;
+            if (colon >= 0 && rev) {
+              var links = document.createElement("span");
+              links.className = "edit-links";
+              links.appendChild(document.createTextNode(" "));
+              if (!row.deleted) {
+                var r = document.createElement("a");
+                r.className = "revision";
+                r.href = href + "?rev=" + encodeURIComponent(rev);
+                var dash = rev.indexOf("-");
+                r.textContent = "revision " + rev.slice(0, dash) + "-" + rev.slice(dash + 1, dash + 8);
+                links.appendChild(r);
+                links.appendChild(document.createTextNode(" · "));
+              }
+              var d = document.createElement("a");
+              d.className = "diff";
+              d.href = href + "?action=history";
+              d.textContent = "diff";
+              links.appendChild(d);
+              li.appendChild(links);
+            }
             recent.insertBefore(li, recent.firstChild);
           } catch (err) { }
         };

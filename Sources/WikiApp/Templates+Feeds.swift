@@ -17,9 +17,12 @@ extension Templates {
     "users": """
     <h1>Users</h1>
     <p class="meta">{{count}} users of this server. Invite someone with a link below, or make users with <code>wikilog user add</code>.</p>
-    <div class="table-scroll"><table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th></th></tr></thead>
-    <tbody>{{#users}}<tr><td class="name">{{name}}{{#isYou}} (you){{/isYou}}</td><td>{{roles}}{{#isAdmin}} (administrator){{/isAdmin}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}none{{/hasPassword}}</td>
-      <td>{{^isYou}}<form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table></div>
+    {{#changed}}<p class="bar" id="users-saved" role="status">{{changed}}</p>{{/changed}}
+    <div class="table-scroll"><table id="users" class="users"><thead><tr><th>Name</th><th>Roles</th><th>Password</th><th>Status</th><th></th></tr></thead>
+    <tbody>{{#users}}<tr{{#isDisabled}} class="disabled-user"{{/isDisabled}}><td class="name">{{name}}{{#isYou}} (you){{/isYou}}</td><td>{{roles}}{{#isAdmin}} (administrator){{/isAdmin}}</td><td>{{#hasPassword}}set{{/hasPassword}}{{^hasPassword}}none{{/hasPassword}}</td>
+      <td class="status">{{#isDisabled}}<strong>disabled</strong>: cannot sign in{{/isDisabled}}{{^isDisabled}}active{{/isDisabled}}</td>
+      <td class="user-actions">{{^isYou}}<form class="{{#isDisabled}}enable-user{{/isDisabled}}{{^isDisabled}}disable-user{{/isDisabled}}" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="{{#isDisabled}}enable{{/isDisabled}}{{^isDisabled}}disable{{/isDisabled}}"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="{{#isDisabled}}Enable{{/isDisabled}}{{^isDisabled}}Disable{{/isDisabled}} {{name}}">{{#isDisabled}}Enable{{/isDisabled}}{{^isDisabled}}Disable{{/isDisabled}}</button></form> <form class="remove-user" method="post" action="/_wiki/_users"><input type="hidden" name="csrf" value="{{csrf}}"><input type="hidden" name="action" value="remove"><input type="hidden" name="name" value="{{name}}"><button type="submit" aria-label="Remove {{name}}">Remove…</button></form>{{/isYou}}</td></tr>{{/users}}</tbody></table></div>
+    <p class="meta">A disabled user cannot sign in — not with their password, a session they had, or their API and feed tokens — until enabled; everything else of theirs is kept. Remove deletes the account (its history stays in the log).</p>
     """,
     "users-invitations": """
     <section id="invitations">

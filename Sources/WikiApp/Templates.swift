@@ -233,7 +233,7 @@ enum Templates {
     {{#wikiHref}}<nav class="crumbs"><a href="{{wikiHref}}">{{wikiTitle}}</a></nav>{{/wikiHref}}
     <h1>{{heading}}</h1>
     {{#feedHref}}<p class="meta" id="recent-feed"><a href="{{feedHref}}" type="application/atom+xml">Atom feed</a> of these changes, for a feed reader (it carries your feed token: <a href="/_wiki/_settings">Settings</a>).</p>{{/feedHref}}
-    <ol id="recent"{{#feed}} data-feed="{{feed}}"{{/feed}}>
+    <ol id="recent"{{#feed}} data-feed="{{feed}}"{{/feed}}{{#wikiID}} data-wiki="{{wikiID}}" data-wiki-title="{{wikiTitle}}"{{/wikiID}}>
     {{#changes}}<li class="edit{{#deleted}} deleted{{/deleted}}"><a href="{{href}}">{{title}}</a>{{#deleted}} <strong class="deleted-mark">deleted</strong>{{/deleted}}{{#settings}} <span class="meta">{{#created}}created{{/created}}{{^created}}settings{{/created}}</span>{{/settings}} <span class="meta">{{wikiTitle}} · {{actor}} · {{{time}}}</span>{{#rev}} <span class="edit-links">{{#revisionHref}}<a class="revision" href="{{revisionHref}}">revision {{shortRev}}</a>{{/revisionHref}}{{#diffHref}} · <a class="diff" href="{{diffHref}}">diff</a>{{/diffHref}}</span>{{/rev}}{{#summary}} <span class="summary">{{summary}}</span>{{/summary}}</li>{{/changes}}
     {{^changes}}<li class="empty">No changes{{#asOf}} up to that moment{{/asOf}}.</li>{{/changes}}
     </ol>

@@ -53,6 +53,16 @@ import Testing
       stdin: #"{"_id":"org.couchdb.user:eve","name":"mallory","type":"user","roles":[]}"#,
       "org.couchdb.user:name")
 
+    // Disable and enable: listed, said when there was nothing to do, refused for no user.
+    #expect(try cli.ok(["user", "disable", "bob"]).stdout == "disabled user bob\n")
+    #expect(
+      try cli.ok(["user", "list"]).lines == ["ann  roles: _admin, editor", "bob  (disabled)"])
+    #expect(try cli.ok(["user", "list", "--json"]).stdout.contains(#""disabled":true"#))
+    #expect(try cli.ok(["user", "disable", "bob"]).stdout == "user bob was already disabled\n")
+    try cli.fails(["user", "disable", "nobody"], "no user nobody")
+    #expect(try cli.ok(["user", "enable", "bob"]).stdout == "enabled user bob\n")
+    #expect(try cli.ok(["user", "list"]).lines == ["ann  roles: _admin, editor", "bob"])
+
     try cli.ok(["user", "remove", "bob"])
     #expect(try cli.ok(["user", "list"]).lines == ["ann  roles: _admin, editor"])
     try cli.fails(["user", "remove", "bob"], "no user bob")

@@ -140,6 +140,22 @@ import Wiki
       let bobs = try await client.page(.get, "/_wiki/_recent?as_of=\(seq)", as: "bob")
       #expect(!bobs.text.contains("/_wiki/w2/"))  // carol's wiki, which bob is not in
 
+      // One row per edit, as the live list has: Home twice and A's deletion as of now (its
+      // two edits), Home once then; the diff links keep the moment.
+      let last = try fixture.store.info.updateSeq.rawValue
+      let all = try await client.page(.get, "/_wiki/_recent?as_of=\(last)", as: "alice")
+      func rows(_ text: String, _ href: String) -> Int {
+        text.components(separatedBy: #"<li class="edit"><a href="\#(href)""#).count - 1
+      }
+      #expect(rows(all.text, "/_wiki/w1/Home?as_of=\(last)") == 3)  // the file's upload too
+      #expect(all.text.contains(#"<li class="edit deleted"><a href="/_wiki/w1/A?as_of=\#(last)""#))
+      #expect(all.text.contains(#"href="/_wiki/w1/Home?action=history&amp;as_of=\#(last)""#))
+      #expect(rows(recent.text, "/_wiki/w1/Home?as_of=\(seq)") == 1)
+      #expect(rows(recent.text, "/_wiki/w1/A?as_of=\(seq)") == 1)
+      let scoped = try await client.page(
+        .get, "/_wiki/_recent?wiki=w2&as_of=\(last)", as: "carol")
+      #expect(scoped.status == 200 && !scoped.text.contains("/_wiki/w1/"))
+
       // The history's way into the wiki as of each revision.
       let history = try await client.page(.get, "/_wiki/w1/Home?action=history", as: "alice")
       let first = try #require(

@@ -463,6 +463,76 @@ extension TestClientProtocol {
   }
 
   @Test(
+    "disable: a disabled user signs in no way (password, an earlier session, an API token) and is told why; only administrators disable or enable; enabling lets them in again"
+  )
+  func disableAndEnable() async throws {
+    let fixture = try UIFixture()
+    try await fixture.withServer { client in
+      // carol's session and API token, made while she is enabled.
+      let session = try await fixture.auth.signIn(name: "carol", password: "pw-carol", client: nil)
+      let cookie: HTTPFields = [.cookie: String(session.setCookie.prefix { $0 != ";" })]
+      #expect(try await client.page(.get, "/_wiki/", as: nil, headers: cookie).status == 200)
+      let token = try fixture.auth.tokens.create(user: "carol", label: "cli", actor: "carol").token
+      let tokenHeader: HTTPFields = [.authorization: "Token \(token)"]
+      #expect(try await client.page(.get, "/_session", as: nil, headers: tokenHeader).status == 200)
+
+      // Only administrators disable, and not themselves.
+      let alice = try await client.page(.get, "/_wiki/_settings", as: "alice")
+      let refused = try await client.page(
+        .post, "/_wiki/_users", as: "alice",
+        form: ["csrf": try #require(alice.csrf), "action": "disable", "name": "carol"])
+      #expect(refused.status == 403)
+      #expect(try fixture.auth.users.user(named: "carol")?.isDisabled == false)
+      let list = try await client.page(.get, "/_wiki/_users", as: "admin")
+      let csrf = try #require(list.csrf)
+      #expect(list.text.contains(#"aria-label="Disable carol""#))
+      let yourself = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "disable", "name": "admin"])
+      #expect(yourself.status == 400 && yourself.text.contains("cannot disable yourself"))
+      let done = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "disable", "name": "carol"])
+      #expect(done.status == 200 && done.text.contains("carol is disabled"))
+      #expect(done.text.contains(#"aria-label="Enable carol""#))
+      #expect(try fixture.auth.users.user(named: "carol")?.isDisabled == true)
+
+      // Her session, password and token no longer sign her in; the password says why.
+      #expect(try await client.page(.get, "/_wiki/", as: nil, headers: cookie).status == 303)
+      let basic = try await client.page(.get, "/_session", as: "carol")
+      #expect(basic.status == 401 && basic.text.contains("This account is disabled"))
+      let wrong: HTTPFields = [
+        .authorization: "Basic " + Data("carol:nope".utf8).base64EncodedString()
+      ]
+      let guess = try await client.page(.get, "/_session", as: nil, headers: wrong)
+      #expect(guess.status == 401 && guess.text.contains("Name or password is incorrect."))
+      #expect(try await client.page(.get, "/_session", as: nil, headers: tokenHeader).status == 401)
+
+      // A user may not change `disabled` on their own document; an administrator may.
+      let own = try await client.page(.get, "/_users/org.couchdb.user:alice", as: "alice")
+      var body = try #require(try JSONValue(parsing: own.text).objectValue)
+      body["disabled"] = .bool(true)
+      let put = try await client.execute(
+        uri: "/_users/org.couchdb.user:alice", method: .put,
+        headers: [
+          .authorization: "Basic " + Data("alice:pw-alice".utf8).base64EncodedString(),
+          .contentType: "application/json",
+        ], body: ByteBuffer(bytes: JSONValue.object(body).serialized())
+      ) { Int($0.status.code) }
+      #expect(put == 403)
+      #expect(try fixture.auth.users.user(named: "alice")?.isDisabled == false)
+
+      // Enabled again: the same password and token work, nothing else was lost.
+      let enabled = try await client.page(
+        .post, "/_wiki/_users", as: "admin",
+        form: ["csrf": csrf, "action": "enable", "name": "carol"])
+      #expect(enabled.status == 200 && enabled.text.contains("carol is enabled"))
+      #expect(try await client.page(.get, "/_wiki/", as: "carol").status == 200)
+      #expect(try await client.page(.get, "/_session", as: nil, headers: tokenHeader).status == 200)
+    }
+  }
+
+  @Test(
     "invitations: an administrator makes a one-time link; its code stays out of the address the server sees; it makes one account, signed in, once; revoked links and bad answers make nothing"
   )
   func invitations() async throws {

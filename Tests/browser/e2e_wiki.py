@@ -1174,6 +1174,32 @@ class Scenario:
             page.wait_for_selector("ol#recent li.edit a.diff")
             self.shot("recent-wiki.png")
 
+        @self.check("a wiki's own recent changes are live: an edit of it appears without a reload, "
+                    "with revision and diff links; another wiki's does not", needs=("alice_again", "home_url"))
+        def _():
+            self.go(self.ui("_recent?wiki=" + quote(st["wiki_id"])))
+            page.wait_for_selector("ol#recent[data-wiki] li.edit")
+            before = len(page.texts("ol#recent li"))
+            # First a change of another wiki of alice's, then one of this wiki: the feed
+            # delivers them in order, so once this wiki's row is there the other was seen.
+            status, answer = self.api("PUT", "/wiki/e2e-live-other", "alice",
+                                      {"type": "wiki", "title": "Another wiki", "owner_id": "alice",
+                                       "members": []})
+            expect(status in (201, 202), f"PUT another wiki: {status} {answer}")
+            status, doc = self.api("GET", self.doc_path("Home"), "alice")
+            expect(status == 200, f"GET Home: {status} {doc}")
+            doc["markdown"] = doc.get("markdown", "") + "\nA line that arrives live."
+            status, put = self.api("PUT", self.doc_path("Home"), "alice", doc)
+            expect(status in (200, 201), f"PUT Home: {status} {put}")
+            page.wait_for_selector("ol#recent li.live a.diff")
+            rows = page.texts("ol#recent li.live")
+            expect(len(rows) == 1 and "Home" in rows[0] and "revision " + put["rev"].split("-")[0] in rows[0],
+                   f"live rows: {rows}")
+            expect(len(page.texts("ol#recent li")) == before + 1, "one row more")
+            expect("Another wiki" not in page.text("ol#recent") and "e2e-live-other" not in page.text("ol#recent"),
+                   "another wiki's change appeared in this wiki's list")
+            self.shot("recent-wiki-live.png")
+
         @self.check("alice watches Home; a change by another user then shows on My wikis, "
                     "with who and a diff link; Mark all as seen clears it",
                     needs=("alice_again", "home_url"))
@@ -1602,6 +1628,24 @@ class Scenario:
             self.shot("user-remove.png")
             self.follow("form#user-remove a")
             page.wait_for_selector("table#users")
+
+        @self.check("an administrator disables a user: the row says so, their sign-in says the account "
+                    "is disabled; Enable lets them in again")
+        def _():
+            self.go(self.ui("_users"))
+            self.send(f"form.disable-user button[aria-label='Disable {carol}']")
+            page.wait_for_selector("#users-saved")
+            expect(f"{carol} is disabled" in page.text("#users-saved"), page.text("#users-saved"))
+            expect(page.texts("table#users tr.disabled-user td.name") == [carol],
+                   f"disabled rows: {page.texts('table#users tr.disabled-user td.name')}")
+            self.shot("users-disabled.png")
+            status, answer = self.api("GET", "/_session", "carol")
+            expect(status == 401 and "disabled" in answer.get("reason", ""), f"carol's sign-in: {status} {answer}")
+            self.send(f"form.enable-user button[aria-label='Enable {carol}']")
+            page.wait_for_selector("#users-saved")
+            expect(not page.texts("table#users tr.disabled-user td.name"), "still disabled")
+            status, answer = self.api("GET", "/_session", "carol")
+            expect(status == 200, f"carol's sign-in after Enable: {status} {answer}")
 
         @self.check("an administrator makes an invitation link; opened signed out, it fills in its code, "
                     "makes the account and signs it in; the same link then makes nothing")

@@ -66,8 +66,13 @@ extension WikiController {
     } else {
       result = try store.changes(options)
     }
+    return edits(since == nil ? result.results : result.results.reversed(), store)
+  }
+
+  /// The edits of history rows (``ChangesOptions/history``), in their order; summaries read
+  /// from `store` (a revision's body never changes, so the live store answers for any moment).
+  func edits(_ rows: [ChangeRow], _ store: DocumentStore) -> [RecentEdit] {
     var edits: [RecentEdit] = []
-    let rows = since == nil ? result.results : result.results.reversed()
     for row in rows {
       let split = WikiID.split(row.id)
       var edit = RecentEdit(
@@ -102,7 +107,11 @@ extension WikiController {
 
   /// The titles of the wikis of `edits` (their ids when untitled), read once each.
   func wikiTitles(_ edits: [RecentEdit], _ store: DocumentStore) throws -> [String: String] {
-    let queries = try WikiQueries(store)
+    try wikiTitles(edits, WikiQueries(store))
+  }
+
+  /// The titles of the wikis of `edits` as `queries` reads them (a store as of a moment too).
+  func wikiTitles(_ edits: [RecentEdit], _ queries: WikiQueries) throws -> [String: String] {
     var titles: [String: String] = [:]
     for edit in edits where titles[edit.wiki] == nil {
       let title = try queries.wiki(edit.wiki)?.title ?? ""
@@ -111,10 +120,15 @@ extension WikiController {
     return titles
   }
 
-  /// The template values of an edit's row (recent changes, the watch list).
-  func editRow(_ edit: RecentEdit, wikiTitle: String) -> [String: Any] {
+  /// The template values of an edit's row (recent changes, the watch list); as of `moment`,
+  /// the page's and its history's links keep it (a revision's link needs none: it never
+  /// changes).
+  func editRow(_ edit: RecentEdit, wikiTitle: String, asOf moment: AsOfMoment? = nil)
+    -> [String: Any]
+  {
     var row: [String: Any] = [
-      "href": edit.href, "title": edit.page ?? wikiTitle, "wikiTitle": wikiTitle,
+      "href": edit.href + (moment?.query ?? ""), "title": edit.page ?? wikiTitle,
+      "wikiTitle": wikiTitle,
       "wikiHref": WikiSite.wikiHref(edit.wiki), "actor": edit.actor,
       "time": WikiSite.time(edit.timestampMicroseconds), "deleted": edit.deleted,
       "settings": edit.page == nil, "created": edit.rev.hasPrefix("1-"), "rev": edit.rev,
@@ -123,7 +137,9 @@ extension WikiController {
     ]
     if let href = edit.revisionHref { row["revisionHref"] = href }
     if let summary = edit.summary { row["summary"] = summary }
-    if let href = edit.diffHref { row["diffHref"] = href }
+    if let href = edit.diffHref {
+      row["diffHref"] = href + (moment.map { "&as_of=\($0.position.rawValue)" } ?? "")
+    }
     return row
   }
 }

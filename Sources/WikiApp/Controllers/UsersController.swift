@@ -49,10 +49,10 @@ struct UsersController: RoutedController {
     return auth
   }
 
-  /// `/_wiki/_users`: every user, their roles, and Remove (asked first); the invitations
-  /// waiting to be used, with Revoke, and a button that makes one (its link shown once, in
-  /// `link`).
-  func usersPage(_ session: Session, link: String? = nil) throws -> Page {
+  /// `/_wiki/_users`: every user, their roles and status, with Disable/Enable and Remove (asked
+  /// first); the invitations waiting to be used, with Revoke, and a button that makes one (its
+  /// link shown once, in `link`); `changed` says what the last action did.
+  func usersPage(_ session: Session, link: String? = nil, changed: String? = nil) throws -> Page {
     let auth = try requireAdmin(session)
     let micros = { (date: Date) in Int64(date.timeIntervalSince1970 * 1_000_000) }
     let invitations: [[String: Any]] = try auth.invitations.list().map { i in
@@ -70,12 +70,14 @@ struct UsersController: RoutedController {
       [
         "name": u.name, "roles": u.roles.joined(separator: ", "), "isAdmin": u.isAdmin,
         "isYou": u.name == session.user.name, "hasPassword": u.hasPassword,
-        "csrf": session.csrf,
+        "isDisabled": u.isDisabled, "csrf": session.csrf,
       ]
     }
+    var usersData: [String: Any] = ["users": rows, "count": rows.count]
+    if let changed { usersData["changed"] = changed }
     return Page(
       title: "Users",
-      body: Templates.render("users", ["users": rows, "count": rows.count])
+      body: Templates.render("users", usersData)
         + Templates.render("users-invitations", invitationData))
   }
 
@@ -102,17 +104,32 @@ struct UsersController: RoutedController {
     default:
       break
     }
-    guard form.action == "remove" else {
+    guard ["remove", "disable", "enable"].contains(form.action ?? "") else {
       throw Failure(status: .badRequest, message: "Unknown action.")
     }
     let name = form.name ?? ""
-    guard try auth.users.user(named: name) != nil else {
+    guard let user = try auth.users.user(named: name) else {
       throw Failure(status: .notFound, message: "There is no user called “\(name)”.")
     }
     guard name != session.user.name else {
       throw Failure(
         status: .badRequest,
-        message: "You cannot remove yourself: another administrator can. Nothing was changed.")
+        message:
+          "You cannot \(form.action == "remove" ? "remove" : "disable") yourself: another administrator can. Nothing was changed."
+      )
+    }
+    if form.action == "disable" || form.action == "enable" {
+      let disable = form.action == "disable"
+      if user.isDisabled != disable {
+        try await blocking { try auth.users.setDisabled(name, disable, actor: session.actor) }
+      }
+      return html(
+        try usersPage(
+          session,
+          changed: disable
+            ? "\(name) is disabled: they cannot sign in, and their sessions and tokens no longer work."
+            : "\(name) is enabled: they can sign in again."),
+        session: session)
     }
     guard form.confirm == "yes" else {
       return html(

@@ -445,8 +445,8 @@ struct WikisController: RoutedController {
     return page
   }
 
-  /// Recent changes as of a moment: the changes feed of the view then (of the wikis the user
-  /// may read now), newest first, without the live feed.
+  /// Recent changes as of a moment: one row per edit up to then (of the wikis the user may
+  /// read now, or of one), newest first, their links kept at that moment; no live feed.
   func recentChanges(
     _ session: Session, _ store: DocumentStore, asOf moment: AsOfMoment, wiki: String? = nil
   )
@@ -459,76 +459,29 @@ struct WikisController: RoutedController {
           name: "wikilog-wiki", parameters: ["wiki": wiki], wakeKeys: [], keys: { _ in [] },
           includes: { id in WikiID.of(id) == wiki && (access?.includes(id) ?? true) })
       } ?? access
-    let rows: [RecentRow] = try await withAsOf(moment, store) { view in
+    let (edits, titles) = try await withAsOf(moment, store) { view in
+      // Every edit up to the moment, newest first (the log's history, with its own times).
       var options = ChangesOptions()
+      options.history = true
       options.descending = true
-      options.limit = 50
-      options.filter = filter
-      let result = try view.changes(options)
-      let queries = try WikiQueries(view)
-      return try self.recentRows(result.results, queries: queries, store, asOf: moment)
+      options.limit = 100
+      options.filter = DocumentFilter(
+        name: "wikilog-recent", parameters: [:], wakeKeys: [], keys: { _ in [] },
+        includes: { id in !id.hasPrefix("_") && (filter?.includes(id) ?? true) })
+      let edits = self.edits(try view.changes(options).results, store)
+      return (edits, try self.wikiTitles(edits, WikiQueries(view)))
     }
+    let rows = edits.map { editRow($0, wikiTitle: titles[$0.wiki] ?? $0.wiki, asOf: moment) }
     var page = Page(
       title: "Recent changes (as of event \(moment.parameter))",
       body: Templates.render(
         "recent",
         [
-          "changes": rows.map(\.template), "asOf": moment.parameter, "heading": "Recent changes",
+          "changes": rows, "asOf": moment.parameter, "heading": "Recent changes",
         ]))
     page.asOf = moment
     page.asOfExit = "/_wiki/_recent" + (wiki.map { "?wiki=" + Self.encode($0) } ?? "")
     return page
-  }
-
-  /// One row of recent changes: the page (or wiki), its wiki's title, who changed it last and
-  /// when (from the log), and whether that change deleted it.
-  struct RecentRow: Sendable {
-    let href: String
-    let title: String
-    let wikiTitle: String
-    let actor: String
-    let time: String
-    let deleted: Bool
-    /// The last revision's edit summary ("" for none).
-    var summary = ""
-
-    var template: [String: Any] {
-      var row: [String: Any] = [
-        "href": href, "title": title, "wikiTitle": wikiTitle, "actor": actor, "time": time,
-        "deleted": deleted,
-      ]
-      if !summary.isEmpty { row["summary"] = summary }
-      return row
-    }
-  }
-
-  /// The rows of `changes`: wiki titles from `queries`, the last revision's author and time
-  /// from `store`'s log (up to `moment` when given).
-  func recentRows(
-    _ changes: [ChangeRow], queries: WikiQueries, _ store: DocumentStore,
-    asOf moment: AsOfMoment? = nil
-  ) throws -> [RecentRow] {
-    var titles: [String: String] = [:]
-    return try changes.map { row in
-      let wiki = WikiID.of(row.id)
-      if titles[wiki] == nil {
-        let title = try queries.wiki(wiki)?.title ?? ""
-        titles[wiki] = title.isEmpty ? wiki : title
-      }
-      let page = WikiID.split(row.id)?.title
-      var events = try store.revisionEvents(of: row.id)
-      if let moment { events = events.filter { $0.seq <= moment.position } }
-      let last = events.last
-      var recent = RecentRow(
-        href: (page.map { Self.pageHref(wiki, $0) } ?? Self.wikiHref(wiki))
-          + (moment?.query ?? ""),
-        title: page ?? titles[wiki]!, wikiTitle: titles[wiki]!, actor: last?.actor ?? "",
-        time: last.map { Self.time($0.timestampMicroseconds) } ?? "", deleted: row.deleted)
-      if let last, !last.deleted, let body = (try? JSONValue(parsing: last.body))?.objectValue {
-        recent.summary = EditSummary.summary(of: body, parentRev: last.parentRev) ?? ""
-      }
-      return recent
-    }
   }
 
   /// Recent changes, one row per edit (who, when, the revision and its diff), of every wiki
@@ -544,13 +497,15 @@ struct WikisController: RoutedController {
       "changes": edits.map { editRow($0, wikiTitle: titles[$0.wiki] ?? $0.wiki) },
       "heading": wiki.map { "Recent changes in \($0.title)" } ?? "Recent changes",
     ]
+    // Live from the changes feed, through the user's access view; a wiki's own list keeps
+    // its wiki's rows (`data-wiki`).
+    object["feed"] =
+      "/" + Self.encode(self.options.database) + "/_changes?feed=eventsource&since=now"
     if let wiki {
       object["wikiHref"] = Self.wikiHref(wiki.id)
       object["wikiTitle"] = wiki.title
+      object["wikiID"] = wiki.id
       object["feedHref"] = try site.feedURL(for: session, wiki: wiki.id, page: nil)
-    } else {
-      object["feed"] =
-        "/" + Self.encode(self.options.database) + "/_changes?feed=eventsource&since=now"
     }
     var page = Page(
       title: wiki.map { "Recent changes in \($0.title)" } ?? "Recent changes",

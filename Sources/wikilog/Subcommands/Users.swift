@@ -21,9 +21,14 @@ struct UserCommand: ParsableCommand {
         printf '%s\\n' "$PW" | wikilog user add bob --role editor --password-stdin
         wikilog user passwd bob
         wikilog user list
+        wikilog user disable bob                 # signs in no way until enabled
+        wikilog user enable bob
         wikilog user remove bob
       """,
-    subcommands: [UserAdd.self, UserPasswd.self, UserList.self, UserRemove.self])
+    subcommands: [
+      UserAdd.self, UserPasswd.self, UserList.self, UserDisable.self, UserEnable.self,
+      UserRemove.self,
+    ])
 }
 
 /// The data directory with `_users` known, for the user and token commands.
@@ -170,6 +175,7 @@ struct UserList: ParsableCommand {
               JSONObject([
                 "name": .string(user.name), "roles": .array(user.roles.map(JSONValue.string)),
                 "admin": .bool(user.isAdmin), "password": .bool(user.hasPassword),
+                "disabled": .bool(user.isDisabled),
               ]))
           }))
       return
@@ -178,9 +184,52 @@ struct UserList: ParsableCommand {
       var line = user.name
       if !user.roles.isEmpty { line += "  roles: " + user.roles.joined(separator: ", ") }
       if !user.hasPassword { line += "  (no password)" }
+      if user.isDisabled { line += "  (disabled)" }
       printText(line)
     }
   }
+}
+
+struct UserDisable: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "disable",
+    abstract:
+      "Disable a user: their password, sessions and tokens sign nothing in until enabled.",
+    discussion: "Examples:\n  wikilog user disable bob")
+
+  @OptionGroup var options: UsersOptions
+  @OptionGroup var actor: ActorOptions
+  @Argument(help: "The user's name.") var name: String
+
+  func run() throws { try setDisabled(options, actor, name, true) }
+}
+
+struct UserEnable: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "enable", abstract: "Enable a disabled user again.",
+    discussion: "Examples:\n  wikilog user enable bob")
+
+  @OptionGroup var options: UsersOptions
+  @OptionGroup var actor: ActorOptions
+  @Argument(help: "The user's name.") var name: String
+
+  func run() throws { try setDisabled(options, actor, name, false) }
+}
+
+/// `user disable` and `user enable`: says so when there was nothing to change.
+private func setDisabled(
+  _ options: UsersOptions, _ actor: ActorOptions, _ name: String, _ disabled: Bool
+) throws {
+  guard let (data, users) = try options.users() else { throw CLIError("no user \(name)") }
+  defer { data.closeAll() }
+  guard let user = try users.user(named: name) else { throw CLIError("no user \(name)") }
+  let word = disabled ? "disabled" : "enabled"
+  guard user.isDisabled != disabled else {
+    printText("user \(name) was already \(word)")
+    return
+  }
+  try users.setDisabled(name, disabled, actor: actor.name)
+  printText("\(word) user \(name)")
 }
 
 struct UserRemove: ParsableCommand {
