@@ -1512,18 +1512,29 @@ class Scenario:
                 page.wait_for_selector("#syncs")
                 expect(missing not in page.text("#syncs"), "the removed sync is still listed")
 
-            @self.check("a page written here arrives on the other server", needs=("synced",))
+            @self.check("a page written here arrives on the other server, its edit summary shown "
+                        "in the other server's history", needs=("synced",))
             def _():
                 status, body = self.api("PUT", self.doc_path("Synced Page"), "alice",
-                                        {"type": "page", "wiki_id": st["wiki_id"], "markdown": "through sync"})
+                                        {"type": "page", "wiki_id": st["wiki_id"], "markdown": "through sync",
+                                         "edit_summary": "written on the laptop", "edit_summary_on": ""})
                 expect(status == 201, f"PUT answered {status}: {body}")
                 path = "/" + quote(f"{st['wiki_id']}:Synced Page", safe="")
                 deadline = time.time() + 20
-                while time.time() < deadline:
-                    if remote_status(path) == 200:
-                        return
+                while remote_status(path) != 200:
+                    if time.time() > deadline:
+                        raise CheckFailed(f"{path} did not arrive at {remote} in 20 s")
                     time.sleep(0.1)
-                raise CheckFailed(f"{path} did not arrive at {remote} in 20 s")
+                # The other server's own UI, signed in there with Basic.
+                history = remote.rsplit("/", 1)[0] + "/_wiki/" + quote(st["wiki_id"], safe="") + "/" \
+                    + quote("Synced Page") + "?action=history"
+                req = urllib.request.Request(history)
+                token = base64.b64encode(f"{remote_user}:{remote_password}".encode()).decode("ascii")
+                req.add_header("Authorization", "Basic " + token)
+                with OPENER.open(req, timeout=10) as resp:
+                    html = resp.read().decode("utf-8")
+                expect('<span class="summary">written on the laptop</span>' in html,
+                       "the other server's history does not show the summary")
 
         @self.check("alice changes her password in Settings: a wrong current one is refused in the "
                     "frame, the right one changes it, and she signs in with the new one",
