@@ -66,6 +66,44 @@ Array.from(document.forms)
 # (input, textarea, select; not hidden ones) has a name (a <label>, for= or around it,
 # aria-label or aria-labelledby), exactly one h1, every img an alt, <html> a lang, and the
 # first focusable element is the "Skip to content" link to an element of the page.
+# WCAG 2.1 AA 1.4.3 (contrast, minimum), as axe checks it: the text of every visible element
+# against the background it is drawn on (the element's and its ancestors' background colours
+# composited, over white), at least 4.5:1, or 3:1 for large text (24 px, or 18.66 px bold).
+# Text over a background image is not judged (axe reports it for review too), nor the text of
+# disabled controls (which 1.4.3 exempts).
+JS_CONTRAST = r"""
+(() => {
+  const parse = c => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+    const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, bottom) => { const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]); };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const background = el => { const layers = [];
+    for (let e = el; e; e = e.parentElement) { const st = getComputedStyle(e);
+      if (st.backgroundImage && st.backgroundImage !== 'none') return null;
+      const c = parse(st.backgroundColor); if (c && c[3] > 0) layers.push(c); if (c && c[3] >= 1) break; }
+    let bg = [255, 255, 255, 1]; for (const c of layers.reverse()) bg = over(c, bg); return bg; };
+  const bad = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    if (!Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    if (el.closest('[disabled], [aria-hidden=true], .skip')) continue;
+    const st = getComputedStyle(el);
+    if (st.visibility !== 'visible' || !el.getClientRects().length || parseFloat(st.opacity) === 0) continue;
+    const bg = background(el); const fg = parse(st.color); if (!bg || !fg) continue;
+    const color = over(fg, bg); const [l1, l2] = [lum(color), lum(bg)].sort((a, b) => b - a);
+    const ratio = (l1 + 0.05) / (l2 + 0.05);
+    const size = parseFloat(st.fontSize), weight = parseInt(st.fontWeight, 10) || 400;
+    const need = size >= 24 || (size >= 18.66 && weight >= 700) ? 3 : 4.5;
+    if (ratio < need) bad.push('contrast ' + ratio.toFixed(2) + ':1 < ' + need + ' for ' +
+      el.tagName.toLowerCase() + (el.className ? '.' + String(el.className).split(' ')[0] : '') +
+      ' "' + el.textContent.trim().slice(0, 30) + '"');
+  }
+  return bad;
+})
+"""
+
 JS_A11Y_AUDIT = r"""
 (() => {
   if (!document.querySelector('header.top')) { return []; }
@@ -91,9 +129,11 @@ JS_A11Y_AUDIT = r"""
                                        '[tabindex]:not([tabindex="-1"])');
   const target = first && first.classList.contains('skip') && document.querySelector(first.getAttribute('href'));
   if (!target) { bad.push('the first focusable element is not a skip link to the content: ' + (first ? first.outerHTML.slice(0, 60) : 'none')); }
-  return bad;
+  return bad.concat((CONTRAST_FN)());
 })()
 """
+JS_A11Y_AUDIT = JS_A11Y_AUDIT.replace("CONTRAST_FN", JS_CONTRAST.strip())
+
 
 JS_HISTORY = r"""
 Array.from(document.querySelectorAll('ol#history > li.revision')).map(li => {
