@@ -568,6 +568,14 @@ enum StaticFiles {
           }
         });
       }
+      // Everywhere: "/" goes to the header's search box (as on GitHub and MediaWiki).
+      document.addEventListener("keydown", function (e) {
+        var t = e.target && e.target.tagName;
+        if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
+        if (t === "INPUT" || t === "TEXTAREA" || t === "SELECT" || (e.target && e.target.isContentEditable)) return;
+        var box = document.querySelector("form#search input[name=q]");
+        if (box) { e.preventDefault(); box.focus(); }
+      });
       // The Sync page, live: each sync's state and counters as the server sends them.
       var syncs = document.getElementById("syncs");
       if (syncs && window.EventSource && syncs.getAttribute("data-events")) {

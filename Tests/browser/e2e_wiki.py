@@ -1621,6 +1621,37 @@ class Scenario:
             page.wait_for("document.activeElement && document.activeElement.id === 'main'",
                           what="the focus on main#main")
 
+        @self.check("keyboard paths: '/' focuses the search box and Enter searches; 'e' opens the editor "
+                    "of the page shown; Ctrl+S publishes", needs=("home_url",))
+        def _():
+            def key(key: str, code: str, vk: int, text: str | None = None, modifiers: int = 0) -> None:
+                down = {"type": "keyDown", "key": key, "code": code, "windowsVirtualKeyCode": vk,
+                        "modifiers": modifiers}
+                if text is not None:
+                    down["text"] = text
+                page.send("Input.dispatchKeyEvent", down)
+                page.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": key, "code": code,
+                                                     "windowsVirtualKeyCode": vk, "modifiers": modifiers})
+            self.go(st["home_url"])
+            key("/", "Slash", 191)
+            page.wait_for("document.activeElement && document.activeElement.name === 'q'",
+                          what="the focus in the search box")
+            expect(page.value("form#search input[name=q]") == "", "the '/' was typed into the box")
+            page.send("Input.insertText", {"text": "Home"})
+            page.expect_navigation(lambda: key("Enter", "Enter", 13, text="\r"), what="the search")
+            page.wait_for_selector("ol#results li.hit")
+            self.go(st["home_url"])
+            page.expect_navigation(lambda: key("e", "KeyE", 69), what="the editor")
+            self.expect_editor("Home")
+            page.eval("document.querySelector('form#editor textarea[name=markdown]').focus()")
+            page.eval("(() => { const t = document.querySelector('form#editor textarea[name=markdown]'); "
+                      "t.selectionStart = t.selectionEnd = t.value.length; })()")
+            page.send("Input.insertText", {"text": "\nTyped and published from the keyboard."})
+            page.expect_navigation(lambda: key("s", "KeyS", 83, modifiers=2), what="the publish")
+            page.wait_for_selector("article#content")
+            expect("Typed and published from the keyboard." in self.content_text(),
+                   f"not published: {self.content_text()[-200:]!r}")
+
         @self.check("dark (prefers-color-scheme: dark): a page, the editor, a compare, recent changes "
                     "and a history with a deletion in the dark palette", needs=("home_url",))
         def _():
