@@ -8,6 +8,8 @@
 #include <unicode/ucol.h>
 #include <unicode/ustring.h>
 #include <unicode/uiter.h>
+#include <unicode/uversion.h>
+#include <string.h>
 
 static UCollator *collator = NULL;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -62,4 +64,17 @@ int32_t wikilog_icu_compare(const char *a, int32_t alength, const char *b, int32
 const char *wikilog_icu_uca_version(void) {
   pthread_once(&once, open_collator);
   return version;
+}
+
+void wikilog_icu_versions(uint8_t *out) {
+  pthread_once(&once, open_collator);
+  memset(out, 0, 12);
+  UVersionInfo info;
+  u_getVersion(info);
+  memcpy(out, info, 4);
+  if (collator == NULL) return;
+  ucol_getUCAVersion(collator, info);
+  memcpy(out + 4, info, 4);
+  ucol_getVersion(collator, info);
+  memcpy(out + 8, info, 4);
 }

@@ -36,6 +36,8 @@ indirect enum CouchRoute: Equatable, Sendable {
   case prometheus(node: String)
   /// `/_node/{node}/_config[/{section}[/{key}]]` (`path`: the segments after `_config`).
   case config(node: String, path: [String])
+  /// `GET /_node/{node}/_versions`: the versions of the server's parts.
+  case versions(node: String)
   case database(String)
   /// A database endpoint such as `_all_docs` or `_changes`.
   case databaseEndpoint(String, DatabaseEndpoint)
@@ -70,7 +72,7 @@ indirect enum CouchRoute: Equatable, Sendable {
   /// ``CouchServer/serverEndpoints``.
   enum ServerEndpoint: Sendable, CaseIterable {
     case root, session, allDatabases, databasesInfo, up, uuids, activeTasks
-    case node, nodeStats, membership, prometheus, config
+    case node, nodeStats, membership, prometheus, config, versions
   }
 
   /// The server endpoint this route is, nil for a database's route.
@@ -88,6 +90,7 @@ indirect enum CouchRoute: Equatable, Sendable {
     case .prometheus: .prometheus
     case .membership: .membership
     case .config: .config
+    case .versions: .versions
     default: nil
     }
   }
@@ -264,10 +267,10 @@ indirect enum CouchRoute: Equatable, Sendable {
     if endpoint == "_stats" { return .nodeStats(node: node, path: Array(rest.dropFirst(2))) }
     if endpoint == "_prometheus", rest.count == 2 { return .prometheus(node: node) }
     if endpoint == "_config" { return .config(node: node, path: Array(rest.dropFirst(2))) }
+    if endpoint == "_versions", rest.count == 2 { return .versions(node: node) }
     let feature =
       switch endpoint {
       case "_system": "system statistics"
-      case "_versions": "the versions of the server's components"
       case "_restart": "restarting the server"
       case "_smoosh": "automatic compaction (smoosh)"
       default: "the node-local interface"

@@ -214,6 +214,28 @@ extension CouchServer {
       guard case .config(let node, let path) = c.route else { throw CouchError.notFound() }
       return try await c.server.config(node: node, path: path, request: c.request)
     },
+    // CouchDB's members (`collation_driver`, and the features' `javascript_engine`) and
+    // wikilog's own version; no `erlang`.
+    .versions: ServerRule(role: .serverAdmin) { c in
+      guard case .versions(let node) = c.route else { throw CouchError.notFound() }
+      _ = try checkedNodeName(node)
+      let icu = CollationDriver.versions
+      var body = JSONObject([
+        "collation_driver": .object(
+          JSONObject([
+            "name": .string(CollationDriver.name), "library_version": .string(icu.library),
+            "collation_algorithm_version": .string(icu.algorithm),
+            "collator_version": .string(icu.collator),
+          ])),
+        "wikilog": .object(JSONObject(["version": .string(CouchServer.version)])),
+      ])
+      for instance in c.server.featureInstances {
+        for (name, value) in instance.versions.sorted(by: { $0.key < $1.key }) {
+          body[name] = value
+        }
+      }
+      return CouchResponse.json(.object(body), includeBody: !c.head)
+    },
     .nodeStats: ServerRule(role: .serverAdmin) { c in
       guard case .nodeStats(let node, let path) = c.route else { throw CouchError.notFound() }
       return try c.server.nodeStats(node: node, path: path, head: c.head)

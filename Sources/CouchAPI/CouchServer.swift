@@ -207,7 +207,7 @@ public struct CouchServer: Sendable {
         serverFeatureEndpoints[index], parameters: parameters, rest: rest, request: request,
         query: query, context: context, caller: caller)
     case .root, .session, .allDatabases, .databasesInfo, .up, .uuids, .activeTasks, .node,
-      .nodeStats, .membership, .prometheus, .config:
+      .nodeStats, .membership, .prometheus, .config, .versions:
       // The server's own endpoints: by their table (CouchServer+Endpoints.swift).
       guard let endpoint = route.serverEndpoint else { throw CouchError.notFound() }
       return try await serverEndpoint(

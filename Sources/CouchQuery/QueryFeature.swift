@@ -69,6 +69,14 @@ extension CouchFeature {
     changesFilter: { asked in try QueryEndpoints.changesFilter(asked) },
     prepare: { data in
       if data.updateValidator == nil { data.useUpdateValidator(DesignFunctions()) }
+    },
+    perServer: { _ in
+      // The engine of `javascript` design functions: wikilog's own query server, or the
+      // command `COUCHDB_QUERY_SERVER_JAVASCRIPT` names (which says nothing of itself).
+      let own = QueryServerCommand.forLanguage("javascript")?.mapsBatches == true
+      var engine = JSONObject(["name": .string(own ? "spidermonkey" : "external")])
+      if own { engine["version"] = .string(QueryServerCommand.spiderMonkeyVersion) }
+      return CouchFeature.Instance(versions: ["javascript_engine": .object(engine)])
     })
 }
 

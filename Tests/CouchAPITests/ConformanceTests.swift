@@ -388,7 +388,6 @@ import Testing
         (.get, "/_replicator", "replication"),
         (.put, "/_replicator/x", "replication"),
         (.get, "/_node/nonode@nohost/_system", "system statistics"),
-        (.get, "/_node/_local/_versions", "versions"),
         (.post, "/_node/_local/_restart", "restarting"),
         (.get, "/_node/_local/_smoosh/status", "smoosh"),
         (.get, "/_node/_local/_all_dbs", "node-local"),
@@ -506,6 +505,30 @@ import Testing
       #expect(
         answer.json == json(#"{"all_nodes":["nonode@nohost"],"cluster_nodes":["nonode@nohost"]}"#))
       #expect(try await client.call(.post, "/_membership", "{}").code == 405)
+    }
+  }
+
+  @Test(
+    "GET /_node/_local/_versions: CouchDB's collation_driver (ICU's versions) and, with the query feature, javascript_engine"
+  )
+  func versions() async throws {
+    try await withServer { client, _ in
+      let answer = try await client.call(.get, "/_node/_local/_versions")
+      #expect(answer.code == 200)
+      let driver = try #require(answer["collation_driver"])
+      #expect(driver["name"] == .string("libicu"))
+      for key in ["library_version", "collation_algorithm_version", "collator_version"] {
+        let version = try #require(driver[key]?.stringValue)
+        #expect(version.wholeMatch(of: #/[0-9]+(\.[0-9]+)*/#) != nil && !version.hasSuffix(".0"))
+      }
+      #expect(answer["javascript_engine"]?["name"] == .string("spidermonkey"))
+      #expect(answer["javascript_engine"]?["version"] == .string("102"))
+      #expect(try await client.call(.get, "/_node/nonode@nohost/_versions").code == 200)
+      #expect(try await client.call(.get, "/_node/other@host/_versions").code == 404)
+    }
+    try await withServer(options: CouchServerOptions()) { client, _ in
+      let answer = try await client.call(.get, "/_node/_local/_versions")
+      #expect(answer.code == 200 && answer["javascript_engine"] == nil)
     }
   }
 

@@ -17,4 +17,10 @@ int32_t wikilog_icu_compare(const char *a, int32_t alength, const char *b, int32
 /// The version of ICU's collation (UCA), as "major.minor.patch".
 const char *wikilog_icu_uca_version(void);
 
+/// The versions CouchDB's `/_node/{node}/_versions` reports of its collation driver, four
+/// numbers each: ICU's own (`u_getVersion`) in `out[0..<4]`, its collation algorithm's
+/// (`ucol_getUCAVersion`) in `out[4..<8]` and the root collator's (`ucol_getVersion`) in
+/// `out[8..<12]`; zeros when ICU fails.
+void wikilog_icu_versions(uint8_t *out);
+
 #endif

@@ -34,14 +34,18 @@ extension CouchFeature {
     /// What the feature keeps for the server, for the modules above it
     /// (``CouchServer/featureState(_:)``).
     public var state: (any Sendable)?
+    /// Members of `/_node/{node}/_versions` (CouchDB's `javascript_engine`, say), by name.
+    public var versions: [String: JSONValue] = [:]
 
     public init(
       serverEndpoints: [ServerEndpoint] = [], systemDatabases: [SystemDatabasePolicy] = [],
       activeTasks: @escaping @Sendable () -> [JSONValue] = { [] },
       metrics: @escaping @Sendable () -> [PrometheusMetric] = { [] },
       configuration: [String: [String: @Sendable () -> String]] = [:],
-      services: [any Service] = [], state: (any Sendable)? = nil
+      services: [any Service] = [], state: (any Sendable)? = nil,
+      versions: [String: JSONValue] = [:]
     ) {
+      self.versions = versions
       self.serverEndpoints = serverEndpoints
       self.systemDatabases = systemDatabases
       self.activeTasks = activeTasks

@@ -41,3 +41,23 @@ enum ICUCollation {
     unsafe String(cString: wikilog_icu_uca_version())
   }
 }
+
+/// The collation driver's versions, as CouchDB's `/_node/{node}/_versions` reports them under
+/// `collation_driver` (`"72.1"`: trailing zero parts left out, as `couch_util:version_to_binary`
+/// does).
+public enum CollationDriver {
+  /// `libicu`, as CouchDB names it.
+  public static let name = "libicu"
+  /// ICU's version (`library_version`), its collation algorithm's
+  /// (`collation_algorithm_version`) and the root collator's (`collator_version`).
+  public static let versions: (library: String, algorithm: String, collator: String) = {
+    var out = [UInt8](repeating: 0, count: 12)
+    unsafe out.withUnsafeMutableBufferPointer { unsafe wikilog_icu_versions($0.baseAddress!) }
+    func text(_ parts: ArraySlice<UInt8>) -> String {
+      var numbers = Array(parts)
+      while numbers.count > 1, numbers.last == 0 { numbers.removeLast() }
+      return numbers.map(String.init).joined(separator: ".")
+    }
+    return (text(out[0..<4]), text(out[4..<8]), text(out[8..<12]))
+  }()
+}

@@ -33,6 +33,11 @@ public struct QueryServerCommand: Sendable, Hashable {
   /// server's environment.
   public var mapsBatches: Bool
 
+  /// The major version of the SpiderMonkey that wikilog's own query server runs: the
+  /// `libmozjs-102` that Package.swift links into JSSandbox (the number CouchDB's
+  /// `/_node/{node}/_versions` reports as `javascript_engine.version`).
+  public static let spiderMonkeyVersion = "102"
+
   public init(arguments: [String], mapsBatches: Bool = false) {
     self.arguments = arguments
     self.mapsBatches = mapsBatches
