@@ -88,6 +88,7 @@ final class ServerSettings: Sendable {
     var maxAttachmentBytes: Int?
     var maxUUIDCount: Int
     var maxChangesTimeoutMilliseconds: Int
+    var allowJSONP: Bool
   }
 
   private let values: Mutex<Values>
@@ -97,7 +98,8 @@ final class ServerSettings: Sendable {
       Values(
         maxRequestBytes: options.maxRequestBytes, maxAttachmentBytes: options.maxAttachmentBytes,
         maxUUIDCount: options.maxUUIDCount,
-        maxChangesTimeoutMilliseconds: options.maxChangesTimeoutMilliseconds))
+        maxChangesTimeoutMilliseconds: options.maxChangesTimeoutMilliseconds,
+        allowJSONP: options.allowJSONP))
   }
 
   var current: Values { values.withLock { $0 } }
@@ -123,6 +125,15 @@ extension CouchServer {
       "changes_timeout": integer(
         "chttpd/changes_timeout", \.maxChangesTimeoutMilliseconds,
         initial: \.maxChangesTimeoutMilliseconds),
+      "allow_jsonp": Setting(
+        read: { String($0.settings.current.allowJSONP) },
+        write: { server, text throws(CouchError) in
+          guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
+            throw .badRequest(
+              "chttpd/allow_jsonp must be true or false, not \"\(text.prefix(40))\"")
+          }
+          server.settings.update { $0.allowJSONP = on }
+        }, initial: { String($0.options.allowJSONP) }),
     ],
     "couchdb": [
       "max_attachment_size": Setting(

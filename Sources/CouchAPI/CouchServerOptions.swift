@@ -24,6 +24,10 @@ public struct CouchServerOptions: Sendable {
   /// The longest a `longpoll` or `continuous` feed waits for a change, in milliseconds (CouchDB's
   /// `changes_timeout`); a request's `timeout` can only shorten it.
   public var maxChangesTimeoutMilliseconds = 60_000
+  /// Whether a `?callback=NAME` wraps JSON answers as JSONP (`/* CouchDB */NAME(…);`,
+  /// `application/javascript`): CouchDB's `chttpd/allow_jsonp`, off by default, since a page
+  /// of any site could then read what a signed-in visitor may read.
+  public var allowJSONP = false
   /// The most uuids one `GET /_uuids` returns (CouchDB's `max_count`).
   public var maxUUIDCount = 1000
   /// What other modules bring: endpoints under each database and at the root, `_changes`

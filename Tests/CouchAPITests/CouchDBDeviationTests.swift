@@ -141,6 +141,56 @@ import Testing
 /// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
 /// they can change, refused with a reason where they cannot.
 @Suite struct ConfigTests {
+  @Test(
+    "JSONP: ignored while chttpd/allow_jsonp is off; on, JSON answers (a document, a view, the changes feed, an error) are /* CouchDB */NAME(…); as application/javascript; a bad name is 400"
+  )
+  func jsonp() async throws {
+    try await withServer { client, _ in
+      func get(_ uri: String) async throws -> (Int, String?, String) {
+        try await client.execute(uri: uri, method: .get) { r in
+          (Int(r.status.code), r.headers[.contentType], String(buffer: r.body))
+        }
+      }
+      _ = try await client.call(.put, "/db")
+      _ = try await client.call(.put, "/db/0", #"{"a":0}"#)
+      _ = try await client.call(.put, "/db/1", #"{"a":1}"#)
+      _ = try await client.call(
+        .put, "/db/_design/t",
+        #"{"views":{"v":{"map":"function(doc){ if (doc.a) emit(null, doc.a); }"}}}"#)
+      let off = try await get("/db/0?callback=cb")
+      #expect(off.0 == 200 && off.1 == "application/json" && off.2.hasPrefix("{"))
+      #expect(
+        try await client.call(.put, "/_node/_local/_config/chttpd/allow_jsonp", #""maybe""#).code
+          == 400)
+      let set = try await client.call(.put, "/_node/_local/_config/chttpd/allow_jsonp", #""true""#)
+      #expect(set.code == 200 && set.json == .string("false"))
+
+      func unwrap(_ answer: (Int, String?, String), _ name: String) throws -> JSONValue {
+        #expect(answer.1 == "application/javascript")
+        let prefix = "/* CouchDB */\(name)("
+        #expect(answer.2.hasPrefix(prefix) && answer.2.hasSuffix(");"), "\(answer.2.prefix(80))")
+        return try JSONValue(parsing: String(answer.2.dropFirst(prefix.count).dropLast(2)))
+      }
+      let doc = try unwrap(try await get("/db/0?callback=jsonp_no_chunk"), "jsonp_no_chunk")
+      #expect(doc["_id"] == .string("0") && doc["a"]?.int == 0)
+      let view = try unwrap(try await get("/db/_design/t/_view/v?callback=a.b[0]"), "a.b[0]")
+      #expect(view["total_rows"]?.int == 1)
+      let changes = try unwrap(try await get("/db/_changes?callback=cb"), "cb")
+      #expect(changes["results"]?.arrayValue?.count == 3)
+      let missing = try await get("/db/nope?callback=cb")
+      let error = try unwrap(missing, "cb")
+      #expect(missing.0 == 404 && error["error"] == .string("not_found"))
+      let bad = try await get("/db/0?callback=cb%22")
+      #expect(bad.0 == 400 && bad.1 == "application/json" && bad.2.contains("invalid_callback"))
+
+      // DELETE puts back the value the server started with.
+      #expect(
+        try await client.call(.delete, "/_node/_local/_config/chttpd/allow_jsonp").json
+          == .string("true"))
+      #expect(try await get("/db/0?callback=cb").1 == "application/json")
+    }
+  }
+
   @Test("read every setting, a section, a key; PUT one that applies, refuse the rest; admins")
   func config() async throws {
     try await withAccessServer { client, fixture in

@@ -45,6 +45,7 @@ public struct CouchPipeline: HTTPResponder {
     router.add(middleware: CouchErrorAnswers())
     frontEnd(router)
     let api = router.group()
+      .add(middleware: JSONPMiddleware(couch: couch))
       .add(middleware: CORSMiddleware(couch.options.cors))
       .add(middleware: CouchErrorAnswers())
     let handler = APIResponder(couch: couch)
