@@ -140,6 +140,58 @@ import Testing
 
 /// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
 /// they can change, refused with a reason where they cannot.
+/// A view with `"options": {"collation": "raw"}`, against the order CouchDB 3.4.3 gave the
+/// same keys (Erlang's term order: numbers, false, null, true, objects, arrays, then strings by
+/// their bytes).
+@Suite struct RawCollationTests {
+  static let keys =
+    #"[-3, 1, 1.5, 2, 3, 4, false, null, true, {}, {"a": 1}, {"a": 2}, {"b": 1}, {"b": 2}, {"b": 2, "a": 1}, {"b": 2, "c": 2}, [], ["a"], ["a", 1], ["a", null], ["b"], ["b", "c"], ["b", "c", "a"], ["b", "d"], ["b", "d", "e"], "\u0000x", "A", "B", "Z", "a", "aa", "b", "ba", "bb", "e", "\u00e9"]"#
+
+  @Test(
+    "raw collation: CouchDB's order, ranges, descending, inclusive_end, group_level; the ICU view beside it keeps its order"
+  )
+  func raw() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      let keys = try #require(json(Self.keys).arrayValue)
+      // Written in another order than the answer's.
+      let docs = keys.enumerated().reversed().map { i, key in
+        JSONValue.object(JSONObject(["_id": .string("d\(i)"), "foo": key]))
+      }
+      _ = try await client.call(
+        .post, "/db/_bulk_docs",
+        String(
+          decoding: JSONValue.object(JSONObject(["docs": .array(docs)])).serialized(), as: UTF8.self
+        ))
+      _ = try await client.call(
+        .put, "/db/_design/t",
+        #"{"views":{"raw":{"map":"function(doc){ emit(doc.foo, null); }","options":{"collation":"raw"}},"icu":{"map":"function(doc){ emit(doc.foo, null); }"},"g":{"map":"function(doc){ if (Array.isArray(doc.foo)) emit(doc.foo, 1); }","reduce":"_count","options":{"collation":"raw"}}}}"#
+      )
+      func rows(_ query: String) async throws -> [JSONValue] {
+        let answer = try await client.call(.get, "/db/_design/t/_view/" + query)
+        return (answer["rows"]?.arrayValue ?? []).compactMap { $0["key"] }
+      }
+      #expect(try await rows("raw") == keys)
+      #expect(try await rows("raw?descending=true") == keys.reversed())
+      #expect(
+        try await rows("raw?startkey=%22aa%22&endkey=%22b%22") == [.string("aa"), .string("b")])
+      #expect(
+        try await rows("raw?startkey=%22a%22&endkey=%22b%22&inclusive_end=false")
+          == [.string("a"), .string("aa")])
+      #expect(try await rows("raw?startkey=true&endkey=%5B%5D").count == 9)  // true, 7 objects, []
+      let icu = try await rows("icu")
+      #expect(
+        icu.first == .null && icu != keys
+          && Set(icu.map { $0.serialized() }) == Set(keys.map { $0.serialized() }))
+      let groups = try await client.call(.get, "/db/_design/t/_view/g?group_level=1")
+      #expect(
+        groups.json
+          == json(
+            #"{"rows":[{"key":[],"value":1},{"key":["a"],"value":3},{"key":["b"],"value":5}]}"#))
+    }
+  }
+}
+
 @Suite struct ConfigTests {
   @Test(
     "JSONP: ignored while chttpd/allow_jsonp is off; on, JSON answers (a document, a view, the changes feed, an error) are /* CouchDB */NAME(…); as application/javascript; a bad name is 400"

@@ -113,6 +113,61 @@ public enum Collation {
     }
   }
 
+  /// The tags of the raw collation's encoding (``encodeRaw(_:into:)``), in Erlang's term order.
+  static let rawNumberTag: UInt8 = 0x01
+  static let rawFalseTag: UInt8 = 0x02
+  static let rawNullTag: UInt8 = 0x03
+  static let rawTrueTag: UInt8 = 0x04
+  static let rawObjectTag: UInt8 = 0x05
+  /// The tag an array's raw encoding starts with.
+  public static let rawArrayTag: UInt8 = 0x06
+  static let rawStringTag: UInt8 = 0x07
+  /// The tag an array's (ICU) encoding starts with.
+  public static let collatedArrayTag: UInt8 = arrayTag
+
+  /// Appends the order-preserving encoding of `value` under CouchDB's *raw* collation (a
+  /// view's `"options": {"collation": "raw"}`): Erlang's order of the terms CouchDB keeps JSON
+  /// as — numbers < `false` < `null` < `true` (atoms, alphabetically) < objects < arrays <
+  /// strings; strings by their UTF-8 bytes, objects member by member in their order, arrays
+  /// item by item, a shorter prefix first. Self-delimiting, as ``encode(_:into:)`` is.
+  public static func encodeRaw(_ value: JSONValue, into out: inout [UInt8]) {
+    switch value {
+    case .number(let n):
+      encodeNumber(n.doubleValue, into: &out)
+      out[out.count - 9] = rawNumberTag
+    case .bool(false): out.append(rawFalseTag)
+    case .null: out.append(rawNullTag)
+    case .bool(true): out.append(rawTrueTag)
+    case .object(let object):
+      out.append(rawObjectTag)
+      for member in object.members {
+        encodeRawString(member.key, into: &out)
+        encodeRaw(member.value, into: &out)
+      }
+      out.append(end)
+    case .array(let items):
+      out.append(rawArrayTag)
+      for item in items { encodeRaw(item, into: &out) }
+      out.append(end)
+    case .string(let s): encodeRawString(s, into: &out)
+    }
+  }
+
+  /// A string's raw encoding: its tag, its UTF-8 bytes with 0x00 and 0x01 escaped (`01 01`,
+  /// `01 02`), and 0x00.
+  static func encodeRawString(_ s: String, into out: inout [UInt8]) {
+    out.append(rawStringTag)
+    for byte in s.utf8 {
+      if byte <= 1 {
+        out.append(1)
+        out.append(byte + 1)
+      } else {
+        out.append(byte)
+      }
+    }
+    out.append(end)
+  }
+
   /// Byte order of `a` and `b` (CouchDB's raw collation, used for `_id`) when both are
   /// strings; ``compare(_:_:)`` otherwise.
   static func compareRaw(_ a: JSONValue, _ b: JSONValue) -> Int {

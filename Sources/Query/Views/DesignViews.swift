@@ -45,6 +45,14 @@ public struct DesignViews: Sendable, Hashable {
     public let name: String
     public let map: String
     public let reduce: Reduce?
+    /// `"options": {"collation": "raw"}`: keys ordered by CouchDB's raw collation
+    /// (``Projections/Collation/encodeRaw(_:into:)``) instead of ICU's.
+    public var raw: Bool = false
+
+    /// Appends `key`'s encoding under the view's collation.
+    func encode(_ key: JSONValue, into out: inout [UInt8]) {
+      if raw { Collation.encodeRaw(key, into: &out) } else { Collation.encode(key, into: &out) }
+    }
   }
 
   /// The design document's id (`_design/…`) and revision.
@@ -85,7 +93,8 @@ public struct DesignViews: Sendable, Hashable {
           continue
         }
         let reduce = view["reduce"]?.stringValue.map(Reduce.init)
-        views.append(View(name: member.key, map: map, reduce: reduce))
+        let raw = view["options"]?["collation"]?.stringValue == "raw"
+        views.append(View(name: member.key, map: map, reduce: reduce, raw: raw))
       }
     }
     views.sort { $0.name < $1.name }
@@ -111,7 +120,12 @@ public struct DesignViews: Sendable, Hashable {
       case .approxCountDistinct?: reduce = "_approx_count_distinct"
       case .function(let source)?: reduce = source
       }
-      hashed.append(.array([.string(view.name), .string(view.map), .string(reduce)]))
+      // A raw view's rows are laid out otherwise: a signature of its own (and others keep
+      // theirs).
+      hashed.append(
+        .array(
+          [.string(view.name), .string(view.map), .string(reduce)]
+            + (view.raw ? [.string("raw")] : [])))
     }
     hashed.append(lib ?? .null)
     let digest = SHA256.hash(data: JSONValue.array(hashed).serialized())

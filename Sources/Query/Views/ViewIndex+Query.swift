@@ -38,7 +38,7 @@ extension ViewIndex {
     }
     let reader = ViewReader(
       txn: txn, storage: storage, view: number, reduce: view.reduce, includes: includes,
-      language: group.language, realm: realm, reductions: reductions)
+      language: group.language, realm: realm, reductions: reductions, definition: view)
     let reducing = view.reduce != nil && query.reduce != false
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
@@ -58,7 +58,7 @@ extension ViewIndex {
     if query.keys != nil && (query.startKey != nil || query.endKey != nil) {
       throw ViewQuery.error("`keys` is incompatible with `key`, `start_key` and `end_key`")
     }
-    try checkRange(query)
+    try checkRange(query, view)
     if reducing {
       return ViewResult(rows: try reader.reduceRows(query, level: level))
     }
@@ -81,10 +81,12 @@ extension ViewIndex {
   }
 
   /// CouchDB's refusal of a range that cannot match (`couch_mrview_util:check_range`).
-  func checkRange(_ query: ViewQuery) throws {
+  func checkRange(_ query: ViewQuery, _ view: DesignViews.View) throws {
     guard let start = query.startKey, let end = query.endKey, start != end else { return }
-    var a = Collation.encode(start)
-    var b = Collation.encode(end)
+    var a: [UInt8] = []
+    var b: [UInt8] = []
+    view.encode(start, into: &a)
+    view.encode(end, into: &b)
     ViewIndex.encodeDocID(query.startDocID ?? (query.descending ? "\u{10FFFF}" : ""), into: &a)
     ViewIndex.encodeDocID(query.endDocID ?? (query.descending ? "" : "\u{10FFFF}"), into: &b)
     if !query.descending && !a.lexicographicallyPrecedes(b) {
@@ -112,6 +114,17 @@ struct ViewReader {
   let realm: ViewRealm
   /// JavaScript reductions of whole buckets worked out by this query, to keep.
   var reductions: ReductionCache? = nil
+  /// The view read, for its collation.
+  var definition: DesignViews.View? = nil
+
+  /// Appends `key`'s encoding under the view's collation.
+  func encode(_ key: JSONValue, into out: inout [UInt8]) {
+    if let definition {
+      definition.encode(key, into: &out)
+    } else {
+      Collation.encode(key, into: &out)
+    }
+  }
 
   var viewStart: [UInt8] { [UInt8(view)] }
   var viewEnd: [UInt8] { [UInt8(view + 1)] }
@@ -122,7 +135,7 @@ struct ViewReader {
   func range(_ query: ViewQuery) -> (lo: [UInt8], hi: [UInt8]) {
     func key(_ k: JSONValue, docID: String?, after: Bool) -> [UInt8] {
       var out = viewStart
-      Collation.encode(k, into: &out)
+      encode(k, into: &out)
       if let docID { ViewIndex.encodeDocID(docID, into: &out) }
       if after { out.append(0xFF) }
       return out
@@ -142,7 +155,7 @@ struct ViewReader {
   /// The rows of exactly `key`.
   func exactRange(_ key: JSONValue) -> (lo: [UInt8], hi: [UInt8]) {
     var lo = viewStart
-    Collation.encode(key, into: &lo)
+    encode(key, into: &lo)
     // Every row's doc id part starts with the string tag (0x05).
     return (lo, lo + [0x06])
   }
@@ -375,8 +388,8 @@ struct ViewReader {
     // groups by the first `level` items), not to a group of its own.
     if let level, case .array(let items) = key, items.count >= level {
       var lo = viewStart
-      lo.append(0x06)  // the array tag
-      for item in items.prefix(level) { Collation.encode(item, into: &lo) }
+      lo.append(definition?.raw == true ? Collation.rawArrayTag : Collation.collatedArrayTag)
+      for item in items.prefix(level) { encode(item, into: &lo) }
       return (.array(Array(items.prefix(level))), lo, lo + [0xFF])
     }
     let (lo, hi) = exactRange(key)

@@ -179,9 +179,11 @@ public final class ViewIndex: IndexBehindLog {
 
   /// The key of a row in `rows`: the view's number, the collated key and document id, and the
   /// emission's number among the document's rows with that key.
-  static func rowKey(view: Int, key: JSONValue, docID: String, emission: Int) -> [UInt8] {
+  static func rowKey(
+    view: Int, key: JSONValue, docID: String, emission: Int, raw: Bool = false
+  ) -> [UInt8] {
     var out: [UInt8] = [UInt8(view)]
-    Collation.encode(key, into: &out)
+    if raw { Collation.encodeRaw(key, into: &out) } else { Collation.encode(key, into: &out) }
     encodeDocID(docID, into: &out)
     if out.count > maxKeyBytes {
       // Cut, with a digest of the whole: still unique, ordered by its first bytes.
@@ -230,7 +232,8 @@ public final class ViewIndex: IndexBehindLog {
     var list: [UInt8] = []
     for (view, rows) in perView.enumerated() where view < group.views.count {
       for (n, row) in rows.enumerated() {
-        let key = Self.rowKey(view: view, key: row.key, docID: docID, emission: n)
+        let key = Self.rowKey(
+          view: view, key: row.key, docID: docID, emission: n, raw: group.views[view].raw)
         let value = JSONValue.array([.string(docID), row.key, row.value]).serialized()
         try tree.txn.put(value, forKey: key, in: tree.storage["rows"])
         try tree.added(key: key, row: value, value: row.value)
