@@ -34,9 +34,9 @@ extension CouchServer {
   >(
     [
       .get: documentGet, .head: documentGet, .put: documentPut, .delete: documentDelete,
-      copy: documentCopy,
+      copy: documentCopy, .post: documentFormPost,
     ],
-    allow: ["DELETE", "GET", "HEAD", "PUT", "COPY"])
+    allow: ["DELETE", "GET", "HEAD", "POST", "PUT", "COPY"])
 
   /// `GET and HEAD` of document.
   func documentGet(
@@ -67,30 +67,142 @@ extension CouchServer {
         newEdits: !replicated, context: context, caller: caller, access: access)
     } else {
       // The body is parsed once, here: the checks and the store share the value.
-      var parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
-      if db == UserStore.databaseName {
-        let value = try Self.hashingPassword(parsed.get())
-        try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
-        parsed = .success(value)
-      }
-      if case .success(.object(let object)) = parsed {
-        parsed = .success(.object(try access.owned(object, id: id)))
-      }
-      try access.checkWrite(
-        docID: id, body: try? parsed.get(), replicated: replicated, in: store)
-      let document = try parsed.get()
-      if replicated {
-        result = try await putReplicated(
-          store, id: id, document: document, context: context, caller: caller)
-      } else {
-        let actor = caller.actor
-        result = try await store.putAsync(
-          parsed: document, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
-          idWinsOverBody: true)
-      }
+      let parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
+      result = try await putParsed(
+        store, db: db, id: id, parsed: parsed, rev: rev, replicated: replicated,
+        context: context, caller: caller, access: access)
     }
     if query["batch"] == "ok" { return batchAccepted(result) }
     return writeResponse(result, location: location(db, id))
+  }
+
+  /// The checked write of a parsed document body (`PUT`, and a form's `POST`).
+  func putParsed(
+    _ store: DocumentStore, db: String, id: String, parsed: Result<JSONValue, StoreError>,
+    rev: String?, replicated: Bool, context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> DocumentWriteResult {
+    var parsed = parsed
+    if db == UserStore.databaseName {
+      let value = try Self.hashingPassword(parsed.get())
+      try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
+      parsed = .success(value)
+    }
+    if case .success(.object(let object)) = parsed {
+      parsed = .success(.object(try access.owned(object, id: id)))
+    }
+    try access.checkWrite(
+      docID: id, body: try? parsed.get(), replicated: replicated, in: store)
+    let document = try parsed.get()
+    if replicated {
+      return try await putReplicated(
+        store, id: id, document: document, context: context, caller: caller)
+    }
+    let actor = caller.actor
+    return try await store.putAsync(
+      parsed: document, id: id, rev: rev, actor: actor, origin: replicationOrigin(context),
+      idWinsOverBody: true)
+  }
+
+  /// `POST /{db}/{docid}` from an HTML form (`multipart/form-data`), as CouchDB's
+  /// `chttpd_db` takes it: its `_rev` field names the revision (or a `_doc` field gives the
+  /// whole document as JSON), and each `_attachments` file field becomes an attachment of its
+  /// file name and type, beside the revision's others, in one new revision. The `Referer` must
+  /// name this host (a page of another site cannot post it); another content type is `415`.
+  func documentFormPost(
+    _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
+    context: Context, caller: Caller, access: DatabaseAccess
+  ) async throws -> Response {
+    guard let referer = request.headers[.referer] else {
+      throw CouchError.badRequest("Referer header required.")
+    }
+    let host = request.headers[ServerHeader.forwardedHost] ?? request.head.authority ?? ""
+    guard Self.authority(ofURL: referer) == host.lowercased() else {
+      throw CouchError.badRequest("Referer header must match host.")
+    }
+    guard let type = request.headers[.contentType],
+      type.lowercased().hasPrefix("multipart/form-data"),
+      let boundary = Multipart.boundary(of: type)
+    else {
+      throw CouchError(
+        "bad_content_type", "Content-Type must be multipart/form-data", status: 415)
+    }
+    let body = try await self.body(of: request)
+    guard let parts = Multipart.parse(body, boundary: boundary) else {
+      throw CouchError.badRequest("The multipart/form-data body could not be read.")
+    }
+    var fields: [String: [UInt8]] = [:]
+    var files: [(name: String, type: String, data: [UInt8])] = []
+    for part in parts {
+      let disposition = Self.dispositionParameters(part.headers["content-disposition"] ?? "")
+      guard let field = disposition["name"] else { continue }
+      if field == "_attachments", let file = disposition["filename"], !file.isEmpty {
+        files.append(
+          (file, part.headers["content-type"] ?? AttachmentInput.defaultContentType, part.body))
+      } else if fields[field] == nil {
+        fields[field] = part.body
+      }
+    }
+    var document: JSONObject
+    var rev: String?
+    if let json = fields["_doc"] {
+      guard case .object(let object) = try DocumentInput.parse(json) else {
+        throw CouchError.badRequest("Document must be a JSON object")
+      }
+      document = object
+      rev = object["_rev"]?.stringValue
+    } else {
+      guard let given = fields["_rev"].map({ String(decoding: $0, as: UTF8.self) }),
+        !given.isEmpty
+      else { throw CouchError.badRequest("The form has neither _rev nor _doc.") }
+      rev = given
+      try access.checkRead(id, in: store)
+      var options = GetOptions()
+      options.rev = given
+      guard case .object(let object) = try store.get(id, options: options) else {
+        throw StoreError.notFound("missing")
+      }
+      document = object
+    }
+    var attachments = document["_attachments"]?.objectValue ?? JSONObject()
+    for file in files {
+      attachments[file.name] = .object(
+        JSONObject([
+          "content_type": .string(file.type), "data": .string(Base64.encode(file.data)),
+        ]))
+    }
+    if !attachments.members.isEmpty { document["_attachments"] = .object(attachments) }
+    document["_id"] = nil
+    let result = try await putParsed(
+      store, db: db, id: id, parsed: .success(.object(document)), rev: rev, replicated: false,
+      context: context, caller: caller, access: access)
+    return writeResponse(result, location: location(db, id))
+  }
+
+  /// The `host[:port]` of an absolute URL, lowercased; nil when it has none.
+  static func authority(ofURL url: String) -> String? {
+    let utf8 = Array(url.utf8)
+    guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")), colon + 3 <= utf8.count,
+      utf8[colon + 1] == UInt8(ascii: "/"), utf8[colon + 2] == UInt8(ascii: "/")
+    else { return nil }
+    let rest = String(decoding: utf8[(colon + 3)...], as: UTF8.self)
+    let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+    let host = authority.split(separator: "@").last.map(String.init) ?? ""
+    return host.isEmpty ? nil : host.lowercased()
+  }
+
+  /// The parameters of a `Content-Disposition` value (`form-data; name="_rev"`), unquoted.
+  static func dispositionParameters(_ value: String) -> [String: String] {
+    var out: [String: String] = [:]
+    for parameter in value.split(separator: ";").dropFirst() {
+      let pair = parameter.drop { $0 == " " || $0 == "\t" }
+      guard let equals = pair.firstIndex(of: "=") else { continue }
+      var text = pair[pair.index(after: equals)...]
+      if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") {
+        text = text.dropFirst().dropLast()
+      }
+      out[pair[..<equals].lowercased()] = String(text)
+    }
+    return out
   }
 
   /// `DELETE /{db}/{docid}`.

@@ -140,6 +140,79 @@ import Testing
 
 /// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
 /// they can change, refused with a reason where they cannot.
+/// `POST /{db}/{docid}` from an HTML form, as CouchDB 3.4.3's suite posts it
+/// (`attachments_test.exs`, `form_submit_test.exs`).
+@Suite struct FormPostTests {
+  @Test(
+    "a form's _rev and _attachments file make one new revision with the file; a _doc field; Referer and Content-Type checked first"
+  )
+  func formPost() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      let made = try await client.call(.put, "/db/form_data_doc", #"{"kept":true}"#)
+      let rev = try #require(made["rev"]?.stringValue)
+      struct Answer {
+        let code: Int
+        let json: JSONValue?
+        subscript(key: String) -> JSONValue? { json?[key] }
+        var error: String? { json?["error"]?.stringValue }
+      }
+      func post(_ body: String, type: String, referer: String?) async throws -> Answer {
+        var headers: HTTPFields = [.contentType: type]
+        if let referer { headers[.referer] = referer }
+        return try await client.execute(
+          uri: "/db/form_data_doc", method: .post, headers: headers,
+          body: ByteBuffer(string: body)
+        ) { r in
+          Answer(code: Int(r.status.code), json: try? JSONValue(parsing: String(buffer: r.body)))
+        }
+      }
+      let form =
+        "------TF\r\nContent-Disposition: form-data; name=\"_rev\"\r\n\r\n\(rev)\r\n"
+        + "------TF\r\nContent-Disposition: form-data; name=\"_attachments\"; filename=\"file.txt\"\r\n"
+        + "Content-Type: text/plain\r\n\r\ncontents of file.txt\r\n\r\n------TF--"
+      let type = "multipart/form-data; boundary=----TF"
+      // No Referer, another site's, another content type: refused, nothing written.
+      let none = try await post(form, type: type, referer: nil)
+      #expect(none.code == 400 && none["reason"] == .string("Referer header required."))
+      let other = try await post(form, type: type, referer: "http://evil.example/page")
+      #expect(other.code == 400 && other["reason"] == .string("Referer header must match host."))
+      let urlencoded = try await post(
+        "a=b", type: "application/x-www-form-urlencoded", referer: "http://localhost")
+      #expect(urlencoded.code == 415 && urlencoded.error == "bad_content_type")
+      #expect(urlencoded["reason"] == .string("Content-Type must be multipart/form-data"))
+      #expect(try await client.call(.get, "/db/form_data_doc")["_rev"]?.stringValue == rev)
+
+      let posted = try await post(form, type: type, referer: "http://localhost/db/_utils")
+      #expect(posted.code == 201 && posted["ok"] == .bool(true))
+      let doc = try await client.call(.get, "/db/form_data_doc")
+      #expect(doc["kept"] == .bool(true) && doc["_rev"]?.stringValue?.hasPrefix("2-") == true)
+      #expect(doc["_attachments"]?["file.txt"]?["length"]?.int == 22)
+      #expect(doc["_attachments"]?["file.txt"]?["content_type"] == .string("text/plain"))
+      let file = try await client.execute(uri: "/db/form_data_doc/file.txt", method: .get) {
+        String(buffer: $0.body)
+      }
+      #expect(file == "contents of file.txt\r\n")
+
+      // A `_doc` field: the whole document, its `_rev` inside; the file kept beside a new one.
+      let now = try #require(doc["_rev"]?.stringValue)
+      let second =
+        "--b\r\nContent-Disposition: form-data; name=\"_doc\"\r\n\r\n"
+        + #"{"_rev":"\#(now)","kept":false,"_attachments":{"file.txt":{"stub":true}}}"# + "\r\n"
+        + "--b\r\nContent-Disposition: form-data; name=\"_attachments\"; filename=\"b.bin\"\r\n\r\nxyz\r\n--b--"
+      let again = try await post(
+        second, type: "multipart/form-data; boundary=b", referer: "http://localhost")
+      #expect(again.code == 201)
+      let after = try await client.call(.get, "/db/form_data_doc")
+      #expect(after["kept"] == .bool(false))
+      #expect(after["_attachments"]?["file.txt"]?["length"]?.int == 22)
+      #expect(after["_attachments"]?["b.bin"]?["length"]?.int == 3)
+      // A stale _rev is a conflict, as a PUT's is.
+      #expect(try await post(form, type: type, referer: "http://localhost").code == 409)
+    }
+  }
+}
+
 /// A view with `"options": {"collation": "raw"}`, against the order CouchDB 3.4.3 gave the
 /// same keys (Erlang's term order: numbers, false, null, true, objects, arrays, then strings by
 /// their bytes).
