@@ -140,6 +140,34 @@ import Testing
 
 /// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
 /// they can change, refused with a reason where they cannot.
+/// CouchDB's `reduce_limit` (`view_errors_test.exs`, "reduce overflow error").
+@Suite struct ReduceLimitTests {
+  @Test(
+    "a reduce that does not shrink is answered 200 with a reduce_overflow_error row; one that shrinks is not"
+  )
+  func overflow() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      _ = try await client.call(.post, "/db", #"{"integer":1,"string":"1","array":[1,2,3]}"#)
+      _ = try await client.call(
+        .put, "/db/_design/testbig",
+        #"{"views":{"reduce_too_big":{"map":"function (doc) {emit(doc.integer, doc.integer)};","reduce":"function (keys, values) { var chars = []; for (var i=0; i < 1000; i++) {chars.push('wazzap');};return chars; };"},"fine":{"map":"function (doc) {emit(doc.integer, doc.string)};","reduce":"function (keys, values) { return values.length; }"}}}"#
+      )
+      let big = try await client.call(.get, "/db/_design/testbig/_view/reduce_too_big")
+      #expect(big.code == 200)
+      let row = try #require(big["rows"]?.arrayValue?.first)
+      #expect(row["error"] == .string("reduce_overflow_error") && row["key"] == .null)
+      #expect(
+        row["reason"]?.stringValue?.hasPrefix("Reduce output must shrink more rapidly") == true)
+      let grouped = try await client.call(
+        .get, "/db/_design/testbig/_view/reduce_too_big?group=true")
+      #expect(grouped["rows"]?.arrayValue?.first?["error"] == .string("reduce_overflow_error"))
+      let fine = try await client.call(.get, "/db/_design/testbig/_view/fine")
+      #expect(fine.json == json(#"{"rows":[{"key":null,"value":1}]}"#))
+    }
+  }
+}
+
 /// `POST /{db}/{docid}` from an HTML form, as CouchDB 3.4.3's suite posts it
 /// (`attachments_test.exs`, `form_submit_test.exs`).
 @Suite struct FormPostTests {

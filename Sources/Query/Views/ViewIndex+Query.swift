@@ -307,6 +307,21 @@ struct ViewReader {
   /// The reduced rows of `query`: one (key null) with no grouping, else one per group.
   func reduceRows(_ query: ViewQuery, level: Int?) throws -> [JSONValue] {
     var out: [JSONValue] = []
+    do {
+      try reduceRows(query, level: level, into: &out)
+    } catch let error as StoreError where error.error == "reduce_overflow_error" {
+      // As CouchDB's `fabric_view_row`: the rows so far, then the error as a row.
+      out.append(
+        .object(
+          JSONObject([
+            .init(key: "key", value: .null), .init(key: "error", value: .string(error.error)),
+            .init(key: "reason", value: .string(error.reason)),
+          ])))
+    }
+    return out
+  }
+
+  func reduceRows(_ query: ViewQuery, level: Int?, into out: inout [JSONValue]) throws {
     var skip = query.skip
     let limit = query.limit ?? .max
     func emit(_ key: JSONValue, _ value: JSONValue) -> Bool {
@@ -326,14 +341,14 @@ struct ViewReader {
         try aggregate(lo, hi, into: &state)
         if state.rows > 0, !emit(key, try state.result(language: language, realm: realm)) { break }
       }
-      return out
+      return
     }
     let (lo, hi) = range(query)
     if level == 0 {
       var state = ReduceState(reduce ?? .count)
       try aggregate(lo, hi, into: &state)
       if state.rows > 0 { _ = emit(.null, try state.result(language: language, realm: realm)) }
-      return out
+      return
     }
     // Group by group, from one end of the range.
     var low = lo
@@ -358,7 +373,7 @@ struct ViewReader {
       // A key cut short (longer than the index keeps) could end a group at its own row.
       if !query.descending && !found.key.lexicographicallyPrecedes(low) { low = found.key + [0] }
     }
-    return out
+    return
   }
 
   /// The JavaScript reduction of a whole bucket: the one kept for its generation, or worked
@@ -669,15 +684,16 @@ enum JavaScriptReduce {
         var start = 0
         repeat {
           let part = Array(rows[start..<min(start + chunk, rows.count)])
-          let answer = try server.call(
-            .array([.string("reduce"), .array([.string(source)]), .array(part)]))
-          reductions.append(try first(answer))
+          let command = JSONValue.array([
+            .string("reduce"), .array([.string(source)]), .array(part),
+          ])
+          reductions.append(try checked(try server.call(command), command, source))
           start += chunk
         } while start < rows.count
         if reductions.count == 1 { return reductions[0] }
-        let answer = try server.call(
-          .array([.string("rereduce"), .array([.string(source)]), .array(reductions)]))
-        return try first(answer)
+        let command = JSONValue.array(
+          [.string("rereduce"), .array([.string(source)]), .array(reductions)])
+        return try checked(try server.call(command), command, source)
       }
     } catch {
       let (name, reason) = error.couchError
@@ -692,14 +708,38 @@ enum JavaScriptReduce {
       return try realm.servers.with(language: language) {
         server throws(QueryServerError) -> JSONValue in
         _ = try server.call(ViewIndex.reset(realm: realm.key, server))
-        return try first(
-          try server.call(
-            .array([.string("rereduce"), .array([.string(source)]), .array(values)])))
+        let command = JSONValue.array(
+          [.string("rereduce"), .array([.string(source)]), .array(values)])
+        return try checked(try server.call(command), command, source)
       }
     } catch {
       let (name, reason) = error.couchError
       throw StoreError(name, reason, code: .internalError)
     }
+  }
+
+  /// The first result of a reduce answer, refused as CouchDB's query server refuses a reduce
+  /// that does not shrink (its `reduce_limit`, on by default): output beyond 4096 bytes and
+  /// more than half the size of its input (the command less the function's source) is
+  /// `reduce_overflow_error`, which the view answers as a row of its own.
+  static func checked(_ answer: JSONValue, _ command: JSONValue, _ source: String)
+    throws(QueryServerError) -> JSONValue
+  {
+    let result = try first(answer)
+    if case .array(let items) = answer, items.count == 2 {
+      let output = items[1].serialized().count
+      if output > 4096 {
+        let input = command.serialized().count - source.utf8.count
+        if output * 2 > input {
+          throw .failed(
+            error: "reduce_overflow_error",
+            reason:
+              "Reduce output must shrink more rapidly: input size: \(input) output size: \(output)"
+          )
+        }
+      }
+    }
+    return result
   }
 
   static func first(_ answer: JSONValue) throws(QueryServerError) -> JSONValue {
