@@ -139,11 +139,11 @@ indirect enum CouchRoute: Equatable, Sendable {
   /// server's features'), are theirs, before any built-in route.
   static func parse(
     _ path: String, endpoints: [CouchAPI.DatabaseEndpoint] = [],
-    serverEndpoints: [CouchAPI.ServerEndpoint] = []
+    serverEndpoints: [CouchAPI.ServerEndpoint] = [], plusIsSpace: Bool = false
   ) throws(CouchError) -> CouchRoute {
     var segments: [String] = []
     for raw in path.split(separator: "/", omittingEmptySubsequences: true) {
-      segments.append(try PercentDecoding.decoded(raw))
+      segments.append(try PercentDecoding.decoded(raw, plusIsSpace: plusIsSpace))
     }
     return parse(segments: segments, endpoints: endpoints, serverEndpoints: serverEndpoints)
   }

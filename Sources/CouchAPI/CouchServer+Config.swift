@@ -89,6 +89,7 @@ final class ServerSettings: Sendable {
     var maxUUIDCount: Int
     var maxChangesTimeoutMilliseconds: Int
     var allowJSONP: Bool
+    var decodePlusToSpace: Bool
   }
 
   private let values: Mutex<Values>
@@ -99,7 +100,7 @@ final class ServerSettings: Sendable {
         maxRequestBytes: options.maxRequestBytes, maxAttachmentBytes: options.maxAttachmentBytes,
         maxUUIDCount: options.maxUUIDCount,
         maxChangesTimeoutMilliseconds: options.maxChangesTimeoutMilliseconds,
-        allowJSONP: options.allowJSONP))
+        allowJSONP: options.allowJSONP, decodePlusToSpace: options.decodePlusToSpace))
   }
 
   var current: Values { values.withLock { $0 } }
@@ -125,15 +126,9 @@ extension CouchServer {
       "changes_timeout": integer(
         "chttpd/changes_timeout", \.maxChangesTimeoutMilliseconds,
         initial: \.maxChangesTimeoutMilliseconds),
-      "allow_jsonp": Setting(
-        read: { String($0.settings.current.allowJSONP) },
-        write: { server, text throws(CouchError) in
-          guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
-            throw .badRequest(
-              "chttpd/allow_jsonp must be true or false, not \"\(text.prefix(40))\"")
-          }
-          server.settings.update { $0.allowJSONP = on }
-        }, initial: { String($0.options.allowJSONP) }),
+      "decode_plus_to_space": boolean(
+        "chttpd/decode_plus_to_space", \.decodePlusToSpace, initial: \.decodePlusToSpace),
+      "allow_jsonp": boolean("chttpd/allow_jsonp", \.allowJSONP, initial: \.allowJSONP),
     ],
     "couchdb": [
       "max_attachment_size": Setting(
@@ -184,6 +179,21 @@ extension CouchServer {
     return all
   }
 
+  /// A `true`/`false` setting of ``ServerSettings``, which `initial` gave its first value.
+  static func boolean(
+    _ name: String, _ value: any WritableKeyPath<ServerSettings.Values, Bool> & Sendable,
+    initial: any KeyPath<CouchServerOptions, Bool> & Sendable
+  ) -> Setting {
+    Setting(
+      read: { String($0.settings.current[keyPath: value]) },
+      write: { server, text throws(CouchError) in
+        guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
+          throw .badRequest("\(name) must be true or false, not \"\(text.prefix(40))\"")
+        }
+        server.settings.update { $0[keyPath: value] = on }
+      }, initial: { String($0.options[keyPath: initial]) })
+  }
+
   /// A positive integer setting of ``ServerSettings``, which `initial` gave its first value.
   static func integer(
     _ name: String, _ value: any WritableKeyPath<ServerSettings.Values, Int> & Sendable,
@@ -230,7 +240,7 @@ extension CouchServer {
   /// removes a server administrator. A setting fixed when the server starts, or one wikilog
   /// does not have, is `400` and names itself: nothing is accepted that would not apply.
   func config(node: String, path: [String], request: Request) async throws -> Response {
-    _ = try Self.checkedNodeName(node)
+    _ = try checkedNodeName(node)
     let method = request.method
     let head = method == .head
     func text(_ value: String) -> Response {

@@ -191,7 +191,7 @@ extension CouchServer {
     .uuids: ServerRule { c in try c.server.uuids(c.query) },
     // A single node, named as `_scheduler` and `_node/_local` name it.
     .membership: ServerRule(role: .serverAdmin) { c in
-      let nodes = JSONValue.array([.string("nonode@nohost")])
+      let nodes = JSONValue.array([.string(c.server.nodeName)])
       return CouchResponse.json(
         .object(JSONObject(["all_nodes": nodes, "cluster_nodes": nodes])), includeBody: !c.head)
     },
@@ -204,7 +204,8 @@ extension CouchServer {
     .node: ServerRule { c in
       guard case .node(let node) = c.route else { throw CouchError.notFound() }
       return CouchResponse.json(
-        .object(JSONObject(["name": .string(try checkedNodeName(node))])), includeBody: !c.head)
+        .object(JSONObject(["name": .string(try c.server.checkedNodeName(node))])),
+        includeBody: !c.head)
     },
     .prometheus: ServerRule(role: .serverAdmin) { c in
       guard case .prometheus(let node) = c.route else { throw CouchError.notFound() }
@@ -218,7 +219,7 @@ extension CouchServer {
     // wikilog's own version; no `erlang`.
     .versions: ServerRule(role: .serverAdmin) { c in
       guard case .versions(let node) = c.route else { throw CouchError.notFound() }
-      _ = try checkedNodeName(node)
+      _ = try c.server.checkedNodeName(node)
       let icu = CollationDriver.versions
       var body = JSONObject([
         "collation_driver": .object(

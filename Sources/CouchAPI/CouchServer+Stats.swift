@@ -11,11 +11,11 @@ import RevTree
 #endif
 
 extension CouchServer {
-  /// The name of this single node, which `{node}` in `/_node/{node}/...` must be (or `_local`).
-  static let nodeName = "nonode@nohost"
+  /// The name of this node, which `{node}` in `/_node/{node}/...` must be (or `_local`) (``CouchServerOptions/nodeName``).
+  var nodeName: String { options.nodeName }
 
   /// `node`'s name if it is this node (`_local` or ``nodeName``); `404` otherwise.
-  static func checkedNodeName(_ node: String) throws(CouchError) -> String {
+  func checkedNodeName(_ node: String) throws(CouchError) -> String {
     guard node == "_local" || node == nodeName else {
       throw CouchError("not_found", "no node named \(node)", status: 404)
     }
@@ -30,7 +30,7 @@ extension CouchServer {
   /// `commits` counts write transactions and `grouped_writes` the writes that went through the
   /// writer queue, so `grouped_writes / group_commits` is the mean group size.
   func nodeStats(node: String, path: [String], head: Bool) throws -> Response {
-    _ = try Self.checkedNodeName(node)
+    _ = try checkedNodeName(node)
     let (open, total) = openStatistics()
     let feeds = hubs.counts
     func gauge(_ value: Int, _ desc: String) -> JSONValue {
@@ -100,7 +100,7 @@ extension CouchServer {
   /// `couchdb_httpd_request_methods`, `couchdb_httpd_status_codes`), and wikilog's own beside
   /// them (`wikilog_…`: commits, group commit, feeds waiting, index builds; and the features', such as the replication jobs).
   func prometheus(node: String, head: Bool) throws -> Response {
-    _ = try Self.checkedNodeName(node)
+    _ = try checkedNodeName(node)
     let (open, total) = openStatistics()
     let feeds = hubs.counts
     let http = metrics.snapshot
@@ -174,7 +174,7 @@ extension CouchServer {
         return .object(
           JSONObject([
             .init(key: "type", value: .string("indexer")),
-            .init(key: "node", value: .string("nonode@nohost")),
+            .init(key: "node", value: .string(nodeName)),
             .init(key: "pid", value: .string("<0.\(task.id).0>")),
             .init(key: "database", value: .string(task.database)),
             .init(key: "design_document", value: .string(task.designDocument)),

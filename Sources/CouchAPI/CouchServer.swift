@@ -104,7 +104,9 @@ public struct CouchServer: Sendable {
   /// wikilog's own version, reported as the vendor version.
   public static let version = "0.1.0"
   /// The `Server` header of every response.
-  static let serverHeader = "wikilog/\(version) (CouchDB API \(couchDBVersion))"
+  /// `Server`: CouchDB's product token first, as clients and CouchDB's own tests look for it
+  /// (`CouchDB/3.4.3 (Erlang OTP/25)` there), then what answers.
+  static let serverHeader = "CouchDB/\(couchDBVersion) (wikilog/\(version))"
 
   /// The API's answer to `request`, behind ``CouchPipeline``'s middlewares (which set the
   /// `Server` and CORS headers, render a thrown error and log the request): signs the caller
@@ -118,9 +120,11 @@ public struct CouchServer: Sendable {
     // first needed, after the caller is signed in, as before).
     let endpoints = featureEndpoints
     let serverEndpoints = serverFeatureEndpoints
+    let plusIsSpace = settings.current.decodePlusToSpace
     let parsed = Result { () throws(CouchError) in
       try CouchRoute.parse(
-        request.uri.path, endpoints: endpoints, serverEndpoints: serverEndpoints)
+        request.uri.path, endpoints: endpoints, serverEndpoints: serverEndpoints,
+        plusIsSpace: plusIsSpace)
     }
     var setCookie: String?
     var response: Response

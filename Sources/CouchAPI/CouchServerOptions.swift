@@ -28,6 +28,12 @@ public struct CouchServerOptions: Sendable {
   /// `application/javascript`): CouchDB's `chttpd/allow_jsonp`, off by default, since a page
   /// of any site could then read what a signed-in visitor may read.
   public var allowJSONP = false
+  /// This node's name, as `/_membership` and `/_node/{node}` give it: CouchDB's default for a
+  /// single node, `nonode@nohost`, unless named (CouchDB's `-name` in `vm.args`).
+  public var nodeName = "nonode@nohost"
+  /// Whether a `+` in a request's path is a space (CouchDB's `chttpd/decode_plus_to_space`,
+  /// on by default; `%2B` is always `+`).
+  public var decodePlusToSpace = true
   /// The most uuids one `GET /_uuids` returns (CouchDB's `max_count`).
   public var maxUUIDCount = 1000
   /// What other modules bring: endpoints under each database and at the root, `_changes`

@@ -161,6 +161,9 @@ public final class DocumentStore: Sendable {
     }
     self.fixedIndexes = followers
     self.indexDatabaseName = database
+    // Read now, outside any write: the first reader may be a validator inside a write
+    // transaction, where a read of its own would fail (and a failure must not be cached).
+    _ = isPartitioned
   }
 
   /// Opens `index` behind the log beside the store's own (the Query module's views: one per

@@ -65,7 +65,14 @@ extension DocumentStore {
   /// Whether the database was made partitioned (``Partitions``).
   public var isPartitioned: Bool {
     if let known = partitionedFlag.withLock({ $0 }) { return known }
-    let flag = (try? getLocal(Partitions.localID))?["partitioned"] == .bool(true)
+    let flag: Bool
+    do {
+      flag = try getLocal(Partitions.localID)["partitioned"] == .bool(true)
+    } catch let error as StoreError where error.code == .notFound {
+      flag = false
+    } catch {
+      return false  // not known: read again next time
+    }
     partitionedFlag.withLock { $0 = flag }
     return flag
   }

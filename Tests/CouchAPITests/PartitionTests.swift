@@ -72,6 +72,14 @@ import Testing
       let mapped = try await client.call(.get, "/pdb/_partition/b/_design/d/_view/v?reduce=false")
       #expect(mapped["rows"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["b:1"])
       #expect(try await client.call(.get, "/pdb/_design/g/_view/v")["total_rows"]?.int == 3)
+      // Saying so (`options.partitioned: true`, as CouchDB's suite writes them) is the same.
+      #expect(
+        try await client.call(
+          .put, "/pdb/_design/e",
+          #"{"options":{"partitioned":true},"views":{"v":{"map":"function(doc){emit(doc.v, 1)}"}}}"#
+        ).code == 201)
+      let explicit = try await client.call(.get, "/pdb/_partition/a/_design/e/_view/v")
+      #expect(explicit["rows"]?.arrayValue?.count == 2)
       #expect(try await client.call(.get, "/pdb/_partition/a/_design/g/_view/v").code == 400)
       // A database that is not partitioned.
       #expect(try await client.call(.put, "/npdb").code == 201)

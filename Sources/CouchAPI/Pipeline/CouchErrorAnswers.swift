@@ -34,8 +34,8 @@ public struct CouchErrorAnswers: RouterMiddleware {
   }
 }
 
-/// Sets the headers CouchDB gives every response: `Server` (`wikilog/0.1.0 (CouchDB API
-/// 3.4.2)`), `X-Couch-Request-ID` (ten hex digits, new for each request) and
+/// Sets the headers CouchDB gives every response: `Server` (`CouchDB/3.4.2 (wikilog/0.1.0)`),
+/// `X-Couch-Request-ID` (the client's, if it sent a valid one, else ten new hex digits) and
 /// `X-CouchDB-Body-Time`; and makes the `Location` of a `201`/`202` absolute, as
 /// `couch_httpd:absolute_uri` does: the request's `X-Forwarded-Host` (else its `Host`), with
 /// `https` behind a proxy that says so (`X-Forwarded-Proto`, `X-Forwarded-Ssl: on`) or on a
@@ -52,7 +52,7 @@ public struct ServerHeader: RouterMiddleware {
   ) async throws -> Response {
     var response = try await next(request, context)
     response.headers[.server] = CouchServer.serverHeader
-    response.headers[Self.requestID] = Self.newRequestID()
+    response.headers[Self.requestID] = Self.requestID(given: request.headers[Self.requestID])
     response.headers[Self.bodyTime] = "0"
     if response.status == .created || response.status == .accepted,
       let location = response.headers[.location], location.hasPrefix("/"),
@@ -72,6 +72,24 @@ public struct ServerHeader: RouterMiddleware {
   static let forwardedHost = HTTPField.Name("X-Forwarded-Host")!
   static let forwardedProto = HTTPField.Name("X-Forwarded-Proto")!
   static let forwardedSSL = HTTPField.Name("X-Forwarded-Ssl")!
+
+  /// The client's `X-Couch-Request-ID` when it is at most 36 letters, digits, `-` and `_`
+  /// (CouchDB's `chttpd:nonce`), else a new one.
+  static func requestID(given: String?) -> String {
+    if let given, !given.isEmpty, given.utf8.count <= 36,
+      given.utf8.allSatisfy({ byte in
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+          UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+          true
+        default: false
+        }
+      })
+    {
+      return given
+    }
+    return newRequestID()
+  }
 
   static func newRequestID() -> String {
     let hex = Array("0123456789abcdef")

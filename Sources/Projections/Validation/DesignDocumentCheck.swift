@@ -56,8 +56,9 @@ public enum DesignDocumentCheck {
     ]
   }
 
-  /// Refuses a design document body that CouchDB would refuse.
-  public static func check(_ body: JSONObject) throws(StoreError) {
+  /// Refuses a design document body that CouchDB would refuse (`options.partitioned: true`
+  /// only in a `partitioned` database).
+  public static func check(_ body: JSONObject, partitioned: Bool = false) throws(StoreError) {
     let mapType: FieldType = body["language"] == .string("query") ? .object : .string
     for path in paths(mapType: mapType) {
       if let (failed, types) = firstFailure(.object(body), path[...], at: []) {
@@ -70,7 +71,7 @@ public enum DesignDocumentCheck {
     for view in views where view.key != "lib" && view.value["map"] == nil {
       throw invalid("View `\(view.key)` must contain map function")
     }
-    if body["options"]?["partitioned"] == .bool(true) {
+    if body["options"]?["partitioned"] == .bool(true) && !partitioned {
       throw invalid("partitioned option cannot be true in a non-partitioned database.")
     }
     // The built-in reduce functions, checked for the languages CouchDB 3.4 has a query server

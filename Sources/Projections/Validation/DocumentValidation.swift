@@ -85,7 +85,7 @@ extension DocumentStore {
   {
     if id.hasPrefix("_design/") {
       do throws(StoreError) {
-        try DesignDocumentCheck.check(input.body)
+        try DesignDocumentCheck.check(input.body, partitioned: isPartitioned)
       } catch {
         return .failure(error)
       }

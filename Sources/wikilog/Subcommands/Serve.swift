@@ -130,6 +130,13 @@ struct Serve: AsyncParsableCommand {
       valueName: "MiB"))
   var queryMemory = 512
 
+  @Option(
+    name: .customLong("node-name"),
+    help: ArgumentHelp(
+      "This node's name in /_membership and /_node/{node} (CouchDB's -name; nonode@nohost by default).",
+      valueName: "name"))
+  var nodeName = "nonode@nohost"
+
   func validate() throws {
     // -d is an option of `wikilog` itself, which ArgumentParser accepts anywhere on the line;
     // for serve it would mean nothing.
@@ -175,6 +182,7 @@ struct Serve: AsyncParsableCommand {
     }
     var options = CouchServerOptions()
     options.features = [.query, .replicator()]
+    options.nodeName = nodeName
     if corsOrigins.isEmpty {
       options.cors = Self.isLoopback(bind) ? .anyOrigin : .none
     } else {
