@@ -72,6 +72,8 @@ public struct ServerReplications: Sendable {
           "max_jobs": { String(options.maxJobs) },
           "max_churn": { String(options.maxChurn) },
           "max_history": { String(options.maxHistory) },
+          // Jobs start when they are due, without CouchDB's random delay.
+          "startup_jitter": { "0" },
         ]
       ],
       services: documents.isEnabled ? [documents.service] : [],

@@ -383,6 +383,14 @@ import Testing
         .put, "/_node/_local/_config/couchdb/max_document_size", #""10""#, headers: admin)
       #expect(fixed.code == 400)
       #expect(fixed["reason"]?.stringValue?.contains("set when the server starts") == true)
+      // Its own value again is no change: accepted, the old value answered.
+      let size = try #require(
+        try await client.call(
+          .get, "/_node/_local/_config/couchdb/max_document_size", headers: admin
+        ).json?.stringValue)
+      let same = try await client.call(
+        .put, "/_node/_local/_config/couchdb/max_document_size", "\"\(size)\"", headers: admin)
+      #expect(same.code == 200 && same.json == .string(size))
       #expect(
         try await client.call(.put, "/_node/_local/_config/foo/bar", #""1""#, headers: admin)
           .code == 400)
