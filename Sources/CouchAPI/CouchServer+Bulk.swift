@@ -61,8 +61,11 @@ extension CouchServer {
     try Self.requireJSONContentType(request)
     let requestBytes = try await self.body(of: request)
     let body = try Self.object(parsing: requestBytes)
-    guard var docs = body["docs"]?.arrayValue else {
+    guard let given = body["docs"] else {
       throw CouchError.badRequest("POST body must include `docs` parameter.")
+    }
+    guard var docs = given.arrayValue else {
+      throw CouchError.badRequest("`docs` parameter must be an array.")
     }
     // CouchDB's `max_document_size` fails the whole request (`couch_doc:from_json_obj_validate`
     // throws `request_entity_too_large` with the document's id): `413 document_too_large`. A
@@ -594,7 +597,7 @@ extension CouchServer {
       options.errorName = query.errorName
       if let keys = body["keys"] {
         guard let array = keys.arrayValue else {
-          throw query.error("`keys` member must be an array.")
+          throw CouchError.badRequest("`keys` body member must be an array.")
         }
         return (array, options)
       }

@@ -249,9 +249,14 @@ extension CouchServer {
       if heartbeat == "true" {
         parsed.heartbeat = .milliseconds(maxTimeout)
       } else if heartbeat != "false" {
-        guard let ms = Int(heartbeat), ms >= 0 else {
+        // CouchDB's two answers.
+        guard let ms = Int(heartbeat) else {
           throw CouchError.badRequest(
-            "heartbeat must be true or milliseconds, not \"\(heartbeat)\"")
+            "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+        }
+        guard ms >= 0 else {
+          throw CouchError.badRequest(
+            "The heartbeat value should be a positive integer (in milliseconds).")
         }
         parsed.heartbeat = .milliseconds(max(10, min(ms, maxTimeout)))
       }

@@ -68,6 +68,16 @@ extension CouchServer {
     } else {
       // The body is parsed once, here: the checks and the store share the value.
       let parsed = Result { () throws(StoreError) in try DocumentInput.parse(body) }
+      // A body `_rev` against `If-Match` (CouchDB names the etag; against `?rev=`, the store
+      // names the query string).
+      if query["rev"] == nil, let etag = request.headers[.ifMatch],
+        case .success(.object(let object)) = parsed, let bodyRev = object["_rev"]?.stringValue,
+        bodyRev
+          != (etag.count >= 2 && etag.hasPrefix("\"") && etag.hasSuffix("\"")
+            ? String(etag.dropFirst().dropLast()) : etag)
+      {
+        throw CouchError.badRequest("Document rev and etag have different values")
+      }
       result = try await putParsed(
         store, db: db, id: id, parsed: parsed, rev: rev, replicated: replicated,
         context: context, caller: caller, access: access)

@@ -79,7 +79,8 @@ public struct QueryParameters: Sendable {
     do {
       return try JSONValue(parsing: value)
     } catch {
-      throw self.error("Invalid JSON for \(name): \(value)")
+      // CouchDB's answer (`bad_request`), with the parameter named.
+      throw CouchError.badRequest("invalid UTF-8 JSON (\(name)=\(value.prefix(100)))")
     }
   }
 

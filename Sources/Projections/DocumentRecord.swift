@@ -116,7 +116,9 @@ public enum DocumentKey {
     throws(StoreError)
   {
     guard !id.isEmpty else { throw StoreError.illegalDocID("Document id must not be empty") }
-    if id == "_design/" || id == "_local/" {
+    // CouchDB's answer to `PUT /db/_local%2F`.
+    if id == "_local/" { throw StoreError.badRequest("Invalid _local document id.") }
+    if id == "_design/" {
       throw StoreError.illegalDocID("Illegal document id `\(id)`")
     }
     guard !checkLength || id.utf8.count <= maxBytes else {

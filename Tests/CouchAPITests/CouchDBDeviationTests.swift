@@ -140,6 +140,57 @@ import Testing
 
 /// `/_node/{node}/_config`: wikilog's settings under CouchDB's names, changed at run time where
 /// they can change, refused with a reason where they cannot.
+/// Error names and reasons as CouchDB 3.4.3 gives them (each checked against it).
+@Suite struct CouchDBErrorTextTests {
+  @Test(
+    "bad_request, not query_parse_error, for bodies and JSON parameters; heartbeat, docs, etag and _local/ reasons"
+  )
+  func texts() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      _ = try await client.call(
+        .put, "/db/_design/t", #"{"views":{"v":{"map":"function(doc){emit(doc._id,null)}"}}}"#)
+      func expect(_ r: JSONResponse, _ error: String, _ reason: String?) {
+        #expect(r.code == 400 && r.error == error, "\(r.text)")
+        if let reason { #expect(r["reason"] == .string(reason), "\(r.text)") }
+      }
+      expect(
+        try await client.call(.post, "/db/_design/t/_view/v", #"{"keys":1}"#), "bad_request",
+        "`keys` member must be an array.")
+      expect(
+        try await client.call(.post, "/db/_all_docs", #"{"keys":1}"#), "bad_request",
+        "`keys` body member must be an array.")
+      expect(
+        try await client.call(.post, "/db/_all_docs", "[]"), "bad_request",
+        "Request body must be a JSON object")
+      expect(try await client.call(.get, "/db/_all_docs?startkey=foo"), "bad_request", nil)
+      expect(
+        try await client.call(.get, "/db/_changes?feed=longpoll&heartbeat=-1000"), "bad_request",
+        "The heartbeat value should be a positive integer (in milliseconds).")
+      expect(
+        try await client.call(.get, "/db/_changes?feed=longpoll&heartbeat=a1000"), "bad_request",
+        "Invalid heartbeat value. Expecting a positive integer value (in milliseconds).")
+      expect(
+        try await client.call(.post, "/db/_bulk_docs", #"{"docs":"x"}"#), "bad_request",
+        "`docs` parameter must be an array.")
+      expect(
+        try await client.call(.post, "/db/_bulk_docs", #"{"doc":[]}"#), "bad_request",
+        "POST body must include `docs` parameter.")
+      expect(
+        try await client.call(
+          .put, "/db/d1", #"{"_rev":"1-a"}"#, headers: [.ifMatch: "1-b"]), "bad_request",
+        "Document rev and etag have different values")
+      expect(
+        try await client.call(.put, "/db/d1?rev=1-b", #"{"_rev":"1-a"}"#), "bad_request",
+        "Document rev from request body and query string have different values")
+      for path in ["/db/_local", "/db/_local/", "/db/_local%2F"] {
+        expect(
+          try await client.call(.put, path, "{}"), "bad_request", "Invalid _local document id.")
+      }
+    }
+  }
+}
+
 /// CouchDB's `reduce_limit` (`view_errors_test.exs`, "reduce overflow error").
 @Suite struct ReduceLimitTests {
   @Test(

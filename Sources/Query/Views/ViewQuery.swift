@@ -124,7 +124,7 @@ public struct ViewQuery: Sendable {
     case "keys":
       let v = try decoded(value)
       guard case .array(let list) = v else {
-        throw Self.error("`keys` must be an array of strings.")
+        throw StoreError.badRequest("`keys` member must be an array.")
       }
       if list.count == 1 {
         startKey = list[0]
