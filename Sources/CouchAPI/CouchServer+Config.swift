@@ -27,6 +27,9 @@ final class UUIDs: Sendable {
     var suffix = ""
     var prefix = UUIDs.randomHex(26)
     var counter = Int.random(in: 1...0xfff)
+    /// The last time a `utc_` id used: each next one is later (CouchDB's `erlang:now()`
+    /// never repeats), so ids made in one microsecond still grow.
+    var lastMicroseconds: UInt64 = 0
   }
 
   private let state = Mutex(State())
@@ -55,10 +58,11 @@ final class UUIDs: Sendable {
             s.counter = Int.random(in: 1...0xfff)
           }
           return s.prefix + UUIDs.hex(UInt64(s.counter), digits: 6)
-        case .utcRandom:
-          return UUIDs.hex(UUIDs.microseconds(), digits: 14) + UUIDs.randomHex(18)
-        case .utcID:
-          return UUIDs.hex(UUIDs.microseconds(), digits: 14) + s.suffix
+        case .utcRandom, .utcID:
+          let now = max(UUIDs.microseconds(), s.lastMicroseconds + 1)
+          s.lastMicroseconds = now
+          return UUIDs.hex(now, digits: 14)
+            + (s.algorithm == .utcID ? s.suffix : UUIDs.randomHex(18))
         }
       }
     }

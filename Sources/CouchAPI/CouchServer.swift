@@ -164,8 +164,25 @@ public struct CouchServer: Sendable {
     if let setCookie, response.headers[.setCookie] == nil {
       response.headers[.setCookie] = setCookie
     }
+    if let route = try? parsed.get() { Self.applyQuorum(&response, request: request, route: route) }
     return response
   }
+
+  /// CouchDB's answer to a write quorum this single copy cannot meet: a database write
+  /// asking `w` above 1 (the one copy here, `n` 1) that succeeded is `202 Accepted` instead
+  /// of `201 Created` (or `200` for a deletion): written and durable, the quorum unmet. (Not
+  /// the creation of a database, which CouchDB answers 201.)
+  static func applyQuorum(_ response: inout Response, request: Request, route: CouchRoute) {
+    if case .database = route, request.method == .put { return }
+    guard route.database != nil, response.status == .created || response.status == .ok,
+      [.put, .post, .delete, documentCopyMethod].contains(request.method),
+      let w = request.uri.queryParameters.get("w").flatMap({ Int($0) }), w > 1
+    else { return }
+    if response.status == .ok && request.method != .delete { return }
+    response.status = .accepted
+  }
+
+  static let documentCopyMethod = HTTPRequest.Method("COPY")!
 
   /// CouchDB's `X-HTTP-Method-Override` (`chttpd:handle_request_int`): a `POST` carrying it
   /// with one of `GET`, `HEAD`, `POST`, `PUT`, `DELETE`, `TRACE`, `CONNECT` or `COPY` is

@@ -191,6 +191,29 @@ import Testing
   }
 }
 
+/// A write quorum (`w`) above the one copy here: `202 Accepted`, as a single CouchDB node
+/// answers (`cluster_with_quorum_test.exs`).
+@Suite struct QuorumTests {
+  @Test(
+    "w above 1 makes 201 and 200 write answers 202; w=1, reads and database creation keep theirs")
+  func quorum() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db?w=3").code == 201)
+      #expect(try await client.call(.post, "/db?w=3", #"{"_id":"0"}"#).code == 202)
+      let rev = try #require(try await client.call(.get, "/db/0?r=3")["_rev"]?.stringValue)
+      let put = try await client.call(.put, "/db/0?w=2", #"{"_rev":"\#(rev)","a":2}"#)
+      #expect(put.code == 202 && put["ok"] == .bool(true))
+      let now = try #require(put["rev"]?.stringValue)
+      #expect(try await client.call(.delete, "/db/0?w=3&rev=\(now)").code == 202)
+      #expect(try await client.call(.post, "/db/_bulk_docs?w=3", #"{"docs":[{}]}"#).code == 202)
+      #expect(try await client.call(.post, "/db/_bulk_docs?w=1", #"{"docs":[{}]}"#).code == 201)
+      #expect(try await client.call(.get, "/db/_all_docs?r=3").code == 200)
+      // A refused write keeps its error.
+      #expect(try await client.call(.put, "/db/1?w=3", #"{"_rev":"1-x"}"#).code == 409)
+    }
+  }
+}
+
 /// CouchDB's `reduce_limit` (`view_errors_test.exs`, "reduce overflow error").
 @Suite struct ReduceLimitTests {
   @Test(
@@ -455,8 +478,10 @@ import Testing
         ).json == .string("sequential"))
       _ = try await client.call(
         .put, "/_node/_local/_config/uuids/utc_id_suffix", #""-x""#, headers: admin)
-      let timed = try await client.call(.get, "/_uuids?count=2")["uuids"]?.strings ?? []
-      #expect(timed.count == 2 && timed.allSatisfy { $0.count == 16 && $0.hasSuffix("-x") })
+      let timed = try await client.call(.get, "/_uuids?count=5")["uuids"]?.strings ?? []
+      #expect(timed.count == 5 && timed.allSatisfy { $0.count == 16 && $0.hasSuffix("-x") })
+      // Made within a few microseconds, yet each later than the one before (as CouchDB's).
+      #expect(zip(timed, timed.dropFirst()).allSatisfy { $0 < $1 })
       #expect(
         try await client.call(.delete, "/_node/_local/_config/uuids/algorithm", headers: admin)
           .json == .string("utc_id"))
