@@ -203,13 +203,7 @@ extension CouchServer {
     if sendEncoded { headers[.contentEncoding] = "gzip" }
     headers[.acceptRanges] = gzip ? "none" : "bytes"
     headers[Self.contentSecurityPolicy] = "sandbox"
-    if let match = request.headers[.ifNoneMatch],
-      match.split(separator: ",").contains(where: {
-        $0.trimmingCharacters(in: .whitespaces) == etag
-      })
-    {
-      return Response(status: .notModified, headers: headers, body: ResponseBody())
-    }
+    if Self.matches(request.headers[.ifNoneMatch], etag) { return Self.notModified(headers) }
     // The stored bytes go out as they are, or (gzip-stored, sent decoded) inflated.
     let inflate = gzip && !sendEncoded
     let total = sendEncoded ? a.storedLength : a.length

@@ -398,7 +398,7 @@ extension CouchServer {
     let hasMeta =
       options.revsInfo || options.conflicts || options.deletedConflicts || options.localSeq
     if !hasMeta, let etag = headers[.eTag], Self.matches(ifNoneMatch, etag) {
-      return Response(status: .notModified, headers: headers, body: ResponseBody())
+      return Self.notModified(headers)
     }
     if multipart, doc["_attachments"]?.objectValue?.members.isEmpty == false {
       let (type, body) = try MultipartAnswer.document(
@@ -410,12 +410,23 @@ extension CouchServer {
   }
 
   /// Whether an `If-None-Match` header names `etag` (or is `*`).
+  /// Whether `If-None-Match` names `etag`: by weak comparison, as RFC 9110 has it for this
+  /// header (`W/"1-abc"` names `"1-abc"`), or `*`.
   static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
     guard let ifNoneMatch else { return false }
+    let strong = etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag
     return ifNoneMatch.split(separator: ",").contains { candidate in
-      let trimmed = candidate.filter { $0 != " " && $0 != "\t" }
-      return trimmed == etag || trimmed == "*"
+      var trimmed = candidate.filter { $0 != " " && $0 != "\t" }
+      if trimmed.hasPrefix("W/") { trimmed.removeFirst(2) }
+      return trimmed == strong || trimmed == "*"
     }
+  }
+
+  /// `304 Not Modified` with `headers` and, as CouchDB sends it, `Content-Length: 0`.
+  static func notModified(_ headers: HTTPFields) -> Response {
+    var headers = headers
+    headers[.contentLength] = "0"
+    return Response(status: .notModified, headers: headers, body: ResponseBody())
   }
 
   /// `PUT /{db}/{docid}?new_edits=false`: a replicated revision with its `_revisions`, stored

@@ -72,6 +72,7 @@ extension QueryEndpoints {
     if let showETag, Self.matches(request.headers[.ifNoneMatch], showETag) {
       var headers = HTTPFields()
       headers[.eTag] = showETag
+      headers[.contentLength] = "0"
       return Response(status: .notModified, headers: headers, body: ResponseBody())
     }
     let answer = try await r.blocking { [doc] in
@@ -360,11 +361,13 @@ extension QueryEndpoints {
     return "\"" + MD5.hash(Array(parts.joined(separator: "\u{0}").utf8)).description + "\""
   }
 
-  /// Whether an `If-None-Match` header names `etag` (or is `*`).
+  /// Whether an `If-None-Match` header names `etag` by weak comparison (`W/"…"` too), or is
+  /// `*`.
   static func matches(_ ifNoneMatch: String?, _ etag: String) -> Bool {
     guard let ifNoneMatch else { return false }
     return ifNoneMatch.split(separator: ",").contains { candidate in
-      let trimmed = candidate.filter { $0 != " " && $0 != "\t" }
+      var trimmed = candidate.filter { $0 != " " && $0 != "\t" }
+      if trimmed.hasPrefix("W/") { trimmed.removeFirst(2) }
       return trimmed == etag || trimmed == "*"
     }
   }
