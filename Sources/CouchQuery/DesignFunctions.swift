@@ -75,9 +75,18 @@ extension QueryEndpoints {
       headers[.contentLength] = "0"
       return Response(status: .notModified, headers: headers, body: ResponseBody())
     }
-    let answer = try await r.blocking { [doc] in
-      try Self.callFunction(
-        store, language, design, ddoc, rev, [section, function], [doc, req])
+    let answer: JSONValue
+    do {
+      answer = try await r.blocking { [doc] in
+        try Self.callFunction(
+          store, language, design, ddoc, rev, [section, function], [doc, req])
+      }
+    } catch let error as CouchError
+      where kind == "_show" && docID != nil && doc == .null && error.statusCode == 500
+    {
+      // As CouchDB's `render.js`: a show that fails on a document that does not exist is
+      // that document's 404.
+      throw CouchError("not_found", "document not found", status: 404)
     }
     switch kind {
     case "_show":

@@ -60,6 +60,15 @@ extension CouchFeature {
         }
       },
     ]
+      // A function's path without its name: CouchDB's 404s (`couch_mrview_show`).
+      + [
+        ("_show", "show_error", "Invalid path."), ("_list", "list_error", "Bad path."),
+        ("_update", "update_error", "Invalid path."),
+      ].map { kind, error, reason in
+        DatabaseEndpoint(
+          ["_design", .parameter("ddoc"), .literal(kind)], adminOnlyOnUsers: false
+        ) { _ in throw CouchError(error, reason, status: 404) }
+      }
       + ["_show", "_list", "_update"].map { kind in
         DatabaseEndpoint(
           ["_design", .parameter("ddoc"), .literal(kind), .parameter("function"), .rest],

@@ -214,6 +214,39 @@ import Testing
   }
 }
 
+/// Design functions' errors as CouchDB's `couch_mrview_show` and `render.js` give them
+/// (`show_documents_test.exs`, `update_documents_test.exs`).
+@Suite struct DesignFunctionPathTests {
+  @Test(
+    "a function path without a name is 404 Invalid path.; a show failing on a missing document is its 404"
+  )
+  func paths() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      _ = try await client.call(
+        .put, "/db/_design/template",
+        #"{"shows":{"fail":"function(doc, req) { return doc._id; }","hello":"function(doc, req) { return doc ? 'Hello ' + doc._id : 'Empty'; }"},"updates":{"u":"function(doc, req) { return [null, 'x']; }"}}"#
+      )
+      _ = try await client.call(.put, "/db/d1", "{}")
+      let show = try await client.call(.get, "/db/_design/template/_show/")
+      #expect(
+        show.code == 404 && show.error == "show_error" && show["reason"] == .string("Invalid path.")
+      )
+      let update = try await client.call(.post, "/db/_design/template/_update/")
+      #expect(update.code == 404 && update.error == "update_error")
+      #expect(try await client.call(.get, "/db/_design/template/_list/").code == 404)
+      let missing = try await client.call(.get, "/db/_design/template/_show/fail/nonExistingDoc")
+      #expect(missing.code == 404 && missing.error == "not_found")
+      // With no document asked for, the failure stays the function's.
+      #expect(try await client.call(.get, "/db/_design/template/_show/fail").code == 500)
+      let hello = try await client.execute(
+        uri: "/db/_design/template/_show/hello/d1", method: .get
+      ) { String(buffer: $0.body) }
+      #expect(hello == "Hello d1")
+    }
+  }
+}
+
 /// CouchDB's `reduce_limit` (`view_errors_test.exs`, "reduce overflow error").
 @Suite struct ReduceLimitTests {
   @Test(
