@@ -106,10 +106,17 @@ extension QueryEndpoints {
       var headers = HTTPFields()
       var status = HTTPResponse.Status.ok
       if case .object(var newDoc) = items[1] {
-        guard let id = newDoc["_id"]?.stringValue ?? docID else {
+        // The function names the document (`doc._id`, `req.id`, `req.uuid`); the URL's id is
+        // not taken for it, as in CouchDB.
+        guard let given = newDoc["_id"], given != .null else {
+          throw CouchError("bad_request", "Document id must not be empty", status: 400)
+        }
+        guard let id = given.stringValue else {
           throw CouchError("bad_request", "Document id must be a string", status: 400)
         }
-        newDoc["_id"] = .string(id)
+        guard !id.isEmpty else {
+          throw CouchError("bad_request", "Document id must not be empty", status: 400)
+        }
         try access.checkWrite(docID: id, body: .object(newDoc), replicated: false, in: store)
         let result = try await store.putAsync(
           parsed: .object(newDoc), id: id, rev: newDoc["_rev"]?.stringValue, actor: r.actor)

@@ -225,7 +225,7 @@ import Testing
       _ = try await client.call(.put, "/db")
       _ = try await client.call(
         .put, "/db/_design/template",
-        #"{"shows":{"fail":"function(doc, req) { return doc._id; }","hello":"function(doc, req) { return doc ? 'Hello ' + doc._id : 'Empty'; }"},"updates":{"u":"function(doc, req) { return [null, 'x']; }"}}"#
+        #"{"shows":{"fail":"function(doc, req) { return doc._id; }","hello":"function(doc, req) { return doc ? 'Hello ' + doc._id : 'Empty'; }"},"updates":{"u":"function(doc, req) { return [null, 'x']; }","empty":"function(doc, req) { return [{}, 'oops']; }"}}"#
       )
       _ = try await client.call(.put, "/db/d1", "{}")
       let show = try await client.call(.get, "/db/_design/template/_show/")
@@ -234,6 +234,10 @@ import Testing
       )
       let update = try await client.call(.post, "/db/_design/template/_update/")
       #expect(update.code == 404 && update.error == "update_error")
+      // An update function's document names itself: the URL's id is not taken for it.
+      let empty = try await client.call(.put, "/db/_design/template/_update/empty/foo")
+      #expect(empty.code == 400 && empty["reason"] == .string("Document id must not be empty"))
+      #expect(try await client.call(.get, "/db/foo").code == 404)
       #expect(try await client.call(.get, "/db/_design/template/_list/").code == 404)
       let missing = try await client.call(.get, "/db/_design/template/_show/fail/nonExistingDoc")
       #expect(missing.code == 404 && missing.error == "not_found")
