@@ -182,7 +182,12 @@ extension CouchServer {
     var bytes: [UInt8] = [UInt8(ascii: "[")]
     for (i, result) in results.enumerated() {
       if i > 0 { bytes.append(contentsOf: ",\n".utf8) }
-      result.json.serialize(into: &bytes)
+      // CouchDB's error rows of edits name the id only (`chttpd_db:update_doc_result_to_json`);
+      // those of replicated revisions name the revision too.
+      let shown =
+        edits && result.error != nil
+        ? DocumentWriteResult(id: result.id, rev: nil, error: result.error) : result
+      shown.json.serialize(into: &bytes)
     }
     bytes.append(UInt8(ascii: "]"))
     return CouchResponse.raw(bytes, status: .created)

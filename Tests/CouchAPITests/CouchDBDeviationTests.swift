@@ -183,6 +183,14 @@ import Testing
       expect(
         try await client.call(.put, "/db/d1?rev=1-b", #"{"_rev":"1-a"}"#), "bad_request",
         "Document rev from request body and query string have different values")
+      // An edit's conflict row names the id, not the revision (a replicated one's does).
+      let rev = try #require(try await client.call(.put, "/db/c", "{}")["rev"]?.stringValue)
+      let both = try await client.call(
+        .post, "/db/_bulk_docs",
+        #"{"docs":[{"_id":"c","_rev":"\#(rev)","v":1},{"_id":"c","_rev":"\#(rev)","_deleted":true}]}"#
+      )
+      #expect(both.json?.arrayValue?.compactMap { $0["rev"] }.count == 1)
+      #expect(both.json?.arrayValue?.last?["error"] == .string("conflict"))
       for path in ["/db/_local", "/db/_local/", "/db/_local%2F"] {
         expect(
           try await client.call(.put, path, "{}"), "bad_request", "Invalid _local document id.")
