@@ -171,9 +171,11 @@ public struct CouchServer: Sendable {
   /// CouchDB's answer to a write quorum this single copy cannot meet: a database write
   /// asking `w` above 1 (the one copy here, `n` 1) that succeeded is `202 Accepted` instead
   /// of `201 Created` (or `200` for a deletion): written and durable, the quorum unmet. (Not
-  /// the creation of a database, which CouchDB answers 201.)
+  /// the creation of a database, which CouchDB answers 201, nor an attachment's deletion.)
   static func applyQuorum(_ response: inout Response, request: Request, route: CouchRoute) {
     if case .database = route, request.method == .put { return }
+    // CouchDB answers an attachment's deletion 200 whatever `w` asks.
+    if case .attachment = route, request.method == .delete { return }
     guard route.database != nil, response.status == .created || response.status == .ok,
       [.put, .post, .delete, documentCopyMethod].contains(request.method),
       let w = request.uri.queryParameters.get("w").flatMap({ Int($0) }), w > 1

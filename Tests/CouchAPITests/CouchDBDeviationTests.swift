@@ -216,6 +216,15 @@ import Testing
       #expect(try await client.call(.post, "/db/_bulk_docs?w=3", #"{"docs":[{}]}"#).code == 202)
       #expect(try await client.call(.post, "/db/_bulk_docs?w=1", #"{"docs":[{}]}"#).code == 201)
       #expect(try await client.call(.get, "/db/_all_docs?r=3").code == 200)
+      // An attachment: its upload 202, its deletion 200 (CouchDB's).
+      let doc = try await client.call(.post, "/db", #"{"_id":"a"}"#)
+      let att = try await client.execute(
+        uri: "/db/a/f.txt?w=3&rev=\(doc["rev"]?.stringValue ?? "")", method: .put,
+        headers: [.contentType: "text/plain"], body: ByteBuffer(string: "x")
+      ) { r in (Int(r.status.code), try? JSONValue(parsing: String(buffer: r.body))) }
+      #expect(att.0 == 202)
+      let attRev = att.1?["rev"]?.stringValue ?? ""
+      #expect(try await client.call(.delete, "/db/a/f.txt?w=3&rev=\(attRev)").code == 200)
       // A refused write keeps its error.
       #expect(try await client.call(.put, "/db/1?w=3", #"{"_rev":"1-x"}"#).code == 409)
     }
