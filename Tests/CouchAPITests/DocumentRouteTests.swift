@@ -218,8 +218,16 @@ import Wiki
       #expect(doc["_id"]?.stringValue == "w1:Home/Sub=x")
       let all = try await client.call(.get, "/db/_all_docs")
       #expect(all["rows"]?[0]?["id"]?.stringValue == "w1:Home/Sub=x")
+      // A `+` is a space, as CouchDB's `chttpd/decode_plus_to_space` (on by default) has it;
+      // `%2B` is a plus; with the setting off, `+` is itself.
       let space = try await client.call(.put, "/db/Getting%20Started+", #"{}"#)
-      #expect(space["id"]?.stringValue == "Getting Started+")
+      #expect(space["id"]?.stringValue == "Getting Started ")
+      let plus = try await client.call(.put, "/db/one%2Btwo", #"{}"#)
+      #expect(plus["id"]?.stringValue == "one+two")
+      _ = try await client.call(
+        .put, "/_node/_local/_config/chttpd/decode_plus_to_space", #""false""#)
+      let literal = try await client.call(.put, "/db/three+four", #"{}"#)
+      #expect(literal["id"]?.stringValue == "three+four")
       let design = try await client.call(.put, "/db/_design/app", #"{"language":"none"}"#)
       #expect(design["id"]?.stringValue == "_design/app")
       #expect(try await client.call(.get, "/db/_design%2Fapp")["_id"]?.stringValue == "_design/app")
