@@ -268,6 +268,29 @@ import Testing
   }
 }
 
+/// `include_docs` with an emitted `_rev` (`view_include_docs_test.exs`, "emitted _rev
+/// controls things").
+@Suite struct EmittedRevTests {
+  @Test("an emitted {_rev} includes that revision of the row's document, with or without _id")
+  func emittedRev() async throws {
+    try await withServer { client, _ in
+      _ = try await client.call(.put, "/db")
+      let first = try #require(
+        try await client.call(.put, "/db/0", #"{"integer":0}"#)["rev"]?.stringValue)
+      _ = try await client.call(
+        .put, "/db/0", #"{"_rev":"\#(first)","integer":100,"prev":"\#(first)"}"#)
+      _ = try await client.call(
+        .put, "/db/_design/test",
+        #"{"views":{"with_prev":{"map":"function(doc){if(doc.prev) emit(doc._id,{'_rev':doc.prev}); else emit(doc._id,{'_rev':doc._rev});}"}}}"#
+      )
+      let rows = try await client.call(
+        .post, "/db/_design/test/_view/with_prev?include_docs=true", #"{"keys":["0"]}"#)
+      let doc = try #require(rows["rows"]?[0]?["doc"])
+      #expect(doc["_rev"] == .string(first) && doc["integer"]?.int == 0 && doc["prev"] == nil)
+    }
+  }
+}
+
 /// CouchDB's `reduce_limit` (`view_errors_test.exs`, "reduce overflow error").
 @Suite struct ReduceLimitTests {
   @Test(

@@ -68,8 +68,10 @@ extension ViewIndex {
         guard case .object(var o) = row else { return row }
         var id = o["id"]?.stringValue ?? ""
         var rev: String? = nil
-        if case .object(let value) = o["value"], let linked = value["_id"]?.stringValue {
-          id = linked
+        // CouchDB's `docid_rev`: an object value's `_id` names another document, and its
+        // `_rev` (with or without `_id`) the revision to include.
+        if case .object(let value) = o["value"] {
+          if let linked = value["_id"]?.stringValue { id = linked }
           rev = value["_rev"]?.stringValue
         }
         o["doc"] = try document(id, rev) ?? .null
