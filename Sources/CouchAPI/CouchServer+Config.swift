@@ -188,14 +188,12 @@ extension CouchServer {
     _ name: String, _ value: any WritableKeyPath<ServerSettings.Values, Bool> & Sendable,
     initial: any KeyPath<CouchServerOptions, Bool> & Sendable
   ) -> Setting {
-    Setting(
-      read: { String($0.settings.current[keyPath: value]) },
-      write: { server, text throws(CouchError) in
-        guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
-          throw .badRequest("\(name) must be true or false, not \"\(text.prefix(40))\"")
-        }
-        server.settings.update { $0[keyPath: value] = on }
-      }, initial: { String($0.options[keyPath: initial]) })
+    setting(value, initial: initial) { text throws(CouchError) in
+      guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
+        throw .badRequest("\(name) must be true or false, not \"\(text.prefix(40))\"")
+      }
+      return on
+    }
   }
 
   /// A positive integer setting of ``ServerSettings``, which `initial` gave its first value.
@@ -203,11 +201,20 @@ extension CouchServer {
     _ name: String, _ value: any WritableKeyPath<ServerSettings.Values, Int> & Sendable,
     initial: any KeyPath<CouchServerOptions, Int> & Sendable
   ) -> Setting {
+    setting(value, initial: initial) { text throws(CouchError) in try positive(text, name) }
+  }
+
+  /// A setting of ``ServerSettings`` that `parse` reads from a `PUT`'s text.
+  static func setting<T: LosslessStringConvertible & Sendable>(
+    _ value: any WritableKeyPath<ServerSettings.Values, T> & Sendable,
+    initial: any KeyPath<CouchServerOptions, T> & Sendable,
+    parse: @escaping @Sendable (String) throws(CouchError) -> T
+  ) -> Setting {
     Setting(
       read: { String($0.settings.current[keyPath: value]) },
       write: { server, text throws(CouchError) in
-        let n = try positive(text, name)
-        server.settings.update { $0[keyPath: value] = n }
+        let parsed = try parse(text)
+        server.settings.update { $0[keyPath: value] = parsed }
       }, initial: { String($0.options[keyPath: initial]) })
   }
 

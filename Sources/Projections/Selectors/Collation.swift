@@ -53,7 +53,7 @@ public enum Collation {
     switch value {
     case .null: out.append(nullTag)
     case .bool(let b): out.append(b ? trueTag : falseTag)
-    case .number(let n): encodeNumber(n.doubleValue, into: &out)
+    case .number(let n): encodeNumber(n.doubleValue, tag: numberTag, into: &out)
     case .string(let s): encodeString(s, into: &out)
     case .array(let items):
       out.append(arrayTag)
@@ -69,8 +69,8 @@ public enum Collation {
     }
   }
 
-  static func encodeNumber(_ d: Double, into out: inout [UInt8]) {
-    out.append(numberTag)
+  static func encodeNumber(_ d: Double, tag: UInt8, into out: inout [UInt8]) {
+    out.append(tag)
     var bits = (d == 0 ? 0.0 : d).bitPattern
     bits = bits & (1 << 63) != 0 ? ~bits : bits | (1 << 63)
     for shift in stride(from: 56, through: 0, by: -8) {
@@ -119,11 +119,12 @@ public enum Collation {
   static let rawNullTag: UInt8 = 0x03
   static let rawTrueTag: UInt8 = 0x04
   static let rawObjectTag: UInt8 = 0x05
-  /// The tag an array's raw encoding starts with.
-  public static let rawArrayTag: UInt8 = 0x06
+  static let rawArrayTag: UInt8 = 0x06
   static let rawStringTag: UInt8 = 0x07
-  /// The tag an array's (ICU) encoding starts with.
-  public static let collatedArrayTag: UInt8 = arrayTag
+
+  /// The byte an array's encoding starts with, under the raw collation or ICU's (the prefix
+  /// of every array key, for a `group_level` range).
+  public static func arrayTag(raw: Bool) -> UInt8 { raw ? rawArrayTag : arrayTag }
 
   /// Appends the order-preserving encoding of `value` under CouchDB's *raw* collation (a
   /// view's `"options": {"collation": "raw"}`): Erlang's order of the terms CouchDB keeps JSON
@@ -132,9 +133,7 @@ public enum Collation {
   /// item by item, a shorter prefix first. Self-delimiting, as ``encode(_:into:)`` is.
   public static func encodeRaw(_ value: JSONValue, into out: inout [UInt8]) {
     switch value {
-    case .number(let n):
-      encodeNumber(n.doubleValue, into: &out)
-      out[out.count - 9] = rawNumberTag
+    case .number(let n): encodeNumber(n.doubleValue, tag: rawNumberTag, into: &out)
     case .bool(false): out.append(rawFalseTag)
     case .null: out.append(rawNullTag)
     case .bool(true): out.append(rawTrueTag)

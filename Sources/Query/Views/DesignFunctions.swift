@@ -112,20 +112,8 @@ public final class DesignFunctions: UpdateValidator {
   public func checkDesignDocument(_ id: String, body: JSONObject, in store: DocumentStore)
     throws(StoreError)
   {
-    // `options.partitioned` (`couch_mrview:validate_ddoc_fields`): a boolean, and true only
-    // in a partitioned database.
-    if let partitioned = body["options"]?["partitioned"] {
-      guard partitioned.boolValue != nil else {
-        throw StoreError(
-          "invalid_design_doc", "`options.partitioned` field must have boolean type",
-          code: .badRequest)
-      }
-      if partitioned == .bool(true) && !store.isPartitioned {
-        throw StoreError(
-          "invalid_design_doc",
-          "partitioned option cannot be true in a non-partitioned database.", code: .badRequest)
-      }
-    }
+    // (`options.partitioned`, a boolean true only in a partitioned database, is the store's
+    // own check of every design document: `DesignDocumentCheck`.)
     let language = body["language"]?.stringValue ?? "javascript"
     guard language != "query", case .object(let views)? = body["views"] else { return }
     // Refused here as it would be when the views are built.

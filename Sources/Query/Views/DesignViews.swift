@@ -51,6 +51,11 @@ public struct DesignViews: Sendable, Hashable {
 
     /// Appends `key`'s encoding under the view's collation.
     func encode(_ key: JSONValue, into out: inout [UInt8]) {
+      Self.encode(key, raw: raw, into: &out)
+    }
+
+    /// Appends `key`'s encoding under the raw collation or ICU's.
+    static func encode(_ key: JSONValue, raw: Bool, into out: inout [UInt8]) {
       if raw { Collation.encodeRaw(key, into: &out) } else { Collation.encode(key, into: &out) }
     }
   }

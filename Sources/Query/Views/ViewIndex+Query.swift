@@ -37,8 +37,8 @@ extension ViewIndex {
       throw StoreError.notFound("missing_named_view")
     }
     let reader = ViewReader(
-      txn: txn, storage: storage, view: number, reduce: view.reduce, includes: includes,
-      language: group.language, realm: realm, reductions: reductions, definition: view)
+      txn: txn, storage: storage, view: number, includes: includes, language: group.language,
+      realm: realm, reductions: reductions, definition: view)
     let reducing = view.reduce != nil && query.reduce != false
     if query.reduce == true && view.reduce == nil {
       throw ViewQuery.error("Reduce is invalid for map-only views.")
@@ -109,24 +109,15 @@ struct ViewReader {
   let txn: ReadTransaction
   let storage: ProjectionStorage
   let view: Int
-  let reduce: DesignViews.Reduce?
   let includes: (@Sendable (String) -> Bool)?
   let language: String
   /// The query server's realm for JavaScript reduces (``ViewIndex/realm``).
   let realm: ViewRealm
   /// JavaScript reductions of whole buckets worked out by this query, to keep.
   var reductions: ReductionCache? = nil
-  /// The view read, for its collation.
-  var definition: DesignViews.View? = nil
-
-  /// Appends `key`'s encoding under the view's collation.
-  func encode(_ key: JSONValue, into out: inout [UInt8]) {
-    if let definition {
-      definition.encode(key, into: &out)
-    } else {
-      Collation.encode(key, into: &out)
-    }
-  }
+  /// The view read: its collation and reduce.
+  let definition: DesignViews.View
+  var reduce: DesignViews.Reduce? { definition.reduce }
 
   var viewStart: [UInt8] { [UInt8(view)] }
   var viewEnd: [UInt8] { [UInt8(view + 1)] }
@@ -137,7 +128,7 @@ struct ViewReader {
   func range(_ query: ViewQuery) -> (lo: [UInt8], hi: [UInt8]) {
     func key(_ k: JSONValue, docID: String?, after: Bool) -> [UInt8] {
       var out = viewStart
-      encode(k, into: &out)
+      definition.encode(k, into: &out)
       if let docID { ViewIndex.encodeDocID(docID, into: &out) }
       if after { out.append(0xFF) }
       return out
@@ -157,7 +148,7 @@ struct ViewReader {
   /// The rows of exactly `key`.
   func exactRange(_ key: JSONValue) -> (lo: [UInt8], hi: [UInt8]) {
     var lo = viewStart
-    encode(key, into: &lo)
+    definition.encode(key, into: &lo)
     // Every row's doc id part starts with the string tag (0x05).
     return (lo, lo + [0x06])
   }
@@ -405,8 +396,8 @@ struct ViewReader {
     // groups by the first `level` items), not to a group of its own.
     if let level, case .array(let items) = key, items.count >= level {
       var lo = viewStart
-      lo.append(definition?.raw == true ? Collation.rawArrayTag : Collation.collatedArrayTag)
-      for item in items.prefix(level) { encode(item, into: &lo) }
+      lo.append(Collation.arrayTag(raw: definition.raw))
+      for item in items.prefix(level) { definition.encode(item, into: &lo) }
       return (.array(Array(items.prefix(level))), lo, lo + [0xFF])
     }
     let (lo, hi) = exactRange(key)

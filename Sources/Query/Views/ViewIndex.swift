@@ -183,7 +183,7 @@ public final class ViewIndex: IndexBehindLog {
     view: Int, key: JSONValue, docID: String, emission: Int, raw: Bool = false
   ) -> [UInt8] {
     var out: [UInt8] = [UInt8(view)]
-    if raw { Collation.encodeRaw(key, into: &out) } else { Collation.encode(key, into: &out) }
+    DesignViews.View.encode(key, raw: raw, into: &out)
     encodeDocID(docID, into: &out)
     if out.count > maxKeyBytes {
       // Cut, with a digest of the whole: still unique, ordered by its first bytes.
