@@ -252,7 +252,18 @@ extension CouchServer {
   /// does not have, is `400` and names itself: nothing is accepted that would not apply.
   func config(node: String, path: [String], request: Request) async throws -> Response {
     _ = try checkedNodeName(node)
-    let method = request.method
+    // The body is read first, and the rest answered without suspending: Swift 6.3.1's
+    // optimizer crashes (signal 11, splitting the coroutine) on this function's typed throws
+    // inside an async one, so a release build needs the two apart.
+    let body: JSONValue? =
+      request.method == .put && path.count == 2 ? try await jsonBody(of: request) : nil
+    return try configAnswer(path: path, method: request.method, body: body)
+  }
+
+  /// ``config(node:path:request:)`` once the body of a `PUT` is read.
+  private func configAnswer(path: [String], method: HTTPRequest.Method, body: JSONValue?)
+    throws -> Response
+  {
     let head = method == .head
     func text(_ value: String) -> Response {
       CouchResponse.json(.string(value), includeBody: !head)
@@ -286,7 +297,7 @@ extension CouchServer {
         }
         return text(current)
       case .put:
-        guard case .string(let raw) = try await jsonBody(of: request) else {
+        guard case .string(let raw) = body else {
           throw CouchError.badRequest("a JSON string expected")
         }
         let value = String(
