@@ -148,6 +148,35 @@ public struct DocumentEvent: Sendable, Hashable {
     try self.init(decoding: event.payload, position: event.position)
   }
 
+  /// The body of a document event's payload, and whether it lists attachments: what
+  /// ``init(decoding:position:)`` reads, without the strings and the revision path (which a
+  /// reader that has the document's tree does not need).
+  static func body(decoding payload: [UInt8], position: LogPosition) throws(StoreError) -> (
+    body: [UInt8], hasAttachments: Bool
+  ) {
+    var r = ByteReader(payload)
+    do {
+      guard try r.byte() == Self.format, Kind(rawValue: try r.byte()) != nil else {
+        throw StoreError.internalError("event \(position) has an unknown document format")
+      }
+      let flags = try r.byte()
+      _ = try r.data()  // the document id
+      _ = try r.data()  // the revision
+      _ = try r.int()  // the path's start
+      let count = try r.int()
+      guard count <= payload.count else { throw ByteReader.Truncated() }
+      for _ in 0..<count { _ = try r.data() }
+      _ = try r.data()  // the origin
+      _ = try r.int()  // revs_limit
+      guard flags & 2 == 0 else { return ([], true) }
+      return (Array(r.rest()), false)
+    } catch let error as StoreError {
+      throw error
+    } catch {
+      throw StoreError.internalError("event \(position) is a malformed document event")
+    }
+  }
+
   init(decoding payload: [UInt8], position: LogPosition) throws(StoreError) {
     var r = ByteReader(payload)
     do {

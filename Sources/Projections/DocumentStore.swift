@@ -574,7 +574,11 @@ public final class DocumentStore: Sendable {
   /// The body as stored, refused when it passes ``DocumentInput/maxBytes`` (documents that
   /// arrive parsed, as in ``bulkDocs(_:newEdits:actor:origin:)``, were never measured).
   static func checkedBody(_ input: DocumentInput) throws(StoreError) -> [UInt8] {
-    let body = input.bodyBytes
+    try checkedBody(input.bodyBytes)
+  }
+
+  /// `body` when it is within ``DocumentInput/maxBytes``.
+  static func checkedBody(_ body: [UInt8]) throws(StoreError) -> [UInt8] {
     guard body.count <= DocumentInput.maxBytes else {
       throw StoreError.tooLarge(
         "Document body is \(body.count) bytes; the limit is \(DocumentInput.maxBytes)")

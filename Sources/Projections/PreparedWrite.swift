@@ -191,8 +191,13 @@ extension DocumentStore {
 
   /// Works out a replicated write (`new_edits=false`) of document `id` from `origin`: all of
   /// it but the merge.
+  ///
+  /// `storedBody` is the body's bytes when the caller has them as a store wrote them (a
+  /// revision read from another store, ``StoredRevision``); otherwise they are written out of
+  /// `input`.
   func prepareReplicated(
-    _ input: DocumentInput, id: String, origin: String, user: UserContext? = WriteAccess.user
+    _ input: DocumentInput, id: String, origin: String, user: UserContext? = WriteAccess.user,
+    storedBody: [UInt8]? = nil
   ) -> PreparedWrite {
     func refused(_ error: StoreError) -> PreparedWrite {
       PreparedWrite(refusing: error, input: input, id: id)
@@ -240,7 +245,11 @@ extension DocumentStore {
     }
     let bytes: [UInt8]
     do {
-      bytes = try Self.checkedBody(input)
+      if let storedBody {
+        bytes = try Self.checkedBody(storedBody)
+      } else {
+        bytes = try Self.checkedBody(input)
+      }
     } catch {
       return refused(error)
     }
@@ -374,26 +383,41 @@ extension DocumentStore {
   /// hand-over, else inline as the writer asks. A document without `_id` gets a new one for a
   /// local edit (and an error for a replicated write).
   func prepareBulk(_ docs: [JSONValue], newEdits: Bool, origin: String) -> BulkPrepared {
+    prepareBulk(count: docs.count, newEdits: newEdits, origin: origin) { i in
+      do {
+        return .success((try DocumentInput(docs[i]), nil))
+      } catch {
+        // The id as given, when the document has one, for its error row.
+        return .failure(
+          BulkFailure(
+            id: docs[i].objectValue?["_id"]?.stringValue ?? "", error: StoreError.from(error)))
+      }
+    }
+  }
+
+  /// ``prepareBulk(_:newEdits:origin:)`` of `count` documents that `input` splits (each with
+  /// its body's stored bytes when it has them), on the helper thread.
+  func prepareBulk(
+    count: Int, newEdits: Bool, origin: String,
+    input: @escaping @Sendable (Int) -> Result<(DocumentInput, [UInt8]?), BulkFailure>
+  ) -> BulkPrepared {
     // Taken here, on the caller's task: the documents are worked out on a helper thread.
     let user = WriteAccess.user
     return BulkPrepared(
       newEdits: newEdits,
-      documents: Lookahead(count: docs.count, helper: docs.count >= Self.bulkHelperThreshold) {
+      documents: Lookahead(count: count, helper: count >= Self.bulkHelperThreshold) {
         [self] i -> Result<PreparedWrite, BulkFailure> in
-        let input: DocumentInput
-        do {
-          input = try DocumentInput(docs[i])
-        } catch {
-          // The id as given, when the document has one, for its error row.
-          return .failure(
-            BulkFailure(
-              id: docs[i].objectValue?["_id"]?.stringValue ?? "", error: StoreError.from(error)))
+        let (document, storedBody): (DocumentInput, [UInt8]?)
+        switch input(i) {
+        case .success(let split): (document, storedBody) = split
+        case .failure(let failure): return .failure(failure)
         }
-        let id = input.id ?? (newEdits ? Self.newID() : "")
+        let id = document.id ?? (newEdits ? Self.newID() : "")
         return .success(
           newEdits
-            ? prepareEdit(input, id: id, rev: input.rev, origin: origin, user: user)
-            : prepareReplicated(input, id: id, origin: origin, user: user))
+            ? prepareEdit(document, id: id, rev: document.rev, origin: origin, user: user)
+            : prepareReplicated(
+              document, id: id, origin: origin, user: user, storedBody: storedBody))
       })
   }
 }

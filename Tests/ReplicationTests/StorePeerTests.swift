@@ -1,4 +1,5 @@
 import CouchTestSupport
+import Formats
 import Foundation
 import JSON
 import Projections
@@ -108,5 +109,54 @@ import Testing
     #expect(try await eventually(20) { (try? b.store.get("w1:Later")) != nil })
     run.cancel()
     _ = try? await run.value
+  }
+
+  @Test(
+    "between two stores revisions go as stored (no JSON in between): bodies, deletions, histories cut to the source's revs_limit; a batch with attachments goes as JSON, data included"
+  )
+  func storedRevisions() async throws {
+    let a = try AccessFixture("storePeerStored-a")
+    let b = try AccessFixture("storePeerStored-b")
+    try a.store.setRevsLimit(3, actor: "owner")
+    // Five edits of one document, a body with escapes and non-ASCII text, a deletion.
+    var rev = try a.store.put(#"{"n":0,"text":"caf\u00e9 \"q\" \n"}"#, id: "plain", actor: "o").rev
+    for n in 1..<5 {
+      rev = try a.store.put(#"{"n":\#(n),"text":"é \"q\""}"#, id: "plain", rev: rev, actor: "o").rev
+    }
+    let gone = try a.store.put(#"{"n":1}"#, id: "gone", actor: "o").rev
+    _ = try a.store.delete("gone", rev: gone ?? "", actor: "o")
+    // What the source reads: stored, the history cut to 3, and as JSON what open_revs gives.
+    let reads = try a.store.read { txn in
+      try a.store.storedRevisions(
+        "plain", .revs([rev ?? ""]), options: GetOptions(revs: true, latest: true), txn: txn)
+    }
+    guard case .stored(let stored) = reads.first else {
+      Issue.record("plain was not read as stored: \(reads)")
+      return
+    }
+    #expect(stored.path.ids.count == 3 && stored.path.start == 5)
+    let openRevs = try a.store.openRevs(
+      "plain", .revs([rev ?? ""]), options: GetOptions(revs: true, latest: true))
+    #expect(openRevs.first?["ok"] == stored.json)
+    let replicator = Replicator(source: try Self.peer(a, "a"), target: try Self.peer(b, "b"))
+    let report = try await replicator.replicate()
+    #expect(report.docWriteFailures == 0)
+    let options = GetOptions(revs: true)
+    #expect(try b.store.get("plain", options: options) == a.store.get("plain", options: options))
+    #expect(try b.store.get("plain")["text"] == .string("é \"q\""))
+    #expect(try b.store.record("plain")?.tree.revisions(of: RevID(rev ?? ""))?.ids.count == 3)
+    #expect(throws: StoreError.self) { try b.store.get("gone") }
+    #expect(try b.store.record("gone")?.tree.winner?.status == .deleted)
+    // An attachment: that document comes as JSON with its data, the batch written as JSON.
+    let data = Array("attached bytes".utf8)
+    _ = try a.store.put(
+      #"{"_attachments":{"a.txt":{"content_type":"text/plain","data":"\#(Base64.encode(data))"}}}"#,
+      id: "att", actor: "o")
+    _ = try a.store.put(#"{"beside":true}"#, id: "beside", actor: "o")
+    let second = try await replicator.replicate()
+    #expect(second.docsWritten == 2 && second.docWriteFailures == 0)
+    let copied = try b.store.get("att", options: GetOptions(attachments: true))
+    #expect(copied["_attachments"]?["a.txt"]?["data"] == .string(Base64.encode(data)))
+    #expect(try b.store.get("beside")["beside"] == .bool(true))
   }
 }

@@ -141,7 +141,7 @@ public final class HTTPPeer: ReplicationPeer {
           let id = result["id"]?.stringValue ?? "?"
           for entry in result["docs"]?.arrayValue ?? [] {
             if let doc = entry["ok"] {
-              out.append(.document(doc))
+              out.append(.document(.json(doc)))
             } else if let error = entry["error"], error.objectValue != nil {
               out.append(
                 .failed(
@@ -188,7 +188,7 @@ public final class HTTPPeer: ReplicationPeer {
     return out
   }
 
-  public func write(_ docs: ArraySlice<JSONValue>) async throws -> [PeerRefusal] {
+  public func write(_ docs: ArraySlice<PeerDocument>) async throws -> [PeerRefusal] {
     var refused: [PeerRefusal] = []
     for batch in Self.bulkDocsBodies(docs, limit: maximumWriteBytes) {
       let written = try await send("POST", path("/_bulk_docs"), body: batch.body)
@@ -196,7 +196,7 @@ public final class HTTPPeer: ReplicationPeer {
         let id = row["id"]?.stringValue ?? "?"
         let rev =
           row["rev"]?.stringValue
-          ?? docs[batch.range].first { $0["_id"]?.stringValue == id }?["_rev"]?.stringValue
+          ?? docs[batch.range].first { $0.id == id }?.rev
         refused.append(
           PeerRefusal(
             id: id, rev: rev, error: row["error"]?.stringValue ?? "",
@@ -208,7 +208,7 @@ public final class HTTPPeer: ReplicationPeer {
 
   /// The `_bulk_docs` bodies of `docs`: consecutive runs of them, each body at most `limit`
   /// bytes unless one document alone is larger, each document serialized once.
-  static func bulkDocsBodies(_ docs: ArraySlice<JSONValue>, limit: Int) -> [(
+  static func bulkDocsBodies(_ docs: ArraySlice<PeerDocument>, limit: Int) -> [(
     range: Range<Int>, body: [UInt8]
   )] {
     let head = Array(#"{"docs":["#.utf8)
@@ -230,10 +230,9 @@ public final class HTTPPeer: ReplicationPeer {
     return out
   }
 
-  public func writeOne(_ doc: JSONValue) async throws {
-    let id = doc["_id"]?.stringValue ?? ""
+  public func writeOne(_ doc: PeerDocument) async throws {
     _ = try await request(
-      "PUT", path("/" + PercentDecoding.encode(id) + "?new_edits=false"), body: doc)
+      "PUT", path("/" + PercentDecoding.encode(doc.id) + "?new_edits=false"), body: doc.json)
   }
 
   public func ensureFullCommit() async throws {

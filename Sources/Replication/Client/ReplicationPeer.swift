@@ -1,4 +1,6 @@
 public import JSON
+public import Projections
+import RevTree
 
 /// One side of a replication, in the protocol's own steps: what a ``Replicator`` asks a source
 /// or a target, typed. ``HTTPPeer`` speaks them to a CouchDB-compatible server over HTTP
@@ -28,10 +30,10 @@ public protocol ReplicationPeer: Sendable {
   /// attachments=true`, or per document `open_revs` where the peer has no `_bulk_get`.
   func revisions(_ wanted: [PeerWanted]) async throws -> [PeerRevision]
   /// Writes revisions as they are (`new_edits: false`); returns the ones refused.
-  func write(_ docs: ArraySlice<JSONValue>) async throws -> [PeerRefusal]
+  func write(_ docs: ArraySlice<PeerDocument>) async throws -> [PeerRefusal]
   /// Writes one revision as it is (`PUT /{db}/{id}?new_edits=false`), for a batch refused
   /// as a whole.
-  func writeOne(_ doc: JSONValue) async throws
+  func writeOne(_ doc: PeerDocument) async throws
   /// Makes what was written durable (`_ensure_full_commit`).
   func ensureFullCommit() async throws
   /// The local (unreplicated) document `_local/{id}`, nil when there is none.
@@ -107,19 +109,58 @@ public struct PeerWanted: Sendable, Hashable {
 /// A fetched revision: the document (with `_revisions` and its attachments) or why it could
 /// not be had.
 public enum PeerRevision: Sendable {
-  case document(JSONValue)
+  case document(PeerDocument)
   case failed(PeerRefusal)
 
   /// An entry of an `open_revs` answer for document `id`: `{"ok": doc}` or
   /// `{"missing": rev}`.
   public init(openRevsEntry entry: JSONValue, id: String) {
     if let doc = entry["ok"] {
-      self = .document(doc)
+      self = .document(.json(doc))
     } else {
       self = .failed(
         PeerRefusal(
           id: id, rev: entry["missing"]?.stringValue,
           error: entry["missing"] == nil ? "" : "not_found", reason: "missing"))
+    }
+  }
+}
+
+/// A revision on its way from a source to a target: a JSON document with its `_revisions` (and
+/// attachments inline), or — between two stores of this process (``StorePeer`` to
+/// ``StorePeer``) — the revision as the source store holds it, which the target store takes
+/// without a JSON document made and parsed in between. A peer over HTTP sends either as JSON.
+public enum PeerDocument: Sendable {
+  case json(JSONValue)
+  case stored(StoredRevision)
+
+  public var id: String {
+    switch self {
+    case .json(let doc): doc["_id"]?.stringValue ?? ""
+    case .stored(let revision): revision.id
+    }
+  }
+
+  public var rev: String? {
+    switch self {
+    case .json(let doc): doc["_rev"]?.stringValue
+    case .stored(let revision): revision.rev.description
+    }
+  }
+
+  /// The document as JSON.
+  public var json: JSONValue {
+    switch self {
+    case .json(let doc): doc
+    case .stored(let revision): revision.json
+    }
+  }
+
+  /// ``json`` serialized.
+  public func serialized() -> [UInt8] {
+    switch self {
+    case .json(let doc): doc.serialized()
+    case .stored(let revision): revision.jsonBytes
     }
   }
 }

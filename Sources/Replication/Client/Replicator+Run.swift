@@ -162,7 +162,7 @@ extension Replicator {
     /// A batch's missing revisions, fetched, and the source seq it ends at; empty when the
     /// changes feed had no rows.
     struct Fetched: Sendable {
-      let docs: [JSONValue]
+      let docs: [PeerDocument]
       let lastSeq: JSONValue
       var pending: Int? = nil
       var isEmpty = false
@@ -285,7 +285,7 @@ extension Replicator {
 
     /// The revisions of `_changes` rows the target lacks (`_revs_diff`), fetched from the
     /// source with their histories and attachments.
-    func fetch(_ rows: [(id: String, revs: [String])]) async throws -> [JSONValue] {
+    func fetch(_ rows: [(id: String, revs: [String])]) async throws -> [PeerDocument] {
       report.batches += 1
       report.docsRead += rows.count
       for row in rows { report.missingChecked += row.revs.count }
@@ -304,10 +304,10 @@ extension Replicator {
 
     /// The wanted revisions with their history and attachments; those the source would not
     /// give are failures.
-    func fetch(_ wanted: [PeerWanted]) async throws -> [JSONValue] {
+    func fetch(_ wanted: [PeerWanted]) async throws -> [PeerDocument] {
       let source = self.source.peer
       let fetched = try await retrying("POST _bulk_get") { try await source.revisions(wanted) }
-      var docs: [JSONValue] = []
+      var docs: [PeerDocument] = []
       for revision in fetched {
         switch revision {
         case .document(let doc): docs.append(doc)
@@ -323,7 +323,7 @@ extension Replicator {
     /// Writes `docs` with `new_edits: false` (the peer splits them into requests of its
     /// size); a batch refused as a whole (401, 403, 413) is written one document at a time, as
     /// CouchDB's replicator writes documents with attachments.
-    func write(_ docs: [JSONValue]) async throws {
+    func write(_ docs: [PeerDocument]) async throws {
       let target = self.target.peer
       do {
         let refused = try await retrying("POST _bulk_docs") { try await target.write(docs[...]) }
@@ -336,8 +336,8 @@ extension Replicator {
       }
     }
 
-    func writeOne(_ doc: JSONValue) async throws {
-      let id = doc["_id"]?.stringValue ?? ""
+    func writeOne(_ doc: PeerDocument) async throws {
+      let id = doc.id
       let target = self.target.peer
       do {
         _ = try await retrying("PUT document") { try await target.writeOne(doc) }
@@ -345,7 +345,7 @@ extension Replicator {
       } catch ReplicatorError.http(let status, let error, let reason) where status < 500 {
         // The reason without the request's name that ``Replicator/check(_:_:)`` put before it.
         let plain = reason.split(separator: ": ", maxSplits: 1).dropFirst().first.map(String.init)
-        fail(id, .string(error), .string(plain ?? reason), rev: doc["_rev"]?.stringValue)
+        fail(id, .string(error), .string(plain ?? reason), rev: doc.rev)
       }
     }
 

@@ -170,6 +170,7 @@ public struct StorePeer: ReplicationPeer {
       // A document the user may not read lacks every revision, as the API answers.
       let visible = revisions.filter { view?.includes($0.id) ?? true }
       var found: [String: PeerMissing] = [:]
+      found.reserveCapacity(visible.count)
       for (id, diff) in try store.revsDiff(visible) {
         found[id] = PeerMissing(
           id: id, missing: diff.missing.map(\.description),
@@ -187,44 +188,76 @@ public struct StorePeer: ReplicationPeer {
     }
   }
 
+  /// Each revision as the store holds it (``Projections/StoredRevision``), or as its JSON
+  /// document when it has attachments (their data inline, stubs for those `attsSince`'s
+  /// revisions have).
   public func revisions(_ wanted: [PeerWanted]) async throws -> [PeerRevision] {
     let view = try await answering("_bulk_get") { try self.view() }
     let store = self.store
     return try await blocking {
-      var out: [PeerRevision] = []
-      for want in wanted {
-        guard view?.includes(want.id) ?? true else {
-          for rev in want.revs {
-            out.append(
-              .failed(PeerRefusal(id: want.id, rev: rev, error: "not_found", reason: "missing")))
+      try store.read { txn in
+        var out: [PeerRevision] = []
+        for want in wanted {
+          guard view?.includes(want.id) ?? true else {
+            for rev in want.revs {
+              out.append(
+                .failed(PeerRefusal(id: want.id, rev: rev, error: "not_found", reason: "missing")))
+            }
+            continue
           }
-          continue
-        }
-        var options = GetOptions()
-        options.revs = true
-        options.latest = true
-        options.attachments = true
-        if !want.attsSince.isEmpty { options.attsSince = want.attsSince }
-        let found: [JSONValue]
-        do {
-          found = try store.openRevs(want.id, .revs(want.revs), options: options)
-        } catch let error as StoreError {
-          for rev in want.revs {
-            out.append(
-              .failed(PeerRefusal(id: want.id, rev: rev, error: error.error, reason: error.reason)))
+          var options = GetOptions()
+          options.revs = true
+          options.latest = true
+          options.attachments = true
+          if !want.attsSince.isEmpty { options.attsSince = want.attsSince }
+          let found: [StoredRevisionRead]
+          do {
+            found = try store.storedRevisions(want.id, .revs(want.revs), options: options, txn: txn)
+          } catch let error as StoreError {
+            for rev in want.revs {
+              out.append(
+                .failed(
+                  PeerRefusal(id: want.id, rev: rev, error: error.error, reason: error.reason)))
+            }
+            continue
           }
-          continue
+          for entry in found {
+            switch entry {
+            case .stored(let revision): out.append(.document(.stored(revision)))
+            case .document(let doc): out.append(.document(.json(doc)))
+            case .missing(let rev):
+              out.append(
+                .failed(PeerRefusal(id: want.id, rev: rev, error: "not_found", reason: "missing")))
+            }
+          }
         }
-        for entry in found { out.append(PeerRevision(openRevsEntry: entry, id: want.id)) }
+        return out
       }
-      return out
     }
   }
 
-  public func write(_ docs: ArraySlice<JSONValue>) async throws -> [PeerRefusal] {
+  /// Revisions read from another store of this process are written as they were stored
+  /// (``Projections/DocumentStore/replicateAsync(_:actor:origin:)``); a batch with any JSON
+  /// document (one with attachments, or from another peer) is written as `_bulk_docs` writes
+  /// it, all of it in one transaction, in its order.
+  public func write(_ docs: ArraySlice<PeerDocument>) async throws -> [PeerRefusal] {
+    var stored: [StoredRevision]? = []
+    stored?.reserveCapacity(docs.count)
+    for doc in docs {
+      guard case .stored(let revision) = doc else {
+        stored = nil
+        break
+      }
+      stored?.append(revision)
+    }
+    let (store, user, actor, origin) = (self.store, self.user, self.actor, self.origin)
     let results = try await answering("_bulk_docs") {
       try await WriteAccess.$user.withValue(user) {
-        try await store.bulkDocsAsync(Array(docs), newEdits: false, actor: actor, origin: origin)
+        if let stored {
+          return try await store.replicateAsync(stored, actor: actor, origin: origin)
+        }
+        return try await store.bulkDocsAsync(
+          docs.map(\.json), newEdits: false, actor: actor, origin: origin)
       }
     }
     return results.compactMap { result in
@@ -233,12 +266,11 @@ public struct StorePeer: ReplicationPeer {
     }
   }
 
-  public func writeOne(_ doc: JSONValue) async throws {
-    let id = doc["_id"]?.stringValue ?? ""
+  public func writeOne(_ doc: PeerDocument) async throws {
     if let refusal = try await write([doc][...]).first {
       throw ReplicatorError.http(
         status: refusal.error == "forbidden" ? 403 : refusal.error == "unauthorized" ? 401 : 400,
-        error: refusal.error, reason: "PUT \(id): \(refusal.reason)")
+        error: refusal.error, reason: "PUT \(doc.id): \(refusal.reason)")
     }
   }
 
