@@ -77,6 +77,18 @@ public struct DatabaseAccess: Sendable {
     return shown(doc, self, madeUpRev)
   }
 
+  /// `value` as every write of it is stored by the system database's policy
+  /// (``SystemDatabasePolicy/stored``: in `_users`, a clear password hashed); elsewhere, and
+  /// when it is not a JSON object (the write then fails on its own), as it is.
+  public func stored(_ value: JSONValue) throws -> JSONValue {
+    guard let stored = policy?.stored, case .object(let object) = value else { return value }
+    return .object(try stored(object))
+  }
+
+  /// Whether the caller must be a server administrator for a write other than a `PUT` or
+  /// `DELETE` of a JSON document (``SystemDatabasePolicy/plainWritesOnly``).
+  public var plainWritesOnly: Bool { policy?.plainWritesOnly == true && !user.isAdmin }
+
   /// The body of a write to `docID` as the system database's policy stores it (in
   /// `_replicator`, with its `owner` set); elsewhere as it is. A body that is not a JSON
   /// object is left as it is (the write then fails on its own).
@@ -105,7 +117,7 @@ public struct DatabaseAccess: Sendable {
     _ write: AccessWrite, in store: DocumentStore, batch: inout AccessBatch
   ) throws {
     try security.checkDesignWrite(write.docID, by: user)
-    if let check = policy?.checkWrite { try check(write.docID, write.body, self, store) }
+    if let check = policy?.checkWrite { try check(write, self, store) }
     guard let rules, !user.isAdmin else { return }
     do {
       try store.read { txn in
@@ -236,53 +248,6 @@ extension CouchServer {
   }
 
   // MARK: _users
-
-  /// Refuses, for a user who is not a server administrator, what could change their roles:
-  /// a body whose roles (or `disabled`) differ from the winner's, a replicated revision (`new_edits=false`,
-  /// which can start a branch that wins later), and a deletion that would leave another live
-  /// leaf of the document, with its roles, as the winner.
-  func checkOwnRoles(
-    _ body: JSONValue?, id: String, replicated: Bool = false, store: DocumentStore,
-    caller: Caller
-  ) throws {
-    guard !caller.user.isAdmin else { return }
-    if replicated {
-      throw StoreError.forbidden(
-        "Only admins may write replicated revisions (new_edits=false) to _users.")
-    }
-    // A deletion, by DELETE or by a body with `_deleted: true`.
-    guard let body, body["_deleted"] != .bool(true) else {
-      let live = try store.openRevs(id, .all).filter {
-        $0["ok"] != nil && $0["ok"]?["_deleted"] != .bool(true)
-      }
-      if live.count > 1 {
-        throw StoreError.forbidden(
-          "This user document has conflicting revisions; only admins may delete it.")
-      }
-      return
-    }
-    let current = try? store.get(id).objectValue
-    let wanted = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-    let had = current?["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []
-    if current == nil || Set(wanted) != Set(had) {
-      throw StoreError.forbidden(
-        current == nil
-          ? "Only admins may create users." : "Only admins may change a user's roles.")
-    }
-    if (body["disabled"] == .bool(true)) != (current?["disabled"] == .bool(true)) {
-      throw StoreError.forbidden("Only admins may disable or enable a user.")
-    }
-  }
-
-  /// A `_users` document body with its `password` replaced by the PBKDF2 fields, before it
-  /// goes near the log.
-  static func hashingPassword(_ value: JSONValue) throws -> JSONValue {
-    guard let object = value.objectValue else {
-      throw CouchError.badRequest("Document must be a JSON object")
-    }
-    guard object["password"] != nil else { return value }
-    return .object(try UserStore.hashingPassword(object))
-  }
 
   // MARK: /_session
 

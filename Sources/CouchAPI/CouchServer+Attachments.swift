@@ -24,7 +24,7 @@ extension CouchServer {
     _ store: DocumentStore, db: String, id: String, name: String, request: Request,
     query: QueryParameters, caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
-    if db == UserStore.databaseName && request.method != .get && request.method != .head {
+    if access.plainWritesOnly && request.method != .get && request.method != .head {
       try requireServerAdmin(caller)
     }
     let handler = try Self.attachmentMethods.handler(for: request.method)

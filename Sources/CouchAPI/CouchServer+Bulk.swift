@@ -119,16 +119,16 @@ extension CouchServer {
     var allowed: [JSONValue] = []
     var batch = AccessBatch()
     var locals: [(index: Int, id: String, doc: JSONValue)] = []
-    let users = store === dataDirectory.storeIfOpen(UserStore.databaseName)
+    let stored = access.policy?.stored
     for (i, var doc) in docs.enumerated() {
       guard var object = doc.objectValue else {
         allowed.append(doc)  // refused by the store as CouchDB refuses it
         continue
       }
-      // `_users` documents with a clear `password` get its PBKDF2 hash instead, as every
-      // write of one does (`couch_users_db:before_doc_update`).
-      if users && object["password"] != nil {
-        object = try UserStore.hashingPassword(object)
+      // What the database stores of every write (`_users`: a clear `password` hashed, as
+      // `couch_users_db:before_doc_update` does).
+      if let stored {
+        object = try stored(object)
         doc = .object(object)
       }
       // A document without an id gets its generated one here, so that it is checked too.

@@ -144,7 +144,9 @@ extension CouchServer {
     // a target is this one (CouchDB's and PouchDB's stop at a 403), and what they may create
     // there is theirs to push. The counts are of what they may see (none).
     let access = try databaseAccess(name, store, caller)
-    if name == UserStore.databaseName && !caller.user.isAdmin {
+    // Everyone passes the member check of a database that admits everyone to what its gate
+    // lets them reach (`_users`: their own document); its information is not among that.
+    if access.policy?.admitsEveryone == true && !caller.user.isAdmin {
       throw Self.notMember(caller.user)
     }
     return CouchResponse.json(
@@ -199,18 +201,7 @@ extension CouchServer {
         "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
       )
     }
-    if name == UserStore.databaseName, let authenticator = options.authenticator,
-      authenticator.serverAdminNames.isEmpty
-    {
-      // CouchDB keeps its administrators in its configuration, so deleting `_users` leaves
-      // them; so does wikilog for the server administrators of `wikilog serve --admin`. A
-      // server without one keeps every administrator in `_users`: deleting it would lock every
-      // user out, or leave no administrator at all, which lets anonymous requests administer.
-      throw CouchError(
-        "forbidden",
-        "_users holds every administrator of this server; start it with `wikilog serve --admin NAME` (a server administrator kept outside _users) to delete _users, or remove users one by one (`wikilog user remove`)",
-        status: 403)
-    }
+    if let error = systemPolicies[name]?.refusesDeletion?(options) { throw error }
     try await blocking { try dataDirectory.delete(name) }
     return CouchResponse.ok()
   }
@@ -222,10 +213,9 @@ extension CouchServer {
     let store = try await open(name)
     let access = try databaseAccess(name, store, caller)
     try Self.requireJSONContentType(request)
-    if name == UserStore.databaseName { try requireServerAdmin(caller) }
+    if access.plainWritesOnly { try requireServerAdmin(caller) }
     // The body is parsed once: the checks and the store share the value.
-    var parsed = try DocumentInput.parse(try await self.body(of: request))
-    if name == UserStore.databaseName { parsed = try Self.hashingPassword(parsed) }
+    var parsed = try access.stored(DocumentInput.parse(try await self.body(of: request)))
     let docID = parsed["_id"]?.stringValue ?? newUUID()
     if case .object(let object) = parsed {
       parsed = .object(try access.owned(object, id: docID))

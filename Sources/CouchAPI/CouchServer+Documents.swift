@@ -92,11 +92,7 @@ extension CouchServer {
     rev: String?, replicated: Bool, context: Context, caller: Caller, access: DatabaseAccess
   ) async throws -> DocumentWriteResult {
     var parsed = parsed
-    if db == UserStore.databaseName {
-      let value = try Self.hashingPassword(parsed.get())
-      try checkOwnRoles(value, id: id, replicated: replicated, store: store, caller: caller)
-      parsed = .success(value)
-    }
+    if access.policy?.stored != nil { parsed = .success(try access.stored(parsed.get())) }
     if case .success(.object(let object)) = parsed {
       parsed = .success(.object(try access.owned(object, id: id)))
     }
@@ -122,6 +118,7 @@ extension CouchServer {
     _ store: DocumentStore, db: String, id: String, request: Request, query: QueryParameters,
     context: Context, caller: Caller, access: DatabaseAccess
   ) async throws -> Response {
+    if access.plainWritesOnly { try requireServerAdmin(caller) }
     guard let referer = request.headers[.referer] else {
       throw CouchError.badRequest("Referer header required.")
     }
@@ -231,9 +228,6 @@ extension CouchServer {
     }
     guard winner.status == .available else { throw StoreError.notFound("deleted") }
     guard let rev = try requestedRev(request, query) else { throw StoreError.conflict }
-    if db == UserStore.databaseName {
-      try checkOwnRoles(nil, id: id, store: store, caller: caller)
-    }
     let actor = caller.actor
     let result = try await store.deleteAsync(
       id, rev: rev, actor: actor, origin: replicationOrigin(context))
@@ -304,7 +298,7 @@ extension CouchServer {
       input.attachments = try store.attachments(id, names: atts.members.map(\.key), rev: rev)
         .map { .copied($0) }
     }
-    if db == UserStore.databaseName { try requireServerAdmin(caller) }
+    if access.plainWritesOnly { try requireServerAdmin(caller) }
     try access.checkWrite(docID: target, body: .object(body), replicated: false, in: store)
     let actor = caller.actor
     let result = try await store.writeAsync(
@@ -464,12 +458,13 @@ extension CouchServer {
       throw CouchError(
         "bad_content_type", "Content-Type must be application/json", status: 415)
     }
-    let json = try access.owned(first.body, id: id)
+    if access.plainWritesOnly { try requireServerAdmin(caller) }
+    var json = try access.owned(first.body, id: id)
+    if access.policy?.stored != nil {
+      json = try access.stored(DocumentInput.parse(json)).serialized()
+    }
     var input = try DocumentInput(json: json)
     try input.attachFollowing(parts.dropFirst().map(\.body))
-    if store === dataDirectory.storeIfOpen(UserStore.databaseName) {
-      try requireServerAdmin(caller)
-    }
     try access.checkWrite(
       docID: id, body: try? JSONValue(parsing: json), replicated: !newEdits, in: store)
     let actor = caller.actor

@@ -37,8 +37,9 @@ extension ServerReplications {
       },
       owned: { object, id, access in try ReplicatorOwnership.owned(object, id: id, access: access)
       },
-      checkWrite: { id, body, access, store in
-        try ReplicatorOwnership.checkWrite(id, body: body, access: access, store: store)
+      checkWrite: { write, access, store in
+        try ReplicatorOwnership.checkWrite(
+          write.docID, body: write.body, access: access, store: store)
       },
       queryable: { access, store in try Self.ownDocuments(store, access: access) })
   }

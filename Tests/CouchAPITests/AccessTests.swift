@@ -465,6 +465,62 @@ import Wiki
   }
 
   @Test(
+    "_users' policy: a user writes their document by PUT and DELETE only, no replicated revision; its information is an administrator's; every write path hashes a clear password"
+  )
+  func usersPolicy() async throws {
+    try await withAccessServer { client, fixture in
+      let bob = AccessFixture.basic("bob")
+      let admin = AccessFixture.basic("admin")
+      let own = try await client.call(.get, "/_users/org.couchdb.user:bob", headers: bob)
+      let rev = own["_rev"]?.stringValue ?? ""
+      // The database's information: not for a user (403), nor anonymous (401).
+      #expect(try await client.call(.get, "/_users", headers: bob).code == 403)
+      #expect(try await client.call(.get, "/_users", headers: [:]).code == 401)
+      #expect(try await client.call(.get, "/_users", headers: admin).code == 200)
+      // Writes other than PUT and DELETE of a JSON document: a server administrator's.
+      let post = try await client.call(
+        .post, "/_users", #"{"_id":"org.couchdb.user:bob","name":"bob"}"#, headers: bob)
+      #expect(post.code == 401 && post["reason"] == .string("You are not a server admin."))
+      var copy = bob
+      copy[HTTPField.Name("Destination")!] = "org.couchdb.user:bob2"
+      #expect(
+        try await client.call(
+          HTTPRequest.Method("COPY")!, "/_users/org.couchdb.user:bob", headers: copy
+        ).code == 401)
+      var text = bob
+      text[.contentType] = "text/plain"
+      let attachment = try await client.raw(
+        .put, "/_users/org.couchdb.user:bob/a.txt?rev=\(rev)", Array("x".utf8), headers: text)
+      #expect(attachment.code == 401)
+      // A replicated revision of their own document: refused (it could start a winning branch).
+      var replicated = own.json?.objectValue ?? JSONObject()
+      replicated["_rev"] = .string("9-abcdef")
+      let forced = try await client.call(
+        .put, "/_users/org.couchdb.user:bob?new_edits=false",
+        JSONValue.object(replicated).serialized().string, headers: bob)
+      #expect(forced.code == 403)
+      // An administrator's multipart PUT stores no clear password either.
+      let boundary = "xYz"
+      let body = Array(
+        "--\(boundary)\r\nContent-Type: application/json\r\n\r\n{\"name\":\"fay\",\"type\":\"user\",\"roles\":[],\"password\":\"clear-secret-of-fay\"}\r\n--\(boundary)--"
+          .utf8)
+      var multipart = admin
+      multipart[.contentType] = "multipart/related; boundary=\"\(boundary)\""
+      let made = try await client.raw(
+        .put, "/_users/org.couchdb.user:fay", body, headers: multipart)
+      #expect(made.code == 201)
+      let fay = try await client.call(.get, "/_users/org.couchdb.user:fay", headers: admin)
+      #expect(fay["derived_key"] != nil && fay["password"] == nil)
+      let log = String(
+        decoding: try Data(
+          contentsOf: URL(
+            fileURLWithPath: fixture.dir.data.directory(of: "_users") + "/data.mdb")),
+        as: UTF8.self)
+      #expect(!log.contains("clear-secret-of-fay"))
+    }
+  }
+
+  @Test(
     "_session: cookies refreshed and expiring, tokens revoked, JWTs checked, failures in CouchDB's shape"
   )
   func sessions() async throws {
