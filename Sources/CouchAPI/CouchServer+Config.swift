@@ -142,6 +142,15 @@ extension CouchServer {
           server.settings.update { $0.maxAttachmentBytes = n }
         }, initial: { $0.options.maxAttachmentBytes.map(String.init) ?? "infinity" }),
       "max_document_size": Setting(read: { _ in String(DocumentInput.maxBytes) }),
+      "max_partition_size": Setting(
+        read: { String($0.dataDirectory.state.maxPartitionBytes ?? 0) },
+        write: { server, text throws(CouchError) in
+          guard let n = Int(text.filter { $0 != " " }) else {
+            throw .badRequest(
+              "couchdb/max_partition_size must be an integer, not \"\(text.prefix(40))\"")
+          }
+          server.dataDirectory.state.maxPartitionBytes = n
+        }, initial: { String($0.options.maxPartitionBytes) }),
       "uuid": Setting(read: { $0.serverUUID }),
     ],
     "uuids": [

@@ -90,6 +90,7 @@ public struct CouchServer: Sendable {
     for policy in featureInstances.flatMap(\.systemDatabases) { policies[policy.name] = policy }
     systemPolicies = policies
     settings = ServerSettings(options)
+    dataDirectory.state.maxPartitionBytes = options.maxPartitionBytes
     self.serverUUID = MD5.hash(Array(dataDirectory.path.utf8)).description
   }
 

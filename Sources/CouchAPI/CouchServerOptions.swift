@@ -21,6 +21,11 @@ public struct CouchServerOptions: Sendable {
   /// whose default is 1 GiB (`couch_att:max_attachment_size/0`). Not bounded by
   /// ``maxRequestBytes``, which still bounds inline and multipart attachments.
   public var maxAttachmentBytes: Int? = 1 << 30
+  /// The most bytes of winning bodies a partition of a partitioned database holds before a
+  /// local edit that grows one of its documents is refused with `403 partition_overflow`
+  /// (CouchDB's `couchdb/max_partition_size`, default 10 GiB); 0 or less for no limit.
+  /// Replicated writes, deletions and design documents are never refused for it.
+  public var maxPartitionBytes = 10 << 30
   /// The longest a `longpoll` or `continuous` feed waits for a change, in milliseconds (CouchDB's
   /// `changes_timeout`); a request's `timeout` can only shorten it.
   public var maxChangesTimeoutMilliseconds = 60_000

@@ -364,6 +364,9 @@ public final class DocumentStore: Sendable {
       e, into: &tree, body: txn.nextPosition.rawValue,
       revsLimit: try revsLimit(txn: txn, context: context))
     guard outcome.updated else { throw StoreError.conflict }
+    try checkPartitionSize(
+      p.id, newBytes: p.input.deleted ? 0 : body.count, record: record, txn: txn,
+      context: context)
     try append(
       e, actor: actor, txn: txn, record: record, merged: tree, parsedBody: .object(p.input.body),
       context: context, payload: ready ? p.payload : nil, shares: ready ? p.shares : .none)

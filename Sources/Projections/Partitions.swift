@@ -1,3 +1,4 @@
+import Foundation
 public import JSON
 import Log
 import RevTree
@@ -94,33 +95,75 @@ extension DocumentStore {
   public func partitionInfo(_ partition: String) throws -> (
     docCount: Int, deletedDocCount: Int, bodyBytes: Int
   ) {
+    try read { txn in try partitionInfo(partition, txn: txn) }
+  }
+
+  /// ``partitionInfo(_:)`` in the caller's transaction (a write's sees what it wrote).
+  func partitionInfo(_ partition: String, txn: ReadTransaction) throws -> (
+    docCount: Int, deletedDocCount: Int, bodyBytes: Int
+  ) {
     let (start, end) = Partitions.range(of: partition)
     let endKey = Array(end.utf8)
     var live = 0
     var deleted = 0
     var bytes = 0
-    try read { txn in
-      try scanRecords(from: DocumentKey.scanStart(start, descending: false), txn: txn) {
-        key, value in
-        if !key.lexicographicallyPrecedes(endKey)
-          && !DocumentKey.sharesInlinePart(key, with: endKey)
-        {
-          return false
-        }
-        let record = try DocumentRecord(decoding: value)
-        guard Partitions.isMember(record.docID, of: partition), let winner = record.tree.winner
-        else { return true }
-        if winner.isDeleted {
-          deleted += 1
-        } else {
-          live += 1
-          if let at = winner.body {
-            bytes += (try? JSONValue.object(body(at: at, txn: txn)).serialized().count) ?? 0
-          }
-        }
-        return true
+    try scanRecords(from: DocumentKey.scanStart(start, descending: false), txn: txn) {
+      key, value in
+      if !key.lexicographicallyPrecedes(endKey)
+        && !DocumentKey.sharesInlinePart(key, with: endKey)
+      {
+        return false
       }
+      let record = try DocumentRecord(decoding: value)
+      guard Partitions.isMember(record.docID, of: partition), let winner = record.tree.winner
+      else { return true }
+      if winner.isDeleted {
+        deleted += 1
+      } else {
+        live += 1
+        if let at = winner.body {
+          bytes += (try? JSONValue.object(body(at: at, txn: txn)).serialized().count) ?? 0
+        }
+      }
+      return true
     }
     return (live, deleted, bytes)
+  }
+
+  /// Refuses a local edit of a partitioned database's document `id` whose new body
+  /// (`newBytes`) is larger than its winner's was, when its partition holds
+  /// ``DirectoryState/maxPartitionBytes`` or more (`403 partition_overflow`, as `couch_db_updater` refuses
+  /// it). Deletions, edits that shrink a document, design documents and replicated writes pass.
+  ///
+  /// A partition's bodies are all in the log, so a data file smaller than the limit holds no
+  /// full partition and nothing is read; past it, the partition's documents are read once per
+  /// write transaction.
+  func checkPartitionSize(
+    _ id: String, newBytes: Int, record: DocumentRecord, txn: WriteTransaction,
+    context: WriteContext?
+  ) throws {
+    guard let limit = state.maxPartitionBytes, limit > 0, isPartitioned, !id.hasPrefix("_design/"),
+      let partition = Partitions.partition(of: id).map(String.init)
+    else { return }
+    var oldBytes = 0
+    if let winner = record.tree.winner, !winner.isDeleted, let at = winner.body {
+      oldBytes = (try? DocumentChange.body(at: at, in: txn).count) ?? 0
+    }
+    guard newBytes > oldBytes else { return }
+    let full: Bool
+    if let known = context?.fullPartitions[partition] {
+      full = known
+    } else {
+      let file =
+        ((try? FileManager.default.attributesOfItem(atPath: log.path + "/data.mdb"))?[.size]
+        as? NSNumber)?.intValue ?? Int.max
+      full = try file >= limit && partitionInfo(partition, txn: txn).bodyBytes >= limit
+      context?.fullPartitions[partition] = full
+    }
+    if full {
+      throw StoreError(
+        "partition_overflow", "Partition limit exceeded due to update on '\(id)'",
+        code: .forbidden)
+    }
   }
 }

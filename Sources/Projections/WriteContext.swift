@@ -19,6 +19,9 @@ final class WriteContext {
   var security: SecurityObject?
   /// What the access rules decided for earlier documents of the body.
   var accessBatch = AccessBatch()
+  /// Whether a partition was found full (``DocumentStore/checkPartitionSize(_:newBytes:record:txn:context:)``),
+  /// by partition, read once per transaction.
+  var fullPartitions: [String: Bool] = [:]
 
   init() {}
 

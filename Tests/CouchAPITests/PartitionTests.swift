@@ -93,4 +93,72 @@ import Testing
       #expect(try await client.call(.put, "/npdb/plain", "{}").code == 201)
     }
   }
+
+  @Test(
+    "couchdb/max_partition_size: a full partition refuses growing local edits (403 partition_overflow) and takes deletions, shrinking edits, design documents and replicated revisions; other partitions and a raised limit write"
+  )
+  func partitionSizeLimit() async throws {
+    try await withServer { client, _ in
+      #expect(
+        try await client.call(.get, "/_node/_local/_config/couchdb/max_partition_size").json
+          == .string("10737418240"))
+      #expect(try await client.call(.put, "/pdb?partitioned=true").code == 201)
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/couchdb/max_partition_size", #""10240""#
+        ).code == 200)
+      let padding = String(repeating: " ", count: 1023) + "0"
+      let docs = (1...15).map {
+        #"{"_id":"foo:\#(String(10000 + $0).dropFirst())","value":"\#(padding)"}"#
+      }
+      let filled = try await client.call(
+        .post, "/pdb/_bulk_docs", #"{"docs":[\#(docs.joined(separator: ","))]}"#)
+      #expect(filled.code == 201)
+      #expect(
+        (try await client.call(.get, "/pdb/_partition/foo")["sizes"]?["external"]?.int ?? 0)
+          >= 10240)
+      let post = try await client.call(.post, "/pdb", #"{"_id":"foo:bar","value":"stuff"}"#)
+      #expect(post.code == 403 && post.error == "partition_overflow")
+      #expect(post["reason"] == .string("Partition limit exceeded due to update on 'foo:bar'"))
+      #expect(try await client.call(.put, "/pdb/foo:bar", #"{"value":"stuff"}"#).code == 403)
+      let mixed = try await client.call(
+        .post, "/pdb/_bulk_docs", #"{"docs":[{"_id":"foo:bar"},{"_id":"baz:bang"}]}"#)
+      #expect(mixed.code == 201)
+      #expect(mixed.json?[0]?["error"] == .string("partition_overflow"))
+      #expect(mixed.json?[1]?["ok"] == .bool(true))
+      // Still readable; a shrinking edit and a deletion pass.
+      let one = try await client.call(.get, "/pdb/foo:0001")
+      #expect(one.code == 200)
+      let shrunk = try await client.call(
+        .put, "/pdb/foo:0001", #"{"_rev":"\#(one["_rev"]?.stringValue ?? "")","value":""}"#)
+      #expect(shrunk.code == 201)
+      let two = try await client.call(.get, "/pdb/foo:0002")
+      #expect(
+        try await client.call(.delete, "/pdb/foo:0002?rev=\(two["_rev"]?.stringValue ?? "")").code
+          == 200)
+      // Other partitions, design documents and replicated revisions are not limited.
+      #expect(
+        try await client.call(.post, "/pdb", #"{"_id":"bar:foo","value":"stuff"}"#).code == 201)
+      #expect(try await client.call(.put, "/pdb/_design/foo", #"{"value":"stuff"}"#).code == 201)
+      let replicated = try await client.call(
+        .put, "/pdb/foo:bar?new_edits=false",
+        #"{"_rev":"1-23202479633c2b380f79507a776743d5","value":"stuff"}"#)
+      #expect(replicated.code == 201)
+      // A higher limit lets the partition grow; back to the default (DELETE), too.
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/couchdb/max_partition_size", #""10240000""#
+        ).code == 200)
+      #expect(try await client.call(.post, "/pdb", #"{"_id":"foo:more","value":"x"}"#).code == 201)
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/couchdb/max_partition_size", #""10240""#
+        ).code == 200)
+      #expect(try await client.call(.post, "/pdb", #"{"_id":"foo:baz","value":"x"}"#).code == 403)
+      #expect(
+        try await client.call(.delete, "/_node/_local/_config/couchdb/max_partition_size").code
+          == 200)
+      #expect(try await client.call(.post, "/pdb", #"{"_id":"foo:baz","value":"x"}"#).code == 201)
+    }
+  }
 }

@@ -236,6 +236,16 @@ public final class DirectoryState: Sendable {
   /// The index builds under way in the directory's stores.
   public let indexTasks = IndexTasks()
   private let values = Mutex<[ObjectIdentifier: any Sendable]>([:])
+  private let partitionLimit = Mutex<Int?>(nil)
+
+  /// The most bytes of winning bodies a partition of the directory's partitioned databases
+  /// holds before a local edit that grows one of its documents is refused (CouchDB's
+  /// `couchdb/max_partition_size`, which the HTTP server sets); nil or 0 or less for no limit,
+  /// the default.
+  public var maxPartitionBytes: Int? {
+    get { partitionLimit.withLock { $0 } }
+    set { partitionLimit.withLock { $0 = newValue } }
+  }
 
   public init() {}
 
