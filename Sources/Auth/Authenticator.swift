@@ -51,7 +51,25 @@ public final class Authenticator: Sendable {
   /// One-time links that make an account (the web UI's invitations).
   public let invitations: Invitations
   public let sessions: SessionCookies
-  public let jwt: JWTVerifier?
+  /// The JWT verifier, when it has keys (a `Bearer` token is otherwise not read).
+  public var jwt: JWTVerifier? {
+    jwtState.withLock { verifier in verifier.flatMap { $0.hasKeys ? $0 : nil } }
+  }
+  private let jwtState: Mutex<JWTVerifier?>
+  /// The JWT verifier's settings and keys, keys or not (a default one when none was given).
+  public var jwtSettings: JWTVerifier { jwtState.withLock { $0 ?? JWTVerifier(now: now) } }
+  /// The handlers that sign requests in, in CouchDB's names (`chttpd/authentication_handlers`):
+  /// `cookie`, `default` (HTTP Basic) and `jwt`; wikilog's API tokens are always read.
+  public var handlers: Set<Handler> {
+    get { handlerState.withLock { $0 } }
+    set { handlerState.withLock { $0 = newValue } }
+  }
+  private let handlerState = Mutex<Set<Handler>>(Set(Handler.allCases))
+
+  /// A way of signing a request in that `chttpd/authentication_handlers` can leave out.
+  public enum Handler: String, Sendable, CaseIterable, Hashable {
+    case cookie, `default`, jwt
+  }
   public let throttle: SignInThrottle
   let cache: CredentialCache
   let now: @Sendable () -> Date
@@ -69,7 +87,7 @@ public final class Authenticator: Sendable {
     self.tokens = APITokens(users: users, lastUsedGranularity: tokenLastUsedGranularity, now: now)
     self.invitations = Invitations(users: users, now: now)
     self.sessions = sessions
-    self.jwt = jwt
+    self.jwtState = Mutex(jwt)
     self.throttle = throttle
     self.cache = CredentialCache(capacity: cacheCapacity)
     self.now = now
@@ -86,6 +104,16 @@ public final class Authenticator: Sendable {
       users: try UserStore(data: data),
       sessions: SessionCookies(secret: secret, timeout: sessionTimeout), jwt: jwt,
       throttle: throttle)
+  }
+
+  /// Changes the JWT verifier (keys and claims set at run time, `[jwt_keys]` and `[jwt_auth]`);
+  /// one is made when there is none.
+  public func updateJWT(_ change: (inout JWTVerifier) throws -> Void) rethrows {
+    try jwtState.withLock { state in
+      var verifier = state ?? JWTVerifier(now: now)
+      try change(&verifier)
+      state = verifier
+    }
   }
 
   // MARK: Server administrators
@@ -227,7 +255,9 @@ public final class Authenticator: Sendable {
   public func sessionInfo(_ authentication: Authentication) -> JSONValue {
     var info = JSONObject([
       "authentication_handlers": .array(
-        (["cookie", "default"] + (jwt == nil ? [] : ["jwt"]) + ["token"]).map(JSONValue.string))
+        (["cookie", "default"].filter { handlers.contains(Handler(rawValue: $0)!) }
+          + (jwt == nil || !handlers.contains(.jwt) ? [] : ["jwt"]) + ["token"]).map(
+            JSONValue.string))
     ])
     if let method = authentication.method {
       info["authenticated"] = .string(method.rawValue)
@@ -270,8 +300,10 @@ public final class Authenticator: Sendable {
   public func authenticate(
     authorization: String?, cookie: String?, client: String?, secure: Bool = false
   ) async -> Result<Authentication, AuthError> {
+    let handlers = self.handlers
     do throws(AuthError) {
-      if let cookie, let value = SessionCookies.cookieValue(inHeader: cookie), !value.isEmpty,
+      if handlers.contains(.cookie), let cookie,
+        let value = SessionCookies.cookieValue(inHeader: cookie), !value.isEmpty,
         let signedIn = try verifyCookie(value, secure: secure)
       {
         return .success(signedIn)
@@ -283,6 +315,9 @@ public final class Authenticator: Sendable {
       let credentials = String(Self.trimmedSpaces(header[header.index(after: space)...]))
       switch scheme {
       case "basic":
+        guard handlers.contains(.default) else {
+          return .success(Authentication(context: .anonymous, method: nil))
+        }
         guard let decoded = Base64.decode(String(credentials)),
           let text = String(validating: decoded, as: UTF8.self)
         else { throw AuthError.badRequest("Authorization header has invalid base64 value") }
@@ -297,7 +332,9 @@ public final class Authenticator: Sendable {
         let user = try await verifyPassword(name: name, password: password, client: client)
         return .success(Authentication(context: user.context, method: .basic))
       case "bearer":
-        guard let jwt else { return .success(Authentication(context: .anonymous, method: nil)) }
+        guard let jwt, handlers.contains(.jwt) else {
+          return .success(Authentication(context: .anonymous, method: nil))
+        }
         return .success(Authentication(context: try jwt.verify(credentials), method: .jwt))
       case "token":
         return .success(try await verifyToken(Self.tokenParameter(credentials), client: client))

@@ -94,6 +94,8 @@ final class ServerSettings: Sendable {
     var maxChangesTimeoutMilliseconds: Int
     var allowJSONP: Bool
     var decodePlusToSpace: Bool
+    /// The `[jwt_keys]` set at run time, as given.
+    var jwtKeys: [String: String] = [:]
   }
 
   private let values: Mutex<Values>
@@ -109,7 +111,7 @@ final class ServerSettings: Sendable {
 
   var current: Values { values.withLock { $0 } }
 
-  func update(_ change: (inout Values) -> Void) { values.withLock { change(&$0) } }
+  func update<T>(_ change: (inout Values) -> T) -> T { values.withLock { change(&$0) } }
 }
 
 extension CouchServer {
@@ -184,6 +186,9 @@ extension CouchServer {
   /// ``settings`` with the features' read-only ones (the replicator's `[replicator]`).
   var allSettings: [String: [String: Setting]] {
     var all = Self.settings
+    for (section, keys) in Self.authSettings {
+      all[section, default: [:]].merge(keys) { $1 }
+    }
     for feature in featureInstances {
       for (section, keys) in feature.configuration {
         for (key, read) in keys { all[section, default: [:]][key] = Setting(read: { _ in read() }) }
@@ -243,6 +248,7 @@ extension CouchServer {
         if let value = setting.read(self) { sections[section, default: []].append((key, value)) }
       }
     }
+    for (key, value) in jwtKeys() { sections["jwt_keys", default: []].append((key, value)) }
     if let auth = options.authenticator {
       for name in auth.serverAdminNames {
         if let hash = auth.serverAdminHash(name: name) {
@@ -320,6 +326,7 @@ extension CouchServer {
           }
           return text(current ?? "")
         }
+        if section == "jwt_keys" { return text(try setJWTKey(key, value) ?? "") }
         guard let setting = allSettings[section]?[key] else {
           throw CouchError.badRequest("wikilog has no setting \(section)/\(key)")
         }
@@ -336,6 +343,10 @@ extension CouchServer {
       case .delete:
         guard let current else {
           throw CouchError("not_found", "unknown_config_value", status: 404)
+        }
+        if section == "jwt_keys" {
+          _ = try deleteJWTKey(key)
+          return text(current)
         }
         if section != "admins" {
           // Back to the value the server started with.
