@@ -203,6 +203,7 @@ public final class Authenticator: Sendable {
   public func verifyPassword(name: String, password: String, client: String?)
     async throws(AuthError) -> User
   {
+    if throttle.isLockedOut(user: name, client: client) { throw SignInThrottle.lockedOut }
     await wait(throttle.delay(user: name, client: client))
     let user: User?
     do {

@@ -8,9 +8,77 @@ import Synchronization
 /// ``Policy/maxEntries`` names and addresses are tracked (the stalest are dropped), so the table
 /// cannot grow without bound.
 ///
-/// (CouchDB 3.4 locks an address out after 5 failures instead, `couch_auth_lockout`; a delay
-/// slows guessing as much without letting anyone lock a user out.)
+/// CouchDB 3.4 locks a client address out of one user's account after 5 failures instead
+/// (`couch_auth_lockout`, `[chttpd_auth_lockout] mode = enforce`). wikilog slows by default,
+/// which hinders guessing as much without refusing the right password, and locks out as CouchDB
+/// does when ``lockoutMode`` says so (`_config`'s `chttpd_auth_lockout/mode`): after
+/// ``lockoutThreshold`` failures of a name from an address, counted for
+/// ``lockoutLifetime`` from the first, that pair is refused (`403`) until the time is up,
+/// whatever the password.
 public final class SignInThrottle: Sendable {
+  /// `chttpd_auth_lockout/mode`.
+  public enum LockoutMode: String, Sendable {
+    /// Failures are not counted for lockout.
+    case off
+    /// Counted; a pair past the threshold is let through (CouchDB logs a warning).
+    case warn
+    /// Counted; a pair past the threshold is refused.
+    case enforce
+  }
+
+  /// Whether failures lock a client out of a user's account (`off` unless set).
+  public var lockoutMode: LockoutMode {
+    get { lockout.withLock { $0.mode } }
+    set { lockout.withLock { $0.mode = newValue } }
+  }
+  /// The failures of a name from an address after which the pair is locked out (CouchDB's
+  /// `threshold`, 5).
+  public let lockoutThreshold = 5
+  /// How long failures are counted, from the first (CouchDB's `max_lifetime`, 300 s).
+  public let lockoutLifetime: Duration = .seconds(300)
+  private struct Lockout {
+    var mode = LockoutMode.off
+    var pairs: [String: (failures: Int, first: ContinuousClock.Instant)] = [:]
+  }
+  private let lockout = Mutex(Lockout())
+
+  /// CouchDB's refusal of a locked-out pair.
+  public static let lockedOut = AuthError(
+    status: 403, error: "forbidden",
+    reason: "Account is temporarily locked due to multiple authentication failures")
+
+  private static func pair(_ user: String, _ client: String) -> String { client + "\u{0}" + user }
+
+  /// Whether `client` is locked out of `user`'s account now (``lockoutMode`` `enforce`).
+  public func isLockedOut(user: String, client: String?, now: ContinuousClock.Instant = .now)
+    -> Bool
+  {
+    guard let client else { return false }
+    return lockout.withLock { state in
+      guard state.mode == .enforce, let entry = state.pairs[Self.pair(user, client)],
+        now - entry.first < lockoutLifetime
+      else { return false }
+      return entry.failures >= lockoutThreshold
+    }
+  }
+
+  private func countForLockout(user: String?, client: String?, now: ContinuousClock.Instant) {
+    guard let user, let client else { return }
+    lockout.withLock { state in
+      guard state.mode != .off else { return }
+      let key = Self.pair(user, client)
+      var entry = state.pairs[key] ?? (0, now)
+      if now - entry.first >= lockoutLifetime { entry = (0, now) }
+      entry.failures += 1
+      state.pairs[key] = entry
+      if state.pairs.count > policy.maxEntries {
+        let stalest = state.pairs.sorted { $0.value.first < $1.value.first }
+          .prefix(state.pairs.count - policy.maxEntries)
+        for (key, _) in stalest { state.pairs.removeValue(forKey: key) }
+      }
+    }
+  }
+
   public struct Policy: Sendable {
     public var freeFailures = 3
     public var baseDelay: Duration = .milliseconds(500)
@@ -73,6 +141,7 @@ public final class SignInThrottle: Sendable {
 
   /// Records a failed attempt.
   public func recordFailure(user: String?, client: String?, now: ContinuousClock.Instant = .now) {
+    countForLockout(user: user, client: client, now: now)
     entries.withLock { table in
       for key in Self.keys(user: user, client: client) {
         var e = table[key] ?? Entry(failures: 0, last: now)

@@ -21,6 +21,18 @@ extension CouchServer {
           auth.handlers = try Self.handlers(parsing: text)
         }, initial: { _ in Self.handlersText(Set(Authenticator.Handler.allCases)) })
     ],
+    "chttpd_auth_lockout": [
+      "mode": Setting(
+        read: { $0.options.authenticator?.throttle.lockoutMode.rawValue },
+        write: { server, text throws(CouchError) in
+          let auth = try server.requireAuthenticator("chttpd_auth_lockout/mode")
+          // As `couch_auth_lockout:lockout_mode/0`: anything else is off.
+          auth.throttle.lockoutMode = SignInThrottle.LockoutMode(rawValue: text) ?? .off
+        }, initial: { _ in SignInThrottle.LockoutMode.off.rawValue }),
+      "threshold": Setting(read: {
+        $0.options.authenticator.map { String($0.throttle.lockoutThreshold) }
+      }),
+    ],
     "jwt_auth": [
       "required_claims": jwtSetting(
         "required_claims",

@@ -398,6 +398,44 @@ extension Date {
     (elapsed, ok) = await attempt("pw")  // the success cleared the count
     #expect(elapsed < .milliseconds(700))
   }
+
+  @Test(
+    "chttpd_auth_lockout: enforce refuses a client after 5 failures for a name, whatever the password, other clients and names unaffected; warn and off only count"
+  )
+  func lockout() async throws {
+    let t = try TestUsers()
+    try t.users.add(name: "ann", password: "pw", actor: "admin")
+    try t.users.add(name: "bea", password: "pw", actor: "admin")
+    let auth = Authenticator(
+      users: t.users, sessions: SessionCookies(secret: "s"),
+      throttle: SignInThrottle(policy: .init(freeFailures: 100)))
+    func attempt(_ name: String, _ password: String, from client: String) async -> Int {
+      do {
+        _ = try await auth.verifyPassword(name: name, password: password, client: client)
+        return 200
+      } catch {
+        return error.status
+      }
+    }
+    #expect(auth.throttle.lockoutMode == .off)
+    for _ in 0..<6 { #expect(await attempt("ann", "x", from: "10.0.0.1") == 401) }
+    #expect(await attempt("ann", "pw", from: "10.0.0.1") == 200)  // off: nothing counted
+    auth.throttle.lockoutMode = .enforce
+    for _ in 0..<5 { #expect(await attempt("ann", "x", from: "10.0.0.1") == 401) }
+    do {
+      _ = try await auth.verifyPassword(name: "ann", password: "pw", client: "10.0.0.1")
+      Issue.record("a locked-out client signed in")
+    } catch {
+      #expect(error == SignInThrottle.lockedOut)
+      #expect(
+        error.reason == "Account is temporarily locked due to multiple authentication failures")
+    }
+    #expect(await attempt("ann", "pw", from: "10.0.0.2") == 200)
+    #expect(await attempt("bea", "pw", from: "10.0.0.1") == 200)
+    auth.throttle.lockoutMode = .warn
+    #expect(await attempt("ann", "x", from: "10.0.0.1") == 401)
+    #expect(await attempt("ann", "pw", from: "10.0.0.1") == 200)
+  }
 }
 
 @Suite struct SessionCookieTests {

@@ -50,6 +50,20 @@ import Testing
           headers: admin
         ).code
       }
+      // The lockout mode (SignInTests.lockout checks what it does).
+      #expect(try await put("chttpd_auth_lockout/mode", "enforce") == 200)
+      #expect(
+        try await client.call(
+          .get, "/_node/_local/_config/chttpd_auth_lockout/mode", headers: admin
+        ).json == .string("enforce"))
+      #expect(
+        try await client.call(
+          .delete, "/_node/_local/_config/chttpd_auth_lockout/mode", headers: admin
+        ).json == .string("enforce"))
+      #expect(
+        try await client.call(
+          .get, "/_node/_local/_config/chttpd_auth_lockout/mode", headers: admin
+        ).json == .string("off"))
       let secret = "zxczxc12zxczxc12"
       let exp = Int(Date().timeIntervalSince1970) + 60
       let claims = #"{"sub":"couch@apache.org","exp":\#(exp),"_couchdb.roles":["testing"]}"#
