@@ -65,6 +65,13 @@ public final class Authenticator: Sendable {
     set { handlerState.withLock { $0 = newValue } }
   }
   private let handlerState = Mutex<Set<Handler>>(Set(Handler.allCases))
+  /// The PBKDF2 rounds of passwords hashed by this server's writes to `_users` (CouchDB's
+  /// `chttpd_auth/iterations`; ``Password/iterations`` unless changed).
+  public var passwordIterations: Int {
+    get { iterationState.withLock { $0 } }
+    set { iterationState.withLock { $0 = max(1, newValue) } }
+  }
+  private let iterationState = Mutex(Password.iterations)
 
   /// A way of signing a request in that `chttpd/authentication_handlers` can leave out.
   public enum Handler: String, Sendable, CaseIterable, Hashable {

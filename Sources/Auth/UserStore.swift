@@ -228,8 +228,12 @@ public final class UserStore: Sendable {
 
   /// `body` with its `password` replaced by a PBKDF2-SHA256 hash with a new salt (CouchDB's
   /// `couch_users_db:save_doc`); unchanged without a `password` (or with `"password": null`,
-  /// which is removed). An empty or non-string password is refused.
-  public static func hashingPassword(_ body: JSONObject) throws -> JSONObject {
+  /// which is removed). An empty or non-string password is refused. `iterations` are the
+  /// PBKDF2 rounds (``Password/iterations`` unless a server's `chttpd_auth/iterations` says
+  /// otherwise).
+  public static func hashingPassword(_ body: JSONObject, iterations: Int = Password.iterations)
+    throws -> JSONObject
+  {
     guard let password = body["password"] else { return body }
     var out = body
     out["password"] = nil
@@ -240,7 +244,7 @@ public final class UserStore: Sendable {
     let salt = Password.newSalt()
     guard
       let key = Password.pbkdf2(
-        password: Array(clear.utf8), salt: Array(salt.utf8), iterations: Password.iterations)
+        password: Array(clear.utf8), salt: Array(salt.utf8), iterations: iterations)
     else { throw StoreError.internalError("cannot hash the password") }
     for field in [
       "derived_key", "iterations", "password_scheme", "password_sha", "preserve_salt",
@@ -251,7 +255,7 @@ public final class UserStore: Sendable {
     out["password_scheme"] = .string("pbkdf2")
     out["pbkdf2_prf"] = .string("sha256")
     out["salt"] = .string(salt)
-    out["iterations"] = .number(JSONNumber(Int64(Password.iterations)))
+    out["iterations"] = .number(JSONNumber(Int64(iterations)))
     out["derived_key"] = .string(Hex.encode(key))
     return out
   }

@@ -175,7 +175,16 @@ extension CouchServer {
     "chttpd_auth": [
       "authentication_db": Setting(read: { _ in UserStore.databaseName }),
       "timeout": Setting(read: { $0.options.authenticator.map { String($0.sessions.timeout) } }),
-      "iterations": Setting(read: { _ in String(Password.iterations) }),
+      "iterations": Setting(
+        read: { String($0.options.authenticator?.passwordIterations ?? Password.iterations) },
+        write: { server, text throws(CouchError) in
+          let auth = try server.requireAuthenticator("chttpd_auth/iterations")
+          auth.passwordIterations = try positive(text, "chttpd_auth/iterations")
+        }, initial: { _ in String(Password.iterations) }),
+    ],
+    // CouchDB 3's older name of the section, still read for these keys.
+    "couch_httpd_auth": [
+      "authentication_db": Setting(read: { _ in UserStore.databaseName })
     ],
     "vendor": [
       "name": Setting(read: { _ in "wikilog" }),

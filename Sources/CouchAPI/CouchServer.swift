@@ -86,7 +86,11 @@ public struct CouchServer: Sendable {
     let setup = CouchFeature.Setup(dataDirectory: dataDirectory, logger: logger)
     featureInstances = options.features.compactMap { $0.perServer?(setup) }
     serverFeatureEndpoints = featureInstances.flatMap(\.serverEndpoints)
-    var policies = [SystemDatabasePolicy.users.name: SystemDatabasePolicy.users]
+    let authenticator = options.authenticator
+    let users = SystemDatabasePolicy.users(iterations: {
+      authenticator?.passwordIterations ?? Password.iterations
+    })
+    var policies = [users.name: users]
     for policy in featureInstances.flatMap(\.systemDatabases) { policies[policy.name] = policy }
     systemPolicies = policies
     settings = ServerSettings(options)

@@ -95,47 +95,55 @@ public struct SystemDatabasePolicy: Sendable {
   /// and deletes their own `org.couchdb.user:NAME` document only (anonymous callers `401`,
   /// another user's document `404` as if missing); its `_` endpoints (listings, feeds, ...)
   /// and `_local` documents are for server administrators (`401`/`403`).
-  public static let users = SystemDatabasePolicy(
-    name: UserStore.databaseName,
-    gate: { resource, user in
-      func adminsOnly(_ name: String) -> CouchError {
-        user.name == nil
-          ? CouchError("unauthorized", "You are not authorized to access this db.", status: 401)
-          : CouchError(
-            "forbidden", "Only admins can access \(name) of system databases.", status: 403)
-      }
-      switch resource {
-      case .database: break
-      case .endpoint(let name): throw adminsOnly(name)
-      case .featureEndpoint(let name, let systemOnly): if systemOnly { throw adminsOnly(name) }
-      case .local: throw CouchServer.notMember(user)
-      case .document(let id):
-        guard let name = user.name else {
-          throw CouchError(
-            "unauthorized", "You are not authorized to access this db.", status: 401)
+  public static let users = users()
+
+  /// ``users`` with passwords hashed in `iterations()` PBKDF2 rounds (the server's
+  /// `chttpd_auth/iterations`).
+  public static func users(iterations: (@Sendable () -> Int)? = nil) -> SystemDatabasePolicy {
+    SystemDatabasePolicy(
+      name: UserStore.databaseName,
+      gate: { resource, user in
+        func adminsOnly(_ name: String) -> CouchError {
+          user.name == nil
+            ? CouchError("unauthorized", "You are not authorized to access this db.", status: 401)
+            : CouchError(
+              "forbidden", "Only admins can access \(name) of system databases.", status: 403)
         }
-        // Another user's document: as if it did not exist.
-        guard id == UserStore.documentID(of: name) else { throw StoreError.notFound("missing") }
-      }
-    },
-    admitsEveryone: true, plainWritesOnly: true,
-    stored: { object in
-      guard object["password"] != nil else { return object }
-      return try UserStore.hashingPassword(object)
-    },
-    refusesDeletion: { options in
-      guard let authenticator = options.authenticator, authenticator.serverAdminNames.isEmpty
-      else { return nil }
-      // CouchDB keeps its administrators in its configuration, so deleting `_users` leaves
-      // them; so does wikilog for the server administrators of `wikilog serve --admin`. A
-      // server without one keeps every administrator in `_users`: deleting it would lock every
-      // user out, or leave no administrator at all, which lets anonymous requests administer.
-      return CouchError(
-        "forbidden",
-        "_users holds every administrator of this server; start it with `wikilog serve --admin NAME` (a server administrator kept outside _users) to delete _users, or remove users one by one (`wikilog user remove`)",
-        status: 403)
-    },
-    checkWrite: { write, access, store in try checkUserWrite(write, access: access, store: store) })
+        switch resource {
+        case .database: break
+        case .endpoint(let name): throw adminsOnly(name)
+        case .featureEndpoint(let name, let systemOnly): if systemOnly { throw adminsOnly(name) }
+        case .local: throw CouchServer.notMember(user)
+        case .document(let id):
+          guard let name = user.name else {
+            throw CouchError(
+              "unauthorized", "You are not authorized to access this db.", status: 401)
+          }
+          // Another user's document: as if it did not exist.
+          guard id == UserStore.documentID(of: name) else { throw StoreError.notFound("missing") }
+        }
+      },
+      admitsEveryone: true, plainWritesOnly: true,
+      stored: { object in
+        guard object["password"] != nil else { return object }
+        return try UserStore.hashingPassword(
+          object, iterations: iterations?() ?? Password.iterations)
+      },
+      refusesDeletion: { options in
+        guard let authenticator = options.authenticator, authenticator.serverAdminNames.isEmpty
+        else { return nil }
+        // CouchDB keeps its administrators in its configuration, so deleting `_users` leaves
+        // them; so does wikilog for the server administrators of `wikilog serve --admin`. A
+        // server without one keeps every administrator in `_users`: deleting it would lock every
+        // user out, or leave no administrator at all, which lets anonymous requests administer.
+        return CouchError(
+          "forbidden",
+          "_users holds every administrator of this server; start it with `wikilog serve --admin NAME` (a server administrator kept outside _users) to delete _users, or remove users one by one (`wikilog user remove`)",
+          status: 403)
+      },
+      checkWrite: { write, access, store in try checkUserWrite(write, access: access, store: store)
+      })
+  }
 
   /// What a user who is not a server administrator may not change of their own `_users`
   /// document: they write no replicated revision, create no user, change no roles and do not

@@ -5,9 +5,10 @@ import HTTPTypes
 import JSON
 import Testing
 
-/// JWT settings and the authentication handlers changed at run time through `_config`, as
+/// Sign-in settings changed at run time through `_config` (JWT keys and claims, the
+/// authentication handlers, the lockout mode, password iterations), as
 /// CouchDB's `jwtauth_test` and `jwt_roles_claim_test` change them.
-@Suite struct JWTConfigTests {
+@Suite struct AuthConfigTests {
   static func b64(_ bytes: [UInt8]) -> String {
     Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
       .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -142,6 +143,44 @@ import Testing
       #expect(
         try await client.call(.get, "/_session", headers: AccessFixture.basic("bob"))["userCtx"]?[
           "name"] == .string("bob"))
+    }
+  }
+
+  @Test(
+    "chttpd_auth/iterations: passwords written after a change are hashed with that many rounds and sign in; couch_httpd_auth/authentication_db reads _users"
+  )
+  func passwordIterations() async throws {
+    try await withAccessServer { client, _ in
+      let admin = AccessFixture.basic("admin")
+      #expect(
+        try await client.call(
+          .get, "/_node/_local/_config/chttpd_auth/iterations", headers: admin
+        ).json == .string("600000"))
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/chttpd_auth/iterations", #""1""#, headers: admin
+        ).code == 200)
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/chttpd_auth/iterations", #""none""#, headers: admin
+        ).code == 400)
+      let made = try await client.call(
+        .put, "/_users/org.couchdb.user:fay",
+        #"{"name":"fay","type":"user","roles":[],"password":"pw-fay"}"#, headers: admin)
+      #expect(made.code == 201)
+      let doc = try await client.call(.get, "/_users/org.couchdb.user:fay", headers: admin)
+      #expect(doc["iterations"]?.int == 1)
+      #expect(
+        try await client.call(.get, "/_session", headers: AccessFixture.basic("fay"))["userCtx"]?[
+          "name"] == .string("fay"))
+      #expect(
+        try await client.call(
+          .delete, "/_node/_local/_config/chttpd_auth/iterations", headers: admin
+        ).code == 200)
+      #expect(
+        try await client.call(
+          .get, "/_node/_local/_config/couch_httpd_auth/authentication_db", headers: admin
+        ).json == .string("_users"))
     }
   }
 }
