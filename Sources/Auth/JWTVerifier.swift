@@ -195,7 +195,8 @@ public struct JWTVerifier: Sendable {
     default:
       guard let key = ecKeys[kid] else { throw .badRequest("Unknown kid") }
       guard let publicKey = try? P256.Signing.PublicKey(x963Representation: key),
-        let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature)
+        let raw = Self.p256Signature(signature),
+        let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: raw)
       else { throw .badRequest("Bad signature") }
       let valid =
         switch alg {
@@ -258,6 +259,21 @@ public struct JWTVerifier: Sendable {
       roles.append(role)
     }
     return roles
+  }
+
+  /// A JOSE ECDSA signature (`r` then `s`, each as wide as the algorithm's hash: `jwtf` writes
+  /// an ES384 signature of a P-256 key with 48-byte numbers) as P-256's 32-byte `r` and `s`;
+  /// nil when a number does not fit.
+  static func p256Signature(_ signature: [UInt8]) -> [UInt8]? {
+    guard !signature.isEmpty, signature.count % 2 == 0 else { return nil }
+    let half = signature.count / 2
+    var out: [UInt8] = []
+    for number in [signature[..<half], signature[half...]] {
+      let significant = number.drop { $0 == 0 }
+      guard significant.count <= 32 else { return nil }
+      out += [UInt8](repeating: 0, count: 32 - significant.count) + significant
+    }
+    return out
   }
 
   private static func object(_ part: Substring) throws(AuthError) -> JSONObject {

@@ -284,6 +284,26 @@ extension Date {
       Array(try ec.signature(for: $0).rawRepresentation)
     }
     #expect(throws: AuthError.unauthorized("exp not in future")) { try verifier.verify(expired) }
+    // ES384, ES512 and RS512 once allowed; jwtf writes an ES384 signature of a P-256 key with
+    // 48-byte numbers, an ES512 one with 64-byte numbers.
+    verifier.allowedAlgorithms = JWTVerifier.algorithms
+    for (alg, width) in [("ES384", 48), ("ES512", 64)] {
+      let wide = try token(claims, header: ["alg": alg, "kid": "ec1"]) { message in
+        let raw = Array(
+          try alg == "ES384"
+            ? ec.signature(for: SHA384.hash(data: message)).rawRepresentation
+            : ec.signature(for: SHA512.hash(data: message)).rawRepresentation)
+        let pad = [UInt8](repeating: 0, count: width - 32)
+        return pad + raw[..<32] + pad + raw[32...]
+      }
+      #expect(try verifier.verify(wide).name == "ann", "\(alg)")
+    }
+    let rs512 = try token(claims, header: ["alg": "RS512", "kid": "rsa1"]) {
+      Array(
+        try rsa.signature(for: SHA512.hash(data: $0), padding: .insecurePKCS1v1_5).rawRepresentation
+      )
+    }
+    #expect(try verifier.verify(rs512).name == "ann")
   }
 
   @Test func bearerThroughTheEntryPoint() async throws {
