@@ -96,6 +96,8 @@ final class ServerSettings: Sendable {
     var decodePlusToSpace: Bool
     /// The `[jwt_keys]` set at run time, as given.
     var jwtKeys: [String: String] = [:]
+    /// `chttpd/x_forwarded_host`, `x_forwarded_proto` and `x_forwarded_ssl`.
+    var forwarded = ServerHeader.ForwardedHeaders()
   }
 
   private let values: Mutex<Values>
@@ -135,6 +137,9 @@ extension CouchServer {
       "decode_plus_to_space": boolean(
         "chttpd/decode_plus_to_space", \.decodePlusToSpace, initial: \.decodePlusToSpace),
       "allow_jsonp": boolean("chttpd/allow_jsonp", \.allowJSONP, initial: \.allowJSONP),
+      "x_forwarded_host": forwardedHeader(\.host, initial: "X-Forwarded-Host"),
+      "x_forwarded_proto": forwardedHeader(\.proto, initial: "X-Forwarded-Proto"),
+      "x_forwarded_ssl": forwardedHeader(\.ssl, initial: "X-Forwarded-Ssl"),
     ],
     "couchdb": [
       "max_attachment_size": Setting(
@@ -204,6 +209,21 @@ extension CouchServer {
       }
     }
     return all
+  }
+
+  /// A header name a proxy sets (``ServerHeader/ForwardedHeaders``).
+  static func forwardedHeader(
+    _ value: any WritableKeyPath<ServerHeader.ForwardedHeaders, HTTPField.Name> & Sendable,
+    initial: String
+  ) -> Setting {
+    Setting(
+      read: { $0.settings.current.forwarded[keyPath: value].rawName },
+      write: { server, text throws(CouchError) in
+        guard let name = HTTPField.Name(text) else {
+          throw .badRequest("\"\(text.prefix(40))\" is not a header name")
+        }
+        server.settings.update { $0.forwarded[keyPath: value] = name }
+      }, initial: { _ in initial })
   }
 
   /// A `true`/`false` setting of ``ServerSettings``, which `initial` gave its first value.

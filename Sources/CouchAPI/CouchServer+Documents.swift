@@ -122,7 +122,7 @@ extension CouchServer {
     guard let referer = request.headers[.referer] else {
       throw CouchError.badRequest("Referer header required.")
     }
-    let host = request.headers[ServerHeader.forwardedHost] ?? request.head.authority ?? ""
+    let host = request.headers[settings.current.forwarded.host] ?? request.head.authority ?? ""
     guard Self.authority(ofURL: referer) == host.lowercased() else {
       throw CouchError.badRequest("Referer header must match host.")
     }

@@ -492,6 +492,20 @@ import Testing
       proxied[HTTPField.Name("X-Forwarded-Proto")!] = "https"
       let put = try await client.call(.put, "/hdr/fwd", "{}", headers: proxied)
       #expect(put.headers[.location] == "https://example.org:8080/hdr/fwd")
+      // chttpd/x_forwarded_host names another header (CouchDB's http_test).
+      #expect(
+        try await client.call(
+          .put, "/_node/_local/_config/chttpd/x_forwarded_host", #""X-Host""#
+        ).code == 200)
+      var custom = HTTPFields()
+      custom[HTTPField.Name("X-Host")!] = "mysite2.com"
+      let put2 = try await client.call(.put, "/hdr/custom", "{}", headers: custom)
+      #expect(put2.headers[.location] == "http://mysite2.com/hdr/custom")
+      #expect(
+        try await client.call(.delete, "/_node/_local/_config/chttpd/x_forwarded_host").code
+          == 200)
+      let put3 = try await client.call(.put, "/hdr/back", "{}", headers: proxied)
+      #expect(put3.headers[.location] == "https://example.org:8080/hdr/back")
       let missing = try await client.call(.get, "/hdr/none")
       #expect(missing.headers[HTTPField.Name("X-Couch-Request-ID")!] != nil)
     }

@@ -40,11 +40,28 @@ public struct CouchErrorAnswers: RouterMiddleware {
 /// `couch_httpd:absolute_uri` does: the request's `X-Forwarded-Host` (else its `Host`), with
 /// `https` behind a proxy that says so (`X-Forwarded-Proto`, `X-Forwarded-Ssl: on`) or on a
 /// TLS server.
+///
+/// The three header names are CouchDB's `chttpd/x_forwarded_host`, `x_forwarded_proto` and
+/// `x_forwarded_ssl`, which `_config` changes (``forwarded``).
 public struct ServerHeader: RouterMiddleware {
   public typealias Context = CouchRequestContext
   let secure: Bool
+  let forwarded: @Sendable () -> ForwardedHeaders
 
-  public init(secure: Bool = false) { self.secure = secure }
+  /// The headers a proxy names the original host, scheme and TLS with.
+  public struct ForwardedHeaders: Sendable {
+    public var host = ServerHeader.forwardedHost
+    public var proto = ServerHeader.forwardedProto
+    public var ssl = ServerHeader.forwardedSSL
+    public init() {}
+  }
+
+  public init(
+    secure: Bool = false, forwarded: @escaping @Sendable () -> ForwardedHeaders = { .init() }
+  ) {
+    self.secure = secure
+    self.forwarded = forwarded
+  }
 
   public func handle(
     _ request: Request, context: Context,
@@ -56,11 +73,12 @@ public struct ServerHeader: RouterMiddleware {
     response.headers[Self.bodyTime] = "0"
     if response.status == .created || response.status == .accepted,
       let location = response.headers[.location], location.hasPrefix("/"),
-      let host = request.headers[Self.forwardedHost] ?? request.head.authority, !host.isEmpty
+      case let names = forwarded(),
+      let host = request.headers[names.host] ?? request.head.authority, !host.isEmpty
     {
-      let proto = request.headers[Self.forwardedProto]?.lowercased()
+      let proto = request.headers[names.proto]?.lowercased()
       let https =
-        proto == "https" || request.headers[Self.forwardedSSL]?.lowercased() == "on"
+        proto == "https" || request.headers[names.ssl]?.lowercased() == "on"
         || (proto == nil && secure)
       response.headers[.location] = (https ? "https://" : "http://") + host + location
     }

@@ -40,7 +40,9 @@ public struct CouchPipeline: HTTPResponder {
   ) {
     self.couch = couch
     let router = Router(context: Context.self)
-    router.add(middleware: ServerHeader(secure: couch.options.secure))
+    let settings = couch.settings
+    router.add(
+      middleware: ServerHeader(secure: couch.options.secure) { settings.current.forwarded })
     router.add(middleware: RequestLog(logger: couch.logger, metrics: couch.metrics))
     router.add(middleware: CouchErrorAnswers())
     frontEnd(router)
