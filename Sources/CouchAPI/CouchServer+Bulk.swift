@@ -409,6 +409,23 @@ extension CouchServer {
       }
       options.attsSince = revs
     }
+    if store.isPartitioned {
+      do throws(StoreError) { try Partitions.validate(documentID: id) } catch {
+        // As CouchDB answers it: the `rev` asked for, null when none was.
+        return result(
+          id,
+          [
+            .object(
+              JSONObject([
+                "error": .object(
+                  JSONObject([
+                    "id": .string(id), "rev": rev.map(JSONValue.string) ?? .null,
+                    "error": .string(error.error), "reason": .string(error.reason),
+                  ]))
+              ]))
+          ])
+      }
+    }
     do {
       try access.checkRead(id, in: store)
       guard let rev else {

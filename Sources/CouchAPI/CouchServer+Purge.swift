@@ -51,6 +51,13 @@ extension CouchServer {
     context: Context, caller: Caller
   ) async throws -> Response {
     let pairs = try await erasureRequest(request)
+    // A partitioned database's ids name their partition (`400 illegal_docid`, as CouchDB's
+    // `_purge` checks them).
+    if let store = dataDirectory.storeIfOpen(db), store.isPartitioned {
+      for (id, _) in pairs {
+        do { try Partitions.validate(documentID: id) } catch { throw CouchError(error) }
+      }
+    }
     let erasure = try await dataDirectory.erase(
       kind, pairs, in: db, actor: caller.actor, origin: replicationOrigin(context),
       reason: query["reason"] ?? "", dryRun: query["dry_run"] == "true")

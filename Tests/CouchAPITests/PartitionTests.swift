@@ -107,6 +107,17 @@ import Testing
         try await client.call(
           .put, "/_node/_local/_config/couchdb/max_partition_size", #""10240""#
         ).code == 200)
+      // _bulk_get and _purge check ids as every write does (CouchDB's partition_crud_test).
+      let get = try await client.call(
+        .post, "/pdb/_bulk_get", #"{"docs":[{"id":"my-partition-post"}]}"#)
+      #expect(
+        get.json
+          == json(
+            #"{"results":[{"id":"my-partition-post","docs":[{"error":{"id":"my-partition-post","rev":null,"error":"illegal_docid","reason":"Doc id must be of form partition:id"}}]}]}"#
+          ))
+      let purge = try await client.call(
+        .post, "/pdb/_purge", #"{"no_partition":["1-967a00dff5e02add41819138abb3284d"]}"#)
+      #expect(purge.code == 400 && purge.error == "illegal_docid")
       let padding = String(repeating: " ", count: 1023) + "0"
       let docs = (1...15).map {
         #"{"_id":"foo:\#(String(10000 + $0).dropFirst())","value":"\#(padding)"}"#
