@@ -610,6 +610,8 @@ extension CouchServer {
     case .get, .head:
       return (try fromQuery(), query)
     case .post:
+      // As `couch_httpd:validate_ctype/2`: a body that is not declared JSON is 415.
+      try Self.requireJSONContentType(request)
       let body = try await objectBody(of: request)
       var options = QueryParameters(
         pairs: query.pairs.map { ($0.name, $0.value) }

@@ -390,6 +390,12 @@ import Wiki
       let keys = try await client.call(.post, "/db/_all_docs", #"{"keys":"a"}"#)
       #expect(keys.code == 400 && keys.error == "bad_request")
       #expect(keys["reason"] == .string("`keys` body member must be an array."))
+      // A body not declared JSON: 415, as CouchDB's view_errors_test expects.
+      var form = HTTPFields()
+      form[.contentType] = "application/x-www-form-urlencoded"
+      let formPost = try await client.raw(
+        .post, "/db/_all_docs", Array(#"{"keys":["a"]}"#.utf8), headers: form)
+      #expect(formPost.code == 415)
       #expect(try await client.call(.delete, "/db/_all_docs").code == 405)
     }
   }
