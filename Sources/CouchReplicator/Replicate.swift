@@ -82,7 +82,7 @@ extension ServerReplications {
     }
     var answer = replicator.checkpointDocument(
       sessionID: report.sessionID, startTime: ReplicationJobs.time(job.startTime).stringValue ?? "",
-      report: report, previous: nil)
+      report: report, previous: report.previousLog)
     answer.members.insert(.init(key: "ok", value: .bool(true)), at: 0)
     if report.docsRead == 0 { answer["no_changes"] = .bool(true) }
     return CouchResponse.json(.object(answer))

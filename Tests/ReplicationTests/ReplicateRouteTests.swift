@@ -53,6 +53,16 @@ import Testing
           once["history"]?[0]?["docs_written"]?.int == once["history"]?[0]?["missing_found"]?.int)
         #expect(!once.text.contains("secret"))
         try ReplicationEndToEndTests.expectIdentical(storeA, storeB)
+        // Again after one more write: the earlier session is in the history, and the counts
+        // are the replication's so far (CouchDB's replication_test).
+        try storeA.put(#"{"text":"one more"}"#, id: "one-more", actor: "alice")
+        let twice = try await clientA.call(
+          .post, "/_replicate", #"{"source":"\#(urlA)","target":"\#(urlB)"}"#)
+        #expect(twice["history"]?.arrayValue?.count == 2)
+        #expect(twice["history"]?[1]?["session_id"] == once["session_id"])
+        #expect(
+          twice["history"]?[0]?["docs_written"]?.int
+            == (once["history"]?[0]?["docs_written"]?.int ?? 0) + 1)
 
         // Continuous: listed while it runs, credentials never shown; a new write flows.
         let body = #"{"source":"\#(urlA)","target":"\#(urlB)","continuous":true}"#

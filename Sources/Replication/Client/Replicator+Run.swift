@@ -80,6 +80,7 @@ extension Replicator {
       sourceRev = sourceLog?.rev
       targetRev = targetLog?.rev
       previousLog = sourceLog?.document ?? targetLog?.document
+      report.previousLog = previousLog
       for revision in Replicator.refused(in: previousLog) { remember(revision) }
       recheckDue = !refused.isEmpty
       let startSeq =

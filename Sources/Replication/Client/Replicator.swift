@@ -102,6 +102,15 @@ public struct Replicator: Sendable {
   public func checkpointDocument(
     sessionID: String, startTime: String, report: ReplicationReport, previous: JSONValue?
   ) -> JSONObject {
+    var history = (previous?["history"]?.arrayValue ?? []).filter {
+      $0["session_id"]?.stringValue != sessionID
+    }
+    // As CouchDB's scheduler job, which starts its stats from the checkpoint's: the counts of
+    // a session are those of the replication so far, earlier sessions included.
+    func total(_ key: String, _ count: Int) -> JSONValue {
+      let before = history.first?[key]?.numberValue?.int64Value ?? 0
+      return .number(JSONNumber(before + Int64(count)))
+    }
     let entry = JSONValue.object(
       JSONObject([
         "session_id": .string(sessionID),
@@ -110,15 +119,12 @@ public struct Replicator: Sendable {
         "start_last_seq": report.startSeq,
         "end_last_seq": report.endSeq,
         "recorded_seq": report.endSeq,
-        "missing_checked": .number(JSONNumber(Int64(report.missingChecked))),
-        "missing_found": .number(JSONNumber(Int64(report.missingFound))),
-        "docs_read": .number(JSONNumber(Int64(report.docsRead))),
-        "docs_written": .number(JSONNumber(Int64(report.docsWritten))),
-        "doc_write_failures": .number(JSONNumber(Int64(report.docWriteFailures))),
+        "missing_checked": total("missing_checked", report.missingChecked),
+        "missing_found": total("missing_found", report.missingFound),
+        "docs_read": total("docs_read", report.docsRead),
+        "docs_written": total("docs_written", report.docsWritten),
+        "doc_write_failures": total("doc_write_failures", report.docWriteFailures),
       ]))
-    var history = (previous?["history"]?.arrayValue ?? []).filter {
-      $0["session_id"]?.stringValue != sessionID
-    }
     history.insert(entry, at: 0)
     var log = JSONObject([
       "session_id": .string(sessionID),
@@ -337,6 +343,9 @@ public struct ReplicationReport: Sendable, Hashable {
   /// page refused because its wiki came later in the feed gets in then), and what is left is
   /// what the user could not send. At most ``RefusedRevision/limit``.
   public var refused: [RefusedRevision] = []
+  /// The replication log the run started from (the checkpoint of earlier runs), nil for a
+  /// first run: its history is kept in this run's log.
+  public var previousLog: JSONValue? = nil
 
   public init(sessionID: String, startSeq: JSONValue, endSeq: JSONValue) {
     self.sessionID = sessionID
