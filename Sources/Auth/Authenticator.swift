@@ -262,10 +262,12 @@ public final class Authenticator: Sendable {
   /// `GET /_session`'s answer for a request signed in as `authentication`.
   public func sessionInfo(_ authentication: Authentication) -> JSONValue {
     var info = JSONObject([
+      // JWT is listed only with a key to check tokens against; API tokens always are.
       "authentication_handlers": .array(
-        (["cookie", "default"].filter { handlers.contains(Handler(rawValue: $0)!) }
-          + (jwt == nil || !handlers.contains(.jwt) ? [] : ["jwt"]) + ["token"]).map(
-            JSONValue.string))
+        ([Handler.cookie, .default, .jwt].filter {
+          handlers.contains($0) && ($0 != .jwt || jwt != nil)
+        }
+        .map(\.rawValue) + ["token"]).map(JSONValue.string))
     ])
     if let method = authentication.method {
       info["authenticated"] = .string(method.rawValue)

@@ -87,7 +87,16 @@ extension DocumentStore {
   public func bulkDocsAsync(
     _ docs: [JSONValue], newEdits: Bool = true, actor: String, origin: String = ""
   ) async throws -> [DocumentWriteResult] {
-    let prepared = prepareBulk(docs, newEdits: newEdits, origin: origin)
+    try await writeBulkQueued(
+      prepareBulk(docs, newEdits: newEdits, origin: origin), actor: actor)
+  }
+
+  /// The prepared documents of a bulk call through the writer queue, in one transaction: first
+  /// without a savepoint per document, and again with them if a document failed after it had
+  /// written (``writeBulk(_:actor:attempt:txn:)``). The prepared documents are let go after.
+  func writeBulkQueued(_ prepared: BulkPrepared, actor: String) async throws
+    -> [DocumentWriteResult]
+  {
     defer { prepared.release() }
     let attempt = BulkAttempt()
     do {

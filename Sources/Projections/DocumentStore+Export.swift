@@ -49,13 +49,7 @@ extension DocumentStore {
       var members: [JSONObject.Member] = [
         .init(key: "_id", value: .string(record.docID)),
         .init(key: "_rev", value: .string(revision.rev.description)),
-        .init(
-          key: "_revisions",
-          value: .object(
-            JSONObject([
-              .init(key: "start", value: .number(JSONNumber(Int64(path.start)))),
-              .init(key: "ids", value: .array(path.ids.map { .string($0.description) })),
-            ]))),
+        .init(key: "_revisions", value: path.revisionsJSON),
       ]
       if revision.status == .deleted { members.append(.init(key: "_deleted", value: .bool(true))) }
       members.append(contentsOf: try body(at: position, txn: txn).members)

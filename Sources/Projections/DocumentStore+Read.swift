@@ -285,7 +285,19 @@ extension DocumentStore {
     let event = try revisionEvent(revision, txn: txn)
     let special = try specialMembers(
       record, revision, attachments: event?.attachments, options: options, txn: txn)
-    var out = JSONValue.object(JSONObject(Self.identity(record, revision))).serialized()
+    return try Self.documentBytes(
+      identity: Self.identity(record, revision), body: event?.body, special: special,
+      position: revision.body)
+  }
+
+  /// A document's JSON bytes: `identity` members, then the stored `body`'s members copied as
+  /// they are stored (the canonical serialization the store writes: `{}` or `{"` ... `}`, no
+  /// white space; a body that is not is parsed and written again), then `special`.
+  static func documentBytes(
+    identity: [JSONObject.Member], body: [UInt8]?, special: [JSONObject.Member],
+    position: UInt64? = nil
+  ) throws -> [UInt8] {
+    var out = JSONValue.object(JSONObject(identity)).serialized()
     out.removeLast()  // "}"
     func append(_ object: JSONObject) {
       guard !object.members.isEmpty else { return }
@@ -293,8 +305,7 @@ extension DocumentStore {
       out.append(UInt8(ascii: ","))
       out.append(contentsOf: bytes[1..<bytes.count - 1])
     }
-    if let body = event?.body {
-      // The store's own serialization: `{}` or `{"` ... `}`, no white space.
+    if let body {
       if body.count >= 2, body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}"),
         body.count == 2 || body[1] == UInt8(ascii: "\"")
       {
@@ -306,8 +317,7 @@ extension DocumentStore {
         do {
           append(try JSONValue(parsing: body).objectValue ?? JSONObject())
         } catch {
-          throw StoreError.internalError(
-            "the body at position \(revision.body ?? 0) is not JSON")
+          throw StoreError.internalError("the body at position \(position ?? 0) is not JSON")
         }
       }
     }
@@ -349,14 +359,7 @@ extension DocumentStore {
     if options.revs || options.revsInfo {
       let limit = try documents.revsLimit(storage: documentStorage, txn: txn)
       if options.revs, let path = tree.revisions(of: revision.rev, limit: limit) {
-        members.append(
-          .init(
-            key: "_revisions",
-            value: .object(
-              JSONObject([
-                .init(key: "start", value: .number(JSONNumber(Int64(path.start)))),
-                .init(key: "ids", value: .array(path.ids.map { .string($0.description) })),
-              ]))))
+        members.append(.init(key: "_revisions", value: path.revisionsJSON))
       }
       if options.revsInfo, let info = tree.revsInfo(of: revision.rev, limit: limit) {
         members.append(

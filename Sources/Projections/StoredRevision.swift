@@ -10,7 +10,7 @@ public import RevTree
 /// It is what a replication between two local stores hands over instead of a JSON document:
 /// nothing is rendered (`_revisions` as hex strings, the body spliced into a document) only for
 /// the other store to take it apart again (the strings parsed back into hashes, the body
-/// written out again). A peer over HTTP sends ``json`` or ``jsonBytes``, the document
+/// written out again). A peer over HTTP sends ``json()`` or ``jsonBytes()``, the document
 /// CouchDB's `open_revs` with `revs=true` gives.
 ///
 /// Only revisions without attachments are read this way; one with attachments comes as its
@@ -33,39 +33,20 @@ public struct StoredRevision: Sendable {
   public var rev: RevID { path.leaf }
 
   /// The document as `GET /{db}/{id}?rev=…&revs=true` renders it: `_id`, `_rev`, the body,
-  /// `_deleted` when it is one, `_revisions`.
-  public var jsonBytes: [UInt8] {
-    var out = JSONValue.object(
-      JSONObject([
+  /// `_deleted` when it is one, `_revisions`. Throws when the body is not JSON, which a body
+  /// a store wrote always is.
+  public func jsonBytes() throws -> [UInt8] {
+    var special: [JSONObject.Member] = []
+    if deleted { special.append(.init(key: "_deleted", value: .bool(true))) }
+    special.append(.init(key: "_revisions", value: path.revisionsJSON))
+    return try DocumentStore.documentBytes(
+      identity: [
         .init(key: "_id", value: .string(id)), .init(key: "_rev", value: .string(rev.description)),
-      ])
-    ).serialized()
-    out.removeLast()  // "}"
-    if body.count > 2, body.first == UInt8(ascii: "{"), body.last == UInt8(ascii: "}") {
-      out.append(UInt8(ascii: ","))
-      out.append(contentsOf: body[1..<body.count - 1])
-    }
-    var special = JSONObject()
-    if deleted { special.members.append(.init(key: "_deleted", value: .bool(true))) }
-    special.members.append(
-      .init(
-        key: "_revisions",
-        value: .object(
-          JSONObject([
-            .init(key: "start", value: .number(JSONNumber(Int64(path.start)))),
-            .init(key: "ids", value: .array(path.ids.map { .string($0.description) })),
-          ]))))
-    let bytes = JSONValue.object(special).serialized()
-    out.append(UInt8(ascii: ","))
-    out.append(contentsOf: bytes[1...])
-    return out
+      ], body: body, special: special)
   }
 
-  /// ``jsonBytes`` parsed.
-  public var json: JSONValue {
-    // Made of a stored JSON object and members written here: it parses.
-    (try? JSONValue(parsing: jsonBytes)) ?? .object(JSONObject())
-  }
+  /// ``jsonBytes()`` parsed.
+  public func json() throws -> JSONValue { try JSONValue(parsing: jsonBytes()) }
 }
 
 /// A revision ``DocumentStore/storedRevisions(_:_:options:txn:)`` looked for.
@@ -139,17 +120,18 @@ extension DocumentStore {
       }
       return .success((DocumentInput(stored: revision, body: body), revision.body))
     }
-    defer { prepared.release() }
-    let attempt = BulkAttempt()
-    do {
-      return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, attempt: attempt, txn: txn)
-      }
-    } catch  where attempt.needsSavepoints {
-      return try await writeDocumentsQueued { txn in
-        try self.writeBulk(prepared, actor: actor, attempt: nil, txn: txn)
-      }
-    }
+    return try await writeBulkQueued(prepared, actor: actor)
+  }
+}
+
+extension RevisionPath {
+  /// `_revisions` as CouchDB writes it: `{"start": N, "ids": [newest, ...]}`.
+  var revisionsJSON: JSONValue {
+    .object(
+      JSONObject([
+        .init(key: "start", value: .number(JSONNumber(Int64(start)))),
+        .init(key: "ids", value: .array(ids.map { .string($0.description) })),
+      ]))
   }
 }
 

@@ -190,7 +190,7 @@ public final class HTTPPeer: ReplicationPeer {
 
   public func write(_ docs: ArraySlice<PeerDocument>) async throws -> [PeerRefusal] {
     var refused: [PeerRefusal] = []
-    for batch in Self.bulkDocsBodies(docs, limit: maximumWriteBytes) {
+    for batch in try Self.bulkDocsBodies(docs, limit: maximumWriteBytes) {
       let written = try await send("POST", path("/_bulk_docs"), body: batch.body)
       for row in written.arrayValue ?? [] where row["error"] != nil {
         let id = row["id"]?.stringValue ?? "?"
@@ -208,7 +208,7 @@ public final class HTTPPeer: ReplicationPeer {
 
   /// The `_bulk_docs` bodies of `docs`: consecutive runs of them, each body at most `limit`
   /// bytes unless one document alone is larger, each document serialized once.
-  static func bulkDocsBodies(_ docs: ArraySlice<PeerDocument>, limit: Int) -> [(
+  static func bulkDocsBodies(_ docs: ArraySlice<PeerDocument>, limit: Int) throws -> [(
     range: Range<Int>, body: [UInt8]
   )] {
     let head = Array(#"{"docs":["#.utf8)
@@ -217,7 +217,7 @@ public final class HTTPPeer: ReplicationPeer {
     var body = head
     var start = docs.startIndex
     for i in docs.indices {
-      let bytes = docs[i].serialized()
+      let bytes = try docs[i].serialized()
       if i > start, body.count + bytes.count + tail.count > limit {
         out.append((start..<i, body + tail))
         body = head
@@ -232,7 +232,7 @@ public final class HTTPPeer: ReplicationPeer {
 
   public func writeOne(_ doc: PeerDocument) async throws {
     _ = try await request(
-      "PUT", path("/" + PercentDecoding.encode(doc.id) + "?new_edits=false"), body: doc.json)
+      "PUT", path("/" + PercentDecoding.encode(doc.id) + "?new_edits=false"), body: try doc.json())
   }
 
   public func ensureFullCommit() async throws {

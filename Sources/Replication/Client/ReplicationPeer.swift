@@ -149,18 +149,18 @@ public enum PeerDocument: Sendable {
   }
 
   /// The document as JSON.
-  public var json: JSONValue {
+  public func json() throws -> JSONValue {
     switch self {
     case .json(let doc): doc
-    case .stored(let revision): revision.json
+    case .stored(let revision): try revision.json()
     }
   }
 
-  /// ``json`` serialized.
-  public func serialized() -> [UInt8] {
+  /// ``json()`` serialized.
+  public func serialized() throws -> [UInt8] {
     switch self {
     case .json(let doc): doc.serialized()
-    case .stored(let revision): revision.jsonBytes
+    case .stored(let revision): try revision.jsonBytes()
     }
   }
 }

@@ -257,7 +257,7 @@ public struct StorePeer: ReplicationPeer {
           return try await store.replicateAsync(stored, actor: actor, origin: origin)
         }
         return try await store.bulkDocsAsync(
-          docs.map(\.json), newEdits: false, actor: actor, origin: origin)
+          docs.map { try $0.json() }, newEdits: false, actor: actor, origin: origin)
       }
     }
     return results.compactMap { result in
