@@ -294,10 +294,9 @@ indirect enum CouchRoute: Equatable, Sendable {
       let action = rest[2]
       let feature =
         switch action {
-        case "_rewrite": "rewrites"
         case "_search", "_search_info", "_search_disk_size", "_nouveau", "_nouveau_info":
           "full-text search"
-        case "_view", "_show", "_list", "_update", "_info":
+        case "_view", "_show", "_list", "_update", "_info", "_rewrite":
           "views and design functions on this server (it has no Query feature)"
         default: "design document functions"
         }

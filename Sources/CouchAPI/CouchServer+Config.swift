@@ -98,6 +98,16 @@ final class ServerSettings: Sendable {
     var jwtKeys: [String: String] = [:]
     /// `chttpd/x_forwarded_host`, `x_forwarded_proto` and `x_forwarded_ssl`.
     var forwarded = ServerHeader.ForwardedHeaders()
+    /// `chttpd/rewrite_limit`: how many `_rewrite`s one request may go through.
+    var rewriteLimit = 100
+    /// `chttpd/secure_rewrites`: whether a rewrite rule may not climb out of its database.
+    var secureRewrites = true
+    /// `chttpd/WWW-Authenticate`: the header of every `401` answer, when set.
+    var wwwAuthenticate: String?
+    /// `httpd/authentication_handlers`: the handlers of CouchDB's node-local interface,
+    /// which neither CouchDB 3's clustered port nor wikilog serves: kept and answered, with
+    /// no effect, as there.
+    var nodeLocalAuthenticationHandlers = CouchServer.nodeLocalAuthenticationHandlers
   }
 
   private let values: Mutex<Values>
@@ -126,6 +136,16 @@ extension CouchServer {
     var initial: (@Sendable (CouchServer) -> String)? = nil
   }
 
+  /// CouchDB's default `httpd/authentication_handlers`.
+  static let nodeLocalAuthenticationHandlers =
+    "{couch_httpd_auth, cookie_authentication_handler}, {couch_httpd_auth, default_authentication_handler}"
+
+  /// `chttpd/rewrite_limit`: how many `_rewrite`s one request may go through (100 unless set).
+  public var rewriteLimit: Int { settings.current.rewriteLimit }
+  /// `chttpd/secure_rewrites`: whether a rewrite rule may climb out of its database with a
+  /// third `..` (true, the default: it may not).
+  public var secureRewrites: Bool { settings.current.secureRewrites }
+
   /// The settings wikilog has, by CouchDB's section and key.
   static let settings: [String: [String: Setting]] = [
     "chttpd": [
@@ -140,6 +160,36 @@ extension CouchServer {
       "x_forwarded_host": forwardedHeader(\.host, initial: "X-Forwarded-Host"),
       "x_forwarded_proto": forwardedHeader(\.proto, initial: "X-Forwarded-Proto"),
       "x_forwarded_ssl": forwardedHeader(\.ssl, initial: "X-Forwarded-Ssl"),
+      "rewrite_limit": Setting(
+        read: { String($0.settings.current.rewriteLimit) },
+        write: { server, text throws(CouchError) in
+          guard let n = Int(text.filter { $0 != " " }), n >= 0 else {
+            throw .badRequest(
+              "chttpd/rewrite_limit must be an integer of 0 or more, not \"\(text.prefix(40))\"")
+          }
+          server.settings.update { $0.rewriteLimit = n }
+        }, initial: { _ in "100" }),
+      "secure_rewrites": Setting(
+        read: { String($0.settings.current.secureRewrites) },
+        write: { server, text throws(CouchError) in
+          guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
+            throw .badRequest(
+              "chttpd/secure_rewrites must be true or false, not \"\(text.prefix(40))\"")
+          }
+          server.settings.update { $0.secureRewrites = on }
+        }, initial: { _ in "true" }),
+      "WWW-Authenticate": Setting(
+        read: { $0.settings.current.wwwAuthenticate },
+        write: { server, text throws(CouchError) in
+          server.settings.update { $0.wwwAuthenticate = text.isEmpty ? nil : text }
+        }, initial: { _ in "" }),
+    ],
+    "httpd": [
+      "authentication_handlers": Setting(
+        read: { $0.settings.current.nodeLocalAuthenticationHandlers },
+        write: { server, text throws(CouchError) in
+          server.settings.update { $0.nodeLocalAuthenticationHandlers = text }
+        }, initial: { _ in CouchServer.nodeLocalAuthenticationHandlers })
     ],
     "couchdb": [
       "max_attachment_size": Setting(

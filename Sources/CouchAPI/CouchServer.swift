@@ -164,6 +164,13 @@ public struct CouchServer: Sendable {
         e = CouchError("not_found", "Database does not exist.", status: 404)
       }
       if let setCookie { e.extraHeaders.append(("Set-Cookie", setCookie)) }
+      if e.statusCode == 401 {
+        // CouchDB's `chttpd:error_headers`: the header the client asks for, else the one set.
+        let asked = HTTPField.Name("X-CouchDB-WWW-Authenticate").flatMap { request.headers[$0] }
+        if let value = asked ?? settings.current.wwwAuthenticate {
+          e.extraHeaders.append(("WWW-Authenticate", value))
+        }
+      }
       throw e
     }
     if let setCookie, response.headers[.setCookie] == nil {

@@ -295,7 +295,10 @@ extension QueryEndpoints {
     var headers = JSONObject()
     if let authority = request.head.authority { headers["Host"] = .string(authority) }
     for field in request.headers { headers[field.name.rawName] = .string(field.value) }
-    let path = request.uri.path.split(separator: "/").map { JSONValue.string(String($0)) }
+    // The path's segments decoded, as CouchDB's `path_parts`.
+    let path = request.uri.path.split(separator: "/").map {
+      JSONValue.string((try? PercentDecoding.decode($0)) ?? String($0))
+    }
     let info = try await r.blocking { try store.info }
     let security = try await r.blocking { try store.security() }
     return .object(

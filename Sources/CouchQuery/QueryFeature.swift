@@ -13,6 +13,7 @@ extension CouchFeature {
   /// - `/{db}/_design/{ddoc}/_view/{view}[/queries]`, `/{db}/_design/{ddoc}/_info`,
   ///   `POST /{db}/_compact/{ddoc}`, `POST /{db}/_view_cleanup`;
   /// - `/{db}/_design/{ddoc}/_show|_list|_update/{function}/...`;
+  /// - `/{db}/_design/{ddoc}/_rewrite/...`: the design document's `rewrites` (``Rewrites``);
   /// - the `_changes` filters `filter=ddoc/name` and `filter=_view`;
   /// - design documents' `validate_doc_update` on every write, and their functions compiled
   ///   when saved (``DesignFunctions``), unless the data directory was given other checks.
@@ -69,6 +70,11 @@ extension CouchFeature {
           ["_design", .parameter("ddoc"), .literal(kind)], adminOnlyOnUsers: false
         ) { _ in throw CouchError(error, reason, status: 404) }
       }
+      + [
+        DatabaseEndpoint(
+          ["_design", .parameter("ddoc"), "_rewrite", .rest], adminOnlyOnUsers: false
+        ) { r in try await Rewrites.rewrite(r) }
+      ]
       + ["_show", "_list", "_update"].map { kind in
         DatabaseEndpoint(
           ["_design", .parameter("ddoc"), .literal(kind), .parameter("function"), .rest],

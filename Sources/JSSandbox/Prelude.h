@@ -381,6 +381,13 @@ static const char kPrelude[] = R"JS(
         if (typeof resp === 'string') resp = { body: resp };
         return ['up', clean(newDoc), resp || {}];
       }
+      case 'rewrites': {
+        // As couchjs's runRewrite: nothing is no rule, a string a path.
+        const result = apply(fun, ddoc, [fargs[0]]);
+        if (!result) return ['no_dispatch_rule'];
+        if (typeof result === 'string') return ['ok', { path: result, method: fargs[0].method }];
+        return ['ok', result];
+      }
       case 'lists': {
         state.chunks = [];
         state.startResp = null;
