@@ -184,7 +184,8 @@ public final class APITokens: Sendable {
       let presented = Hex.decode(digest),
       Password.constantTimeEqual(stored, presented),
       let record = Self.record(id: id, body),
-      let user = try users.user(named: record.user), !user.isDisabled
+      let user = try users.user(named: record.user) ?? users.administrator(named: record.user),
+      !user.isDisabled
     else { return nil }
     return Verified(user: user, lastUsedAt: record.lastUsedAt, rev: rev, body: body)
   }

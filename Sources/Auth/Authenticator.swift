@@ -1,3 +1,4 @@
+import Crypto
 import Formats
 public import Foundation
 public import JSON
@@ -64,7 +65,7 @@ public final class Authenticator: Sendable {
     get { handlerState.withLock { $0 } }
     set { handlerState.withLock { $0 = newValue } }
   }
-  private let handlerState = Mutex<Set<Handler>>(Set(Handler.allCases))
+  private let handlerState = Mutex<Set<Handler>>(Handler.standard)
   /// The PBKDF2 rounds of passwords hashed by this server's writes to `_users` (CouchDB's
   /// `chttpd_auth/iterations`; ``Password/iterations`` unless changed).
   public var passwordIterations: Int {
@@ -76,7 +77,44 @@ public final class Authenticator: Sendable {
   /// A way of signing a request in that `chttpd/authentication_handlers` can leave out.
   public enum Handler: String, Sendable, CaseIterable, Hashable {
     case cookie, `default`, jwt
+    /// CouchDB's proxy authentication: a proxy in front of the server names the user and
+    /// roles in headers (``ProxyCredentials``). Off unless named: without a secret it trusts
+    /// whoever sends the headers.
+    case proxy
+
+    /// The handlers a server has unless told otherwise (CouchDB's `cookie` and `default`, and
+    /// `jwt` when keys are set).
+    public static let standard: Set<Handler> = [.cookie, .default, .jwt]
   }
+
+  /// What a proxy sent (`X-Auth-CouchDB-UserName`, `X-Auth-CouchDB-Roles`,
+  /// `X-Auth-CouchDB-Token`).
+  public struct ProxyCredentials: Sendable {
+    public var name: String
+    /// The roles header as sent: names separated by commas.
+    public var roles: String?
+    /// The hex HMAC of the name under the proxy secret.
+    public var token: String?
+
+    public init(name: String, roles: String?, token: String?) {
+      self.name = name
+      self.roles = roles
+      self.token = token
+    }
+  }
+
+  /// CouchDB's `chttpd_auth/proxy_use_secret` and `chttpd_auth/secret`: whether a proxy's
+  /// request needs a token, and the secret it is the HMAC (SHA-256 or SHA-1) of the name under.
+  public struct ProxySettings: Sendable {
+    public var usesSecret = false
+    public var secret: String?
+  }
+
+  public var proxy: ProxySettings {
+    get { proxyState.withLock { $0 } }
+    set { proxyState.withLock { $0 = newValue } }
+  }
+  private let proxyState = Mutex(ProxySettings())
   public let throttle: SignInThrottle
   let cache: CredentialCache
   let now: @Sendable () -> Date
@@ -163,10 +201,12 @@ public final class Authenticator: Sendable {
   }
 
   /// The user a session, a password or a token names: a server administrator first, else
-  /// `_users`' user.
+  /// the users database's user (with another `authentication_db`, `_users`' administrators
+  /// still, as CouchDB's server administrators live outside it).
   func user(named name: String) throws -> User? {
     if let admin = serverAdmin(named: name) { return admin }
-    return try users.user(named: name)
+    if let user = try users.user(named: name) { return user }
+    return try users.administrator(named: name)
   }
 
   // MARK: Passwords
@@ -181,7 +221,9 @@ public final class Authenticator: Sendable {
     {
       return admin
     }
-    guard let user = try users.user(named: name), let stored = user.credentials else {
+    guard let user = try users.user(named: name) ?? users.administrator(named: name),
+      let stored = user.credentials
+    else {
       _ = Password.pbkdf2(
         password: Array(password.utf8), salt: Array("wikilog-no-such-user".utf8),
         iterations: Password.iterations)
@@ -264,7 +306,7 @@ public final class Authenticator: Sendable {
     var info = JSONObject([
       // JWT is listed only with a key to check tokens against; API tokens always are.
       "authentication_handlers": .array(
-        ([Handler.cookie, .default, .jwt].filter {
+        ([Handler.proxy, .cookie, .default, .jwt].filter {
           handlers.contains($0) && ($0 != .jwt || jwt != nil)
         }
         .map(\.rawValue) + ["token"]).map(JSONValue.string))
@@ -272,7 +314,7 @@ public final class Authenticator: Sendable {
     if let method = authentication.method {
       info["authenticated"] = .string(method.rawValue)
     }
-    info["authentication_db"] = .string(UserStore.databaseName)
+    info["authentication_db"] = .string(users.authenticationDatabase)
     return .object(
       JSONObject([
         "ok": .bool(true), "userCtx": authentication.context.json, "info": .object(info),
@@ -308,9 +350,13 @@ public final class Authenticator: Sendable {
   ///   CouchDB's error: 401 `unauthorized` for a wrong name or password, token or expired JWT;
   ///   400 `bad_request` for a malformed header, cookie or JWT (CouchDB's answers).
   public func authenticate(
-    authorization: String?, cookie: String?, client: String?, secure: Bool = false
+    authorization: String?, cookie: String?, client: String?, secure: Bool = false,
+    proxy: ProxyCredentials? = nil
   ) async -> Result<Authentication, AuthError> {
     let handlers = self.handlers
+    if handlers.contains(.proxy), let proxy, let signedIn = proxied(proxy) {
+      return .success(signedIn)
+    }
     do throws(AuthError) {
       if handlers.contains(.cookie), let cookie,
         let value = SessionCookies.cookieValue(inHeader: cookie), !value.isEmpty,
@@ -354,6 +400,31 @@ public final class Authenticator: Sendable {
     } catch {
       return .failure(error)
     }
+  }
+
+  /// The user a proxy names (`couch_httpd_auth:proxy_auth_user`): with
+  /// `proxy_use_secret` and a secret set, only when the token is the hex HMAC-SHA256 (or
+  /// HMAC-SHA1) of the name under the secret; nil otherwise, and the next handlers try.
+  func proxied(_ proxy: ProxyCredentials) -> Authentication? {
+    let settings = self.proxy
+    if settings.usesSecret, let secret = settings.secret {
+      guard let token = proxy.token?.lowercased() else { return nil }
+      let key = SymmetricKey(data: Array(secret.utf8))
+      let name = Array(proxy.name.utf8)
+      let candidates = [
+        Hex.encode(Array(HMAC<SHA256>.authenticationCode(for: name, using: key))),
+        Hex.encode(Array(HMAC<Insecure.SHA1>.authenticationCode(for: name, using: key))),
+      ]
+      guard
+        candidates.contains(where: {
+          Password.constantTimeEqual(Array($0.utf8), Array(token.utf8))
+        })
+      else { return nil }
+    }
+    let roles = (proxy.roles ?? "").split(separator: ",").map {
+      String($0.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+    }.filter { !$0.isEmpty }
+    return Authentication(context: UserContext(name: proxy.name, roles: roles), method: .proxy)
   }
 
   /// The signed-in user of an API token; 401 "Invalid API token." otherwise (throttled per

@@ -7,6 +7,7 @@ public enum AuthenticationMethod: String, Sendable, Hashable {
   case basic = "default"
   case jwt
   case token
+  case proxy
 }
 
 /// A refusal, shaped as CouchDB answers it: `{"error": ..., "reason": ...}` with its HTTP status.

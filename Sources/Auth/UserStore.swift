@@ -78,6 +78,8 @@ public final class UserStore: Sendable {
   /// answers from the old one's entries.
   private let cache = Mutex<(store: DocumentStore?, users: CommittedCache<String, User?>)>(
     (nil, CommittedCache<String, User?>()))
+  /// The database users are read from and written to (``authenticationDatabase``).
+  private let current = Mutex(UserStore.databaseName)
 
   private enum Source: Sendable {
     case store(DocumentStore)
@@ -89,27 +91,45 @@ public final class UserStore: Sendable {
     self.source = .store(store)
   }
 
-  /// The `_users` database as it is now; `404 not_found` while it does not exist (a server
+  /// The database users sign in from: `_users`, or the one CouchDB's
+  /// `chttpd_auth/authentication_db` names (``useAuthenticationDatabase(_:)``).
+  public var authenticationDatabase: String { current.withLock { $0 } }
+
+  /// Reads and writes users in database `name` from now on (CouchDB's
+  /// `chttpd_auth/authentication_db`): the data directory gives it the rules of `_users`
+  /// (``Projections/DataDirectory/designate(_:as:)``: passwords hashed, documents checked,
+  /// `_design/_auth`), and the one designated before becomes an ordinary database again.
+  /// `_users` keeps its rules whatever is named. A store given at ``init(store:)`` stays the
+  /// one used.
+  public func useAuthenticationDatabase(_ name: String) throws {
+    guard case .directory(let data) = source else { return }
+    try data.check(name: name)
+    data.designate(name == Self.databaseName ? nil : name, as: .authenticationDatabase)
+    current.withLock { $0 = name }
+  }
+
+  /// The users database as it is now; `404 not_found` while it does not exist (a server
   /// administrator deleted it, and no one has made it again with `PUT /_users`).
   public var store: DocumentStore {
     get throws {
       switch source {
       case .store(let store): return store
       case .directory(let data):
-        if let store = data.storeIfOpen(Self.databaseName) { return store }
-        guard data.exists(Self.databaseName) else {
+        let name = authenticationDatabase
+        if let store = data.storeIfOpen(name) { return store }
+        guard data.exists(name) else {
           throw StoreError.notFound("Database does not exist.")
         }
-        return try data.open(Self.databaseName, create: false)
+        return try data.open(name, create: false)
       }
     }
   }
 
-  /// Whether `_users` exists now.
+  /// Whether the users database exists now.
   public var exists: Bool {
     switch source {
     case .store: return true
-    case .directory(let data): return data.exists(Self.databaseName)
+    case .directory(let data): return data.exists(authenticationDatabase)
     }
   }
 
@@ -147,6 +167,7 @@ public final class UserStore: Sendable {
   /// User `name`, or nil when there is none (or it was removed).
   public func user(named name: String) throws -> User? {
     guard let store = try currentStore() else { return nil }
+    try ensureDesign(store)
     do {
       return try users(of: store).value(for: name, in: store.log) {
         let doc: JSONValue
@@ -160,6 +181,52 @@ public final class UserStore: Sendable {
     } catch let error as LogError {
       throw StoreError.storage(error)
     }
+  }
+
+  /// Administrator `name` of `_users` while another database is the users database
+  /// (``useAuthenticationDatabase(_:)``): wikilog's server administrators are `_users`
+  /// documents with the `_admin` role, and they keep signing in, as CouchDB's (in its
+  /// configuration) do. Nil for anyone else, and while `_users` is the users database.
+  public func administrator(named name: String) throws -> User? {
+    guard case .directory(let data) = source, authenticationDatabase != Self.databaseName,
+      data.exists(Self.databaseName)
+    else { return nil }
+    let store = try data.storeIfOpen(Self.databaseName) ?? data.open(Self.databaseName)
+    let doc: JSONValue
+    do {
+      doc = try store.get(Self.documentID(of: name))
+    } catch let error as StoreError where error.code == .notFound {
+      return nil
+    }
+    guard let user = doc.objectValue.flatMap(Self.user(from:)), user.isAdmin else { return nil }
+    return user
+  }
+
+  /// Writes `_design/_auth` into the users database `chttpd_auth/authentication_db` names,
+  /// if it exists and lacks it: what CouchDB's auth cache does when it starts listening to a
+  /// users database anew, after the one it listened to was deleted or made again.
+  public func ensureDesignDocument() throws {
+    guard let store = try currentStore() else { return }
+    designed.withLock { $0 = nil }
+    try ensureDesign(store)
+  }
+
+  /// The store whose `_design/_auth` was seen (``ensureDesign(_:)``).
+  private let designed = Mutex<ObjectIdentifier?>(nil)
+
+  /// Writes `_design/_auth` into a users database `chttpd_auth/authentication_db` named,
+  /// once it is first read for a sign-in, as CouchDB's auth cache does (`_users` is made with
+  /// it).
+  private func ensureDesign(_ store: DocumentStore) throws {
+    guard authenticationDatabase != Self.databaseName, !store.log.options.readOnly,
+      designed.withLock({ $0 }) != ObjectIdentifier(store)
+    else { return }
+    if (try? store.get(UsersValidator.designID)) == nil {
+      _ = try WriteAccess.$user.withValue(nil) {
+        try store.put(UsersValidator.designDocument, id: UsersValidator.designID, actor: "wikilog")
+      }
+    }
+    designed.withLock { $0 = ObjectIdentifier(store) }
   }
 
   /// Every user, by name.
@@ -285,7 +352,9 @@ public final class UserStore: Sendable {
   }
 
   static func user(from body: JSONObject) -> User? {
-    guard body["type"]?.stringValue == "user", let name = body["name"]?.stringValue,
+    // (No `type` is a user too, as CouchDB's auth cache reads one; `_users` has none such.)
+    guard body["type"] == nil || body["type"]?.stringValue == "user",
+      let name = body["name"]?.stringValue,
       let rev = body["_rev"]?.stringValue
     else { return nil }
     let roles = body["roles"]?.arrayValue?.compactMap(\.stringValue) ?? []

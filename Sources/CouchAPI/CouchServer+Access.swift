@@ -151,9 +151,14 @@ extension CouchServer {
   /// every request is a server administrator's.
   func caller(_ request: Request, context: Context) async throws -> Caller {
     guard let auth = options.authenticator else { return .administrator(actor: options.actor) }
+    let proxy = HTTPField.Name("X-Auth-CouchDB-UserName").flatMap { request.headers[$0] }.map {
+      Authenticator.ProxyCredentials(
+        name: $0, roles: HTTPField.Name("X-Auth-CouchDB-Roles").flatMap { request.headers[$0] },
+        token: HTTPField.Name("X-Auth-CouchDB-Token").flatMap { request.headers[$0] })
+    }
     let result = await auth.authenticate(
       authorization: request.headers[.authorization], cookie: request.headers[.cookie],
-      client: context.peerAddress, secure: options.secure)
+      client: context.peerAddress, secure: options.secure, proxy: proxy)
     switch result {
     case .failure(let error):
       throw CouchError(error.error, error.reason, status: error.status)
@@ -196,7 +201,7 @@ extension CouchServer {
     let access = DatabaseAccess(
       name: name, user: caller.user,
       security: caller.user.isAdmin ? .empty : try securityCache.security(of: store),
-      rules: dataDirectory.access(of: name), policy: systemPolicies[name])
+      rules: dataDirectory.access(of: name), policy: systemPolicy(name))
     if access.isServerAdmin { return access }
     if access.policy?.admitsEveryone == true {
       // `_users`: each user reaches their own document only (its policy's gate).

@@ -19,7 +19,27 @@ extension CouchServer {
         write: { server, text throws(CouchError) in
           let auth = try server.requireAuthenticator("chttpd/authentication_handlers")
           auth.handlers = try Self.handlers(parsing: text)
-        }, initial: { _ in Self.handlersText(Set(Authenticator.Handler.allCases)) })
+        }, initial: { _ in Self.handlersText(Authenticator.Handler.standard) })
+    ],
+    "chttpd_auth": [
+      "proxy_use_secret": Setting(
+        read: { $0.options.authenticator.map { String($0.proxy.usesSecret) } },
+        write: { server, text throws(CouchError) in
+          let auth = try server.requireAuthenticator("chttpd_auth/proxy_use_secret")
+          guard let on = Bool(text.filter { $0 != " " }.lowercased()) else {
+            throw .badRequest(
+              "chttpd_auth/proxy_use_secret must be true or false, not \"\(text.prefix(40))\"")
+          }
+          auth.proxy.usesSecret = on
+        }, initial: { _ in "false" }),
+      // The proxy's secret only: wikilog's session cookies are signed with the server's own
+      // secret (its secret file), which this does not change.
+      "secret": Setting(
+        read: { $0.options.authenticator?.proxy.secret },
+        write: { server, text throws(CouchError) in
+          let auth = try server.requireAuthenticator("chttpd_auth/secret")
+          auth.proxy.secret = text.isEmpty ? nil : text
+        }, initial: { _ in "" }),
     ],
     "chttpd_auth_lockout": [
       "mode": Setting(
@@ -115,14 +135,13 @@ extension CouchServer {
 
   /// CouchDB's `authentication_handlers` text of `handlers`.
   static func handlersText(_ handlers: Set<Authenticator.Handler>) -> String {
-    [Authenticator.Handler.jwt, .cookie, .default].filter(handlers.contains).map {
+    [Authenticator.Handler.jwt, .proxy, .cookie, .default].filter(handlers.contains).map {
       "{chttpd_auth, \($0.rawValue)_authentication_handler}"
     }.joined(separator: ", ")
   }
 
   /// The handlers a `chttpd/authentication_handlers` text names: `{Module, name}` pairs of
-  /// `chttpd_auth` or `couch_httpd_auth`; one wikilog does not have is refused (the proxy
-  /// handler among them).
+  /// `chttpd_auth` or `couch_httpd_auth`; one wikilog does not have is refused.
   static func handlers(parsing text: String) throws(CouchError) -> Set<Authenticator.Handler> {
     var handlers: Set<Authenticator.Handler> = []
     var rest = Substring(text)
@@ -138,7 +157,7 @@ extension CouchServer {
           rawValue: String(pair[1].dropLast("_authentication_handler".count)))
       else {
         throw .badRequest(
-          "chttpd/authentication_handlers: wikilog has no handler \(pair.joined(separator: ", ")); it has {chttpd_auth, jwt_authentication_handler}, {chttpd_auth, cookie_authentication_handler} and {chttpd_auth, default_authentication_handler}"
+          "chttpd/authentication_handlers: wikilog has no handler \(pair.joined(separator: ", ")); it has {chttpd_auth, jwt_authentication_handler}, {chttpd_auth, proxy_authentication_handler}, {chttpd_auth, cookie_authentication_handler} and {chttpd_auth, default_authentication_handler}"
         )
       }
       handlers.insert(handler)

@@ -136,6 +136,15 @@ extension CouchServer {
     var initial: (@Sendable (CouchServer) -> String)? = nil
   }
 
+  /// `chttpd_auth/authentication_db` (and its older name in `couch_httpd_auth`): the database
+  /// users sign in from, `_users` unless set (``Auth/UserStore/useAuthenticationDatabase(_:)``).
+  static let authenticationDatabase = Setting(
+    read: { $0.options.authenticator?.users.authenticationDatabase ?? UserStore.databaseName },
+    write: { server, text throws(CouchError) in
+      let auth = try server.requireAuthenticator("chttpd_auth/authentication_db")
+      do { try auth.users.useAuthenticationDatabase(text) } catch { throw CouchError(error) }
+    }, initial: { _ in UserStore.databaseName })
+
   /// CouchDB's default `httpd/authentication_handlers`.
   static let nodeLocalAuthenticationHandlers =
     "{couch_httpd_auth, cookie_authentication_handler}, {couch_httpd_auth, default_authentication_handler}"
@@ -228,7 +237,7 @@ extension CouchServer {
         initial: { _ in "" }),
     ],
     "chttpd_auth": [
-      "authentication_db": Setting(read: { _ in UserStore.databaseName }),
+      "authentication_db": authenticationDatabase,
       "timeout": Setting(read: { $0.options.authenticator.map { String($0.sessions.timeout) } }),
       "iterations": Setting(
         read: { String($0.options.authenticator?.passwordIterations ?? Password.iterations) },
@@ -239,7 +248,7 @@ extension CouchServer {
     ],
     // CouchDB 3's older name of the section, still read for these keys.
     "couch_httpd_auth": [
-      "authentication_db": Setting(read: { _ in UserStore.databaseName })
+      "authentication_db": authenticationDatabase
     ],
     "vendor": [
       "name": Setting(read: { _ in "wikilog" }),

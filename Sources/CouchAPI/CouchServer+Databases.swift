@@ -171,7 +171,9 @@ extension CouchServer {
     }
     let shards = query["q"].flatMap { Int($0) } ?? 1
     let partitioned = query["partitioned"] == "true"
-    if partitioned && (systemPolicies[name] != nil || dataDirectory.systemDatabases[name] != nil) {
+    if partitioned
+      && (systemPolicy(name) != nil || dataDirectory.systemDatabase(named: name) != nil)
+    {
       throw CouchError.badRequest("Cannot partition a system database")
     }
     let actor = caller.actor
@@ -185,6 +187,7 @@ extension CouchServer {
           actor: caller.actor)
       }
     }
+    try await restartAuthenticationDatabase(after: name)
     var headers = HTTPFields()
     headers[.location] = "/" + PercentDecoding.encode(name)
     return CouchResponse.json(
@@ -201,9 +204,20 @@ extension CouchServer {
         "You tried to DELETE a database with a ?=rev parameter. Did you mean to DELETE a document instead?"
       )
     }
-    if let error = systemPolicies[name]?.refusesDeletion?(options) { throw error }
+    if let error = systemPolicy(name)?.refusesDeletion?(options) { throw error }
     try await blocking { try dataDirectory.delete(name) }
+    try await restartAuthenticationDatabase(after: name)
     return CouchResponse.ok()
+  }
+
+  /// After users database `name` (`_users`, or the one `chttpd_auth/authentication_db`
+  /// names) was created or deleted: the authentication database gets its `_design/_auth`, as
+  /// CouchDB's auth cache writes it when it starts listening again.
+  func restartAuthenticationDatabase(after name: String) async throws {
+    guard let users = options.authenticator?.users,
+      name == UserStore.databaseName || name == users.authenticationDatabase
+    else { return }
+    try await blocking { try users.ensureDesignDocument() }
   }
 
   /// `POST /{db}`.

@@ -67,6 +67,16 @@ public struct CouchServer: Sendable {
   let serverFeatureEndpoints: [ServerEndpoint]
   /// How each system database is served, by name: `_users`' own, and the features'.
   let systemPolicies: [String: SystemDatabasePolicy]
+
+  /// The policy of database `name`: a system database's, or `_users`' for the database
+  /// `chttpd_auth/authentication_db` names, as CouchDB treats it as its users database.
+  func systemPolicy(_ name: String) -> SystemDatabasePolicy? {
+    if let policy = systemPolicies[name] { return policy }
+    guard let users = options.authenticator?.users, name == users.authenticationDatabase else {
+      return nil
+    }
+    return systemPolicies[UserStore.databaseName]
+  }
   /// What `/_node/{node}/_config` may change while the server runs.
   let settings: ServerSettings
   /// `/_uuids` and the ids of documents posted without one.
@@ -348,10 +358,13 @@ public struct CouchServer: Sendable {
   /// The gate of a system database (``SystemDatabasePolicy``), before the database is opened:
   /// `501` when no feature serves it (or its feature serves it not now), then what its policy
   /// refuses a caller who is not a server administrator.
+  ///
+  /// (The policy of database `db`: its own, or `_users`' for the database
+  /// `chttpd_auth/authentication_db` names.)
   func systemDatabaseGate(_ db: String, _ route: CouchRoute, request: Request, caller: Caller)
     throws
   {
-    guard let policy = systemPolicies[db] else {
+    guard let policy = systemPolicy(db) else {
       if dataDirectory.systemDatabases[db] != nil {
         throw CouchError.notImplemented(
           "the \(db) database", "no feature of this server serves it")

@@ -36,6 +36,9 @@ public final class DataDirectory: Sendable {
   /// every store it opens.
   public let state: DirectoryState
   let open = Mutex<[String: DocumentStore]>([:])
+  /// Databases of an ordinary name that are given a system database's rules while designated
+  /// (``designate(_:as:)``), by name.
+  let designated = Mutex<[String: SystemDatabase]>([:])
   let updateValidation = Mutex<(any UpdateValidator)?>(nil)
   /// The ``UpdateValidator`` given by ``useUpdateValidator(_:)``, if any.
   public var updateValidator: (any UpdateValidator)? { updateValidation.withLock { $0 } }
@@ -93,6 +96,35 @@ public final class DataDirectory: Sendable {
     for (_, store) in openStores() { store.useUpdateValidator(validator) }
   }
 
+  /// The system database `name` is: one of ``systemDatabases``, or a database designated one
+  /// (``designate(_:as:)``); nil for an ordinary database.
+  public func systemDatabase(named name: String) -> SystemDatabase? {
+    systemDatabases[name] ?? designated.withLock { $0[name] }
+  }
+
+  /// Gives database `name` (an ordinary name, which need not exist yet) the rules of `system`
+  /// (its validation, projections and documents) until ``designate(_:as:)`` is called again
+  /// for that role: CouchDB's `chttpd_auth/authentication_db`, which makes any database the
+  /// users database. The database designated before for the same role (the same `system`
+  /// name) becomes ordinary again. Both are closed, so that their next open applies their new
+  /// rules; a nil `name` ends the designation.
+  public func designate(_ name: String?, as system: SystemDatabase) {
+    var closing: [DocumentStore] = []
+    open.withLock { stores in
+      designated.withLock { names in
+        for (old, role) in names where role.name == system.name && old != name {
+          names[old] = nil
+          if let store = stores.removeValue(forKey: old) { closing.append(store) }
+        }
+        if let name, systemDatabases[name] == nil, names[name] == nil {
+          names[name] = system
+          if let store = stores.removeValue(forKey: name) { closing.append(store) }
+        }
+      }
+    }
+    for store in closing { store.close() }
+  }
+
   /// Checks a database name: one of this directory's system databases, or a name that follows
   /// CouchDB's rule (``validate(name:)``).
   public func check(name: String) throws {
@@ -115,7 +147,7 @@ public final class DataDirectory: Sendable {
 
   /// The access rules of database `name`: ``access``, except for system databases.
   public func access(of name: String) -> (any DocumentAccess)? {
-    systemDatabases[name] == nil ? access : nil
+    systemDatabase(named: name) == nil ? access : nil
   }
 
   /// Whether a database of this name exists.
@@ -171,7 +203,7 @@ public final class DataDirectory: Sendable {
             + (FileSystem.problem(creating: dir) ?? error.localizedDescription))
       }
     }
-    let system = systemDatabases[name]
+    let system = systemDatabase(named: name)
     let store = try DocumentStore(
       directory: dir, options: options,
       projections: (system?.makeProjections() ?? makeProjections()) + makeCommon(name),
@@ -185,6 +217,16 @@ public final class DataDirectory: Sendable {
     // was made (``create(_:)``, `open(create: true)`).
     if isNew {
       do { _ = try store.log.publicKey(create: true) } catch { throw StoreError.from(error) }
+    }
+    // The documents a system database is made with (`_users`' `_design/_auth`), written
+    // again when missing, as CouchDB does.
+    if let system, !options.readOnly {
+      for (id, body) in system.documents where (try? store.get(id)) == nil {
+        // The directory's own write, whoever's request opened the database.
+        _ = try WriteAccess.$user.withValue(nil) {
+          try store.put(body, id: id, actor: "wikilog")
+        }
+      }
     }
     stores[name] = store
     return store

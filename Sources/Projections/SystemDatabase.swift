@@ -19,15 +19,19 @@ public struct SystemDatabase: Sendable {
   public let makeProjections: @Sendable () -> [any Projection]
   /// The rules its documents are checked against (replacing the directory's).
   public let validation: DocumentValidation
+  /// The documents it is made with, by id (JSON bodies): written, by actor `wikilog`, when the
+  /// database is created, and again when one is found missing at an open.
+  public let documents: [(id: String, body: [UInt8])]
 
   public init(
     name: String, projections: @escaping @Sendable () -> [any Projection] = { [] },
-    validation: DocumentValidation
+    validation: DocumentValidation, documents: [(id: String, body: [UInt8])] = []
   ) {
     precondition(Self.isSystemName(name), "a system database's name begins with _: \(name)")
     self.name = name
     self.makeProjections = projections
     self.validation = validation
+    self.documents = documents
   }
 
   /// Whether `name` is `_` followed by one or more of CouchDB's name characters.

@@ -106,11 +106,12 @@ import Testing
         try await client.call(.get, "/_session", headers: Self.bearer(nested))["userCtx"]?[
           "roles"] == .array([.string("r1"), .string("r2")]))
       #expect(try await client.call(.get, "/_session", headers: Self.bearer(good)).code == 404)
-      // Authentication handlers: proxy is not built; without `default`, Basic signs no one in
-      // (an administrator's own Basic included).
+      // Authentication handlers: one wikilog does not have is refused; without `default`,
+      // Basic signs no one in (an administrator's own Basic included).
       #expect(
         try await put(
-          "chttpd/authentication_handlers", "{chttpd_auth, proxy_authentication_handler}") == 400)
+          "chttpd/authentication_handlers", "{chttpd_auth, nonesuch_authentication_handler}")
+          == 400)
       #expect(
         try await put(
           "chttpd/authentication_handlers",

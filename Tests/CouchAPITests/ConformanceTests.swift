@@ -404,7 +404,6 @@ import Testing
         (.post, "/db/_sync_shards", "shards"),
         (.post, "/db/_search_cleanup", "full-text search"),
         (.post, "/db/_nouveau_cleanup", "full-text search"),
-        (.get, "/db/_design/d/_rewrite/x", "rewrites"),
         (.get, "/db/_design/d/_search/i", "full-text search"),
         (.get, "/db/_design/d/_search_info/i", "full-text search"),
         (.get, "/db/_design/d/_search_disk_size/i", "full-text search"),

@@ -280,7 +280,7 @@ import Wiki
       #expect(attachment.code == 404 && attachment["reason"] == .string("missing"))
       // A view of a design document that does not exist: CouchDB's 404.
       #expect(try await client.call(.get, "/db/_design/x/_view/v").code == 404)
-      #expect(try await client.call(.get, "/db/_design/x/_rewrite/v").code == 501)
+      #expect(try await client.call(.get, "/db/_design/x/_rewrite/v").code == 404)
       #expect(try await client.call(.get, "/db/%zz").error == "bad_request")
     }
   }
