@@ -694,6 +694,15 @@ extension CouchServer {
     _ store: DocumentStore, query: QueryParameters, keys: [JSONValue]?, access: DatabaseAccess,
     namespace: AllDocsNamespace
   ) async throws -> JSONValue {
+    store.withSequenceString(
+      try await allDocsRows(store, query: query, keys: keys, access: access, namespace: namespace))
+  }
+
+  /// ``allDocsJSON(_:query:keys:access:namespace:)`` with `update_seq` a number.
+  func allDocsRows(
+    _ store: DocumentStore, query: QueryParameters, keys: [JSONValue]?, access: DatabaseAccess,
+    namespace: AllDocsNamespace
+  ) async throws -> JSONValue {
     guard let keys else {
       return try await allDocsJSON(
         store, query: query, ids: nil, access: access, namespace: namespace)

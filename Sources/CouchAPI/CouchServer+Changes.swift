@@ -79,21 +79,23 @@ extension CouchServer {
           bytes.append(0x0A)
           guard
             let written = try store.writeChangesJSON(
-              options, into: &bytes, separator: Array(",\n".utf8))
+              options, into: &bytes, separator: Array(",\n".utf8), seqTag: store.sequenceTag)
           else { return nil }
           if written.rows > 0 { bytes.append(0x0A) }
           bytes.append(
             contentsOf:
-              "],\n\"last_seq\":\(written.lastSeq.rawValue),\"pending\":\(written.pending)}\n".utf8)
+              "],\n\"last_seq\":\"\(store.sequenceString(written.lastSeq))\",\"pending\":\(written.pending)}\n"
+              .utf8)
           return bytes
         }
         if let written { return CouchResponse.raw(written) }
       }
-      return changesResponse(try await reading(limit: options.limit) { try read(options) })
+      return changesResponse(
+        try await reading(limit: options.limit) { try read(options) }, store: store)
     case .longpoll:
       let first = try read(parsed.options)
       if !first.results.isEmpty || parsed.options.descending {
-        return changesResponse(first)
+        return changesResponse(first, store: store)
       }
       let hub = hubs.hub(for: store)
       let hubs = self.hubs
@@ -112,7 +114,8 @@ extension CouchServer {
           } onGracefulShutdown: {
             hubs.shutDown()
           }
-          try await writer.write(ByteBuffer(bytes: Self.changesJSON(result, opened: true)))
+          try await writer.write(
+            ByteBuffer(bytes: Self.changesJSON(result, store: store, opened: true)))
           try await writer.finish(nil)
         })
     case .continuous, .eventsource:
@@ -167,7 +170,7 @@ extension CouchServer {
       if since == "now" {
         o.since = try store.info.updateSeq
       } else {
-        guard let seq = QueryParameters.parseSeq(since) else {
+        guard let seq = store.position(ofSequence: since) else {
           throw CouchError.badRequest("Invalid since sequence: \"\(since)\"")
         }
         o.since = seq
@@ -272,22 +275,30 @@ extension CouchServer {
 
   /// `{"results":[...],"last_seq":N,"pending":N}`, one row a line; with `opened`, without the
   /// `{"results":[` already sent.
-  static func changesJSON(_ result: ChangesResult, opened: Bool = false) -> [UInt8] {
+  static func changesJSON(_ result: ChangesResult, store: DocumentStore, opened: Bool = false)
+    -> [UInt8]
+  {
     var bytes: [UInt8] = opened ? [] : Array(#"{"results":["#.utf8)
     for (i, row) in result.results.enumerated() {
       bytes.append(contentsOf: (i == 0 ? (opened ? "" : "\n") : ",\n").utf8)
-      rowJSON(row).serialize(into: &bytes)
+      rowJSON(row, store: store).serialize(into: &bytes)
     }
     bytes.append(
-      contentsOf: "\n],\n\"last_seq\":\(result.lastSeq.rawValue),\"pending\":\(result.pending)}\n"
+      contentsOf:
+        "\n],\n\"last_seq\":\"\(store.sequenceString(result.lastSeq))\",\"pending\":\(result.pending)}\n"
         .utf8)
     return bytes
   }
 
   /// A row as CouchDB shapes it; history rows also carry `time`, when the revision was
   /// committed (ISO-8601, UTC).
-  static func rowJSON(_ row: ChangeRow) -> JSONValue {
+  static func rowJSON(_ row: ChangeRow, store: DocumentStore) -> JSONValue {
     var json = row.json
+    if var object = json.objectValue {
+      // CouchDB's opaque sequence string.
+      object["seq"] = .string(store.sequenceString(row.seq))
+      json = .object(object)
+    }
     if let micros = row.timestampMicroseconds, var object = json.objectValue {
       let date = Date(timeIntervalSince1970: Double(micros) / 1_000_000)
       object.members.append(
@@ -300,8 +311,8 @@ extension CouchServer {
     return json
   }
 
-  func changesResponse(_ result: ChangesResult) -> Response {
-    CouchResponse.raw(Self.changesJSON(result))
+  func changesResponse(_ result: ChangesResult, store: DocumentStore) -> Response {
+    CouchResponse.raw(Self.changesJSON(result, store: store))
   }
 
   /// The rest of a longpoll whose first read (`first`) found nothing: waits for a row, calling
@@ -394,10 +405,10 @@ extension CouchServer {
           var bytes: [UInt8] = []
           if eventSource {
             bytes.append(contentsOf: "data: ".utf8)
-            Self.rowJSON(row).serialize(into: &bytes)
-            bytes.append(contentsOf: "\nid: \(row.seq.rawValue)\n\n".utf8)
+            Self.rowJSON(row, store: store).serialize(into: &bytes)
+            bytes.append(contentsOf: "\nid: \(store.sequenceString(row.seq))\n\n".utf8)
           } else {
-            Self.rowJSON(row).serialize(into: &bytes)
+            Self.rowJSON(row, store: store).serialize(into: &bytes)
             bytes.append(UInt8(ascii: "\n"))
           }
           try await writer.write(ByteBuffer(bytes: bytes))
@@ -442,7 +453,8 @@ extension CouchServer {
         }
         if !eventSource {
           try await writer.write(
-            ByteBuffer(string: "{\"last_seq\":\(options.since.rawValue),\"pending\":0}\n"))
+            ByteBuffer(
+              string: "{\"last_seq\":\"\(store.sequenceString(options.since))\",\"pending\":0}\n"))
         }
         try await writer.finish(nil)
       })

@@ -288,8 +288,10 @@ extension CouchServer {
     return .object(
       JSONObject([
         "db_name": .string(name),
-        "purge_seq": .int((try? store.purgeSeq) ?? 0),
-        "update_seq": .int(view?.updateSeq.rawValue ?? info.updateSeq.rawValue),
+        // CouchDB's opaque sequence strings.
+        "purge_seq": .string(
+          store.sequenceString(LogPosition(UInt64(max(0, (try? store.purgeSeq) ?? 0))))),
+        "update_seq": .string(store.sequenceString(view?.updateSeq ?? info.updateSeq)),
         "sizes": .object(sizes),
         "props": .object(
           store.isPartitioned ? JSONObject(["partitioned": .bool(true)]) : JSONObject()),

@@ -309,7 +309,7 @@ extension QueryEndpoints {
             JSONObject([
               .init(key: "db_name", value: .string(db)),
               .init(key: "doc_count", value: .int(info.docCount)),
-              .init(key: "update_seq", value: .int(info.updateSeq.rawValue)),
+              .init(key: "update_seq", value: .string(store.sequenceString(info.updateSeq))),
             ]))),
         .init(key: "id", value: docID.map(JSONValue.string) ?? .null),
         .init(

@@ -106,11 +106,11 @@ extension QueryEndpoints {
             _ = try? ViewQueries(store).query(ddoc: ddoc, view: view, query: catchUp)
           }
         }
-        return result.json
+        return store.withSequenceString(result.json)
       }
       let then: AsOfView
-      if let seq = UInt64(asOf) {
-        then = try store.asOf(LogPosition(seq))
+      if let seq = store.position(ofOwnSequence: asOf) {
+        then = try store.asOf(seq)
       } else if let date = ISO8601.parse(asOf) {
         then = try store.asOf(date)
       } else {
@@ -118,7 +118,8 @@ extension QueryEndpoints {
           "query_parse_error", "`as_of` must be a seq or an ISO-8601 time.", status: 400)
       }
       defer { then.close() }
-      return try then.queryView(ddoc: ddoc, view: view, query: q, includes: includes).json
+      return store.withSequenceString(
+        try then.queryView(ddoc: ddoc, view: view, query: q, includes: includes).json)
     }
     return queries
       ? .object(JSONObject([.init(key: "results", value: .array(results))])) : results[0]

@@ -14,9 +14,9 @@ extension ChangeRow {
   ///   out.append(0x0A)                      // NDJSON
   /// }
   /// ```
-  public func serializeJSON(into out: inout [UInt8]) {
+  public func serializeJSON(into out: inout [UInt8], seqTag: [UInt8]? = nil) {
     out.append(contentsOf: #"{"seq":"#.utf8)
-    Self.appendDecimal(seq.rawValue, to: &out)
+    Self.appendSeq(seq.rawValue, tag: seqTag, to: &out)
     out.append(contentsOf: #","id":"#.utf8)
     JSONValue.string(id).serialize(into: &out)
     out.append(contentsOf: #","changes":["#.utf8)
@@ -41,6 +41,16 @@ extension ChangeRow {
       JSONValue.string(origin).serialize(into: &out)
     }
     out.append(UInt8(ascii: "}"))
+  }
+
+  /// `seq` as a number, or with `tag` as the string `"N-TAG"`.
+  static func appendSeq(_ seq: UInt64, tag: [UInt8]?, to out: inout [UInt8]) {
+    guard let tag else { return appendDecimal(seq, to: &out) }
+    out.append(UInt8(ascii: "\""))
+    appendDecimal(seq, to: &out)
+    out.append(UInt8(ascii: "-"))
+    out.append(contentsOf: tag)
+    out.append(UInt8(ascii: "\""))
   }
 
   static func appendDecimal(_ value: UInt64, to out: inout [UInt8]) {
@@ -99,10 +109,14 @@ extension DocumentStore {
   /// - Returns: nil, writing nothing, for feeds that need more than the records: documents
   ///   (`includeDocs`), selectors, document filters or the history mode; read those with
   ///   ``changes(_:)``.
+  ///
+  /// With `seqTag` (``DocumentStore/sequenceTag``), each row's `seq` is the string `"N-TAG"`
+  /// the HTTP API answers; without it the number.
   public func writeChangesJSON(
     _ options: ChangesOptions, into out: inout [UInt8], separator: [UInt8],
-    countPending: Bool = true
+    countPending: Bool = true, seqTag: String? = nil
   ) throws -> ChangesWritten? {
+    let tag = seqTag.map { Array($0.utf8) }
     guard !options.history, !options.includeDocs, options.selector == nil,
       options.documentFilter == nil
     else { return nil }
@@ -127,7 +141,8 @@ extension DocumentStore {
         if rows > 0 { out.append(contentsOf: separator) }
         let wrote =
           try txn.withValue(forKey: key, in: byId) { record in
-            try Self.appendChangeRow(seq: seq, record: record, style: options.style, to: &out)
+            try Self.appendChangeRow(
+              seq: seq, record: record, style: options.style, seqTag: tag, to: &out)
           } ?? false
         guard wrote else {
           out.removeSubrange(start...)
@@ -143,7 +158,8 @@ extension DocumentStore {
   /// Appends the feed row of the stored document record `record` (`docs.byId`'s value) whose
   /// latest change is `seq`; false when the record holds no revision.
   static func appendChangeRow(
-    seq: UInt64, record: Span<UInt8>, style: ChangesOptions.Style, to out: inout [UInt8]
+    seq: UInt64, record: Span<UInt8>, style: ChangesOptions.Style, seqTag: [UInt8]? = nil,
+    to out: inout [UInt8]
   ) throws -> Bool {
     // u8 format · varint id length · id · varint update seq · tree (DocumentRecord).
     var at = 1
@@ -171,7 +187,7 @@ extension DocumentStore {
         style == .mainOnly || leaves == 1
       {
         out.append(contentsOf: #"{"seq":"#.utf8)
-        ChangeRow.appendDecimal(seq, to: &out)
+        ChangeRow.appendSeq(seq, tag: seqTag, to: &out)
         out.append(contentsOf: #","id":"#.utf8)
         Self.appendQuoted(id, to: &out)
         out.append(contentsOf: #","changes":[{"rev":""#.utf8)
@@ -187,7 +203,7 @@ extension DocumentStore {
     ChangeRow(
       seq: LogPosition(seq), id: decoded.docID, tree: decoded.tree, winner: winner, style: style,
       doc: nil
-    ).serializeJSON(into: &out)
+    ).serializeJSON(into: &out, seqTag: seqTag)
     return true
   }
 

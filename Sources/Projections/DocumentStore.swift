@@ -67,6 +67,8 @@ public final class DocumentStore: Sendable {
   /// Whether the database is partitioned, once read (``isPartitioned``): set when it is made,
   /// never changed after.
   let partitionedFlag = Mutex<Bool?>(nil)
+  /// ``sequenceTag``, once made.
+  let sequenceTagCache = Mutex<String?>(nil)
 
   /// Opens (creating) the database in `directory`.
   ///

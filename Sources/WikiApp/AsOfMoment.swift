@@ -52,7 +52,8 @@ struct AsOfMoment: Sendable {
     let asked = text.trimmingCharacters(in: .whitespaces)
     let last = try store.read { try $0.lastPosition }
     var askedMicros: Int64? = nil
-    if let seq = UInt64(asked) {
+    // An event's number, or the database's sequence string for it (`update_seq`'s `N-…`).
+    if let seq = store.position(ofOwnSequence: asked)?.rawValue {
       guard seq <= last.rawValue else {
         throw WikiSite.Failure(
           status: .badRequest,

@@ -206,7 +206,7 @@ import Testing
       let read = try await client.call(
         .get, "/wiki/_local/checkpoint", headers: Self.headers("bob"))
       #expect(read["_id"]?.stringValue == "_local/checkpoint")
-      #expect(read["last_seq"]?.int == 7)
+      #expect(read["last_seq"]?.seq == 7)
       // carol neither reads, overwrites nor deletes it: her _local/checkpoint is her own.
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("carol")).code
@@ -219,7 +219,7 @@ import Testing
       #expect(delete.code == 200)
       let again = try await client.call(
         .get, "/wiki/_local/checkpoint", headers: Self.headers("bob"))
-      #expect(again["last_seq"]?.int == 7)
+      #expect(again["last_seq"]?.seq == 7)
       // Nor through _bulk_docs, which writes her own too.
       let bulk = try await client.call(
         .post, "/wiki/_bulk_docs", #"{"docs":[{"_id":"_local/checkpoint","last_seq":-1}]}"#,
@@ -227,17 +227,17 @@ import Testing
       #expect(bulk.code == 201 && bulk.json?[0]?["id"]?.stringValue == "_local/checkpoint")
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("bob"))[
-          "last_seq"]?.int == 7)
+          "last_seq"]?.seq == 7)
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("carol"))[
-          "last_seq"]?.int == -1)
+          "last_seq"]?.seq == -1)
       // _local_docs lists each one's own.
       let bobs = try await client.call(.get, "/wiki/_local_docs", headers: Self.headers("bob"))
       #expect(
         bobs["rows"]?.arrayValue?.map { $0["id"]?.stringValue } == ["_local/checkpoint"])
       let carols = try await client.call(
         .get, "/wiki/_local_docs?include_docs=true", headers: Self.headers("carol"))
-      #expect(carols["rows"]?[0]?["doc"]?["last_seq"]?.int == -1)
+      #expect(carols["rows"]?[0]?["doc"]?["last_seq"]?.seq == -1)
       // Administrators read and write the shared namespace, CouchDB's.
       #expect(
         try await client.call(.get, "/wiki/_local/checkpoint", headers: Self.headers("admin")).code

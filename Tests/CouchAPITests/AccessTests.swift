@@ -346,13 +346,13 @@ import Wiki
     try await withAccessServer { client, fixture in
       let carol = AccessFixture.basic("carol")
       let before = try await client.call(.get, "/wiki/_changes", headers: carol)
-      let since = try #require(before["last_seq"]?.int)
+      let since = try #require(before["last_seq"]?.seq)
       // More changes carol may not see: her last_seq stays.
       try fixture.store.put(
         #"{"type":"page","wiki_id":"w1","markdown":"more"}"#, id: "w1:More", actor: "alice")
       let still = try await client.call(.get, "/wiki/_changes?since=\(since)", headers: carol)
       #expect(still["results"]?.arrayValue?.isEmpty == true)
-      #expect(still["last_seq"]?.int == since)
+      #expect(still["last_seq"]?.seq == since)
       // alice adds carol at G.
       var w1 = try fixture.store.get("w1").objectValue!
       w1["members"] = .array([.string("bob"), .string("carol")])
@@ -364,8 +364,8 @@ import Wiki
       let feed = try await client.call(.get, "/wiki/_changes?since=\(since)", headers: carol)
       let rows = feed["results"]?.arrayValue ?? []
       #expect(Set(rows.compactMap { $0["id"]?.stringValue }) == ["w1", "w1:Home", "w1:More"])
-      #expect(rows.allSatisfy { $0["seq"]?.int == Int(g) })
-      #expect(feed["last_seq"]?.int == Int(g))
+      #expect(rows.allSatisfy { $0["seq"]?.seq == Int(g) })
+      #expect(feed["last_seq"]?.seq == Int(g))
       // Paged with limit=1: rows sharing a seq stay together.
       let paged = try await client.call(
         .get, "/wiki/_changes?since=\(since)&limit=1", headers: carol)

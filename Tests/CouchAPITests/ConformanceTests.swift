@@ -114,7 +114,7 @@ import Testing
       let lastSeq = try await client.call(.get, "/db/_changes")["last_seq"]
       let r = try await client.call(.get, "/db/_all_docs?update_seq=true")
       #expect(r["update_seq"] == lastSeq)
-      #expect(r["update_seq"]?.int == 3)
+      #expect(r["update_seq"]?.seq == 3)
       let text = r.text
       let order = ["\"total_rows\"", "\"offset\"", "\"update_seq\"", "\"rows\""].map {
         text.range(of: $0)?.lowerBound
@@ -125,10 +125,10 @@ import Testing
       #expect(try await client.call(.get, "/db/_all_docs?update_seq=false")["update_seq"] == nil)
       let keys = try await client.call(
         .post, "/db/_all_docs?update_seq=True", #"{"keys":["a","x"]}"#)
-      #expect(keys["update_seq"]?.int == 3)
+      #expect(keys["update_seq"]?.seq == 3)
       #expect(keys["rows"]?.arrayValue?.count == 2)
       let empty = try await client.call(.get, "/db/_all_docs?update_seq=true&startkey=%5B%5D")
-      #expect(empty["update_seq"]?.int == 3)
+      #expect(empty["update_seq"]?.seq == 3)
       #expect(empty["rows"] == .array([]))
     }
   }
@@ -149,7 +149,8 @@ import Testing
       headers[HTTPField.Name("Last-Event-ID")!] = "2"
       let events = try await client.call(
         .get, "/db/_changes?feed=eventsource&since=0&timeout=10", headers: headers)
-      #expect(events.text.hasPrefix(#"data: {"seq":3,"id":"c""#))
+      #expect(events.text.hasPrefix(#"data: {"seq":"3-"#))
+      #expect(events.text.contains(#""id":"c""#))
       #expect(!events.text.contains(#""id":"a""#))
       // Other feeds do not read the header (a browser's EventSource sends it).
       let normal = try await client.call(.get, "/db/_changes?since=0", headers: headers)
@@ -186,7 +187,7 @@ import Testing
       while let chunk = try await iterator.next() { text += String(buffer: chunk) }
       let body = json(text)
       #expect(body["results"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["late"])
-      #expect(body["last_seq"]?.int == 2)
+      #expect(body["last_seq"]?.seq == 2)
     }
   }
 
@@ -207,7 +208,7 @@ import Testing
       #expect(results[0]["id"]?.stringValue == "a")
       #expect(results[2]["id"]?.stringValue?.count == 32)
       let info = try await client.call(.get, "/db")
-      #expect(info["update_seq"]?.int == 0)
+      #expect(info["update_seq"]?.seq == 0)
       #expect(info["doc_count"]?.int == 0)
       // A malformed document is a 400 first, as in CouchDB.
       let bad = try await client.call(
@@ -240,10 +241,11 @@ import Testing
       let keyed = try await client.call(.post, "/db/_all_docs?limit=0", #"{"keys":["a"]}"#)
       #expect(keyed["rows"] == .array([]))
       let changes = try await client.call(.get, "/db/_changes?limit=0&since=1")
-      #expect(changes.json == json(#"{"results":[],"last_seq":1,"pending":2}"#))
+      #expect(changes["results"] == .array([]) && changes["pending"] == .int(2))
+      #expect(changes["last_seq"]?.seq == 1)
       let history = try await client.call(.get, "/db/_changes?limit=0&history=true")
       #expect(history["results"] == .array([]))
-      #expect(history["last_seq"]?.int == 0)
+      #expect(history["last_seq"]?.seq == 0)
 
       let store = try dir.data.open("db")
       var options = AllDocsOptions()
@@ -431,7 +433,7 @@ import Testing
       #expect(try await client.call(.get, "/nothing/doc/att").code == 404)
       // Nothing was created or written.
       #expect(try await client.call(.get, "/_all_dbs").json == json(#"["db"]"#))
-      #expect(try await client.call(.get, "/db")["update_seq"]?.int == 2)
+      #expect(try await client.call(.get, "/db")["update_seq"]?.seq == 2)
 
       // What is served still is.
       #expect(try await client.call(.post, "/db/_revs_diff", #"{"doc":["1-x"]}"#).code == 200)

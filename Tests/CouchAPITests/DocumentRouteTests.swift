@@ -67,7 +67,7 @@ import Wiki
       #expect(revs["_revisions"]?["start"]?.int == 3)
       #expect(revs["_revisions"]?["ids"]?.arrayValue?.count == 3)
       #expect(revs["_revs_info"]?.arrayValue?.count == 3)
-      #expect(revs["_local_seq"]?.int == 4)  // after the wiki and two edits of the page
+      #expect(revs["_local_seq"]?.seq == 4)  // after the wiki and two edits of the page
       let old = try await client.call(.get, "/db/w1:Home?rev=\(rev1)")
       #expect(old["markdown"]?.stringValue == "Hi")
       #expect(try await client.call(.get, "/db/w1:Home?rev=9-abc").code == 404)
@@ -294,7 +294,7 @@ import Wiki
       #expect(put["rev"]?.stringValue == "0-1")
       let got = try await client.call(.get, "/db/_local/rep%2Fid%3D1")
       #expect(got["_id"]?.stringValue == "_local/rep/id=1")
-      #expect(got["last_seq"]?.int == 5)
+      #expect(got["last_seq"]?.seq == 5)
       // CouchDB 3 does not compare the named revision with the stored one: 0-7 gives 0-8.
       let named = try await client.call(
         .put, "/db/_local/rep%2Fid%3D1", #"{"_rev":"0-7","last_seq":6}"#)
@@ -305,7 +305,7 @@ import Wiki
       let viaQuery = try await client.call(
         .put, "/db/_local/rep%2Fid%3D1?rev=0-2", #"{"last_seq":7}"#)
       #expect(viaQuery["rev"]?.stringValue == "0-3")
-      #expect(try await client.call(.get, "/db/_local/rep%2Fid%3D1")["last_seq"]?.int == 7)
+      #expect(try await client.call(.get, "/db/_local/rep%2Fid%3D1")["last_seq"]?.seq == 7)
       #expect(try await client.call(.get, "/db/_all_docs")["rows"]?.arrayValue?.count == 0)
       #expect(try await client.call(.get, "/db/_changes")["results"]?.arrayValue?.count == 0)
       #expect(try await client.call(.put, "/db/_local/x?rev=1-abc", "{}").code == 400)

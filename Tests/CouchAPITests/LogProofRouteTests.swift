@@ -47,7 +47,7 @@ import Testing
       let signed = try #require(inclusion["head"])
       let checked = LogProofs.check(head: signed, proof: inclusion, publicKey: key)
       #expect(checked.holds, "\(checked.lines)")
-      #expect(inclusion["event"]?["seq"]?.int == 2)
+      #expect(inclusion["event"]?["seq"]?.seq == 2)
 
       // In an older head the client holds.
       let older = try #require(

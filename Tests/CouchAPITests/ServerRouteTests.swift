@@ -67,7 +67,7 @@ import Wiki
       let info = try await client.call(.get, "/wiki")
       #expect(info.code == 200)
       #expect(info["db_name"]?.stringValue == "wiki")
-      #expect(info["update_seq"]?.int == 0)
+      #expect(info["update_seq"]?.seq == 0)
       #expect(info["doc_count"]?.int == 0)
       #expect(info["doc_del_count"]?.int == 0)
       #expect(info["instance_start_time"]?.stringValue == "0")
@@ -79,7 +79,7 @@ import Wiki
       try await client.call(.put, "/wiki/a", #"{"x":1}"#)
       let after = try await client.call(.get, "/wiki")
       #expect(after["doc_count"]?.int == 1)
-      #expect(after["update_seq"]?.int == 1)
+      #expect(after["update_seq"]?.seq == 1)
 
       let illegal = try await client.call(.put, "/Wiki")
       #expect(illegal.code == 400)
@@ -226,8 +226,8 @@ import Wiki
       try await client.call(.put, "/db")
       let put = try await client.call(.put, "/db/_local%2Fcp", #"{"seq":3}"#)
       #expect(put.code == 201 && put["id"]?.stringValue == "_local/cp")
-      #expect(try await client.call(.get, "/db/_local/cp")["seq"]?.int == 3)
-      #expect(try await client.call(.get, "/db/_local%2Fcp")["seq"]?.int == 3)
+      #expect(try await client.call(.get, "/db/_local/cp")["seq"]?.seq == 3)
+      #expect(try await client.call(.get, "/db/_local%2Fcp")["seq"]?.seq == 3)
       #expect(try await client.call(.get, "/db")["doc_count"]?.int == 0)
     }
   }

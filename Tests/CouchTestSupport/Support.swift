@@ -103,6 +103,11 @@ public func json(_ text: String) -> JSONValue { try! JSONValue(parsing: text) }
 extension JSONValue {
   public var strings: [String] { arrayValue?.compactMap(\.stringValue) ?? [] }
   public var int: Int? { numberValue?.int64Value.map { Int($0) } }
+  /// A CouchDB sequence's number: the number itself, or the one before the `-` of an opaque
+  /// `"N-…"` string.
+  public var seq: Int? {
+    int ?? stringValue.flatMap { text in text.split(separator: "-").first.flatMap { Int($0) } }
+  }
 }
 
 /// A ``CouchTransport`` over AsyncHTTPClient, for the end-to-end tests.
