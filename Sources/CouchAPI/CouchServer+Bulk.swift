@@ -765,7 +765,8 @@ extension CouchServer {
     options.attachments = try query.bool("attachments")
     options.attEncodingInfo = try query.bool("att_encoding_info")
     options.updateSeq = try query.bool("update_seq")
-    options.limit = try query.int("limit")
+    options.limit = try queryLimit(
+      try query.int("limit"), partitioned: store.isPartitioned && query["partition"] != nil)
     options.skip = try query.int("skip") ?? 0
     if let key = try query.json("key") {
       if options.keys == nil {

@@ -108,6 +108,10 @@ final class ServerSettings: Sendable {
     /// which neither CouchDB 3's clustered port nor wikilog serves: kept and answered, with
     /// no effect, as there.
     var nodeLocalAuthenticationHandlers = CouchServer.nodeLocalAuthenticationHandlers
+    /// `query_server_config/query_limit` and `partition_query_limit`: the most rows a view or
+    /// `_all_docs` answers (within a partition, the second).
+    var queryLimit = CouchServer.maxQueryLimit
+    var partitionQueryLimit = CouchServer.maxQueryLimit
   }
 
   private let values: Mutex<Values>
@@ -144,6 +148,35 @@ extension CouchServer {
       let auth = try server.requireAuthenticator("chttpd_auth/authentication_db")
       do { try auth.users.useAuthenticationDatabase(text) } catch { throw CouchError(error) }
     }, initial: { _ in UserStore.databaseName })
+
+  /// CouchDB's `?MAX_VIEW_LIMIT`: the limit of a query that names none.
+  public static let maxQueryLimit = 268_435_456
+
+  /// A `query_server_config` limit (a positive integer; back to ``maxQueryLimit`` on DELETE).
+  static func limit(
+    _ value: any WritableKeyPath<ServerSettings.Values, Int> & Sendable, _ name: String
+  ) -> Setting {
+    Setting(
+      read: { String($0.settings.current[keyPath: value]) },
+      write: { server, text throws(CouchError) in
+        let n = try positive(text, name)
+        server.settings.update { $0[keyPath: value] = n }
+      }, initial: { _ in String(CouchServer.maxQueryLimit) })
+  }
+
+  /// The rows a view or `_all_docs` query may answer (`couch_mrview_util:apply_limit`): its
+  /// `limit`, or with none the configured most; a `limit` above that is
+  /// `400 query_parse_error`. Within a partition `partition_query_limit` applies, else (and for
+  /// Mango, `ignoringPartition`) `query_limit`.
+  public func queryLimit(_ asked: Int?, partitioned: Bool) throws(CouchError) -> Int {
+    let most = partitioned ? settings.current.partitionQueryLimit : settings.current.queryLimit
+    guard let asked else { return most }
+    guard asked <= most else {
+      throw CouchError(
+        "query_parse_error", "Limit is too large, must not exceed \(most)", status: 400)
+    }
+    return asked
+  }
 
   /// CouchDB's default `httpd/authentication_handlers`.
   static let nodeLocalAuthenticationHandlers =
@@ -192,6 +225,11 @@ extension CouchServer {
         write: { server, text throws(CouchError) in
           server.settings.update { $0.wwwAuthenticate = text.isEmpty ? nil : text }
         }, initial: { _ in "" }),
+    ],
+    "query_server_config": [
+      "query_limit": limit(\.queryLimit, "query_server_config/query_limit"),
+      "partition_query_limit": limit(
+        \.partitionQueryLimit, "query_server_config/partition_query_limit"),
     ],
     "httpd": [
       "authentication_handlers": Setting(

@@ -32,6 +32,8 @@ extension QueryEndpoints {
     let method = request.method
     switch kind {
     case "_update": try r.allow([.post, .put])
+    // A list answers OPTIONS too (`couch_mrview_show:handle_view_list_req`).
+    case "_list": try r.allow([.get, .head, .post, .options])
     default: try r.allow([.get, .head, .post])
     }
     let design: JSONValue
@@ -216,6 +218,12 @@ extension QueryEndpoints {
       }
     }
     var response = start.objectValue ?? JSONObject()
+    // A list's answer is JSON unless its start says otherwise (`#extern_resp_args`'s default).
+    var startHeaders = response["headers"]?.objectValue ?? JSONObject()
+    if !startHeaders.members.contains(where: { $0.key.lowercased() == "content-type" }) {
+      startHeaders["Content-Type"] = .string("application/json")
+      response["headers"] = .object(startHeaders)
+    }
     var text = chunks.joined()
     if let (name, reason) = failure {
       let error = JSONValue.object(

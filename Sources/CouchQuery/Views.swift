@@ -30,7 +30,12 @@ extension QueryEndpoints {
       throw CouchError.methodNotAllowed(allowed.map(\.rawValue))
     }
     var filter = try Self.rowFilter(access, store)
-    if let partition = try Self.viewPartition(store, ddoc: ddoc, query: query) {
+    let partition = try Self.viewPartition(store, ddoc: ddoc, query: query)
+    let server = r.server
+    let limit: @Sendable (Int?) throws -> Int? = { asked in
+      try server.queryLimit(asked, partitioned: partition != nil)
+    }
+    if let partition {
       let visible = filter
       filter = { id in Partitions.isMember(id, of: partition) && visible?(id) ?? true }
     }
@@ -41,7 +46,7 @@ extension QueryEndpoints {
     let answer = try await r.blocking {
       try Self.answer(
         store, ddoc: ddoc, view: view, queries: queries, query: query, body: body,
-        includes: includes)
+        includes: includes, limit: limit)
     }
     return CouchResponse.json(answer, includeBody: method != .head)
   }
@@ -91,9 +96,12 @@ extension QueryEndpoints {
   /// The answer of a view request (on the thread pool: it reads, and may build, the index).
   static func answer(
     _ store: DocumentStore, ddoc: String, view: String, queries: Bool, query: QueryParameters,
-    body: JSONValue?, includes: (@Sendable (String) -> Bool)?
+    body: JSONValue?, includes: (@Sendable (String) -> Bool)?,
+    limit: (Int?) throws -> Int? = { $0 }
   ) throws -> JSONValue {
-    let results = try viewQueries(query: query, body: body, queries: queries).map { q in
+    let results = try viewQueries(query: query, body: body, queries: queries).map { asked in
+      var q = asked
+      q.limit = try limit(q.limit)
       guard let asOf = q.asOf else {
         let result = try ViewQueries(store).query(
           ddoc: ddoc, view: view, query: q, includes: includes)

@@ -43,6 +43,8 @@ static const char kPrelude[] = R"JS(
   }
   function errorText(e) {
     try {
+      // An Error as couchjs's errstr shows it: its name, then its message.
+      if (e instanceof Error) return StringOf(e.name) + ': ' + StringOf(e.message);
       if (e && typeof e === 'object' && e.message !== undefined) return StringOf(e.message);
       if (typeof e === 'string') return e;
       return stringify(e);

@@ -146,4 +146,57 @@ import Testing
       #expect(others.code == 404 && !others.text.contains("carol"))
     }
   }
+
+  @Test("query_server_config limits: a larger limit is 400, none is the most; partitions apart")
+  func queryLimits() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      for i in 0..<5 { _ = try await client.call(.put, "/db/d\(i)", #"{"n":\#(i)}"#) }
+      #expect(try await client.call(.put, "/db/_design/app", Self.design).code == 201)
+      let config = "/_node/_local/_config/query_server_config/"
+      #expect(try await client.call(.put, config + "query_limit", #""3""#).code == 200)
+      let view = "/db/_design/app/_view/by_n?reduce=false"
+      #expect(try await client.call(.get, view)["rows"]?.arrayValue?.count == 3)
+      #expect(try await client.call(.get, view + "&limit=2")["rows"]?.arrayValue?.count == 2)
+      let tooMany = try await client.call(.get, view + "&limit=4")
+      #expect(tooMany.code == 400 && tooMany.error == "query_parse_error")
+      #expect(tooMany["reason"] == .string("Limit is too large, must not exceed 3"))
+      #expect(try await client.call(.get, "/db/_all_docs")["rows"]?.arrayValue?.count == 3)
+      #expect(try await client.call(.get, "/db/_all_docs?limit=9").code == 400)
+      #expect(try await client.call(.delete, config + "query_limit").code == 200)
+      #expect(try await client.call(.get, "/db/_all_docs")["rows"]?.arrayValue?.count == 6)
+
+      #expect(try await client.call(.put, "/p?partitioned=true").code == 201)
+      for i in 0..<4 { _ = try await client.call(.put, "/p/a:d\(i)", "{}") }
+      #expect(try await client.call(.put, config + "partition_query_limit", #""2""#).code == 200)
+      let within = try await client.call(.get, "/p/_partition/a/_all_docs")
+      #expect(within["rows"]?.arrayValue?.count == 2)
+      #expect(try await client.call(.get, "/p/_partition/a/_all_docs?limit=3").code == 400)
+      // The global query is not a partition's.
+      #expect(try await client.call(.get, "/p/_all_docs")["rows"]?.arrayValue?.count == 4)
+      #expect(try await client.call(.put, config + "query_limit", #""x""#).code == 400)
+    }
+  }
+
+  @Test("a list answers JSON unless it says otherwise, OPTIONS too; errors name their kind")
+  func listDefaults() async throws {
+    try await withServer { client, _ in
+      #expect(try await client.call(.put, "/db").code == 201)
+      _ = try await client.call(.put, "/db/d1", #"{"n":1}"#)
+      let design = #"""
+        {"views": {"v": {"map": "function(doc) { emit(doc.n, null) }"}},
+         "lists": {"sec": "function(head, req) { return toJSON(req.secObj) }",
+                   "html": "function(head, req) { start({headers: {'Content-Type': 'text/html'}}); return '<p>' }",
+                   "bad": "function(head, req) { send('head'); getRow(); fooBarBam.x; }"}}
+        """#
+      #expect(try await client.call(.put, "/db/_design/l", design).code == 201)
+      let sec = try await client.call(.get, "/db/_design/l/_list/sec/v")
+      #expect(sec.headers[.contentType] == "application/json" && sec.json?.objectValue != nil)
+      let html = try await client.call(.get, "/db/_design/l/_list/html/v")
+      #expect(html.headers[.contentType] == "text/html" && html.text == "<p>")
+      #expect(try await client.call(.options, "/db/_design/l/_list/sec/v").code == 200)
+      let bad = try await client.call(.get, "/db/_design/l/_list/bad/v")
+      #expect(bad.text.contains("ReferenceError: fooBarBam is not defined"), "\(bad.text)")
+    }
+  }
 }
